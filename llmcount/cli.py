@@ -1,0 +1,132 @@
+"""The command line: resolve the input, call the library, print. Errors are one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from .errors import LlmcountError
+
+ACTIVATED_HELP = (
+    "Activated (MoE) = every parameter except the routed experts, plus k/n of the routed experts; "
+    "the router and shared experts count fully. For dense models activated = total."
+)
+
+app = typer.Typer(
+    name="llmcount",
+    help="Exact symbolic parameter counts of LLMs, from their Hugging Face config.json.\n\n" + ACTIVATED_HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder holding one, or a Hub id."
+
+
+class Format(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    latex = "latex"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"llmcount: error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@app.command()
+def count(
+    spec: Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Count the parameters of a model, per component, exactly.
+
+    Example: llmcount count qwen3-32b
+    """
+    from .renderers import count_data, render_count
+    from .sources import load
+
+    try:
+        model = load(spec)
+        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model).rstrip()
+    except LlmcountError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(output)
+
+
+@app.command()
+def formula(
+    spec: Annotated[str, typer.Argument(help="A family (e.g. qwen3) or a model: " + SPEC_HELP, metavar="FAMILY|MODEL")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    activated: Annotated[
+        bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print total, activated and per_layer as sympy strings and LaTeX.")
+    ] = False,
+) -> None:
+    """Print the symbolic parameter formula of a family, or of the switches a model's config sets.
+
+    Example: llmcount formula qwen3 --format latex
+    """
+    from .formulas.architectures import REGISTRY
+    from .formulas.derivation import Derivation
+    from .renderers import formula_data, render_formula
+    from .sources import load
+
+    try:
+        if spec in REGISTRY:
+            derivation, title = Derivation(REGISTRY[spec]), REGISTRY[spec].title
+        else:
+            model = load(spec)
+            derivation, title = model.derivation, model.name
+        if as_json:
+            output = json.dumps(formula_data(derivation), indent=2)
+        else:
+            output = render_formula(derivation, fmt.value, activated=activated, title=title).rstrip()
+    except LlmcountError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(output)
+
+
+@app.command(name="list")
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="Print families and presets as JSON.")] = False,
+) -> None:
+    """List the supported families and the bundled presets with their published sizes.
+
+    Example: llmcount list
+    """
+    from .formulas.architectures import FAMILIES
+    from .presets import presets
+    from .renderers import render
+
+    if as_json:
+        _print_json(
+            {
+                "families": [{"name": a.name, "title": a.title, "moe": a.is_moe} for a in FAMILIES],
+                "presets": [
+                    {"name": p.name, "hub_id": p.hub_id, "model": p.model, "published": p.published, "source": p.source}
+                    for p in presets().values()
+                ],
+            }
+        )
+        return
+    typer.echo(render("list.txt.j2", families=FAMILIES, presets=presets().values()).rstrip())
+
+
+def main() -> None:
+    """Console entry point: usage errors exit 2, bad input exits 1, never a traceback."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,147 @@
+"""A Derivation: the ordered, path-keyed terms of one architecture, their total and activated
+counts as sympy expressions, and their exact values for a config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sympy import Add, Expr, Integer, Symbol, expand
+
+from .architectures import Architecture, Options
+from .blocks import Term
+from .symbols import GLOSSARY, N, N_dense, k, n
+
+ACTIVATED_DEFINITION = (
+    "activated = every parameter except the routed experts, plus k/n of the routed experts "
+    "(router and shared experts count fully); for dense models activated = total"
+)
+EMBEDDING_DEFINITION = "embedding = token embedding + learned position table + untied LM head"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One term evaluated on a config."""
+
+    path: str
+    formula: Expr
+    count: int
+    activated: int
+    embedding: bool
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A Derivation evaluated on one config: exact integers."""
+
+    total: int
+    activated: int
+    embedding: int
+    components: tuple[Component, ...]
+    values: dict[str, int]
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+
+def _sum(exprs) -> Expr:
+    return Add(*exprs) if exprs else Integer(0)
+
+
+def _per_token(term: Term, activated: bool) -> Expr:
+    """A term's per-layer count, or with ``activated`` the part of it one token uses."""
+    return term.expr * k / n if activated and term.routed else term.expr
+
+
+def _combine(exprs: list[Expr]) -> list[Expr]:
+    """Add up terms that differ only by a number (q_proj and o_proj: 2·d·h·h_d), keeping
+    first-appearance order and each term's factored form."""
+    merged: dict[Expr, Expr] = {}
+    for expr in exprs:
+        coeff, rest = expr.as_coeff_Mul()
+        merged[rest] = merged.get(rest, 0) + coeff
+    return [coeff * monomial for monomial, coeff in merged.items() if coeff != 0]
+
+
+def _int(expr: Expr, path: str) -> int:
+    if not (expr.is_Integer):
+        raise ValueError(f"{path}: does not evaluate to an integer: {expr}")
+    return int(expr)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """The parameter formula of one architecture under one set of switches."""
+
+    architecture: Architecture
+    options: Options = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.options is None:
+            object.__setattr__(self, "options", self.architecture.defaults)
+
+    @cached_property
+    def terms(self) -> tuple[Term, ...]:
+        return tuple(self.architecture.terms(self.options))
+
+    @cached_property
+    def total(self) -> Expr:
+        return expand(_sum(t.total for t in self.terms))
+
+    @cached_property
+    def activated(self) -> Expr:
+        return expand(_sum(t.activated for t in self.terms))
+
+    @cached_property
+    def embedding(self) -> Expr:
+        return expand(_sum(t.total for t in self.terms if t.embedding))
+
+    @cached_property
+    def per_layer(self) -> Expr:
+        """Parameters of one decoder layer (for MoE families, one MoE layer)."""
+        return _sum(self.layer_terms())
+
+    @cached_property
+    def per_dense_layer(self) -> Expr | None:
+        """Parameters of one leading dense layer of an MoE model, if it has any."""
+        if not (self.architecture.is_moe and self.options.dense_layers):
+            return None
+        return _sum(self.layer_terms(dense=True))
+
+    def layer_terms(self, dense: bool = False, activated: bool = False) -> list[Expr]:
+        """One layer's count as like terms in reader's order: an MoE layer, or with ``dense`` a
+        leading dense layer of an MoE model; with ``activated``, k of the n routed experts."""
+        kinds = {N, N_dense if dense else N - N_dense}
+        return _combine([_per_token(t, activated) for t in self.terms if t.layers in kinds])
+
+    @cached_property
+    def symbols(self) -> tuple[Symbol, ...]:
+        """The glossary symbols this formula uses, in glossary order."""
+        used = self.total.free_symbols | self.activated.free_symbols
+        return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
+
+    def grouped(self, activated: bool = False) -> list[tuple[Expr, list[Expr]]]:
+        """The total as ``[(layers, [per-layer exprs...]), ...]`` in reader's order, for display:
+        terms that share a layer count are gathered under it, like ``N·(...) + d(2V + 1)``."""
+        groups: dict[Expr, list[Expr]] = {}
+        for t in self.terms:
+            groups.setdefault(t.layers, []).append(_per_token(t, activated))
+        return [(layers, _combine(exprs)) for layers, exprs in groups.items()]
+
+    def evaluate(self, values: dict[Symbol, int]) -> Counts:
+        """Substitute exact integer values; every count stays a Python int."""
+        missing = {s.name for s in self.symbols} - {s.name for s in values}
+        if missing:
+            raise ValueError(f"no value for {', '.join(sorted(missing))}")
+        components = []
+        for t in self.terms:
+            count = _int(t.total.subs(values), t.path)
+            components.append(Component(t.path, t.total, count, _int(t.activated.subs(values), t.path), t.embedding))
+        return Counts(
+            total=sum(c.count for c in components),
+            activated=sum(c.activated for c in components),
+            embedding=sum(c.count for c in components if c.embedding),
+            components=tuple(components),
+            values={s.name: int(v) for s, v in values.items()},
+        )

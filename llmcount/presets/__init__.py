@@ -1,0 +1,51 @@
+"""Bundled ``config.json`` files of known models: the embedded default, no network needed.
+
+``index.json`` says for each preset which model it is (its Hub id) and its published size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    hub_id: str
+    model: str
+    published: str  # the published size as its source states it, e.g. "32,762,123,264" or "8.2B"
+    published_total: int | None  # the exact published count, when one is published
+    source: str  # where the published figure comes from
+
+    def config(self) -> dict[str, Any]:
+        return json.loads(resources.files(__name__).joinpath(f"{self.name}.json").read_text("utf-8"))
+
+
+@cache
+def presets() -> dict[str, Preset]:
+    index = json.loads(resources.files(__name__).joinpath("index.json").read_text("utf-8"))
+    found = {}
+    for name, entry in index.items():
+        exact = entry.get("published_total")
+        found[name] = Preset(
+            name=name,
+            hub_id=entry["hub_id"],
+            model=entry["model"],
+            published=entry.get("published_label") or (f"{exact:,}" if exact else ""),
+            published_total=exact,
+            source=entry.get("published_source", ""),
+        )
+    return found
+
+
+def find(spec: str) -> Preset | None:
+    """The preset named ``spec`` or whose Hub id is ``spec`` (case-insensitive)."""
+    key = spec.lower()
+    for preset in presets().values():
+        if key in (preset.name, preset.hub_id.lower()):
+            return preset
+    return None

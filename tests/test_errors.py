@@ -1,0 +1,135 @@
+"""Bad input: one clear line on stderr naming the problem and the file or key, exit 1, no number."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
+MIXTRAL = {**LLAMA, "model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2}
+
+
+def run(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def assert_refused(result, *needles):
+    assert result.exit_code in (1, 2), result.output
+    assert isinstance(result.exception, SystemExit), "a traceback escaped"
+    assert result.stdout == "", "nothing may be printed on stdout for bad input"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def write(tmp_path, config, name="config.json"):
+    path = tmp_path / name
+    path.write_text(config if isinstance(config, str) else json.dumps(config))
+    return str(path)
+
+
+def test_valid_base_config_is_accepted(tmp_path):
+    # The configs below break this one in a single place, so it must itself be fine.
+    assert run("count", write(tmp_path, LLAMA)).exit_code == 0
+    assert run("count", write(tmp_path, MIXTRAL, "m.json")).exit_code == 0
+
+
+def test_missing_file(tmp_path):
+    assert_refused(run("count", str(tmp_path / "nope.json")), "nope.json", "no such file")
+
+
+def test_folder_without_config(tmp_path):
+    assert_refused(run("count", str(tmp_path)), str(tmp_path), "no config.json")
+
+
+def test_invalid_json_says_where(tmp_path):
+    path = write(tmp_path, '{\n  "model_type": "llama",\n  "vocab_size": ,\n}')
+    assert_refused(run("count", path), path, "invalid JSON", "line 3")
+
+
+def test_not_an_object(tmp_path):
+    assert_refused(run("count", write(tmp_path, "[1, 2]")), "JSON object")
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size"])
+def test_required_key_missing(tmp_path, key):
+    config = {k: v for k, v in LLAMA.items() if k != key}
+    assert_refused(run("count", write(tmp_path, config)), f"'{key}'", "missing")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("4096", "string"), (64.5, "float"), (True, "boolean"), (None, "null"), ([64], "list")],
+)
+def test_wrong_type(tmp_path, value, shown):
+    path = write(tmp_path, {**LLAMA, "hidden_size": value})
+    assert_refused(run("count", path), "'hidden_size'", "integer", shown)
+
+
+def test_integral_float_is_accepted(tmp_path):
+    result = run("count", write(tmp_path, {**LLAMA, "hidden_size": 64.0}), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["values"]["d"] == 64
+
+
+@pytest.mark.parametrize("value", [0, -64])
+def test_zero_or_negative_size(tmp_path, value):
+    assert_refused(
+        run("count", write(tmp_path, {**LLAMA, "num_hidden_layers": value})), "'num_hidden_layers'", "positive"
+    )
+
+
+def test_bool_switch_of_wrong_type(tmp_path):
+    path = write(tmp_path, {**LLAMA, "tie_word_embeddings": "yes"})
+    assert_refused(run("count", path), "'tie_word_embeddings'", "true or false")
+
+
+def test_heads_not_divisible_by_kv_heads(tmp_path):
+    path = write(tmp_path, {**LLAMA, "num_key_value_heads": 3})
+    assert_refused(run("count", path), "num_attention_heads (4)", "num_key_value_heads (3)")
+
+
+def test_more_experts_per_token_than_experts(tmp_path):
+    path = write(tmp_path, {**MIXTRAL, "num_experts_per_tok": 5})
+    assert_refused(run("count", path), "num_experts_per_tok (5)", "num_local_experts (4)")
+
+
+def test_unknown_model_type_is_refused_by_name(tmp_path):
+    path = write(tmp_path, {**LLAMA, "model_type": "gemma2"})
+    assert_refused(run("count", path), "'gemma2'", "supported:", "llama", "deepseek_v3")
+
+
+def test_missing_model_type(tmp_path):
+    config = {k: v for k, v in LLAMA.items() if k != "model_type"}
+    assert_refused(run("count", write(tmp_path, config)), "'model_type'")
+
+
+def test_unknown_preset_suggests_close_names():
+    assert_refused(run("count", "qwen3-32"), "unknown preset", "qwen3-32b")
+
+
+def test_hub_id_offline_without_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert_refused(run("count", "some-org/some-model-that-is-not-cached"), "some-org/some-model", "cache")
+
+
+def test_formula_of_unknown_family():
+    assert_refused(run("formula", "gemma"), "gemma")
+
+
+def test_unknown_format_lists_choices():
+    result = run("formula", "qwen3", "--format", "html")
+    assert result.exit_code == 2
+    assert "text" in result.output and "latex" in result.output
