@@ -34,12 +34,12 @@ class Format(str, Enum):
     latex = "latex"
 
 
-def _fail(message: str) -> typer.Exit:
+def fail(message: str) -> typer.Exit:
     typer.echo(f"llmcount: error: {message}", err=True)
     return typer.Exit(1)
 
 
-def _print_json(data: object) -> None:
+def print_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
@@ -59,7 +59,7 @@ def count(
         model = load(spec)
         output = json.dumps(count_data(model), indent=2) if as_json else render_count(model).rstrip()
     except LlmcountError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(output)
 
 
@@ -94,7 +94,7 @@ def formula(
         else:
             output = render_formula(derivation, fmt.value, activated=activated, title=title).rstrip()
     except LlmcountError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(output)
 
 
@@ -111,7 +111,7 @@ def list_(
     from .renderers import render
 
     if as_json:
-        _print_json(
+        print_json(
             {
                 "families": [{"name": a.name, "title": a.title, "moe": a.is_moe} for a in FAMILIES],
                 "presets": [
@@ -122,6 +122,11 @@ def list_(
         )
         return
     typer.echo(render("list.txt.j2", families=FAMILIES, presets=presets().values()).rstrip())
+
+
+# Commands of the other subjects live in their own modules and register themselves on `app`.
+# (Imported here, at the bottom, so that `app` and the helpers above exist when they load.)
+from . import cli_analysis, cli_costs, cli_writeup  # noqa: E402, F401
 
 
 def main() -> None:
