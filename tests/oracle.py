@@ -1,0 +1,165 @@
+"""The oracle: transformers' own parameter counts, built on the meta device (no weights, no memory).
+
+``hf_count(config)`` is the number of parameters of ``AutoModelForCausalLM.from_config`` (a tied head
+counts once: ``named_parameters`` removes shared tensors). ``hf_components(config)`` maps every HF
+parameter name to llmcount's component path and sums over layers, so the two can be compared term
+by term. Buffers (rotary ``inv_freq``, GPT-2's masks, DeepSeek's ``e_score_correction_bias``) are not
+parameters and are not counted.
+
+A config that transformers itself refuses (its config class or model constructor raises) raises
+``TransformersRejected``; a parameter name the mapping does not know raises ``UnmappedParameter``,
+so that a new transformers release that adds a parameter shows up as a failure, not as a silent gap.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+VERSIONS = f"transformers {transformers.__version__}, torch {torch.__version__}"
+"""Which versions produced the expected numbers: put it in every failure message."""
+
+# Keys of a real config.json that could change what from_config builds without changing the
+# model's logical parameters: a quantizer applying DeepSeek-V3's FP8 quantization_config would add
+# scale tensors. transformers 5.23's from_config ignores it (checked: same count with and without);
+# it is dropped so that a version that applies it still counts the architecture, as llmcount does.
+_IGNORED_KEYS = ("quantization_config",)
+
+
+class TransformersRejected(Exception):
+    """transformers' config class or model constructor refused the config."""
+
+
+class UnmappedParameter(AssertionError):
+    """An HF parameter name that the mapping to llmcount's paths does not know."""
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    total: int
+    components: dict[str, int]  # llmcount path -> parameters, summed over layers (zeros dropped)
+    num_experts: int | None  # routed experts per MoE layer, as the built HF config has it
+    top_k: int | None  # routed experts per token, as the built HF config has it
+
+
+def _freeze(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def _is_norm(module: torch.nn.Module) -> bool:
+    name = type(module).__name__
+    return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))
+
+
+def llmcount_path(name: str, is_norm: bool) -> str:
+    """Map an HF parameter name (``model.layers.3.self_attn.q_proj.bias``) to llmcount's path
+    (``attention/q_proj.bias``). A norm's weight and bias share one path (LayerNorm is one term)."""
+    parts = name.split(".")
+    if parts[0] in ("model", "transformer"):
+        parts = parts[1:]
+    in_layer = len(parts) > 2 and parts[0] in ("layers", "h") and parts[1].isdigit()
+    if in_layer:
+        parts = parts[2:]
+    *modules, leaf = parts
+    bias = "" if is_norm or leaf != "bias" else ".bias"
+
+    if not in_layer and len(modules) == 1:
+        module = modules[0]
+        if module in ("embed_tokens", "wte", "wpe"):
+            return f"embedding/{module}"
+        if module == "lm_head":
+            return f"head/lm_head{bias}"
+        if is_norm:
+            return f"norms/{module}"
+    elif in_layer and modules:
+        group = modules[0]
+        if group in ("self_attn", "attn") and len(modules) == 2:
+            return f"attention/{modules[1]}{bias}"
+        if group == "mlp" and len(modules) >= 2:
+            if modules[1] == "experts":
+                return "moe/experts"
+            if modules[1] == "gate" and len(modules) == 2:
+                return f"moe/router{bias}"
+            if modules[1] == "shared_experts":
+                return f"moe/shared_experts{bias}"
+            if len(modules) == 2:
+                return f"mlp/{modules[1]}{bias}"
+        if len(modules) == 1 and is_norm:
+            return f"norms/{group}"
+    raise UnmappedParameter(f"no llmcount path for HF parameter {name!r} ({VERSIONS})")
+
+
+def _hf_config(config: dict[str, Any]):
+    rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
+    return AutoConfig.for_model(config["model_type"], **rest)
+
+
+@lru_cache(maxsize=512)
+def _build(frozen: str) -> OracleResult:
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = _hf_config(config)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+
+    components: dict[str, int] = {}
+    total = 0
+    seen: set[int] = set()
+    for module_name, module in model.named_modules():
+        norm = _is_norm(module)
+        for leaf, parameter in module.named_parameters(recurse=False):
+            if id(parameter) in seen:  # a tied head: the embedding's tensor, counted once
+                continue
+            seen.add(id(parameter))
+            count = parameter.numel()
+            total += count
+            path = llmcount_path(f"{module_name}.{leaf}" if module_name else leaf, norm)
+            components[path] = components.get(path, 0) + count
+    assert total == sum(p.numel() for p in model.parameters()), VERSIONS
+
+    num_experts = next(
+        (getattr(cfg, key) for key in ("n_routed_experts", "num_local_experts", "num_experts") if hasattr(cfg, key)),
+        None,
+    )
+    return OracleResult(
+        total=total,
+        components={path: count for path, count in components.items() if count},
+        num_experts=num_experts,
+        top_k=getattr(cfg, "num_experts_per_tok", None),
+    )
+
+
+def hf_result(config: dict[str, Any]) -> OracleResult:
+    """Build (or fetch from the cache) the transformers model of ``config`` and count it."""
+    result = _build(_freeze(config))
+    return OracleResult(result.total, dict(result.components), result.num_experts, result.top_k)
+
+
+def hf_count(config: dict[str, Any]) -> int:
+    """The number of parameters of transformers' model for ``config`` (a tied head counts once)."""
+    return _build(_freeze(config)).total
+
+
+def hf_components(config: dict[str, Any]) -> dict[str, int]:
+    """transformers' parameters grouped by llmcount path, summed over layers, zero-size ones dropped."""
+    return dict(_build(_freeze(config)).components)
