@@ -133,3 +133,24 @@ def test_unknown_format_lists_choices():
     result = run("formula", "qwen3", "--format", "html")
     assert result.exit_code == 2
     assert "text" in result.output and "latex" in result.output
+
+
+@pytest.mark.parametrize(
+    ("model_type", "key"),
+    [
+        ("qwen2", "head_dim"),
+        ("qwen3", "head_dim"),
+        ("mistral", "num_key_value_heads"),
+        ("mixtral", "num_key_value_heads"),
+    ],
+)
+def test_null_where_transformers_has_no_meaning_for_it(tmp_path, model_type, key):
+    # transformers either refuses these (strict int fields) or crashes on them (None * heads).
+    path = write(tmp_path, {**MIXTRAL, "model_type": model_type, key: None})
+    assert_refused(run("count", path), f"'{key}'", "null")
+
+
+def test_null_kv_heads_means_all_heads_for_llama(tmp_path):
+    # LlamaConfig.__post_init__: num_key_value_heads None -> num_attention_heads (MHA).
+    mha = json.loads(run("count", write(tmp_path, {**LLAMA, "num_key_value_heads": None}), "--json").stdout)
+    assert mha["values"]["h_kv"] == LLAMA["num_attention_heads"]

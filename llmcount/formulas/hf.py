@@ -118,8 +118,24 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-# transformers' defaults of num_key_value_heads when the key is absent (None -> h in every family)
-_KV_HEADS_DEFAULT = {"llama": None, "mistral": 8, "mixtral": 8, "qwen2": 32, "qwen3": 32, "qwen3_moe": 4}
+# Per family, as transformers reads them: (default of num_key_value_heads when absent (None: h),
+# whether null means h), and (default of head_dim when absent (None: d // h), whether null means d // h).
+_KV_HEADS = {
+    "llama": (None, True),
+    "qwen2": (32, True),
+    "qwen3": (32, True),
+    "mistral": (8, False),
+    "mixtral": (8, False),
+    "qwen3_moe": (4, False),
+}
+_HEAD_DIM = {
+    "llama": (None, True),
+    "mistral": (None, True),
+    "mixtral": (None, True),
+    "qwen2": (None, False),
+    "qwen3": (128, False),
+    "qwen3_moe": (None, False),
+}
 
 
 def _gpt2(r: _Reader, o: dict[str, bool]) -> dict[Symbol, int]:
@@ -155,12 +171,11 @@ def _decoder(r: _Reader, o: dict[str, bool], arch: Architecture) -> dict[Symbol,
 
 def _gqa(r: _Reader, values: dict[Symbol, int], family: str) -> None:
     heads = values[h]
-    if family == "qwen3":
-        values[h_d] = r.int("head_dim", 128)
-    else:
-        values[h_d] = r.int("head_dim", None, null=values[d] // heads)
-    kv_default = _KV_HEADS_DEFAULT[family]
-    values[h_kv] = r.int("num_key_value_heads", kv_default, null=heads)
+    default, null_ok = _HEAD_DIM[family]
+    fallback = values[d] // heads
+    values[h_d] = r.int("head_dim", default or fallback, null=fallback if null_ok else _MISSING)
+    default, null_ok = _KV_HEADS[family]
+    values[h_kv] = r.int("num_key_value_heads", default or heads, null=heads if null_ok else _MISSING)
     if heads % values[h_kv]:
         raise r.fail(f"num_attention_heads ({heads}) is not divisible by num_key_value_heads ({values[h_kv]})")
 
