@@ -1,6 +1,9 @@
 """Bad input: one clear line on stderr naming the problem and the file or key, exit 1, no number."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -119,10 +122,18 @@ def test_unknown_preset_suggests_close_names():
     assert_refused(run("count", "qwen3-32"), "unknown preset", "qwen3-32b")
 
 
-def test_hub_id_offline_without_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert_refused(run("count", "some-org/some-model-that-is-not-cached"), "some-org/some-model", "cache")
+def run_offline(hf_home, *args):
+    """The CLI in a fresh process: huggingface_hub reads HF_HOME once, when it is imported."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(hf_home))
+    return subprocess.run([sys.executable, "-m", "llmcount", *args], capture_output=True, text=True, env=env)
+
+
+def test_hub_id_offline_without_cache(tmp_path):
+    result = run_offline(tmp_path / "hf", "count", "some-org/some-model-that-is-not-cached")
+    assert result.returncode == 1 and result.stdout == ""
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "some-org/some-model" in result.stderr and "cache" in result.stderr
 
 
 def test_formula_of_unknown_family():
@@ -154,3 +165,18 @@ def test_null_kv_heads_means_all_heads_for_llama(tmp_path):
     # LlamaConfig.__post_init__: num_key_value_heads None -> num_attention_heads (MHA).
     mha = json.loads(run("count", write(tmp_path, {**LLAMA, "num_key_value_heads": None}), "--json").stdout)
     assert mha["values"]["h_kv"] == LLAMA["num_attention_heads"]
+
+
+def test_hub_id_found_in_the_local_cache_when_offline(tmp_path):
+    # The layout huggingface_hub keeps: hub/models--ORG--NAME/{refs/main, snapshots/REV/config.json}.
+    repo = tmp_path / "hf" / "hub" / "models--some-org--tiny-llama"
+    revision = "0" * 40
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(revision)
+    (repo / "snapshots" / revision).mkdir(parents=True)
+    (repo / "snapshots" / revision / "config.json").write_text(json.dumps(LLAMA))
+    result = run_offline(tmp_path / "hf", "count", "some-org/tiny-llama", "--json")
+    assert result.returncode == 0, result.stderr
+    # by hand: V·d·2 + N·(2·d·h·h_d + 2·d·h_kv·h_d + 3·d·d_ff + 2·d) + d with V=1000, d=64, h=4,
+    # h_kv=2, h_d=16, d_ff=128, N=2: 128000 + 2·(8192 + 4096 + 24576 + 128) + 64
+    assert json.loads(result.stdout)["total"] == 128000 + 2 * (8192 + 4096 + 24576 + 128) + 64
