@@ -73,6 +73,9 @@ def formula(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print total, activated and per_layer as sympy strings and LaTeX.")
     ] = False,
+    flops: Annotated[
+        bool, typer.Option("--flops", help="The forward FLOPs formula (in S and B) instead of the parameters.")
+    ] = False,
 ) -> None:
     """Print the symbolic parameter formula of a family, or of the switches a model's config sets.
 
@@ -89,7 +92,11 @@ def formula(
         else:
             model = load(spec)
             derivation, title = model.derivation, model.name
-        if as_json:
+        if flops:
+            from .cli_costs import flops_formula
+
+            output = flops_formula(derivation, fmt.value, title, as_json)
+        elif as_json:
             output = json.dumps(formula_data(derivation), indent=2)
         else:
             output = render_formula(derivation, fmt.value, activated=activated, title=title).rstrip()

@@ -1,5 +1,174 @@
-"""Cost commands: flops, memory, verify (issue 5)."""
+"""Cost commands: flops, memory, verify (issue 5). Each resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations
 
-from .cli import app  # noqa: F401
+import json
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .cli import SPEC_HELP, app, fail, print_json
+from .errors import LlmcountError
+
+if TYPE_CHECKING:
+    from .formulas.derivation import Derivation
+
+DEFAULT_SEQ = "4096"
+DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also float32, bfloat16, float16)."
+
+Spec = Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+Seq = Annotated[str, typer.Option("--seq", "-s", help="Sequence length S, tokens per sequence.", metavar="INT")]
+Batch = Annotated[str, typer.Option("--batch", "-b", help="Batch size B, sequences per pass.", metavar="INT")]
+
+
+class Optimizer(str, Enum):
+    adamw = "adamw"
+
+
+def positive_int(option: str, value: str) -> int:
+    """A positive integer typed by the user; LlmcountError naming the option otherwise."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise LlmcountError(f"{option} must be a positive integer, got {value!r}") from None
+    if number <= 0:
+        raise LlmcountError(f"{option} must be a positive integer, got {number}")
+    return number
+
+
+@app.command()
+def flops(
+    spec: Spec,
+    seq: Seq = DEFAULT_SEQ,
+    batch: Batch = "1",
+    causal: Annotated[
+        bool, typer.Option("--causal", help="Count only the S(S+1)/2 causal query-key pairs, as causal kernels do.")
+    ] = False,
+    training: Annotated[
+        bool, typer.Option("--training", help="Also show forward + backward (3 × forward) and the 6·N·tokens rule.")
+    ] = False,
+    as_json: Json = False,
+) -> None:
+    """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
+    figure (3 × forward) beside the 6·N·tokens rule of thumb. Default convention: full S×S attention matmuls,
+    as eager attention computes them and torch's FlopCounterMode counts them.
+
+    Example: llmcount flops llama-3-8b --seq 2048
+    """
+    from .formulas.flops import Flops
+    from .renderers import flops_data, render_flops
+    from .sources import load
+
+    try:
+        seq_, batch_ = positive_int("--seq", seq), positive_int("--batch", batch)
+        model = load(spec)
+        formula = Flops(model.derivation, causal=causal)
+        counts = formula.evaluate(model.values, seq_, batch_)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(flops_data(model, formula, counts))
+    else:
+        typer.echo(render_flops(model, formula, counts, training).rstrip())
+
+
+@app.command()
+def memory(
+    spec: Spec,
+    dtype: Annotated[str, typer.Option("--dtype", help="Weights' dtype: " + DTYPES_HELP)] = "bf16",
+    kv_dtype: Annotated[
+        str | None,
+        typer.Option("--kv-dtype", help="KV cache dtype (default: the weights' dtype; bf16 for fp8/int8/int4)."),
+    ] = None,
+    seq: Seq = DEFAULT_SEQ,
+    batch: Batch = "1",
+    group_size: Annotated[
+        str | None,
+        typer.Option("--group-size", help="Group quantisation: one scale per this many parameters.", metavar="INT"),
+    ] = None,
+    scale_dtype: Annotated[str, typer.Option("--scale-dtype", help="dtype of the group scales.")] = "fp16",
+    overhead: Annotated[
+        str, typer.Option("--overhead", help="A stated overhead, percent of weights + KV cache.", metavar="INT")
+    ] = "0",
+    training: Annotated[
+        bool, typer.Option("--training", help="Weights, gradients and optimizer states instead of serving memory.")
+    ] = False,
+    optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer (with --training).")] = Optimizer.adamw,
+    as_json: Json = False,
+) -> None:
+    """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
+    or with --training the weights, gradients and AdamW states of mixed-precision training (16 bytes/parameter).
+
+    Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
+    """
+    from .formulas import memory as mem
+    from .renderers import memory_data, render_memory
+    from .sources import load
+
+    try:
+        seq_, batch_ = positive_int("--seq", seq), positive_int("--batch", batch)
+        groups = positive_int("--group-size", group_size) if group_size is not None else None
+        percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
+        model = load(spec)
+        if training:
+            result = mem.training(model.derivation, model.values, dtype)
+        else:
+            result = mem.inference(
+                model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent
+            )
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(memory_data(model, result))
+    else:
+        typer.echo(render_memory(model, result).rstrip())
+
+
+@app.command()
+def verify(
+    spec: Annotated[str, typer.Argument(help="A folder with config.json and *.safetensors, or: " + SPEC_HELP)],
+    index: Annotated[
+        str | None, typer.Option("--index", help="A model.safetensors.index.json: compare its total_size.")
+    ] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option("--checkpoint", help="A folder, .safetensors file or index whose shards sit beside it."),
+    ] = None,
+    hub: Annotated[bool, typer.Option("--hub", help="Read the safetensors headers from the Hugging Face Hub.")] = False,
+    dtype: Annotated[
+        str | None, typer.Option("--dtype", help="With --index: the checkpoint's dtype (default: the config's).")
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Compare the formula with a real checkpoint, reading only safetensors headers (no tensors loaded):
+    per component, with the reason when a known one explains a difference (tied head stored twice,
+    an MTP layer, buffers, quantisation scales, a padded vocabulary).
+
+    Example: llmcount verify ./local-model-dir/
+    """
+    from .checkpoint import verify as verify_checkpoint
+    from .renderers import render_verify, verify_data
+
+    try:
+        if sum(x is not None for x in (index, checkpoint)) + hub > 1:
+            raise LlmcountError("give only one of --index, --checkpoint and --hub")
+        result = verify_checkpoint(spec, index=index, checkpoint=checkpoint, hub=hub, dtype_name=dtype)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(verify_data(result), indent=2))
+    else:
+        typer.echo(render_verify(result).rstrip())
+
+
+def flops_formula(derivation: Derivation, fmt: str, title: str, as_json: bool) -> str:
+    """The output of ``formula --flops``: the family's forward FLOPs formula, rendered or as JSON."""
+    from .formulas.flops import Flops
+    from .renderers import flops_formula_data, render_flops_formula
+
+    formula = Flops(derivation)
+    if as_json:
+        return json.dumps(flops_formula_data(formula), indent=2)
+    return render_flops_formula(formula, fmt, title).rstrip()

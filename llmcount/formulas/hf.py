@@ -7,6 +7,7 @@ every other key, when absent, takes the default of the family's transformers con
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -51,6 +52,7 @@ class Model:
     architecture: Architecture
     options: Options
     values: dict[Symbol, int]
+    dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -71,8 +73,11 @@ class _Reader:
         return LlmcountError(f"{self.source}: {message}")
 
     def raw(self, key: str, default: Any = REQUIRED) -> Any:
-        if key in self.config:
-            return self.config[key]
+        present = [k for k in (key, *_ALIASES.get(self.family, {}).get(key, ())) if k in self.config]
+        if len({json.dumps(self.config[k]) for k in present}) > 1:
+            raise self.fail(f"keys {' and '.join(repr(k) for k in present)} name the same size with different values")
+        if present:
+            return self.config[present[0]]
         if default is REQUIRED:
             raise self.fail(f"required key '{key}' is missing (model_type {self.family})")
         return default
@@ -117,6 +122,20 @@ def _describe(value: Any) -> str:
         return f"a string ({value!r})"
     return f"{type(value).__name__} {value!r}"
 
+
+# Other names transformers accepts for a key (its configs' attribute_map), per family.
+_ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "gpt2": {
+        "n_embd": ("hidden_size",),
+        "n_layer": ("num_hidden_layers",),
+        "n_head": ("num_attention_heads",),
+        "n_positions": ("max_position_embeddings",),
+    },
+    "mixtral": {"num_local_experts": ("num_experts",)},
+    "qwen3_moe": {"num_experts": ("num_local_experts",)},
+    "deepseek_v2": {"n_routed_experts": ("num_experts",)},
+    "deepseek_v3": {"n_routed_experts": ("num_local_experts",)},
+}
 
 # Per family, as transformers reads them: (default of num_key_value_heads when absent (None: h),
 # whether null means h), and (default of head_dim when absent (None: d // h), whether null means d // h).
@@ -250,4 +269,5 @@ def read_config(config: Any, source: str, name: str | None = None) -> Model:
     values, switches = _read(reader, arch)
     options = Options(**{**arch.defaults.__dict__, **switches})
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values}
-    return Model(name or source, source, arch, options, ordered)
+    dtype = config.get("dtype", config.get("torch_dtype"))
+    return Model(name or source, source, arch, options, ordered, dtype if isinstance(dtype, str) else None)

@@ -45,6 +45,8 @@ r_kv = _size("r_kv")
 d_rope = _size("d_rope")
 d_nope = _size("d_nope")
 d_v = _size("d_v")
+S = _size("S")
+B = _size("B")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -70,6 +72,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_rope, r"d_{\mathrm{rope}}", "qk_rope_head_dim", "per-head query/key size with RoPE (MLA)"),
     Entry(d_nope, r"d_{\mathrm{nope}}", "qk_nope_head_dim", "per-head query/key size without RoPE (MLA)"),
     Entry(d_v, "d_{v}", "v_head_dim", "per-head value size (MLA)"),
+    Entry(S, "S", "(none: --seq)", "sequence length, tokens per sequence"),
+    Entry(B, "B", "(none: --batch)", "batch size, sequences per forward pass"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}

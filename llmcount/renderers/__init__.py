@@ -91,3 +91,127 @@ def count_data(model: Model) -> dict[str, Any]:
         "formula": {"total": str(model.derivation.total), "activated": str(model.derivation.activated)},
         "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
     }
+
+
+# --- costs: flops, memory, verify (issue 5) --------------------------------------------------------------------------
+# (imported here, in this section, to keep the shared top of the module untouched)
+from ..checkpoint import Verification  # noqa: E402
+from ..formulas.flops import RULE_DEFINITION, TRAINING_DEFINITION, FlopCounts, Flops  # noqa: E402
+from ..formulas.memory import Memory  # noqa: E402
+
+
+def render_flops(model: Model, flops: Flops, counts: FlopCounts, training: bool = False) -> str:
+    """The FLOPs table of ``flops`` evaluated as ``counts``, for a terminal; ``training`` adds the training
+    figure and the 6·N·tokens rule of thumb."""
+    return render(
+        "costs_flops.txt.j2",
+        model=model,
+        f=flops,
+        c=counts,
+        training=training,
+        training_definition=TRAINING_DEFINITION,
+        rule_definition=RULE_DEFINITION,
+    )
+
+
+def render_flops_formula(flops: Flops, fmt: str, title: str = "") -> str:
+    """The forward FLOPs formula of a family in one of FORMATS."""
+    glossary = [e for e in GLOSSARY if e.symbol in flops.symbols]
+    title = title or flops.derivation.architecture.title
+    return render(f"costs_formula.{_SUFFIX[fmt]}.j2", f=flops, title=title, glossary=glossary)
+
+
+def render_memory(model: Model, memory: Memory) -> str:
+    return render("costs_memory.txt.j2", model=model, m=memory)
+
+
+def render_verify(verification: Verification) -> str:
+    return render("costs_verify.txt.j2", v=verification)
+
+
+def flops_formula_data(flops: Any) -> dict[str, Any]:
+    """The JSON form of ``formula --flops``: sympy strings in the glossary's symbols (with S, B) and LaTeX."""
+    parts = {"forward": flops.forward, "per_token": flops.per_token, "training": flops.training}
+    return {
+        "family": flops.derivation.architecture.name,
+        **{key: str(expr) for key, expr in parts.items()},
+        "latex": {key: FILTERS["latex"](expr) for key, expr in parts.items()},
+        "components": [{"path": t.path, "formula": str(t.forward)} for t in flops.terms],
+        "symbols": {e.symbol.name: e.key for e in GLOSSARY if e.symbol in flops.symbols},
+        "convention": flops.convention,
+    }
+
+
+def flops_data(model: Model, flops: Flops, counts: FlopCounts) -> dict[str, Any]:
+    """The JSON form of ``flops``: exact integers, components in reader's order."""
+    return {
+        "model": model.name,
+        "family": model.architecture.name,
+        "seq": counts.seq,
+        "batch": counts.batch,
+        "causal": flops.causal,
+        "forward_flops": counts.forward,
+        "per_token": counts.per_token,
+        "training_flops": counts.training,
+        "rule_of_thumb_flops": counts.rule_of_thumb,
+        "rule_of_thumb_relative_error": float(counts.rule_error),
+        "convention": counts.convention,
+        "components": [{"path": c.path, "formula": str(c.formula), "flops": c.flops} for c in counts.components],
+        "formula": {"forward": str(flops.forward), "per_token": str(flops.per_token)},
+        "definitions": {"training": TRAINING_DEFINITION, "rule_of_thumb": RULE_DEFINITION},
+    }
+
+
+def memory_data(model: Model, memory: Memory) -> dict[str, Any]:
+    """The JSON form of ``memory``: exact bytes; formulas in the glossary's symbols, P = total parameters."""
+    optimizer = ("master_weights", "adam_m", "adam_v")
+    data = {
+        "model": model.name,
+        "mode": memory.mode,
+        "dtype": memory.dtype,
+        "kv_dtype": memory.kv_dtype,
+        "seq": memory.seq,
+        "batch": memory.batch,
+        "parameters": memory.parameters,
+        "weights_bytes": memory.bytes_of("weights"),
+        "kv_cache_bytes": memory.bytes_of("kv_cache"),
+        "kv_cache_per_token_bytes": memory.kv_per_token_bytes,
+        "total_bytes": memory.total_bytes,
+        "total_gib": memory.total_gib,
+        "unit": "bytes; GiB = 2^30 bytes",
+        "formulas": {"P": str(memory.parameters_formula), **{line.name: str(line.formula) for line in memory.lines}},
+        "lines": [
+            {"name": line.name, "bytes": line.bytes, "gib": line.gib, "in_total": line.in_total, "note": line.note}
+            for line in memory.lines
+        ],
+        "assumptions": memory.assumptions,
+    }
+    if memory.mode == "training":
+        data["gradients_bytes"] = memory.bytes_of("gradients")
+        data["optimizer_bytes"] = sum(memory.bytes_of(name) for name in optimizer)
+    return data
+
+
+def verify_data(verification: Verification) -> dict[str, Any]:
+    """The JSON form of ``verify``: totals, match, and every difference by component or by unmapped tensor."""
+    v = verification
+    return {
+        "model": v.model,
+        "source": v.source,
+        "mode": v.mode,
+        "formula_total": v.formula_total,
+        "checkpoint_total": v.checkpoint_total,
+        "match": v.match,
+        "differences": [
+            *(
+                {"component": c.path, "formula": c.formula, "checkpoint": c.checkpoint, "note": c.note}
+                for c in v.differences
+            ),
+            *(
+                {"tensor": t.name, "formula": 0, "checkpoint": t.elements, "note": "no component path for this name"}
+                for t in v.unmapped
+            ),
+        ],
+        "components": [{"component": c.path, "formula": c.formula, "checkpoint": c.checkpoint} for c in v.components],
+        "note": v.note,
+    }

@@ -1,0 +1,435 @@
+"""Reconcile a parameter formula with a real checkpoint, reading only metadata.
+
+A safetensors file starts with an 8-byte little-endian header length ``n``, then ``n`` bytes of JSON:
+``{"__metadata__": {...}, "<tensor name>": {"dtype": "BF16", "shape": [...], "data_offsets": [begin, end]}, ...}``,
+offsets counted from the end of the header. Only that header is read, never a tensor. A sharded checkpoint adds
+``model.safetensors.index.json``: ``{"metadata": {"total_size": bytes}, "weight_map": {tensor: file}}``.
+
+Three sources: the headers of local files (every tensor's elements, mapped to llmcount's component paths),
+the headers on the Hugging Face Hub (``huggingface_hub.get_safetensors_metadata``, no weights downloaded), or an
+index's ``total_size`` divided by the bytes of the checkpoint's dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import LlmcountError
+from .formulas.flops import is_norm
+from .formulas.hf import Model, read_config
+from .formulas.memory import BITS, dtype
+from .formulas.symbols import N, V
+from .presets import find
+from .sources import read_json, resolve
+
+MAX_HEADER = 100_000_000  # the safetensors format's own limit on the header size
+DTYPE_BITS = {
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E4M3": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2": 8,
+    "F8_E5M2FNUZ": 8,
+    "F8_E8M0": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
+}
+QUANTIZATION_LEAVES = ("weight_scale_inv", "weight_scale", "input_scale", "scales", "qzeros", "g_idx")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading headers and index files
+
+
+def read_header(path: Path) -> list[Tensor]:
+    """The tensors a safetensors file declares, checked against the file's size; nothing else is read."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as file:
+            prefix = file.read(8)
+            if len(prefix) < 8:
+                raise LlmcountError(f"{path}: truncated safetensors file ({size} bytes, no 8-byte header length)")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > MAX_HEADER:
+                raise LlmcountError(
+                    f"{path}: not a safetensors file: its header length field says {length:,} bytes, "
+                    f"over the format's limit of {MAX_HEADER:,}"
+                )
+            if 8 + length > size:
+                raise LlmcountError(
+                    f"{path}: truncated safetensors header: its length field says {length:,} bytes, "
+                    f"only {size - 8:,} follow"
+                )
+            raw = file.read(length)
+    except OSError as exc:
+        raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise LlmcountError(f"{path}: safetensors header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise LlmcountError(f"{path}: safetensors header must be a JSON object")
+    return [_tensor(path, name, entry, size - 8 - length) for name, entry in header.items() if name != "__metadata__"]
+
+
+def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> Tensor:
+    """One header entry, checked: known dtype, a shape of non-negative ints, offsets inside the data."""
+    if not isinstance(entry, dict):
+        raise LlmcountError(f"{path}: tensor {name!r}: header entry must be an object")
+    kind, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if kind not in DTYPE_BITS:
+        raise LlmcountError(f"{path}: tensor {name!r}: unknown dtype {kind!r}")
+    if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in shape):
+        raise LlmcountError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+    tensor = Tensor(name, kind, tuple(shape))
+    if data_size is None:  # headers from the Hub: the file's size is not known here
+        return tensor
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in offsets)
+        and 0 <= offsets[0] <= offsets[1]
+    ):
+        raise LlmcountError(f"{path}: tensor {name!r}: data_offsets must be [begin, end], got {offsets!r}")
+    if offsets[1] > data_size:
+        raise LlmcountError(
+            f"{path}: tensor {name!r}: data_offsets {offsets} point past the end of the file "
+            f"({data_size:,} bytes of data)"
+        )
+    expected = -(-tensor.elements * DTYPE_BITS[kind] // 8)
+    if offsets[1] - offsets[0] != expected:
+        raise LlmcountError(
+            f"{path}: tensor {name!r}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
+            f"but {kind} {list(shape)} needs {expected:,}"
+        )
+    return tensor
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    """A ``*.safetensors.index.json``, checked: an object with a ``weight_map`` of tensor -> file name."""
+    index = read_json(path)
+    if not isinstance(index, dict):
+        raise LlmcountError(f"{path}: an index must be a JSON object")
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(f, str) for f in weight_map.values()):
+        raise LlmcountError(f"{path}: key 'weight_map' must be an object of tensor name -> file name")
+    metadata = index.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise LlmcountError(f"{path}: key 'metadata' must be an object")
+    return index
+
+
+def read_checkpoint(path: Path) -> list[Tensor]:
+    """Every tensor of a checkpoint: a ``.safetensors`` file, an index (its shards must sit beside it) or a folder
+    (its index if it has one, else every ``*.safetensors`` in it)."""
+    if path.is_dir():
+        indexes = sorted(path.glob("*.safetensors.index.json"))
+        if indexes:
+            return read_checkpoint(indexes[0])
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            raise LlmcountError(f"{path}: folder has no *.safetensors files")
+        return [tensor for file in files for tensor in read_header(file)]
+    if not path.is_file():
+        raise LlmcountError(f"{path}: no such file or folder")
+    if not path.name.endswith(".json"):
+        return read_header(path)
+    weight_map = read_index(path)["weight_map"]
+    missing = sorted({f for f in weight_map.values() if not (path.parent / f).is_file()})
+    if missing:
+        raise LlmcountError(f"{path}: weight_map names missing files: {', '.join(missing[:3])}")
+    tensors = []
+    for file in sorted(set(weight_map.values())):
+        tensors += read_header(path.parent / file)
+    declared = {t.name for t in tensors}
+    absent = [name for name in weight_map if name not in declared]
+    if absent:
+        file = weight_map[absent[0]]
+        raise LlmcountError(f"{path}: weight_map puts tensor {absent[0]!r} in {file}, whose header has no such tensor")
+    return tensors
+
+
+def read_hub(repo_id: str) -> list[Tensor]:
+    """Every tensor of a Hub repo's safetensors, from the headers alone (huggingface_hub fetches byte ranges)."""
+    try:
+        from huggingface_hub import constants, get_safetensors_metadata
+    except ImportError:
+        raise LlmcountError(f"{repo_id}: --hub needs huggingface_hub (pip install 'llmcount[hub]')") from None
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: offline (HF_HUB_OFFLINE is set)")
+    try:
+        metadata = get_safetensors_metadata(repo_id)
+    except Exception as exc:  # no such repo, no safetensors, network errors: one message
+        unreachable = isinstance(exc, OSError) or any(w in type(exc).__name__ for w in ("Connect", "Timeout"))
+        reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
+        raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: {reason}") from None
+    return hub_tensors(metadata)
+
+
+def hub_tensors(metadata: Any) -> list[Tensor]:
+    """Tensors of a ``huggingface_hub`` ``SafetensorsRepoMetadata``, checked like local headers."""
+    tensors = []
+    for file, file_metadata in sorted(metadata.files_metadata.items()):
+        for name, info in file_metadata.tensors.items():
+            entry = {"dtype": info.dtype, "shape": list(info.shape), "data_offsets": list(info.data_offsets)}
+            tensors.append(_tensor(file, name, entry, None))
+    return tensors
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tensor names -> llmcount component paths
+
+
+def component_path(name: str, layers: int, known: set[str]) -> str | None:
+    """The llmcount path of a checkpoint tensor (``model.layers.3.self_attn.q_proj.weight`` ->
+    ``attention/q_proj``), or None when the name has no recognisable structure.
+
+    Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself);
+    layers at or past ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``;
+    an unknown top-level or per-layer module to ``other/<module>``. Paths outside ``known`` are things the formula
+    does not count (buffers, a second copy of a tied head, a layer the model code leaves out).
+    """
+    parts = name.split(".")
+    if parts[0] in ("model", "transformer") and len(parts) > 1:
+        parts = parts[1:]
+    *modules, leaf = parts
+    if leaf in QUANTIZATION_LEAVES:
+        return f"quantization/{leaf}"
+    if len(modules) >= 2 and modules[0] in ("layers", "h") and modules[1].isdigit():
+        if int(modules[1]) >= layers:
+            return f"extra/layers.{modules[1]}"
+        path = _layer_path(modules[2:], leaf, known)
+    elif len(modules) == 1:
+        module = modules[0]
+        tables = {"embed_tokens": "embedding", "wte": "embedding", "wpe": "embedding", "lm_head": "head"}
+        path = f"{tables[module]}/{module}" if module in tables else _norm_or_other(module, known)
+    else:
+        return None
+    if path is None or leaf != "bias" or path.endswith("/bias") or (is_norm(path) and path in known):
+        return path
+    return f"{path}.bias"
+
+
+def _norm_or_other(module: str, known: set[str]) -> str:
+    return f"norms/{module}" if f"norms/{module}" in known else f"other/{module}"
+
+
+def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
+    """The path of a tensor inside one decoder layer, from its module names (``self_attn``, ``q_proj``);
+    a tensor directly on the attention module is a buffer named by its leaf (GPT-2's ``attn.bias`` mask)."""
+    if not modules:
+        return None
+    group, rest = modules[0], modules[1:]
+    if group in ("self_attn", "attn"):
+        return f"attention/{rest[0] if rest else leaf}"
+    if group in ("mlp", "block_sparse_moe") and rest:
+        if rest[0] == "experts":
+            return "moe/experts"
+        if rest[0] == "gate":
+            return "moe/router" if leaf == "weight" else f"moe/router.{leaf}"
+        if rest[0] in ("shared_experts", "shared_expert"):
+            return "moe/shared_experts"
+        return f"mlp/{rest[0]}"
+    return _norm_or_other(group, known) if not rest else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the comparison
+
+
+@dataclass(frozen=True)
+class ComponentCheck:
+    path: str
+    formula: int
+    checkpoint: int
+    note: str = ""
+
+    @property
+    def differs(self) -> bool:
+        return self.formula != self.checkpoint
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A formula's counts next to a checkpoint's: per component, and tensors that map to none."""
+
+    model: str
+    source: str  # where the checkpoint's numbers come from
+    mode: str  # "headers", "hub" or "index"
+    formula_total: int
+    checkpoint_total: int
+    components: tuple[ComponentCheck, ...]
+    unmapped: tuple[Tensor, ...] = ()
+    note: str = ""
+
+    @property
+    def match(self) -> bool:
+        return self.formula_total == self.checkpoint_total and not self.differences_count
+
+    @property
+    def difference(self) -> int:
+        """Checkpoint total minus formula total."""
+        return self.checkpoint_total - self.formula_total
+
+    @property
+    def differences(self) -> list[ComponentCheck]:
+        return [c for c in self.components if c.differs]
+
+    @property
+    def differences_count(self) -> int:
+        return len(self.differences) + len(self.unmapped)
+
+
+def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str, set[int]]) -> str:
+    """Why a component's checkpoint count differs from the formula's, when the reason is a known one."""
+    if formula == checkpoint:
+        return ""
+    if path == "head/lm_head" and not formula and model.options.tied:
+        return "the head is tied to the embedding (tie_word_embeddings): the checkpoint stores it a second time"
+    if path.startswith("extra/layers."):
+        return (
+            f"a layer past num_hidden_layers ({model.values[N]}): the model code does not build it "
+            "(a multi-token-prediction module?)"
+        )
+    if path.startswith("quantization/"):
+        return "quantisation scales or zero points, not parameters of the model"
+    if path == "moe/router.e_score_correction_bias":
+        return "a buffer in transformers' model (routing bias), not a parameter"
+    if path in ("attention/bias", "attention/masked_bias"):
+        return "GPT-2's causal-mask buffers, stored in the checkpoint"
+    if path.endswith("rotary_emb"):
+        return "rotary inv_freq buffers, stored in the checkpoint"
+    if path.startswith(("embedding/", "head/")) and rows.get(path) and rows[path] != {model.values[V]}:
+        found = ", ".join(str(r) for r in sorted(rows[path]))
+        return f"checkpoint has {found} rows, vocab_size is {model.values[V]} (padded vocabulary?)"
+    if not checkpoint:
+        return "missing from the checkpoint"
+    if not formula:
+        return "not in the formula"
+    return ""
+
+
+def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Verification:
+    """Count every tensor's elements under its component path and set them next to the formula's counts."""
+    formula: dict[str, int] = {}
+    for component in model.counts.components:
+        formula[component.path] = formula.get(component.path, 0) + component.count
+    found: dict[str, int] = {}
+    rows: dict[str, set[int]] = {}
+    unmapped = []
+    for tensor in tensors:
+        path = component_path(tensor.name, model.values[N], set(formula))
+        if path is None:
+            unmapped.append(tensor)
+            continue
+        found[path] = found.get(path, 0) + tensor.elements
+        if tensor.shape:
+            rows.setdefault(path, set()).add(tensor.shape[0])
+    paths = [*formula, *sorted(set(found) - set(formula))]
+    checks = tuple(
+        ComponentCheck(p, formula.get(p, 0), found.get(p, 0), _note(p, formula.get(p, 0), found.get(p, 0), model, rows))
+        for p in paths
+    )
+    return Verification(
+        model=model.name,
+        source=source,
+        mode=mode,
+        formula_total=model.counts.total,
+        checkpoint_total=sum(t.elements for t in tensors),
+        components=checks,
+        unmapped=tuple(unmapped),
+    )
+
+
+def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype: str | None) -> Verification:
+    """``metadata.total_size`` / bytes per element of the checkpoint's dtype, against the formula's total."""
+    index = read_index(path)
+    total_size = index.get("metadata", {}).get("total_size")
+    if isinstance(total_size, bool) or not isinstance(total_size, int) or total_size < 0:
+        raise LlmcountError(f"{path}: key 'metadata.total_size' must be a non-negative integer, got {total_size!r}")
+    name = dtype_name or config_dtype
+    if name is None:
+        raise LlmcountError(f"{path}: the config names no dtype; pass --dtype")
+    name = dtype(name)
+    bits = BITS[name]
+    if total_size * 8 % bits:
+        raise LlmcountError(
+            f"{path}: total_size {total_size:,} is not a whole number of {name} elements: a mixed-dtype checkpoint? "
+            "verify its safetensors headers instead"
+        )
+    checkpoint = total_size * 8 // bits
+    return Verification(
+        model=model.name,
+        source=str(path),
+        mode="index",
+        formula_total=model.counts.total,
+        checkpoint_total=checkpoint,
+        components=(),
+        note=f"metadata.total_size {total_size:,} bytes at {bits} bits per element ({name}): "
+        "assumes every tensor is stored in that dtype",
+    )
+
+
+def verify(
+    spec: str,
+    index: str | None = None,
+    checkpoint: str | None = None,
+    hub: bool = False,
+    dtype_name: str | None = None,
+) -> Verification:
+    """Verify the model ``spec`` names against: ``index`` (total_size), ``checkpoint`` (a folder, file or index
+    whose headers are read), the Hub (``hub``), or, when ``spec`` is a folder, its own safetensors."""
+    if dtype_name is not None:
+        dtype_name = dtype(dtype_name)
+    name, source, config = resolve(spec)
+    model = read_config(config, source, name)
+    if index is not None:
+        return verify_index(model, Path(index).expanduser(), dtype_name, model.dtype)
+    if hub:
+        preset = find(spec)
+        repo_id = preset.hub_id if preset else spec
+        return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub")
+    if checkpoint is None:
+        if not Path(spec).expanduser().is_dir():
+            raise LlmcountError(
+                f"{spec}: nothing to verify against: give a folder with safetensors, --checkpoint PATH, "
+                "--index FILE or --hub"
+            )
+        checkpoint = spec
+    path = Path(checkpoint).expanduser()
+    return compare(model, read_checkpoint(path), str(path), "headers")

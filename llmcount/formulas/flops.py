@@ -1,0 +1,210 @@
+"""Forward and training FLOPs of an architecture, built from the same terms as its parameter count.
+
+The convention is the one ``torch.utils.flop_counter.FlopCounterMode`` counts (``CONVENTION``): matrix
+multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :math:`k{\\times}n` product costs
+:math:`2mnk`. For B sequences of S tokens (:math:`T = B S` tokens):
+
+* a linear map's weight of :math:`f_{in} f_{out}` parameters costs :math:`2 T f_{in} f_{out}`: twice its parameters
+  per token. MoE: the router and the shared experts see every token, the routed experts k of n, so they cost
+  :math:`2T\\,\\tfrac{k}{n} P_{\\mathrm{experts}}`;
+* attention scores :math:`QK^\\top` and weighted values :math:`AV` cost :math:`2 B S^2 h\\,d_{qk}` and
+  :math:`2 B S^2 h\\,d_{v}` per layer over the full :math:`S{\\times}S` matrix, as eager attention computes them;
+  ``causal`` counts only the :math:`S(S+1)/2` query-key pairs on or below the diagonal, as causal kernels do;
+* the LM head projects every position: :math:`2 T d V`, tied to the embedding or not;
+* not counted: embedding lookups, biases, norms, activations, softmax, RoPE, residual additions (elementwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+from sympy import Add, Expr, Integer, Symbol, expand
+
+from .blocks import ONE, Term
+from .derivation import Derivation, _combine
+from .symbols import GLOSSARY, B, N, S, V, d, d_nope, d_rope, d_v, h, h_d, k, n
+
+CONVENTION = (
+    "matrix multiplications only, 2 FLOPs per multiply-add (as torch.utils.flop_counter counts them): "
+    "each linear weight costs 2 FLOPs per parameter per token (routed experts: k of n per token); "
+    "attention scores QK^T and values AV over the full S×S matrix, as eager attention computes them; "
+    "LM head at every position; biases, norms, activations, softmax, RoPE and embedding lookups not counted"
+)
+CAUSAL_CONVENTION = CONVENTION.replace(
+    "over the full S×S matrix, as eager attention computes them",
+    "over the S(S+1)/2 query-key pairs on or below the diagonal, as causal kernels compute them",
+)
+TRAINING_DEFINITION = (
+    "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
+    "activations and to weights, each as costly as the forward); no activation recomputation"
+)
+RULE_DEFINITION = "rule of thumb = 6 · activated parameters · B · S (all activated parameters, embeddings included)"
+
+
+@dataclass(frozen=True)
+class FlopTerm:
+    """One matmul: ``per_token`` FLOPs per token in each of ``layers`` layers."""
+
+    path: str
+    per_token: Expr
+    note: str
+    layers: Expr = ONE
+
+    @property
+    def forward(self) -> Expr:
+        """FLOPs of this term in one forward pass of B sequences of S tokens."""
+        return B * S * self.layers * self.per_token
+
+
+@dataclass(frozen=True)
+class FlopComponent:
+    path: str
+    formula: Expr
+    flops: int
+
+
+@dataclass(frozen=True)
+class FlopCounts:
+    """A FLOPs formula evaluated on one config, sequence length and batch: exact integers."""
+
+    seq: int
+    batch: int
+    forward: int
+    per_token: int
+    training: int
+    rule_of_thumb: int
+    components: tuple[FlopComponent, ...]
+    convention: str
+
+    @property
+    def rule_error(self) -> Fraction:
+        """Relative error of the 6·N·tokens rule against the training count: rule / training - 1."""
+        return Fraction(self.rule_of_thumb, self.training) - 1
+
+    @property
+    def rule_error_percent(self) -> float:
+        return float(100 * self.rule_error)
+
+
+def is_norm(path: str) -> bool:
+    """A norm's scale (and shift): the ``norms`` group, or a module named ``*norm*`` (``q_norm``, ``q_a_layernorm``)."""
+    group, _, module = path.partition("/")
+    return group == "norms" or "norm" in module
+
+
+def is_matmul_weight(term: Term) -> bool:
+    """A linear map's weight matrix: not a vocabulary/position table or the head (counted apart), a bias or a norm."""
+    return not (term.embedding or term.path.endswith(".bias") or is_norm(term.path))
+
+
+def linear_flops(term: Term) -> FlopTerm:
+    """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed."""
+    per_token = 2 * term.expr * k / n if term.routed else 2 * term.expr
+    return FlopTerm(term.path, per_token, term.note, term.layers)
+
+
+def attention_widths(attention: str) -> tuple[Expr, Expr]:
+    """Summed head sizes of queries/keys and of values: :math:`h h_d` (GQA), :math:`d` (GPT-2),
+    :math:`h(d_{nope}+d_{rope})` and :math:`h d_v` (MLA)."""
+    if attention == "fused":
+        return d, d
+    if attention == "mla":
+        return h * (d_nope + d_rope), h * d_v
+    return h * h_d, h * h_d
+
+
+def score_flops(attention: str, causal: bool) -> list[FlopTerm]:
+    """Per token per layer: :math:`2 S\\,h d_{qk}` for :math:`QK^\\top` and :math:`2 S\\,h d_v` for :math:`AV`
+    (full matrix); causal: :math:`(S+1)` instead of :math:`2S`, the mean of the S(S+1)/2 pairs over S tokens."""
+    qk, v = attention_widths(attention)
+    pairs = (S + 1) if causal else 2 * S  # 2 · (query-key pairs per token)
+    span = "the S(S+1)/2 causal pairs" if causal else "the full S×S matrix"
+    return [
+        FlopTerm("attention/scores", pairs * qk, f"attention scores Q·K^T over {span}", N),
+        FlopTerm("attention/values", pairs * v, f"attention-weighted values A·V over {span}", N),
+    ]
+
+
+def head_flops() -> FlopTerm:
+    """The LM head at every position, tied or not: :math:`2dV` per token."""
+    return FlopTerm("head/lm_head", 2 * d * V, "LM head, d to V at every position (tied or not)")
+
+
+def _sum(exprs) -> Expr:
+    return Add(*exprs) if exprs else Integer(0)
+
+
+def _int(expr: Expr, path: str) -> int:
+    if not expr.is_Integer:
+        raise ValueError(f"{path}: FLOPs do not evaluate to an integer: {expr}")
+    return int(expr)
+
+
+@dataclass(frozen=True)
+class Flops:
+    """The forward FLOPs formula of one architecture: ordered matmul terms, in the derivation's order."""
+
+    derivation: Derivation
+    causal: bool = False
+
+    @property
+    def convention(self) -> str:
+        return CAUSAL_CONVENTION if self.causal else CONVENTION
+
+    @cached_property
+    def terms(self) -> tuple[FlopTerm, ...]:
+        """Linear weights in reader's order, attention scores and values after the attention projections,
+        the LM head last."""
+        linear = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
+        after_attention = sum(1 for t in linear if t.path.startswith("attention/"))
+        scores = score_flops(self.derivation.architecture.attention, self.causal)
+        return (*linear[:after_attention], *scores, *linear[after_attention:], head_flops())
+
+    @cached_property
+    def per_token(self) -> Expr:
+        """Forward FLOPs per token: forward / (B·S)."""
+        return expand(_sum(t.layers * t.per_token for t in self.terms))
+
+    @cached_property
+    def forward(self) -> Expr:
+        """Forward FLOPs of B sequences of S tokens."""
+        return expand(B * S * self.per_token)
+
+    @cached_property
+    def training(self) -> Expr:
+        return 3 * self.forward
+
+    @cached_property
+    def rule_of_thumb(self) -> Expr:
+        return expand(6 * B * S * self.derivation.activated)
+
+    def grouped(self) -> list[tuple[Expr, list[Expr]]]:
+        """Per-token FLOPs as ``[(layers, [per-layer exprs...]), ...]`` in reader's order, for display."""
+        groups: dict[Expr, list[Expr]] = {}
+        for t in self.terms:
+            groups.setdefault(t.layers, []).append(t.per_token)
+        return [(layers, _combine(exprs)) for layers, exprs in groups.items()]
+
+    @cached_property
+    def symbols(self) -> tuple[Symbol, ...]:
+        """The glossary symbols this formula uses, in glossary order."""
+        used = self.forward.free_symbols | self.rule_of_thumb.free_symbols
+        return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
+
+    def evaluate(self, values: dict[Symbol, int], seq: int, batch: int) -> FlopCounts:
+        """Substitute a config's values and S, B; every count stays a Python int."""
+        values = {**values, S: seq, B: batch}
+        components = tuple(FlopComponent(t.path, t.forward, _int(t.forward.subs(values), t.path)) for t in self.terms)
+        forward = sum(c.flops for c in components)
+        return FlopCounts(
+            seq=seq,
+            batch=batch,
+            forward=forward,
+            per_token=_int(self.per_token.subs(values), "per token"),
+            training=3 * forward,
+            rule_of_thumb=_int(self.rule_of_thumb.subs(values), "rule of thumb"),
+            components=components,
+            convention=self.convention,
+        )

@@ -1,0 +1,206 @@
+"""Memory of a model: weights per dtype, the KV cache, and the states of mixed-precision AdamW training.
+
+Every amount is an exact number of bytes (a Python int); GiB = 2^30 bytes is made at output.
+
+* weights: :math:`\\lceil P\\,b/8 \\rceil` for :math:`P` parameters of :math:`b` bits each (int4: two per byte),
+  every parameter in the one dtype; with group quantisation, one scale of the scale dtype per group of G
+  parameters, :math:`\\lceil P/G \\rceil` scales (zero points, when a scheme has them, are not counted);
+* KV cache, elements per token: :math:`2 N h_{kv} h_d` (MHA/GQA/MQA; GPT-2: :math:`2Nd`); MLA stores the
+  latent, :math:`N (r_{kv} + d_{rope})`, as serving engines and transformers' own DeepSeek cache do; the
+  expanded keys and values would be :math:`N h (d_{nope} + d_{rope} + d_v)`. Times :math:`B S` tokens;
+* training (``TRAINING_ASSUMPTIONS``): 16 bytes per parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sympy import Add, Expr, Symbol, ceiling
+
+from ..errors import LlmcountError
+from .derivation import Derivation
+from .symbols import B, N, S, d, d_nope, d_rope, d_v, h, h_d, h_kv, r_kv
+
+P = Symbol("P", positive=True, integer=True)
+"""The model's total parameter count, as one symbol, to keep memory formulas short."""
+
+BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+FLOAT_16 = ("bf16", "fp16")
+
+TRAINING_ASSUMPTIONS = (
+    "mixed-precision AdamW: weights and gradients in bf16/fp16 (2 + 2 bytes), an fp32 master copy of the weights "
+    "(4) and fp32 Adam first and second moments (4 + 4): 16 bytes per parameter; with --dtype fp32 there is no "
+    "master copy and weights and gradients take 4 + 4: again 16. Activations, temporary buffers, the framework "
+    "and fragmentation are not counted; nothing is sharded (one replica)"
+)
+INFERENCE_ASSUMPTIONS = (
+    "every parameter stored in the weights' dtype; the KV cache of B sequences of S tokens in the KV dtype; "
+    "activations, temporary buffers, the framework and fragmentation are not counted unless an overhead is stated"
+)
+KV_NOTE = {
+    "gqa": "keys and values: 2 · N · h_kv · h_d elements per token",
+    "fused": "keys and values: 2 · N · d elements per token (h heads of d/h)",
+    "mla": "the MLA latent: N · (r_kv + d_rope) elements per token, as serving engines and transformers store it",
+}
+MLA_EXPANDED_NOTE = (
+    "not in the total: MLA keys and values expanded to h heads, N · h · (d_nope + d_rope + d_v) elements per token"
+)
+
+
+def dtype(name: str) -> str:
+    """The canonical name of a dtype (``bfloat16`` -> ``bf16``); LlmcountError listing the choices otherwise."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in BITS:
+        raise LlmcountError(f"unknown dtype {name!r}; choices: {', '.join(BITS)}")
+    return key
+
+
+def nbytes(elements: int, dtype_name: str) -> int:
+    """Bytes of ``elements`` values of a dtype, a partly used last byte counted whole (int4)."""
+    return -(-elements * BITS[dtype_name] // 8)
+
+
+def kv_elements_per_token(attention: str, expanded: bool = False) -> Expr:
+    """KV-cache elements per token over all layers (see the module docstring)."""
+    if attention == "mla":
+        return N * h * (d_nope + d_rope + d_v) if expanded else N * (r_kv + d_rope)
+    if attention == "fused":
+        return 2 * N * d
+    return 2 * N * h_kv * h_d
+
+
+@dataclass(frozen=True)
+class Line:
+    """One amount of memory: its formula (in the glossary's symbols, ``P`` and ``S``, ``B``) and exact bytes;
+    ``name`` is a snake_case key (``kv_cache``)."""
+
+    name: str
+    formula: Expr
+    bytes: int
+    note: str = ""
+    in_total: bool = True
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory estimate: lines in reading order and the total of those that count."""
+
+    mode: str  # "inference" or "training"
+    dtype: str
+    kv_dtype: str | None
+    seq: int | None
+    batch: int | None
+    parameters: int
+    parameters_formula: Expr
+    lines: tuple[Line, ...]
+    kv_per_token_bytes: int | None
+    assumptions: str
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(line.bytes for line in self.lines if line.in_total)
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / 2**30
+
+    def bytes_of(self, name: str) -> int:
+        """Bytes of the line called ``name``, 0 when there is none."""
+        return next((line.bytes for line in self.lines if line.name == name), 0)
+
+
+def _evaluate(expr: Expr, values: dict[Symbol, int]) -> int:
+    value = expr.subs(values)
+    if not value.is_Integer:
+        raise ValueError(f"does not evaluate to an integer: {expr} = {value}")
+    return int(value)
+
+
+def _amount(name: str, elements: Expr, dtype_name: str, env: dict[Symbol, int], note: str, in_total: bool = True):
+    """A line for ``elements`` values of a dtype: formula elements·bits/8, bytes rounded up to whole bytes."""
+    formula = elements * BITS[dtype_name] / 8
+    return Line(name, formula, nbytes(_evaluate(elements, env), dtype_name), note, in_total)
+
+
+def inference(
+    derivation: Derivation,
+    values: dict[Symbol, int],
+    dtype_name: str = "bf16",
+    kv_dtype: str | None = None,
+    seq: int = 4096,
+    batch: int = 1,
+    group_size: int | None = None,
+    scale_dtype: str = "fp16",
+    overhead_percent: int = 0,
+) -> Memory:
+    """Weights (+ quantisation scales) + KV cache for B × S tokens (+ a stated overhead), in bytes.
+
+    ``kv_dtype`` defaults to the weights' dtype for fp32/bf16/fp16 and to bf16 for quantised weights
+    (weight quantisation leaves the cache in 16 bits).
+    """
+    dtype_name = dtype(dtype_name)
+    kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
+    parameters = derivation.evaluate(values).total
+    env = {**values, P: parameters, S: seq, B: batch}
+    attention = derivation.architecture.attention
+
+    lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
+    if group_size is not None:
+        scale_dtype = dtype(scale_dtype)
+        note = f"one {scale_dtype} scale per group of G = {group_size} parameters (no zero points)"
+        lines.append(_amount("quantisation_scales", ceiling(P / group_size), scale_dtype, env, note))
+    per_token = kv_elements_per_token(attention)
+    lines.append(_amount("kv_cache", B * S * per_token, kv_dtype, env, f"{KV_NOTE[attention]}, for B·S tokens"))
+    if attention == "mla":
+        expanded = B * S * kv_elements_per_token(attention, expanded=True)
+        lines.append(_amount("kv_cache_expanded", expanded, kv_dtype, env, MLA_EXPANDED_NOTE, in_total=False))
+    if overhead_percent:
+        counted = [line for line in lines if line.in_total]
+        base = sum(line.bytes for line in counted)
+        formula = Add(*(line.formula for line in counted)) * overhead_percent / 100
+        note = f"stated overhead: {overhead_percent}% of the lines above (activations, workspace, fragmentation)"
+        lines.append(Line("overhead", formula, -(-base * overhead_percent // 100), note))
+    return Memory(
+        mode="inference",
+        dtype=dtype_name,
+        kv_dtype=kv_dtype,
+        seq=seq,
+        batch=batch,
+        parameters=parameters,
+        parameters_formula=derivation.total,
+        lines=tuple(lines),
+        kv_per_token_bytes=nbytes(_evaluate(per_token, env), kv_dtype),
+        assumptions=INFERENCE_ASSUMPTIONS,
+    )
+
+
+def training(derivation: Derivation, values: dict[Symbol, int], dtype_name: str = "bf16") -> Memory:
+    """Weights, gradients and AdamW states of mixed-precision training (``TRAINING_ASSUMPTIONS``):
+    :math:`2P + 2P + 4P + 4P + 4P = 16P` bytes (fp32: :math:`4P + 4P + 4P + 4P`)."""
+    dtype_name = dtype(dtype_name)
+    if dtype_name not in ("fp32", *FLOAT_16):
+        raise LlmcountError(f"training: dtype {dtype_name} is not supported; choices: fp32, {', '.join(FLOAT_16)}")
+    parameters = derivation.evaluate(values).total
+    width = BITS[dtype_name] // 8
+    parts = [("weights", width, f"{dtype_name} weights"), ("gradients", width, f"{dtype_name} gradients")]
+    if dtype_name != "fp32":
+        parts.append(("master_weights", 4, "fp32 master copy of the weights"))
+    parts += [("adam_m", 4, "fp32 Adam first moment"), ("adam_v", 4, "fp32 Adam second moment")]
+    return Memory(
+        mode="training",
+        dtype=dtype_name,
+        kv_dtype=None,
+        seq=None,
+        batch=None,
+        parameters=parameters,
+        parameters_formula=derivation.total,
+        lines=tuple(Line(name, size * P, size * parameters, note) for name, size, note in parts),
+        kv_per_token_bytes=None,
+        assumptions=TRAINING_ASSUMPTIONS,
+    )

@@ -1,0 +1,308 @@
+"""FLOPs against the oracle: torch's FlopCounterMode on transformers' own models, on the meta device.
+
+Convention under test (llmcount's default): matmuls only at 2·m·n·k, the full S×S attention matrices that eager
+attention computes (``attn_implementation="eager"``), the LM head at every position. MoE models are built with
+``experts_implementation="batched_mm"``, which gathers the weights of the k chosen experts of every token and
+multiplies with them (transformers/integrations/moe.py): it computes exactly k experts per token, no more, so
+the counter sees the same work llmcount counts — no "dense experts" convention is needed. An all-ones
+attention_mask is passed (without one, a packed-sequence check calls ``.item()`` on meta tensors).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from fractions import Fraction
+from typing import Any
+
+import pytest
+import sympy
+import torch
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+from oracle import VERSIONS, _hf_config
+from test_oracle import CONFIGS
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoModelForCausalLM
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.errors import LlmcountError
+from llmcount.formulas.architectures import REGISTRY
+from llmcount.formulas.derivation import Derivation
+from llmcount.formulas.flops import CAUSAL_CONVENTION, CONVENTION, Flops
+from llmcount.formulas.hf import read_config
+from llmcount.presets import presets
+from llmcount.sources import load
+
+
+def hf_forward_flops(config: dict[str, Any], batch: int, seq: int) -> int:
+    """FLOPs FlopCounterMode counts in one forward pass of transformers' model for ``config`` (meta device)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = _hf_config(config)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(
+                cfg, attn_implementation="eager", experts_implementation="batched_mm"
+            )
+        ids = torch.ones(batch, seq, dtype=torch.long, device="meta")
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+    return counter.get_total_flops()
+
+
+def llmcount_forward(config: dict[str, Any], batch: int, seq: int, causal: bool = False) -> int:
+    model = read_config(config, "test")
+    return Flops(model.derivation, causal=causal).evaluate(model.values, seq, batch).forward
+
+
+def assert_equal_to_counter(config: dict[str, Any], batch: int, seq: int) -> None:
+    expected = hf_forward_flops(config, batch, seq)
+    got = llmcount_forward(config, batch, seq)
+    assert got == expected, (
+        f"B={batch} S={seq}: llmcount {got:,} != FlopCounterMode {expected:,} ({VERSIONS})\n"
+        f"config {json.dumps(config, sort_keys=True)}"
+    )
+
+
+SIZES = [(1, 1), (1, 7), (2, 16), (3, 33)]
+
+BASE = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 80, "num_hidden_layers": 2}
+GQA = {**BASE, "num_attention_heads": 8, "num_key_value_heads": 2}
+SMALL = {
+    # GQA with head_dim != d/h (64/8 = 8, head_dim 12), biases on every projection, tied head
+    "llama-gqa-head-dim-bias-tied": {
+        **GQA,
+        "model_type": "llama",
+        "head_dim": 12,
+        "attention_bias": True,
+        "mlp_bias": True,
+        "tie_word_embeddings": True,
+    },
+    "llama-mqa": {**GQA, "model_type": "llama", "num_key_value_heads": 1},
+    "mistral-mha": {**GQA, "model_type": "mistral", "num_key_value_heads": 8},
+    "qwen2-qkv-bias": {**GQA, "model_type": "qwen2"},
+    "qwen3-qk-norm-head-dim": {**GQA, "model_type": "qwen3", "head_dim": 6},
+    "gpt2": {"model_type": "gpt2", "vocab_size": 97, "n_embd": 48, "n_head": 4, "n_layer": 3, "n_positions": 64},
+    "mixtral": {**GQA, "model_type": "mixtral", "num_local_experts": 5, "num_experts_per_tok": 2},
+    "qwen3-moe-with-dense-layers": {
+        **GQA,
+        "model_type": "qwen3_moe",
+        "num_hidden_layers": 4,
+        "num_experts": 6,
+        "num_experts_per_tok": 3,
+        "moe_intermediate_size": 24,
+        "mlp_only_layers": [1],
+        "decoder_sparse_step": 1,
+    },
+    "deepseek-v3-mla-q-lora-shared-dense": {
+        **BASE,
+        "model_type": "deepseek_v3",
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "q_lora_rank": 12,
+        "kv_lora_rank": 10,
+        "qk_rope_head_dim": 4,
+        "qk_nope_head_dim": 6,
+        "v_head_dim": 5,
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 1,
+        "n_group": 2,
+        "topk_group": 1,
+    },
+    "deepseek-v2-mla-no-q-lora-biases": {
+        **BASE,
+        "model_type": "deepseek_v2",
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "q_lora_rank": None,
+        "kv_lora_rank": 10,
+        "qk_rope_head_dim": 4,
+        "qk_nope_head_dim": 6,
+        "v_head_dim": 5,
+        "n_routed_experts": 6,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "n_shared_experts": 2,
+        "first_k_dense_replace": 0,
+        "attention_bias": True,
+        "mlp_bias": True,
+    },
+}
+
+
+def test_small_configs_cover_every_family() -> None:
+    assert {config["model_type"] for config in SMALL.values()} == set(REGISTRY)
+
+
+@pytest.mark.parametrize(("batch", "seq"), SIZES)
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> None:
+    assert_equal_to_counter(SMALL[name], batch, seq)
+
+
+@pytest.mark.parametrize(("batch", "seq"), [(1, 2048), (2, 333)])
+@pytest.mark.parametrize("name", sorted(presets()))
+def test_preset_equals_flop_counter(name: str, batch: int, seq: int) -> None:
+    """The real configs, at real sequence lengths (on the meta device nothing is computed)."""
+    config = {k: v for k, v in presets()[name].config().items() if k != "quantization_config"}
+    assert_equal_to_counter(config, batch, seq)
+
+
+def _runnable(config: dict[str, Any]) -> dict[str, Any]:
+    """Make a drawn config one the forward pass accepts: DeepSeek's attention needs h_kv = h (its eager code
+    repeats keys h // h_kv times and the latent keys are per head), and its grouped routing a group count
+    that divides n."""
+    if config["model_type"].startswith("deepseek"):
+        config = {**config, "num_key_value_heads": config["num_attention_heads"], "n_group": 1, "topk_group": 1}
+    return config
+
+
+@pytest.mark.parametrize("family", sorted(CONFIGS))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> None:
+    """The hypothesis strategies of test_oracle.py (every switch of every family), run forward."""
+    config = _runnable(data.draw(CONFIGS[family], label="config"))
+    batch, seq = data.draw(st.integers(1, 3), label="B"), data.draw(st.integers(1, 40), label="S")
+    if family == "gpt2":
+        seq = min(seq, config.get("n_positions", 1024))
+    try:
+        read_config(config, "hypothesis")
+    except LlmcountError:  # e.g. no intermediate_size: test_oracle.py checks when that is right
+        reject()
+    try:
+        expected = hf_forward_flops(config, batch, seq)
+    except Exception:  # transformers refuses the config (its config class, constructor or forward raises)
+        reject()
+    got = llmcount_forward(config, batch, seq)
+    assert got == expected, f"B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the causal convention, training, per token: hand derivations
+
+
+def test_causal_counts_the_lower_triangle() -> None:
+    """Causal: each of h query heads meets S(S+1)/2 keys in all, so scores and values cost
+    2·B·h·(S(S+1)/2)·(h_d + h_d) per layer instead of 2·B·h·S²·(2h_d)."""
+    config = SMALL["llama-gqa-head-dim-bias-tied"]  # N=2, h=8, h_d=12
+    batch, seq = 3, 10
+    full, causal = llmcount_forward(config, batch, seq), llmcount_forward(config, batch, seq, causal=True)
+    per_pair = 2 * 8 * (12 + 12)  # 2 FLOPs · h heads · (q·k over h_d + a·v over h_d)
+    assert full - causal == 2 * batch * per_pair * (seq * seq - seq * (seq + 1) // 2)
+
+
+def test_per_token_training_and_rule_of_thumb_by_hand() -> None:
+    """Llama-3-8B at S = 2048: every figure derived by hand from the published config."""
+    N, V, d, d_ff, h, h_kv, h_d, S = 32, 128256, 4096, 14336, 32, 8, 128, 2048
+    per_layer = 2 * (d * h * h_d + 2 * d * h_kv * h_d + h * h_d * d + 3 * d * d_ff) + 2 * 2 * S * h * h_d
+    per_token = N * per_layer + 2 * d * V
+    model = load("llama-3-8b")
+    counts = Flops(model.derivation).evaluate(model.values, S, 2)
+    assert counts.per_token == per_token
+    assert counts.forward == 2 * S * per_token
+    assert counts.training == 3 * counts.forward
+    assert counts.rule_of_thumb == 6 * 8_030_261_248 * 2 * S  # 8,030,261,248 parameters (Meta's model card: 8.03B)
+    assert counts.rule_error == Fraction(counts.rule_of_thumb, counts.training) - 1
+
+
+def test_moe_counts_k_of_n_experts_and_the_router() -> None:
+    """Mixtral-8x7B per token per layer: router 2·d·n, k = 2 experts of 3·d·d_ff each at 2 FLOPs per weight."""
+    model = load("mixtral-8x7b")
+    terms = {t.path: t for t in Flops(model.derivation).terms}
+    d, d_ff, n, k = 4096, 14336, 8, 2
+    assert terms["moe/experts"].per_token.subs(model.values) == 2 * k * 3 * d * d_ff
+    assert terms["moe/router"].per_token.subs(model.values) == 2 * d * n
+
+
+def test_mla_scores_use_the_query_key_and_value_head_sizes() -> None:
+    """DeepSeek-V3: scores over d_nope + d_rope = 192 per head, values over d_v = 128, h = 128 heads."""
+    model = load("deepseek-v3")
+    terms = {t.path: t for t in Flops(model.derivation).terms}
+    S = sympy.Symbol("S", positive=True, integer=True)
+    assert sympy.expand(terms["attention/scores"].per_token.subs(model.values) - 2 * S * 128 * 192) == 0
+    assert sympy.expand(terms["attention/values"].per_token.subs(model.values) - 2 * S * 128 * 128) == 0
+
+
+def test_formula_is_symbolic_in_s_and_b_and_evaluates_to_the_count() -> None:
+    flops = Flops(Derivation(REGISTRY["qwen3"]))
+    names = {s.name for s in flops.forward.free_symbols}
+    assert {"S", "B"} <= names
+    model = load("qwen3-32b")
+    values = {**model.values, sympy.Symbol("S", positive=True, integer=True): 4096}
+    values[sympy.Symbol("B", positive=True, integer=True)] = 2
+    assert flops.forward.subs(values) == flops.evaluate(model.values, 4096, 2).forward
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_flops_json_form() -> None:
+    data = json.loads(run("flops", "mixtral-8x7b", "--seq", "4096", "--json").stdout)
+    assert {"forward_flops", "per_token", "training_flops", "convention", "components"} <= set(data)
+    assert all(isinstance(data[key], int) for key in ("forward_flops", "per_token", "training_flops"))
+    assert data["forward_flops"] == sum(c["flops"] for c in data["components"])
+    assert data["per_token"] * 4096 == data["forward_flops"]
+    assert data["training_flops"] == 3 * data["forward_flops"]
+    assert data["convention"] == CONVENTION
+    assert [c["path"] for c in data["components"]][-1] == "head/lm_head"
+    assert {"path", "formula", "flops"} == set(data["components"][0])
+    config = {k: v for k, v in presets()["mixtral-8x7b"].config().items() if k != "quantization_config"}
+    assert data["forward_flops"] == hf_forward_flops(config, 1, 4096)
+
+
+def test_flops_causal_and_training_text() -> None:
+    causal = json.loads(run("flops", "qwen3-32b", "--seq", "8192", "--causal", "--json").stdout)
+    full = json.loads(run("flops", "qwen3-32b", "--seq", "8192", "--json").stdout)
+    assert causal["convention"] == CAUSAL_CONVENTION and causal["forward_flops"] < full["forward_flops"]
+    out = run("flops", "qwen3-32b", "--seq", "8192", "--training").stdout
+    assert "3 × forward" in out and "6·P_act·B·S" in out and "against the training count" in out
+    assert f"{full['training_flops']:,}" in out
+
+
+@pytest.mark.parametrize("family", sorted(REGISTRY))
+@pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
+def test_formula_flops_of_every_family_in_every_format(family: str, fmt: str) -> None:
+    result = run("formula", family, "--flops", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert "S" in result.stdout and "B" in result.stdout
+
+
+def test_formula_flops_json_parses_and_matches_the_count() -> None:
+    data = json.loads(run("formula", "llama", "--flops", "--json").stdout)
+    symbols = {name: sympy.Symbol(name) for name in data["symbols"]}  # N and S are not sympy's N() and S
+    forward = sympy.parse_expr(data["forward"], local_dict=symbols)
+    values = json.loads(run("count", "llama-3-8b", "--json").stdout)["values"]
+    expected = json.loads(run("flops", "llama-3-8b", "--seq", "2048", "--json").stdout)["forward_flops"]
+    assert forward.subs({symbols[k]: v for k, v in {**values, "S": 2048, "B": 1}.items()}) == expected
+
+
+def assert_refused(result, *needles: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--seq", "0"), ("--seq", "-5"), ("--seq", "2.5"), ("--batch", "0"), ("--batch", "x")]
+)
+def test_flops_refuses_bad_sizes(option: str, value: str) -> None:
+    assert_refused(run("flops", "qwen3-32b", option, value), option, "positive integer", value)
+
+
+def test_flops_of_unknown_model() -> None:
+    assert_refused(run("flops", "qwen3-32", "--seq", "8"), "unknown preset")
