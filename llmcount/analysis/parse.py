@@ -1,0 +1,204 @@
+"""Safe reading of what a user types: formulas, ``SYMBOL=VALUE`` settings, grids and counts like ``7B``.
+
+A formula is read with Python's ``ast`` and rebuilt node by node into sympy: only numbers, the
+glossary's symbols, ``+ - * / **`` and parentheses are accepted. Nothing is ever evaluated as code,
+so ``__import__('os').system('...')`` is refused as "a function call", never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from dataclasses import dataclass
+
+from sympy import Expr, Integer, Rational, Symbol, nan, oo, zoo
+
+from ..errors import LlmcountError
+from ..formulas.symbols import BY_NAME
+
+KNOWN = ", ".join(BY_NAME)
+MAX_LENGTH = 2000
+MAX_EXPONENT = 64  # d**2, 10**12; a bigger power is a typo or a denial of service
+
+# Conveniences of hand-written formulas: d·d_ff, d², |V|, the unicode minus.
+_CONVENIENCES = (("·", "*"), ("×", "*"), ("−", "-"), ("²", "**2"), ("³", "**3"), ("|V|", "V"))
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_REFUSED_OPERATORS = {
+    ast.BitXor: "'^' (write ** for a power)",
+    ast.FloorDiv: "'//'",
+    ast.Mod: "'%'",
+    ast.MatMult: "'@'",
+}
+_NODE_KINDS = {
+    ast.Call: "a function call",
+    ast.Attribute: "an attribute",
+    ast.Subscript: "indexing",
+    ast.Compare: "a comparison",
+    ast.BoolOp: "a boolean operator",
+    ast.Lambda: "a lambda",
+    ast.Tuple: "a tuple (a comma)",
+    ast.List: "a list",
+}
+ALLOWED = f"a formula may use only numbers, the symbols {KNOWN}, + - * / ** and parentheses"
+
+
+def _normalise(text: str) -> str:
+    for old, new in _CONVENIENCES:
+        text = text.replace(old, new)
+    return text.strip()
+
+
+def parse_formula(text: str, label: str = "formula") -> Expr:
+    """The sympy expression of a user's formula; :class:`LlmcountError` naming what was not understood.
+
+    Numbers are exact: ``11.5`` is 23/2 and ``1e9`` is 10**9.
+    """
+    source = _normalise(text)
+    where = f"{label} {text!r}"
+    if not source:
+        raise LlmcountError(f"{label} is empty; {ALLOWED}")
+    if len(source) > MAX_LENGTH:
+        raise LlmcountError(f"{label} is longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        column = getattr(exc, "offset", None)
+        at = f" at {source[column - 1 :]!r}" if column and column <= len(source) else ""
+        raise LlmcountError(f"{where}: cannot read it{at} (write 2*d, not 2d); {ALLOWED}") from None
+    try:
+        expr = _build(tree.body, source, where)
+    except RecursionError:
+        raise LlmcountError(f"{where}: nested too deeply") from None
+    if expr.has(zoo, nan, oo, -oo):
+        raise LlmcountError(f"{where}: division by zero")
+    return expr
+
+
+def _build(node: ast.AST, source: str, where: str) -> Expr:
+    """Rebuild one whitelisted ``ast`` node as sympy; refuse every other kind of node."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        literal = ast.get_source_segment(source, node) or repr(node.value)
+        try:
+            return Integer(node.value) if type(node.value) is int else Rational(literal.replace("_", ""))
+        except (ValueError, TypeError):
+            raise LlmcountError(f"{where}: cannot read the number {literal!r}") from None
+    if isinstance(node, ast.Name):
+        entry = BY_NAME.get(node.id)
+        if entry is None:
+            raise LlmcountError(f"{where}: unknown symbol {node.id!r}; known symbols: {KNOWN}")
+        return entry.symbol
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_build(node.operand, source, where))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        base, exponent = _build(node.left, source, where), _build(node.right, source, where)
+        if exponent.free_symbols or abs(exponent) > MAX_EXPONENT:
+            raise LlmcountError(f"{where}: an exponent must be a number of at most {MAX_EXPONENT}, got {exponent}")
+        return base**exponent
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_build(node.left, source, where), _build(node.right, source, where))
+    segment = ast.get_source_segment(source, node) or ""
+    if isinstance(node, ast.BinOp):
+        kind = _REFUSED_OPERATORS.get(type(node.op), f"the operator {type(node.op).__name__}")
+    elif isinstance(node, ast.Constant):
+        kind = f"a {type(node.value).__name__} constant"
+    else:
+        kind = _NODE_KINDS.get(type(node), f"a {type(node).__name__} expression")
+    raise LlmcountError(f"{where}: {segment!r} is not understood ({kind}); {ALLOWED}")
+
+
+def symbol_named(name: str, label: str) -> Symbol:
+    """The glossary symbol called ``name``; the error lists the known ones."""
+    entry = BY_NAME.get(name.strip())
+    if entry is None:
+        raise LlmcountError(f"{label}: unknown symbol {name.strip()!r}; known symbols: {KNOWN}")
+    return entry.symbol
+
+
+def minimum(symbol: Symbol) -> int:
+    """The smallest value a symbol may take: 1 for a size, 0 for a count such as ``n_s``."""
+    return 1 if symbol.is_positive else 0
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``SYMBOL=VALUE`` a user gave: numbers (one, or a grid axis) or a relation to other symbols."""
+
+    symbol: Symbol
+    text: str
+    numbers: tuple[int, ...] = ()
+    relation: Expr | None = None
+
+
+def parse_setting(text: str, option: str, grid: bool = False) -> Setting:
+    """Read ``d_ff=8/3*d``, ``N=32`` or, with ``grid``, ``d=1024:8192:1024`` (stop included) and ``N=24,32,48``."""
+    name, sep, value = text.partition("=")
+    label = f"{option} {text!r}"
+    if not sep or not name.strip() or not value.strip():
+        raise LlmcountError(f"{label}: expected SYMBOL=VALUE, e.g. d_ff=4*d or N=32")
+    symbol = symbol_named(name, label)
+    value = value.strip()
+    if grid and ":" in value:
+        return Setting(symbol, text, numbers=_range(symbol, value, label))
+    if grid and "," in value:
+        return Setting(symbol, text, numbers=tuple(_integer(symbol, item, label) for item in value.split(",")))
+    if not grid and (":" in value or "," in value):
+        raise LlmcountError(f"{label}: ranges and lists are for `llmcount sweep`; give one value or a relation")
+    expr = parse_formula(value, label)
+    if not expr.free_symbols:
+        return Setting(symbol, text, numbers=(_integer(symbol, value, label, expr),))
+    return Setting(symbol, text, relation=check_relation(symbol, expr, label))
+
+
+def check_relation(symbol: Symbol, expr: Expr, label: str) -> Expr:
+    """A relation ``symbol = expr`` that can hold: not circular, not negative (or zero for a size)."""
+    if symbol in expr.free_symbols:
+        raise LlmcountError(f"{label}: {symbol} is defined in terms of itself")
+    if expr.is_negative or (symbol.is_positive and expr.is_zero):
+        raise LlmcountError(f"{label}: {symbol} must be {'positive' if symbol.is_positive else 'non-negative'}")
+    return expr
+
+
+def _whole(text: str, label: str, what: str) -> int:
+    expr = parse_formula(text, label)
+    if not expr.is_Integer:
+        raise LlmcountError(f"{label}: {what} must be a whole number, got {text.strip()!r}")
+    return int(expr)
+
+
+def _integer(symbol: Symbol, text: str, label: str, expr: Expr | None = None) -> int:
+    value = _whole(text, label, str(symbol)) if expr is None or not expr.is_Integer else int(expr)
+    if expr is not None and not expr.is_Integer:
+        raise LlmcountError(f"{label}: {symbol} must be a whole number, got {text.strip()!r}")
+    if value < minimum(symbol):
+        raise LlmcountError(f"{label}: {symbol} must be at least {minimum(symbol)}, got {value}")
+    return value
+
+
+def _range(symbol: Symbol, text: str, label: str) -> tuple[int, ...]:
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise LlmcountError(f"{label}: a range is start:stop:step (stop included), e.g. d=1024:8192:1024")
+    start, stop = (_integer(symbol, part, label) for part in parts[:2])
+    step = _whole(parts[2], label, "the step") if len(parts) == 3 else 1
+    if step <= 0:
+        raise LlmcountError(f"{label}: the step must be positive, got {step}")
+    if start > stop:
+        raise LlmcountError(f"{label}: reversed range, start {start} is greater than stop {stop}")
+    return tuple(range(start, stop + 1, step))
+
+
+_COUNT = re.compile(r"^\s*(\d[\d_,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([KMBTkmbt]?)\s*$")
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def parse_count(text: str, label: str) -> Rational:
+    """A parameter count as a user writes it: ``7B``, ``1.5T``, ``6.7e9``, ``6738415616`` (exact)."""
+    match = _COUNT.match(text)
+    if not match:
+        raise LlmcountError(f"{label} {text!r}: not a count; write e.g. 7B, 1.5T, 6.7e9 or 6738415616")
+    value = Rational(match.group(1).replace(",", "").replace("_", "")) * _UNITS[match.group(2).upper()]
+    if value <= 0:
+        raise LlmcountError(f"{label} {text!r}: a count must be positive")
+    return value

@@ -1,0 +1,202 @@
+"""Bad input to approx, check, compare, solve, sweep: one line on stderr naming the problem, exit 1, no number."""
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+
+SOLVE = ("solve", "llama", "--target", "7B", "--for", "d", "--set", "N=32", "--set", "V=32000", "--set", "h_kv=h")
+SWEEP = ("sweep", "qwen3", "--from", "qwen3-8b")
+
+
+def run(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def assert_refused(result, *needles):
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), "a traceback escaped"
+    assert result.stdout == "", "nothing may be printed on stdout for bad input"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_the_base_commands_are_accepted():
+    # The commands below break these in one place each, so they must themselves be fine.
+    assert run(*SOLVE, "--set", "d_ff=8/3*d").exit_code == 0
+    assert run(*SWEEP, "--set", "d=1024:2048:1024").exit_code == 0
+    assert run("check", "qwen3-8b", "2*V*d").exit_code == 0
+
+
+# --- formulas: the safe parser ---------------------------------------------------------------------------------------
+
+
+def test_code_in_a_formula_is_refused_never_run(tmp_path):
+    marker = tmp_path / "pwned"
+    result = run("check", "qwen3-8b", f"__import__('os').system('touch {marker}')")
+    assert_refused(result, "function call", "only numbers")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("formula", "needles"),
+    [
+        ("2*V*x", ("unknown symbol 'x'", "known symbols: N, V, d, d_ff")),
+        ("d^2", ("'^'", "**")),
+        ("2d", ("cannot read", "2*d")),
+        ("d/0", ("division by zero",)),
+        ("V.real", ("attribute",)),
+        ("d if N else V", ("not understood",)),
+        ("'text'", ("str constant",)),
+        ("", ("empty",)),
+        ("d**d", ("exponent",)),
+        ("2**100000", ("exponent",)),
+        ("d // 2", ("'//'",)),
+    ],
+)
+def test_formula_outside_the_grammar(formula, needles):
+    assert_refused(run("check", "qwen3-8b", formula), *needles)
+
+
+def test_formula_symbol_the_model_has_no_value_for():
+    assert_refused(run("check", "gpt2", "h_kv*d"), "h_kv", "gpt2 has no value")
+
+
+# --- approx ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("assume", "needles"),
+    [
+        ("x=3*d", ("unknown symbol 'x'", "known symbols")),
+        ("d_ff=-1", ("d_ff", "at least 1")),
+        ("d_ff=-d", ("d_ff must be positive",)),
+        ("d_ff=0*d", ("d_ff must be at least 1",)),
+        ("d_ff=d/0", ("division by zero",)),
+        ("d_ff=3*d_ff", ("in terms of itself",)),
+        ("d=4096", ("width that grows",)),
+        ("d_ff", ("SYMBOL=VALUE",)),
+    ],
+)
+def test_approx_bad_assumption(assume, needles):
+    assert_refused(run("approx", "qwen3-8b", "--assume", assume), *needles)
+
+
+def test_approx_family_without_ratios():
+    assert_refused(run("approx", "qwen3", "--assume", "d_ff=3*d"), "no ratio for h, h_kv")
+
+
+def test_approx_circular_assumptions():
+    assert_refused(run("approx", "qwen3-8b", "--assume", "d_ff=2*h", "--assume", "h=d_ff/2"), "circular")
+
+
+def test_approx_over_unknown_model():
+    assert_refused(run("approx", "gpt2", "--over", "gpt9"), "unknown preset")
+
+
+# --- compare ---------------------------------------------------------------------------------------------------------
+
+
+def test_compare_needs_two_models():
+    assert_refused(run("compare", "qwen3-8b"), "at least two")
+
+
+def test_compare_unknown_model():
+    assert_refused(run("compare", "qwen3-8b", "nope-7b"), "nope-7b")
+
+
+# --- solve -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (("--set", "d_ff=-1"), ("d_ff", "at least 1")),
+        (("--set", "d_ff=d/0"), ("division by zero",)),
+        (("--set", "d_ff=-d"), ("d_ff must be positive",)),
+        (("--set", "q=3"), ("unknown symbol 'q'", "known symbols")),
+        (("--set", "d_ff=1:3"), ("ranges and lists are for `llmcount sweep`",)),
+        (("--set", "d=4096"), ("cannot also be set",)),
+        (("--set", "N=64"), ("N is set twice",)),
+        (("--set", "d_ff=2*h_d", "--set", "h_d=d_ff/2"), ("circular",)),
+        (("--multiple-of", "0"), ("--multiple-of",)),
+    ],
+)
+def test_solve_bad_settings(extra, needles):
+    assert_refused(run(*SOLVE, *extra), *needles)
+
+
+def test_solve_missing_value():
+    assert_refused(run("solve", "llama", "--target", "7B", "--for", "d", "--set", "N=32"), "no value for", "V")
+
+
+@pytest.mark.parametrize("target", ["7X", "-7B", "0", "seven"])
+def test_solve_bad_target(target):
+    assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--target", target), "--target")
+
+
+def test_solve_unreachable_target():
+    # Qwen3-8B's embedding alone is 1.24B: no positive N reaches 1M.
+    result = run("solve", "qwen3-8b", "--target", "1M", "--for", "N")
+    assert_refused(result, "no positive value of N")
+
+
+def test_solve_target_below_the_smallest_whole_value():
+    # 192,946,432·N + 1,244,663,808 = 1.3B at N ≈ 0.29: positive, but no whole number of layers.
+    result = run("solve", "qwen3-8b", "--target", "1.3B", "--for", "N")
+    assert_refused(result, "N = 1 already gives 1437610240")
+
+
+def test_solve_unknown_or_absent_symbol():
+    assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--for", "zz"), "unknown symbol 'zz'")
+    assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--for", "d_v"), "d_v is not in the Llama formula")
+
+
+def test_solve_count_that_does_not_depend_on_the_symbol():
+    args = ("solve", "llama", "--target", "7B", "--for", "h", "--set", "h_kv=h", "--from", "llama-2-7b")
+    assert_refused(run(*args, "--set", "h_d=d/h"), "does not depend on h")
+
+
+# --- sweep -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "needles"),
+    [
+        ("d=1024:8192:0", ("step must be positive", "0")),
+        ("d=1024:8192:-1024", ("step must be positive",)),
+        ("d=8192:1024:1024", ("reversed range", "8192", "1024")),
+        ("d=1024:2048:512:1", ("start:stop:step",)),
+        ("d=0:1024:512", ("at least 1",)),
+        ("d=1024,,2048", ("empty",)),
+        ("d=1.5,2", ("whole number",)),
+        ("x=1:3", ("unknown symbol 'x'",)),
+    ],
+)
+def test_sweep_bad_range(setting, needles):
+    assert_refused(run(*SWEEP, "--set", setting), *needles)
+
+
+def test_sweep_grid_too_large_without_force():
+    result = run(*SWEEP, "--set", "d=1:10000", "--set", "N=1:1001")
+    assert_refused(result, "10,010,000 rows", "--force")
+
+
+def test_sweep_relation_giving_a_fractional_size():
+    result = run(*SWEEP, "--set", "d=1024:2048:1024", "--set", "d_ff=8/3*d")
+    assert_refused(result, "d_ff = 8*d/3", "not a whole number", "d=1024")
+
+
+def test_sweep_relation_giving_a_negative_size():
+    result = run(*SWEEP, "--set", "d=1024:2048:1024", "--set", "d_ff=d-1500")
+    assert_refused(result, "d_ff = d - 1500", "d=1024", "at least 1")
+
+
+def test_sweep_without_values_for_the_rest():
+    assert_refused(run("sweep", "qwen3", "--set", "d=1024,2048"), "no value for", "--from")
+
+
+def test_sweep_nothing_to_sweep():
+    assert_refused(run(*SWEEP, "--set", "d_ff=3*d"), "nothing to sweep")
