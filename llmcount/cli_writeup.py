@@ -2,4 +2,91 @@
 
 from __future__ import annotations
 
-from .cli import app  # noqa: F401
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from .cli import SPEC_HELP, app, fail, print_json
+from .errors import LlmcountError
+
+
+class WriteupFormat(str, Enum):
+    markdown = "markdown"
+    latex = "latex"
+
+
+class Lang(str, Enum):
+    en = "en"
+    zh = "zh"
+
+
+@app.command()
+def writeup(
+    spec: Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")],
+    fmt: Annotated[
+        WriteupFormat,
+        typer.Option("--format", "-f", help="Markdown with $…$ math and a Mermaid pie, or a LaTeX article."),
+    ] = WriteupFormat.markdown,
+    lang: Annotated[Lang, typer.Option("--lang", "-l", help="Language of the prose: en or zh (中文).")] = Lang.en,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write the post to this file (default: stdout).")
+    ] = None,
+    chart: Annotated[
+        str | None, typer.Option("--chart", help="Also draw the parameter shares to this .png/.svg/.pdf and link it.")
+    ] = None,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index", help="A model.safetensors.index.json: add a section checking total_size against the count."
+        ),
+    ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option("--dtype", help="The checkpoint's dtype for --index (default: the config's torch_dtype)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
+) -> None:
+    """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
+    the total with the numbers substituted, activated parameters (MoE), the leading-order term per layer,
+    a parameter distribution and, with --index, a check against the checkpoint.
+
+    Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
+    """
+    from .renderers.writeup import build, save
+
+    try:
+        post = build(spec, fmt.value, lang.value, output=output, chart=chart, index=index, dtype=dtype)
+        save(post.files)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json({**post.data, "text": post.text})
+    elif output is None:
+        typer.echo(post.text, nl=False)
+
+
+@app.command(name="chart")
+def chart_(
+    specs: Annotated[list[str], typer.Argument(help="One or more models. " + SPEC_HELP, metavar="MODEL...")],
+    output: Annotated[str, typer.Option("--output", "-o", help="The image to write: .png, .svg or .pdf.")],
+    activated: Annotated[
+        bool, typer.Option("--activated", help="Add a bar of activated parameters per token for each MoE model.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the counts and shares drawn, as JSON.")] = False,
+) -> None:
+    """Draw where the parameters sit: one stacked bar of component shares per model (needs matplotlib:
+    pip install 'llmcount[plot]').
+
+    Example: llmcount chart qwen3-0.6b qwen3-8b qwen3-32b -o dense.svg
+    """
+    from .renderers.charts import chart
+    from .renderers.writeup import save
+
+    try:
+        drawn = chart(specs, output, activated)
+        save(drawn.files)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(drawn.data)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 
-from sympy import Add, Expr, sstr
+from sympy import Add, Expr, Rational, sstr
 from sympy import latex as sympy_latex
+from sympy.printing.precedence import precedence
+from sympy.printing.str import StrPrinter
 
 from ..formulas.symbols import LATEX_NAMES
 
@@ -18,11 +21,15 @@ def latex(expr: Expr) -> str:
     return sympy_latex(expr, symbol_names=LATEX_NAMES, mul_symbol=r"\,")
 
 
-def text(expr: Expr) -> str:
-    """Plain-text form for terminals: ``3·d·d_ff + 2·d²``."""
-    out = sstr(expr)
+def _terminal(out: str) -> str:
+    """A sympy string for terminals: ``d**2*N`` -> ``d²·N``."""
     out = re.sub(r"\*\*(\d+)", lambda m: "".join("⁰¹²³⁴⁵⁶⁷⁸⁹"[int(c)] for c in m.group(1)), out)
     return out.replace("**", "^").replace("*", "·")
+
+
+def text(expr: Expr) -> str:
+    """Plain-text form for terminals: ``3·d·d_ff + 2·d²``."""
+    return _terminal(sstr(expr))
 
 
 def _ordered(groups: Sequence[tuple[Expr, Sequence[Expr]]], fmt, left: str, right: str) -> str:
@@ -114,3 +121,130 @@ FILTERS = {
     "table": table,
     "latex_escape": latex_escape,
 }
+
+
+# --- write-ups (issue 3) ---------------------------------------------------------------------------------------------
+
+
+def substitute(expr: Expr, values: dict) -> str:
+    """LaTeX of ``expr`` with each symbol replaced by its value, products as ``\\cdot``:
+    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5120 \\cdot 64``. Nothing is evaluated."""
+    names = {symbol: str(int(value)) for symbol, value in values.items()}
+    return sympy_latex(expr, symbol_names=names, mul_symbol="dot")
+
+
+def _visible_width(tex: str) -> int:
+    """A rough printed width of a LaTeX math string, for line breaking."""
+    tex = tex.replace(r"\cdot", "···").replace("{,}", ",")
+    return len(re.sub(r"\\(left|right|mathrm|,)|[{}]", "", tex))
+
+
+def ordered_lines(
+    groups: Sequence[tuple[Expr, Sequence[Expr]]], values: dict | None = None, width: int = 64
+) -> list[str]:
+    """:func:`ordered_latex` broken into lines of about ``width`` characters for an ``aligned`` block;
+    a bracket left open at a line end is closed with ``\\right.`` and reopened with ``\\left.``.
+    With ``values``, the numbers are substituted (:func:`substitute`)."""
+    fmt = latex if values is None else (lambda e: substitute(e, values))
+    items: list[tuple[str, str]] = []  # ("term", tex) | ("open", factor) | ("close", "")
+    for layers, exprs in groups:
+        if layers == 1:
+            items += [("term", fmt(e)) for e in exprs]
+        elif len(exprs) == 1 and not isinstance(layers, Add):
+            items.append(("term", fmt(layers * exprs[0])))
+        else:
+            factor = rf"\left({fmt(layers)}\right)" if isinstance(layers, Add) else fmt(layers)
+            items += [("open", factor), *[("term", fmt(e)) for e in exprs], ("close", "")]
+    lines, line, is_open, fresh = [], "", False, True  # fresh: nothing yet since the line start or a bracket
+    for kind, tex in items:
+        if kind == "close":
+            line, is_open, fresh = line + r"\right)", False, False
+            continue
+        piece = tex + r"\left(" if kind == "open" else tex
+        if line and _visible_width(line) + _visible_width(piece) > width:
+            lines.append(line + (r"\right." if is_open else ""))
+            line, fresh = (r"\left.{}" if is_open else "{}"), False
+        line += piece if fresh else " + " + piece
+        is_open, fresh = (True, True) if kind == "open" else (is_open, False)
+    return [*lines, line]
+
+
+def code(name: str, fmt: str) -> str:
+    """A module or key name in running text: ```q_proj``` in Markdown, ``\\texttt{q\\_\\allowbreak{}proj}``
+    in LaTeX (a line may break after an underscore)."""
+    if fmt != "latex":
+        return f"`{name}`"
+    return r"\texttt{" + latex_escape(name).replace(r"\_", r"\_\allowbreak{}") + "}"  # long names may break at _
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#])")
+
+
+def escape(value: str, fmt: str) -> str:
+    """User-supplied text (model names, paths) made literal for ``fmt`` ("markdown" or "latex")."""
+    return latex_escape(value) if fmt == "latex" else _MARKDOWN_SPECIAL.sub(r"\\\1", str(value))
+
+
+def pct(fraction, signed: bool = False) -> str:
+    """A share or relative error as a percentage with enough decimals to show it:
+    0.1843 -> '18.43%', -0.0000213 -> '-0.0021%', 0 -> '0%'; ``signed`` adds '+' to positives."""
+    value = 100 * float(fraction)
+    if value == 0:
+        return "0%"
+    places = max(2, 1 - math.floor(math.log10(abs(value))))
+    return f"{value:{'+' if signed else ''}.{places}f}%"
+
+
+def significant(value, digits: int = 4) -> str:
+    """A ratio with ``digits`` significant digits and no trailing zeros: 18.6, 12, 0.2."""
+    return f"{float(value):.{digits}g}"
+
+
+FILTERS.update(
+    substitute=substitute,
+    ordered_lines=ordered_lines,
+    code=code,
+    escape=escape,
+    pct=pct,
+    significant=significant,
+)
+
+
+# --- analysis (issue 4) ----------------------------------------------------------------------------------------------
+
+
+def _terminating(value: Rational) -> str | None:
+    """The exact decimal of a rational whose decimal ends: 23/2 -> '11.5'; None for 1/3."""
+    p, q = int(value.p), int(value.q)
+    twos = fives = 0
+    while q % 2 ** (twos + 1) == 0:
+        twos += 1
+    while q % 5 ** (fives + 1) == 0:
+        fives += 1
+    if q != 2**twos * 5**fives:
+        return None
+    places = max(twos, fives)
+    whole, frac = divmod(abs(p) * 10**places // q, 10**places)
+    return f"{'-' if p < 0 else ''}{whole}.{frac:0{places}d}"
+
+
+class _DecimalPrinter(StrPrinter):
+    """sympy's str printer, with coefficients such as 23/2 written 11.5 (exactly; 1/3 stays 1/3)."""
+
+    def _print_Rational(self, expr: Rational) -> str:
+        return _terminating(expr) or super()._print_Rational(expr)
+
+    def _print_Mul(self, expr: Expr) -> str:
+        coeff, rest = expr.as_coeff_Mul()
+        decimal = _terminating(coeff) if coeff.is_Rational and not coeff.is_Integer and rest != 1 else None
+        if decimal is None:
+            return super()._print_Mul(expr)
+        return f"{decimal}*{self.parenthesize(rest, precedence(expr), strict=True)}"
+
+
+def decimal(expr: Expr) -> str:
+    """:func:`text` with terminating coefficients as decimals, as blogs write them: ``11.5·N·d² + 2·V·d``."""
+    return _terminal(_DecimalPrinter().doprint(expr))
+
+
+FILTERS.update(decimal=decimal)

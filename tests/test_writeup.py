@@ -1,0 +1,441 @@
+"""The write-up: its numbers are the Derivation's (and the published ones), its substitutions add up,
+the prose explains what the family has, the checkpoint check reads an index, bad input is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from fractions import Fraction
+from functools import cache
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.renderers.writeup import build, leading, save, sections
+from llmcount.sources import load
+
+PRESETS = ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3")  # dense, MoE, MLA (+ shared experts, dense layers)
+# Published totals (safetensors metadata / the oracle, see llmcount/presets/index.json):
+PUBLISHED = {"qwen3-32b": 32_762_123_264, "qwen3-235b-a22b": 235_093_634_560, "deepseek-v3": 671_026_404_352}
+
+
+@cache
+def post(spec: str, fmt: str = "markdown", lang: str = "en") -> str:
+    return build(spec, fmt, lang).text
+
+
+def tex_int(n: int) -> str:
+    return f"{n:,}".replace(",", "{,}")
+
+
+def expected_numbers(spec: str) -> dict[str, int]:
+    """Counts straight from the Derivation's terms, independently of the write-up code."""
+    model = load(spec)
+    d, values = model.derivation, model.values
+    numbers: dict[str, int] = defaultdict(int)
+    for term in d.terms:
+        numbers[term.group] += int(term.total.subs(values))
+    numbers["total"] = int(d.total.subs(values))
+    numbers["activated"] = int(d.activated.subs(values))
+    numbers["embedding"] = int(d.embedding.subs(values))
+    numbers["non_embedding"] = numbers["total"] - numbers["embedding"]
+    return dict(numbers)
+
+
+@pytest.mark.parametrize("spec", PRESETS)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("fmt", ["markdown", "latex"])
+def test_numbers_in_the_text_are_the_derivations(spec, lang, fmt):
+    text = post(spec, fmt, lang)
+    numbers = expected_numbers(spec)
+    assert numbers["total"] == PUBLISHED[spec]
+    for name, n in numbers.items():
+        assert tex_int(n) in text, f"{name} = {n:,} is not in the {fmt}/{lang} write-up of {spec}"
+    assert f"{numbers['total']:,}" in text  # in the prose too, not only in the math
+
+
+def test_hand_derivation_of_qwen3_32b():
+    # Qwen3-32B: d=5120, h=64, h_kv=8, h_d=128, d_ff=25600, N=64, V=151936.
+    attention_layer = 2 * 5120 * 64 * 128 + 2 * 5120 * 8 * 128 + 2 * 128  # q,o + k,v + q_norm,k_norm
+    layer = attention_layer + 3 * 5120 * 25600 + 2 * 5120
+    text = post("qwen3-32b")
+    assert tex_int(64 * attention_layer) in text
+    assert tex_int(layer) in text  # one layer, exact: 487,598,336
+    assert tex_int(layer - 2 * 128 - 2 * 5120) in text  # its leading-order part (the matrices)
+    assert "314,572,800" in text and "-35.49%" in text  # 12·d² and its relative error (12·5120² vs 487,598,336)
+    assert "18.6\\,d^{2}" in text
+
+
+def test_leading_order_term_is_the_weight_matrices():
+    layer = leading(load("gpt2"))
+    # GPT-2 (d=768, d_ff=3072): one layer = 4d² + 2·d·d_ff + 9d + d_ff; matrices 4d² + 2·d·d_ff = 12d².
+    assert layer.exact == 4 * 768**2 + 2 * 768 * 3072 + 9 * 768 + 3072
+    assert layer.value == 12 * 768**2 and layer.coefficient == 12
+    assert layer.error == Fraction(-(9 * 768 + 3072), layer.exact)
+    moe = leading(load("qwen3-235b-a22b"), activated=True)
+    # per token: attention matrices + k=8 experts of 3·d·d_moe (router and norms are linear in d)
+    assert moe.value == 2 * 4096 * 64 * 128 + 2 * 4096 * 4 * 128 + 3 * 4096 * 1536 * 8
+
+
+_BLOCK = re.compile(r"\\begin\{aligned\}(.*?)\\end\{aligned\}", re.S)
+
+
+def _arithmetic(line: str) -> int | None:
+    """The value of a line of substituted numbers (2 \\cdot 5120 + ...), or None for a symbolic one."""
+    for old, new in ((r"\left(", "("), (r"\right)", ")"), (r"\left.", ""), (r"\right.", ""), ("{}", "")):
+        line = line.replace(old, new)
+    line = re.sub(r"\^\{(\d+)\}", r"**\1", line.replace(r"\cdot", "*").replace("{,}", ""))
+    line = re.sub(r"\\approx.*", "", line)
+    line = re.sub(r"([\d)])\s*\(", r"\1*(", line)  # 64(…) and (61 - 3)(…) multiply
+    if not re.fullmatch(r"[\d\s+\-*()]+", line):
+        return None
+    return int(eval(line, {"__builtins__": {}}))  # digits and + - * ( ) only, checked above
+
+
+def equations(block: str) -> list[list[str]]:
+    """The rows of an aligned block, continuation rows (&\\quad) joined, grouped into equations: a new one
+    starts at a named left side (P_{...} &=) or at an approximation (&\\approx)."""
+    rows: list[str] = []
+    for row in re.split(r"\\\\\n", block.strip()):
+        row = row.strip()
+        if row.startswith(r"&\quad"):
+            rows[-1] += " " + row.removeprefix(r"&\quad")
+        else:
+            rows.append(row)
+    result: list[list[str]] = []
+    for row in rows:
+        if not row.startswith("&=") or not result:
+            result.append([])
+        result[-1].append(re.sub(r"^.*?&(=|\\approx)", "", row))
+    return result
+
+
+@pytest.mark.parametrize("spec", [*PRESETS, "gpt2", "qwen2.5-7b", "qwen3-0.6b", "mixtral-8x7b", "deepseek-v2-lite"])
+def test_every_substitution_adds_up_to_the_stated_count(spec):
+    blocks = _BLOCK.findall(post(spec))
+    assert len(blocks) >= 7
+    checked = 0
+    for block in blocks:
+        for equation in equations(block):
+            numbers = [n for n in map(_arithmetic, equation) if n is not None]
+            assert numbers, equation
+            assert len(set(numbers)) == 1, f"the sides of {equation} differ: {numbers}"
+            checked += len(numbers) > 1
+    assert checked >= 6
+
+
+def test_substituted_lines_evaluate_to_the_total():
+    """The multi-line substitution of the total, joined, is the exact total (hand-checked count)."""
+    block = next(b for b in _BLOCK.findall(post("deepseek-v3")) if b.lstrip().startswith(r"P_{\mathrm{total}}"))
+    rows = [re.sub(r"^.*?&(=|\\quad)", "", r.strip()) for r in re.split(r"\\\\\n", block.strip())]
+    numeric_start = next(i for i, r in enumerate(rows) if re.match(r"\s*2 \\cdot", r))
+    joined = " ".join(rows[numeric_start:-1])
+    assert _arithmetic(joined) == 671_026_404_352 == _arithmetic(rows[-1])
+
+
+def test_sections_are_in_readers_order_and_add_up():
+    for spec in (*PRESETS, "gpt2"):
+        model = load(spec)
+        parts = sections(model)
+        keys = [s.key for s in parts]
+        order = ["embedding", "attention", "moe", "mlp", "norms", "head"]
+        assert keys == sorted(keys, key=order.index)
+        assert sum(s.count for s in parts) == model.counts.total
+        assert sum(s.share for s in parts) == 1
+
+
+def test_chinese_and_english_share_every_formula():
+    for spec in PRESETS:
+        en, zh = post(spec, "markdown", "en"), post(spec, "markdown", "zh")
+        assert re.findall(r"\$\$.*?\$\$", en, re.S) == re.findall(r"\$\$.*?\$\$", zh, re.S)
+
+
+def test_chinese_reads_as_chinese_technical_writing():
+    zh = post("qwen3-235b-a22b", "markdown", "zh")
+    for phrase in ("参数量", "词表大小", "激活参数量", "路由专家", "隐藏层维度", "输出层", "符号说明", "总参数量"):
+        assert phrase in zh, phrase
+    assert "parameters" not in zh and "layer of" not in zh  # no English sentences left over
+    dense = post("qwen3-32b", "markdown", "zh")
+    assert "激活参数量" not in dense  # a dense model has no activated section
+
+
+@pytest.mark.parametrize(
+    ("spec", "needles"),
+    [
+        ("qwen3-32b", ["`q_norm`", "no biases", "grouped-query attention", "not square"]),
+        ("qwen2.5-7b", ["`q_proj`, `k_proj` and `v_proj` carry biases: one number per output feature."]),
+        ("qwen3-0.6b", ["reuses the embedding matrix", "(shared with the tied LM head)"]),
+        (
+            "deepseek-v3",
+            ["`q_a_proj`", "`kv_b_proj`", "low-rank", "shared expert", "The first $N_{\\mathrm{dense}} = 3$"],
+        ),
+        ("gpt2", ["`wpe`", "LayerNorm", "`c_attn`", "exactly the classic proportions"]),
+        ("mixtral-8x7b", ["$d_{\\mathrm{ff}} = 14336$, so $3\\,d\\,d_{\\mathrm{ff}}$ parameters per expert"]),
+    ],
+)
+def test_prose_explains_what_the_family_has(spec, needles):
+    text = post(spec)
+    for needle in needles:
+        assert needle in text, needle
+
+
+def test_moe_states_the_activated_convention():
+    text = post("deepseek-v3")
+    assert "## Activated parameters" in text
+    assert "$k/n$" in text and "shared experts" in text and "count in full" in text
+    assert "```mermaid\npie showData" in text
+
+
+def test_user_text_is_escaped_in_latex(tmp_path):
+    folder = tmp_path / "my_model 100% #1 & {x}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(_qwen3_config()))
+    tex = build(str(folder), "latex").text
+    assert r"my\_model 100\% \#1 \& \{x\}" in tex
+    assert "my_model 100% #1" not in tex
+
+
+def _qwen3_config() -> dict:
+    from llmcount.presets import presets
+
+    return presets()["qwen3-32b"].config()
+
+
+# --- verification against an index ------------------------------------------------------------------------------
+
+_QWEN3_LAYER = [
+    *(f"self_attn.{p}_proj.weight" for p in "qkvo"),
+    "self_attn.q_norm.weight",
+    "self_attn.k_norm.weight",
+    *(f"mlp.{p}_proj.weight" for p in ("gate", "up", "down")),
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+]
+
+
+def write_index(tmp_path, total_size, layers, extra=(), head=True, name="model.safetensors.index.json"):
+    names = ["model.embed_tokens.weight", "model.norm.weight", *(["lm_head.weight"] if head else []), *extra]
+    names += [f"model.layers.{i}.{p}" for i in range(layers) for p in _QWEN3_LAYER]
+    shard = {n: f"model-{i % 3:05d}-of-00003.safetensors" for i, n in enumerate(names)}
+    path = tmp_path / name
+    path.write_text(json.dumps({"metadata": {"total_size": total_size}, "weight_map": shard}))
+    return str(path)
+
+
+def test_verification_matches_the_qwen3_32b_index(tmp_path):
+    # Qwen3-32B's index: total_size 65,524,246,528 bytes of bfloat16 = 2 x 32,762,123,264.
+    index = write_index(tmp_path, 65_524_246_528, 64)
+    result = build("qwen3-32b", index=index)
+    assert r"\frac{65{,}524{,}246{,}528}{2} = 32{,}762{,}123{,}264" in result.text
+    assert "exactly the formula's count" in result.text
+    assert "707 tensors in 3 files" in result.text
+    assert result.data["verification"]["difference"] == 0
+    zh = build("qwen3-32b", lang="zh", index=index).text
+    assert "与公式给出的参数量完全一致" in zh
+
+
+def test_verification_explains_a_tied_head_stored_twice(tmp_path):
+    # Qwen3-0.6B's safetensors metadata: 751,632,384 bf16 values, its head tied but stored:
+    # 596,049,920 parameters + V·d = 151,936 x 1,024 = 155,582,464.
+    index = write_index(tmp_path, 2 * 751_632_384, 28)
+    result = build("qwen3-0.6b", index=index)
+    assert "155,582,464 more than the formula's 596,049,920" in result.text
+    assert "`lm_head.weight` is stored although the head is tied" in result.text
+    assert "account for the whole difference" in result.text
+    assert result.data["verification"]["explained"] is True
+
+
+def test_verification_names_extra_layers_and_fp8_scales(tmp_path):
+    extra = ["model.layers.61.eh_proj.weight", "model.layers.61.mlp.experts.0.up_proj.weight_scale_inv"]
+    extra += [f"model.layers.{i}.self_attn.kv_b_proj.weight_scale_inv" for i in range(61)]
+    index = write_index(tmp_path, 688_586_727_753, 61, extra=extra)
+    result = build("deepseek-v3", index=index, dtype="fp8")
+    text = result.text
+    assert "float8_e4m3fn (given with `--dtype`), 1 byte per parameter" in text
+    assert "layer 61, beyond the config's $N = 61$ layers" in text and "(MTP)" in text
+    assert "quantization scales" in text
+    assert "without sizing all of it" in text
+    assert result.data["verification"]["difference"] == 688_586_727_753 - 671_026_404_352
+
+
+def test_verification_with_a_missing_head_explains_it(tmp_path):
+    config = _qwen3_config()
+    index = write_index(tmp_path, 2 * (32_762_123_264 - 151_936 * 5120), 64, head=False)
+    text = build("qwen3-32b", index=index).text
+    assert "777,912,320 fewer" in text and "no `lm_head.weight`" in text
+    assert config["tie_word_embeddings"] is False
+
+
+# --- the command line: output files, choices, errors ----------------------------------------------------------
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def assert_refused(result, *needles):
+    assert result.exit_code in (1, 2), result.output
+    assert isinstance(result.exception, SystemExit), "a traceback escaped"
+    assert result.stdout == ""
+    message = result.stderr.strip()
+    for needle in needles:
+        assert needle in message, (needle, message)
+    return message
+
+
+def test_writeup_to_stdout_and_to_a_file(tmp_path):
+    out = run("writeup", "qwen3-32b")
+    assert out.exit_code == 0 and out.stdout.startswith("# How many parameters does Qwen3-32B have?")
+    target = tmp_path / "post.tex"
+    result = run("writeup", "deepseek-v3", "--format", "latex", "--lang", "zh", "-o", str(target))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert target.read_text("utf-8").startswith("% Generated by llmcount")
+    assert [p.name for p in tmp_path.iterdir()] == ["post.tex"]
+
+
+def test_writeup_json_has_the_numbers():
+    data = json.loads(run("writeup", "qwen3-235b-a22b", "--json").stdout)
+    assert data["total"] == 235_093_634_560
+    assert {s["key"] for s in data["sections"]} == {"embedding", "attention", "moe", "norms", "head"}
+    assert data["text"].startswith("# ")
+    assert data["lang"] == "en" and data["format"] == "markdown"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "choices"), [("--format", "html", "'markdown', 'latex'"), ("--lang", "fr", "'en', 'zh'")]
+)
+def test_unknown_format_or_language_lists_the_choices(option, value, choices):
+    result = run("writeup", "qwen3-32b", option, value)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert value in result.stderr and choices in result.stderr
+
+
+def test_output_to_a_missing_folder(tmp_path):
+    target = tmp_path / "nope" / "post.md"
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(target)), str(target), "does not exist")
+    assert not (tmp_path / "nope").exists()
+
+
+def test_output_under_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("x")
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(tmp_path / "file" / "post.md")), "not a folder")
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(tmp_path)), "is a folder")
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    import os
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    target = tmp_path / "post.md"
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(target)), "post.md", "No space left")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_replaces_a_file_whole(tmp_path):
+    target = tmp_path / "post.md"
+    target.write_text("old")
+    save({target: b"new"})
+    assert target.read_text() == "new" and len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        ('{"weight_map": {"a": "b"}}', ["not a safetensors index", "metadata.total_size"]),
+        ('{"metadata": {"total_size": 12}}', ["not a safetensors index", "weight_map"]),
+        ('{"metadata": {"total_size": "12"}, "weight_map": {"a": "b"}}', ["metadata.total_size"]),
+        ("[1, 2]", ["not a safetensors index"]),
+        ("{not json", ["invalid JSON", "line 1"]),
+    ],
+)
+def test_bad_index_is_refused_by_name(tmp_path, content, needles):
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(content)
+    assert_refused(run("writeup", "qwen3-32b", "--index", str(index)), str(index), *needles)
+
+
+def test_a_safetensors_file_is_not_an_index(tmp_path):
+    shard = tmp_path / "model.safetensors"
+    shard.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    assert_refused(run("writeup", "qwen3-32b", "--index", str(shard)), str(shard), "not its index")
+
+
+def test_index_whose_dtype_cannot_be_told(tmp_path):
+    index = write_index(tmp_path, 2 * 124_439_808, 12)
+    # GPT-2's config has no torch_dtype: say so, name the index, suggest --dtype
+    assert_refused(run("writeup", "gpt2", "--index", index), index, "dtype", "--dtype")
+    assert_refused(run("writeup", "gpt2", "--index", index, "--dtype", "int3"), "unknown dtype 'int3'", "bfloat16")
+    assert run("writeup", "gpt2", "--index", index, "--dtype", "float32").exit_code == 0
+
+
+def test_missing_index_file(tmp_path):
+    assert_refused(run("writeup", "qwen3-32b", "--index", str(tmp_path / "x.json")), "x.json", "cannot read")
+
+
+def test_bad_model_is_refused_before_writing(tmp_path):
+    target = tmp_path / "post.md"
+    assert_refused(run("writeup", "qwen3-32", "-o", str(target)), "unknown preset")
+    assert not target.exists()
+
+
+def test_chart_type_must_suit_the_format(tmp_path):
+    assert_refused(
+        run("writeup", "qwen3-32b", "-f", "latex", "--chart", str(tmp_path / "c.svg")), "c.svg", ".png, .pdf"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- the filters the write-ups add ------------------------------------------------------------------------------
+
+
+def test_substitute_prints_numbers_without_evaluating():
+    from llmcount.formulas.symbols import N, d, h, h_d
+    from llmcount.renderers.filters import substitute
+
+    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5120 \cdot 64 \cdot 128"
+    assert substitute(N * d**2, {N: 12, d: 768}) == r"12 \cdot 768^{2}"
+
+
+def test_ordered_lines_break_long_sums_with_balanced_brackets():
+    from llmcount.renderers.filters import ordered_latex, ordered_lines
+
+    groups = load("deepseek-v3").derivation.grouped()
+    lines = ordered_lines(groups, width=40)
+    assert len(lines) > 3
+    for line in lines:  # every line of an aligned block must balance \left and \right on its own
+        assert line.count(r"\left") == line.count(r"\right"), line
+    joined = "".join(lines).replace(r"\right.", "").replace(r"\left.", "").replace("{}", "")
+    assert joined.replace(" ", "") == ordered_latex(groups).replace(" ", "")
+    assert ordered_lines(groups, width=10_000) == [ordered_latex(groups)]
+
+
+def test_code_escape_pct_significant():
+    from llmcount.renderers.filters import code, escape, pct, significant
+
+    assert code("q_proj", "markdown") == "`q_proj`"
+    assert code("q_proj", "latex") == r"\texttt{q\_\allowbreak{}proj}"
+    assert escape("a_b|c*", "markdown") == r"a\_b\|c\*"
+    assert escape("100% #1", "latex") == r"100\% \#1"
+    assert pct(Fraction(1843, 10_000)) == "18.43%"
+    assert pct(Fraction(-213, 10_000_000), signed=True) == "-0.0021%"
+    assert pct(Fraction(1, 2), signed=True) == "+50.00%"
+    assert pct(0) == "0%"
+    assert significant(Fraction(93, 5)) == "18.6" and significant(12) == "12"
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        save({tmp_path / "new.md": b"x"})
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "new.md").stat().st_mode & 0o777 == 0o644

@@ -1,0 +1,90 @@
+"""`llmcount chart` and `writeup --chart`: real image files (matplotlib), exact shares, the install hint."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.renderers.charts import bars
+from llmcount.sources import load
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_bars_hold_exact_shares():
+    dense, moe = load("qwen3-32b"), load("qwen3-235b-a22b")
+    total, moe_total, moe_activated = bars([dense, moe], activated=True)  # a dense model gets no activated bar
+    assert moe_total.label == "qwen3-235b-a22b" and moe_total.total == 235_093_634_560
+    assert moe_activated.label == "qwen3-235b-a22b (activated)"
+    assert sum(share for _, _, share in total.segments) == 1
+    assert sum(n for _, n, _ in moe_activated.segments) == moe.counts.activated
+    # Qwen3-32B's MLP: 3·N·d·d_ff = 3 · 64 · 5120 · 25600 of 32,762,123,264
+    assert dict((key, n) for key, n, _ in total.segments)["mlp"] == 3 * 64 * 5120 * 25600
+    assert "head" not in dict((key, n) for key, n, _ in bars([load("qwen3-0.6b")])[0].segments)  # tied: no slice
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_chart_writes_an_image(tmp_path, suffix, magic):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / f"dense{suffix}"
+    result = run("chart", "qwen3-0.6b", "qwen3-8b", "qwen3-32b", "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes().startswith(magic) and target.stat().st_size > 5_000
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_chart_json_and_activated_bars(tmp_path):
+    pytest.importorskip("matplotlib")
+    result = run("chart", "qwen3-30b-a3b", "qwen3-235b-a22b", "--activated", "-o", str(tmp_path / "moe.png"), "--json")
+    data = json.loads(result.stdout)
+    assert [b["label"] for b in data["bars"]] == [
+        "qwen3-30b-a3b",
+        "qwen3-30b-a3b (activated)",
+        "qwen3-235b-a22b",
+        "qwen3-235b-a22b (activated)",
+    ]
+    assert data["bars"][2]["total"] == 235_093_634_560
+
+
+def test_writeup_links_its_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "img").mkdir()
+    post = tmp_path / "post.md"
+    result = run("writeup", "deepseek-v3", "-o", str(post), "--chart", str(tmp_path / "img" / "shares.svg"))
+    assert result.exit_code == 0, result.output
+    assert "![Parameter shares of DeepSeek-V3](img/shares.svg)" in post.read_text("utf-8")
+    assert (tmp_path / "img" / "shares.svg").read_bytes().startswith(b"<?xml")
+
+
+def test_chart_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    result = run("chart", "qwen3-32b", "-o", str(tmp_path / "c.png"))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "pip install 'llmcount[plot]'" in result.stderr
+    result = run("writeup", "qwen3-32b", "--chart", str(tmp_path / "c.png"), "-o", str(tmp_path / "p.md"))
+    assert "pip install 'llmcount[plot]'" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [("nope/c.png", "does not exist"), ("c.gif", "choose one of .png, .svg, .pdf"), ("c", "choose one of")],
+)
+def test_chart_bad_output(tmp_path, target, needle):
+    result = run("chart", "qwen3-32b", "-o", str(tmp_path / target))
+    assert result.exit_code == 1 and result.stdout == "" and needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_chart_unknown_model(tmp_path):
+    result = run("chart", "qwen3-32b", "qwen9", "-o", str(tmp_path / "c.png"))
+    assert result.exit_code == 1 and "unknown preset 'qwen9'" in result.stderr
+    assert list(tmp_path.iterdir()) == []
