@@ -271,3 +271,25 @@ def read_config(config: Any, source: str, name: str | None = None) -> Model:
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values}
     dtype = config.get("dtype", config.get("torch_dtype"))
     return Model(name or source, source, arch, options, ordered, dtype if isinstance(dtype, str) else None)
+
+
+_GPT2_KEYS = {"N": "n_layer", "d": "n_embd", "h": "n_head", "d_ff": "n_inner", "n_pos": "n_positions"}
+_EXPERTS_KEY = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts"}
+_DENSE_KEY = {"qwen3_moe": "mlp_only_layers, decoder_sparse_step"}
+
+
+def config_key(family: str, symbol: Symbol) -> str:
+    """The key (or keys) a family's config.json gives ``symbol`` under, verbatim: ``n`` is
+    ``num_local_experts`` for Mixtral and ``n_routed_experts`` for DeepSeek."""
+    name = symbol.name
+    if family == "gpt2" and name in _GPT2_KEYS:
+        return _GPT2_KEYS[name]
+    if name == "n":
+        return _EXPERTS_KEY.get(family, "n_routed_experts")
+    if name == "N_dense":
+        return _DENSE_KEY.get(family, "first_k_dense_replace")
+    return GLOSSARY_KEYS[symbol]
+
+
+# The glossary's key column lists every family's name for a symbol; its first name is the common one.
+GLOSSARY_KEYS: dict[Symbol, str] = {e.symbol: e.key if e.key.startswith("(") else e.key.split(" ")[0] for e in GLOSSARY}
