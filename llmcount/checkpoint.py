@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from .errors import LlmcountError
 from .formulas.flops import is_norm
 from .formulas.hf import Model, read_config
 from .formulas.memory import BITS, dtype
-from .formulas.symbols import N, V
+from .formulas.symbols import N, V, d, n_pos
 from .presets import find
 from .sources import read_json, resolve
 
@@ -54,6 +55,31 @@ DTYPE_BITS = {
     "C64": 64,
 }
 QUANTIZATION_LEAVES = ("weight_scale_inv", "weight_scale", "input_scale", "scales", "qzeros", "g_idx")
+TORCH_DTYPES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+}
+"""A checkpoint's dtype as torch and a config's ``torch_dtype`` name it, and as a safetensors header does."""
+DTYPE_ALIASES = {
+    "fp64": "float64",
+    "f64": "float64",
+    "double": "float64",
+    "fp32": "float32",
+    "f32": "float32",
+    "float": "float32",
+    "fp16": "float16",
+    "f16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "fp8": "float8_e4m3fn",
+    "f8_e4m3": "float8_e4m3fn",
+    "float8": "float8_e4m3fn",
+    "f8_e5m2": "float8_e5m2",
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,15 @@ class Tensor:
     @property
     def elements(self) -> int:
         return math.prod(self.shape)
+
+
+def torch_dtype(name: str, where: str) -> tuple[str, int]:
+    """``(torch's name, bytes per element)`` of a checkpoint's dtype (``bf16``, ``torch.bfloat16``, ...)."""
+    key = str(name).lower().removeprefix("torch.")
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in TORCH_DTYPES:
+        raise LlmcountError(f"{where}: unknown dtype {name!r}; choose one of {', '.join(TORCH_DTYPES)}")
+    return key, DTYPE_BITS[TORCH_DTYPES[key]] // 8
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -137,16 +172,28 @@ def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> T
 
 def read_index(path: Path) -> dict[str, Any]:
     """A ``*.safetensors.index.json``, checked: an object with a ``weight_map`` of tensor -> file name."""
+    if path.suffix == ".safetensors":
+        raise LlmcountError(f"{path}: a safetensors file, not its index; pass model.safetensors.index.json")
     index = read_json(path)
     if not isinstance(index, dict):
-        raise LlmcountError(f"{path}: an index must be a JSON object")
+        raise LlmcountError(f"{path}: not a safetensors index: it must be a JSON object")
     weight_map = index.get("weight_map")
     if not isinstance(weight_map, dict) or not all(isinstance(f, str) for f in weight_map.values()):
-        raise LlmcountError(f"{path}: key 'weight_map' must be an object of tensor name -> file name")
+        raise LlmcountError(f"{path}: not a safetensors index: no weight_map of tensor names to files")
     metadata = index.get("metadata", {})
     if not isinstance(metadata, dict):
-        raise LlmcountError(f"{path}: key 'metadata' must be an object")
+        raise LlmcountError(f"{path}: not a safetensors index: key 'metadata' must be an object")
     return index
+
+
+def total_size(path: Path, index: dict[str, Any]) -> int:
+    """An index's ``metadata.total_size``: the bytes of every tensor, a positive integer."""
+    size = index.get("metadata", {}).get("total_size")
+    if isinstance(size, float) and size.is_integer():
+        size = int(size)
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise LlmcountError(f"{path}: not a safetensors index: no positive integer metadata.total_size, got {size!r}")
+    return size
 
 
 def read_checkpoint(path: Path) -> list[Tensor]:
@@ -269,6 +316,56 @@ def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# what tensor names alone (an index) tell about a difference
+
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
+_BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq", "e_score_correction_bias")
+_SCALES = ("_scale_inv", ".weight_scale", ".input_scale")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something in the checkpoint that makes its size differ from the model's parameters."""
+
+    kind: str  # tied_head | missing_head | extra_layers | buffers | scales
+    count: int  # tensors
+    examples: tuple[str, ...]
+    params: int | None = None  # the parameters it accounts for, when the names say enough to know
+    layers: tuple[int, ...] = ()
+
+    @property
+    def size(self) -> int | None:
+        return None if self.params is None else abs(self.params)
+
+
+def findings(model: Model, names: list[str]) -> list[Finding]:
+    """What the tensor names of an index tell about the difference between the checkpoint and the model's
+    parameters: a tied head stored twice (:math:`Vd` more), a missing head (:math:`Vd` fewer), layers at or past N
+    (MTP), buffers (GPT-2's :math:`n_{pos}^2` masks), quantisation scales. With shapes, see :func:`compare`."""
+    found = []
+    head = [name for name in names if name.endswith("lm_head.weight")]
+    vocab_table = model.values[V] * model.values[d]
+    if model.options.tied and head:
+        found.append(Finding("tied_head", len(head), tuple(head), params=vocab_table))
+    if not model.options.tied and not head:
+        found.append(Finding("missing_head", 0, (), params=-vocab_table))
+    layers = model.values[N]
+    extra = sorted({int(m.group(1)) for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers})
+    if extra:
+        tensors = [name for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers]
+        found.append(Finding("extra_layers", len(tensors), tuple(tensors[:2]), layers=tuple(extra)))
+    buffers = [name for name in names if name.endswith(_BUFFERS)]
+    if buffers:
+        masks = [name for name in buffers if name.endswith(".attn.bias")]
+        params = len(masks) * model.values[n_pos] ** 2 if n_pos in model.values and len(masks) == len(buffers) else None
+        found.append(Finding("buffers", len(buffers), tuple(buffers[:2]), params=params))
+    scales = [name for name in names if name.endswith(_SCALES)]
+    if scales:
+        found.append(Finding("scales", len(scales), tuple(scales[:1])))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the comparison
 
 
@@ -378,21 +475,18 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
 
 def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype: str | None) -> Verification:
     """``metadata.total_size`` / bytes per element of the checkpoint's dtype, against the formula's total."""
-    index = read_index(path)
-    total_size = index.get("metadata", {}).get("total_size")
-    if isinstance(total_size, bool) or not isinstance(total_size, int) or total_size < 0:
-        raise LlmcountError(f"{path}: key 'metadata.total_size' must be a non-negative integer, got {total_size!r}")
+    size = total_size(path, read_index(path))
     name = dtype_name or config_dtype
     if name is None:
         raise LlmcountError(f"{path}: the config names no dtype; pass --dtype")
     name = dtype(name)
     bits = BITS[name]
-    if total_size * 8 % bits:
+    if size * 8 % bits:
         raise LlmcountError(
-            f"{path}: total_size {total_size:,} is not a whole number of {name} elements: a mixed-dtype checkpoint? "
+            f"{path}: total_size {size:,} is not a whole number of {name} elements: a mixed-dtype checkpoint? "
             "verify its safetensors headers instead"
         )
-    checkpoint = total_size * 8 // bits
+    checkpoint = size * 8 // bits
     return Verification(
         model=model.name,
         source=str(path),
@@ -400,7 +494,7 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         formula_total=model.counts.total,
         checkpoint_total=checkpoint,
         components=(),
-        note=f"metadata.total_size {total_size:,} bytes at {bits} bits per element ({name}): "
+        note=f"metadata.total_size {size:,} bytes at {bits} bits per element ({name}): "
         "assumes every tensor is stored in that dtype",
     )
 

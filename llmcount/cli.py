@@ -27,6 +27,11 @@ app = typer.Typer(
 
 SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder holding one, or a Hub id."
 
+# The arguments and options many commands share, declared once.
+ModelArgument = Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+ActivatedOption = Annotated[bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)]
+
 
 class Format(str, Enum):
     text = "text"
@@ -45,8 +50,8 @@ def print_json(data: object) -> None:
 
 @app.command()
 def count(
-    spec: Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    spec: ModelArgument,
+    as_json: JsonOption = False,
 ) -> None:
     """Count the parameters of a model, per component, exactly.
 
@@ -67,9 +72,7 @@ def count(
 def formula(
     spec: Annotated[str, typer.Argument(help="A family (e.g. qwen3) or a model: " + SPEC_HELP, metavar="FAMILY|MODEL")],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    activated: Annotated[
-        bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)
-    ] = False,
+    activated: ActivatedOption = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print total, activated and per_layer as sympy strings and LaTeX.")
     ] = False,

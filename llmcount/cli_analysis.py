@@ -7,15 +7,12 @@ from typing import Annotated
 
 import typer
 
-from .cli import ACTIVATED_HELP, SPEC_HELP, app, fail, print_json
+from .cli import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
 
 SUBJECT_HELP = "A family (e.g. qwen3) or a model: " + SPEC_HELP
 SET_HELP = "SYMBOL=VALUE: a number (N=32) or a relation (d_ff=8/3*d, h_kv=h/4). Repeatable."
 FROM_HELP = "A model whose config gives every size not set with --set."
-JSON_HELP = "Print one JSON object."
-ActivatedOption = Annotated[bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)]
-JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 
 
 def _split(items: list[str] | None) -> list[str]:
@@ -65,7 +62,7 @@ def approx(
 
 @app.command()
 def check(
-    spec: Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")],
+    spec: ModelArgument,
     formula: Annotated[
         str, typer.Argument(help="Your formula: numbers, the glossary's symbols, + - * / ** and parentheses.")
     ],

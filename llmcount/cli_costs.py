@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cli import SPEC_HELP, app, fail, print_json
+from .cli import SPEC_HELP, JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
 
 if TYPE_CHECKING:
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also float32, bfloat16, float16)."
 
-Spec = Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")]
-Json = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 Seq = Annotated[str, typer.Option("--seq", "-s", help="Sequence length S, tokens per sequence.", metavar="INT")]
 Batch = Annotated[str, typer.Option("--batch", "-b", help="Batch size B, sequences per pass.", metavar="INT")]
 
@@ -40,7 +38,7 @@ def positive_int(option: str, value: str) -> int:
 
 @app.command()
 def flops(
-    spec: Spec,
+    spec: ModelArgument,
     seq: Seq = DEFAULT_SEQ,
     batch: Batch = "1",
     causal: Annotated[
@@ -49,7 +47,7 @@ def flops(
     training: Annotated[
         bool, typer.Option("--training", help="Also show forward + backward (3 × forward) and the 6·N·tokens rule.")
     ] = False,
-    as_json: Json = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
     figure (3 × forward) beside the 6·N·tokens rule of thumb. Default convention: full S×S attention matmuls,
@@ -76,7 +74,7 @@ def flops(
 
 @app.command()
 def memory(
-    spec: Spec,
+    spec: ModelArgument,
     dtype: Annotated[str, typer.Option("--dtype", help="Weights' dtype: " + DTYPES_HELP)] = "bf16",
     kv_dtype: Annotated[
         str | None,
@@ -96,7 +94,7 @@ def memory(
         bool, typer.Option("--training", help="Weights, gradients and optimizer states instead of serving memory.")
     ] = False,
     optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer (with --training).")] = Optimizer.adamw,
-    as_json: Json = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training the weights, gradients and AdamW states of mixed-precision training (16 bytes/parameter).
@@ -140,7 +138,7 @@ def verify(
     dtype: Annotated[
         str | None, typer.Option("--dtype", help="With --index: the checkpoint's dtype (default: the config's).")
     ] = None,
-    as_json: Json = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Compare the formula with a real checkpoint, reading only safetensors headers (no tensors loaded):
     per component, with the reason when a known one explains a difference (tied head stored twice,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import SPEC_HELP, app, fail, print_json
+from .cli import SPEC_HELP, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
 
 
@@ -23,7 +23,7 @@ class Lang(str, Enum):
 
 @app.command()
 def writeup(
-    spec: Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")],
+    spec: ModelArgument,
     fmt: Annotated[
         WriteupFormat,
         typer.Option("--format", "-f", help="Markdown with $…$ math and a Mermaid pie, or a LaTeX article."),

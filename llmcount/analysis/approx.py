@@ -11,13 +11,13 @@ The total's leading part is the layers' leading terms times their layer counts, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from sympy import Add, Expr, Integer, Rational, Symbol, cancel, expand
 
 from ..errors import LlmcountError
-from ..formulas.derivation import Derivation, _per_token
+from ..formulas.derivation import Derivation
 from ..formulas.hf import Model
 from ..formulas.symbols import N, N_dense, d
 from . import number, relative
@@ -30,11 +30,16 @@ def degree(expr: Expr, x: Symbol = d) -> Expr:
     return max(term.as_coeff_exponent(x)[1] for term in Add.make_args(expand(expr)))
 
 
+def top_terms(terms: Iterable[Expr], order: Callable[[Expr], object]) -> list[Expr]:
+    """The terms of the highest ``order``, in their order (the write-up's leading part of a layer uses it too)."""
+    terms = list(terms)
+    top = max(map(order, terms))
+    return [term for term in terms if order(term) == top]
+
+
 def leading(expr: Expr, x: Symbol = d) -> Expr:
     """The top-degree part in ``x``: :math:`23d^2/2` of :math:`23d^2/2 + 2d + 2h_d`."""
-    terms = Add.make_args(expand(expr))
-    top = degree(expr, x)
-    return Add(*[term for term in terms if term.as_coeff_exponent(x)[1] == top])
+    return Add(*top_terms(Add.make_args(expand(expr)), lambda term: term.as_coeff_exponent(x)[1]))
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ def approximate(
     groups: dict[str, Expr] = {}
     for t in derivation.terms:
         if not t.embedding:
-            kinds[t.layers] = kinds.get(t.layers, Integer(0)) + _per_token(t, activated)
+            kinds[t.layers] = kinds.get(t.layers, Integer(0)) + t.per_layer(activated)
         group = "embedding" if t.embedding else t.group
         groups[group] = groups.get(group, Integer(0)) + (t.activated if activated else t.total)
     reduced = {layers: reduce(body) for layers, body in kinds.items()}

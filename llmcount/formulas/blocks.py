@@ -37,7 +37,12 @@ class Term:
 
     @property
     def activated(self) -> Expr:
-        return self.total * k / n if self.routed else self.total
+        return self.layers * self.per_layer(activated=True)
+
+    def per_layer(self, activated: bool = False) -> Expr:
+        """Parameters in one layer, or with ``activated`` the part of them one token uses
+        (:math:`\\tfrac{k}{n}` of a routed expert weight)."""
+        return self.expr * k / n if activated and self.routed else self.expr
 
 
 def token_embedding(name: str = "embed_tokens") -> list[Term]:

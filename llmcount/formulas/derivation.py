@@ -3,6 +3,7 @@ counts as sympy expressions, and their exact values for a config."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -10,7 +11,7 @@ from sympy import Add, Expr, Integer, Symbol, expand
 
 from .architectures import Architecture, Options
 from .blocks import Term
-from .symbols import GLOSSARY, N, N_dense, k, n
+from .symbols import GLOSSARY, N, N_dense
 
 ACTIVATED_DEFINITION = (
     "activated = every parameter except the routed experts, plus k/n of the routed experts "
@@ -49,12 +50,7 @@ def _sum(exprs) -> Expr:
     return Add(*exprs) if exprs else Integer(0)
 
 
-def _per_token(term: Term, activated: bool) -> Expr:
-    """A term's per-layer count, or with ``activated`` the part of it one token uses."""
-    return term.expr * k / n if activated and term.routed else term.expr
-
-
-def _combine(exprs: list[Expr]) -> list[Expr]:
+def combine_like_terms(exprs: Iterable[Expr]) -> list[Expr]:
     """Add up terms that differ only by a number (q_proj and o_proj: 2·d·h·h_d), keeping
     first-appearance order and each term's factored form."""
     merged: dict[Expr, Expr] = {}
@@ -64,10 +60,21 @@ def _combine(exprs: list[Expr]) -> list[Expr]:
     return [coeff * monomial for monomial, coeff in merged.items() if coeff != 0]
 
 
-def _int(expr: Expr, path: str) -> int:
-    if not (expr.is_Integer):
-        raise ValueError(f"{path}: does not evaluate to an integer: {expr}")
-    return int(expr)
+def gather(pairs: Iterable[tuple[Expr, Expr]]) -> list[tuple[Expr, list[Expr]]]:
+    """``(layers, per-layer expr)`` pairs as ``[(layers, [per-layer exprs...]), ...]`` for display: gathered
+    under their layer count in first-appearance order, like terms combined, like ``N·(...) + d(2V + 1)``."""
+    groups: dict[Expr, list[Expr]] = {}
+    for layers, expr in pairs:
+        groups.setdefault(layers, []).append(expr)
+    return [(layers, combine_like_terms(exprs)) for layers, exprs in groups.items()]
+
+
+def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
+    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact."""
+    value = expr.subs(values)
+    if not value.is_Integer:
+        raise ValueError(f"{what}: does not evaluate to an integer: {expr} = {value}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,7 @@ class Derivation:
         """One layer's count as like terms in reader's order: an MoE layer, or with ``dense`` a
         leading dense layer of an MoE model; with ``activated``, k of the n routed experts."""
         kinds = {N, N_dense if dense else N - N_dense}
-        return _combine([_per_token(t, activated) for t in self.terms if t.layers in kinds])
+        return combine_like_terms(t.per_layer(activated) for t in self.terms if t.layers in kinds)
 
     @cached_property
     def symbols(self) -> tuple[Symbol, ...]:
@@ -121,13 +128,10 @@ class Derivation:
         used = self.total.free_symbols | self.activated.free_symbols
         return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
 
-    def grouped(self, activated: bool = False) -> list[tuple[Expr, list[Expr]]]:
-        """The total as ``[(layers, [per-layer exprs...]), ...]`` in reader's order, for display:
-        terms that share a layer count are gathered under it, like ``N·(...) + d(2V + 1)``."""
-        groups: dict[Expr, list[Expr]] = {}
-        for t in self.terms:
-            groups.setdefault(t.layers, []).append(_per_token(t, activated))
-        return [(layers, _combine(exprs)) for layers, exprs in groups.items()]
+    def grouped(self, activated: bool = False, terms: Iterable[Term] | None = None) -> list[tuple[Expr, list[Expr]]]:
+        """The total (or that of ``terms``, some of this derivation's) as ``[(layers, [per-layer exprs...]), ...]``
+        in reader's order, for display: see :func:`gather`."""
+        return gather((t.layers, t.per_layer(activated)) for t in (self.terms if terms is None else terms))
 
     def evaluate(self, values: dict[Symbol, int]) -> Counts:
         """Substitute exact integer values; every count stays a Python int."""
@@ -136,8 +140,9 @@ class Derivation:
             raise ValueError(f"no value for {', '.join(sorted(missing))}")
         components = []
         for t in self.terms:
-            count = _int(t.total.subs(values), t.path)
-            components.append(Component(t.path, t.total, count, _int(t.activated.subs(values), t.path), t.embedding))
+            count = evaluate_int(t.total, values, t.path)
+            activated = evaluate_int(t.activated, values, t.path)
+            components.append(Component(t.path, t.total, count, activated, t.embedding))
         return Counts(
             total=sum(c.count for c in components),
             activated=sum(c.activated for c in components),

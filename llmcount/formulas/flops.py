@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 
-from sympy import Add, Expr, Integer, Symbol, expand
+from sympy import Add, Expr, Symbol, expand
 
 from .blocks import ONE, Term
-from .derivation import Derivation, _combine
+from .derivation import Derivation, evaluate_int, gather
 from .symbols import GLOSSARY, B, N, S, V, d, d_nope, d_rope, d_v, h, h_d, k, n
 
 CONVENTION = (
@@ -132,16 +132,6 @@ def head_flops() -> FlopTerm:
     return FlopTerm("head/lm_head", 2 * d * V, "LM head, d to V at every position (tied or not)")
 
 
-def _sum(exprs) -> Expr:
-    return Add(*exprs) if exprs else Integer(0)
-
-
-def _int(expr: Expr, path: str) -> int:
-    if not expr.is_Integer:
-        raise ValueError(f"{path}: FLOPs do not evaluate to an integer: {expr}")
-    return int(expr)
-
-
 @dataclass(frozen=True)
 class Flops:
     """The forward FLOPs formula of one architecture: ordered matmul terms, in the derivation's order."""
@@ -165,7 +155,7 @@ class Flops:
     @cached_property
     def per_token(self) -> Expr:
         """Forward FLOPs per token: forward / (B·S)."""
-        return expand(_sum(t.layers * t.per_token for t in self.terms))
+        return expand(Add(*(t.layers * t.per_token for t in self.terms)))
 
     @cached_property
     def forward(self) -> Expr:
@@ -182,10 +172,7 @@ class Flops:
 
     def grouped(self) -> list[tuple[Expr, list[Expr]]]:
         """Per-token FLOPs as ``[(layers, [per-layer exprs...]), ...]`` in reader's order, for display."""
-        groups: dict[Expr, list[Expr]] = {}
-        for t in self.terms:
-            groups.setdefault(t.layers, []).append(t.per_token)
-        return [(layers, _combine(exprs)) for layers, exprs in groups.items()]
+        return gather((t.layers, t.per_token) for t in self.terms)
 
     @cached_property
     def symbols(self) -> tuple[Symbol, ...]:
@@ -196,15 +183,17 @@ class Flops:
     def evaluate(self, values: dict[Symbol, int], seq: int, batch: int) -> FlopCounts:
         """Substitute a config's values and S, B; every count stays a Python int."""
         values = {**values, S: seq, B: batch}
-        components = tuple(FlopComponent(t.path, t.forward, _int(t.forward.subs(values), t.path)) for t in self.terms)
+        components = tuple(
+            FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs")) for t in self.terms
+        )
         forward = sum(c.flops for c in components)
         return FlopCounts(
             seq=seq,
             batch=batch,
             forward=forward,
-            per_token=_int(self.per_token.subs(values), "per token"),
+            per_token=evaluate_int(self.per_token, values, "FLOPs per token"),
             training=3 * forward,
-            rule_of_thumb=_int(self.rule_of_thumb.subs(values), "rule of thumb"),
+            rule_of_thumb=evaluate_int(self.rule_of_thumb, values, "rule of thumb"),
             components=components,
             convention=self.convention,
         )

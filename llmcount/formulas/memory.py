@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sympy import Add, Expr, Symbol, ceiling
 
 from ..errors import LlmcountError
-from .derivation import Derivation
+from .derivation import Derivation, evaluate_int
 from .symbols import B, N, S, d, d_nope, d_rope, d_v, h, h_d, h_kv, r_kv
 
 P = Symbol("P", positive=True, integer=True)
@@ -93,14 +93,14 @@ class Memory:
 
     mode: str  # "inference" or "training"
     dtype: str
-    kv_dtype: str | None
-    seq: int | None
-    batch: int | None
     parameters: int
     parameters_formula: Expr
     lines: tuple[Line, ...]
-    kv_per_token_bytes: int | None
     assumptions: str
+    kv_dtype: str | None = None  # inference only, like the three below
+    seq: int | None = None
+    batch: int | None = None
+    kv_per_token_bytes: int | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -115,17 +115,10 @@ class Memory:
         return next((line.bytes for line in self.lines if line.name == name), 0)
 
 
-def _evaluate(expr: Expr, values: dict[Symbol, int]) -> int:
-    value = expr.subs(values)
-    if not value.is_Integer:
-        raise ValueError(f"does not evaluate to an integer: {expr} = {value}")
-    return int(value)
-
-
 def _amount(name: str, elements: Expr, dtype_name: str, env: dict[Symbol, int], note: str, in_total: bool = True):
     """A line for ``elements`` values of a dtype: formula elements·bits/8, bytes rounded up to whole bytes."""
     formula = elements * BITS[dtype_name] / 8
-    return Line(name, formula, nbytes(_evaluate(elements, env), dtype_name), note, in_total)
+    return Line(name, formula, nbytes(evaluate_int(elements, env, name), dtype_name), note, in_total)
 
 
 def inference(
@@ -175,7 +168,7 @@ def inference(
         parameters=parameters,
         parameters_formula=derivation.total,
         lines=tuple(lines),
-        kv_per_token_bytes=nbytes(_evaluate(per_token, env), kv_dtype),
+        kv_per_token_bytes=nbytes(evaluate_int(per_token, env, "KV cache per token"), kv_dtype),
         assumptions=INFERENCE_ASSUMPTIONS,
     )
 
@@ -195,12 +188,8 @@ def training(derivation: Derivation, values: dict[Symbol, int], dtype_name: str 
     return Memory(
         mode="training",
         dtype=dtype_name,
-        kv_dtype=None,
-        seq=None,
-        batch=None,
         parameters=parameters,
         parameters_formula=derivation.total,
         lines=tuple(Line(name, size * P, size * parameters, note) for name, size, note in parts),
-        kv_per_token_bytes=None,
         assumptions=TRAINING_ASSUMPTIONS,
     )

@@ -72,8 +72,8 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
     return data
 
 
-def count_data(model: Model) -> dict[str, Any]:
-    """The JSON form of ``count``: exact integers, components in reader's order."""
+def summary_data(model: Model) -> dict[str, Any]:
+    """The model and its four counts, exact integers: how the JSON of ``count`` and ``writeup`` begins."""
     counts = model.counts
     return {
         "model": model.name,
@@ -83,6 +83,14 @@ def count_data(model: Model) -> dict[str, Any]:
         "activated": counts.activated,
         "embedding": counts.embedding,
         "non_embedding": counts.non_embedding,
+    }
+
+
+def count_data(model: Model) -> dict[str, Any]:
+    """The JSON form of ``count``: exact integers, components in reader's order."""
+    counts = model.counts
+    return {
+        **summary_data(model),
         "components": [
             {"path": c.path, "formula": str(c.formula), "count": c.count, "activated": c.activated}
             for c in counts.components

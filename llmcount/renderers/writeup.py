@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 from sympy import Expr, Poly
 
+from ..analysis.approx import top_terms
+from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtype, total_size
 from ..errors import LlmcountError
-from ..formulas.derivation import _combine, _per_token
 from ..formulas.hf import Model, read_config
 from ..formulas.symbols import (
     GLOSSARY,
@@ -87,14 +88,6 @@ class Section:
         return [r for r in self.rows if r.bias]
 
 
-def _gather(terms, activated: bool = False) -> list:
-    """Terms gathered under their layer count, like terms combined: ``Derivation.grouped`` for some terms."""
-    groups: dict[Expr, list[Expr]] = {}
-    for t in terms:
-        groups.setdefault(t.layers, []).append(_per_token(t, activated))
-    return [(layers, _combine(exprs)) for layers, exprs in groups.items()]
-
-
 def sections(model: Model) -> list[Section]:
     """The model's terms as sections in reader's order; a tied model gets an empty ``head`` section."""
     counts = {c.path: c for c in model.counts.components}
@@ -122,8 +115,8 @@ def sections(model: Model) -> list[Section]:
             Section(
                 key=key,
                 rows=rows,
-                groups=_gather(terms),
-                activated_groups=_gather(terms, activated=True),
+                groups=model.derivation.grouped(terms=terms),
+                activated_groups=model.derivation.grouped(True, terms),
                 count=count,
                 activated=active,
                 share=Fraction(count, total),
@@ -133,7 +126,11 @@ def sections(model: Model) -> list[Section]:
     return result
 
 
-# --- one layer, to leading order (issue 4's llmcount/analysis/approx.py will own this; kept small here) ---------
+# --- one layer, to leading order ----------------------------------------------------------------------------------
+# Not ``llmcount approx``'s definition: that one substitutes the config's ratios and keeps the top power of d as
+# the width grows with the head counts (h, h_kv) and the head sizes fixed; this one keeps, at the config's values,
+# the terms quadratic in the sizes (WIDTHS, head sizes included) with head and expert counts fixed: the weight
+# matrices. They differ on MLA (kv_a_proj's d·d_rope is a matrix here, linear in d there).
 
 
 def _order(expr: Expr) -> int:
@@ -160,8 +157,7 @@ class Leading:
 def leading(model: Model, activated: bool = False) -> Leading:
     """The leading-order terms of one layer (an MoE layer for MoE models; ``activated``: per token)."""
     exprs = model.derivation.layer_terms(activated=activated)
-    top = max(_order(e) for e in exprs)
-    kept = [e for e in exprs if _order(e) == top]
+    kept = top_terms(exprs, _order)
     exact = sum(int(e.subs(model.values)) for e in exprs)
     value = sum(int(e.subs(model.values)) for e in kept)
     width = model.values[d]
@@ -173,51 +169,6 @@ CLASSIC = 12
 
 
 # --- verification against a safetensors index ----------------------------------------------------------------------
-
-DTYPES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
-_DTYPE_ALIASES = {
-    "fp64": "float64",
-    "f64": "float64",
-    "double": "float64",
-    "fp32": "float32",
-    "f32": "float32",
-    "float": "float32",
-    "fp16": "float16",
-    "f16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "fp8": "float8_e4m3fn",
-    "f8_e4m3": "float8_e4m3fn",
-    "float8": "float8_e4m3fn",
-    "f8_e5m2": "float8_e5m2",
-}
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
-_BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq", "e_score_correction_bias")
-_SCALES = ("_scale_inv", ".weight_scale", ".input_scale")
-
-
-def dtype_size(name: str, where: str) -> tuple[str, int]:
-    """``(canonical dtype, bytes per parameter)`` of a dtype name (``bf16``, ``torch.bfloat16``, ...)."""
-    key = str(name).lower().removeprefix("torch.")
-    key = _DTYPE_ALIASES.get(key, key)
-    if key not in DTYPES:
-        raise LlmcountError(f"{where}: unknown dtype {name!r}; choose one of {', '.join(DTYPES)}")
-    return key, DTYPES[key]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """Something in the checkpoint that makes its size differ from the model's parameters."""
-
-    kind: str  # tied_head | missing_head | extra_layers | buffers | scales
-    count: int  # tensors
-    examples: tuple[str, ...]
-    params: int | None = None  # the parameters it accounts for, when the index says enough to know
-    layers: tuple[int, ...] = ()
-
-    @property
-    def size(self) -> int | None:
-        return None if self.params is None else abs(self.params)
 
 
 @dataclass(frozen=True)
@@ -262,66 +213,24 @@ class Verification:
         return self.remainder == 0 and None not in known and sum(known) == self.difference  # type: ignore[arg-type]
 
 
-def _read_index(path: Path) -> tuple[int, dict[str, str]]:
-    from ..sources import read_json
-
-    if path.suffix == ".safetensors":
-        raise LlmcountError(f"{path}: a safetensors file, not its index; pass model.safetensors.index.json")
-    data = read_json(path)
-    metadata = data.get("metadata") if isinstance(data, dict) else None
-    total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    if isinstance(total, float) and total.is_integer():
-        total = int(total)
-    if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
-        raise LlmcountError(f"{path}: not a safetensors index: no positive integer metadata.total_size")
-    weight_map = data.get("weight_map")
-    if not isinstance(weight_map, dict) or not weight_map or not all(isinstance(v, str) for v in weight_map.values()):
-        raise LlmcountError(f"{path}: not a safetensors index: no weight_map of tensor names to files")
-    return total, weight_map
-
-
-def _findings(model: Model, names: list[str]) -> list[Finding]:
-    """What the tensor names tell about the difference between the checkpoint and the model's parameters."""
-    found = []
-    head = [name for name in names if name.endswith("lm_head.weight")]
-    vocab_table = model.values[V] * model.values[d]
-    if model.options.tied and head:
-        found.append(Finding("tied_head", len(head), tuple(head), params=vocab_table))
-    if not model.options.tied and not head:
-        found.append(Finding("missing_head", 0, (), params=-vocab_table))
-    layers = model.values[N]
-    extra = sorted({int(m.group(1)) for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers})
-    if extra:
-        tensors = [name for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers]
-        found.append(Finding("extra_layers", len(tensors), tuple(tensors[:2]), layers=tuple(extra)))
-    buffers = [name for name in names if name.endswith(_BUFFERS)]
-    if buffers:
-        masks = [name for name in buffers if name.endswith(".attn.bias")]
-        params = len(masks) * model.values[n_pos] ** 2 if n_pos in model.values and len(masks) == len(buffers) else None
-        found.append(Finding("buffers", len(buffers), tuple(buffers[:2]), params=params))
-    scales = [name for name in names if name.endswith(_SCALES)]
-    if scales:
-        found.append(Finding("scales", len(scales), tuple(scales[:1])))
-    return found
-
-
 def verify(model: Model, config: Mapping[str, Any], index: str | Path, dtype: str | None = None) -> Verification:
     """Compare ``metadata.total_size`` / bytes per parameter of an index with the formula's total.
 
     The dtype is ``dtype`` when given, else the config's ``torch_dtype`` (or ``dtype``)."""
     path = Path(index)
-    total_size, weight_map = _read_index(path)
+    index_data = read_index(path)
+    weight_map, size_in_bytes = index_data["weight_map"], total_size(path, index_data)
     if dtype is not None:
-        name, size = dtype_size(dtype, "--dtype")
+        name, size = torch_dtype(dtype, "--dtype")
         source = "option"
     else:
         configured = model.dtype
         if not isinstance(configured, str):
             raise LlmcountError(
                 f"{path}: cannot tell the checkpoint's dtype: the config has no torch_dtype; "
-                f"pass --dtype (one of {', '.join(DTYPES)})"
+                f"pass --dtype (one of {', '.join(TORCH_DTYPES)})"
             )
-        name, size = dtype_size(configured, f"{path}: the config's torch_dtype")
+        name, size = torch_dtype(configured, f"{path}: the config's torch_dtype")
         source = "config"
     names = sorted(weight_map)
     return Verification(
@@ -330,11 +239,11 @@ def verify(model: Model, config: Mapping[str, Any], index: str | Path, dtype: st
         dtype=name,
         dtype_from=source,
         bytes=size,
-        total_size=total_size,
+        total_size=size_in_bytes,
         tensors=len(names),
         shards=len(set(weight_map.values())),
         formula=model.counts.total,
-        findings=tuple(_findings(model, names)),
+        findings=tuple(findings(model, names)),
     )
 
 
@@ -461,16 +370,11 @@ def _choose(value: str, choices: tuple[str, ...], what: str) -> None:
 
 def writeup_data(model: Model, verification: Verification | None) -> dict[str, Any]:
     """The numbers of a write-up, for ``--json``: exact integers; shares and errors as floats."""
-    counts = model.counts
+    from . import summary_data
+
     layer = leading(model)
     data: dict[str, Any] = {
-        "model": model.name,
-        "family": model.architecture.name,
-        "source": model.source,
-        "total": counts.total,
-        "activated": counts.activated,
-        "embedding": counts.embedding,
-        "non_embedding": counts.non_embedding,
+        **summary_data(model),
         "sections": [
             {"key": s.key, "count": s.count, "activated": s.activated, "share": float(s.share)} for s in sections(model)
         ],
