@@ -35,7 +35,7 @@ def resolve(spec: str) -> tuple[str, str, Any]:
         return path.resolve().name, str(config_file), read_json(config_file)
     if path.is_file():
         return _model_name(path), str(path), read_json(path)
-    if _HUB_ID.match(spec) and not spec.endswith(".json"):
+    if _HUB_ID.match(spec) and not spec.endswith(".json") and not path.parent.is_dir():
         return spec, f"{spec} (Hub)", read_json(_hub_config(spec))
     if spec.endswith(".json") or "/" in spec or "\\" in spec:
         raise LlmcountError(f"{spec}: no such file or folder")
@@ -70,6 +70,9 @@ def _hub_config(repo_id: str) -> Path:
             f"{repo_id}: not a preset, file or folder; to fetch it from the Hub, "
             "install huggingface_hub (pip install 'llmcount[hub]')"
         ) from None
+    from huggingface_hub.utils import logging as hub_logging
+
+    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's retries
     for local_only in (False, True):
         try:
             return Path(hf_hub_download(repo_id, "config.json", local_files_only=local_only))

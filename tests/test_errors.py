@@ -180,3 +180,25 @@ def test_hub_id_found_in_the_local_cache_when_offline(tmp_path):
     # by hand: V·d·2 + N·(2·d·h·h_d + 2·d·h_kv·h_d + 3·d·d_ff + 2·d) + d with V=1000, d=64, h=4,
     # h_kv=2, h_d=16, d_ff=128, N=2: 128000 + 2·(8192 + 4096 + 24576 + 128) + 64
     assert json.loads(result.stdout)["total"] == 128000 + 2 * (8192 + 4096 + 24576 + 128) + 64
+
+
+def test_default_kv_heads_is_named_as_a_default(tmp_path):
+    # Qwen2Config: num_key_value_heads defaults to 32 when the key is absent, whatever the head count.
+    config = {k: v for k, v in LLAMA.items() if k != "num_key_value_heads"}
+    path = write(tmp_path, {**config, "model_type": "qwen2"})
+    assert_refused(run("count", path), "num_key_value_heads (32, qwen2's default when the key is absent)")
+
+
+def test_a_missing_local_folder_is_not_taken_for_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    assert_refused(run("count", "models/mine"), "models/mine", "no such file or folder")
+
+
+def test_huge_layer_counts_stay_exact_and_fast(tmp_path):
+    # Qwen3-MoE's dense layers are counted in closed form, not by walking 10**30 layers.
+    from llmcount.presets import presets
+
+    config = {**presets()["qwen3-30b-a3b"].config(), "num_hidden_layers": 10**30, "decoder_sparse_step": 2}
+    data = json.loads(run("count", write(tmp_path, config), "--json").stdout)
+    assert data["values"]["N_dense"] == 10**30 // 2

@@ -196,7 +196,8 @@ def _gqa(r: _Reader, values: dict[Symbol, int], family: str) -> None:
     default, null_ok = _KV_HEADS[family]
     values[h_kv] = r.int("num_key_value_heads", default or heads, null=heads if null_ok else _MISSING)
     if heads % values[h_kv]:
-        raise r.fail(f"num_attention_heads ({heads}) is not divisible by num_key_value_heads ({values[h_kv]})")
+        why = "" if "num_key_value_heads" in r.config else f", {family}'s default when the key is absent"
+        raise r.fail(f"num_attention_heads ({heads}) is not divisible by num_key_value_heads ({values[h_kv]}{why})")
 
 
 def _experts(r: _Reader, values: dict[Symbol, int], n_key: str, n_default: Any, k_default: Any) -> None:
@@ -243,7 +244,10 @@ def _read(r: _Reader, arch: Architecture) -> tuple[dict[Symbol, int], dict[str, 
             values[d_moe] = r.int("moe_intermediate_size", 768)
             step = r.int("decoder_sparse_step", 1)
             dense_only = set(r.int_list("mlp_only_layers", []))
-            values[N_dense] = sum(1 for i in range(values[N]) if i in dense_only or (i + 1) % step)
+            # layer i is MoE when i is not in mlp_only_layers and (i + 1) % step == 0 (Qwen3MoeDecoderLayer)
+            layers = values[N]
+            moe = layers // step - sum(1 for i in dense_only if i < layers and (i + 1) % step == 0)
+            values[N_dense] = layers - moe
 
     if N_dense in values:
         o["dense_layers"] = values[N_dense] > 0

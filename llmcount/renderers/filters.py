@@ -59,6 +59,8 @@ def ordered_text(groups: Sequence[tuple[Expr, Sequence[Expr]]]) -> str:
 def count(value: int) -> str:
     """A human form of a count: 32762123264 -> '32.76B'; exact below a thousand."""
     value = int(value)
+    if abs(value) >= 10**15:
+        return f"{value:.2e}"
     for size, unit in _UNITS:
         if abs(value) >= size:
             return f"{value / size:.2f}{unit}"
