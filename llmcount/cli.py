@@ -104,7 +104,10 @@ def formula(
         else:
             output = render_formula(derivation, fmt.value, activated=activated, title=title).rstrip()
     except LlmcountError as exc:
-        raise fail(str(exc)) from None
+        message = str(exc)
+        if message.startswith("unknown preset"):
+            message += f"; or a family: {', '.join(sorted(REGISTRY))}"
+        raise fail(message) from None
     typer.echo(output)
 
 
