@@ -212,6 +212,10 @@ def read_checkpoint(path: Path) -> list[Tensor]:
     if not path.name.endswith(".json"):
         return read_header(path)
     weight_map = read_index(path)["weight_map"]
+    folder = path.parent.resolve()
+    outside = sorted({f for f in weight_map.values() if not (folder / f).resolve().is_relative_to(folder)})
+    if outside:
+        raise LlmcountError(f"{path}: weight_map names files outside the index's folder: {', '.join(outside[:3])}")
     missing = sorted({f for f in weight_map.values() if not (path.parent / f).is_file()})
     if missing:
         raise LlmcountError(f"{path}: weight_map names missing files: {', '.join(missing[:3])}")

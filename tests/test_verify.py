@@ -351,3 +351,17 @@ def test_header_length_over_the_format_limit(checkpoint: Path) -> None:
     file = checkpoint / "model.safetensors"
     file.write_bytes(struct.pack("<Q", 2**40) + file.read_bytes()[8:])
     assert_refused(run("verify", str(checkpoint)), "not a safetensors file", "limit")
+
+
+def test_index_may_not_point_outside_its_folder(tmp_path: Path) -> None:
+    config = SMALL["llama-gqa-head-dim-bias-tied"]
+    folder = save_tiny(config, tmp_path / "sharded", max_shard_size="20KB")
+    index = folder / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    outside = tmp_path / "elsewhere.safetensors"
+    first = next(iter(data["weight_map"]))
+    (outside).write_bytes((folder / data["weight_map"][first]).read_bytes())
+    for target in (str(outside), "../elsewhere.safetensors"):
+        data["weight_map"][first] = target
+        index.write_text(json.dumps(data))
+        assert_refused(run("verify", str(folder), "--checkpoint", str(index)), "outside the index's folder")
