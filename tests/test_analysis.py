@@ -301,3 +301,37 @@ def test_check_reads_d_ff_as_the_expert_width_of_an_all_moe_model():
     assert [m["component"] for m in data["missing"]] == ["moe/router"]
     assert data["extra"] == []
     assert "d_moe = 1536" in data["notes"][0]
+
+
+def test_sweep_caps_dense_layers_at_the_layer_count():
+    # count reads first_k_dense_replace > num_hidden_layers as "every layer dense": the sweep must agree row by row.
+    from llmcount.formulas.hf import read_config
+    from llmcount.presets import find
+
+    config = find("deepseek-v3").config()
+    result = runner.invoke(
+        app, ["sweep", "deepseek_v3", "--set", "N=1:4", "--set", "N_dense=5", "--from", "deepseek-v3", "--csv"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [int(r["N"]) for r in rows] == [1, 2, 3, 4]
+    for row in rows:
+        counts = read_config({**config, "num_hidden_layers": int(row["N"]), "first_k_dense_replace": 5}, "x").counts
+        assert (int(row["total"]), int(row["activated"])) == (counts.total, counts.activated)
+
+
+def test_solve_lists_at_most_a_few_skipped_values():
+    args = ["solve", "llama", "--target", "7B", "--for", "d", "--set", "N=32", "--set", "V=32000"]
+    result = runner.invoke(app, [*args, "--set", "h_kv=h", "--set", "d_ff=1/d"])
+    skipped = result.stdout.split("skipped:", 1)[-1]
+    assert len(skipped.strip().splitlines()) <= 6, result.stdout
+    assert "more" in skipped
+
+
+def test_solve_heads_not_divisible_by_kv_heads():
+    # qwen3-8b: each kv head adds k_proj + v_proj = 2·d·h_d = 2·4096·128 per layer, ×36 layers = 37,748,736; the
+    # rest is 8,190,735,360 - 8·37,748,736. So 8.6B needs h_kv ≈ 18.84; 17..21 do not divide h = 32: 16 and 32 do.
+    result = runner.invoke(app, ["solve", "qwen3", "--target", "8.6B", "--for", "h_kv", "--from", "qwen3-8b", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [c["value"] for c in data["candidates"]] == [16, 32]

@@ -200,3 +200,53 @@ def test_sweep_without_values_for_the_rest():
 
 def test_sweep_nothing_to_sweep():
     assert_refused(run(*SWEEP, "--set", "d_ff=3*d"), "nothing to sweep")
+
+
+# --- QA round: exponents, huge or undefined values, impossible models ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("formula", "needles"),
+    [
+        ("d**-1", ("exponent", "whole number")),
+        ("d**0.5", ("exponent", "whole number")),
+        ("(d**64)**64", ("too large",)),
+        ("d**64", ("too large",)),
+        ("1e400*d", ("too large",)),
+        ("d/(N-36)", ("division by zero",)),
+        ("1/(h - 32)", ("division by zero",)),
+    ],
+)
+def test_formula_with_a_bad_exponent_or_value(formula, needles):
+    assert_refused(run("check", "qwen3-8b", formula), *needles)
+
+
+@pytest.mark.parametrize("formula", ["d d", "d = 3", "d; import os"])
+def test_write_2_times_d_hint_only_for_a_number_glued_to_a_symbol(formula):
+    result = run("check", "qwen3-8b", formula)
+    assert_refused(result, "cannot read")
+    assert "2*d" not in result.stderr
+
+
+def test_sweep_more_experts_per_token_than_experts():
+    result = run("sweep", "qwen3_moe", "--set", "N=1:3", "--set", "k=1000", "--from", "qwen3-30b-a3b", "--csv")
+    assert_refused(result, "k = 1000", "n = 128")
+
+
+def test_sweep_heads_not_divisible_by_kv_heads():
+    result = run(*SWEEP, "--set", "h_kv=5,8")  # qwen3-8b: h = 32
+    assert_refused(result, "h = 32", "h_kv = 5", "divisible")
+
+
+def test_solve_more_experts_per_token_than_experts():
+    result = run("solve", "qwen3_moe", "--target", "300B", "--for", "k", "--from", "qwen3-30b-a3b", "--activated")
+    assert_refused(result, "k", "n = 128")
+
+
+def test_sweep_huge_range_is_refused_before_it_is_built():
+    assert_refused(run(*SWEEP, "--set", "d=1:1e30:1", "--csv"), "values")
+
+
+def test_solve_huge_target():
+    result = run(*SOLVE, "--set", "d_ff=8/3*d", "--target", "1e300")
+    assert_refused(result, "--target")

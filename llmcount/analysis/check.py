@@ -18,7 +18,7 @@ from ..errors import LlmcountError
 from ..formulas.hf import Model
 from ..formulas.symbols import d_ff, d_moe
 from . import number, relative
-from .parse import parse_formula
+from .parse import bounded, parse_formula
 from .relations import config_ratios, resolve
 
 
@@ -83,6 +83,9 @@ def check(model: Model, formula: str, activated: bool = False) -> Check:
     """Compare ``formula`` (the user's) with the model's exact total, or activated, count."""
     claimed_formula, notes = _expert_width(model, parse_formula(formula))
     _require_values(model, claimed_formula)
+    where = f"formula {formula!r} on {model.name}"
+    for term in (claimed_formula, *_monomials(expand(claimed_formula))):
+        bounded(term.subs(model.values), where)
     derivation = model.derivation
     exact_formula = derivation.activated if activated else derivation.total
     parts = [(t.path, expand(t.activated if activated else t.total)) for t in derivation.terms]

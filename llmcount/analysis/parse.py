@@ -12,7 +12,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from sympy import Expr, Integer, Rational, Symbol, nan, oo, zoo
+from sympy import Expr, Integer, Pow, Rational, Symbol, nan, oo, zoo
 
 from ..errors import LlmcountError
 from ..formulas.symbols import BY_NAME
@@ -20,6 +20,9 @@ from ..formulas.symbols import BY_NAME
 KNOWN = ", ".join(BY_NAME)
 MAX_LENGTH = 2000
 MAX_EXPONENT = 64  # d**2, 10**12; a bigger power is a typo or a denial of service
+MAX_NUMBER = 10**60  # far beyond any count; a bigger number (or value) is a typo or a denial of service
+MAX_VALUES = 10**8  # values on one axis of a sweep; the grid's own limit is checked later
+MAX_COUNT = 10**30  # a target count
 
 # Conveniences of hand-written formulas: d·d_ff, d², |V|, the unicode minus.
 _CONVENIENCES = (("·", "*"), ("×", "*"), ("−", "-"), ("²", "**2"), ("³", "**3"), ("|V|", "V"))
@@ -66,7 +69,8 @@ def parse_formula(text: str, label: str = "formula") -> Expr:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         column = getattr(exc, "offset", None)
         at = f" at {source[column - 1 :]!r}" if column and column <= len(source) else ""
-        raise LlmcountError(f"{where}: cannot read it{at} (write 2*d, not 2d); {ALLOWED}") from None
+        hint = " (write 2*d, not 2d)" if _glued(source) else ""
+        raise LlmcountError(f"{where}: cannot read it{at}{hint}; {ALLOWED}") from None
     try:
         expr = _build(tree.body, source, where)
     except RecursionError:
@@ -76,14 +80,38 @@ def parse_formula(text: str, label: str = "formula") -> Expr:
     return expr
 
 
+def _glued(source: str) -> bool:
+    """Whether a number is directly followed by a symbol, as in ``2d`` (a word that starts with a digit
+    and is not a number)."""
+
+    def is_number(word: str) -> bool:
+        try:
+            float(word.replace("_", ""))
+        except ValueError:
+            return False
+        return True
+
+    return any(word[0].isdigit() and not is_number(word) for word in re.findall(r"[\w.]+", source))
+
+
+def bounded(value: Expr, where: str) -> Expr:
+    """``value`` if it is a finite number of at most :data:`MAX_NUMBER` in absolute value; else a clear error."""
+    if value.has(zoo, nan, oo, -oo):
+        raise LlmcountError(f"{where}: division by zero")
+    if value.is_number and abs(value) > MAX_NUMBER:
+        raise LlmcountError(f"{where}: a value is too large (more than 10**60)")
+    return value
+
+
 def _build(node: ast.AST, source: str, where: str) -> Expr:
     """Rebuild one whitelisted ``ast`` node as sympy; refuse every other kind of node."""
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         literal = ast.get_source_segment(source, node) or repr(node.value)
         try:
-            return Integer(node.value) if type(node.value) is int else Rational(literal.replace("_", ""))
+            value = Integer(node.value) if type(node.value) is int else Rational(literal.replace("_", ""))
         except (ValueError, TypeError):
             raise LlmcountError(f"{where}: cannot read the number {literal!r}") from None
+        return bounded(value, f"{where}: the number {literal!r}")
     if isinstance(node, ast.Name):
         entry = BY_NAME.get(node.id)
         if entry is None:
@@ -93,9 +121,9 @@ def _build(node: ast.AST, source: str, where: str) -> Expr:
         return _UNARY[type(node.op)](_build(node.operand, source, where))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         base, exponent = _build(node.left, source, where), _build(node.right, source, where)
-        if exponent.free_symbols or abs(exponent) > MAX_EXPONENT:
-            raise LlmcountError(f"{where}: an exponent must be a number of at most {MAX_EXPONENT}, got {exponent}")
-        return base**exponent
+        if not exponent.is_Integer or not 0 <= exponent <= MAX_EXPONENT:
+            raise LlmcountError(f"{where}: an exponent must be a whole number from 0 to {MAX_EXPONENT}, got {exponent}")
+        return _bounded_power(base**exponent, where)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         return _BINARY[type(node.op)](_build(node.left, source, where), _build(node.right, source, where))
     segment = ast.get_source_segment(source, node) or ""
@@ -106,6 +134,14 @@ def _build(node: ast.AST, source: str, where: str) -> Expr:
     else:
         kind = _NODE_KINDS.get(type(node), f"a {type(node).__name__} expression")
     raise LlmcountError(f"{where}: {segment!r} is not understood ({kind}); {ALLOWED}")
+
+
+def _bounded_power(power: Expr, where: str) -> Expr:
+    """A power such as ``(d**64)**64`` is refused: no symbol's exponent above :data:`MAX_EXPONENT`."""
+    degrees = (e for p in power.atoms(Pow) for e in [p.exp] if e.is_number)
+    if any(abs(e) > MAX_EXPONENT for e in degrees):
+        raise LlmcountError(f"{where}: the power is too large (an exponent above {MAX_EXPONENT})")
+    return bounded(power, where)
 
 
 def symbol_named(name: str, label: str) -> Symbol:
@@ -186,6 +222,8 @@ def _range(symbol: Symbol, text: str, label: str) -> tuple[int, ...]:
         raise LlmcountError(f"{label}: the step must be positive, got {step}")
     if start > stop:
         raise LlmcountError(f"{label}: reversed range, start {start} is greater than stop {stop}")
+    if (stop - start) // step + 1 > MAX_VALUES:
+        raise LlmcountError(f"{label}: the range has {(stop - start) // step + 1:,} values, more than {MAX_VALUES:,}")
     return tuple(range(start, stop + 1, step))
 
 
@@ -201,4 +239,6 @@ def parse_count(text: str, label: str) -> Rational:
     value = Rational(match.group(1).replace(",", "").replace("_", "")) * _UNITS[match.group(2).upper()]
     if value <= 0:
         raise LlmcountError(f"{label} {text!r}: a count must be positive")
+    if value > MAX_COUNT:
+        raise LlmcountError(f"{label} {text!r}: a count must be at most 10**30")
     return value

@@ -7,7 +7,9 @@ expressions in the symbols no relation defines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from sympy import Expr, Integer, Rational, Symbol
 
@@ -15,6 +17,31 @@ from ..errors import LlmcountError
 from ..formulas.derivation import Derivation
 from ..formulas.symbols import GLOSSARY, d, d_ff, d_moe, d_nope, d_rope, d_v, h, h_d, h_kv, k, n, n_s, r_kv, r_q
 from .parse import Setting
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule every model obeys, as ``count`` refuses a config breaking it (llmcount/formulas/hf.py).
+
+    ``broken(a, b)`` works on ints and elementwise on numpy arrays.
+    """
+
+    a: Symbol
+    b: Symbol
+    broken: Callable[[Any, Any], Any]
+    problem: str  # with {a} and {b}, the two values
+    bound: bool  # solve: past a value that breaks a bound (k > n), values only break it more; stop there
+
+    def message(self, a: int, b: int) -> str:
+        return self.problem.format(a=a, b=b)
+
+
+CONSTRAINTS = (
+    Constraint(k, n, lambda a, b: a > b, "k = {a} experts per token is more than n = {b} experts", True),
+    Constraint(
+        h, h_kv, lambda a, b: a % b != 0, "h = {a} query heads is not divisible by h_kv = {b} key/value heads", False
+    ),
+)
 
 SCALING = frozenset({d_ff, d_moe, h, h_kv, r_q, r_kv})  # the sizes that grow with the width d
 _ORDER = {entry.symbol: i for i, entry in enumerate(GLOSSARY)}

@@ -8,19 +8,35 @@ every related size is a whole positive number) are the candidates, with the exac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
-from sympy import Dummy, Expr, Poly, PolynomialError, Symbol, ceiling, expand, floor, fraction, together
+from sympy import (
+    Dummy,
+    Expr,
+    Integer,
+    Poly,
+    PolynomialError,
+    Rational,
+    Symbol,
+    ceiling,
+    expand,
+    floor,
+    fraction,
+    together,
+    zoo,
+)
 from sympy import real_roots as sympy_real_roots
 
 from ..errors import LlmcountError
 from ..formulas.derivation import Derivation
 from . import number
 from .parse import Setting, minimum, symbol_named
-from .relations import head_dim_convention, resolve, split, unknown
+from .relations import CONSTRAINTS, head_dim_convention, resolve, split, unknown
 
 MAX_STEPS = 10_000  # how far from a root to look for an admissible value
+SKIPPED_SHOWN = 5  # values passed over that the text output lists
 
 
 @dataclass(frozen=True)
@@ -45,9 +61,12 @@ class Skip:
     symbol: Symbol | None
     relation: Expr | None
     size: Expr
+    problem: str | None = None  # a rule every model obeys, broken (h not divisible by h_kv)
 
     @property
     def reason(self) -> str:
+        if self.problem is not None:
+            return self.problem
         if self.symbol is None:
             return f"the count {self.size} is not a whole number"
         return f"{self.symbol} = {self.relation} = {self.size} is not a whole number of at least {minimum(self.symbol)}"
@@ -67,6 +86,15 @@ class Solution:
     roots: tuple[Expr, ...]
     candidates: tuple[Candidate, ...]
     skipped: tuple[Skip, ...]  # values passed over, and why
+
+    @property
+    def skipped_shown(self) -> tuple[Skip, ...]:
+        """The first few values passed over: the text output lists these and counts the rest."""
+        return self.skipped[:SKIPPED_SHOWN]
+
+    @property
+    def skipped_more(self) -> int:
+        return len(self.skipped) - len(self.skipped_shown)
 
     @property
     def exact(self) -> Expr:
@@ -133,13 +161,15 @@ def solve(
     if all(r < 1 for r in roots):
         at_one = number(formula.subs(x, 1))
         raise LlmcountError(f"no whole {x} gives a {kind} count of {number(target)}: {x} = 1 already gives {at_one}")
-    checks = {s: e for s, e in resolved.items() if e.free_symbols <= {x}}
+    admissible = _Admissible(x, formula, {s: e for s, e in resolved.items() if e.free_symbols <= {x}}, numbers)
     candidates: list[Candidate] = []
-    skipped: list[Skip] = []
     for root in (r for r in roots if r >= 1):
-        for value in _nearest(root, multiple_of, formula, checks, x, skipped):
+        for value in _nearest(root, multiple_of, admissible):
             if value not in [c.value for c in candidates]:
                 candidates.append(Candidate(value, int(formula.subs(x, value)), target))
+    if not candidates:
+        why = (admissible.bounds or [skip.reason for skip in admissible.skipped])[0]
+        raise LlmcountError(f"no valid model has a {kind} count near {number(target)}: {why}")
     return Solution(
         title=name,
         symbol=x,
@@ -152,7 +182,7 @@ def solve(
         formula=formula,
         roots=tuple(roots),
         candidates=tuple(candidates),
-        skipped=tuple(skipped),
+        skipped=admissible.skipped,
     )
 
 
@@ -170,7 +200,86 @@ def _roots(expr: Expr, x: Symbol) -> list[Expr]:
     return [r.subs(real, x) for r in roots]
 
 
-def _nearest(root: Expr, step: int, formula: Expr, checks: dict[Symbol, Expr], x: Symbol, skipped: list) -> list[int]:
+class _Admissible:
+    """Which values of ``x`` make a model: every related size a whole positive number, a whole count, and
+    the rules of :data:`CONSTRAINTS`. Remembers the values passed over and the bounds met.
+
+    Sizes that do not depend on x are checked once, up front; the others are evaluated exactly with
+    Python fractions (the search may try thousands of values).
+    """
+
+    def __init__(self, x: Symbol, formula: Expr, checks: dict[Symbol, Expr], numbers: dict[Symbol, int]):
+        self.x, self.formula, self.checks = x, formula, checks
+        self.passed: dict[Skip, None] = {}  # an ordered set
+        self.bounds: list[str] = []
+        constant = {s: e for s, e in checks.items() if not e.free_symbols}
+        for symbol, size in constant.items():
+            if not size.is_Integer or size < minimum(symbol):
+                raise LlmcountError(Skip(0, symbol, size, size).reason.replace(f" = {size} = ", " = ", 1))
+        self.sizes = {**numbers, **{s: int(e) for s, e in constant.items()}}
+        for rule in CONSTRAINTS:
+            if rule.a in self.sizes and rule.b in self.sizes and rule.broken(self.sizes[rule.a], self.sizes[rule.b]):
+                raise LlmcountError(rule.message(self.sizes[rule.a], self.sizes[rule.b]))
+        self.varying = {s: _evaluator(e, x) for s, e in checks.items() if s not in constant}
+        self.count = _evaluator(formula, x)
+
+    def __call__(self, value: int) -> bool | None:
+        """True if ``value`` is admissible; False if it is passed over; None if it breaks a bound (stop there)."""
+        skip, sizes = self._whole(value)
+        for rule in CONSTRAINTS if skip is None else ():
+            if rule.a in sizes and rule.b in sizes and rule.broken(sizes[rule.a], sizes[rule.b]):
+                problem = rule.message(sizes[rule.a], sizes[rule.b])
+                if rule.bound:
+                    self.bounds.append(problem if self.x in (rule.a, rule.b) else f"at {self.x} = {value}, {problem}")
+                    return None
+                skip = Skip(value, None, None, Integer(value), problem)
+                break
+        if skip is None:
+            return True
+        self.passed[skip] = None
+        return False
+
+    @property
+    def skipped(self) -> tuple[Skip, ...]:
+        return tuple(self.passed)
+
+    def _whole(self, value: int) -> tuple[Skip | None, dict[Symbol, int]]:
+        """Why ``x = value`` is no model (a related size or the count not a whole number), and the sizes there."""
+        sizes = {**self.sizes, self.x: value}
+        for symbol, evaluate in self.varying.items():
+            size = evaluate(value)
+            if size is None or size.denominator != 1 or size < minimum(symbol):
+                exact = zoo if size is None else Rational(size.numerator, size.denominator)
+                return Skip(value, symbol, self.checks[symbol], exact), sizes
+            sizes[symbol] = int(size)
+        count = self.count(value)
+        if count is None or count.denominator != 1:
+            return Skip(
+                value, None, None, zoo if count is None else Rational(count.numerator, count.denominator)
+            ), sizes
+        return None, sizes
+
+
+def _evaluator(expr: Expr, x: Symbol) -> Callable[[int], Fraction | None]:
+    """``expr`` (a ratio of polynomials in x) at a whole x, exactly, as a Fraction; None where it is undefined."""
+    numerator, denominator = (
+        [Fraction(int(c.p), int(c.q)) for c in Poly(part, x).all_coeffs()] for part in fraction(together(expr))
+    )
+
+    def horner(coefficients: list[Fraction], value: int) -> Fraction:
+        result = Fraction(0)
+        for c in coefficients:
+            result = result * value + c
+        return result
+
+    def evaluate(value: int) -> Fraction | None:
+        below = horner(denominator, value)
+        return horner(numerator, value) / below if below else None
+
+    return evaluate
+
+
+def _nearest(root: Expr, step: int, admissible: _Admissible) -> list[int]:
     """The admissible multiples of ``step`` just below and just above ``root`` (one if it is one)."""
     below, above = int(floor(root / step)) * step, int(ceiling(root / step)) * step
     found = []
@@ -179,21 +288,11 @@ def _nearest(root: Expr, step: int, formula: Expr, checks: dict[Symbol, Expr], x
         for _ in range(MAX_STEPS):
             if value < max(step, 1):
                 break
-            skip = _inadmissible(value, formula, checks, x)
-            if skip is None:
+            verdict = admissible(value)
+            if verdict is None:
+                break
+            if verdict:
                 found.append(value)
                 break
-            if skip not in skipped:
-                skipped.append(skip)
             value += direction
     return sorted(set(found))
-
-
-def _inadmissible(value: int, formula: Expr, checks: dict[Symbol, Expr], x: Symbol) -> Skip | None:
-    """Why ``x = value`` makes no model (a related size that is not a whole positive number), or None."""
-    for symbol, expr in checks.items():
-        size = expr.subs(x, value)
-        if not size.is_Integer or size < minimum(symbol):
-            return Skip(value, symbol, expr, size)
-    count = formula.subs(x, value)
-    return None if count.is_Integer else Skip(value, None, None, count)

@@ -21,8 +21,9 @@ from sympy import Expr, Poly, PolynomialError, Symbol, expand, fraction, lambdif
 
 from ..errors import LlmcountError
 from ..formulas.derivation import Derivation
+from ..formulas.symbols import N, N_dense
 from .parse import Setting, minimum
-from .relations import head_dim_convention, resolve, split, unknown
+from .relations import CONSTRAINTS, Constraint, head_dim_convention, resolve, split, unknown
 
 MAX_ROWS = 10**7
 INT64_LIMIT = 2**63
@@ -87,25 +88,42 @@ def sweep(
     name = title or derivation.architecture.title
     used = set(derivation.symbols)
     fixed = {s: v for s, v in (base or {}).items() if s in used and s not in axes and s not in relations}
-    assumed = head_dim_convention(derivation, [*fixed, *axes, *relations])
-    resolved = {s: expand(e.subs(fixed)) for s, e in resolve({**relations, **assumed}).items()}
     symbols = list(axes)
+    hidden = _dense_layers(axes, fixed)  # on the grid, not in the output
+    constants = {s: v for s, v in fixed.items() if s not in hidden}
+    assumed = head_dim_convention(derivation, [*fixed, *axes, *relations])
+    resolved = {s: expand(e.subs(constants)) for s, e in resolve({**relations, **assumed}).items()}
     formulas = {
-        "total": expand(derivation.total.subs(resolved).subs(fixed)),
-        "activated": expand(derivation.activated.subs(resolved).subs(fixed)),
+        "total": expand(derivation.total.subs(resolved).subs(constants)),
+        "activated": expand(derivation.activated.subs(resolved).subs(constants)),
     }
-    missing = set().union(*(f.free_symbols for f in formulas.values())) - set(symbols)
+    missing = set().union(*(f.free_symbols for f in formulas.values())) - set(symbols) - set(hidden)
     if missing:
         raise unknown(missing, f"the {name} formula")
 
-    grid = _Grid(symbols, [axes[s] for s in symbols], size, backend)
+    grid = _Grid([*symbols, *hidden], [axes[s] for s in symbols] + [(v,) for v in hidden.values()], size, backend)
+    grid.cap(N_dense, N)
+    sizes: dict[Symbol, Any] = {**constants, **dict(zip(grid.symbols, grid.columns, strict=True))}
     for symbol, expr in resolved.items():  # every related size must be a whole number on every row
-        if expr.free_symbols <= set(symbols):
-            grid.evaluate(expr, f"{symbol} = {relations.get(symbol, assumed.get(symbol))}", minimum(symbol))
+        if expr.free_symbols <= set(grid.symbols):
+            what = f"{symbol} = {relations.get(symbol, assumed.get(symbol))}"
+            sizes[symbol] = grid.evaluate(expr, what, minimum(symbol))
+    for constraint in CONSTRAINTS:
+        if constraint.a in sizes and constraint.b in sizes:
+            grid.require(constraint, sizes[constraint.a], sizes[constraint.b])
     columns = {s.name: grid.columns[i] for i, s in enumerate(symbols)}
     for key, formula in formulas.items():
         columns[key] = grid.evaluate(formula, f"the {key} count", 0)
     return Sweep(name, tuple((s, axes[s]) for s in symbols), fixed, relations, assumed, formulas, columns, grid.backend)
+
+
+def _dense_layers(axes: dict[Symbol, tuple[int, ...]], fixed: dict[Symbol, int]) -> dict[Symbol, int]:
+    """The fixed ones of N and N_dense when the other is swept: they go onto the grid (one value each, so no
+    more rows), where :meth:`_Grid.cap` makes N_dense ``min(N_dense, N)`` on each row, as ``count`` reads more
+    dense layers than layers (first_k_dense_replace > num_hidden_layers) as every layer dense."""
+    if not {N, N_dense} <= {*axes, *fixed} or not {N, N_dense} & set(axes):
+        return {}
+    return {s: fixed[s] for s in (N_dense, N) if s in fixed}
 
 
 def _as_list(column: Sequence[int]) -> list[int]:
@@ -161,6 +179,29 @@ class _Grid:
             return self.np.array(values, dtype=object)
         return values
 
+    def cap(self, symbol: Symbol, by: Symbol) -> None:
+        """``symbol``'s column becomes ``min(symbol, by)`` on every row, when both are on the grid."""
+        if symbol in self.symbols and by in self.symbols:
+            i, j = self.symbols.index(symbol), self.symbols.index(by)
+            a, b = self.columns[i], self.columns[j]
+            self.columns[i] = self.np.minimum(a, b) if self.backend == "numpy" else list(map(min, a, b))
+
+    def require(self, constraint: Constraint, a: Any, b: Any) -> None:
+        """Refuse the first row where ``constraint`` is broken (``a``, ``b``: columns or fixed numbers)."""
+        if self.backend == "numpy":
+            np = self.np
+            a, b = (np.broadcast_to(np.asarray(c), (self.size,)) for c in (a, b))
+            bad = np.flatnonzero(constraint.broken(a, b))
+            row = int(bad[0]) if bad.size else None
+        else:
+            a, b = ([c] * self.size if isinstance(c, int) else c for c in (a, b))
+            row = next((i for i, pair in enumerate(zip(a, b, strict=True)) if constraint.broken(*pair)), None)
+        if row is not None:
+            raise LlmcountError(f"{constraint.message(int(a[row]), int(b[row]))} at {self._at(row)}")
+
+    def _at(self, row: int) -> str:
+        return ", ".join(f"{s}={int(c[row])}" for s, c in zip(self.symbols, self.columns, strict=True))
+
     def _python_column(self, f: Callable) -> list[int]:
         columns = [_as_list(c) for c in self.columns]
         return [int(f(*row)) for row in zip(*columns, strict=True)] if columns else []
@@ -185,7 +226,7 @@ class _Grid:
         return lambdify(self.symbols, poly.as_expr(), modules="numpy" if vectorised else "math")
 
     def _refuse(self, row: int, what: str, least: int, num: Sequence, den: Sequence) -> None:
-        at = ", ".join(f"{s}={int(c[row])}" for s, c in zip(self.symbols, self.columns, strict=True))
+        at = self._at(row)
         a, b = int(num[row]), int(den[row])
         if a % b:
             raise LlmcountError(f"{what} is not a whole number at {at} ({a}/{b})")
