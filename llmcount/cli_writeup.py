@@ -30,7 +30,7 @@ def writeup(
     ] = WriteupFormat.markdown,
     lang: Annotated[Lang, typer.Option("--lang", "-l", help="Language of the prose: en or zh (中文).")] = Lang.en,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write the post to this file (default: stdout).")
+        str | None, typer.Option("--output", "-o", help="Write the post to this file (default, or -: stdout).")
     ] = None,
     chart: Annotated[
         str | None, typer.Option("--chart", help="Also draw the parameter shares to this .png/.svg/.pdf and link it.")
@@ -62,7 +62,7 @@ def writeup(
         raise fail(str(exc)) from None
     if as_json:
         print_json({**post.data, "text": post.text})
-    elif output is None:
+    elif post.data["output"] is None:  # no -o, or -o -
         typer.echo(post.text, nl=False)
 
 

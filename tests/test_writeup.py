@@ -181,6 +181,31 @@ def test_prose_explains_what_the_family_has(spec, needles):
         assert needle in text, needle
 
 
+@pytest.mark.parametrize(
+    ("spec", "rows"),
+    [
+        ("qwen3-235b-a22b", ["| $n$ | `num_experts` |"]),
+        ("deepseek-v3", ["| $n$ | `n_routed_experts` |", "| $N_{\\mathrm{dense}}$ | `first_k_dense_replace` |"]),
+        ("mixtral-8x7b", ["| $n$ | `num_local_experts` |"]),
+        ("gpt2", ["| $N$ | `n_layer` |", "| $d$ | `n_embd` |"]),
+        ("qwen3-32b", ["| $N$ | `num_hidden_layers` |", "| $d$ | `hidden_size` |"]),
+    ],
+)
+def test_notation_names_the_familys_own_config_key(spec, rows):
+    """Each family's config.json names (transformers' config classes), not the glossary's list of all of them."""
+    notation = post(spec).split("\n## ")[1]
+    assert " / " not in notation and "GPT-2:" not in notation
+    for row in rows:
+        assert row in notation, (row, notation)
+
+
+def test_the_config_source_is_said_in_the_posts_language():
+    zh, en = post("qwen3-235b-a22b", "markdown", "zh"), post("qwen3-235b-a22b")
+    assert "配置来源：llmcount 内置预设 `qwen3-235b-a22b`" in zh and "preset" not in zh
+    assert "bundled preset `qwen3-235b-a22b`" in en
+    assert "内置预设 \\texttt{qwen3-235b-a22b}" in post("qwen3-235b-a22b", "latex", "zh")
+
+
 def test_moe_states_the_activated_convention():
     text = post("deepseek-v3")
     assert "## Activated parameters" in text
@@ -439,3 +464,91 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert (tmp_path / "new.md").stat().st_mode & 0o777 == 0o644
+
+
+# --- -o never replaces what is not a regular file: symlinks are written through, FIFOs and devices into --------
+
+
+def read_fifo(path):
+    """Open ``path`` (a FIFO) for reading in a thread, as a shell pipe would; the thread's result is what it read."""
+    import threading
+
+    got = []
+    reader = threading.Thread(target=lambda: got.append(path.read_bytes()), daemon=True)
+    reader.start()
+    return reader, got
+
+
+def test_output_to_a_fifo_is_written_into_not_replaced(tmp_path):
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader, got = read_fifo(fifo)
+    result = run("writeup", "qwen3-32b", "-o", str(fifo))
+    reader.join(timeout=60)
+    assert result.exit_code == 0 and result.stdout == "", result.output
+    assert got[0].decode().startswith("# How many parameters does Qwen3-32B have?")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def test_save_writes_into_a_fifo_and_through_a_symlink_to_it(tmp_path):
+    import os
+    import stat
+
+    fifo, link = tmp_path / "pipe", tmp_path / "out"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)  # like /dev/stdout -> /proc/self/fd/1
+    reader, got = read_fifo(fifo)
+    save({link: b"post"})
+    reader.join(timeout=60)
+    assert got == [b"post"] and stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
+
+
+def test_output_through_a_symlink_writes_its_target(tmp_path):
+    real, link = tmp_path / "real.md", tmp_path / "post.md"
+    real.write_text("old")
+    link.symlink_to(real.name)
+    result = run("writeup", "qwen3-32b", "-o", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and link.readlink().name == "real.md"
+    assert real.read_text("utf-8").startswith("# How many parameters does Qwen3-32B have?")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["post.md", "real.md"]
+
+
+def test_a_dangling_symlink_creates_its_target(tmp_path):
+    (tmp_path / "posts").mkdir()
+    link = tmp_path / "post.md"
+    link.symlink_to(tmp_path / "posts" / "new.md")
+    assert run("writeup", "qwen3-32b", "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and (tmp_path / "posts" / "new.md").read_text("utf-8").startswith("# How many")
+
+
+def test_a_symlink_loop_is_refused(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(tmp_path / "a")), "a:", "symbolic links")
+    assert {p.name for p in tmp_path.iterdir()} == {"a", "b"} and (tmp_path / "a").is_symlink()
+
+
+def test_a_symlink_to_a_folder_is_refused(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "link").symlink_to("folder")
+    assert_refused(run("writeup", "qwen3-32b", "-o", str(tmp_path / "link")), "is a folder")
+    assert list((tmp_path / "folder").iterdir()) == []
+
+
+def test_an_empty_output_name_is_refused():
+    message = assert_refused(run("writeup", "qwen3-8b", "-o", ""), "file name is empty")
+    assert "\n" not in message
+    assert_refused(run("writeup", "qwen3-8b", "--chart", ""), "chart", "file name is empty")
+    assert_refused(run("chart", "qwen3-8b", "-o", ""), "chart", "file name is empty")
+
+
+def test_dash_is_stdout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("writeup", "qwen3-32b", "-o", "-")
+    assert result.exit_code == 0 and result.stdout == post("qwen3-32b")
+    assert list(tmp_path.iterdir()) == []
+    assert_refused(run("chart", "qwen3-8b", "-o", "-"), "-: cannot write the chart to stdout")

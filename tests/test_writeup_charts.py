@@ -88,3 +88,32 @@ def test_chart_unknown_model(tmp_path):
     result = run("chart", "qwen3-32b", "qwen9", "-o", str(tmp_path / "c.png"))
     assert result.exit_code == 1 and "unknown preset 'qwen9'" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_chart_through_a_symlink_writes_its_target(tmp_path):
+    pytest.importorskip("matplotlib")
+    real, link = tmp_path / "real.bin", tmp_path / "chart.svg"  # the type is the name asked for
+    link.symlink_to(real.name)
+    assert run("chart", "qwen3-8b", "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and real.read_bytes().startswith(b"<?xml")
+
+
+def test_writeup_chart_through_a_symlink_and_post_into_a_fifo(tmp_path, monkeypatch):
+    import os
+    import stat
+    import threading
+
+    pytest.importorskip("matplotlib")
+    real, link, fifo = tmp_path / "real.svg", tmp_path / "shares.svg", tmp_path / "pipe"
+    real.write_bytes(b"old")
+    link.symlink_to(real.name)
+    os.mkfifo(fifo)
+    monkeypatch.chdir(tmp_path)  # a post written into a FIFO links its chart from the current folder
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text("utf-8")), daemon=True)
+    reader.start()
+    result = run("writeup", "qwen3-8b", "-o", str(fifo), "--chart", str(link))
+    reader.join(timeout=60)
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and real.read_bytes().startswith(b"<?xml") and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert got[0].endswith("![Parameter shares of Qwen3-8B](real.svg)\n")

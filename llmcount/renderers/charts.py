@@ -154,7 +154,7 @@ def chart(specs: list[str], output: str, activated: bool = False) -> Chart:
     from .writeup import check_target
 
     target = check_target(output, "chart")
-    fmt = chart_format(target)
+    fmt = chart_format(output)  # the name asked for, not the file a symlink points to
     _pyplot()  # say how to install matplotlib before loading anything
     models = [load(spec) for spec in specs]
     return Chart({**chart_data(models, activated), "output": output}, {target: render_chart(models, fmt, activated)})

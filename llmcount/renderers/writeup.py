@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from sympy import Expr, Poly
 from ..analysis.approx import top_terms
 from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtype, total_size
 from ..errors import LlmcountError
-from ..formulas.hf import Model, read_config
+from ..formulas.hf import Model, config_key, read_config
 from ..formulas.symbols import (
     GLOSSARY,
     N,
@@ -259,19 +260,11 @@ class Variable:
     value: int
 
 
-def _config_key(key: str, title: str) -> str:
-    """The glossary's key for this family: ``num_hidden_layers (GPT-2: n_layer)`` -> ``n_layer`` for GPT-2."""
-    match = re.fullmatch(r"(.*) \((.+): (.+)\)", key)
-    if not match:
-        return key
-    return match.group(3) if match.group(2) == title else match.group(1)
-
-
 def variables(model: Model) -> list[Variable]:
     """The glossary rows of the symbols this model uses, with this model's values."""
     return [
         Variable(
-            e.latex, _config_key(e.key, model.architecture.title), e.meaning, e.symbol.name, model.values[e.symbol]
+            e.latex, config_key(model.architecture.name, e.symbol), e.meaning, e.symbol.name, model.values[e.symbol]
         )
         for e in GLOSSARY
         if e.symbol in model.values and e.symbol in model.derivation.symbols
@@ -318,6 +311,7 @@ def context(
     from ..presets import find
 
     preset = find(model.name) if model.source == f"preset {model.name}" else None
+    hub = model.source == f"{model.name} (Hub)"
     counts = model.counts
     moe = model.architecture.is_moe
     layer = leading(model)
@@ -328,6 +322,10 @@ def context(
         "model": model,
         "model_title": preset.model if preset else model.name,
         "hub_id": preset.hub_id if preset else None,
+        "source": {
+            "kind": "preset" if preset else "hub" if hub else "file",
+            "name": model.name if preset or hub else model.source,
+        },
         "arch": model.architecture,
         "d": model.derivation,
         "counts": counts,
@@ -405,12 +403,46 @@ def writeup_data(model: Model, verification: Verification | None) -> dict[str, A
 # --- writing files: checked first, written whole or not at all ----------------------------------------------------
 
 
+STDOUT = "-"
+"""``-o -``: the write-up goes to stdout, as without ``-o``."""
+
+
+def _kind(path: Path) -> str:
+    """What ``path`` names, symlinks followed: file, folder, stream (character device or FIFO), other or missing."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "missing"  # or a dangling symlink, or under a file: the folder checks say which
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "stream" if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) else "other"
+
+
 def check_target(path: str | Path, what: str = "output") -> Path:
-    """A file we may write: its folder must exist and be a folder; raise before anything is computed."""
+    """A file we may write, checked before anything is computed.
+
+    A symlink is followed (the file it points to is written); a character device or FIFO (``/dev/stdout``)
+    is written into as it is; a folder or any other special file is refused."""
+    if not str(path):
+        raise LlmcountError(f"cannot write the {what}: the file name is empty")
+    if str(path) == STDOUT:
+        raise LlmcountError(f"{STDOUT}: cannot write the {what} to stdout; give a file name")
     target = Path(path).expanduser()
-    folder = target.parent
-    if target.is_dir():
+    kind = _kind(target)
+    if kind == "stream":
+        if not os.access(target, os.W_OK):
+            raise LlmcountError(f"{path}: cannot write the {what}: not writable")
+        return target
+    if kind == "folder":
         raise LlmcountError(f"{path}: is a folder; give a file name for the {what}")
+    if kind == "other":
+        raise LlmcountError(f"{path}: cannot write the {what}: not a regular file")
+    target = Path(os.path.realpath(target))
+    if target.is_symlink():
+        raise LlmcountError(f"{path}: cannot write the {what}: too many levels of symbolic links")
+    folder = target.parent
     if not folder.exists():
         raise LlmcountError(f"{path}: cannot write the {what}: folder {folder} does not exist")
     if not folder.is_dir():
@@ -430,20 +462,36 @@ def _mode(target: Path) -> int:
 
 
 def save(files: Mapping[Path, bytes]) -> None:
-    """Write each file through a temporary file in its own folder and a rename: whole or not at all."""
-    for target, data in files.items():
-        try:
-            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        except OSError as exc:
-            raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(temp, _mode(target))
-            os.replace(temp, target)
-        except OSError as exc:
-            Path(temp).unlink(missing_ok=True)
-            raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    """Write each file: a regular file through a temporary file in its own folder and a rename, whole or
+    not at all (through symlinks, to the file they point to); a character device or FIFO directly."""
+    for path, data in files.items():
+        if _kind(path) == "stream":
+            _write_into(path, data)
+        else:
+            _replace(Path(os.path.realpath(path)), data)
+
+
+def _write_into(target: Path, data: bytes) -> None:
+    try:
+        with open(target, "wb") as out:
+            out.write(data)
+    except OSError as exc:
+        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+
+
+def _replace(target: Path, data: bytes) -> None:
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(temp, _mode(target))
+        os.replace(temp, target)
+    except OSError as exc:
+        Path(temp).unlink(missing_ok=True)
+        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
 
 _TEX_UNSAFE = re.compile(r"[\s%#{}\\$&~^]")
@@ -485,12 +533,16 @@ def build(
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
-    out = check_target(output) if output else None
-    image = check_target(chart, "chart") if chart else None
-    if image is not None and image.suffix.lower() not in CHART_SUFFIXES[fmt]:
+    if output == STDOUT:
+        output = None
+    out = check_target(output) if output is not None else None
+    image = check_target(chart, "chart") if chart is not None else None
+    suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
+    if image is not None and suffix not in CHART_SUFFIXES[fmt]:
         allowed = ", ".join(CHART_SUFFIXES[fmt])
         raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {allowed}")
-    link = _link(image, out, fmt) if image is not None else None
+    post = out if out is not None and _kind(out) != "stream" else None  # a link from /dev/stdout: from here
+    link = _link(image, post, fmt) if image is not None else None
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index else None
@@ -498,7 +550,7 @@ def build(
     if image is not None:
         from .charts import render_chart
 
-        files[image] = render_chart([model], image.suffix.lower().lstrip("."), activated=model.architecture.is_moe)
+        files[image] = render_chart([model], suffix.lstrip("."), activated=model.architecture.is_moe)
     text = render_writeup(model, fmt, lang, verification, link)
     if out is not None:
         files[out] = text.encode("utf-8")
