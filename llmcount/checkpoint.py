@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
+from .formulas.config import Model, read_config
 from .formulas.flops import is_norm
-from .formulas.hf import Model, read_config
 from .formulas.memory import BITS, dtype
 from .formulas.symbols import N, V, d, n_pos
 from .presets import find
@@ -349,9 +349,9 @@ def findings(model: Model, names: list[str]) -> list[Finding]:
     found = []
     head = [name for name in names if name.endswith("lm_head.weight")]
     vocab_table = model.values[V] * model.values[d]
-    if model.options.tied and head:
+    if model.tied and head:
         found.append(Finding("tied_head", len(head), tuple(head), params=vocab_table))
-    if not model.options.tied and not head:
+    if not model.tied and not head:
         found.append(Finding("missing_head", 0, (), params=-vocab_table))
     layers = model.values[N]
     extra = sorted({int(m.group(1)) for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers})
@@ -420,7 +420,7 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
     """Why a component's checkpoint count differs from the formula's, when the reason is a known one."""
     if formula == checkpoint:
         return ""
-    if path == "head/lm_head" and not formula and model.options.tied:
+    if path == "head/lm_head" and not formula and model.tied:
         return "the head is tied to the embedding (tie_word_embeddings): the checkpoint stores it a second time"
     if path.startswith("extra/layers."):
         return (

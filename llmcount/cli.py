@@ -84,14 +84,15 @@ def formula(
 
     Example: llmcount formula qwen3 --format latex
     """
-    from .formulas.architectures import REGISTRY
+    from .formulas import records
     from .formulas.derivation import Derivation
     from .renderers import formula_data, render_formula
     from .sources import load
 
     try:
-        if spec in REGISTRY:
-            derivation, title = Derivation(REGISTRY[spec]), REGISTRY[spec].title
+        family = records.family(spec)
+        if family is not None:
+            derivation, title = Derivation(family), family.title
         else:
             model = load(spec)
             derivation, title = model.derivation, model.name
@@ -106,7 +107,7 @@ def formula(
     except LlmcountError as exc:
         message = str(exc)
         if message.startswith("unknown preset"):
-            message += f"; or a family: {', '.join(sorted(REGISTRY))}"
+            message += f"; or a family: {', '.join(records.names())}"
         raise fail(message) from None
     typer.echo(output)
 
@@ -119,14 +120,14 @@ def list_(
 
     Example: llmcount list
     """
-    from .formulas.architectures import FAMILIES
+    from .formulas.records import families
     from .presets import presets
     from .renderers import render
 
     if as_json:
         print_json(
             {
-                "families": [{"name": a.name, "title": a.title, "moe": a.is_moe} for a in FAMILIES],
+                "families": [{"name": a.name, "title": a.title, "kind": a.kind, "moe": a.is_moe} for a in families()],
                 "presets": [
                     {"name": p.name, "hub_id": p.hub_id, "model": p.model, "published": p.published, "source": p.source}
                     for p in presets().values()
@@ -134,7 +135,7 @@ def list_(
             }
         )
         return
-    typer.echo(render("list.txt.j2", families=FAMILIES, presets=presets().values()).rstrip())
+    typer.echo(render("list.txt.j2", families=families(), presets=presets().values()).rstrip())
 
 
 # Commands of the other subjects live in their own modules and register themselves on `app`.

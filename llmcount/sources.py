@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
-from .formulas.hf import Model, read_config
+from .formulas.config import Model, read_config
 from .presets import find, presets
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")

@@ -163,3 +163,30 @@ def hf_count(config: dict[str, Any]) -> int:
 def hf_components(config: dict[str, Any]) -> dict[str, int]:
     """transformers' parameters grouped by llmcount path, summed over layers, zero-size ones dropped."""
     return dict(_build(_freeze(config)).components)
+
+
+@lru_cache(maxsize=1024)
+def _meta_total(frozen: str) -> int:
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = _hf_config(config)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+    return sum(p.numel() for p in model.parameters())
+
+
+def meta_total(config: dict[str, Any]) -> int:
+    """``sum(numel())`` over ``model.parameters()`` of any causal LM built on meta (tied weights once), with no
+    mapping of names: the check every family record must pass."""
+    return _meta_total(_freeze(config))
+
+
+def class_defaults(model_type: str) -> dict[str, Any]:
+    """The config class's defaults as a config.json would give them (every key, computed ones included)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}

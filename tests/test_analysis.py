@@ -305,7 +305,7 @@ def test_check_reads_d_ff_as_the_expert_width_of_an_all_moe_model():
 
 def test_sweep_caps_dense_layers_at_the_layer_count():
     # count reads first_k_dense_replace > num_hidden_layers as "every layer dense": the sweep must agree row by row.
-    from llmcount.formulas.hf import read_config
+    from llmcount.formulas.config import read_config
     from llmcount.presets import find
 
     config = find("deepseek-v3").config()

@@ -109,8 +109,10 @@ def test_more_experts_per_token_than_experts(tmp_path):
 
 
 def test_unknown_model_type_is_refused_by_name(tmp_path):
-    path = write(tmp_path, {**LLAMA, "model_type": "gemma2"})
-    assert_refused(run("count", path), "'gemma2'", "supported:", "llama", "deepseek_v3")
+    path = write(tmp_path, {**LLAMA, "model_type": "qwen3_mo"})
+    assert_refused(run("count", path), "unsupported model_type 'qwen3_mo'", "closest", "qwen3_moe")
+    path = write(tmp_path, {**LLAMA, "model_type": "no-such-architecture"})
+    assert_refused(run("count", path), "unsupported model_type 'no-such-architecture'", "llmcount list")
 
 
 def test_missing_model_type(tmp_path):
@@ -195,10 +197,17 @@ def test_a_missing_local_folder_is_not_taken_for_a_hub_id(tmp_path, monkeypatch)
     assert_refused(run("count", "models/mine"), "models/mine", "no such file or folder")
 
 
-def test_huge_layer_counts_stay_exact_and_fast(tmp_path):
-    # Qwen3-MoE's dense layers are counted in closed form, not by walking 10**30 layers.
+def test_huge_layer_counts_are_counted_fast_or_refused_with_the_bound(tmp_path):
+    # Qwen3-MoE's layers are walked one by one to tell dense from MoE: 100,000 of them stay fast,
+    # 10**30 of them are refused by name instead of walked.
+    import time
+
     from llmcount.presets import presets
 
-    config = {**presets()["qwen3-30b-a3b"].config(), "num_hidden_layers": 10**30, "decoder_sparse_step": 2}
+    config = {**presets()["qwen3-30b-a3b"].config(), "num_hidden_layers": 100_000, "decoder_sparse_step": 2}
+    start = time.perf_counter()
     data = json.loads(run("count", write(tmp_path, config), "--json").stdout)
-    assert data["values"]["N_dense"] == 10**30 // 2
+    assert time.perf_counter() - start < 2
+    assert data["values"]["N_dense"] == 50_000  # layers 0, 2, 4, ...: (i + 1) % 2 != 0
+    config["num_hidden_layers"] = 10**30
+    assert_refused(run("count", write(tmp_path, config)), "num_hidden_layers", "larger than any model")

@@ -1,8 +1,9 @@
-"""hf.py knows which config key each family gives a symbol under."""
+"""A family record knows which config key each family gives a symbol under."""
 
 import pytest
 
-from llmcount.formulas.hf import config_key
+from llmcount.formulas import records
+from llmcount.formulas.config import config_key
 from llmcount.formulas.symbols import N, N_dense, S, d, d_ff, h_d, h_kv, n, n_pos
 from llmcount.presets import presets
 from llmcount.sources import load
@@ -26,14 +27,13 @@ from llmcount.sources import load
     ],
 )
 def test_config_key(family, symbol, key):
-    assert config_key(family, symbol) == key
+    assert config_key(records.family(family), symbol) == key
 
 
 @pytest.mark.parametrize("name", sorted(presets()))
 def test_every_value_comes_from_a_key_the_config_has_or_a_default(name):
     config = presets()[name].config()
     model = load(name)
-    family = model.architecture.name
-    absent = {s for s in model.values if not any(k in config for k in config_key(family, s).split(", "))}
+    absent = {s for s in model.values if not any(k in config for k in config_key(model, s).split(", "))}
     # head_dim defaults to hidden_size // num_attention_heads, GPT-2's n_inner to 4·n_embd
     assert absent <= {h_d, d_ff}, absent

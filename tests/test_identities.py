@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sympy import Expr, Integer, Rational, expand, simplify
 
-from llmcount.formulas.architectures import REGISTRY, Options
+from llmcount.formulas import records
 from llmcount.formulas.derivation import Derivation
 from llmcount.formulas.symbols import (
     N,
@@ -32,9 +32,11 @@ from llmcount.formulas.symbols import (
 )
 
 
-def derivation(family: str, **switches: bool) -> Derivation:
-    arch = REGISTRY[family]
-    return Derivation(arch, Options(**{**arch.defaults.__dict__, **switches}))
+def derivation(family: str, **keys: object) -> Derivation:
+    """The family's formula with some config keys set (``attention_bias=True``); every layer kind kept."""
+    record = records.family(family)
+    namespace = {**record.keys, "q_lora_rank": 1536, **keys}
+    return Derivation(record, tuple(c.term for c in record.choices if c.when is None or c.when(namespace)))
 
 
 def per_layer_sum(deriv: Derivation, prefix: str) -> Expr:
@@ -47,8 +49,9 @@ def assert_identical(got: Expr, expected: Expr) -> None:
     assert difference == 0, f"got {expand(got)}\nexpected {expand(expected)}\ndifference {difference}"
 
 
-GQA_FAMILIES = sorted(name for name, arch in REGISTRY.items() if arch.attention == "gqa")
-MOE_FAMILIES = sorted(name for name, arch in REGISTRY.items() if arch.is_moe)
+CURATED = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v2", "deepseek_v3")
+GQA_FAMILIES = sorted(f for f in CURATED if any(c.term.path == "attention/k_proj" for c in records.family(f).choices))
+MOE_FAMILIES = sorted(f for f in CURATED if records.family(f).is_moe)
 
 
 # --- GQA: h_kv = h is multi-head attention, h_kv = 1 is multi-query attention -------------------
@@ -84,14 +87,9 @@ def test_qwen2_has_qkv_biases_but_no_output_bias() -> None:
 # --- MoE: activated parameters ------------------------------------------------------------------
 
 
-MOE_VARIANTS = [(family, False) for family in MOE_FAMILIES] + [
-    (family, True) for family in MOE_FAMILIES if "dense_layers" in REGISTRY[family].switches
-]
-
-
-@pytest.mark.parametrize(("family", "dense_layers"), MOE_VARIANTS)
-def test_moe_with_every_expert_active_activates_everything(family: str, dense_layers: bool) -> None:
-    deriv = derivation(family, dense_layers=dense_layers)
+@pytest.mark.parametrize("family", MOE_FAMILIES)
+def test_moe_with_every_expert_active_activates_everything(family: str) -> None:
+    deriv = derivation(family)
     assert deriv.activated != deriv.total  # k < n saves something...
     assert_identical(deriv.activated.subs(k, n), deriv.total)  # ...and k = n saves nothing
     # what k < n saves is exactly (n - k)/n of the routed experts
@@ -99,7 +97,7 @@ def test_moe_with_every_expert_active_activates_everything(family: str, dense_la
     assert_identical(deriv.total - deriv.activated, routed * (n - k) / n)
 
 
-@pytest.mark.parametrize("family", sorted(set(REGISTRY) - set(MOE_FAMILIES)))
+@pytest.mark.parametrize("family", sorted(set(CURATED) - set(MOE_FAMILIES)))
 def test_dense_models_activate_everything(family: str) -> None:
     deriv = derivation(family)
     assert_identical(deriv.activated, deriv.total)
@@ -147,20 +145,22 @@ MLA_BIASES = d + r_kv + d_rope  # kv_a_proj_with_mqa and o_proj; q_a_proj adds r
 
 @pytest.mark.parametrize("family", ["deepseek_v2", "deepseek_v3"])
 def test_mla_with_q_lora_is_the_hand_derived_formula(family: str) -> None:
-    attention = per_layer_sum(derivation(family, q_lora=True), "attention/")
+    attention = per_layer_sum(derivation(family, q_lora_rank=1536), "attention/")
     assert_identical(attention, MLA_Q_LORA + MLA_KV_AND_OUTPUT)
 
 
 @pytest.mark.parametrize("family", ["deepseek_v2", "deepseek_v3"])
 def test_mla_without_q_lora_is_the_hand_derived_formula(family: str) -> None:
-    attention = per_layer_sum(derivation(family, q_lora=False), "attention/")
+    attention = per_layer_sum(derivation(family, q_lora_rank=None), "attention/")
     assert_identical(attention, MLA_Q_DIRECT + MLA_KV_AND_OUTPUT)
 
 
 @pytest.mark.parametrize("q_lora", [True, False])
 def test_mla_attention_bias(q_lora: bool) -> None:
-    plain = per_layer_sum(derivation("deepseek_v3", q_lora=q_lora), "attention/")
-    biased = per_layer_sum(derivation("deepseek_v3", q_lora=q_lora, attention_bias=True), "attention/")
+    plain = per_layer_sum(derivation("deepseek_v3", q_lora_rank=1536 if q_lora else None), "attention/")
+    biased = per_layer_sum(
+        derivation("deepseek_v3", q_lora_rank=1536 if q_lora else None, attention_bias=True), "attention/"
+    )
     assert_identical(biased - plain, MLA_BIASES + (r_q if q_lora else 0))
 
 

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from llmcount.cli import app
 from llmcount.formulas import memory
-from llmcount.formulas.hf import read_config
+from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}

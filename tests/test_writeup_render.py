@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from llmcount.formulas.architectures import REGISTRY
+from llmcount.formulas import records
 from llmcount.formulas.derivation import Derivation
 from llmcount.renderers import render_formula
 from llmcount.renderers.writeup import build
@@ -77,7 +77,7 @@ def test_every_math_span_of_the_markdown_parses_in_katex(tmp_path):
     posts += [build(spec, "markdown", "en").text for spec in MORE]
     posts += [build("qwen3-0.6b", "markdown", lang, index=str(index)).text for lang in ("en", "zh")]
     # `llmcount formula FAMILY --format markdown` goes through the same filters
-    posts += [render_formula(Derivation(arch), "markdown", activated=arch.is_moe) for arch in REGISTRY.values()]
+    posts += [render_formula(Derivation(arch), "markdown", activated=arch.is_moe) for arch in records.families()]
     spans = [span for text in posts for span in math_spans(text)]
     assert len(spans) > 1000
     failures = katex_failures(spans)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sympy import Expr, Rational
 
 from ..errors import LlmcountError
+from ..formulas.config import Model
 from ..formulas.derivation import Derivation
-from ..formulas.hf import Model
 
 
 def subject(spec: str) -> tuple[Derivation, Model | None]:
@@ -19,12 +19,13 @@ def subject(spec: str) -> tuple[Derivation, Model | None]:
 
     A preset wins over a family of the same name, so ``gpt2`` is the GPT-2 config.
     """
-    from ..formulas.architectures import REGISTRY
+    from ..formulas import records
     from ..presets import find
     from ..sources import load
 
-    if find(spec) is None and spec in REGISTRY:
-        return Derivation(REGISTRY[spec]), None
+    family = records.family(spec) if find(spec) is None else None
+    if family is not None:
+        return Derivation(family), None
     model = load(spec)
     return model.derivation, model
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from sympy import Add, Expr, Integer, Rational, Symbol, cancel, expand
 
 from ..errors import LlmcountError
+from ..formulas.config import Model
 from ..formulas.derivation import Derivation
-from ..formulas.hf import Model
 from ..formulas.symbols import N, N_dense, d
 from . import number, relative
 from .parse import Setting

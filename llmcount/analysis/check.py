@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sympy import Expr, Integer, Rational, Symbol, expand
 
 from ..errors import LlmcountError
-from ..formulas.hf import Model
+from ..formulas.config import Model
 from ..formulas.symbols import d_ff, d_moe
 from . import number, relative
 from .parse import bounded, parse_formula

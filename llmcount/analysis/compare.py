@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..formulas.config import Model
 from ..formulas.derivation import Counts
-from ..formulas.hf import Model
 from ..formulas.symbols import GLOSSARY
 
 GROUPS = ("embedding", "attention", "moe", "mlp", "norms", "head")  # reader's order

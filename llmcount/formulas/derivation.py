@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sympy import Add, Expr, Integer, Symbol, expand
 
-from .architectures import Architecture, Options
 from .blocks import Term
-from .symbols import GLOSSARY, N, N_dense
+from .symbols import GLOSSARY, N
+
+if TYPE_CHECKING:
+    from .records import Family
 
 ACTIVATED_DEFINITION = (
     "activated = every parameter except the routed experts, plus k/n of the routed experts "
@@ -69,6 +72,11 @@ def gather(pairs: Iterable[tuple[Expr, Expr]]) -> list[tuple[Expr, list[Expr]]]:
     return [(layers, combine_like_terms(exprs)) for layers, exprs in groups.items()]
 
 
+def _is_layer_count(layers: Expr) -> bool:
+    """A layer count of its own (``N_dense``), as opposed to all layers, the rest of them or the whole model."""
+    return layers.is_Symbol and layers != N
+
+
 def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
     """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact."""
     value = expr.subs(values)
@@ -79,18 +87,14 @@ def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
 
 @dataclass(frozen=True)
 class Derivation:
-    """The parameter formula of one architecture under one set of switches."""
+    """The parameter formula of one family: its record's terms, or those a config selects."""
 
-    architecture: Architecture
-    options: Options = field(default=None)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        if self.options is None:
-            object.__setattr__(self, "options", self.architecture.defaults)
+    architecture: Family
+    chosen: tuple[Term, ...] | None = field(default=None)
 
     @cached_property
     def terms(self) -> tuple[Term, ...]:
-        return tuple(self.architecture.terms(self.options))
+        return self.architecture.default_terms if self.chosen is None else self.chosen
 
     @cached_property
     def total(self) -> Expr:
@@ -106,21 +110,27 @@ class Derivation:
 
     @cached_property
     def per_layer(self) -> Expr:
-        """Parameters of one decoder layer (for MoE families, one MoE layer)."""
+        """Parameters of one decoder layer of the main kind (for MoE families, one MoE layer)."""
         return _sum(self.layer_terms())
 
     @cached_property
     def per_dense_layer(self) -> Expr | None:
-        """Parameters of one leading dense layer of an MoE model, if it has any."""
-        if not (self.architecture.is_moe and self.options.dense_layers):
+        """Parameters of one layer of the other kind (a dense layer of an MoE model), if the model has any."""
+        if not any(_is_layer_count(t.layers) for t in self.terms):
             return None
         return _sum(self.layer_terms(dense=True))
 
     def layer_terms(self, dense: bool = False, activated: bool = False) -> list[Expr]:
-        """One layer's count as like terms in reader's order: an MoE layer, or with ``dense`` a
-        leading dense layer of an MoE model; with ``activated``, k of the n routed experts."""
-        kinds = {N, N_dense if dense else N - N_dense}
-        return combine_like_terms(t.per_layer(activated) for t in self.terms if t.layers in kinds)
+        """One layer's count as like terms in reader's order: a layer of the main kind (the terms on all N layers
+        and on N minus some layers), or with ``dense`` one of the other kind (the terms on N and on a counted
+        set of layers, such as N_dense); with ``activated``, k of the n routed experts."""
+
+        def in_layer(layers: Expr) -> bool:
+            if layers == N:
+                return True
+            return _is_layer_count(layers) if dense else _is_layer_count(N - layers)
+
+        return combine_like_terms(t.per_layer(activated) for t in self.terms if in_layer(t.layers))
 
     @cached_property
     def symbols(self) -> tuple[Symbol, ...]:

@@ -22,9 +22,11 @@ from functools import cached_property
 
 from sympy import Add, Expr, Symbol, expand
 
+from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .derivation import Derivation, evaluate_int, gather
-from .symbols import GLOSSARY, B, N, S, V, d, d_nope, d_rope, d_v, h, h_d, k, n
+from .records import Attention
+from .symbols import GLOSSARY, B, S, V, d, k, n
 
 CONVENTION = (
     "matrix multiplications only, 2 FLOPs per multiply-add (as torch.utils.flop_counter counts them): "
@@ -105,25 +107,28 @@ def linear_flops(term: Term) -> FlopTerm:
     return FlopTerm(term.path, per_token, term.note, term.layers)
 
 
-def attention_widths(attention: str) -> tuple[Expr, Expr]:
-    """Summed head sizes of queries/keys and of values: :math:`h h_d` (GQA), :math:`d` (GPT-2),
-    :math:`h(d_{nope}+d_{rope})` and :math:`h d_v` (MLA)."""
-    if attention == "fused":
-        return d, d
-    if attention == "mla":
-        return h * (d_nope + d_rope), h * d_v
-    return h * h_d, h * h_d
+def attention_spec(derivation: Derivation) -> Attention:
+    """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none."""
+    spec = derivation.architecture.attention
+    if spec is None:
+        family = derivation.architecture
+        raise LlmcountError(
+            f"FLOPs and the KV cache are not derived for {family.title} ({family.name}) yet: "
+            "its record has no [attention] section"
+        )
+    return spec
 
 
-def score_flops(attention: str, causal: bool) -> list[FlopTerm]:
+def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
     """Per token per layer: :math:`2 S\\,h d_{qk}` for :math:`QK^\\top` and :math:`2 S\\,h d_v` for :math:`AV`
-    (full matrix); causal: :math:`(S+1)` instead of :math:`2S`, the mean of the S(S+1)/2 pairs over S tokens."""
-    qk, v = attention_widths(attention)
+    (full matrix); causal: :math:`(S+1)` instead of :math:`2S`, the mean of the S(S+1)/2 pairs over S tokens.
+    The widths come from the record: :math:`h h_d` (GQA), :math:`d` (GPT-2), :math:`h(d_{nope}+d_{rope})` and
+    :math:`h d_v` (MLA)."""
     pairs = (S + 1) if causal else 2 * S  # 2 · (query-key pairs per token)
     span = "the S(S+1)/2 causal pairs" if causal else "the full S×S matrix"
     return [
-        FlopTerm("attention/scores", pairs * qk, f"attention scores Q·K^T over {span}", N),
-        FlopTerm("attention/values", pairs * v, f"attention-weighted values A·V over {span}", N),
+        FlopTerm("attention/scores", pairs * spec.qk, f"attention scores Q·K^T over {span}", spec.layers),
+        FlopTerm("attention/values", pairs * spec.v, f"attention-weighted values A·V over {span}", spec.layers),
     ]
 
 
@@ -149,7 +154,7 @@ class Flops:
         the LM head last."""
         linear = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
         after_attention = sum(1 for t in linear if t.path.startswith("attention/"))
-        scores = score_flops(self.derivation.architecture.attention, self.causal)
+        scores = score_flops(attention_spec(self.derivation), self.causal)
         return (*linear[:after_attention], *scores, *linear[after_attention:], head_flops())
 
     @cached_property

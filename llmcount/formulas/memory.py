@@ -19,7 +19,9 @@ from sympy import Add, Expr, Symbol, ceiling
 
 from ..errors import LlmcountError
 from .derivation import Derivation, evaluate_int
-from .symbols import B, N, S, d, d_nope, d_rope, d_v, h, h_d, h_kv, r_kv
+from .flops import attention_spec
+from .records import Attention
+from .symbols import B, S
 
 P = Symbol("P", positive=True, integer=True)
 """The model's total parameter count, as one symbol, to keep memory formulas short."""
@@ -38,14 +40,6 @@ INFERENCE_ASSUMPTIONS = (
     "every parameter stored in the weights' dtype; the KV cache of B sequences of S tokens in the KV dtype; "
     "activations, temporary buffers, the framework and fragmentation are not counted unless an overhead is stated"
 )
-KV_NOTE = {
-    "gqa": "keys and values: 2 · N · h_kv · h_d elements per token",
-    "fused": "keys and values: 2 · N · d elements per token (h heads of d/h)",
-    "mla": "the MLA latent: N · (r_kv + d_rope) elements per token, as serving engines and transformers store it",
-}
-MLA_EXPANDED_NOTE = (
-    "not in the total: MLA keys and values expanded to h heads, N · h · (d_nope + d_rope + d_v) elements per token"
-)
 
 
 def dtype(name: str) -> str:
@@ -62,13 +56,10 @@ def nbytes(elements: int, dtype_name: str) -> int:
     return -(-elements * BITS[dtype_name] // 8)
 
 
-def kv_elements_per_token(attention: str, expanded: bool = False) -> Expr:
-    """KV-cache elements per token over all layers (see the module docstring)."""
-    if attention == "mla":
-        return N * h * (d_nope + d_rope + d_v) if expanded else N * (r_kv + d_rope)
-    if attention == "fused":
-        return 2 * N * d
-    return 2 * N * h_kv * h_d
+def kv_elements_per_token(spec: Attention, expanded: bool = False) -> Expr:
+    """KV-cache elements per token over all attention layers (see the module docstring)."""
+    per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
+    return spec.layers * per_layer
 
 
 @dataclass(frozen=True)
@@ -141,7 +132,7 @@ def inference(
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
     parameters = derivation.evaluate(values).total
     env = {**values, P: parameters, S: seq, B: batch}
-    attention = derivation.architecture.attention
+    attention = attention_spec(derivation)
 
     lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
     if group_size is not None:
@@ -149,10 +140,11 @@ def inference(
         note = f"one {scale_dtype} scale per group of G = {group_size} parameters (no zero points)"
         lines.append(_amount("quantisation_scales", ceiling(P / group_size), scale_dtype, env, note))
     per_token = kv_elements_per_token(attention)
-    lines.append(_amount("kv_cache", B * S * per_token, kv_dtype, env, f"{KV_NOTE[attention]}, for B·S tokens"))
-    if attention == "mla":
+    lines.append(_amount("kv_cache", B * S * per_token, kv_dtype, env, f"{attention.note}, for B·S tokens"))
+    if attention.kv_expanded is not None:
         expanded = B * S * kv_elements_per_token(attention, expanded=True)
-        lines.append(_amount("kv_cache_expanded", expanded, kv_dtype, env, MLA_EXPANDED_NOTE, in_total=False))
+        note = attention.expanded_note
+        lines.append(_amount("kv_cache_expanded", expanded, kv_dtype, env, note, in_total=False))
     if overhead_percent:
         counted = [line for line in lines if line.in_total]
         base = sum(line.bytes for line in counted)

@@ -11,8 +11,8 @@ from typing import Any
 
 import jinja2
 
+from ..formulas.config import Model
 from ..formulas.derivation import ACTIVATED_DEFINITION, EMBEDDING_DEFINITION, Derivation
-from ..formulas.hf import Model
 from ..formulas.symbols import GLOSSARY
 from .filters import FILTERS
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LlmcountError
-from ..formulas.hf import Model
+from ..formulas.config import Model
 from .filters import count, pct
 
 FORMATS = ("png", "svg", "pdf")

@@ -24,7 +24,7 @@ from sympy import Expr, Poly
 from ..analysis.approx import top_terms
 from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtype, total_size
 from ..errors import LlmcountError
-from ..formulas.hf import Model, config_key, read_config
+from ..formulas.config import Model, config_key, read_config
 from ..formulas.symbols import (
     GLOSSARY,
     N,
@@ -263,9 +263,7 @@ class Variable:
 def variables(model: Model) -> list[Variable]:
     """The glossary rows of the symbols this model uses, with this model's values."""
     return [
-        Variable(
-            e.latex, config_key(model.architecture.name, e.symbol), e.meaning, e.symbol.name, model.values[e.symbol]
-        )
+        Variable(e.latex, config_key(model, e.symbol), e.meaning, e.symbol.name, model.values[e.symbol])
         for e in GLOSSARY
         if e.symbol in model.values and e.symbol in model.derivation.symbols
     ]
@@ -289,9 +287,9 @@ def features(model: Model) -> dict[str, Any]:
         "shared_experts": "moe/shared_experts" in paths,
         "dense_layers": model.derivation.per_dense_layer is not None,
         "classic_mlp": "mlp/c_fc" in paths,
-        "experts_d_ff": model.architecture.expert_width == d_ff,  # Mixtral: experts as wide as d_ff
-        "tied": model.options.tied,
-        "layer_norm": model.architecture.norm == "layer",
+        "experts_d_ff": any(t.routed and d_ff in t.expr.free_symbols for t in model.derivation.terms),  # Mixtral
+        "tied": model.tied,
+        "layer_norm": "norms/ln_1" in paths,
         "attention_kind": kind,
         "group_size": heads // kv_heads if kind == "gqa" else None,
         "q_width": heads * v[h_d] if h_d in v else None,  # h·h_d, when it may differ from d

@@ -1,0 +1,265 @@
+"""The one generic reader: a family record + a parsed ``config.json`` -> the values of the glossary's symbols.
+
+Keys come from the record, verbatim, with the defaults of the family's transformers config class. Nothing
+here knows a family by name: what differs between families is data in their records.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from sympy import Symbol
+
+from ..errors import LlmcountError
+from . import records
+from .blocks import Term
+from .derivation import Counts, Derivation
+from .expressions import Unknown, condition_names
+from .records import NONE, REQUIRED, Family, Rule, SymbolSpec
+from .symbols import GLOSSARY
+
+MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
+MAX_LAYERS = 100_000  # layers walked one by one to count the layers of each kind
+MAX_LIST = 100_000  # entries of a list-valued key (layer_types, mlp_only_layers)
+_EVALUATION_ERRORS = (Unknown, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError)
+
+
+class RuleRefusal(LlmcountError):
+    """A config refused by one of its record's ``checks`` or ``refuse`` rules: a stated reason."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A config read with its family's record: the values of the symbols and the terms it has."""
+
+    name: str
+    source: str
+    architecture: Family
+    values: dict[Symbol, int]
+    terms: tuple[Term, ...]
+    dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
+
+    @cached_property
+    def derivation(self) -> Derivation:
+        return Derivation(self.architecture, self.terms)
+
+    @cached_property
+    def counts(self) -> Counts:
+        return self.derivation.evaluate(self.values)
+
+    @property
+    def tied(self) -> bool:
+        """Whether the LM head shares the token embedding (the record has a head this config leaves out)."""
+        has_head = any(c.term.path == "head/lm_head" for c in self.architecture.choices)
+        return has_head and all(t.path != "head/lm_head" for t in self.terms)
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    if isinstance(value, (list, dict)):
+        return f"a {'list' if isinstance(value, list) else 'JSON object'}"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class _Reader:
+    """Typed, checked access to one config's keys; every error names the source and the key."""
+
+    def __init__(self, config: Mapping[str, Any], source: str, family: Family):
+        self.config, self.source, self.family = config, source, family
+        self.defaulted: dict[str, str] = {}  # symbols given by a default: name -> key
+
+    def fail(self, message: str) -> LlmcountError:
+        return LlmcountError(f"{self.source}: {message}")
+
+    def present(self, key: str) -> list[str]:
+        """The names (the key and its aliases) under which the config gives ``key``."""
+        names = [key, *self.family.aliases.get(key, ())]
+        found = [name for name in names if name in self.config]
+        if len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
+            raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
+        return found
+
+    def integer(self, key: str, value: Any, minimum: int) -> int:
+        if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SIZE:
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"key '{key}' must be an integer, got {describe(value)}")
+        if value < minimum:
+            raise self.fail(f"key '{key}' must be {'positive' if minimum == 1 else 'at least 0'}, got {value}")
+        if value > MAX_SIZE:
+            raise self.fail(f"key '{key}' is {value:.3g}, larger than any model's ({MAX_SIZE:,} at most)")
+        return value
+
+    def symbol(self, spec: SymbolSpec, namespace: dict[str, Any]) -> int | None:
+        found = self.present(spec.key)
+        if found and self.config[found[0]] is not None:
+            return self.integer(found[0], self.config[found[0]], spec.minimum)
+        if found:  # null
+            if spec.null is None:
+                raise self.fail(
+                    f"key '{spec.key}' must be an integer, got null ({self.family.name} has no meaning for null)"
+                )
+            if spec.null == NONE:
+                return None
+            return self.derived(spec, spec.null, namespace)
+        if spec.default is REQUIRED:
+            raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
+        self.defaulted[spec.symbol.name] = spec.key
+        return self.derived(spec, spec.default, namespace)
+
+    def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:
+        """A default or null value computed from the symbols read before it."""
+        try:
+            value = rule(namespace)
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
+        what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
+        return self.integer(what, value, spec.minimum)
+
+    def key(self, key: str, default: Any) -> Any:
+        """Another key (a switch, a layer pattern): of the type of its default, or null where the default is."""
+        found = self.present(key)
+        if not found:
+            return default
+        value = self.config[found[0]]
+        if default is None:
+            ok = value is None or (not isinstance(value, (dict, float)))
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = not isinstance(value, bool) and isinstance(value, int)
+        else:
+            ok = isinstance(value, type(default)) or value is None
+        if not ok:
+            raise self.fail(f"key '{key}' must be {_kind(default)}, got {describe(value)}")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
+            raise self.fail(f"key '{key}' is {value:.3g}, larger than any model's ({MAX_SIZE:,} at most)")
+        if isinstance(value, list):
+            if len(value) > MAX_LIST:
+                raise self.fail(f"key '{key}' has {len(value):,} entries, more than {MAX_LIST:,}")
+            if not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
+                raise self.fail(f"key '{key}' must be a list of integers or strings")
+        return value
+
+    def rule(self, rule: Rule, namespace: Mapping[str, Any]) -> bool:
+        try:
+            return bool(rule.test(namespace))
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"{rule.message} (cannot check {rule.text!r}: {exc})") from None
+
+
+def _kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, list):
+        return "a list"
+    return "a string" if isinstance(default, str) else "a value"
+
+
+def read_config(config: Any, source: str, name: str | None = None) -> Model:
+    """Read a parsed ``config.json`` into a :class:`Model`; raise LlmcountError on bad input."""
+    if not isinstance(config, dict):
+        raise LlmcountError(f"{source}: a config must be a JSON object, got {describe(config)}")
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise LlmcountError(f"{source}: required key 'model_type' is missing")
+    family = find_family(model_type, source)
+    reader = _Reader(config, source, family)
+
+    namespace: dict[str, Any] = {}
+    for key, default in family.keys.items():
+        namespace[key] = reader.key(key, default)
+    values: dict[Symbol, int] = {}
+    for spec in family.symbols:
+        value = reader.symbol(spec, namespace)
+        namespace[spec.symbol.name] = namespace[spec.key] = value
+        if value is not None:
+            values[spec.symbol] = value
+    for rule in family.refuse:
+        if reader.rule(rule, namespace):
+            raise RuleRefusal(f"{source}: {_message(rule, namespace)} (model_type {family.name})")
+    for rule in family.checks:
+        if not reader.rule(rule, namespace):
+            defaults = [
+                f"{reader.defaulted[name]} ({namespace[name]}, {family.name}'s default when the key is absent)"
+                for name in condition_names(rule.text)
+                if name in reader.defaulted
+            ]
+            raise RuleRefusal(f"{source}: {_message(rule, namespace)}" + "".join(f"; {d}" for d in defaults))
+    _count_layers(reader, namespace, values)
+    try:
+        terms = family.terms_for(namespace, values)
+    except _EVALUATION_ERRORS as exc:
+        raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
+    used = set().union(*(t.activated.free_symbols | t.total.free_symbols for t in terms))
+    if family.attention is not None:
+        spec = family.attention
+        exprs = (spec.layers, spec.qk, spec.v, spec.kv, spec.kv_expanded)
+        used |= set().union(*(e.free_symbols for e in exprs if e is not None))
+    # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
+    left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used
+    ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
+    dtype = config.get("dtype", config.get("torch_dtype"))
+    return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None)
+
+
+def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:
+    """A rule's message with ``{symbol}`` fields filled in from the config's values."""
+    try:
+        return rule.message.format_map(namespace)
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return rule.message
+
+
+def _count_layers(reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]) -> None:
+    """Each layer-count symbol: how many of the N layers satisfy its condition."""
+    if not reader.family.layers:
+        return
+    layers = namespace["N"]
+    if layers > MAX_LAYERS:
+        raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
+    scope = dict(namespace)
+    for symbol, test, text in reader.family.layers:
+        try:
+            total = 0
+            for i in range(layers):
+                scope["i"] = i
+                total += bool(test(scope))
+        except _EVALUATION_ERRORS as exc:
+            raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
+        values[symbol] = namespace[symbol.name] = scope[symbol.name] = total
+
+
+def find_family(model_type: Any, source: str) -> Family:
+    """The record of a config's model_type; an unknown one is refused by name with the closest known names."""
+    family = records.family(model_type) if isinstance(model_type, str) else None
+    if family is not None:
+        return family
+    known = records.names()
+    close = difflib.get_close_matches(model_type, known, n=3, cutoff=0.6) if isinstance(model_type, str) else []
+    hint = f"; closest: {', '.join(close)}" if close else f"; {len(known)} are supported (llmcount list)"
+    shown = repr(model_type)[:60]
+    raise LlmcountError(f"{source}: unsupported model_type {shown}{hint}")
+
+
+def config_key(model: Model | Family, symbol: Symbol) -> str:
+    """The key (or layer condition) a family's config.json gives ``symbol`` under, verbatim: ``n`` is
+    ``num_local_experts`` for Mixtral and ``n_routed_experts`` for DeepSeek."""
+    family = model.architecture if isinstance(model, Model) else model
+    return family.key_of(symbol) or GLOSSARY_KEYS[symbol]
+
+
+# The glossary's key column lists every family's name for a symbol; its first name is the common one.
+GLOSSARY_KEYS: dict[Symbol, str] = {e.symbol: e.key if e.key.startswith("(") else e.key.split(" ")[0] for e in GLOSSARY}

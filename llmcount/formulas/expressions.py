@@ -1,0 +1,185 @@
+"""The two small languages of a family record, read with Python's ``ast`` and never evaluated as code.
+
+* A **formula** (a term's ``expr`` and ``layers``, attention widths) becomes a sympy expression over the
+  glossary's symbols: integers, ``+ - * / **`` and parentheses.
+* A **condition** (defaults, ``when``, ``[layers]``, ``checks``, ``refuse``) is compiled, node by node, into
+  a Python closure over a namespace of values: symbols, config keys and the layer index ``i``.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sympy import Expr, Integer
+
+from .symbols import BY_NAME
+
+MAX_LENGTH = 1000
+
+
+class RecordError(ValueError):
+    """A record's own text is wrong: raised while loading a record, naming the record and the field."""
+
+
+class Unknown(LookupError):
+    """A condition needs a name the namespace does not have (e.g. a required size with no config)."""
+
+
+def _tree(text: str, where: str) -> ast.expr:
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_LENGTH:
+        raise RecordError(f"{where}: expected a non-empty expression of at most {MAX_LENGTH} characters")
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        raise RecordError(f"{where}: cannot read {text!r}") from None
+
+
+_ARITHMETIC = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+
+
+def formula(text: str, where: str) -> Expr:
+    """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses."""
+
+    def build(node: ast.expr) -> Expr:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in BY_NAME:
+                raise RecordError(f"{where}: {node.id!r} is not a glossary symbol (formulas/symbols.py)")
+            return BY_NAME[node.id].symbol
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -build(node.operand)
+        if isinstance(node, ast.BinOp):
+            left, right = build(node.left), build(node.right)
+            ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+            if type(node.op) in ops:
+                return ops[type(node.op)](left, right)
+            if isinstance(node.op, ast.Pow) and right.is_Integer and 0 <= right <= 8:
+                return left**right
+        raise RecordError(f"{where}: {ast.unparse(node)!r} is not allowed in a formula")
+
+    return build(_tree(text, where))
+
+
+Namespace = Mapping[str, Any]
+Condition = Callable[[Namespace], Any]
+
+
+def condition(text: str, where: str) -> Condition:
+    """Compile a condition into a function of a namespace; evaluating it raises :class:`Unknown` for a
+    missing name and ``ValueError``/``TypeError``/``ZeroDivisionError``/``IndexError`` on bad values."""
+    return _compile(_tree(text, where), where)
+
+
+def _compile(node: ast.expr, where: str) -> Condition:
+    if isinstance(node, ast.Constant) and (node.value is None or type(node.value) in (int, str, bool)):
+        value = node.value
+        return lambda ns: value
+    if isinstance(node, ast.Name):
+        name = node.id
+
+        def lookup(ns: Namespace) -> Any:
+            if name not in ns:
+                raise Unknown(name)
+            return ns[name]
+
+        return lookup
+    if isinstance(node, ast.List):
+        items = [_compile(item, where) for item in node.elts]
+        return lambda ns: [item(ns) for item in items]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        operand = _compile(node.operand, where)
+        if isinstance(node.op, ast.Not):
+            return lambda ns: not operand(ns)
+        return lambda ns: -_int(operand(ns))
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        op, left, right = _ARITHMETIC[type(node.op)], _compile(node.left, where), _compile(node.right, where)
+        return lambda ns: op(_int(left(ns)), _int(right(ns)))
+    if isinstance(node, ast.BoolOp):
+        parts = [_compile(value, where) for value in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda ns: all(part(ns) for part in parts)
+        return lambda ns: any(part(ns) for part in parts)
+    if isinstance(node, ast.IfExp):
+        test, body, orelse = (_compile(n, where) for n in (node.test, node.body, node.orelse))
+        return lambda ns: body(ns) if test(ns) else orelse(ns)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _comparison(type(node.ops[0]), _compile(node.left, where), _compile(node.comparators[0], where))
+    if isinstance(node, ast.Subscript):
+        value, index = _compile(node.value, where), _compile(node.slice, where)
+
+        def item(ns: Namespace) -> Any:
+            container = value(ns)
+            if not isinstance(container, (list, str)):
+                raise TypeError(f"cannot index {type(container).__name__}")
+            return container[_int(index(ns))]
+
+        return item
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        return _call(node.func.id, [_compile(arg, where) for arg in node.args], where)
+    raise RecordError(f"{where}: {ast.unparse(node)!r} is not allowed in a condition")
+
+
+def condition_names(text: str) -> list[str]:
+    """The names a condition reads, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
+        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS:
+            seen.setdefault(node.id)
+    return list(seen)
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return value
+
+
+_COMPARISONS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
+
+
+def _comparison(kind: type, left: Condition, right: Condition) -> Condition:
+    if kind in (ast.In, ast.NotIn):
+        negate = kind is ast.NotIn
+
+        def member(ns: Namespace) -> bool:
+            container = right(ns)
+            if not isinstance(container, (list, str)):
+                raise TypeError(f"'in' needs a list, got {container!r}")
+            return (left(ns) in container) != negate
+
+        return member
+    op = _COMPARISONS[kind]
+    return lambda ns: op(left(ns), right(ns))
+
+
+_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "len": (1, len),
+    "min": (2, min),
+    "max": (2, max),
+}
+
+
+def _call(name: str, args: list[Condition], where: str) -> Condition:
+    if name not in _FUNCTIONS or len(args) != _FUNCTIONS[name][0]:
+        raise RecordError(f"{where}: only len(x), min(a, b) and max(a, b) may be called, not {name}()")
+    function = _FUNCTIONS[name][1]
+    return lambda ns: function(*(arg(ns) for arg in args))

@@ -1,0 +1,319 @@
+"""Family records: one TOML file per ``model_type`` in ``families/``, loaded lazily and checked as it loads.
+
+The format is described in ``families/README.md``. A :class:`Family` holds a record's parts parsed once:
+symbols and how the config gives them, the other keys with their defaults, layer-count conditions, checks,
+refusals, the ordered terms and, optionally, what the cost formulas need to know about attention.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache, cached_property
+from importlib import resources
+from typing import Any
+
+from sympy import Expr, Integer, Symbol
+
+from .blocks import ONE, Term
+from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
+from .symbols import BY_NAME, N
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+REQUIRED = object()  # a symbol's key without a default
+NONE = "none"  # null = "none": the symbol then has no value
+
+
+@dataclass(frozen=True)
+class SymbolSpec:
+    """How a config gives one symbol: its key, the default when the key is absent, what null means."""
+
+    symbol: Symbol
+    key: str
+    default: Any = REQUIRED  # REQUIRED, or a Condition computing the default from the symbols before it
+    default_text: str = ""
+    null: Any = None  # None: null is refused; NONE: no value; else a Condition
+
+    @property
+    def minimum(self) -> int:
+        return 1 if self.symbol.is_positive else 0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition with the message a config gets when it fails (``checks``) or holds (``refuse``)."""
+
+    test: Condition
+    text: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A term of the record and the condition under which a config has it."""
+
+    term: Term
+    when: Condition | None = None
+    when_text: str = ""
+
+
+@dataclass(frozen=True)
+class Attention:
+    """What FLOPs and the KV cache need: which layers attend, the score and value widths, the cache per token."""
+
+    layers: Expr
+    qk: Expr
+    v: Expr
+    kv: Expr
+    note: str
+    kv_expanded: Expr | None = None
+    expanded_note: str = ""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family record, parsed and checked."""
+
+    name: str  # the config's model_type
+    title: str
+    kind: str
+    example: str
+    aliases: Mapping[str, tuple[str, ...]]
+    symbols: tuple[SymbolSpec, ...]
+    keys: Mapping[str, Any]
+    layers: tuple[tuple[Symbol, Condition, str], ...]
+    checks: tuple[Rule, ...]
+    refuse: tuple[Rule, ...]
+    choices: tuple[Choice, ...]
+    attention: Attention | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return any(c.term.routed for c in self.choices)
+
+    def key_of(self, symbol: Symbol) -> str | None:
+        """The config key this family reads ``symbol`` from, or the condition counting its layers."""
+        for spec in self.symbols:
+            if spec.symbol == symbol:
+                return spec.key
+        for counted, _, text in self.layers:
+            if counted == symbol:
+                return ", ".join(n for n in condition_names(text) if n != "i" and n not in BY_NAME) or text
+        return None
+
+    @cached_property
+    def default_terms(self) -> tuple[Term, ...]:
+        """The terms of the family's own defaults: every term whose condition holds on the ``[keys]`` defaults
+        (a condition that needs a size the record does not default counts as holding)."""
+        namespace = dict(self.keys)
+        for spec in self.symbols:  # symbols whose default is a plain number (q_lora_rank = 1536)
+            if spec.default_text.isdigit():
+                namespace[spec.key] = namespace[spec.symbol.name] = int(spec.default_text)
+        chosen = []
+        for choice in self.choices:
+            try:
+                keep = choice.when is None or bool(choice.when(namespace))
+            except (Unknown, TypeError, ValueError, IndexError, ZeroDivisionError):
+                keep = True
+            if keep:
+                chosen.append(choice.term)
+        return tuple(chosen)
+
+    def terms_for(self, namespace: Mapping[str, Any], values: Mapping[Symbol, int]) -> tuple[Term, ...]:
+        """The terms of one config: those whose condition holds, with layer counts that are 0 or N replaced by
+        their value and terms on no layer left out."""
+        replacements = {}
+        for symbol, _, _ in self.layers:
+            if values.get(symbol) == 0:
+                replacements[symbol] = Integer(0)
+            elif values.get(symbol) == values.get(N):
+                replacements[symbol] = N
+        chosen = []
+        for choice in self.choices:
+            if choice.when is not None and not choice.when(namespace):
+                continue
+            layers = choice.term.layers.subs(replacements) if replacements else choice.term.layers
+            if layers != 0:
+                chosen.append(replace(choice.term, layers=layers))
+        return tuple(chosen)
+
+
+def _table(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: expected a table")
+    return data
+
+
+def _text(data: Mapping[str, Any], field: str, where: str, default: str | None = None) -> str:
+    value = data.get(field, default)
+    if not isinstance(value, str):
+        raise RecordError(f"{where}: '{field}' must be a string")
+    return value
+
+
+def _symbol(name: str, where: str) -> Symbol:
+    if name not in BY_NAME:
+        raise RecordError(f"{where}: {name!r} is not a glossary symbol (formulas/symbols.py)")
+    return BY_NAME[name].symbol
+
+
+def _value_condition(value: Any, where: str) -> Condition:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise RecordError(f"{where}: expected an integer or an expression")
+    return condition(str(value), where)
+
+
+def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
+    symbol = _symbol(name, where)
+    if isinstance(spec, str):
+        return SymbolSpec(symbol, spec)
+    spec = _table(spec, where)
+    unknown = set(spec) - {"key", "default", "null"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    key = _text(spec, "key", where)
+    default = REQUIRED
+    if "default" in spec:
+        default = _value_condition(spec["default"], f"{where}.default")
+    null = spec.get("null")
+    if null is not None and null != NONE:
+        null = _value_condition(null, f"{where}.null")
+    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null)
+
+
+def _rules(data: Any, where: str) -> tuple[Rule, ...]:
+    if not isinstance(data, list) or not all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in data
+    ):
+        raise RecordError(f"{where}: expected a list of [condition, message] pairs")
+    return tuple(Rule(condition(text, f"{where} {text!r}"), text, message) for text, message in data)
+
+
+_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding"}
+
+
+def _choice(data: Any, where: str) -> Choice:
+    data = _table(data, where)
+    unknown = set(data) - _TERM_FIELDS
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    path = _text(data, "path", where)
+    where = f"{where} ({path})"
+    flags = {f: data.get(f, False) for f in ("routed", "embedding")}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise RecordError(f"{where}: 'routed' and 'embedding' must be true or false")
+    term = Term(
+        path=path,
+        expr=formula(_text(data, "expr", where), f"{where}.expr"),
+        note=_text(data, "note", where, ""),
+        layers=formula(_text(data, "layers", where, "1"), f"{where}.layers"),
+        **flags,
+    )
+    when = data.get("when")
+    if when is None:
+        return Choice(term)
+    return Choice(term, condition(_text(data, "when", where), f"{where}.when"), when)
+
+
+def _attention(data: Any, where: str) -> Attention:
+    data = _table(data, where)
+    parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
+    expanded = data.get("kv_expanded")
+    return Attention(
+        **parts,
+        note=_text(data, "note", where, ""),
+        kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
+        expanded_note=_text(data, "expanded_note", where, ""),
+    )
+
+
+def parse_record(data: Mapping[str, Any], where: str) -> Family:
+    """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
+    fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
+    unknown = set(data) - fields - {"terms", "attention"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in aliases.values()):
+        raise RecordError(f"{where} [aliases]: each key takes a list of other names")
+    symbols = tuple(
+        _symbol_spec(name, spec, f"{where} [symbols] {name}")
+        for name, spec in _table(data.get("symbols", {}), f"{where} [symbols]").items()
+    )
+    layers = tuple(
+        (_symbol(name, f"{where} [layers]"), condition(text, f"{where} [layers] {name}"), text)
+        for name, text in _table(data.get("layers", {}), f"{where} [layers]").items()
+    )
+    terms = data.get("terms")
+    if not isinstance(terms, list) or not terms:
+        raise RecordError(f"{where}: a record needs [[terms]]")
+    family = Family(
+        name=_text(data, "model_type", where),
+        title=_text(data, "title", where),
+        kind=_text(data, "kind", where, "dense"),
+        example=_text(data, "example", where, ""),
+        aliases={k: tuple(v) for k, v in aliases.items()},
+        symbols=symbols,
+        keys=_table(data.get("keys", {}), f"{where} [keys]"),
+        layers=layers,
+        checks=_rules(data.get("checks", []), f"{where} checks"),
+        refuse=_rules(data.get("refuse", []), f"{where} refuse"),
+        choices=tuple(_choice(t, f"{where} terms[{i}]") for i, t in enumerate(terms)),
+        attention=_attention(data["attention"], f"{where} [attention]") if "attention" in data else None,
+    )
+    _check_names(family, where)
+    return family
+
+
+def _check_names(family: Family, where: str) -> None:
+    """Every symbol a term uses is read by the record or counted in [layers]."""
+    known = {s.symbol for s in family.symbols} | {s for s, _, _ in family.layers}
+    for choice in family.choices:
+        missing = (choice.term.expr.free_symbols | choice.term.layers.free_symbols) - known
+        if missing:
+            names = ", ".join(sorted(s.name for s in missing))
+            raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
+    paths = [c.term.path for c in family.choices]
+    duplicates = {p for p in paths if paths.count(p) > 1}
+    if duplicates:
+        raise RecordError(f"{where}: duplicate term paths {sorted(duplicates)}")
+
+
+_FOLDER = "families"
+
+
+@cache
+def names() -> tuple[str, ...]:
+    """Every model_type that has a record, sorted."""
+    folder = resources.files(__package__).joinpath(_FOLDER)
+    return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+@cache
+def family(model_type: str) -> Family | None:
+    """The record of ``model_type``, loaded once; None when there is none."""
+    if model_type not in names():
+        return None
+    text = resources.files(__package__).joinpath(_FOLDER).joinpath(f"{model_type}.toml").read_text("utf-8")
+    where = f"families/{model_type}.toml"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"{where}: {exc}") from None
+    record = parse_record(data, where)
+    if record.name != model_type:
+        raise RecordError(f"{where}: model_type {record.name!r} does not match the file name")
+    return record
+
+
+def families() -> tuple[Family, ...]:
+    """Every record (loads them all: for listing)."""
+    return tuple(f for f in map(family, names()) if f is not None)
+
+
+__all__ = ["ONE", "Attention", "Family", "RecordError", "families", "family", "names", "parse_record"]

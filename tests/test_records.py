@@ -1,0 +1,96 @@
+"""Every family record against transformers: the config class's defaults and hypothesis-drawn configs.
+
+The oracle is ``sum(numel())`` over the parameters of ``AutoModelForCausalLM.from_config`` built on the meta
+device (``tests/oracle.py``), for the versions pinned in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal, read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+FAMILIES = records.names()
+
+
+def llmcount_total(config: dict) -> int:
+    return read_config(config, "test config").counts.total
+
+
+def required_keys(family: records.Family) -> list[str]:
+    return [spec.key for spec in family.symbols if spec.default is records.REQUIRED]
+
+
+# Config classes whose defaults describe no model that can run, refused by a rule of the record (the reason).
+REFUSED_DEFAULTS = {
+    "deepseek_v2": "num_experts_per_tok",  # DeepseekV2Config defaults it to None: no top-k routing, no forward pass
+}
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+def test_class_defaults(model_type: str) -> None:
+    """The config class's defaults, given in full (as `to_dict` writes them) and with only the required keys."""
+    full = oracle.class_defaults(model_type)
+    if model_type in REFUSED_DEFAULTS:
+        with pytest.raises(RuleRefusal, match=REFUSED_DEFAULTS[model_type]):
+            llmcount_total(full)
+        full = {**full, REFUSED_DEFAULTS[model_type]: 1}
+    expected = oracle.meta_total(full)
+    assert llmcount_total(full) == expected, f"{model_type}: class defaults ({oracle.VERSIONS})"
+    family = records.family(model_type)
+    minimal = {"model_type": model_type, **{key: full[key] for key in required_keys(family) if key in full}}
+    assert llmcount_total(minimal) == expected, f"{model_type}: only the required keys given ({oracle.VERSIONS})"
+
+
+SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
+
+
+@st.composite
+def drawn_config(draw, family: records.Family) -> dict:
+    """The class defaults with small layer counts and sizes drawn for the record's symbols, and its switches flipped;
+    some defaulted keys left out so that the record's defaults are exercised."""
+    config = {"model_type": family.name}
+    defaults = oracle.class_defaults(family.name)
+    for spec in family.symbols:
+        if spec.default is not records.REQUIRED and draw(st.booleans()):
+            continue  # absent: the record's default must be transformers' default
+        if spec.symbol.name == "N":
+            config[spec.key] = draw(st.integers(1, 4))
+        elif spec.symbol.name in ("V", "n_pos"):
+            config[spec.key] = draw(st.sampled_from([16, 24, 32, 40]))
+        else:
+            value = draw(SIZES)
+            config[spec.key] = value if spec.minimum or value > 1 else 0
+    for key, default in family.keys.items():
+        if isinstance(default, bool):
+            config[key] = draw(st.booleans())
+    # keys the record does not read, which transformers may check against what it does (lists per layer)
+    aliases = {name for key, names in family.aliases.items() for name in (key, *names)}
+    unread = {k: v for k, v in defaults.items() if k not in config and k not in aliases}
+    config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
+    return config
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_configs(model_type: str, data) -> None:
+    family = records.family(model_type)
+    config = data.draw(drawn_config(family))
+    try:
+        expected = oracle.meta_total(config)
+    except oracle.TransformersRejected:
+        assume(False)  # transformers refuses it: nothing to compare
+    try:
+        got = llmcount_total(config)
+    except RuleRefusal:  # a stated reason: transformers builds a model that cannot run, or one not supported
+        assume(False)
+    except LlmcountError as error:  # refusing what transformers builds is only right for a stated reason
+        pytest.fail(f"{model_type}: refused a config transformers builds: {error}\n{config}")
+    assert got == expected, f"{model_type}: {config} ({oracle.VERSIONS})"
