@@ -190,3 +190,19 @@ def class_defaults(model_type: str) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
+
+
+# Config classes whose defaults describe no model that can run: the key a family record refuses them by, and
+# the value that makes them one.
+REFUSED_DEFAULTS = {
+    "deepseek_v2": ("num_experts_per_tok", 6),  # DeepseekV2Config defaults it to None: no top-k routing
+}
+
+
+def runnable_defaults(model_type: str) -> dict[str, Any]:
+    """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` set to a value a model can run with."""
+    config = class_defaults(model_type)
+    if model_type in REFUSED_DEFAULTS:
+        key, value = REFUSED_DEFAULTS[model_type]
+        config[key] = value
+    return config

@@ -27,20 +27,14 @@ def required_keys(family: records.Family) -> list[str]:
     return [spec.key for spec in family.symbols if spec.default is records.REQUIRED]
 
 
-# Config classes whose defaults describe no model that can run, refused by a rule of the record (the reason).
-REFUSED_DEFAULTS = {
-    "deepseek_v2": "num_experts_per_tok",  # DeepseekV2Config defaults it to None: no top-k routing, no forward pass
-}
-
-
 @pytest.mark.parametrize("model_type", FAMILIES)
 def test_class_defaults(model_type: str) -> None:
     """The config class's defaults, given in full (as `to_dict` writes them) and with only the required keys."""
     full = oracle.class_defaults(model_type)
-    if model_type in REFUSED_DEFAULTS:
-        with pytest.raises(RuleRefusal, match=REFUSED_DEFAULTS[model_type]):
+    if model_type in oracle.REFUSED_DEFAULTS:  # refused by a rule of the record, for the reason it states
+        with pytest.raises(RuleRefusal, match=oracle.REFUSED_DEFAULTS[model_type][0]):
             llmcount_total(full)
-        full = {**full, REFUSED_DEFAULTS[model_type]: 1}
+        full = oracle.runnable_defaults(model_type)
     expected = oracle.meta_total(full)
     assert llmcount_total(full) == expected, f"{model_type}: class defaults ({oracle.VERSIONS})"
     family = records.family(model_type)
@@ -56,7 +50,7 @@ def drawn_config(draw, family: records.Family) -> dict:
     """The class defaults with small layer counts and sizes drawn for the record's symbols, and its switches flipped;
     some defaulted keys left out so that the record's defaults are exercised."""
     config = {"model_type": family.name}
-    defaults = oracle.class_defaults(family.name)
+    defaults = oracle.runnable_defaults(family.name)
     for spec in family.symbols:
         if spec.default is not records.REQUIRED and draw(st.booleans()):
             continue  # absent: the record's default must be transformers' default

@@ -132,6 +132,8 @@ class _Reader:
         if not found:
             return default
         value = self.config[found[0]]
+        if value is None and isinstance(default, list):
+            return default  # a null list is an empty one (mlp_only_layers: null)
         if default is None:
             ok = value is None or (not isinstance(value, (dict, float)))
         elif isinstance(default, bool):
