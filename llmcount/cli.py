@@ -23,6 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
 SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder holding one, or a Hub id."
@@ -46,6 +47,25 @@ def fail(message: str) -> typer.Exit:
 
 def print_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"llmcount {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
+) -> None:
+    # No docstring: the app's help above is the one `llmcount --help` prints.
+    pass
 
 
 @app.command()
@@ -139,7 +159,7 @@ def list_(
 
 # Commands of the other subjects live in their own modules and register themselves on `app`.
 # (Imported here, at the bottom, so that `app` and the helpers above exist when they load.)
-from . import cli_analysis, cli_costs, cli_writeup  # noqa: E402, F401
+from . import cli_analysis, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
 
 
 def main() -> None:
