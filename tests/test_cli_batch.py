@@ -1,0 +1,163 @@
+"""`count` of many models and `scan` of a folder or a Hugging Face cache: one row per model, bad configs
+one line each on stderr, exit 1 at the end if any failed.
+
+Expected numbers are published figures or hand derivations, written here:
+  GPT-2       124,439,808 (HF model card); embedding = wte + wpe = 50257·768 + 1024·768 = 39,383,808 (tied head)
+  Llama-2-7B  6,738,415,616 (Meta); embedding = embed_tokens + untied lm_head = 2·32000·4096 = 262,144,000
+  Qwen3-32B   32,762,123,264 (sum of its safetensors index)
+"""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.presets import presets
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+GPT2, GPT2_EMBEDDING = 124_439_808, 50257 * 768 + 1024 * 768
+LLAMA2, LLAMA2_EMBEDDING = 6_738_415_616, 2 * 32000 * 4096
+QWEN3_32B = 32_762_123_264
+FIELDS = ["model", "family", "source", "total", "activated", "embedding", "non_embedding"]
+
+
+def run(*args, input=None):
+    result = runner.invoke(app, list(args), input=input)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def write_config(folder: Path, preset: str, **changes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.json"
+    path.write_text(json.dumps({**presets()[preset].config(), **changes}))
+    return path
+
+
+# --- count of several models -------------------------------------------------------------------------------------
+
+
+def test_several_models_make_a_compact_table():
+    result = run("count", "gpt2", "llama-2-7b", "qwen3-32b")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["model", "family", "total", "activated", "embedding"]
+    assert [line.split()[0] for line in lines[1:]] == ["gpt2", "llama-2-7b", "qwen3-32b"]
+    assert f"{GPT2:,}" in lines[1] and f"{LLAMA2:,}" in lines[2] and f"{QWEN3_32B:,}" in lines[3]
+    assert "262.14M" in lines[2]  # Llama-2-7B's embedding, in human form
+    assert result.stderr == ""
+
+
+def test_csv_has_a_header_and_exact_rows():
+    result = run("count", "gpt2", "llama-2-7b", "--csv")
+    assert result.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == FIELDS
+    gpt2, llama = rows
+    assert (gpt2["model"], gpt2["family"], gpt2["source"]) == ("gpt2", "gpt2", "preset gpt2")
+    assert int(gpt2["total"]) == int(gpt2["activated"]) == GPT2
+    assert int(gpt2["embedding"]) == GPT2_EMBEDDING
+    assert int(gpt2["non_embedding"]) == GPT2 - GPT2_EMBEDDING
+    assert int(llama["total"]) == LLAMA2 and int(llama["embedding"]) == LLAMA2_EMBEDDING
+
+
+def test_csv_or_jsonl_with_one_model_is_one_row():
+    rows = list(csv.DictReader(io.StringIO(run("count", "gpt2", "--csv").stdout)))
+    assert len(rows) == 1 and int(rows[0]["total"]) == GPT2
+    lines = run("count", "llama-2-7b", "--jsonl").stdout.splitlines()
+    assert len(lines) == 1
+    assert json.loads(lines[0]) == {
+        "model": "llama-2-7b",
+        "family": "llama",
+        "source": "preset llama-2-7b",
+        "total": LLAMA2,
+        "activated": LLAMA2,
+        "embedding": LLAMA2_EMBEDDING,
+        "non_embedding": LLAMA2 - LLAMA2_EMBEDDING,
+    }
+
+
+def test_jsonl_one_object_a_line():
+    lines = run("count", "gpt2", "qwen3-32b", "llama-2-7b", "--jsonl").stdout.splitlines()
+    assert [json.loads(line)["total"] for line in lines] == [GPT2, QWEN3_32B, LLAMA2]
+
+
+def test_json_of_several_models_is_a_list_of_count_objects():
+    data = json.loads(run("count", "gpt2", "llama-2-7b", "--json").stdout)
+    assert [d["total"] for d in data] == [GPT2, LLAMA2]
+    assert all("components" in d for d in data)
+
+
+def test_one_model_without_options_is_unchanged():
+    out = run("count", "qwen3-32b").stdout
+    assert out.startswith("qwen3-32b (Qwen3")
+    assert "attention/q_norm" in out and f"{QWEN3_32B:,}" in out
+
+
+@pytest.mark.parametrize("options", [("--json", "--csv"), ("--csv", "--jsonl"), ("--json", "--jsonl")])
+def test_two_output_formats_are_a_usage_error(options):
+    result = run("count", "gpt2", "llama-2-7b", *options)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert options[0] in result.stderr and options[1] in result.stderr
+
+
+def test_bad_configs_are_reported_and_the_rest_counted(tmp_path):
+    good = write_config(tmp_path / "good", "gpt2")
+    broken = tmp_path / "broken" / "config.json"
+    broken.parent.mkdir()
+    broken.write_text("{not json")
+    unsupported = write_config(tmp_path / "bert", "gpt2", model_type="bert")
+    specs = [str(good), str(broken), "llama-2-7b", str(unsupported), "no-such-preset"]
+    result = run("count", *specs, "--csv")
+    assert result.exit_code == 1
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [int(r["total"]) for r in rows] == [GPT2, LLAMA2]
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 4
+    assert str(broken) in errors[0] and "invalid JSON" in errors[0]
+    assert str(unsupported) in errors[1] and "bert" in errors[1]
+    assert "no-such-preset" in errors[2]
+    assert errors[3] == "llmcount: 3 of 5 configs failed"
+    assert all("Traceback" not in line for line in errors)
+
+
+def test_one_bad_model_in_a_table_still_exits_1():
+    result = run("count", "gpt2", "no-such-preset")
+    assert result.exit_code == 1
+    assert "gpt2" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "llmcount: 1 of 2 configs failed"
+
+
+def test_a_config_on_stdin():
+    config = json.dumps(presets()["llama-2-7b"].config())
+    data = json.loads(run("count", "-", "--json", input=config).stdout)
+    assert data["total"] == LLAMA2 and data["source"] == "stdin"
+    rows = run("count", "gpt2", "-", "--jsonl", input=config).stdout.splitlines()
+    assert [json.loads(line)["total"] for line in rows] == [GPT2, LLAMA2]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("", "stdin: empty"), ("{oops", "stdin: invalid JSON at line 1"), ("[1]", "JSON object")]
+)
+def test_bad_stdin_is_one_line(text, message):
+    result = run("count", "-", input=text)
+    assert result.exit_code == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_stdin_through_a_real_pipe():
+    config = json.dumps(presets()["gpt2"].config()).encode()
+    proc = subprocess.run(
+        [sys.executable, "-m", "llmcount", "count", "-", "--jsonl"], input=config, capture_output=True, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["total"] == GPT2
