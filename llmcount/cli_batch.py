@@ -6,11 +6,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cli import print_json
+from .cli import CsvOption, JsonlOption, app, fail, print_json
+from .errors import LlmcountError
 
 if TYPE_CHECKING:
     from .batch import Result
@@ -71,3 +72,43 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
     if failed:
         typer.echo(f"llmcount: {failed} of {done} configs failed", err=True)
         raise typer.Exit(1)
+
+
+@app.command()
+def scan(
+    folder: Annotated[str, typer.Argument(help="A folder of models, or a Hugging Face cache.", metavar="DIR")],
+    as_csv: CsvOption = False,
+    jsonl: JsonlOption = False,
+    max_files: Annotated[
+        int, typer.Option("--max-files", min=1, help="Read at most this many config.json files.")
+    ] = 10_000,
+    max_depth: Annotated[int, typer.Option("--max-depth", min=0, help="Descend at most this many folders.")] = 8,
+) -> None:
+    """Count every config.json below a folder, one row per model: in a Hugging Face cache
+    (models--org--name/snapshots/*/config.json) the row is named org/name. Symlinked folders are
+    followed once; hidden folders are skipped. A bad config is one line on stderr and the scan goes on.
+
+    Example: llmcount scan ~/.cache/huggingface/hub --csv
+    """
+    from .batch import Scan
+
+    fmt = output_format(False, as_csv, jsonl)
+    try:
+        walk = Scan(folder, max_files=max_files, max_depth=max_depth)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    found = 0
+
+    def each():
+        nonlocal found
+        for result in walk.results():
+            found += 1
+            yield result
+
+    try:
+        print_rows(each(), fmt)
+    finally:
+        if walk.truncated:
+            typer.echo(f"llmcount: warning: {folder}: {walk.truncated}", err=True)
+    if not found:
+        raise fail(f"{folder}: no config.json found")

@@ -10,6 +10,7 @@ Expected numbers are published figures or hand derivations, written here:
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,92 @@ def test_stdin_through_a_real_pipe():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["total"] == GPT2
+
+
+# --- scan ----------------------------------------------------------------------------------------------------------
+
+
+def make_cache(root: Path) -> Path:
+    """A Hugging Face hub cache as huggingface_hub lays it out: config.json is a symlink into blobs/."""
+    hub = root / "hub"
+    for repo, preset in (("openai-community--gpt2", "gpt2"), ("meta-llama--Llama-2-7b-hf", "llama-2-7b")):
+        blobs = hub / f"models--{repo}" / "blobs"
+        blobs.mkdir(parents=True)
+        blob = blobs / "0123abcd"
+        blob.write_text(json.dumps(presets()[preset].config()))
+        snapshot = hub / f"models--{repo}" / "snapshots" / "4f8a9c2e11d0"
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").symlink_to(os.path.relpath(blob, snapshot))
+    (hub / ".locks").mkdir()
+    return hub
+
+
+def test_scan_a_hub_cache_names_rows_by_repo(tmp_path):
+    result = run("scan", str(make_cache(tmp_path)), "--jsonl")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["model"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert set(rows) == {"openai-community/gpt2", "meta-llama/Llama-2-7b-hf"}
+    assert rows["openai-community/gpt2"]["total"] == GPT2
+    assert rows["meta-llama/Llama-2-7b-hf"]["total"] == LLAMA2
+    assert rows["meta-llama/Llama-2-7b-hf"]["source"].endswith("snapshots/4f8a9c2e11d0/config.json")
+
+
+def test_scan_several_snapshots_of_one_repo_are_told_apart(tmp_path):
+    hub = make_cache(tmp_path)
+    snapshots = hub / "models--openai-community--gpt2" / "snapshots"
+    write_config(snapshots / "9999999aaaa", "gpt2")
+    rows = [json.loads(line)["model"] for line in run("scan", str(hub), "--jsonl").stdout.splitlines()]
+    assert sorted(r for r in rows if "gpt2" in r) == ["openai-community/gpt2@4f8a9c2", "openai-community/gpt2@9999999"]
+
+
+def test_scan_a_plain_folder_with_a_bad_config(tmp_path):
+    write_config(tmp_path / "meta" / "Llama-2-7b", "llama-2-7b")
+    write_config(tmp_path / "gpt2", "gpt2")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "notes.txt").write_text("not a config")
+    result = run("scan", str(tmp_path), "--csv")
+    assert result.exit_code == 1
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {r["model"]: int(r["total"]) for r in rows} == {"gpt2": GPT2, "meta/Llama-2-7b": LLAMA2}
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 2
+    assert str(tmp_path / "broken" / "config.json") in errors[0]
+    assert errors[1] == "llmcount: 1 of 3 configs failed"
+
+
+def test_scan_text_table(tmp_path):
+    result = run("scan", str(make_cache(tmp_path)))
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0].split() == ["model", "family", "total", "activated", "embedding"]
+    assert f"{LLAMA2:,}" in result.stdout
+
+
+def test_scan_survives_a_symlink_loop_and_respects_depth(tmp_path):
+    write_config(tmp_path / "a", "gpt2")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path, target_is_directory=True)
+    write_config(tmp_path / "d1" / "d2" / "d3", "llama-2-7b")
+    rows = [json.loads(line) for line in run("scan", str(tmp_path), "--jsonl").stdout.splitlines()]
+    assert sorted(r["model"] for r in rows) == ["a", "d1/d2/d3"]
+    shallow = run("scan", str(tmp_path), "--jsonl", "--max-depth", "2").stdout.splitlines()
+    assert [json.loads(line)["model"] for line in shallow] == ["a"]
+
+
+def test_scan_stops_at_max_files_and_says_so(tmp_path):
+    for i in range(3):
+        write_config(tmp_path / f"m{i}", "gpt2")
+    result = run("scan", str(tmp_path), "--jsonl", "--max-files", "2")
+    assert len(result.stdout.splitlines()) == 2
+    assert "stopped after 2 config.json files" in result.stderr
+
+
+@pytest.mark.parametrize("what", ["missing", "file", "empty"])
+def test_scan_refuses_what_is_not_a_folder_of_configs(tmp_path, what):
+    target = tmp_path / "x"
+    if what == "file":
+        target.write_text("{}")
+    elif what == "empty":
+        target.mkdir()
+    result = run("scan", str(target))
+    assert result.exit_code == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and str(target) in result.stderr
