@@ -183,9 +183,10 @@ def list_(
 
 # Commands of the other subjects live in their own modules and register themselves on `app`.
 # (Imported here, at the bottom, so that `app` and the helpers above exist when they load.)
-from . import cli_analysis, cli_batch, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
+from . import _pipes, cli_analysis, cli_batch, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
 
 
+@_pipes.quiet_broken_pipe
 def main() -> None:
     """Console entry point: usage errors exit 2, bad input exits 1, never a traceback."""
     try:
