@@ -93,7 +93,7 @@ def count(
 
     Example: cat config.json | llmcount count -
     """
-    from .cli_batch import Rows, output_format, print_rows
+    from .cli_batch import Rows, output_format, print_rows, terminal_width
 
     fmt = output_format(as_json, as_csv, jsonl)
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
@@ -106,7 +106,7 @@ def count(
 
     try:
         model = load(specs[0])
-        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model).rstrip()
+        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
