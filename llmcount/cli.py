@@ -76,7 +76,7 @@ def _options(
 def count(
     specs: Annotated[
         list[str],
-        typer.Argument(help=SPEC_HELP + " Several, or - for a config.json on stdin.", metavar="MODEL..."),
+        typer.Argument(help=SPEC_HELP + " Several, or - for a config.json on stdin.", metavar="MODEL"),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object (a list of them for several).")] = False,
     as_csv: CsvOption = False,

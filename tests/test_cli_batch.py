@@ -251,3 +251,16 @@ def test_scan_refuses_what_is_not_a_folder_of_configs(tmp_path, what):
     result = run("scan", str(target))
     assert result.exit_code == 1
     assert len(result.stderr.strip().splitlines()) == 1 and str(target) in result.stderr
+
+
+def test_batch_and_scan_import_nothing_heavy(tmp_path):
+    write_config(tmp_path / "m", "gpt2")
+    code = (
+        "import sys\nfrom llmcount.cli import main\n"
+        "for argv in (['count', 'gpt2', 'llama-2-7b', '--csv'], ['scan', sys.argv[1]]):\n"
+        "    sys.argv = ['llmcount', *argv]\n"
+        "    try:\n        main()\n    except SystemExit:\n        pass\n"
+        "print('HEAVY', [m for m in ('torch', 'transformers', 'numpy', 'matplotlib') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT).stdout
+    assert f"{GPT2}" in out and "HEAVY []" in out
