@@ -111,13 +111,16 @@ class Scan:
         """What to call the model of a config found in the scan: ``org/name`` inside a Hugging Face cache
         (with ``@revision`` when the cache holds several snapshots), else its folder relative to the root."""
         parts = config.relative_to(self.root).parts[:-1]
-        for i, part in enumerate(parts):
-            if part.startswith(CACHE_PREFIX) and parts[i + 1 : i + 2] == ("snapshots",) and len(parts) > i + 2:
+        # the root itself may be a repo's folder (models--org--name) or its snapshots/ folder
+        above = self.root.resolve().parts[-2:]
+        full = (*above, *parts)
+        for i, part in enumerate(full):
+            if part.startswith(CACHE_PREFIX) and full[i + 1 : i + 2] == ("snapshots",) and len(full) > i + 2:
                 repo = part[len(CACHE_PREFIX) :].replace("--", "/")
-                snapshots = self.root.joinpath(*parts[: i + 2])
+                snapshots = config.parents[len(full) - i - 2]
                 if sum(1 for p in snapshots.iterdir() if p.is_dir()) > 1:
-                    repo += "@" + parts[i + 2][:7]
-                return "/".join([repo, *parts[i + 3 :]])
+                    repo += "@" + full[i + 2][:7]
+                return "/".join([repo, *full[i + 3 :]])
         return "/".join(parts) if parts else self.root.resolve().name
 
     def results(self) -> Iterator[Result]:

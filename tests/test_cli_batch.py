@@ -264,3 +264,10 @@ def test_batch_and_scan_import_nothing_heavy(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT).stdout
     assert f"{GPT2}" in out and "HEAVY []" in out
+
+
+@pytest.mark.parametrize("below", ["models--meta-llama--Llama-2-7b-hf", "models--meta-llama--Llama-2-7b-hf/snapshots"])
+def test_scan_of_one_repo_of_a_cache_names_it_too(tmp_path, below):
+    hub = make_cache(tmp_path)
+    rows = [json.loads(line) for line in run("scan", str(hub / below), "--jsonl").stdout.splitlines()]
+    assert [(r["model"], r["total"]) for r in rows] == [("meta-llama/Llama-2-7b-hf", LLAMA2)]
