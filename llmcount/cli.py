@@ -23,6 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
 SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder holding one, or a Hub id."
@@ -31,6 +32,10 @@ SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder hol
 ModelArgument = Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 ActivatedOption = Annotated[bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)]
+CsvOption = Annotated[
+    bool, typer.Option("--csv", help="One CSV row per model with a header: model,family,source,total,...")
+]
+JsonlOption = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line, one line per model.")]
 
 
 class Format(str, Enum):
@@ -48,21 +53,60 @@ def print_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"llmcount {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
+) -> None:
+    # No docstring: the app's help above is the one `llmcount --help` prints.
+    pass
+
+
 @app.command()
 def count(
-    spec: ModelArgument,
-    as_json: JsonOption = False,
+    specs: Annotated[
+        list[str],
+        typer.Argument(help=SPEC_HELP + " Several, or - for a config.json on stdin.", metavar="MODEL"),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object (a list of them for several).")] = False,
+    as_csv: CsvOption = False,
+    jsonl: JsonlOption = False,
 ) -> None:
-    """Count the parameters of a model, per component, exactly.
+    """Count the parameters of a model, per component, exactly; of several models, one row each.
+
+    With several models (or --csv, --jsonl) a bad config is one line on stderr, the others are
+    still counted, and the exit status is 1 at the end.
 
     Example: llmcount count qwen3-32b
+
+    Example: llmcount count qwen3-8b llama-3-8b mistral-7b --csv
+
+    Example: cat config.json | llmcount count -
     """
+    from .cli_batch import Rows, output_format, print_rows, terminal_width
+
+    fmt = output_format(as_json, as_csv, jsonl)
+    if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
+        from .batch import count_all
+
+        print_rows(count_all(specs), fmt)
+        return
     from .renderers import count_data, render_count
     from .sources import load
 
     try:
-        model = load(spec)
-        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model).rstrip()
+        model = load(specs[0])
+        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
@@ -140,9 +184,10 @@ def list_(
 
 # Commands of the other subjects live in their own modules and register themselves on `app`.
 # (Imported here, at the bottom, so that `app` and the helpers above exist when they load.)
-from . import cli_analysis, cli_costs, cli_writeup  # noqa: E402, F401
+from . import _pipes, cli_analysis, cli_batch, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
 
 
+@_pipes.quiet_broken_pipe
 def main() -> None:
     """Console entry point: usage errors exit 2, bad input exits 1, never a traceback."""
     try:

@@ -10,6 +10,7 @@ import typer
 
 from .cli import SPEC_HELP, JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
+from .sizes import SUFFIX_HELP, parse_size
 
 if TYPE_CHECKING:
     from .formulas.derivation import Derivation
@@ -17,8 +18,15 @@ if TYPE_CHECKING:
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also float32, bfloat16, float16)."
 
-Seq = Annotated[str, typer.Option("--seq", "-s", help="Sequence length S, tokens per sequence.", metavar="INT")]
-Batch = Annotated[str, typer.Option("--batch", "-b", help="Batch size B, sequences per pass.", metavar="INT")]
+Seq = Annotated[
+    str,
+    typer.Option(
+        "--seq", "-s", help=f"Sequence length S, tokens per sequence: 4096, 32k, 128K; {SUFFIX_HELP}.", metavar="SIZE"
+    ),
+]
+Batch = Annotated[
+    str, typer.Option("--batch", "-b", help=f"Batch size B, sequences per pass: 8, 1k; {SUFFIX_HELP}.", metavar="SIZE")
+]
 
 
 class Optimizer(str, Enum):
@@ -26,14 +34,8 @@ class Optimizer(str, Enum):
 
 
 def positive_int(option: str, value: str) -> int:
-    """A positive integer typed by the user; LlmcountError naming the option otherwise."""
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise LlmcountError(f"{option} must be a positive integer, got {value!r}") from None
-    if number <= 0:
-        raise LlmcountError(f"{option} must be a positive integer, got {number}")
-    return number
+    """A positive integer typed by the user, without size suffixes; LlmcountError naming the option otherwise."""
+    return parse_size(value, option, suffixes=False)
 
 
 @app.command()
@@ -60,7 +62,7 @@ def flops(
     from .sources import load
 
     try:
-        seq_, batch_ = positive_int("--seq", seq), positive_int("--batch", batch)
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         model = load(spec)
         formula = Flops(model.derivation, causal=causal)
         counts = formula.evaluate(model.values, seq_, batch_)
@@ -106,7 +108,7 @@ def memory(
     from .sources import load
 
     try:
-        seq_, batch_ = positive_int("--seq", seq), positive_int("--batch", batch)
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
         model = load(spec)

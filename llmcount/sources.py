@@ -24,6 +24,8 @@ def load(spec: str) -> Model:
 
 def resolve(spec: str) -> tuple[str, str, Any]:
     """``(name, source, parsed config)`` for a spec; raise LlmcountError when there is none."""
+    if spec == STDIN:
+        return "stdin", "stdin", read_stdin()
     preset = find(spec)
     if preset is not None:
         return preset.name, f"preset {preset.name}", preset.config()
@@ -59,6 +61,34 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise LlmcountError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+STDIN = "-"  # the spec that means "a config.json piped on standard input"
+STDIN_LIMIT = 64 * 2**20  # bytes; a config.json is a few KB
+
+
+def read_stdin(stream: Any = None) -> Any:
+    """The JSON piped on standard input (``cat config.json | llmcount count -``), read once, parsed."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdin
+    if stream is None or (hasattr(stream, "isatty") and stream.isatty()):
+        raise LlmcountError("-: standard input is a terminal; pipe a config.json into it")
+    raw = stream.buffer.read(STDIN_LIMIT + 1) if hasattr(stream, "buffer") else stream.read(STDIN_LIMIT + 1)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    if len(raw) > STDIN_LIMIT:
+        raise LlmcountError(f"stdin: more than {STDIN_LIMIT // 2**20} MiB; a config.json is a few KB")
+    if not raw.strip():
+        raise LlmcountError("stdin: empty; pipe a config.json into it")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LlmcountError("stdin: not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LlmcountError(f"stdin: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
 
 
 def _hub_config(repo_id: str) -> Path:

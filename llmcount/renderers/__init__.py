@@ -52,9 +52,12 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
     )
 
 
-def render_count(model: Model) -> str:
-    """The table of a model's components, formulas and exact counts, for a terminal."""
-    return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation)
+def render_count(model: Model, width: int | None = None) -> str:
+    """The table of a model's components, formulas and exact counts, for a terminal: lines of at most
+    ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``)."""
+    from . import fit  # noqa: F401 -- registers the wrap and fit_table filters
+
+    return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width)
 
 
 def formula_data(derivation: Derivation) -> dict[str, Any]:

@@ -1,0 +1,153 @@
+"""The Python API, re-exported by ``llmcount``: :func:`load`, :func:`flops`, :func:`memory`.
+
+    >>> import llmcount
+    >>> m = llmcount.load("qwen3-32b")
+    >>> m.counts.total
+    32762123264
+    >>> m.derivation.total            # a sympy expression over the glossary's symbols
+    3*N*d*d_ff + 2*N*d*h*h_d + 2*N*d*h_d*h_kv + 2*N*d + 2*N*h_d + 2*V*d + d
+
+Each function takes what ``llmcount count`` takes (a preset, a config.json, a folder, a Hub id, ``-``
+for stdin) or a model already loaded; each raises :class:`llmcount.LlmcountError` on bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+from .errors import LlmcountError
+from .formulas.hf import Model
+from .sizes import parse_size
+
+if TYPE_CHECKING:
+    from .formulas.derivation import Counts, Derivation
+    from .formulas.flops import FlopCounts
+    from .formulas.memory import Memory
+
+DEFAULT_SEQ = 4096
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A model read from its config: ``.counts`` (exact integers), ``.derivation`` (sympy expressions)
+    and ``.model``, the :class:`llmcount.formulas.hf.Model` the CLI uses. In a notebook it shows
+    its counts and formula (``_repr_markdown_``, ``_repr_latex_``)."""
+
+    model: Model
+
+    @property
+    def counts(self) -> Counts:
+        """``.total``, ``.activated``, ``.embedding``, ``.non_embedding``, ``.components``, ``.values``."""
+        return self.model.counts
+
+    @property
+    def derivation(self) -> Derivation:
+        """``.total``, ``.activated``, ``.per_layer`` as sympy expressions; ``.terms`` in reader's order."""
+        return self.model.derivation
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def family(self) -> str:
+        """The config's ``model_type``: ``qwen3``, ``llama``, ``deepseek_v3`` …"""
+        return self.model.architecture.name
+
+    @property
+    def source(self) -> str:
+        return self.model.source
+
+    @property
+    def values(self) -> dict[str, int]:
+        """The config's value of each symbol: ``{"N": 64, "V": 151936, "d": 5120, …}``."""
+        return self.model.counts.values
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``llmcount count --json`` prints: exact integers, components, formulas."""
+        from .renderers import count_data
+
+        return count_data(self.model)
+
+    def __repr__(self) -> str:
+        return f"<llmcount {self.name}: {self.family}, {self.counts.total:,} parameters>"
+
+    def _repr_markdown_(self) -> str:
+        from .renderers import notebook
+
+        return notebook.markdown(self.model)
+
+    def _repr_latex_(self) -> str:
+        from .renderers import notebook
+
+        return notebook.latex(self.model)
+
+
+Spec = Union[str, "os.PathLike[str]", Loaded, Model]
+
+
+def load(spec: Spec) -> Loaded:
+    """The model ``spec`` names: a bundled preset (``"qwen3-32b"``), a config.json or a folder holding one
+    (a ``str`` or a ``Path``), a Hub id, or ``"-"`` for a config on stdin.
+
+    >>> llmcount.load("llama-2-7b").counts.total
+    6738415616
+    """
+    if isinstance(spec, Loaded):
+        return spec
+    if isinstance(spec, Model):
+        return Loaded(spec)
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        raise LlmcountError(f"a model is a preset name, a path or a Hub id, got {type(spec).__name__}")
+    from .sources import load as load_model
+
+    return Loaded(load_model(spec))
+
+
+def flops(spec: Spec, seq: int | str = DEFAULT_SEQ, batch: int | str = 1, causal: bool = False) -> FlopCounts:
+    """Forward FLOPs of ``batch`` sequences of ``seq`` tokens, as ``llmcount flops`` computes them:
+    ``.forward``, ``.per_token``, ``.training`` (3 × forward), ``.rule_of_thumb`` (6·N·tokens),
+    ``.components``. ``seq`` and ``batch`` may be ``"32k"`` (= 32,768; k = 1024).
+
+    >>> llmcount.flops("llama-2-7b", seq="2k").seq
+    2048
+    """
+    from .formulas.flops import Flops
+
+    model = load(spec).model
+    seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
+    return Flops(model.derivation, causal=causal).evaluate(model.values, seq_, batch_)
+
+
+def memory(
+    spec: Spec,
+    dtype: str = "bf16",
+    *,
+    kv_dtype: str | None = None,
+    seq: int | str = DEFAULT_SEQ,
+    batch: int | str = 1,
+    group_size: int | None = None,
+    scale_dtype: str = "fp16",
+    overhead: int = 0,
+    training: bool = False,
+) -> Memory:
+    """Memory in exact bytes, as ``llmcount memory`` computes it: weights + KV cache for ``batch`` × ``seq``
+    tokens (``.total_bytes``, ``.total_gib``, ``.lines``), or with ``training=True`` weights, gradients and
+    AdamW states of mixed-precision training.
+
+    >>> llmcount.memory("llama-2-7b", seq="4k").kv_per_token_bytes
+    524288
+    """
+    from .formulas import memory as mem
+
+    model = load(spec).model
+    if training:
+        return mem.training(model.derivation, model.values, dtype)
+    seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
+    groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
+    percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
+    return mem.inference(model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent)

@@ -1,0 +1,114 @@
+"""Many models at once: ``count`` of several models and ``scan`` of a folder or a Hugging Face cache (issue 13).
+One line per model on stdout; each bad config one line on stderr; exit 1 at the end if any failed."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .cli import CsvOption, JsonlOption, app, fail, print_json
+from .errors import LlmcountError
+
+if TYPE_CHECKING:
+    from .batch import Result
+
+
+class Rows(str, Enum):
+    text = "text"
+    csv = "csv"
+    jsonl = "jsonl"
+    json = "json"
+
+
+def usage_error(message: str) -> typer.Exit:
+    """A wrong combination of options: one line on stderr, exit 2 (as click's usage errors)."""
+    typer.echo(f"llmcount: error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def output_format(as_json: bool, as_csv: bool, jsonl: bool) -> Rows:
+    chosen = [name for name, on in (("--json", as_json), ("--csv", as_csv), ("--jsonl", jsonl)) if on]
+    if len(chosen) > 1:
+        raise usage_error(f"{' and '.join(chosen)} cannot be combined; give one output format")
+    return Rows(chosen[0].lstrip("-")) if chosen else Rows.text
+
+
+def terminal_width() -> int:
+    """COLUMNS if set, else the terminal's width, else 80 (a pipe or a file)."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def print_rows(results: Iterable[Result], fmt: Rows) -> None:
+    """Each model's row as soon as it is counted (CSV, JSON lines), or all of them at the end (a text table,
+    a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed."""
+    from .batch import ROW_FIELDS, row
+    from .renderers import count_data
+    from .renderers.rows import csv_line, jsonl_line, text_table
+
+    done, failed, kept = 0, 0, []
+    if fmt is Rows.csv:
+        typer.echo(csv_line(ROW_FIELDS))
+    for result in results:
+        done += 1
+        if result.model is None:
+            failed += 1
+            typer.echo(f"llmcount: error: {result.error}", err=True)
+            continue
+        if fmt is Rows.csv:
+            data = row(result.model)
+            typer.echo(csv_line([data[key] for key in ROW_FIELDS]))
+        elif fmt is Rows.jsonl:
+            typer.echo(jsonl_line(row(result.model)))
+        else:
+            kept.append(result.model)
+    if fmt is Rows.json:
+        print_json([count_data(model) for model in kept])
+    elif fmt is Rows.text and kept:
+        typer.echo(text_table([row(model) for model in kept], terminal_width()))
+    if failed:
+        typer.echo(f"llmcount: {failed} of {done} configs failed", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def scan(
+    folder: Annotated[str, typer.Argument(help="A folder of models, or a Hugging Face cache.", metavar="DIR")],
+    as_csv: CsvOption = False,
+    jsonl: JsonlOption = False,
+    max_files: Annotated[
+        int, typer.Option("--max-files", min=1, help="Read at most this many config.json files.")
+    ] = 10_000,
+    max_depth: Annotated[int, typer.Option("--max-depth", min=0, help="Descend at most this many folders.")] = 8,
+) -> None:
+    """Count every config.json below a folder, one row per model: in a Hugging Face cache
+    (models--org--name/snapshots/*/config.json) the row is named org/name. Symlinked folders are
+    followed once; hidden folders are skipped. A bad config is one line on stderr and the scan goes on.
+
+    Example: llmcount scan ~/.cache/huggingface/hub --csv
+    """
+    from .batch import Scan
+
+    fmt = output_format(False, as_csv, jsonl)
+    try:
+        walk = Scan(folder, max_files=max_files, max_depth=max_depth)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    found = 0
+
+    def each():
+        nonlocal found
+        for result in walk.results():
+            found += 1
+            yield result
+
+    try:
+        print_rows(each(), fmt)
+    finally:
+        if walk.truncated:
+            typer.echo(f"llmcount: warning: {folder}: {walk.truncated}", err=True)
+    if not found:
+        raise fail(f"{folder}: no config.json found")

@@ -1,0 +1,136 @@
+"""The Python API: llmcount.load / flops / memory, the notebook reprs, and docs/api.md run as a doctest.
+
+Expected numbers are published figures or derived by hand here:
+  Qwen3-32B   32,762,123,264 (sum of its safetensors index)
+  Llama-2-7B  6,738,415,616 (Meta's count for the HF checkpoint)
+  GPT-2       124,439,808 (HF model card)
+"""
+
+import doctest
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sympy
+
+import llmcount
+from llmcount.presets import presets
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN3_32B, LLAMA2, GPT2 = 32_762_123_264, 6_738_415_616, 124_439_808
+
+
+def test_import_llmcount_is_light():
+    code = (
+        "import sys, llmcount; assert llmcount.__version__;"
+        "print([m for m in ('sympy', 'jinja2', 'typer', 'torch', 'transformers', 'numpy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_public_names():
+    assert set(llmcount.__all__) >= {"load", "flops", "memory", "Loaded", "Model", "LlmcountError"}
+    for name in llmcount.__all__:
+        assert getattr(llmcount, name) is not None
+    with pytest.raises(AttributeError):
+        llmcount.no_such_name  # noqa: B018
+
+
+def test_load_a_preset():
+    m = llmcount.load("qwen3-32b")
+    assert isinstance(m, llmcount.Loaded) and isinstance(m.model, llmcount.Model)
+    assert m.counts.total == QWEN3_32B and isinstance(m.counts.total, int)
+    assert (m.name, m.family, m.source) == ("qwen3-32b", "qwen3", "preset qwen3-32b")
+    assert m.counts is m.model.counts and m.derivation is m.model.derivation  # re-exported, not recomputed
+
+
+def test_derivation_total_is_a_sympy_expression_that_evaluates_to_the_count():
+    m = llmcount.load("llama-2-7b")
+    total = m.derivation.total
+    assert isinstance(total, sympy.Expr)
+    symbols = {s.name: s for s in total.free_symbols}
+    assert total.subs({symbols[k]: v for k, v in m.values.items()}) == LLAMA2
+    # By hand, Llama-2-7B (N=32, V=32000, d=4096, d_ff=11008, untied head): 2·V·d + d + N(4·d² + 3·d·d_ff + 2·d)
+    N, V, d, d_ff = 32, 32000, 4096, 11008
+    assert 2 * V * d + d + N * (4 * d * d + 3 * d * d_ff + 2 * d) == LLAMA2 == m.counts.total
+
+
+def test_load_a_path_a_loaded_and_stdin(tmp_path, monkeypatch):
+    folder = tmp_path / "gpt2-copy"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(presets()["gpt2"].config()))
+    assert llmcount.load(folder).counts.total == GPT2
+    assert llmcount.load(folder / "config.json").name == "gpt2-copy"
+    m = llmcount.load("gpt2")
+    assert llmcount.load(m) is m and llmcount.load(m.model).model is m.model
+    stdin = io.TextIOWrapper(io.BytesIO(json.dumps(presets()["llama-2-7b"].config()).encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert llmcount.load("-").counts.total == LLAMA2
+
+
+@pytest.mark.parametrize("spec", ["no-such-model", "missing/config.json", 12])
+def test_bad_specs_raise_llmcount_error(spec):
+    with pytest.raises(llmcount.LlmcountError):
+        llmcount.load(spec)
+
+
+def test_flops_by_hand_for_gpt2():
+    # 2 FLOPs per weight per token over the matmuls: 12·d² per layer, and the LM head V·d;
+    # attention: QKᵀ and AV are 2·S·d each per token per layer, 2 FLOPs each -> 4·S·d.
+    N, V, d, S = 12, 50257, 768, 1024
+    per_token = 2 * (N * 12 * d * d + V * d) + N * 4 * S * d
+    f = llmcount.flops("gpt2", seq=S)
+    assert f.per_token == per_token == 284_812_800
+    assert f.forward == per_token * S
+    assert f.training == 3 * f.forward
+    assert f.rule_of_thumb == 6 * GPT2 * S
+    assert llmcount.flops("gpt2", seq="1k", batch="2").forward == 2 * f.forward
+
+
+def test_memory_by_hand_for_llama_2_7b():
+    m = llmcount.memory("llama-2-7b", "bf16", seq="4k", batch=2)
+    kv_per_token = 2 * 32 * 32 * 128 * 2  # K and V · layers · heads · head size · 2 bytes
+    assert m.kv_per_token_bytes == kv_per_token
+    assert m.bytes_of("weights") == 2 * LLAMA2
+    assert m.bytes_of("kv_cache") == kv_per_token * 4096 * 2
+    assert m.total_bytes == 2 * LLAMA2 + kv_per_token * 8192
+    assert llmcount.memory("llama-2-7b", training=True).total_bytes == 16 * LLAMA2
+
+
+@pytest.mark.parametrize(("call", "word"), [({"seq": 0}, "seq"), ({"batch": "1.5k"}, "batch"), ({"seq": True}, "seq")])
+def test_sizes_are_checked(call, word):
+    with pytest.raises(llmcount.LlmcountError, match=word):
+        llmcount.memory("gpt2", **call)
+
+
+def test_notebook_reprs():
+    m = llmcount.load("qwen3-235b-a22b")
+    md = m._repr_markdown_()
+    assert md.startswith("**qwen3-235b-a22b**")
+    assert "235,093,634,560" in md and "22,190,763,520" in md  # Qwen3-235B-A22B: 235B total, 22B activated
+    assert "$$" in md and "| symbol | config key | meaning |" in md
+    tex = m._repr_latex_()
+    assert tex.startswith("$$\n\\begin{aligned}") and tex.rstrip().endswith("$$")
+    assert "235{,}093{,}634{,}560" in tex and r"P_{\mathrm{act}}" in tex
+    assert "P_{\\mathrm{act}}" not in llmcount.load("gpt2")._repr_latex_()
+    assert repr(llmcount.load("gpt2")) == "<llmcount gpt2: gpt2, 124,439,808 parameters>"
+
+
+def test_markdown_repr_escapes_the_name(tmp_path):
+    folder = tmp_path / "my_model*v2"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(presets()["gpt2"].config()))
+    assert llmcount.load(folder)._repr_markdown_().startswith(r"**my\_model\*v2**")
+
+
+def test_docs_api_md_examples_run(tmp_path):
+    globs = {"tmp": str(tmp_path), "llama_2_7b_config": json.dumps(presets()["llama-2-7b"].config())}
+    result = doctest.testfile(
+        str(ROOT / "docs" / "api.md"), module_relative=False, globs=globs, optionflags=doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 20
+    assert result.failed == 0
