@@ -22,7 +22,7 @@ _LAZY = {
     "flops": "api",
     "memory": "api",
     "Loaded": "api",
-    "Model": "formulas.hf",
+    "Model": "formulas.config",
     "Counts": "formulas.derivation",
     "Derivation": "formulas.derivation",
     "LlmcountError": "errors",

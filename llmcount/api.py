@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import LlmcountError
-from .formulas.hf import Model
+from .formulas.config import Model
 from .sizes import parse_size
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ DEFAULT_SEQ = 4096
 @dataclass(frozen=True)
 class Loaded:
     """A model read from its config: ``.counts`` (exact integers), ``.derivation`` (sympy expressions)
-    and ``.model``, the :class:`llmcount.formulas.hf.Model` the CLI uses. In a notebook it shows
+    and ``.model``, the :class:`llmcount.formulas.config.Model` the CLI uses. In a notebook it shows
     its counts and formula (``_repr_markdown_``, ``_repr_latex_``)."""
 
     model: Model

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import LlmcountError
 
 if TYPE_CHECKING:
-    from .formulas.hf import Model
+    from .formulas.config import Model
 
 MAX_FILES = 10_000  # config.json files scan reads at most
 MAX_DEPTH = 8  # folders below the root scan descends at most (a cache's config sits at depth 3)
@@ -33,7 +33,7 @@ class Result:
 def load_one(spec: str, name: str | None = None) -> Result:
     """The model a spec names (as ``llmcount count`` reads it), named ``name`` if given; a failure is
     a Result whose error names the spec."""
-    from .formulas.hf import read_config
+    from .formulas.config import read_config
     from .sources import resolve
 
     try:

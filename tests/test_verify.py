@@ -65,7 +65,7 @@ def run(*args: str):
 # checkpoints exactly as transformers writes them
 
 
-# (qwen3-moe: transformers 5.23 saves the expert count as num_local_experts, an alias hf.py must read)
+# (qwen3-moe: transformers 5.23 saves the expert count as num_local_experts, an alias the record must read)
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_checkpoint_written_by_transformers_matches(tmp_path: Path, name: str) -> None:
     config = SMALL[name]

@@ -21,7 +21,7 @@ from .parse import Setting
 
 @dataclass(frozen=True)
 class Constraint:
-    """A rule every model obeys, as ``count`` refuses a config breaking it (llmcount/formulas/hf.py).
+    """A rule every model obeys, as ``count`` refuses a config breaking it (the family records).
 
     ``broken(a, b)`` works on ints and elementwise on numpy arrays.
     """

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..formulas.hf import Model
+from ..formulas.config import Model
 from ..formulas.symbols import GLOSSARY
 from . import render
 from .filters import escape
