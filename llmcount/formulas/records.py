@@ -27,6 +27,7 @@ else:  # pragma: no cover - Python 3.10
 
 REQUIRED = object()  # a symbol's key without a default
 NONE = "none"  # null = "none": the symbol then has no value
+NULL = "null"  # a [keys] default written "null": the config class's default is None (TOML has no null)
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         example=_text(data, "example", where, ""),
         aliases={k: tuple(v) for k, v in aliases.items()},
         symbols=symbols,
-        keys=_table(data.get("keys", {}), f"{where} [keys]"),
+        keys={k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where} [keys]").items()},
         layers=layers,
         checks=_rules(data.get("checks", []), f"{where} checks"),
         refuse=_rules(data.get("refuse", []), f"{where} refuse"),
