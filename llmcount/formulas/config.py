@@ -192,15 +192,12 @@ def read_config(config: Any, source: str, name: str | None = None) -> Model:
     for rule in family.refuse:
         if reader.rule(rule, namespace):
             raise RuleRefusal(f"{source}: {_message(rule, namespace)} (model_type {family.name})")
-    for rule in family.checks:
-        if not reader.rule(rule, namespace):
-            defaults = [
-                f"{reader.defaulted[name]} ({namespace[name]}, {family.name}'s default when the key is absent)"
-                for name in condition_names(rule.text)
-                if name in reader.defaulted
-            ]
-            raise RuleRefusal(f"{source}: {_message(rule, namespace)}" + "".join(f"; {d}" for d in defaults))
+    # a check that names a layer-count symbol (N_full + N_linear == N) is made once the layers are counted
+    counted = {symbol.name for symbol, _, _ in family.layers}
+    late = [rule for rule in family.checks if counted & set(condition_names(rule.text))]
+    _check(reader, [rule for rule in family.checks if rule not in late], namespace)
     _count_layers(reader, namespace, values)
+    _check(reader, late, namespace)
     try:
         terms = family.terms_for(namespace, values)
     except _EVALUATION_ERRORS as exc:
@@ -215,6 +212,18 @@ def read_config(config: Any, source: str, name: str | None = None) -> Model:
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
     return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None)
+
+
+def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:
+    """Refuse the config at the first rule it fails, naming the defaults the rule read."""
+    for rule in rules:
+        if not reader.rule(rule, namespace):
+            defaults = [
+                f"{reader.defaulted[name]} ({namespace[name]}, {reader.family.name}'s default when the key is absent)"
+                for name in condition_names(rule.text)
+                if name in reader.defaulted
+            ]
+            raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)}" + "".join(f"; {d}" for d in defaults))
 
 
 def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:

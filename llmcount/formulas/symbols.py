@@ -47,6 +47,14 @@ d_nope = _size("d_nope")
 d_v = _size("d_v")
 S = _size("S")
 B = _size("B")
+N_full = _count("N_full")
+N_linear = _count("N_linear")
+h_lk = _size("h_lk")
+h_lv = _size("h_lv")
+d_lk = _size("d_lk")
+d_lv = _size("d_lv")
+d_conv = _size("d_conv")
+d_sh = _size("d_sh")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -74,6 +82,19 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_v, "d_{v}", "v_head_dim", "per-head value size (MLA)"),
     Entry(S, "S", "(none: --seq)", "sequence length, tokens per sequence"),
     Entry(B, "B", "(none: --batch)", "batch size, sequences per forward pass"),
+    Entry(N_full, r"N_{\mathrm{full}}", "layer_types", "layers with full softmax attention"),
+    Entry(N_linear, r"N_{\mathrm{linear}}", "layer_types", "layers with linear attention (a recurrent mixer)"),
+    Entry(h_lk, r"h_{\mathrm{lk}}", "linear_num_key_heads", "number of query/key heads of linear attention"),
+    Entry(h_lv, r"h_{\mathrm{lv}}", "linear_num_value_heads", "number of value heads of linear attention"),
+    Entry(d_lk, r"d_{\mathrm{lk}}", "linear_key_head_dim", "size of one query/key head of linear attention"),
+    Entry(d_lv, r"d_{\mathrm{lv}}", "linear_value_head_dim", "size of one value head of linear attention"),
+    Entry(
+        d_conv,
+        r"d_{\mathrm{conv}}",
+        "linear_conv_kernel_dim / conv_kernel",
+        "kernel width of the causal depthwise convolution",
+    ),
+    Entry(d_sh, r"d_{\mathrm{sh}}", "shared_expert_intermediate_size", "hidden size of the shared expert"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
