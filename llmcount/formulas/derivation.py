@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sympy import Add, Expr, Integer, Symbol, expand
 
+from ..errors import LlmcountError
 from .blocks import Term
 from .symbols import GLOSSARY, N
 
@@ -109,21 +110,40 @@ class Derivation:
         return expand(_sum(t.total for t in self.terms if t.embedding))
 
     @cached_property
-    def per_layer(self) -> Expr:
-        """Parameters of one decoder layer of the main kind (for MoE families, one MoE layer)."""
-        return _sum(self.layer_terms())
+    def layer_counts(self) -> tuple[Symbol, ...]:
+        """The layer-count symbols the terms use (``N_dense``; ``N_full`` and ``N_linear``), sorted by name."""
+        counted = {s for t in self.terms for s in t.layers.free_symbols if s != N}
+        return tuple(sorted(counted, key=str))
+
+    @property
+    def one_layer_kind(self) -> bool:
+        """Whether "one layer" is well defined: the layers are all alike, or of two kinds split by one count."""
+        return len(self.layer_counts) <= 1
+
+    @cached_property
+    def per_layer(self) -> Expr | None:
+        """Parameters of one decoder layer of the main kind (for MoE families, one MoE layer); None when the
+        layers are of several kinds (see :attr:`one_layer_kind`)."""
+        return _sum(self.layer_terms()) if self.one_layer_kind else None
 
     @cached_property
     def per_dense_layer(self) -> Expr | None:
         """Parameters of one layer of the other kind (a dense layer of an MoE model), if the model has any."""
-        if not any(_is_layer_count(t.layers) for t in self.terms):
+        if not self.one_layer_kind or not any(_is_layer_count(t.layers) for t in self.terms):
             return None
         return _sum(self.layer_terms(dense=True))
 
     def layer_terms(self, dense: bool = False, activated: bool = False) -> list[Expr]:
         """One layer's count as like terms in reader's order: a layer of the main kind (the terms on all N layers
         and on N minus some layers), or with ``dense`` one of the other kind (the terms on N and on a counted
-        set of layers, such as N_dense); with ``activated``, k of the n routed experts."""
+        set of layers, such as N_dense); with ``activated``, k of the n routed experts.
+        A model whose layers are of several kinds has no one layer: :class:`LlmcountError` says so."""
+        if not self.one_layer_kind:
+            kinds = ", ".join(map(str, self.layer_counts))
+            raise LlmcountError(
+                f"{self.architecture.title} has layers of several kinds ({kinds}): "
+                "there is no one layer to take the terms of; see the formula by layer kind"
+            )
 
         def in_layer(layers: Expr) -> bool:
             if layers == N:

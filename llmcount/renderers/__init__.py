@@ -14,6 +14,7 @@ import jinja2
 from ..formulas.config import Model
 from ..formulas.derivation import ACTIVATED_DEFINITION, EMBEDDING_DEFINITION, Derivation
 from ..formulas.symbols import GLOSSARY
+from . import fit  # noqa: F401 -- registers the wrap and fit_table filters before the environment is made
 from .filters import FILTERS
 
 FORMATS = ("text", "markdown", "latex")
@@ -55,7 +56,6 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
 def render_count(model: Model, width: int | None = None) -> str:
     """The table of a model's components, formulas and exact counts, for a terminal: lines of at most
     ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``)."""
-    from . import fit  # noqa: F401 -- registers the wrap and fit_table filters
 
     return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width)
 
@@ -64,7 +64,9 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
     """The JSON form of ``formula``: sympy strings in the glossary's symbols and their LaTeX."""
     latex = FILTERS["latex"]
     data: dict[str, Any] = {"family": derivation.architecture.name}
-    parts = {"total": derivation.total, "activated": derivation.activated, "per_layer": derivation.per_layer}
+    parts = {"total": derivation.total, "activated": derivation.activated}
+    if derivation.per_layer is not None:
+        parts["per_layer"] = derivation.per_layer
     if derivation.per_dense_layer is not None:
         parts["per_dense_layer"] = derivation.per_dense_layer
     for key, expr in parts.items():
