@@ -48,6 +48,7 @@ d_v = _size("d_v")
 S = _size("S")
 B = _size("B")
 d_emb = _size("d_emb")
+m_ff = _size("m_ff")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -81,6 +82,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "word_embed_proj_dim",
         "width of the token embedding, projected to and from d when it differs",
     ),
+    Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
