@@ -138,6 +138,8 @@ class Family:
         for choice in self.choices:
             if choice.when is not None and not choice.when(namespace):
                 continue
+            if any(term.path == choice.term.path for term in chosen):
+                raise RecordError(f"families/{self.name}.toml: two terms {choice.term.path} hold for one config")
             layers = choice.term.layers.subs(replacements) if replacements else choice.term.layers
             if layers != 0:
                 chosen.append(replace(choice.term, layers=layers))
@@ -260,7 +262,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         example=_text(data, "example", where, ""),
         aliases={k: tuple(v) for k, v in aliases.items()},
         symbols=symbols,
-        keys={k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where} [keys]").items()},
+        # "null" or "none": the config class defaults the key to None (TOML has no null)
+        keys={k: None if v in (NULL, NONE) else v for k, v in _table(data.get("keys", {}), f"{where} [keys]").items()},
         layers=layers,
         checks=_rules(data.get("checks", []), f"{where} checks"),
         refuse=_rules(data.get("refuse", []), f"{where} refuse"),
@@ -279,10 +282,11 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
+    # a path may repeat only as variants of one module, each with a condition (one layout's shape each)
     paths = [c.term.path for c in family.choices]
-    duplicates = {p for p in paths if paths.count(p) > 1}
+    duplicates = {c.term.path for c in family.choices if paths.count(c.term.path) > 1 and c.when is None}
     if duplicates:
-        raise RecordError(f"{where}: duplicate term paths {sorted(duplicates)}")
+        raise RecordError(f"{where}: duplicate term paths {sorted(duplicates)} (a repeated path needs a 'when')")
 
 
 _FOLDER = "families"

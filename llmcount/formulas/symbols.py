@@ -55,6 +55,8 @@ d_lk = _size("d_lk")
 d_lv = _size("d_lv")
 d_conv = _size("d_conv")
 d_sh = _size("d_sh")
+d_emb = _size("d_emb")
+m_ff = _size("m_ff")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -95,6 +97,13 @@ GLOSSARY: tuple[Entry, ...] = (
         "kernel width of the causal depthwise convolution",
     ),
     Entry(d_sh, r"d_{\mathrm{sh}}", "shared_expert_intermediate_size", "hidden size of the shared expert"),
+    Entry(
+        d_emb,
+        r"d_{\mathrm{emb}}",
+        "word_embed_proj_dim",
+        "width of the token embedding, projected to and from d when it differs",
+    ),
+    Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
