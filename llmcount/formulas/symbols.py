@@ -57,6 +57,7 @@ d_conv = _size("d_conv")
 d_sh = _size("d_sh")
 d_emb = _size("d_emb")
 m_ff = _size("m_ff")
+d_s = _count("d_s")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -104,6 +105,12 @@ GLOSSARY: tuple[Entry, ...] = (
         "width of the token embedding, projected to and from d when it differs",
     ),
     Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
+    Entry(
+        d_s,
+        "d_{s}",
+        "shared_expert_intermediate_size",
+        "hidden size of the shared expert (when it has its own key; 0: none)",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
