@@ -55,6 +55,12 @@ d_lk = _size("d_lk")
 d_lv = _size("d_lv")
 d_conv = _size("d_conv")
 d_sh = _size("d_sh")
+N_attn = _count("N_attn")
+N_mamba = _count("N_mamba")
+N_moe = _count("N_moe")
+E = _size("E")
+d_state = _size("d_state")
+r_dt = _size("r_dt")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -95,6 +101,12 @@ GLOSSARY: tuple[Entry, ...] = (
         "kernel width of the causal depthwise convolution",
     ),
     Entry(d_sh, r"d_{\mathrm{sh}}", "shared_expert_intermediate_size", "hidden size of the shared expert"),
+    Entry(N_attn, r"N_{\mathrm{attn}}", "attn_layer_period / layers_block_type", "layers with softmax attention"),
+    Entry(N_mamba, r"N_{\mathrm{mamba}}", "attn_layer_period / layers_block_type", "layers with a Mamba mixer"),
+    Entry(N_moe, r"N_{\mathrm{moe}}", "expert_layer_period / layers_block_type", "layers with a routed MoE block"),
+    Entry(E, "E", "expand / mamba_expand", "Mamba expansion factor: the inner width is E·d"),
+    Entry(d_state, r"d_{\mathrm{state}}", "state_size / mamba_d_state", "SSM state size per channel"),
+    Entry(r_dt, r"r_{\Delta}", "time_step_rank / mamba_dt_rank", "rank of the time-step (Δ) projection"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
