@@ -61,6 +61,9 @@ N_moe = _count("N_moe")
 E = _size("E")
 d_state = _size("d_state")
 r_dt = _size("r_dt")
+d_ssm = _size("d_ssm")
+h_m = _size("h_m")
+g = _size("g")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -107,6 +110,9 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(E, "E", "expand / mamba_expand", "Mamba expansion factor: the inner width is E·d"),
     Entry(d_state, r"d_{\mathrm{state}}", "state_size / mamba_d_state", "SSM state size per channel"),
     Entry(r_dt, r"r_{\Delta}", "time_step_rank / mamba_dt_rank", "rank of the time-step (Δ) projection"),
+    Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba-2 mixer"),
+    Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads", "number of Mamba-2 heads"),
+    Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
