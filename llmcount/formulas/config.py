@@ -116,6 +116,8 @@ class _Reader:
             return self.derived(spec, spec.null, namespace)
         if spec.default is REQUIRED:
             raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
+        if spec.default == NONE:
+            return None
         self.defaulted[spec.symbol.name] = spec.key
         return self.derived(spec, spec.default, namespace)
 

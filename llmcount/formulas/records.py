@@ -36,7 +36,7 @@ class SymbolSpec:
 
     symbol: Symbol
     key: str
-    default: Any = REQUIRED  # REQUIRED, or a Condition computing the default from the symbols before it
+    default: Any = REQUIRED  # REQUIRED, NONE (absent: no value), or a Condition computing it from the symbols before it
     default_text: str = ""
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
     strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
@@ -180,7 +180,9 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
     default = REQUIRED
-    if "default" in spec:
+    if spec.get("default") == NONE:
+        default = NONE
+    elif "default" in spec:
         default = _value_condition(spec["default"], f"{where}.default")
     null = spec.get("null")
     if null is not None and null != NONE:

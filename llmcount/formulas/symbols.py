@@ -64,6 +64,8 @@ r_dt = _size("r_dt")
 d_ssm = _size("d_ssm")
 h_m = _size("h_m")
 g = _size("g")
+d_mh = _size("d_mh")
+d_lat = _size("d_lat")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -113,6 +115,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba-2 mixer"),
     Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads", "number of Mamba-2 heads"),
     Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
+    Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
+    Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
