@@ -102,6 +102,8 @@ class _Reader:
 
     def symbol(self, spec: SymbolSpec, namespace: dict[str, Any]) -> int | None:
         found = self.present(spec.key)
+        if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
+            return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null
@@ -114,6 +116,8 @@ class _Reader:
             return self.derived(spec, spec.null, namespace)
         if spec.default is REQUIRED:
             raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
+        if spec.default == NONE:
+            return None
         self.defaulted[spec.symbol.name] = spec.key
         return self.derived(spec, spec.default, namespace)
 

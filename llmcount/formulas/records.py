@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from importlib import resources
 from typing import Any
@@ -36,9 +36,10 @@ class SymbolSpec:
 
     symbol: Symbol
     key: str
-    default: Any = REQUIRED  # REQUIRED, or a Condition computing the default from the symbols before it
+    default: Any = REQUIRED  # REQUIRED, NONE (absent: no value), or a Condition computing it from the symbols before it
     default_text: str = ""
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
+    strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
 
     @property
     def minimum(self) -> int:
@@ -176,17 +177,23 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null"}
+    unknown = set(spec) - {"key", "default", "null", "strings"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
     default = REQUIRED
-    if "default" in spec:
+    if spec.get("default") == NONE:
+        default = NONE
+    elif "default" in spec:
         default = _value_condition(spec["default"], f"{where}.default")
     null = spec.get("null")
     if null is not None and null != NONE:
         null = _value_condition(null, f"{where}.null")
-    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null)
+    strings = {
+        text: _value_condition(rule, f"{where}.strings.{text}")
+        for text, rule in _table(spec.get("strings", {}), f"{where}.strings").items()
+    }
+    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings)
 
 
 def _rules(data: Any, where: str) -> tuple[Rule, ...]:

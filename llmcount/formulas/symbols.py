@@ -58,6 +58,17 @@ d_sh = _size("d_sh")
 d_emb = _size("d_emb")
 m_ff = _size("m_ff")
 d_s = _count("d_s")
+N_attn = _count("N_attn")
+N_mamba = _count("N_mamba")
+N_moe = _count("N_moe")
+E = _size("E")
+d_state = _size("d_state")
+r_dt = _size("r_dt")
+d_ssm = _size("d_ssm")
+h_m = _size("h_m")
+g = _size("g")
+d_mh = _size("d_mh")
+d_lat = _size("d_lat")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -111,6 +122,17 @@ GLOSSARY: tuple[Entry, ...] = (
         "shared_expert_intermediate_size",
         "hidden size of the shared expert (when it has its own key; 0: none)",
     ),
+    Entry(N_attn, r"N_{\mathrm{attn}}", "attn_layer_period / layers_block_type", "layers with softmax attention"),
+    Entry(N_mamba, r"N_{\mathrm{mamba}}", "attn_layer_period / layers_block_type", "layers with a Mamba mixer"),
+    Entry(N_moe, r"N_{\mathrm{moe}}", "expert_layer_period / layers_block_type", "layers with a routed MoE block"),
+    Entry(E, "E", "expand / mamba_expand", "Mamba expansion factor: the inner width is E·d"),
+    Entry(d_state, r"d_{\mathrm{state}}", "state_size / mamba_d_state", "SSM state size per channel"),
+    Entry(r_dt, r"r_{\Delta}", "time_step_rank / mamba_dt_rank", "rank of the time-step (Δ) projection"),
+    Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba-2 mixer"),
+    Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads", "number of Mamba-2 heads"),
+    Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
+    Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
+    Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
