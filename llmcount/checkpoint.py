@@ -12,7 +12,6 @@ index's ``total_size`` divided by the bytes of the checkpoint's dtype.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
+from .files import kind, open_regular, parse_json
 from .formulas.flops import is_norm
 from .formulas.hf import Model, read_config
 from .formulas.memory import BITS, dtype
@@ -108,9 +108,9 @@ def torch_dtype(name: str, where: str) -> tuple[str, int]:
 
 def read_header(path: Path) -> list[Tensor]:
     """The tensors a safetensors file declares, checked against the file's size; nothing else is read."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as file:
+    file, size = open_regular(path, "safetensors file")
+    with file:
+        try:
             prefix = file.read(8)
             if len(prefix) < 8:
                 raise LlmcountError(f"{path}: truncated safetensors file ({size} bytes, no 8-byte header length)")
@@ -126,12 +126,11 @@ def read_header(path: Path) -> list[Tensor]:
                     f"only {size - 8:,} follow"
                 )
             raw = file.read(length)
-    except OSError as exc:
-        raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise LlmcountError(f"{path}: safetensors header is not valid JSON") from None
+        except OSError as exc:
+            raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) < length:  # the file shrank since the stat
+        raise LlmcountError(f"{path}: truncated safetensors header while reading it")
+    header = parse_json(raw, f"{path}: safetensors header")
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
     return [_tensor(path, name, entry, size - 8 - length) for name, entry in header.items() if name != "__metadata__"]
@@ -199,7 +198,8 @@ def total_size(path: Path, index: dict[str, Any]) -> int:
 def read_checkpoint(path: Path) -> list[Tensor]:
     """Every tensor of a checkpoint: a ``.safetensors`` file, an index (its shards must sit beside it) or a folder
     (its index if it has one, else every ``*.safetensors`` in it)."""
-    if path.is_dir():
+    found = kind(path, "checkpoint")
+    if found == "folder":
         indexes = sorted(path.glob("*.safetensors.index.json"))
         if indexes:
             return read_checkpoint(indexes[0])
@@ -207,7 +207,7 @@ def read_checkpoint(path: Path) -> list[Tensor]:
         if not files:
             raise LlmcountError(f"{path}: folder has no *.safetensors files")
         return [tensor for file in files for tensor in read_header(file)]
-    if not path.is_file():
+    if found is None:
         raise LlmcountError(f"{path}: no such file or folder")
     if not path.name.endswith(".json"):
         return read_header(path)

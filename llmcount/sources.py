@@ -4,11 +4,12 @@ holding one, or a Hugging Face Hub id (fetched with huggingface_hub, or found in
 from __future__ import annotations
 
 import difflib
-import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .errors import LlmcountError
 from .formulas.hf import Model, read_config
 from .presets import find, presets
@@ -27,15 +28,16 @@ def resolve(spec: str) -> tuple[str, str, Any]:
     preset = find(spec)
     if preset is not None:
         return preset.name, f"preset {preset.name}", preset.config()
-    path = Path(spec).expanduser()
-    if path.is_dir():
+    path = files.user_path(spec, "model")
+    found = files.kind(path, "model")
+    if found == "folder":
         config_file = path / "config.json"
-        if not config_file.is_file():
+        if files.kind(config_file, "config") is None:
             raise LlmcountError(f"{spec}: folder has no config.json")
         return path.resolve().name, str(config_file), read_json(config_file)
-    if path.is_file():
+    if found is not None:  # a file; read_json refuses a device or FIFO by name
         return _model_name(path), str(path), read_json(path)
-    if _HUB_ID.match(spec) and not spec.endswith(".json") and not path.parent.is_dir():
+    if _HUB_ID.match(spec) and not spec.endswith(".json") and not os.path.isdir(path.parent):
         return spec, f"{spec} (Hub)", read_json(_hub_config(spec))
     if spec.endswith(".json") or "/" in spec or "\\" in spec:
         raise LlmcountError(f"{spec}: no such file or folder")
@@ -48,17 +50,9 @@ def _model_name(path: Path) -> str:
     return path.parent.resolve().name if path.name == "config.json" else path.stem
 
 
-def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise LlmcountError(f"{path}: not a UTF-8 text file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LlmcountError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+def read_json(path: Path, what: str = "config") -> Any:
+    """A config.json or an index, read strictly: see :mod:`llmcount.files`."""
+    return files.read_json(path, what)
 
 
 def _hub_config(repo_id: str) -> Path:
