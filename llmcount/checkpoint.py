@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
-from .files import kind, open_regular, parse_json
+from .files import json_text, kind, open_regular, parse_text, user_path
 from .formulas.flops import is_norm
 from .formulas.hf import Model, read_config
 from .formulas.memory import BITS, dtype
@@ -130,7 +130,10 @@ def read_header(path: Path) -> list[Tensor]:
             raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(raw) < length:  # the file shrank since the stat
         raise LlmcountError(f"{path}: truncated safetensors header while reading it")
-    header = parse_json(raw, f"{path}: safetensors header")
+    where = f"{path}: safetensors header"
+    text = json_text(raw, where)
+    del raw
+    header = parse_text(text, where)
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
     return [_tensor(path, name, entry, size - 8 - length) for name, entry in header.items() if name != "__metadata__"]
@@ -173,7 +176,7 @@ def read_index(path: Path) -> dict[str, Any]:
     """A ``*.safetensors.index.json``, checked: an object with a ``weight_map`` of tensor -> file name."""
     if path.suffix == ".safetensors":
         raise LlmcountError(f"{path}: a safetensors file, not its index; pass model.safetensors.index.json")
-    index = read_json(path)
+    index = read_json(path, "safetensors index")
     if not isinstance(index, dict):
         raise LlmcountError(f"{path}: not a safetensors index: it must be a JSON object")
     weight_map = index.get("weight_map")
@@ -517,17 +520,17 @@ def verify(
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     if index is not None:
-        return verify_index(model, Path(index).expanduser(), dtype_name, model.dtype)
+        return verify_index(model, user_path(index, "index"), dtype_name, model.dtype)
     if hub:
         preset = find(spec)
         repo_id = preset.hub_id if preset else spec
         return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub")
     if checkpoint is None:
-        if not Path(spec).expanduser().is_dir():
+        if kind(user_path(spec, "model"), "model") != "folder":
             raise LlmcountError(
                 f"{spec}: nothing to verify against: give a folder with safetensors, --checkpoint PATH, "
                 "--index FILE or --hub"
             )
         checkpoint = spec
-    path = Path(checkpoint).expanduser()
+    path = user_path(checkpoint, "checkpoint")
     return compare(model, read_checkpoint(path), str(path), "headers")

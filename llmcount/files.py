@@ -29,6 +29,8 @@ MAX_VALUES = 1_000_000  # "," and ":" in the raw text (an over-count): a header 
 
 def user_path(spec: str, what: str = "file") -> Path:
     """The path a user typed, ``~`` expanded; one LlmcountError for a name no file can have."""
+    if not spec:
+        raise LlmcountError(f"the {what} name is empty")
     if "\0" in spec:
         raise LlmcountError(f"{spec!r}: not a valid {what} name: it contains a NUL byte")
     try:
@@ -38,18 +40,21 @@ def user_path(spec: str, what: str = "file") -> Path:
         raise LlmcountError(f"{spec}: no user {user!r} to expand ~{user} for the {what}") from None
 
 
-def kind(path: Path, what: str = "file") -> str | None:
+def kind(path: Path, what: str = "file", action: str = "read") -> str | None:
     """``"file"``, ``"folder"``, ``"other"`` (device, FIFO, socket) or None when nothing is there; a path the system
-    refuses (a name too long, a folder that may not be entered, a file used as a folder) is an LlmcountError."""
+    refuses (a name too long, a folder that may not be entered, a file used as a folder, a symlink loop) is an
+    LlmcountError saying it cannot ``action`` the ``what``."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
     except NotADirectoryError:
         file = next((p for p in reversed(path.parents) if os.path.isfile(p)), path.parent)
-        raise LlmcountError(f"{path}: cannot read the {what}: {file} is a file, not a folder") from None
+        raise LlmcountError(f"{path}: cannot {action} the {what}: {file} is a file, not a folder") from None
     except OSError as exc:
-        raise LlmcountError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+        raise LlmcountError(f"{path}: cannot {action} the {what}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the name
+        raise LlmcountError(f"{path!r}: cannot {action} the {what}: the name contains a NUL byte") from None
     return "file" if stat.S_ISREG(mode) else "folder" if stat.S_ISDIR(mode) else "other"
 
 
@@ -93,7 +98,10 @@ def read_bytes(path: Path | str, what: str = "file", limit: int = MAX_BYTES) -> 
 
 def read_json(path: Path | str, what: str = "JSON file") -> Any:
     """A JSON file, read strictly (see the module's docstring)."""
-    return parse_json(read_bytes(path, what), str(path))
+    raw = read_bytes(path, what)
+    text = json_text(raw, str(path))
+    del raw
+    return parse_text(text, str(path))
 
 
 class _Refused(Exception):
@@ -147,17 +155,25 @@ def _where(text: str, index: int) -> str:
 
 def parse_json(raw: bytes, where: str) -> Any:
     """Strict JSON from UTF-8 bytes; ``where`` (a file, a file's header) starts every message."""
-    values = raw.count(b",") + raw.count(b":")  # inside strings too: an over-count, C speed
+    return parse_text(json_text(raw, where), where)
+
+
+def json_text(raw: bytes, where: str) -> str:
+    """The text of a JSON document, after the checks that need only counting bytes (drop ``raw`` after this:
+    a 100 MB document should not be held as bytes, text and values at once)."""
+    values = raw.count(b",") + raw.count(b":")  # inside strings too: an over-count, at C speed
     if values > MAX_VALUES:
         raise LlmcountError(f"{where}: too many JSON values (over {MAX_VALUES:,}); not a config, index or header")
-    containers = raw.count(b"[") + raw.count(b"{")
-    if containers > MAX_CONTAINERS:
+    if raw.count(b"[") + raw.count(b"{") > MAX_CONTAINERS:
         raise LlmcountError(f"{where}: too many JSON arrays and objects (over {MAX_CONTAINERS:,})")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LlmcountError(f"{where}: not UTF-8 text (byte {exc.start:,} is invalid)") from None
-    del raw
+
+
+def parse_text(text: str, where: str) -> Any:
+    """Strict JSON from text that passed :func:`json_text`."""
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
@@ -170,7 +186,7 @@ def parse_json(raw: bytes, where: str) -> Any:
         raise LlmcountError(f"{where}: invalid JSON{place}: {exc}") from None
     except RecursionError:
         raise LlmcountError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
-    if containers > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if (text.count("[") + text.count("{") > MAX_DEPTH) and _depth(value) > MAX_DEPTH:
         raise LlmcountError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep")
     return value
 

@@ -21,9 +21,11 @@ from urllib.parse import quote
 
 from sympy import Expr, Poly
 
+from .. import files
 from ..analysis.approx import top_terms
 from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtype, total_size
 from ..errors import LlmcountError
+from ..files import user_path
 from ..formulas.hf import Model, config_key, read_config
 from ..formulas.symbols import (
     GLOSSARY,
@@ -218,7 +220,7 @@ def verify(model: Model, config: Mapping[str, Any], index: str | Path, dtype: st
     """Compare ``metadata.total_size`` / bytes per parameter of an index with the formula's total.
 
     The dtype is ``dtype`` when given, else the config's ``torch_dtype`` (or ``dtype``)."""
-    path = Path(index)
+    path = user_path(str(index), "index")
     index_data = read_index(path)
     weight_map, size_in_bytes = index_data["weight_map"], total_size(path, index_data)
     if dtype is not None:
@@ -429,7 +431,8 @@ def check_target(path: str | Path, what: str = "output") -> Path:
         raise LlmcountError(f"cannot write the {what}: the file name is empty")
     if str(path) == STDOUT:
         raise LlmcountError(f"{STDOUT}: cannot write the {what} to stdout; give a file name")
-    target = Path(path).expanduser()
+    target = user_path(str(path), what)
+    files.kind(target, what, "write")  # a name too long, a folder not to be entered, a file used as a folder
     kind = _kind(target)
     if kind == "stream":
         if not os.access(target, os.W_OK):
@@ -545,7 +548,7 @@ def build(
     link = _link(image, post, fmt) if image is not None else None
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
-    verification = verify(model, config, index, dtype) if index else None
+    verification = verify(model, config, index, dtype) if index is not None else None
     files: dict[Path, bytes] = {}
     if image is not None:
         from .charts import render_chart
