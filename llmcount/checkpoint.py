@@ -12,6 +12,7 @@ index's ``total_size`` divided by the bytes of the checkpoint's dtype.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -107,7 +108,10 @@ def torch_dtype(name: str, where: str) -> tuple[str, int]:
 
 
 def read_header(path: Path) -> list[Tensor]:
-    """The tensors a safetensors file declares, checked against the file's size; nothing else is read."""
+    """The tensors a safetensors file declares, checked as strictly as the safetensors library checks them: a JSON
+    object, ``__metadata__`` of strings, each tensor's bytes equal to its dtype's size times its elements, and the
+    tensors' byte ranges tiling the data that follows the header exactly (no overlap, no gap, no trailing bytes).
+    Only the header is read, never a tensor."""
     file, size = open_regular(path, "safetensors file")
     with file:
         try:
@@ -136,7 +140,36 @@ def read_header(path: Path) -> list[Tensor]:
     header = parse_text(text, where)
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
-    return [_tensor(path, name, entry, size - 8 - length) for name, entry in header.items() if name != "__metadata__"]
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise LlmcountError(f"{path}: safetensors header: __metadata__ must be an object of strings")
+    data_size = size - 8 - length
+    tensors, spans = [], []
+    for name, entry in header.items():
+        if name != "__metadata__":
+            tensors.append(_tensor(path, name, entry, data_size))
+            spans.append((*entry["data_offsets"], name))
+    _check_tiling(path, sorted(spans), data_size)
+    return tensors
+
+
+def _check_tiling(path: Path, spans: list[tuple[int, int, str]], data_size: int) -> None:
+    """The sorted byte ranges of the tensors must follow each other from 0 to the end of the file."""
+    end, previous = 0, None
+    for begin, stop, name in spans:
+        if begin < end:
+            raise LlmcountError(
+                f"{path}: tensors {previous!r} and {name!r} overlap: bytes {begin:,} to {min(stop, end):,} "
+                "of the data belong to both"
+            )
+        if begin > end:
+            where = f"after tensor {previous!r}" if previous else "before the first tensor"
+            raise LlmcountError(f"{path}: {begin - end:,} bytes of data {where} belong to no tensor")
+        end, previous = stop, name
+    if end != data_size:
+        raise LlmcountError(
+            f"{path}: {data_size - end:,} trailing bytes after the last tensor's data belong to no tensor"
+        )
 
 
 def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> Tensor:
@@ -163,7 +196,10 @@ def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> T
             f"{path}: tensor {name!r}: data_offsets {offsets} point past the end of the file "
             f"({data_size:,} bytes of data)"
         )
-    expected = -(-tensor.elements * DTYPE_BITS[kind] // 8)
+    bits = tensor.elements * DTYPE_BITS[kind]
+    if bits % 8:
+        raise LlmcountError(f"{path}: tensor {name!r}: {kind} {list(shape)} is {bits} bits, not whole bytes")
+    expected = bits // 8
     if offsets[1] - offsets[0] != expected:
         raise LlmcountError(
             f"{path}: tensor {name!r}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
@@ -198,38 +234,97 @@ def total_size(path: Path, index: dict[str, Any]) -> int:
     return size
 
 
+STRAY = "consolidated"
+"""Mistral ships ``consolidated.safetensors`` (its own format, the same weights again) beside the Hugging Face files."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    tensors: list[Tensor]
+    ignored: tuple[Path, ...] = ()  # files beside it that hold the same weights again
+
+
 def read_checkpoint(path: Path) -> list[Tensor]:
+    """Every tensor of a checkpoint: see :func:`load_checkpoint`."""
+    return load_checkpoint(path).tensors
+
+
+def load_checkpoint(path: Path) -> Checkpoint:
     """Every tensor of a checkpoint: a ``.safetensors`` file, an index (its shards must sit beside it) or a folder
-    (its index if it has one, else every ``*.safetensors`` in it)."""
+    (its ``model.safetensors.index.json`` or only index if it has one, else every ``*.safetensors`` in it). Beside
+    other safetensors, ``consolidated*.safetensors`` are ignored and named. A file named twice (``./a`` and ``a``)
+    is read once; a tensor in two files is an error."""
     found = kind(path, "checkpoint")
-    if found == "folder":
-        indexes = sorted(path.glob("*.safetensors.index.json"))
-        if indexes:
-            return read_checkpoint(indexes[0])
-        files = sorted(path.glob("*.safetensors"))
-        if not files:
-            raise LlmcountError(f"{path}: folder has no *.safetensors files")
-        return [tensor for file in files for tensor in read_header(file)]
     if found is None:
         raise LlmcountError(f"{path}: no such file or folder")
-    if not path.name.endswith(".json"):
-        return read_header(path)
+    if found != "folder":
+        if not path.name.endswith(".json"):
+            return Checkpoint(_read_files([path])[0])
+        return Checkpoint(_read_index_shards(path))
+    indexes = sorted(path.glob("*.safetensors.index.json"))
+    tensor_files = sorted(path.glob("*.safetensors"))
+    ignored = [f for f in tensor_files if f.name.startswith(STRAY)]
+    if indexes:
+        chosen = [i for i in indexes if i.name == "model.safetensors.index.json"] or [
+            i for i in indexes if not i.name.startswith(STRAY)
+        ]
+        if len(chosen) != 1:
+            chosen = chosen or indexes
+            if len(chosen) > 1:
+                names = ", ".join(i.name for i in chosen[:3])
+                raise LlmcountError(f"{path}: several safetensors indexes ({names}); pass one with --checkpoint")
+        listed = {os.path.realpath(path / f) for f in read_index(chosen[0])["weight_map"].values() if "\0" not in f}
+        strays = tuple(f for f in ignored if os.path.realpath(f) not in listed)
+        return Checkpoint(_read_index_shards(chosen[0]), strays)
+    if not tensor_files:
+        raise LlmcountError(f"{path}: folder has no *.safetensors files")
+    if len(ignored) == len(tensor_files):  # only Mistral's format: count it
+        ignored = []
+    kept = [f for f in tensor_files if f not in ignored]
+    return Checkpoint(_read_files(kept)[0], tuple(ignored))
+
+
+def _read_files(paths: list[Path]) -> tuple[list[Tensor], dict[str, str]]:
+    """The tensors of several safetensors files, each file read once (by its real path), and the real path of the
+    file each tensor name is in; the same tensor name in two files is an error."""
+    tensors: list[Tensor] = []
+    owner: dict[str, str] = {}
+    seen: set[str] = set()
+    for file in paths:
+        real = os.path.realpath(file)
+        if real in seen:
+            continue
+        seen.add(real)
+        for tensor in read_header(file):
+            if tensor.name in owner:
+                raise LlmcountError(
+                    f"{file}: tensor {tensor.name!r} is also in {Path(owner[tensor.name]).name}: "
+                    "a checkpoint stores each tensor once"
+                )
+            owner[tensor.name] = real
+            tensors.append(tensor)
+    return tensors, owner
+
+
+def _read_index_shards(path: Path) -> list[Tensor]:
     weight_map = read_index(path)["weight_map"]
-    folder = path.parent.resolve()
-    outside = sorted({f for f in weight_map.values() if not (folder / f).resolve().is_relative_to(folder)})
+    folder = Path(os.path.realpath(path.parent))
+    bad = sorted({f for f in weight_map.values() if not f or "\0" in f})
+    if bad:
+        raise LlmcountError(f"{path}: weight_map names a file {bad[0]!r} that cannot exist")
+    outside = sorted({f for f in weight_map.values() if not Path(os.path.realpath(folder / f)).is_relative_to(folder)})
     if outside:
         raise LlmcountError(f"{path}: weight_map names files outside the index's folder: {', '.join(outside[:3])}")
-    missing = sorted({f for f in weight_map.values() if not (path.parent / f).is_file()})
+    missing = sorted({f for f in weight_map.values() if kind(path.parent / f, "shard") is None})
     if missing:
         raise LlmcountError(f"{path}: weight_map names missing files: {', '.join(missing[:3])}")
-    tensors = []
-    for file in sorted(set(weight_map.values())):
-        tensors += read_header(path.parent / file)
-    declared = {t.name for t in tensors}
-    absent = [name for name in weight_map if name not in declared]
-    if absent:
-        file = weight_map[absent[0]]
-        raise LlmcountError(f"{path}: weight_map puts tensor {absent[0]!r} in {file}, whose header has no such tensor")
+    tensors, owner = _read_files([path.parent / f for f in sorted(set(weight_map.values()))])
+    for name, file in weight_map.items():
+        if owner.get(name) != os.path.realpath(path.parent / file):
+            where = f"; it is in {Path(owner[name]).name}" if name in owner else ""
+            raise LlmcountError(
+                f"{path}: weight_map puts tensor {name!r} in {file}, whose header has no such tensor{where}"
+            )
     return tensors
 
 
@@ -533,4 +628,10 @@ def verify(
             )
         checkpoint = spec
     path = user_path(checkpoint, "checkpoint")
-    return compare(model, read_checkpoint(path), str(path), "headers")
+    loaded = load_checkpoint(path)
+    result = compare(model, loaded.tensors, str(path), "headers")
+    if loaded.ignored:
+        names = ", ".join(f.name for f in loaded.ignored)
+        note = f"not counted: {names}, the same weights again in Mistral's own format"
+        result = dataclasses.replace(result, note=note)
+    return result
