@@ -55,10 +55,17 @@ def read_json(path: Path, what: str = "config") -> Any:
     return files.read_json(path, what)
 
 
+HUB_TIMEOUT = 2.0
+"""Seconds to wait for the Hub before giving up: one request, no retries (huggingface_hub retries for a minute)."""
+
+
 def _hub_config(repo_id: str) -> Path:
-    """config.json of a Hub repo: downloaded when online, else from the local cache."""
+    """config.json of a Hub repo: downloaded when the Hub answers, else from the local cache; fast when offline
+    (one request with a short timeout, never the Hub client's retries). A gated repo, a missing (or private) one and
+    a repo without config.json each say so."""
     try:
-        from huggingface_hub import hf_hub_download
+        import huggingface_hub as hub
+        from huggingface_hub import errors
     except ImportError:
         raise LlmcountError(
             f"{repo_id}: not a preset, file or folder; to fetch it from the Hub, "
@@ -66,13 +73,42 @@ def _hub_config(repo_id: str) -> Path:
         ) from None
     from huggingface_hub.utils import logging as hub_logging
 
-    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's retries
-    for local_only in (False, True):
-        try:
-            return Path(hf_hub_download(repo_id, "config.json", local_files_only=local_only))
-        except Exception:  # any Hub failure: try the cache, then give up
-            continue
-    raise LlmcountError(
-        f"{repo_id}: could not fetch config.json from the Hub (offline, private or no such repo) "
-        "and it is not in the local Hugging Face cache"
-    )
+    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's warnings
+    cached = _hub_cache(hub, repo_id)
+    if hub.constants.HF_HUB_OFFLINE:
+        if cached is None:
+            raise LlmcountError(
+                f"{repo_id}: offline (HF_HUB_OFFLINE is set) and its config.json is not in the local Hugging Face cache"
+            )
+        return cached
+    try:  # one HEAD request: tells a gated repo from a missing one, and fails at once without a network
+        hub.get_hf_file_metadata(hub.hf_hub_url(repo_id, "config.json"), timeout=HUB_TIMEOUT)
+        return Path(hub.hf_hub_download(repo_id, "config.json", etag_timeout=HUB_TIMEOUT))
+    except errors.GatedRepoError:
+        raise LlmcountError(
+            f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
+            "and log in (hf auth login, or set HF_TOKEN)"
+        ) from None
+    except errors.RepositoryNotFoundError:
+        raise LlmcountError(
+            f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
+        ) from None
+    except errors.RemoteEntryNotFoundError:
+        raise LlmcountError(f"{repo_id}: the repo on the Hub has no config.json") from None
+    except Exception as exc:  # no network, a timeout, a server error: the cache, or one line
+        if cached is not None:
+            return cached
+        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise LlmcountError(
+            f"{repo_id}: cannot reach the Hub (offline?) and its config.json is not in the local Hugging Face cache "
+            f"({reason})"
+        ) from None
+
+
+def _hub_cache(hub: Any, repo_id: str) -> Path | None:
+    """The cached config.json of a repo, without any request."""
+    try:
+        found = hub.try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # an id the cache cannot hold
+        return None
+    return Path(found) if isinstance(found, str) else None
