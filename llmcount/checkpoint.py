@@ -336,9 +336,20 @@ def read_hub(repo_id: str) -> list[Tensor]:
         raise LlmcountError(f"{repo_id}: --hub needs huggingface_hub (pip install 'llmcount[hub]')") from None
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: offline (HF_HUB_OFFLINE is set)")
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
     try:
         metadata = get_safetensors_metadata(repo_id)
-    except Exception as exc:  # no such repo, no safetensors, network errors: one message
+    except GatedRepoError:
+        raise LlmcountError(
+            f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
+            "and log in (hf auth login, or set HF_TOKEN)"
+        ) from None
+    except RepositoryNotFoundError:
+        raise LlmcountError(
+            f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
+        ) from None
+    except Exception as exc:  # no safetensors, network errors: one message
         unreachable = isinstance(exc, OSError) or any(w in type(exc).__name__ for w in ("Connect", "Timeout"))
         reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: {reason}") from None

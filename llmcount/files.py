@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import IO, Any
@@ -188,7 +189,20 @@ def parse_text(text: str, where: str) -> Any:
         raise LlmcountError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
     if (text.count("[") + text.count("{") > MAX_DEPTH) and _depth(value) > MAX_DEPTH:
         raise LlmcountError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep")
+    if _SURROGATE.search(text):  # rare: only then look for one left unpaired, which could never be printed
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            match = _LONE_SURROGATE.search(text)
+            place = f" at {_where(text, match.start())}" if match else ""
+            raise LlmcountError(f"{where}: invalid JSON{place}: a \\u escape of an unpaired surrogate") from None
     return value
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]"
+)
 
 
 def _depth(value: Any) -> int:

@@ -99,6 +99,9 @@ HOSTILE = {
     "trailing_comma": ("[1, 2,]", ["invalid JSON", "line 1"]),
     "single_quotes": ("{'a': 1}", ["invalid JSON"]),
     "control_character_in_string": ('"a\tb"', ["invalid JSON"]),
+    "unpaired_high_surrogate": ('"\\ud800"', ["unpaired surrogate"]),
+    "unpaired_low_surrogate_after_a_pair": ('"\\ud83d\\ude00\\udc00"', ["unpaired surrogate"]),
+    "unpaired_surrogate_in_a_key": ('{"\\udfff": 1}', ["unpaired surrogate"]),
 }
 
 
@@ -110,6 +113,11 @@ def test_hostile_value_under_an_unread_key(tmp_path: Path, carrier: str, name: s
     result, file = attack(tmp_path, carrier, document(carrier, hostile))
     assert time.monotonic() - start < 2
     assert_refused(result, file.name, *needles)
+
+
+def test_paired_surrogates_are_read(tmp_path: Path) -> None:
+    result, _ = attack(tmp_path, "config", document("config", '"\\ud83d\\ude00 and \\\\ud800 escaped"'))
+    assert result.exit_code == 0, result.output
 
 
 def test_integer_of_100_digits_is_read(tmp_path: Path) -> None:

@@ -160,3 +160,21 @@ def test_unreachable_hub_fails_within_3_seconds(tmp_path: Path, endpoint: str) -
     seconds, message = done.stdout.split(" ", 1)
     assert float(seconds) < 3, done.stdout
     assert REPO in message and "cache" in message
+
+
+@pytest.mark.parametrize(
+    ("error", "needles"),
+    [
+        (lambda: errors.GatedRepoError("gated", response=_response(403)), ["gated", "log in"]),
+        (lambda: errors.RepositoryNotFoundError("missing", response=_response(404)), ["no such repo"]),
+    ],
+    ids=["gated", "missing"],
+)
+def test_verify_hub_tells_gated_from_missing(monkeypatch, error, needles) -> None:
+    def metadata(repo_id, **_):
+        raise error()
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", metadata)
+    assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", *needles)
