@@ -65,7 +65,7 @@ def _hub_config(repo_id: str) -> Path:
     a repo without config.json each say so."""
     try:
         import huggingface_hub as hub
-        from huggingface_hub import errors
+        from huggingface_hub import constants, errors
     except ImportError:
         raise LlmcountError(
             f"{repo_id}: not a preset, file or folder; to fetch it from the Hub, "
@@ -75,7 +75,7 @@ def _hub_config(repo_id: str) -> Path:
 
     hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's warnings
     cached = _hub_cache(hub, repo_id)
-    if hub.constants.HF_HUB_OFFLINE:
+    if constants.HF_HUB_OFFLINE:
         if cached is None:
             raise LlmcountError(
                 f"{repo_id}: offline (HF_HUB_OFFLINE is set) and its config.json is not in the local Hugging Face cache"

@@ -17,6 +17,7 @@ from llmcount.cli import app
 huggingface_hub = pytest.importorskip("huggingface_hub")
 httpx2 = pytest.importorskip("httpx2")  # the HTTP client huggingface_hub 2.x raises the errors of
 errors = pytest.importorskip("huggingface_hub.errors")
+constants = pytest.importorskip("huggingface_hub.constants")
 
 LLAMA = {
     "model_type": "llama",
@@ -77,7 +78,7 @@ def hub(monkeypatch, tmp_path):
     monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", metadata)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
     monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *a, **k: fake.cached and str(fake.cached))
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     return fake
 
 
@@ -121,13 +122,13 @@ def test_server_error_falls_back_to_the_cache(hub, tmp_path) -> None:
 
 
 def test_offline_mode_makes_no_request(hub, monkeypatch) -> None:
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     assert_refused(run("count", REPO), REPO, "HF_HUB_OFFLINE", "cache")
     assert hub.requests == 0
 
 
 def test_offline_mode_reads_the_cache(hub, monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     hub.cached = tmp_path / "cached.json"
     hub.cached.write_text(json.dumps(LLAMA))
     assert run("count", REPO).exit_code == 0 and hub.requests == 0
@@ -174,7 +175,7 @@ def test_verify_hub_tells_gated_from_missing(monkeypatch, error, needles) -> Non
     def metadata(repo_id, **_):
         raise error()
 
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", metadata)
     assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", *needles)
