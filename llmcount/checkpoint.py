@@ -273,9 +273,10 @@ def load_checkpoint(path: Path) -> Checkpoint:
             if len(chosen) > 1:
                 names = ", ".join(i.name for i in chosen[:3])
                 raise LlmcountError(f"{path}: several safetensors indexes ({names}); pass one with --checkpoint")
-        listed = {os.path.realpath(path / f) for f in read_index(chosen[0])["weight_map"].values() if "\0" not in f}
+        index = read_index(chosen[0])
+        listed = {os.path.realpath(path / f) for f in index["weight_map"].values() if "\0" not in f}
         strays = tuple(f for f in ignored if os.path.realpath(f) not in listed)
-        return Checkpoint(_read_index_shards(chosen[0]), strays)
+        return Checkpoint(_read_index_shards(chosen[0], index), strays)
     if not tensor_files:
         raise LlmcountError(f"{path}: folder has no *.safetensors files")
     if len(ignored) == len(tensor_files):  # only Mistral's format: count it
@@ -306,8 +307,9 @@ def _read_files(paths: list[Path]) -> tuple[list[Tensor], dict[str, str]]:
     return tensors, owner
 
 
-def _read_index_shards(path: Path) -> list[Tensor]:
-    weight_map = read_index(path)["weight_map"]
+def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[Tensor]:
+    """The tensors of the shards an index names (``index``: the index, when read already)."""
+    weight_map = (index if index is not None else read_index(path))["weight_map"]
     folder = Path(os.path.realpath(path.parent))
     bad = sorted({f for f in weight_map.values() if not f or "\0" in f})
     if bad:

@@ -47,8 +47,17 @@ class Format(str, Enum):
     latex = "latex"
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): " "}
+"""Control characters in a message (a file name with a newline, an escape sequence in a config value) as escapes:
+the message stays one line and cannot drive the terminal."""
+
+
+def one_line(message: str) -> str:
+    return message.translate(_CONTROL)
+
+
 def fail(message: str) -> typer.Exit:
-    typer.echo(f"llmcount: error: {message}", err=True)
+    typer.echo(f"llmcount: error: {one_line(message)}", err=True)
     return typer.Exit(1)
 
 
@@ -173,13 +182,13 @@ def main(args: list[str] | None = None) -> None:
         typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
         sys.exit(2)
     except click.UsageError as exc:
-        typer.echo(f"llmcount: error: {usage_message(exc, args)}", err=True)
+        typer.echo(f"llmcount: error: {one_line(usage_message(exc, args))}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        typer.echo(f"llmcount: error: {' '.join(exc.format_message().split())}", err=True)
+        typer.echo(f"llmcount: error: {one_line(' '.join(exc.format_message().split()))}", err=True)
         sys.exit(exc.exit_code)
     except LlmcountError as exc:
-        typer.echo(f"llmcount: error: {exc}", err=True)
+        typer.echo(f"llmcount: error: {one_line(str(exc))}", err=True)
         sys.exit(1)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
@@ -187,6 +196,7 @@ def main(args: list[str] | None = None) -> None:
         if os.environ.get("LLMCOUNT_DEBUG"):
             raise
         detail = " ".join(str(exc).split())[:300]
-        typer.echo(f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)", err=True)
+        message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
+        typer.echo(one_line(message), err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

@@ -161,3 +161,10 @@ def test_valid_paths_still_work(tmp_path: Path) -> None:
     assert run("count", str(tmp_path)).exit_code == 0
     assert run("writeup", "qwen3-8b", "-o", str(tmp_path / "post.md")).exit_code == 0
     assert (tmp_path / "post.md").read_text().strip()
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_newline_and_terminal_escape_in_the_name_stay_one_inert_line(tmp_path: Path, place: str) -> None:
+    result = attack(place, str(tmp_path / "evil\n\x1b[2Jname" / "x"))  # a folder that does not exist
+    assert_refused(result, "evil\\n\\x1b[2Jname")
+    assert "\x1b" not in result.stderr
