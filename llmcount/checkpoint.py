@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
-from .files import json_text, kind, open_regular, parse_text, user_path
+from .files import json_text, kind, open_regular, parse_text, short, user_path
 from .formulas.flops import is_norm
 from .formulas.hf import Model, read_config
 from .formulas.memory import BITS, dtype
@@ -99,7 +99,7 @@ def torch_dtype(name: str, where: str) -> tuple[str, int]:
     key = str(name).lower().removeprefix("torch.")
     key = DTYPE_ALIASES.get(key, key)
     if key not in TORCH_DTYPES:
-        raise LlmcountError(f"{where}: unknown dtype {name!r}; choose one of {', '.join(TORCH_DTYPES)}")
+        raise LlmcountError(f"{where}: unknown dtype {short(name)}; choose one of {', '.join(TORCH_DTYPES)}")
     return key, DTYPE_BITS[TORCH_DTYPES[key]] // 8
 
 
@@ -159,11 +159,11 @@ def _check_tiling(path: Path, spans: list[tuple[int, int, str]], data_size: int)
     for begin, stop, name in spans:
         if begin < end:
             raise LlmcountError(
-                f"{path}: tensors {previous!r} and {name!r} overlap: bytes {begin:,} to {min(stop, end):,} "
+                f"{path}: tensors {short(previous)} and {short(name)} overlap: bytes {begin:,} to {min(stop, end):,} "
                 "of the data belong to both"
             )
         if begin > end:
-            where = f"after tensor {previous!r}" if previous else "before the first tensor"
+            where = f"after tensor {short(previous)}" if previous else "before the first tensor"
             raise LlmcountError(f"{path}: {begin - end:,} bytes of data {where} belong to no tensor")
         end, previous = stop, name
     if end != data_size:
@@ -175,12 +175,19 @@ def _check_tiling(path: Path, spans: list[tuple[int, int, str]], data_size: int)
 def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> Tensor:
     """One header entry, checked: known dtype, a shape of non-negative ints, offsets inside the data."""
     if not isinstance(entry, dict):
-        raise LlmcountError(f"{path}: tensor {name!r}: header entry must be an object")
+        raise LlmcountError(f"{path}: tensor {short(name)}: header entry must be an object")
     kind, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if kind not in DTYPE_BITS:
-        raise LlmcountError(f"{path}: tensor {name!r}: unknown dtype {kind!r}")
+        raise LlmcountError(f"{path}: tensor {short(name)}: unknown dtype {short(kind)}")
     if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in shape):
-        raise LlmcountError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        raise LlmcountError(
+            f"{path}: tensor {short(name)}: shape must be a list of non-negative integers, got {short(shape)}"
+        )
+    elements = 0 if 0 in shape else 1
+    for size in shape if elements else ():
+        elements *= size
+        if elements >= 2**64:  # as the safetensors library, whose sizes are 64-bit
+            raise LlmcountError(f"{path}: tensor {short(name)}: shape {short(shape)} overflows a 64-bit element count")
     tensor = Tensor(name, kind, tuple(shape))
     if data_size is None:  # headers from the Hub: the file's size is not known here
         return tensor
@@ -190,20 +197,20 @@ def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> T
         and all(isinstance(x, int) and not isinstance(x, bool) for x in offsets)
         and 0 <= offsets[0] <= offsets[1]
     ):
-        raise LlmcountError(f"{path}: tensor {name!r}: data_offsets must be [begin, end], got {offsets!r}")
+        raise LlmcountError(f"{path}: tensor {short(name)}: data_offsets must be [begin, end], got {short(offsets)}")
     if offsets[1] > data_size:
         raise LlmcountError(
-            f"{path}: tensor {name!r}: data_offsets {offsets} point past the end of the file "
+            f"{path}: tensor {short(name)}: data_offsets {offsets} point past the end of the file "
             f"({data_size:,} bytes of data)"
         )
     bits = tensor.elements * DTYPE_BITS[kind]
     if bits % 8:
-        raise LlmcountError(f"{path}: tensor {name!r}: {kind} {list(shape)} is {bits} bits, not whole bytes")
+        raise LlmcountError(f"{path}: tensor {short(name)}: {kind} {short(shape)} is {bits} bits, not whole bytes")
     expected = bits // 8
     if offsets[1] - offsets[0] != expected:
         raise LlmcountError(
-            f"{path}: tensor {name!r}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
-            f"but {kind} {list(shape)} needs {expected:,}"
+            f"{path}: tensor {short(name)}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
+            f"but {kind} {short(list(shape))} needs {expected:,}"
         )
     return tensor
 
@@ -230,7 +237,9 @@ def total_size(path: Path, index: dict[str, Any]) -> int:
     if isinstance(size, float) and size.is_integer():
         size = int(size)
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise LlmcountError(f"{path}: not a safetensors index: no positive integer metadata.total_size, got {size!r}")
+        raise LlmcountError(
+            f"{path}: not a safetensors index: no positive integer metadata.total_size, got {short(size)}"
+        )
     return size
 
 
@@ -299,7 +308,7 @@ def _read_files(paths: list[Path]) -> tuple[list[Tensor], dict[str, str]]:
         for tensor in read_header(file):
             if tensor.name in owner:
                 raise LlmcountError(
-                    f"{file}: tensor {tensor.name!r} is also in {Path(owner[tensor.name]).name}: "
+                    f"{file}: tensor {short(tensor.name)} is also in {Path(owner[tensor.name]).name}: "
                     "a checkpoint stores each tensor once"
                 )
             owner[tensor.name] = real
@@ -313,7 +322,7 @@ def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[
     folder = Path(os.path.realpath(path.parent))
     bad = sorted({f for f in weight_map.values() if not f or "\0" in f})
     if bad:
-        raise LlmcountError(f"{path}: weight_map names a file {bad[0]!r} that cannot exist")
+        raise LlmcountError(f"{path}: weight_map names a file {short(bad[0])} that cannot exist")
     outside = sorted({f for f in weight_map.values() if not Path(os.path.realpath(folder / f)).is_relative_to(folder)})
     if outside:
         raise LlmcountError(f"{path}: weight_map names files outside the index's folder: {', '.join(outside[:3])}")
@@ -325,7 +334,7 @@ def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[
         if owner.get(name) != os.path.realpath(path.parent / file):
             where = f"; it is in {Path(owner[name]).name}" if name in owner else ""
             raise LlmcountError(
-                f"{path}: weight_map puts tensor {name!r} in {file}, whose header has no such tensor{where}"
+                f"{path}: weight_map puts tensor {short(name)} in {short(file)}, whose header has no such tensor{where}"
             )
     return tensors
 

@@ -105,6 +105,15 @@ def read_json(path: Path | str, what: str = "JSON file") -> Any:
     return parse_text(text, str(path))
 
 
+def short(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: a name or value from a hostile file can be megabytes long."""
+    if isinstance(value, (list, dict, str)) and len(value) > limit:
+        value = value[:limit] if isinstance(value, (list, str)) else dict(list(value.items())[:4])
+        return repr(value)[:limit] + "…"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 class _Refused(Exception):
     """Raised by the decoder hooks; turned into an LlmcountError with the place it points at."""
 
@@ -116,13 +125,13 @@ class _Refused(Exception):
 def _int(text: str) -> int:
     digits = len(text.lstrip("-"))
     if digits > MAX_DIGITS:
-        raise _Refused(f"an integer of {digits:,} digits (at most {MAX_DIGITS} are read)", text)
+        raise _Refused(f"an integer of {digits:,} digits (at most {MAX_DIGITS} are read)", text[:MAX_DIGITS])
     return int(text)
 
 
 def _float(text: str) -> float:
     if len(text) > MAX_DIGITS:
-        raise _Refused(f"a number of {len(text):,} characters (at most {MAX_DIGITS} are read)", text)
+        raise _Refused(f"a number of {len(text):,} characters (at most {MAX_DIGITS} are read)", text[:MAX_DIGITS])
     value = float(text)
     if not math.isfinite(value):
         raise _Refused(f"the number {text} is out of range (it would be read as infinity)", text)
@@ -139,7 +148,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _Refused(f"key {key!r} appears twice in one object", json.dumps(key), nth=2)
+                raise _Refused(f"key {short(key)} appears twice in one object", json.dumps(key), nth=2)
             seen.add(key)
     return obj
 

@@ -304,3 +304,19 @@ def test_strict_fails_a_differing_checkpoint_after_the_report(tmp_path: Path) ->
     assert "differs" in strict.stdout  # the report still says where
     lines = strict.stderr.strip().splitlines()
     assert len(lines) == 1 and "--strict" in lines[0] and "parameters" in lines[0]
+
+
+def test_shape_whose_element_count_overflows_64_bits(tmp_path: Path) -> None:
+    path = tmp_path / "big.safetensors"
+    join(path, {"w": {"dtype": "F32", "shape": [10**99] * 3000, "data_offsets": [0, 4]}}, bytes(4))
+    with pytest.raises(LlmcountError, match="overflows a 64-bit element count") as caught:
+        read_header(path)
+    assert len(str(caught.value)) < 400  # the shape is shown cut short
+
+
+def test_huge_tensor_name_is_cut_short_in_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "long.safetensors"
+    join(path, {"x" * 1_000_000: {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}}, bytes(1))
+    with pytest.raises(LlmcountError, match="unknown dtype 'F7'") as caught:
+        read_header(path)
+    assert len(str(caught.value)) < 400

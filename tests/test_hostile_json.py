@@ -109,9 +109,9 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_value_under_an_unread_key(tmp_path: Path, carrier: str, name: str) -> None:
     hostile, needles = HOSTILE[name]
-    start = time.monotonic()
+    start = time.process_time()
     result, file = attack(tmp_path, carrier, document(carrier, hostile))
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
     assert_refused(result, file.name, *needles)
 
 
@@ -164,9 +164,9 @@ def test_not_json_text(tmp_path: Path, carrier: str, name: str, text: bytes, nee
 @pytest.mark.parametrize("carrier", CARRIERS)
 def test_too_many_values_refused_before_parsing(tmp_path: Path, carrier: str) -> None:
     hostile = "[" + "0," * MAX_VALUES + "0]"
-    start = time.monotonic()
+    start = time.process_time()
     result, file = attack(tmp_path, carrier, document(carrier, hostile))
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
     assert_refused(result, file.name, "too many JSON values")
 
 
@@ -228,9 +228,9 @@ def test_file_over_the_size_limit_is_not_read(tmp_path: Path, carrier: str) -> N
     with big.open("wb") as file:
         file.truncate(MAX_BYTES + 1)  # sparse: costs no disk, and would cost 100 MB to read
     args = ["count", str(big)] if carrier == "config" else ["verify", str(config), "--index", str(big)]
-    start = time.monotonic()
+    start = time.process_time()
     assert_refused(run(*args), "big.json", "over the limit")
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 1
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak memory from /proc")
@@ -243,14 +243,14 @@ def test_large_hostile_file_in_bounded_time_and_memory(tmp_path: Path) -> None:
     script = (
         "import re, sys, time\n"
         "from llmcount.files import read_json\n"
-        "start = time.monotonic(); read_json(sys.argv[1])\n"
+        "start = time.process_time(); read_json(sys.argv[1])\n"
         "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
-        "print(time.monotonic() - start, int(peak) // 1024)\n"
+        "print(time.process_time() - start, int(peak) // 1024)\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(big)], capture_output=True, text=True, check=True)
     seconds, megabytes = done.stdout.split()
     assert int(megabytes) < 500, done.stdout
-    assert float(seconds) < 6, done.stdout  # ~2 s on an idle core; this machine is shared
+    assert float(seconds) < 3, done.stdout  # CPU seconds (~1.7 on an idle core): wall time depends on the load
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,12 +258,12 @@ def test_large_hostile_file_in_bounded_time_and_memory(tmp_path: Path) -> None:
 
 
 def _check(raw: bytes) -> None:
-    start = time.monotonic()
+    start = time.process_time()
     try:
         parse_json(raw, "x.json")
     except LlmcountError as exc:
         assert "\n" not in str(exc) and str(exc).startswith("x.json: ")
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 1
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
