@@ -12,7 +12,7 @@ index's ``total_size`` divided by the bytes of the checkpoint's dtype.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 import re
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LlmcountError
+from .files import json_text, kind, open_regular, parse_text, short, user_path
 from .formulas.config import Model, read_config
 from .formulas.flops import is_norm
 from .formulas.memory import BITS, dtype
@@ -98,7 +99,7 @@ def torch_dtype(name: str, where: str) -> tuple[str, int]:
     key = str(name).lower().removeprefix("torch.")
     key = DTYPE_ALIASES.get(key, key)
     if key not in TORCH_DTYPES:
-        raise LlmcountError(f"{where}: unknown dtype {name!r}; choose one of {', '.join(TORCH_DTYPES)}")
+        raise LlmcountError(f"{where}: unknown dtype {short(name)}; choose one of {', '.join(TORCH_DTYPES)}")
     return key, DTYPE_BITS[TORCH_DTYPES[key]] // 8
 
 
@@ -107,10 +108,13 @@ def torch_dtype(name: str, where: str) -> tuple[str, int]:
 
 
 def read_header(path: Path) -> list[Tensor]:
-    """The tensors a safetensors file declares, checked against the file's size; nothing else is read."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as file:
+    """The tensors a safetensors file declares, checked as strictly as the safetensors library checks them: a JSON
+    object, ``__metadata__`` of strings, each tensor's bytes equal to its dtype's size times its elements, and the
+    tensors' byte ranges tiling the data that follows the header exactly (no overlap, no gap, no trailing bytes).
+    Only the header is read, never a tensor."""
+    file, size = open_regular(path, "safetensors file")
+    with file:
+        try:
             prefix = file.read(8)
             if len(prefix) < 8:
                 raise LlmcountError(f"{path}: truncated safetensors file ({size} bytes, no 8-byte header length)")
@@ -126,26 +130,64 @@ def read_header(path: Path) -> list[Tensor]:
                     f"only {size - 8:,} follow"
                 )
             raw = file.read(length)
-    except OSError as exc:
-        raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise LlmcountError(f"{path}: safetensors header is not valid JSON") from None
+        except OSError as exc:
+            raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) < length:  # the file shrank since the stat
+        raise LlmcountError(f"{path}: truncated safetensors header while reading it")
+    where = f"{path}: safetensors header"
+    text = json_text(raw, where)
+    del raw
+    header = parse_text(text, where)
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
-    return [_tensor(path, name, entry, size - 8 - length) for name, entry in header.items() if name != "__metadata__"]
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise LlmcountError(f"{path}: safetensors header: __metadata__ must be an object of strings")
+    data_size = size - 8 - length
+    tensors, spans = [], []
+    for name, entry in header.items():
+        if name != "__metadata__":
+            tensors.append(_tensor(path, name, entry, data_size))
+            spans.append((*entry["data_offsets"], name))
+    _check_tiling(path, sorted(spans), data_size)
+    return tensors
+
+
+def _check_tiling(path: Path, spans: list[tuple[int, int, str]], data_size: int) -> None:
+    """The sorted byte ranges of the tensors must follow each other from 0 to the end of the file."""
+    end, previous = 0, None
+    for begin, stop, name in spans:
+        if begin < end:
+            raise LlmcountError(
+                f"{path}: tensors {short(previous)} and {short(name)} overlap: bytes {begin:,} to {min(stop, end):,} "
+                "of the data belong to both"
+            )
+        if begin > end:
+            where = f"after tensor {short(previous)}" if previous else "before the first tensor"
+            raise LlmcountError(f"{path}: {begin - end:,} bytes of data {where} belong to no tensor")
+        end, previous = stop, name
+    if end != data_size:
+        raise LlmcountError(
+            f"{path}: {data_size - end:,} trailing bytes after the last tensor's data belong to no tensor"
+        )
 
 
 def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> Tensor:
     """One header entry, checked: known dtype, a shape of non-negative ints, offsets inside the data."""
     if not isinstance(entry, dict):
-        raise LlmcountError(f"{path}: tensor {name!r}: header entry must be an object")
+        raise LlmcountError(f"{path}: tensor {short(name)}: header entry must be an object")
     kind, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if kind not in DTYPE_BITS:
-        raise LlmcountError(f"{path}: tensor {name!r}: unknown dtype {kind!r}")
+        raise LlmcountError(f"{path}: tensor {short(name)}: unknown dtype {short(kind)}")
     if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in shape):
-        raise LlmcountError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        raise LlmcountError(
+            f"{path}: tensor {short(name)}: shape must be a list of non-negative integers, got {short(shape)}"
+        )
+    elements = 0 if 0 in shape else 1
+    for size in shape if elements else ():
+        elements *= size
+        if elements >= 2**64:  # as the safetensors library, whose sizes are 64-bit
+            raise LlmcountError(f"{path}: tensor {short(name)}: shape {short(shape)} overflows a 64-bit element count")
     tensor = Tensor(name, kind, tuple(shape))
     if data_size is None:  # headers from the Hub: the file's size is not known here
         return tensor
@@ -155,17 +197,20 @@ def _tensor(path: Path | str, name: str, entry: Any, data_size: int | None) -> T
         and all(isinstance(x, int) and not isinstance(x, bool) for x in offsets)
         and 0 <= offsets[0] <= offsets[1]
     ):
-        raise LlmcountError(f"{path}: tensor {name!r}: data_offsets must be [begin, end], got {offsets!r}")
+        raise LlmcountError(f"{path}: tensor {short(name)}: data_offsets must be [begin, end], got {short(offsets)}")
     if offsets[1] > data_size:
         raise LlmcountError(
-            f"{path}: tensor {name!r}: data_offsets {offsets} point past the end of the file "
+            f"{path}: tensor {short(name)}: data_offsets {offsets} point past the end of the file "
             f"({data_size:,} bytes of data)"
         )
-    expected = -(-tensor.elements * DTYPE_BITS[kind] // 8)
+    bits = tensor.elements * DTYPE_BITS[kind]
+    if bits % 8:
+        raise LlmcountError(f"{path}: tensor {short(name)}: {kind} {short(shape)} is {bits} bits, not whole bytes")
+    expected = bits // 8
     if offsets[1] - offsets[0] != expected:
         raise LlmcountError(
-            f"{path}: tensor {name!r}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
-            f"but {kind} {list(shape)} needs {expected:,}"
+            f"{path}: tensor {short(name)}: data_offsets span {offsets[1] - offsets[0]:,} bytes, "
+            f"but {kind} {short(list(shape))} needs {expected:,}"
         )
     return tensor
 
@@ -174,7 +219,7 @@ def read_index(path: Path) -> dict[str, Any]:
     """A ``*.safetensors.index.json``, checked: an object with a ``weight_map`` of tensor -> file name."""
     if path.suffix == ".safetensors":
         raise LlmcountError(f"{path}: a safetensors file, not its index; pass model.safetensors.index.json")
-    index = read_json(path)
+    index = read_json(path, "safetensors index")
     if not isinstance(index, dict):
         raise LlmcountError(f"{path}: not a safetensors index: it must be a JSON object")
     weight_map = index.get("weight_map")
@@ -192,41 +237,105 @@ def total_size(path: Path, index: dict[str, Any]) -> int:
     if isinstance(size, float) and size.is_integer():
         size = int(size)
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise LlmcountError(f"{path}: not a safetensors index: no positive integer metadata.total_size, got {size!r}")
+        raise LlmcountError(
+            f"{path}: not a safetensors index: no positive integer metadata.total_size, got {short(size)}"
+        )
     return size
 
 
+STRAY = "consolidated"
+"""Mistral ships ``consolidated.safetensors`` (its own format, the same weights again) beside the Hugging Face files."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    tensors: list[Tensor]
+    ignored: tuple[Path, ...] = ()  # files beside it that hold the same weights again
+
+
 def read_checkpoint(path: Path) -> list[Tensor]:
+    """Every tensor of a checkpoint: see :func:`load_checkpoint`."""
+    return load_checkpoint(path).tensors
+
+
+def load_checkpoint(path: Path) -> Checkpoint:
     """Every tensor of a checkpoint: a ``.safetensors`` file, an index (its shards must sit beside it) or a folder
-    (its index if it has one, else every ``*.safetensors`` in it)."""
-    if path.is_dir():
-        indexes = sorted(path.glob("*.safetensors.index.json"))
-        if indexes:
-            return read_checkpoint(indexes[0])
-        files = sorted(path.glob("*.safetensors"))
-        if not files:
-            raise LlmcountError(f"{path}: folder has no *.safetensors files")
-        return [tensor for file in files for tensor in read_header(file)]
-    if not path.is_file():
+    (its ``model.safetensors.index.json`` or only index if it has one, else every ``*.safetensors`` in it). Beside
+    other safetensors, ``consolidated*.safetensors`` are ignored and named. A file named twice (``./a`` and ``a``)
+    is read once; a tensor in two files is an error."""
+    found = kind(path, "checkpoint")
+    if found is None:
         raise LlmcountError(f"{path}: no such file or folder")
-    if not path.name.endswith(".json"):
-        return read_header(path)
-    weight_map = read_index(path)["weight_map"]
-    folder = path.parent.resolve()
-    outside = sorted({f for f in weight_map.values() if not (folder / f).resolve().is_relative_to(folder)})
+    if found != "folder":
+        if not path.name.endswith(".json"):
+            return Checkpoint(_read_files([path])[0])
+        return Checkpoint(_read_index_shards(path))
+    indexes = sorted(path.glob("*.safetensors.index.json"))
+    tensor_files = sorted(path.glob("*.safetensors"))
+    ignored = [f for f in tensor_files if f.name.startswith(STRAY)]
+    if indexes:
+        chosen = [i for i in indexes if i.name == "model.safetensors.index.json"] or [
+            i for i in indexes if not i.name.startswith(STRAY)
+        ]
+        if len(chosen) != 1:
+            chosen = chosen or indexes
+            if len(chosen) > 1:
+                names = ", ".join(i.name for i in chosen[:3])
+                raise LlmcountError(f"{path}: several safetensors indexes ({names}); pass one with --checkpoint")
+        index = read_index(chosen[0])
+        listed = {os.path.realpath(path / f) for f in index["weight_map"].values() if "\0" not in f}
+        strays = tuple(f for f in ignored if os.path.realpath(f) not in listed)
+        return Checkpoint(_read_index_shards(chosen[0], index), strays)
+    if not tensor_files:
+        raise LlmcountError(f"{path}: folder has no *.safetensors files")
+    if len(ignored) == len(tensor_files):  # only Mistral's format: count it
+        ignored = []
+    kept = [f for f in tensor_files if f not in ignored]
+    return Checkpoint(_read_files(kept)[0], tuple(ignored))
+
+
+def _read_files(paths: list[Path]) -> tuple[list[Tensor], dict[str, str]]:
+    """The tensors of several safetensors files, each file read once (by its real path), and the real path of the
+    file each tensor name is in; the same tensor name in two files is an error."""
+    tensors: list[Tensor] = []
+    owner: dict[str, str] = {}
+    seen: set[str] = set()
+    for file in paths:
+        real = os.path.realpath(file)
+        if real in seen:
+            continue
+        seen.add(real)
+        for tensor in read_header(file):
+            if tensor.name in owner:
+                raise LlmcountError(
+                    f"{file}: tensor {short(tensor.name)} is also in {Path(owner[tensor.name]).name}: "
+                    "a checkpoint stores each tensor once"
+                )
+            owner[tensor.name] = real
+            tensors.append(tensor)
+    return tensors, owner
+
+
+def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[Tensor]:
+    """The tensors of the shards an index names (``index``: the index, when read already)."""
+    weight_map = (index if index is not None else read_index(path))["weight_map"]
+    folder = Path(os.path.realpath(path.parent))
+    bad = sorted({f for f in weight_map.values() if not f or "\0" in f})
+    if bad:
+        raise LlmcountError(f"{path}: weight_map names a file {short(bad[0])} that cannot exist")
+    outside = sorted({f for f in weight_map.values() if not Path(os.path.realpath(folder / f)).is_relative_to(folder)})
     if outside:
         raise LlmcountError(f"{path}: weight_map names files outside the index's folder: {', '.join(outside[:3])}")
-    missing = sorted({f for f in weight_map.values() if not (path.parent / f).is_file()})
+    missing = sorted({f for f in weight_map.values() if kind(path.parent / f, "shard") is None})
     if missing:
         raise LlmcountError(f"{path}: weight_map names missing files: {', '.join(missing[:3])}")
-    tensors = []
-    for file in sorted(set(weight_map.values())):
-        tensors += read_header(path.parent / file)
-    declared = {t.name for t in tensors}
-    absent = [name for name in weight_map if name not in declared]
-    if absent:
-        file = weight_map[absent[0]]
-        raise LlmcountError(f"{path}: weight_map puts tensor {absent[0]!r} in {file}, whose header has no such tensor")
+    tensors, owner = _read_files([path.parent / f for f in sorted(set(weight_map.values()))])
+    for name, file in weight_map.items():
+        if owner.get(name) != os.path.realpath(path.parent / file):
+            where = f"; it is in {Path(owner[name]).name}" if name in owner else ""
+            raise LlmcountError(
+                f"{path}: weight_map puts tensor {short(name)} in {short(file)}, whose header has no such tensor{where}"
+            )
     return tensors
 
 
@@ -238,9 +347,20 @@ def read_hub(repo_id: str) -> list[Tensor]:
         raise LlmcountError(f"{repo_id}: --hub needs huggingface_hub (pip install 'llmcount[hub]')") from None
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: offline (HF_HUB_OFFLINE is set)")
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
     try:
         metadata = get_safetensors_metadata(repo_id)
-    except Exception as exc:  # no such repo, no safetensors, network errors: one message
+    except GatedRepoError:
+        raise LlmcountError(
+            f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
+            "and log in (hf auth login, or set HF_TOKEN)"
+        ) from None
+    except RepositoryNotFoundError:
+        raise LlmcountError(
+            f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
+        ) from None
+    except Exception as exc:  # no safetensors, network errors: one message
         unreachable = isinstance(exc, OSError) or any(w in type(exc).__name__ for w in ("Connect", "Timeout"))
         reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: {reason}") from None
@@ -517,17 +637,23 @@ def verify(
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     if index is not None:
-        return verify_index(model, Path(index).expanduser(), dtype_name, model.dtype)
+        return verify_index(model, user_path(index, "index"), dtype_name, model.dtype)
     if hub:
         preset = find(spec)
         repo_id = preset.hub_id if preset else spec
         return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub")
     if checkpoint is None:
-        if not Path(spec).expanduser().is_dir():
+        if kind(user_path(spec, "model"), "model") != "folder":
             raise LlmcountError(
                 f"{spec}: nothing to verify against: give a folder with safetensors, --checkpoint PATH, "
                 "--index FILE or --hub"
             )
         checkpoint = spec
-    path = Path(checkpoint).expanduser()
-    return compare(model, read_checkpoint(path), str(path), "headers")
+    path = user_path(checkpoint, "checkpoint")
+    loaded = load_checkpoint(path)
+    result = compare(model, loaded.tensors, str(path), "headers")
+    if loaded.ignored:
+        names = ", ".join(f.name for f in loaded.ignored)
+        note = f"not counted: {names}, the same weights again in Mistral's own format"
+        result = dataclasses.replace(result, note=note)
+    return result

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import sys
 from enum import Enum
 from typing import Annotated
@@ -10,6 +13,11 @@ from typing import Annotated
 import typer
 
 from .errors import LlmcountError
+
+try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
+    from typer._click import exceptions as click
+except ImportError:  # pragma: no cover - older typer, on the real click
+    from click import exceptions as click
 
 ACTIVATED_HELP = (
     "Activated (MoE) = every parameter except the routed experts, plus k/n of the routed experts; "
@@ -44,8 +52,17 @@ class Format(str, Enum):
     latex = "latex"
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): " "}
+"""Control characters in a message (a file name with a newline, an escape sequence in a config value) as escapes:
+the message stays one line and cannot drive the terminal."""
+
+
+def one_line(message: str) -> str:
+    return message.translate(_CONTROL)
+
+
 def fail(message: str) -> typer.Exit:
-    typer.echo(f"llmcount: error: {message}", err=True)
+    typer.echo(f"llmcount: error: {one_line(message)}", err=True)
     return typer.Exit(1)
 
 
@@ -187,10 +204,45 @@ def list_(
 from . import _pipes, cli_analysis, cli_batch, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
 
 
+def usage_message(exc: click.UsageError, args: list[str]) -> str:
+    """A click usage error as one line: the message, a hint for a value that looks like an option, the help."""
+    message = " ".join(exc.format_message().split())
+    if isinstance(exc, click.NoSuchOption):
+        at = next((i for i, a in enumerate(args) if a.startswith(exc.option_name)), None)
+        token = exc.option_name if at is None else args[at]
+        if not re.fullmatch(r"--?[A-Za-z][\w-]*(=.*)?", token):  # -2*d, -(d+1): a value, not an option name
+            example = shlex.join(["llmcount", *args[:at], "--", token]) if at == len(args) - 1 else f"... -- {token}"
+            message += f"; if {token!r} is a value, put -- before it: {example}"
+    command = exc.ctx.command_path if exc.ctx is not None else "llmcount"
+    return f"{message} (see `{command} --help`)"
+
+
 @_pipes.quiet_broken_pipe
-def main() -> None:
-    """Console entry point: usage errors exit 2, bad input exits 1, never a traceback."""
+def main(args: list[str] | None = None) -> None:
+    """Console entry point: usage errors exit 2 and bad input exits 1, each with one line on stderr; never a
+    traceback (set LLMCOUNT_DEBUG=1 to see one for an internal error)."""
+    args = sys.argv[1:] if args is None else args
     try:
-        app()
-    except KeyboardInterrupt:
+        code = typer.main.get_command(app).main(args, prog_name="llmcount", standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
+        sys.exit(2)
+    except click.UsageError as exc:
+        typer.echo(f"llmcount: error: {one_line(usage_message(exc, args))}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        typer.echo(f"llmcount: error: {one_line(' '.join(exc.format_message().split()))}", err=True)
+        sys.exit(exc.exit_code)
+    except LlmcountError as exc:
+        typer.echo(f"llmcount: error: {one_line(str(exc))}", err=True)
+        sys.exit(1)
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("LLMCOUNT_DEBUG"):
+            raise
+        detail = " ".join(str(exc).split())[:300]
+        message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
+        typer.echo(one_line(message), err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -141,6 +141,9 @@ def verify(
         str | None, typer.Option("--dtype", help="With --index: the checkpoint's dtype (default: the config's).")
     ] = None,
     as_json: JsonOption = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when the checkpoint's count differs from the formula's.")
+    ] = False,
 ) -> None:
     """Compare the formula with a real checkpoint, reading only safetensors headers (no tensors loaded):
     per component, with the reason when a known one explains a difference (tied head stored twice,
@@ -161,6 +164,12 @@ def verify(
         typer.echo(json.dumps(verify_data(result), indent=2))
     else:
         typer.echo(render_verify(result).rstrip())
+    if strict and not result.match:
+        if result.difference:
+            why = f"the checkpoint holds {result.checkpoint_total:,} parameters, the formula {result.formula_total:,}"
+        else:
+            why = f"the totals agree but {result.differences_count} components differ"
+        raise fail(f"{result.model}: {why} (--strict)")
 
 
 def flops_formula(derivation: Derivation, fmt: str, title: str, as_json: bool) -> str:

@@ -4,11 +4,12 @@ holding one, or a Hugging Face Hub id (fetched with huggingface_hub, or found in
 from __future__ import annotations
 
 import difflib
-import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .errors import LlmcountError
 from .formulas.config import Model, read_config
 from .presets import find, presets
@@ -29,15 +30,16 @@ def resolve(spec: str) -> tuple[str, str, Any]:
     preset = find(spec)
     if preset is not None:
         return preset.name, f"preset {preset.name}", preset.config()
-    path = Path(spec).expanduser()
-    if path.is_dir():
+    path = files.user_path(spec, "model")
+    found = files.kind(path, "model")
+    if found == "folder":
         config_file = path / "config.json"
-        if not config_file.is_file():
+        if files.kind(config_file, "config") is None:
             raise LlmcountError(f"{spec}: folder has no config.json")
         return path.resolve().name, str(config_file), read_json(config_file)
-    if path.is_file():
+    if found is not None:  # a file; read_json refuses a device or FIFO by name
         return _model_name(path), str(path), read_json(path)
-    if _HUB_ID.match(spec) and not spec.endswith(".json") and not path.parent.is_dir():
+    if _HUB_ID.match(spec) and not spec.endswith(".json") and not os.path.isdir(path.parent):
         return spec, f"{spec} (Hub)", read_json(_hub_config(spec))
     if spec.endswith(".json") or "/" in spec or "\\" in spec:
         raise LlmcountError(f"{spec}: no such file or folder")
@@ -50,17 +52,13 @@ def _model_name(path: Path) -> str:
     return path.parent.resolve().name if path.name == "config.json" else path.stem
 
 
-def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise LlmcountError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise LlmcountError(f"{path}: not a UTF-8 text file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LlmcountError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+def read_json(path: Path, what: str = "config") -> Any:
+    """A config.json or an index, read strictly: see :mod:`llmcount.files`."""
+    return files.read_json(path, what)
+
+
+HUB_TIMEOUT = 2.0
+"""Seconds to wait for the Hub before giving up: one request, no retries (huggingface_hub retries for a minute)."""
 
 
 STDIN = "-"  # the spec that means "a config.json piped on standard input"
@@ -81,20 +79,16 @@ def read_stdin(stream: Any = None) -> Any:
         raise LlmcountError(f"stdin: more than {STDIN_LIMIT // 2**20} MiB; a config.json is a few KB")
     if not raw.strip():
         raise LlmcountError("stdin: empty; pipe a config.json into it")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LlmcountError("stdin: not UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LlmcountError(f"stdin: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    return files.parse_json(raw, "stdin")
 
 
 def _hub_config(repo_id: str) -> Path:
-    """config.json of a Hub repo: downloaded when online, else from the local cache."""
+    """config.json of a Hub repo: downloaded when the Hub answers, else from the local cache; fast when offline
+    (one request with a short timeout, never the Hub client's retries). A gated repo, a missing (or private) one and
+    a repo without config.json each say so."""
     try:
-        from huggingface_hub import hf_hub_download
+        import huggingface_hub as hub
+        from huggingface_hub import constants, errors
     except ImportError:
         raise LlmcountError(
             f"{repo_id}: not a preset, file or folder; to fetch it from the Hub, "
@@ -102,13 +96,42 @@ def _hub_config(repo_id: str) -> Path:
         ) from None
     from huggingface_hub.utils import logging as hub_logging
 
-    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's retries
-    for local_only in (False, True):
-        try:
-            return Path(hf_hub_download(repo_id, "config.json", local_files_only=local_only))
-        except Exception:  # any Hub failure: try the cache, then give up
-            continue
-    raise LlmcountError(
-        f"{repo_id}: could not fetch config.json from the Hub (offline, private or no such repo) "
-        "and it is not in the local Hugging Face cache"
-    )
+    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's warnings
+    cached = _hub_cache(hub, repo_id)
+    if constants.HF_HUB_OFFLINE:
+        if cached is None:
+            raise LlmcountError(
+                f"{repo_id}: offline (HF_HUB_OFFLINE is set) and its config.json is not in the local Hugging Face cache"
+            )
+        return cached
+    try:  # one HEAD request: tells a gated repo from a missing one, and fails at once without a network
+        hub.get_hf_file_metadata(hub.hf_hub_url(repo_id, "config.json"), timeout=HUB_TIMEOUT)
+        return Path(hub.hf_hub_download(repo_id, "config.json", etag_timeout=HUB_TIMEOUT))
+    except errors.GatedRepoError:
+        raise LlmcountError(
+            f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
+            "and log in (hf auth login, or set HF_TOKEN)"
+        ) from None
+    except errors.RepositoryNotFoundError:
+        raise LlmcountError(
+            f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
+        ) from None
+    except errors.RemoteEntryNotFoundError:
+        raise LlmcountError(f"{repo_id}: the repo on the Hub has no config.json") from None
+    except Exception as exc:  # no network, a timeout, a server error: the cache, or one line
+        if cached is not None:
+            return cached
+        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise LlmcountError(
+            f"{repo_id}: cannot reach the Hub (offline?) and its config.json is not in the local Hugging Face cache "
+            f"({reason})"
+        ) from None
+
+
+def _hub_cache(hub: Any, repo_id: str) -> Path | None:
+    """The cached config.json of a repo, without any request."""
+    try:
+        found = hub.try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # an id the cache cannot hold
+        return None
+    return Path(found) if isinstance(found, str) else None

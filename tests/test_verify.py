@@ -248,7 +248,7 @@ def test_header_not_json(checkpoint: Path) -> None:
     data = bytearray(file.read_bytes())
     data[8] = ord("#")  # the header's opening brace
     file.write_bytes(bytes(data))
-    assert_refused(run("verify", str(checkpoint)), "model.safetensors", "not valid JSON")
+    assert_refused(run("verify", str(checkpoint)), "model.safetensors", "header", "invalid JSON")
 
 
 def test_header_json_but_not_an_object(checkpoint: Path) -> None:

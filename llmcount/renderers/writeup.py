@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -21,9 +23,11 @@ from urllib.parse import quote
 
 from sympy import Expr, Poly
 
+from .. import files
 from ..analysis.approx import top_terms
 from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtype, total_size
 from ..errors import LlmcountError
+from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
 from ..formulas.symbols import (
     GLOSSARY,
@@ -218,7 +222,7 @@ def verify(model: Model, config: Mapping[str, Any], index: str | Path, dtype: st
     """Compare ``metadata.total_size`` / bytes per parameter of an index with the formula's total.
 
     The dtype is ``dtype`` when given, else the config's ``torch_dtype`` (or ``dtype``)."""
-    path = Path(index)
+    path = user_path(str(index), "index")
     index_data = read_index(path)
     weight_map, size_in_bytes = index_data["weight_map"], total_size(path, index_data)
     if dtype is not None:
@@ -427,7 +431,8 @@ def check_target(path: str | Path, what: str = "output") -> Path:
         raise LlmcountError(f"cannot write the {what}: the file name is empty")
     if str(path) == STDOUT:
         raise LlmcountError(f"{STDOUT}: cannot write the {what} to stdout; give a file name")
-    target = Path(path).expanduser()
+    target = user_path(str(path), what)
+    files.kind(target, what, "write")  # a name too long, a folder not to be entered, a file used as a folder
     kind = _kind(target)
     if kind == "stream":
         if not os.access(target, os.W_OK):
@@ -450,6 +455,16 @@ def check_target(path: str | Path, what: str = "output") -> Path:
     return target
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same real path, or one existing file under two names (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def _mode(target: Path) -> int:
     """The permissions a new file gets (0666 less the umask), or those of the file it replaces."""
     if target.exists():
@@ -460,13 +475,48 @@ def _mode(target: Path) -> int:
 
 
 def save(files: Mapping[Path, bytes]) -> None:
-    """Write each file: a regular file through a temporary file in its own folder and a rename, whole or
-    not at all (through symlinks, to the file they point to); a character device or FIFO directly."""
-    for path, data in files.items():
-        if _kind(path) == "stream":
-            _write_into(path, data)
-        else:
-            _replace(Path(os.path.realpath(path)), data)
+    """Write the files together or not at all: each regular file (through symlinks, the file they point to) to a
+    temporary file in its own folder first, then every one renamed over its target; a character device or FIFO
+    written directly, once every temporary file is ready. On an error, Ctrl-C or SIGTERM the temporary files are
+    removed and no target is touched."""
+    streams = {path: data for path, data in files.items() if _kind(path) == "stream"}
+    regular = {Path(os.path.realpath(path)): data for path, data in files.items() if path not in streams}
+    if len(regular) + len(streams) < len(files):
+        raise LlmcountError(f"{', '.join(str(p) for p in files)}: two outputs name the same file")
+    staged: list[tuple[str, Path]] = []
+    with _terminate_as_exit():
+        try:
+            for target, data in regular.items():
+                staged.append((_stage(target, data), target))
+            for path, data in streams.items():
+                _write_into(path, data)
+            for temp, target in staged:
+                try:
+                    os.replace(temp, target)
+                except OSError as exc:
+                    raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        finally:
+            for temp, _ in staged:
+                Path(temp).unlink(missing_ok=True)  # gone already when renamed
+
+
+@contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit(143) meanwhile, so that ``finally`` blocks remove temporary files (Ctrl-C already
+    raises KeyboardInterrupt)."""
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: signals go elsewhere
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_into(target: Path, data: bytes) -> None:
@@ -477,7 +527,8 @@ def _write_into(target: Path, data: bytes) -> None:
         raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
 
-def _replace(target: Path, data: bytes) -> None:
+def _stage(target: Path, data: bytes) -> str:
+    """A temporary file beside ``target`` holding ``data``, with the permissions ``target`` will have."""
     try:
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
@@ -486,10 +537,12 @@ def _replace(target: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.chmod(temp, _mode(target))
-        os.replace(temp, target)
-    except OSError as exc:
+    except BaseException as exc:
         Path(temp).unlink(missing_ok=True)
-        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        if isinstance(exc, OSError):
+            raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise
+    return temp
 
 
 _TEX_UNSAFE = re.compile(r"[\s%#{}\\$&~^]")
@@ -535,6 +588,8 @@ def build(
         output = None
     out = check_target(output) if output is not None else None
     image = check_target(chart, "chart") if chart is not None else None
+    if out is not None and image is not None and _same_file(out, image):
+        raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
     suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
     if image is not None and suffix not in CHART_SUFFIXES[fmt]:
         allowed = ", ".join(CHART_SUFFIXES[fmt])
@@ -543,7 +598,7 @@ def build(
     link = _link(image, post, fmt) if image is not None else None
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
-    verification = verify(model, config, index, dtype) if index else None
+    verification = verify(model, config, index, dtype) if index is not None else None
     files: dict[Path, bytes] = {}
     if image is not None:
         from .charts import render_chart
