@@ -196,7 +196,10 @@ def list_(
             }
         )
         return
-    typer.echo(render("list.txt.j2", families=families(), presets=presets().values()).rstrip())
+    from .cli_batch import terminal_width
+
+    rendered = render("list.txt.j2", families=families(), presets=presets().values(), width=terminal_width())
+    typer.echo(rendered.rstrip())
 
 
 # Commands of the other subjects live in their own modules and register themselves on `app`.

@@ -76,3 +76,10 @@ def test_fit_table_wraps_one_column():
     out = fit_table(rows, "llr", 16, 1)
     assert widest(out) <= 16 and out.splitlines()[0].startswith("a ") and "four" in out
     assert fit_table(rows, "llr", None, 1) == fit_table(rows, "llr", 200, 1)
+
+
+def test_list_fits_80_columns() -> None:
+    result = runner.invoke(app, ["list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(map(len, result.stdout.splitlines())) <= 80
+    assert "dense (" in result.stdout and "moe (" in result.stdout  # grouped by kind
