@@ -238,3 +238,27 @@ def test_memory_refuses_bad_numbers(args: list[str]) -> None:
 
 def test_training_refuses_a_quantised_dtype() -> None:
     assert_refused(run("memory", "qwen3-32b", "--training", "--dtype", "int8"), "int8", "fp32")
+
+
+WINDOWED = {
+    "mistral": {**SMALL["mistral-mha"], "sliding_window": 4},
+    "mixtral": {**SMALL["mixtral"], "sliding_window": 6},
+}
+
+
+@pytest.mark.parametrize("seq", [2, 3, 4, 5, 6, 7, 11])  # below, at and above the windows (4 and 6)
+@pytest.mark.parametrize("name", sorted(WINDOWED))
+def test_sliding_window_cache_equals_transformers_cache(name: str, seq: int) -> None:
+    # DynamicSlidingWindowLayer keeps the last W - 1 tokens of each sliding layer.
+    config = WINDOWED[name]
+    expected = hf_cache_bytes(config, 2, seq, "fp32")
+    got = inference(config, dtype_name="fp32", seq=seq, batch=2).bytes_of("kv_cache")
+    assert got == expected, f"{name} S={seq}: llmcount {got} != DynamicCache {expected} ({VERSIONS})"
+
+
+def test_mistral_7b_at_32k_keeps_its_window() -> None:
+    # Mistral-7B: 32 layers, 8 KV heads of 128, sliding_window 4096; bf16 K and V: 2 · 32 · 8 · 128 · 2 = 131,072
+    # bytes per token, for the 4095 tokens transformers keeps: 536,739,840 bytes, 0.5 GiB (not 4 GiB for 32,768).
+    result = memory.inference(load("mistral-7b").derivation, load("mistral-7b").values, seq=32768)
+    assert result.bytes_of("kv_cache") == 4095 * 131_072
+    assert "W - 1" in result.lines[1].note

@@ -118,6 +118,8 @@ class _Reader:
             raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
         if spec.default == NONE:
             return None
+        if spec.default == NONE:
+            return None
         self.defaulted[spec.symbol.name] = spec.key
         return self.derived(spec, spec.default, namespace)
 
@@ -215,7 +217,7 @@ def read_config(config: Any, source: str, name: str | None = None) -> Model:
     used = set().union(*(t.activated.free_symbols | t.total.free_symbols for t in terms))
     if family.attention is not None:
         spec = family.attention
-        exprs = (spec.layers, spec.qk, spec.v, spec.kv, spec.kv_expanded)
+        exprs = (spec.layers, spec.qk, spec.v, spec.kv, spec.kv_expanded, spec.window, spec.sliding)
         used |= set().union(*(e.free_symbols for e in exprs if e is not None))
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used

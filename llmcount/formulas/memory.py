@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sympy import Add, Expr, Symbol, ceiling
+from sympy import Add, Expr, Min, Symbol, ceiling
 
 from ..errors import LlmcountError
 from .derivation import Derivation, evaluate_int
@@ -60,6 +60,24 @@ def kv_elements_per_token(spec: Attention, expanded: bool = False) -> Expr:
     """KV-cache elements per token over all attention layers (see the module docstring)."""
     per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
     return spec.layers * per_layer
+
+
+WINDOW_NOTE = (
+    "sliding layers keep min(S, W - 1) tokens, as transformers' DynamicSlidingWindowLayer does "
+    "(serving engines allocate W)"
+)
+
+
+def kv_elements(spec: Attention, values: dict[Symbol, int], expanded: bool = False) -> tuple[Expr, bool]:
+    """KV-cache elements of B sequences of S tokens, and whether a sliding window bounds some layers: full layers
+    keep S tokens, sliding layers min(S, W - 1) (transformers' convention; see :data:`WINDOW_NOTE`)."""
+    per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
+    window = spec.window
+    if window is None or not window.free_symbols <= set(values):
+        return B * S * spec.layers * per_layer, False
+    sliding = spec.layers if spec.sliding is None else spec.sliding
+    tokens = (spec.layers - sliding) * S + sliding * Min(S, window - 1)
+    return B * per_layer * tokens, True
 
 
 @dataclass(frozen=True)
@@ -140,9 +158,11 @@ def inference(
         note = f"one {scale_dtype} scale per group of G = {group_size} parameters (no zero points)"
         lines.append(_amount("quantisation_scales", ceiling(P / group_size), scale_dtype, env, note))
     per_token = kv_elements_per_token(attention)
-    lines.append(_amount("kv_cache", B * S * per_token, kv_dtype, env, f"{attention.note}, for B·S tokens"))
+    elements, windowed = kv_elements(attention, values)
+    note = f"{attention.note}, for B·S tokens" + (f"; {WINDOW_NOTE}" if windowed else "")
+    lines.append(_amount("kv_cache", elements, kv_dtype, env, note))
     if attention.kv_expanded is not None:
-        expanded = B * S * kv_elements_per_token(attention, expanded=True)
+        expanded = kv_elements(attention, values, expanded=True)[0]
         note = attention.expanded_note
         lines.append(_amount("kv_cache_expanded", expanded, kv_dtype, env, note, in_total=False))
     if overhead_percent:
@@ -160,7 +180,7 @@ def inference(
         parameters=parameters,
         parameters_formula=derivation.total,
         lines=tuple(lines),
-        kv_per_token_bytes=nbytes(evaluate_int(per_token, env, "KV cache per token"), kv_dtype),
+        kv_per_token_bytes=None if windowed else nbytes(evaluate_int(per_token, env, "KV cache per token"), kv_dtype),
         assumptions=INFERENCE_ASSUMPTIONS,
     )
 

@@ -75,6 +75,8 @@ class Attention:
     note: str
     kv_expanded: Expr | None = None
     expanded_note: str = ""
+    window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
+    sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
 
 
 @dataclass(frozen=True)
@@ -234,8 +236,10 @@ def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
     expanded = data.get("kv_expanded")
+    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding") if f in data}
     return Attention(
         **parts,
+        **optional,
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),

@@ -69,6 +69,7 @@ h_m = _size("h_m")
 g = _size("g")
 d_mh = _size("d_mh")
 d_lat = _size("d_lat")
+W = _size("W")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -133,6 +134,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
     Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
     Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
+    Entry(W, "W", "sliding_window", "sliding-window size: the tokens a query attends to on a sliding layer"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
