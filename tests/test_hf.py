@@ -4,7 +4,7 @@ import pytest
 
 from llmcount.formulas import records
 from llmcount.formulas.config import config_key
-from llmcount.formulas.symbols import N, N_dense, S, d, d_ff, h_d, h_kv, n, n_pos
+from llmcount.formulas.symbols import N, N_dense, S, d, h_kv, n, n_pos
 from llmcount.presets import presets
 from llmcount.sources import load
 
@@ -35,5 +35,7 @@ def test_every_value_comes_from_a_key_the_config_has_or_a_default(name):
     config = presets()[name].config()
     model = load(name)
     absent = {s for s in model.values if not any(k in config for k in config_key(model, s).split(", "))}
-    # head_dim defaults to hidden_size // num_attention_heads, GPT-2's n_inner to 4·n_embd
-    assert absent <= {h_d, d_ff}, absent
+    # e.g. head_dim defaults to hidden_size // num_attention_heads, GPT-2's n_inner to 4·n_embd
+    defaulted = {spec.symbol for spec in model.architecture.symbols if spec.default is not records.REQUIRED}
+    counted = {symbol for symbol, _, _ in model.architecture.layers}  # layer counts come from conditions
+    assert absent <= defaulted | counted, absent

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from llmcount.errors import LlmcountError
 from llmcount.formulas import records
 from llmcount.formulas.config import RuleRefusal, read_config
+from llmcount.presets import presets
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
@@ -40,6 +41,12 @@ def test_class_defaults(model_type: str) -> None:
     family = records.family(model_type)
     minimal = {"model_type": model_type, **{key: full[key] for key in required_keys(family) if key in full}}
     assert llmcount_total(minimal) == expected, f"{model_type}: only the required keys given ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("name", sorted(presets()))
+def test_every_preset_equals_transformers(name: str) -> None:
+    config = {k: v for k, v in presets()[name].config().items() if k != "quantization_config"}
+    assert llmcount_total(config) == oracle.meta_total(config), f"preset {name} ({oracle.VERSIONS})"
 
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
