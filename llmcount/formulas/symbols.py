@@ -49,6 +49,8 @@ S = _size("S")
 B = _size("B")
 d_emb = _size("d_emb")
 m_ff = _size("m_ff")
+n_type = _size("n_type")
+n_task = _size("n_task")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -83,6 +85,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "width of the token embedding, projected to and from d when it differs",
     ),
     Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
+    Entry(n_type, r"n_{\mathrm{type}}", "type_vocab_size", "rows of the token-type (segment) embedding table"),
+    Entry(n_task, r"n_{\mathrm{task}}", "task_type_vocab_size", "rows of the task-type embedding table (ERNIE)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
