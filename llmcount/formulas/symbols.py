@@ -81,7 +81,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_emb,
         r"d_{\mathrm{emb}}",
-        "word_embed_proj_dim",
+        "word_embed_proj_dim (ELECTRA, RoFormer: embedding_size)",
         "width of the token embedding, projected to and from d when it differs",
     ),
     Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
