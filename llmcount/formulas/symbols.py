@@ -51,6 +51,7 @@ d_emb = _size("d_emb")
 m_ff = _size("m_ff")
 n_type = _size("n_type")
 n_task = _size("n_task")
+d_out = _size("d_out")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -81,12 +82,13 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_emb,
         r"d_{\mathrm{emb}}",
-        "word_embed_proj_dim (ELECTRA, RoFormer: embedding_size)",
+        "word_embed_proj_dim (ELECTRA, RoFormer: embedding_size; RemBERT: input_embedding_size)",
         "width of the token embedding, projected to and from d when it differs",
     ),
     Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
     Entry(n_type, r"n_{\mathrm{type}}", "type_vocab_size", "rows of the token-type (segment) embedding table"),
     Entry(n_task, r"n_{\mathrm{task}}", "task_type_vocab_size", "rows of the task-type embedding table (ERNIE)"),
+    Entry(d_out, r"d_{\mathrm{out}}", "output_embedding_size", "width of the LM head's output embedding (RemBERT)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
