@@ -52,6 +52,10 @@ m_ff = _size("m_ff")
 n_type = _size("n_type")
 n_task = _size("n_task")
 d_out = _size("d_out")
+n_pron = _size("n_pron")
+d_pron = _size("d_pron")
+n_shape = _size("n_shape")
+d_shape = _size("d_shape")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -89,6 +93,10 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(n_type, r"n_{\mathrm{type}}", "type_vocab_size", "rows of the token-type (segment) embedding table"),
     Entry(n_task, r"n_{\mathrm{task}}", "task_type_vocab_size", "rows of the task-type embedding table (ERNIE)"),
     Entry(d_out, r"d_{\mathrm{out}}", "output_embedding_size", "width of the LM head's output embedding (RemBERT)"),
+    Entry(n_pron, r"n_{\mathrm{pron}}", "pronunciation_vocab_size", "rows of the pronunciation table (RoCBert)"),
+    Entry(d_pron, r"d_{\mathrm{pron}}", "pronunciation_embed_dim", "width of the pronunciation embedding (RoCBert)"),
+    Entry(n_shape, r"n_{\mathrm{shape}}", "shape_vocab_size", "rows of the glyph-shape embedding table (RoCBert)"),
+    Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
