@@ -67,11 +67,12 @@ def _is_norm(module: torch.nn.Module) -> bool:
     return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))
 
 
-def llmcount_path(name: str, is_norm: bool) -> str:
+def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
     """Map an HF parameter name (``model.layers.3.self_attn.q_proj.bias``) to llmcount's path
-    (``attention/q_proj.bias``). A norm's weight and bias share one path (LayerNorm is one term)."""
+    (``attention/q_proj.bias``). A norm's weight and bias share one path (LayerNorm is one term).
+    ``prefix`` is the model's ``base_model_prefix`` (``gpt_neox.layers.0...``)."""
     parts = name.split(".")
-    if parts[0] in ("model", "transformer"):
+    if parts[0] in ("model", "transformer", prefix):
         parts = parts[1:]
     in_layer = len(parts) > 2 and parts[0] in ("layers", "h") and parts[1].isdigit()
     if in_layer:
@@ -81,7 +82,7 @@ def llmcount_path(name: str, is_norm: bool) -> str:
 
     if not in_layer and len(modules) == 1:
         module = modules[0]
-        if module in ("embed_tokens", "wte", "wpe"):
+        if module in ("embed_tokens", "wte", "wpe", "embed_in"):
             return f"embedding/{module}"
         if module == "lm_head":
             return f"head/lm_head{bias}"
@@ -89,7 +90,7 @@ def llmcount_path(name: str, is_norm: bool) -> str:
             return f"norms/{module}"
     elif in_layer and modules:
         group = modules[0]
-        if group in ("self_attn", "attn") and len(modules) == 2:
+        if group in ("self_attn", "attn", "attention") and len(modules) == 2:
             return f"attention/{modules[1]}{bias}"
         if group == "mlp" and len(modules) >= 2:
             if modules[1] == "experts":
@@ -133,7 +134,7 @@ def _build(frozen: str) -> OracleResult:
             seen.add(id(parameter))
             count = parameter.numel()
             total += count
-            path = llmcount_path(f"{module_name}.{leaf}" if module_name else leaf, norm)
+            path = llmcount_path(f"{module_name}.{leaf}" if module_name else leaf, norm, model.base_model_prefix)
             components[path] = components.get(path, 0) + count
     assert total == sum(p.numel() for p in model.parameters()), VERSIONS
 
