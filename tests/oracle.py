@@ -74,12 +74,22 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
     parts = name.split(".")
     if parts[0] in ("model", "transformer", prefix):
         parts = parts[1:]
+    if len(parts) > 3 and parts[0] == "decoder" and parts[1] == "layers":  # OPT: model.decoder.layers.3...
+        parts = parts[1:]
     in_layer = len(parts) > 2 and parts[0] in ("layers", "h") and parts[1].isdigit()
     if in_layer:
         parts = parts[2:]
     *modules, leaf = parts
     bias = "" if is_norm or leaf != "bias" else ".bias"
 
+    if not in_layer and len(modules) == 2 and modules[0] == "decoder":  # OPT: model.decoder.embed_tokens
+        module = modules[1]
+        if module in ("embed_tokens", "embed_positions", "project_in"):
+            return f"embedding/{module}{bias}"
+        if module == "project_out":
+            return f"head/{module}{bias}"
+        if is_norm:
+            return f"norms/decoder.{module}"
     if not in_layer and len(modules) == 1:
         module = modules[0]
         if module in ("embed_tokens", "wte", "wpe", "embed_in"):
@@ -103,6 +113,8 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
                 return f"mlp/{modules[1]}{bias}"
         if len(modules) == 1 and is_norm:
             return f"norms/{group}"
+        if len(modules) == 1 and group in ("fc1", "fc2"):  # OPT's MLP sits in the layer itself
+            return f"mlp/{group}{bias}"
     raise UnmappedParameter(f"no llmcount path for HF parameter {name!r} ({VERSIONS})")
 
 

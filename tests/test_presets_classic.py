@@ -16,3 +16,8 @@ def test_pythia_160m() -> None:
 def test_gpt_neox_20b() -> None:
     # EleutherAI/gpt-neox-20b model card, hyperparameter table: 20,554,567,680 parameters (20.55B)
     assert load("gpt-neox-20b").counts.total == 20_554_567_680
+
+
+def test_opt_125m() -> None:
+    # facebook/opt-125m model card and the OPT paper (Zhang et al. 2022): 125M parameters, no exact figure
+    assert abs(load("opt-125m").counts.total - 125e6) < 0.5e6
