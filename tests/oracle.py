@@ -67,11 +67,14 @@ def _is_norm(module: torch.nn.Module) -> bool:
     return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))
 
 
-def llmcount_path(name: str, is_norm: bool) -> str:
+def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
     """Map an HF parameter name (``model.layers.3.self_attn.q_proj.bias``) to llmcount's path
-    (``attention/q_proj.bias``). A norm's weight and bias share one path (LayerNorm is one term)."""
+    (``attention/q_proj.bias``). A norm's weight and bias share one path (LayerNorm is one term).
+    ``prefix`` is the model's ``base_model_prefix`` (``gpt_neox.layers.0...``)."""
     parts = name.split(".")
-    if parts[0] in ("model", "transformer"):
+    if parts[0] in ("model", "transformer", prefix):
+        parts = parts[1:]
+    if len(parts) > 3 and parts[0] == "decoder" and parts[1] == "layers":  # OPT: model.decoder.layers.3...
         parts = parts[1:]
     in_layer = len(parts) > 2 and parts[0] in ("layers", "h") and parts[1].isdigit()
     if in_layer:
@@ -79,9 +82,17 @@ def llmcount_path(name: str, is_norm: bool) -> str:
     *modules, leaf = parts
     bias = "" if is_norm or leaf != "bias" else ".bias"
 
+    if not in_layer and len(modules) == 2 and modules[0] == "decoder":  # OPT: model.decoder.embed_tokens
+        module = modules[1]
+        if module in ("embed_tokens", "embed_positions", "project_in"):
+            return f"embedding/{module}{bias}"
+        if module == "project_out":
+            return f"head/{module}{bias}"
+        if is_norm:
+            return f"norms/decoder.{module}"
     if not in_layer and len(modules) == 1:
         module = modules[0]
-        if module in ("embed_tokens", "wte", "wpe"):
+        if module in ("embed_tokens", "wte", "wpe", "embed_in"):
             return f"embedding/{module}"
         if module == "lm_head":
             return f"head/lm_head{bias}"
@@ -89,7 +100,7 @@ def llmcount_path(name: str, is_norm: bool) -> str:
             return f"norms/{module}"
     elif in_layer and modules:
         group = modules[0]
-        if group in ("self_attn", "attn") and len(modules) == 2:
+        if group in ("self_attn", "attn", "attention") and len(modules) == 2:
             return f"attention/{modules[1]}{bias}"
         if group == "mlp" and len(modules) >= 2:
             if modules[1] == "experts":
@@ -102,6 +113,8 @@ def llmcount_path(name: str, is_norm: bool) -> str:
                 return f"mlp/{modules[1]}{bias}"
         if len(modules) == 1 and is_norm:
             return f"norms/{group}"
+        if len(modules) == 1 and group in ("fc1", "fc2"):  # OPT's MLP sits in the layer itself
+            return f"mlp/{group}{bias}"
     raise UnmappedParameter(f"no llmcount path for HF parameter {name!r} ({VERSIONS})")
 
 
@@ -133,7 +146,7 @@ def _build(frozen: str) -> OracleResult:
             seen.add(id(parameter))
             count = parameter.numel()
             total += count
-            path = llmcount_path(f"{module_name}.{leaf}" if module_name else leaf, norm)
+            path = llmcount_path(f"{module_name}.{leaf}" if module_name else leaf, norm, model.base_model_prefix)
             components[path] = components.get(path, 0) + count
     assert total == sum(p.numel() for p in model.parameters()), VERSIONS
 

@@ -124,7 +124,7 @@ class Family:
                 keep = choice.when is None or bool(choice.when(namespace))
             except (Unknown, TypeError, ValueError, IndexError, ZeroDivisionError):
                 keep = True
-            if keep:
+            if keep and all(term.path != choice.term.path for term in chosen):  # one variant of a module: the first
                 chosen.append(choice.term)
         return tuple(chosen)
 

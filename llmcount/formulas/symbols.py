@@ -70,6 +70,13 @@ g = _size("g")
 d_mh = _size("d_mh")
 d_lat = _size("d_lat")
 W = _size("W")
+n_type = _size("n_type")
+n_task = _size("n_task")
+d_out = _size("d_out")
+n_pron = _size("n_pron")
+d_pron = _size("d_pron")
+n_shape = _size("n_shape")
+d_shape = _size("d_shape")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -113,7 +120,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_emb,
         r"d_{\mathrm{emb}}",
-        "word_embed_proj_dim",
+        "word_embed_proj_dim (ELECTRA, RoFormer: embedding_size; RemBERT: input_embedding_size)",
         "width of the token embedding, projected to and from d when it differs",
     ),
     Entry(m_ff, r"m_{\mathrm{ff}}", "intermediate_multiple_size", "MLP width as a multiple of d (d_ff = m_ff · d)"),
@@ -135,6 +142,13 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
     Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
     Entry(W, "W", "sliding_window", "sliding-window size: the tokens a query attends to on a sliding layer"),
+    Entry(n_type, r"n_{\mathrm{type}}", "type_vocab_size", "rows of the token-type (segment) embedding table"),
+    Entry(n_task, r"n_{\mathrm{task}}", "task_type_vocab_size", "rows of the task-type embedding table (ERNIE)"),
+    Entry(d_out, r"d_{\mathrm{out}}", "output_embedding_size", "width of the LM head's output embedding (RemBERT)"),
+    Entry(n_pron, r"n_{\mathrm{pron}}", "pronunciation_vocab_size", "rows of the pronunciation table (RoCBert)"),
+    Entry(d_pron, r"d_{\mathrm{pron}}", "pronunciation_embed_dim", "width of the pronunciation embedding (RoCBert)"),
+    Entry(n_shape, r"n_{\mathrm{shape}}", "shape_vocab_size", "rows of the glyph-shape embedding table (RoCBert)"),
+    Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
