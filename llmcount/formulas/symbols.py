@@ -48,6 +48,8 @@ d_v = _size("d_v")
 S = _size("S")
 B = _size("B")
 d_s = _count("d_s")
+h_idx = _size("h_idx")
+d_idx = _size("d_idx")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -81,6 +83,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "shared_expert_intermediate_size",
         "hidden size of the shared expert (when it has its own key; 0: none)",
     ),
+    Entry(h_idx, r"h_{\mathrm{idx}}", "index_n_heads", "heads of the sparse-attention indexer (DeepSeek-V3.2)"),
+    Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
