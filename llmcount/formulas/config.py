@@ -115,6 +115,8 @@ class _Reader:
         if spec.default is REQUIRED:
             raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
         self.defaulted[spec.symbol.name] = spec.key
+        if spec.default == NONE:
+            return None
         return self.derived(spec, spec.default, namespace)
 
     def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:

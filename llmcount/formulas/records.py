@@ -36,7 +36,7 @@ class SymbolSpec:
 
     symbol: Symbol
     key: str
-    default: Any = REQUIRED  # REQUIRED, or a Condition computing the default from the symbols before it
+    default: Any = REQUIRED  # REQUIRED, NONE, or a Condition computing the default from the symbols before it
     default_text: str = ""
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
 
@@ -180,7 +180,8 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     key = _text(spec, "key", where)
     default = REQUIRED
     if "default" in spec:
-        default = _value_condition(spec["default"], f"{where}.default")
+        # default = "none": absent, the symbol has no value (the config class defaults the key to None)
+        default = NONE if spec["default"] == NONE else _value_condition(spec["default"], f"{where}.default")
     null = spec.get("null")
     if null is not None and null != NONE:
         null = _value_condition(null, f"{where}.null")
