@@ -118,8 +118,6 @@ class _Reader:
             raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
         if spec.default == NONE:
             return None
-        if spec.default == NONE:
-            return None
         self.defaulted[spec.symbol.name] = spec.key
         return self.derived(spec, spec.default, namespace)
 

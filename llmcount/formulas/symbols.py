@@ -77,6 +77,8 @@ n_pron = _size("n_pron")
 d_pron = _size("d_pron")
 n_shape = _size("n_shape")
 d_shape = _size("d_shape")
+h_idx = _size("h_idx")
+d_idx = _size("d_idx")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -149,6 +151,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_pron, r"d_{\mathrm{pron}}", "pronunciation_embed_dim", "width of the pronunciation embedding (RoCBert)"),
     Entry(n_shape, r"n_{\mathrm{shape}}", "shape_vocab_size", "rows of the glyph-shape embedding table (RoCBert)"),
     Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
+    Entry(h_idx, r"h_{\mathrm{idx}}", "index_n_heads", "heads of the sparse-attention indexer (DeepSeek-V3.2)"),
+    Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
