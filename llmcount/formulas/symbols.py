@@ -67,6 +67,8 @@ g = _size("g")
 d_mh = _size("d_mh")
 d_lat = _size("d_lat")
 d_att = _size("d_att")
+N_recurrent = _count("N_recurrent")
+d_rnn = _size("d_rnn")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -118,7 +120,9 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
     Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
     Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
-    Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of the keys, values and receptance of RWKV time mixing"),
+    Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
+    Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
+    Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
