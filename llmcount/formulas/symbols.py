@@ -79,6 +79,9 @@ n_shape = _size("n_shape")
 d_shape = _size("d_shape")
 h_idx = _size("h_idx")
 d_idx = _size("d_idx")
+d_att = _size("d_att")
+N_recurrent = _count("N_recurrent")
+d_rnn = _size("d_rnn")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -138,7 +141,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(E, "E", "expand / mamba_expand", "Mamba expansion factor: the inner width is E·d"),
     Entry(d_state, r"d_{\mathrm{state}}", "state_size / mamba_d_state", "SSM state size per channel"),
     Entry(r_dt, r"r_{\Delta}", "time_step_rank / mamba_dt_rank", "rank of the time-step (Δ) projection"),
-    Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba-2 mixer"),
+    Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba mixer"),
     Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads", "number of Mamba-2 heads"),
     Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
     Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
@@ -153,6 +156,9 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
     Entry(h_idx, r"h_{\mathrm{idx}}", "index_n_heads", "heads of the sparse-attention indexer (DeepSeek-V3.2)"),
     Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
+    Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
+    Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
+    Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
