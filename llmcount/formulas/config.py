@@ -124,6 +124,12 @@ class _Reader:
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
         what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
+        if isinstance(value, int) and not isinstance(value, bool) and value < spec.minimum:
+            # the other keys give a size no model has (head_dim = d // h with d < h): a stated reason, not a typo
+            raise RuleRefusal(
+                f"{self.source}: key {what} is {value} for this config; a {spec.symbol.name} of {value} "
+                f"is not supported (model_type {self.family.name})"
+            )
         return self.integer(what, value, spec.minimum)
 
     def key(self, key: str, default: Any) -> Any:
