@@ -139,7 +139,7 @@ def test_hub_id_offline_without_cache(tmp_path):
 
 
 def test_formula_of_unknown_family():
-    assert_refused(run("formula", "gemma"), "gemma", "or a family:", "qwen3_moe")
+    assert_refused(run("formula", "gemma9"), "gemma9", "or a family:", "qwen3_moe")
 
 
 def test_unknown_format_lists_choices():
