@@ -47,6 +47,7 @@ d_nope = _size("d_nope")
 d_v = _size("d_v")
 S = _size("S")
 B = _size("B")
+d_sh = _size("d_sh")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -74,6 +75,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_v, "d_{v}", "v_head_dim", "per-head value size (MLA)"),
     Entry(S, "S", "(none: --seq)", "sequence length, tokens per sequence"),
     Entry(B, "B", "(none: --batch)", "batch size, sequences per forward pass"),
+    Entry(d_sh, r"d_{\mathrm{sh}}", "shared_expert_intermediate_size", "hidden size of the shared expert"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
