@@ -48,6 +48,12 @@ d_v = _size("d_v")
 S = _size("S")
 B = _size("B")
 d_sh = _size("d_sh")
+h_lk = _size("h_lk")
+h_lv = _size("h_lv")
+d_lk = _size("d_lk")
+d_lv = _size("d_lv")
+k_conv = _size("k_conv")
+N_linear = _count("N_linear")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -76,6 +82,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(S, "S", "(none: --seq)", "sequence length, tokens per sequence"),
     Entry(B, "B", "(none: --batch)", "batch size, sequences per forward pass"),
     Entry(d_sh, r"d_{\mathrm{sh}}", "shared_expert_intermediate_size", "hidden size of the shared expert"),
+    Entry(h_lk, r"h_{\mathrm{lk}}", "linear_num_key_heads", "query/key heads of a linear-attention layer"),
+    Entry(h_lv, r"h_{\mathrm{lv}}", "linear_num_value_heads", "value heads of a linear-attention layer"),
+    Entry(d_lk, r"d_{\mathrm{lk}}", "linear_key_head_dim", "size of one linear-attention query/key head"),
+    Entry(d_lv, r"d_{\mathrm{lv}}", "linear_value_head_dim", "size of one linear-attention value head"),
+    Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
+    Entry(N_linear, r"N_{\mathrm{linear}}", "layer_types", "layers with linear attention instead of softmax attention"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
