@@ -5,8 +5,10 @@ Hostile files are refused with one LlmcountError naming the file and the problem
 only regular files are opened (a device, FIFO or folder is refused from its ``stat``, before any ``open`` that
 could block), at most :data:`MAX_BYTES`; then the text must be UTF-8 JSON with at most :data:`MAX_VALUES` values
 and :data:`MAX_CONTAINERS` arrays and objects, nested at most :data:`MAX_DEPTH` levels, integers of at most
-:data:`MAX_DIGITS` digits, finite numbers (no ``NaN``, ``Infinity``, ``1e999``) and no key twice in one object.
-Every rule holds for the whole document, under keys llmcount never reads too.
+:data:`MAX_DIGITS` digits, finite numbers (no ``NaN``, ``Infinity``, ``1e999``), no key twice in one object and no
+unpaired ``\\u`` surrogate. Every rule holds for the whole document, under keys llmcount never reads too. Depth is
+checked after parsing (a RecursionError past ~1000 levels is caught): a bracket pre-scan that skips strings cost more
+than the parse itself on a 100 MB index (1.5 s against 0.3 s).
 """
 
 from __future__ import annotations
