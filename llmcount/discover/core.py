@@ -1,0 +1,540 @@
+"""Discovery: a draft family record from the model code, by building it on the meta device under many configs.
+
+Steps: the config class's defaults give candidate size keys (integers) and switches (booleans); one key is changed
+at a time to see which tensors it shapes; each tensor dimension is fitted as an exact polynomial in the size keys
+over random configs and checked on fresh ones; defaults (constant or derived, ``d // h``) are read from configs
+that leave a key out; tensors are grouped into ``group/module`` terms in reader's order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sympy import Expr, Integer, Mul, Symbol, expand
+from sympy import factor as factorize
+
+from ..formulas.symbols import GLOSSARY
+from . import fit, probe
+
+LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
+FIT_SAMPLES = 18
+CHECK_SAMPLES = 6
+ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
+_WORD = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+GROUP_ORDER = {"embedding": 0, "attention": 1, "mlp": 2, "moe": 2, "norms": 3, "head": 4}
+
+
+def glossary_keys() -> dict[str, Symbol]:
+    """Config key -> glossary symbol, from the glossary's own key column (its first mention wins)."""
+    out: dict[str, Symbol] = {}
+    for entry in GLOSSARY:
+        if entry.key.startswith("("):
+            continue
+        for word in _WORD.findall(entry.key):
+            out.setdefault(word, entry.symbol)
+    return out
+
+
+@dataclass
+class Factor:
+    """One factor of a tensor's per-layer count: how many such tensors, or one dimension of its shape."""
+
+    deps: set[str] = field(default_factory=set)
+    expr: Expr | None = None
+
+
+@dataclass
+class Kind:
+    """A tensor kind (its name with indices as ``*``), what shapes it and the conditions under which it exists."""
+
+    key: str
+    module: str
+    norm: bool
+    embedding: bool
+    in_layer: bool
+    order: int
+    factors: list[Factor] = field(default_factory=list)
+    when: list[str] = field(default_factory=list)
+
+    @property
+    def expr(self) -> Expr | None:
+        if any(f.expr is None for f in self.factors):
+            return None
+        return Mul(*(f.expr for f in self.factors))
+
+
+@dataclass
+class Discovery:
+    model_type: str
+    text: str
+    notes: list[str]
+    symbols: dict[str, Symbol]  # size key -> symbol
+    fixed: dict[str, Any]
+    switches: dict[str, bool]  # switch -> class default, for the switches the record reads
+
+
+def _factors(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    if len({s for s in shapes}) != 1:
+        raise ValueError(f"tensors under one name differ in shape: {sorted(set(shapes))}")
+    return (len(shapes), *shapes[0])
+
+
+def _per_kind(b: probe.Build) -> dict[str, tuple[int, ...]]:
+    """Tensor kind -> its factors in the first layer that has it."""
+    out: dict[str, tuple[int, ...]] = {}
+    for (key, _layer), shapes in sorted(b.table().items(), key=lambda x: (x[0][0], -1 if x[0][1] is None else x[0][1])):
+        out.setdefault(key, _factors(shapes))
+    return out
+
+
+class Discoverer:
+    def __init__(self, model_type: str, log: Callable[[str], None] = print):
+        self.model_type = model_type
+        self.log = log
+        self.notes: list[str] = []
+        self.defaults = probe.class_defaults(model_type)
+        self.aliases = probe.attribute_map(model_type)
+        names = glossary_keys()
+        self.layer_key = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
+        if self.layer_key is None:
+            raise ValueError(f"{model_type}: no config key for the number of layers (glossary symbol N)")
+        self.fixed: dict[str, Any] = {self.layer_key: LAYERS}
+        for key, value in self.defaults.items():
+            if key == self.layer_key or not isinstance(value, int) or isinstance(value, bool):
+                continue
+            # every integer given explicitly: changing one key must not recompute another (num_key_value_heads)
+            self.fixed[key] = 0 if key.endswith("_token_id") else value  # token ids index small vocabularies
+        self.tokens = {k for k in self.fixed if k.endswith("_token_id")}
+        self.rng = random.Random(0)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    # ---- builds -------------------------------------------------------------------------------------------
+    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> probe.Build:
+        return probe.build(self.model_type, {**self.fixed, **overrides}, drop)
+
+    def switches(self) -> dict[str, tuple[set[str], set[str]]]:
+        """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
+        built = self.build({})
+        base = set(_per_kind(built))
+        effects = {}
+        self.tied: dict[str, tuple[str, str]] = {}  # kind -> (the kind it shares, the switch that ties it)
+        for key, value in sorted(self.defaults.items()):
+            if not isinstance(value, bool):
+                continue
+            try:
+                b = self.build({key: not value})
+                flipped = set(_per_kind(b))
+                self.tied.update({k: (v, key) for k, v in b.shared.items()})
+            except probe.Refused as error:
+                self.note(f"switch {key}={not value}: transformers refuses it ({str(error)[:100]}); left out")
+                continue
+            if flipped != base:
+                effects[key] = (flipped - base, base - flipped)
+        for kind, other in built.shared.items():  # tied under the defaults: the switch whose flip unties it
+            for key, (added, _) in effects.items():
+                if kind in added:
+                    self.tied[kind] = (other, key)
+        return effects
+
+    # ---- the main steps -----------------------------------------------------------------------------------
+    def run(self) -> Discovery:
+        names = glossary_keys()
+        effects = self.switches()
+        # fitting builds set every switch that only adds tensors, so that every tensor kind is seen
+        self.on: dict[str, bool] = {}
+        for key, (added, removed) in effects.items():
+            if added and not removed:
+                trial = {**self.on, key: not self.defaults[key]}
+                try:
+                    self.build(trial)
+                    self.on = trial
+                except probe.Refused:
+                    self.note(f"switch {key} cannot be combined with {sorted(self.on)}: its tensors are not fitted")
+        base_build = self.build(self.on)
+        base = _per_kind(base_build)
+        kinds = self.kinds(base_build)
+        for key, (added, removed) in sorted(effects.items()):
+            flipped = not self.defaults[key]
+            for k in added:
+                if k in kinds:
+                    kinds[k].when.append(key if flipped else f"not {key}")
+            for k in removed:
+                if k in kinds:
+                    kinds[k].when.append(key if not flipped else f"not {key}")
+
+        sizes, self.layer_keys = self.size_keys(base, kinds)
+        self.symbols: dict[str, Symbol] = {}
+        for key in sizes:
+            symbol = names.get(key) or next(
+                (names[a] for a, k in self.aliases.items() if k == key and a in names), None
+            )
+            if symbol is None:
+                symbol = Symbol(key, positive=True, integer=True)
+                self.log(
+                    f"glossary: no symbol for config key {key!r}; suggest adding to formulas/symbols.py: "
+                    f'{key} = _size("{key}") with Entry({key}, r"...", "{key}", "..."); the record uses {key!r}'
+                )
+            self.symbols[key] = symbol
+        self.fit(kinds, sizes)
+        defaults = self.defaults_of(sizes, kinds)
+        text = self.write(kinds, defaults, effects)
+        switches = {k: self.defaults[k] for k in effects}
+        self.switches_read = sorted(effects)
+        return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
+
+    def kinds(self, b: probe.Build) -> dict[str, Kind]:
+        out: dict[str, Kind] = {}
+        for i, t in enumerate(b.tensors):
+            if t.key not in out:
+                out[t.key] = Kind(t.key, t.module, t.norm, t.embedding, t.layer is not None, i)
+        return out
+
+    def variations(self, value: Any) -> list[Any]:
+        if value is None:
+            return [64]
+        candidates = [2 * value, value // 2, value + 1] if value else [1, 2]
+        return [v for i, v in enumerate(candidates) if v >= 1 and v != value and v not in candidates[:i]]
+
+    def size_keys(self, base: dict[str, tuple[int, ...]], kinds: dict[str, Kind]) -> tuple[list[str], list[str]]:
+        """The integer keys that change a tensor's shape (and, for each factor, which ones), and those that change
+        which layers carry which tensors."""
+        sizes, layer_keys = [], []
+        for key, value in sorted(self.defaults.items()):
+            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+                continue
+            if not (value is None or isinstance(value, int)):
+                continue
+            for trial in self.variations(value):
+                try:
+                    changed = _per_kind(self.build({**self.on, key: trial}))
+                except probe.Refused:
+                    continue
+                if set(changed) != set(base):
+                    layer_keys.append(key)
+                    break
+                touched = False
+                for k, factors in changed.items():
+                    for j, (x, y) in enumerate(zip(factors, base[k], strict=False)):
+                        if x != y:
+                            while len(kinds[k].factors) < len(factors):
+                                kinds[k].factors.append(Factor())
+                            kinds[k].factors[j].deps.add(key)
+                            touched = True
+                if touched:
+                    sizes.append(key)
+                    break
+        for k, factors in base.items():
+            while len(kinds[k].factors) < len(factors):
+                kinds[k].factors.append(Factor())
+        return sizes, layer_keys
+
+    def draw(self, sizes: list[str]) -> dict[str, int]:
+        """Random small values: head counts dividing each other, the large sizes multiples of 2·lcm(heads)."""
+        heads = sorted((k for k in sizes if "heads" in k or k.endswith("_head")), key=lambda k: self.defaults[k] or 0)
+        values: dict[str, int] = {}
+        previous = 1
+        for key in heads:
+            previous = values[key] = previous * self.rng.choice([1, 2, 3])
+        unit = 2 * math.lcm(*values.values()) if values else 2
+        for key in sizes:
+            if key in values:
+                continue
+            default = self.defaults[key]
+            values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
+        return values
+
+    def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
+        """A random config transformers accepts, and what it builds."""
+        for _ in range(ATTEMPTS):
+            values = self.draw(sizes)
+            overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
+            try:
+                return values, self.build(overrides, drop)
+            except probe.Refused:
+                continue
+        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
+
+    def fit(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
+        samples = [self.sample(sizes) for _ in range(FIT_SAMPLES + CHECK_SAMPLES)]
+        for kind in kinds.values():
+            observed = []
+            for values, b in samples:
+                found = _per_kind(b).get(kind.key)
+                if found is not None:
+                    observed.append(({self.symbols[k]: v for k, v in values.items()}, found))
+            if len(observed) < len(samples):
+                self.note(f"{kind.key}: absent from some random configs; fitted on those that have it")
+            fitting, checking = observed[:FIT_SAMPLES], observed[FIT_SAMPLES:]
+            for j, factor in enumerate(kind.factors):
+                variables = [self.symbols[k] for k in sorted(factor.deps)]
+                points = [(values, f[j]) for values, f in fitting]
+                factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
+                if factor.expr is None:
+                    self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
+                    continue
+                for values, f in checking:
+                    if factor.expr.subs(values) != f[j]:
+                        self.note(f"{kind.key}: factor {j} = {factor.expr} fails on a fresh config")
+                        factor.expr = None
+                        break
+
+    def defaults_of(self, sizes: list[str], kinds: dict[str, Kind]) -> dict[str, tuple[str | None, str | None]]:
+        """Each size key: (its default when absent, its value when null) as record text; None: refused."""
+        out = {}
+        by_symbol = [self.symbols[k] for k in sorted(sizes, key=self._rank)]
+        for key in sizes:
+            others = [s for s in by_symbol if s != self.symbols[key]]
+            found = []
+            for drop, null in (((key,), ()), ((), (key,))):
+                points = []
+                for _ in range(4):
+                    try:
+                        values, b = self.sample(sizes, drop=drop, null=null)
+                    except RuntimeError:
+                        break
+                    value = b.attributes.get(key)
+                    if value is None:
+                        value = self.implied(key, values, b, kinds)
+                    if value is None:
+                        break
+                    points.append(({self.symbols[k]: v for k, v in values.items()}, value))
+                if len(points) < 4:
+                    found.append(None)
+                    continue
+                text = fit.derived(points, others)
+                if text is None:
+                    self.note(f"{key}: {'absent' if drop else 'null'} gives values no rule here explains: TODO")
+                found.append(text)
+            out[key] = (found[0], found[1])
+        return out
+
+    def implied(self, key: str, values: dict[str, int], b: probe.Build, kinds: dict[str, Kind]) -> int | None:
+        """The value the model used for a key its config leaves at None: from a tensor factor linear in it."""
+        symbol = self.symbols[key]
+        got = _per_kind(b)
+        for kind in kinds.values():
+            for j, factor in enumerate(kind.factors):
+                if factor.expr is None or kind.key not in got or factor.expr.as_poly(symbol) is None:
+                    continue
+                poly = expand(factor.expr)
+                if poly.as_poly(symbol).degree() != 1:
+                    continue
+                a, c = poly.coeff(symbol, 1), poly.coeff(symbol, 0)
+                at = {self.symbols[k]: v for k, v in values.items() if k != key}
+                slope = a.subs(at)
+                if slope.free_symbols or slope == 0:
+                    continue
+                value = (got[kind.key][j] - c.subs(at)) / slope
+                if value.is_Integer:
+                    return int(value)
+        return None
+
+    def _rank(self, key: str) -> tuple[int, str]:
+        order = [e.symbol for e in GLOSSARY]
+        symbol = self.symbols[key]
+        return (order.index(symbol) if symbol in order else len(order), key)
+
+    # ---- the record ---------------------------------------------------------------------------------------
+    def path(self, kind: Kind, kinds: dict[str, Kind]) -> tuple[str, bool]:
+        """``group/module`` (and whether it is an embedding or untied head) for a tensor kind."""
+        parts = kind.key.split(".")
+        if parts[0] in ("model", "transformer"):
+            parts = parts[1:]
+        leaf = parts[-1]
+        bias = ".bias" if leaf == "bias" and not kind.norm else ""
+        if not kind.in_layer:
+            modules = parts[:-1]
+            name = ".".join(modules) or leaf
+            if kind.embedding:
+                return f"embedding/{name}", True
+            if modules and modules[-1] == "lm_head":
+                return f"head/lm_head{bias}", True
+            if kind.norm:
+                return f"norms/{name}", False
+            return f"other/{name}{bias}", False
+        sub = parts[parts.index("*") + 1 :]
+        modules = [m for m in sub[:-1] if m != "*"]
+        if not modules:
+            return f"other/{leaf}", False
+        first = modules[0]
+        if kind.norm and len(modules) == 1:
+            return f"norms/{first}", False
+        block = kind.key.split(".*.", 1)[0] + ".*." + first + "."
+        if any(".experts." in k for k in kinds if k.startswith(block)):
+            group = "moe"
+        elif "attn" in first or "attention" in first:
+            group = "attention"
+        elif first in ("mlp", "feed_forward", "ffn"):
+            group = "mlp"
+        else:
+            group = first
+        rest = modules[1:]
+        if "experts" in rest:
+            return f"{group}/experts", False
+        if "shared_experts" in rest:
+            return f"{group}/shared_experts{bias}", False
+        name = ".".join(rest) if rest else (leaf if leaf not in ("weight", "bias") else first)
+        if group == "moe" and name in ("gate", "router"):
+            name = "router"
+        return f"{group}/{name}{bias}", False
+
+    def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
+        terms: dict[str, dict[str, Any]] = {}
+        n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
+        for kind in sorted(kinds.values(), key=lambda k: k.order):
+            path, embedding = self.path(kind, kinds)
+            when = " and ".join(sorted(kind.when))
+            term = terms.setdefault(
+                path,
+                {
+                    "exprs": [],
+                    "layers": "N" if kind.in_layer else "1",
+                    "when": when,
+                    "embedding": embedding,
+                    "kinds": [],
+                },
+            )
+            if term["when"] != when:
+                self.note(f"{path}: tensors with different conditions ({term['when']!r}, {when!r}); kept the first")
+            term["exprs"].append(kind.expr)
+            term["kinds"].append(kind)
+        ordered = sorted(
+            terms.items(), key=lambda item: (GROUP_ORDER.get(item[0].split("/")[0], 5), item[1]["kinds"][0].order)
+        )
+        lines = self.header(kinds, defaults, effects, [t for _, t in ordered])
+        for path, term in ordered:
+            lines.append("")
+            lines.append("[[terms]]")
+            lines.append(f"path = {_q(path)}")
+            if any(e is None for e in term["exprs"]):
+                lines.append(
+                    'expr = "0"  # TODO: no exact polynomial found for ' + ", ".join(k.key for k in term["kinds"])
+                )
+                expr = None
+            else:
+                expr = factorize(sum(term["exprs"], Integer(0)))
+                lines.append(f"expr = {_q(_formula(expr))}")
+            if term["layers"] != "1":
+                lines.append(f"layers = {_q(term['layers'])}")
+            if term["when"]:
+                lines.append(f"when = {_q(term['when'])}")
+            routed = (
+                expr is not None
+                and path.endswith("/experts")
+                and n_symbol is not None
+                and all(n_symbol in m.free_symbols for m in expand(expr).as_ordered_terms())
+            )
+            if routed:
+                lines.append("routed = true")
+            if term["embedding"]:
+                lines.append("embedding = true")
+            lines.append(f"note = {_q(self.describe(path, term['kinds']))}")
+        return "\n".join(lines) + "\n"
+
+    def describe(self, path: str, kinds: list[Kind]) -> str:
+        parts = []
+        for kind in kinds:
+            dims = ", ".join(_formula(f.expr) if f.expr is not None else "?" for f in kind.factors[1:])
+            count = kind.factors[0].expr if kind.factors else None
+            many = "" if count == 1 else f"{_formula(count) if count is not None else '?'} x "
+            parts.append(f"{many}{kind.module} {kind.key.rsplit('.', 1)[-1]} ({dims})")
+        text = "; ".join(parts)
+        for kind in kinds:
+            if kind.key in self.tied:
+                other, switch = self.tied[kind.key]
+                text += f"; with {switch} it is {other} (the same Parameter), counted once"
+        return text
+
+    def header(self, kinds, defaults, effects, terms) -> list[str]:
+        name = self.model_type
+        routed = any(k.key.count(".experts.") for k in kinds.values())
+        title = type_title(name)
+        lines = [
+            f"# {title}: drafted from transformers {probe.transformers.__version__} by `python -m llmcount.discover "
+            f"{name}`; review the names, notes and defaults before use",
+            f"model_type = {_q(name)}",
+            f"title = {_q(title)}",
+            f"kind = {_q('moe' if routed else 'dense')}",
+        ]
+        read = sorted(self.symbols, key=self._rank)
+        used = set().union(*(set(t["when"].replace("not ", "").split(" and ")) - {""} for t in terms))
+        aliases = {
+            key: sorted(a for a, k in self.aliases.items() if k == key)
+            for key in [self.layer_key, *read, *sorted(used)]
+            if any(k == key for k in self.aliases.values())
+        }
+        if aliases:
+            lines += ["", "[aliases]"]
+            lines += [f"{key} = [{', '.join(_q(a) for a in names)}]" for key, names in aliases.items()]
+        lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {self.defaults[self.layer_key]} }}"]
+        for key in _topological(read, defaults, self.symbols):
+            default, null = defaults[key]
+            fields = [f"key = {_q(key)}"]
+            if default is not None:
+                fields.append(f"default = {_toml_value(default)}")
+            if null is not None:
+                fields.append(f"null = {_toml_value(null)}")
+            lines.append(f"{self.symbols[key].name} = {{ {', '.join(fields)} }}")
+        if used:
+            lines += ["", "[keys]"]
+            lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]
+        if self.layer_keys:
+            lines.append("")
+            lines.append(
+                "# TODO [layers]: " + ", ".join(self.layer_keys) + " change which layers carry which tensors; "
+                "write the layer-count conditions by hand"
+            )
+        return lines
+
+
+def type_title(model_type: str) -> str:
+    return re.sub(r"[_-]", " ", model_type).title().replace(" ", "-")
+
+
+def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) -> list[str]:
+    """Keys in glossary order, each after the symbols its default or null uses."""
+    out: list[str] = []
+    pending = list(keys)
+    while pending:
+        for key in pending:
+            needs = {w for text in defaults[key] if text for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(text))} - {
+                symbols[key].name
+            }
+            placed = {symbols[k].name for k in out}
+            if needs <= placed or not needs & {symbols[k].name for k in pending}:
+                out.append(key)
+                pending.remove(key)
+                break
+        else:  # a cycle: keep the order
+            out += pending
+            break
+    return out
+
+
+def _formula(expr: Expr) -> str:
+    return str(expr).replace(" ", "")
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_value(text: str) -> str:
+    return text if text.lstrip("-").isdigit() else _q(text)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _q(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)
