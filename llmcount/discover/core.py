@@ -122,6 +122,7 @@ class Discoverer:
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
         built = self.build({})
+        self.classes = (built.model_class, built.config_class)
         base = set(_per_kind(built))
         effects = {}
         self.tied: dict[str, tuple[str, str]] = {}  # kind -> (the kind it shares, the switch that ties it)
@@ -169,7 +170,9 @@ class Discoverer:
                 if k in kinds:
                     kinds[k].when.append(key if not flipped else f"not {key}")
 
-        sizes, self.layer_keys = self.size_keys(base, kinds)
+        for k, factors in base.items():
+            kinds[k].factors = [Factor() for _ in factors]
+        sizes, self.layer_keys = self.size_keys(kinds)
         self.symbols: dict[str, Symbol] = {}
         for key in sizes:
             symbol = names.get(key) or next(
@@ -184,6 +187,12 @@ class Discoverer:
             self.symbols[key] = symbol
         self.fit(kinds, sizes)
         defaults = self.defaults_of(sizes, kinds)
+        if any(".experts." in k for k in kinds):  # routed experts: the activated count needs k, which shapes nothing
+            for key, value in sorted(self.defaults.items()):
+                symbol = names.get(key)
+                if symbol is not None and symbol.name == "k" and key not in self.symbols:
+                    self.symbols[key] = symbol
+                    defaults[key] = (None if value is None else str(value), None)
         text = self.write(kinds, defaults, effects)
         switches = {k: self.defaults[k] for k in effects}
         self.switches_read = sorted(effects)
@@ -202,42 +211,66 @@ class Discoverer:
         candidates = [2 * value, value // 2, value + 1] if value else [1, 2]
         return [v for i, v in enumerate(candidates) if v >= 1 and v != value and v not in candidates[:i]]
 
-    def size_keys(self, base: dict[str, tuple[int, ...]], kinds: dict[str, Kind]) -> tuple[list[str], list[str]]:
+    def size_keys(self, kinds: dict[str, Kind]) -> tuple[list[str], list[str]]:
         """The integer keys that change a tensor's shape (and, for each factor, which ones), and those that change
-        which layers carry which tensors."""
+        which layers carry which tensors. A key that defaults to None and shapes a tensor when set (Mixtral's
+        head_dim) is set in every later build, so that the keys it is computed from show as shaping it."""
+        candidates = [
+            (key, value)
+            for key, value in sorted(self.defaults.items())
+            if key != self.layer_key
+            and key not in self.tokens
+            and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
+        ]
+        base = _per_kind(self.build(self.on))
+        for key, value in candidates:
+            if value is None:
+                found = self.effect(key, value, base)
+                if found is not None:
+                    self.fixed[key] = found[0]
+                    base = _per_kind(self.build(self.on))
+        base = _per_kind(self.build(self.on))
         sizes, layer_keys = [], []
-        for key, value in sorted(self.defaults.items()):
-            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+        for key, value in candidates:
+            found = self.effect(key, self.fixed.get(key, value), base)
+            if found is None:
                 continue
-            if not (value is None or isinstance(value, int)):
+            _, changed = found
+            if changed is None:
+                layer_keys.append(key)
                 continue
-            for trial in self.variations(value):
-                try:
-                    changed = _per_kind(self.build({**self.on, key: trial}))
-                except probe.Refused:
-                    continue
-                if set(changed) != set(base):
-                    layer_keys.append(key)
-                    break
-                touched = False
-                for k, factors in changed.items():
-                    for j, (x, y) in enumerate(zip(factors, base[k], strict=False)):
-                        if x != y:
-                            while len(kinds[k].factors) < len(factors):
-                                kinds[k].factors.append(Factor())
-                            kinds[k].factors[j].deps.add(key)
-                            touched = True
-                if touched:
-                    sizes.append(key)
-                    break
-        for k, factors in base.items():
-            while len(kinds[k].factors) < len(factors):
-                kinds[k].factors.append(Factor())
+            sizes.append(key)
+            for k, j in changed:
+                kinds[k].factors[j].deps.add(key)
         return sizes, layer_keys
+
+    def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
+        """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
+        changes, or None when it changes which tensors exist); None when no value changes anything."""
+        for trial in self.variations(value):
+            try:
+                changed = _per_kind(self.build({**self.on, key: trial}))
+            except probe.Refused:
+                continue
+            if set(changed) != set(base):
+                return trial, None
+            touched = [
+                (k, j)
+                for k, factors in changed.items()
+                for j, (x, y) in enumerate(zip(factors, base[k], strict=True))
+                if x != y
+            ]
+            if touched:
+                return trial, touched
+        return None
 
     def draw(self, sizes: list[str]) -> dict[str, int]:
         """Random small values: head counts dividing each other, the large sizes multiples of 2·lcm(heads)."""
-        heads = sorted((k for k in sizes if "heads" in k or k.endswith("_head")), key=lambda k: self.defaults[k] or 0)
+        # head counts even where they shape no tensor (GPT-2's n_head): the sizes must stay divisible by them
+        candidates = set(sizes) | {k for k in self.fixed if k not in self.tokens}
+        heads = sorted(
+            (k for k in candidates if "heads" in k or k.endswith("_head")), key=lambda k: (self.defaults[k] or 0, k)
+        )
         values: dict[str, int] = {}
         previous = 1
         for key in heads:
@@ -268,7 +301,7 @@ class Discoverer:
             for values, b in samples:
                 found = _per_kind(b).get(kind.key)
                 if found is not None:
-                    observed.append(({self.symbols[k]: v for k, v in values.items()}, found))
+                    observed.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, found))
             if len(observed) < len(samples):
                 self.note(f"{kind.key}: absent from some random configs; fitted on those that have it")
             fitting, checking = observed[:FIT_SAMPLES], observed[FIT_SAMPLES:]
@@ -304,7 +337,7 @@ class Discoverer:
                         value = self.implied(key, values, b, kinds)
                     if value is None:
                         break
-                    points.append(({self.symbols[k]: v for k, v in values.items()}, value))
+                    points.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, value))
                 if len(points) < 4:
                     found.append(None)
                     continue
@@ -327,7 +360,7 @@ class Discoverer:
                 if poly.as_poly(symbol).degree() != 1:
                     continue
                 a, c = poly.coeff(symbol, 1), poly.coeff(symbol, 0)
-                at = {self.symbols[k]: v for k, v in values.items() if k != key}
+                at = {self.symbols[k]: v for k, v in values.items() if k != key and k in self.symbols}
                 slope = a.subs(at)
                 if slope.free_symbols or slope == 0:
                     continue
@@ -385,12 +418,20 @@ class Discoverer:
             name = "router"
         return f"{group}/{name}{bias}", False
 
+    def qualified(self, path: str, kind: Kind) -> str:
+        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks."""
+        parts = kind.key.split(".*.", 1)[-1].split(".")
+        modules = [m for m in parts[:-1] if m != "*"]
+        return f"{path.split('/')[0]}/{'.'.join(modules)}{'.bias' if path.endswith('.bias') else ''}"
+
     def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
         terms: dict[str, dict[str, Any]] = {}
         n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
         for kind in sorted(kinds.values(), key=lambda k: k.order):
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
+            if path in terms and terms[path]["when"] != when:  # GPT-2's crossattention.c_attn beside attn.c_attn
+                path = self.qualified(path, kind)
             term = terms.setdefault(
                 path,
                 {
@@ -455,10 +496,11 @@ class Discoverer:
     def header(self, kinds, defaults, effects, terms) -> list[str]:
         name = self.model_type
         routed = any(k.key.count(".experts.") for k in kinds.values())
-        title = type_title(name)
+        model_class, config_class = self.classes
+        title = config_class.removesuffix("Config") or name
         lines = [
-            f"# {title}: drafted from transformers {probe.transformers.__version__} by `python -m llmcount.discover "
-            f"{name}`; review the names, notes and defaults before use",
+            f"# {title}: transformers {model_class} ({probe.transformers.__version__}), drafted by "
+            f"`python -m llmcount.discover {name}`: review the names, notes and defaults",
             f"model_type = {_q(name)}",
             f"title = {_q(title)}",
             f"kind = {_q('moe' if routed else 'dense')}",
@@ -492,10 +534,6 @@ class Discoverer:
                 "write the layer-count conditions by hand"
             )
         return lines
-
-
-def type_title(model_type: str) -> str:
-    return re.sub(r"[_-]", " ", model_type).title().replace(" ", "-")
 
 
 def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) -> list[str]:

@@ -51,6 +51,8 @@ class Build:
     attributes: dict[str, Any]
     total: int
     layers: int  # how many layer indices the parameter names carry
+    model_class: str  # LlamaForCausalLM
+    config_class: str  # LlamaConfig
     shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
 
     def table(self) -> dict[tuple[str, int | None], list[tuple[int, ...]]]:
@@ -125,4 +127,4 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
     for key in drop:
         attributes[key] = getattr(config, key, None)
     total = sum(p.numel() for p in model.parameters())
-    return Build(tuple(tensors), attributes, total, len(layers), shared)
+    return Build(tuple(tensors), attributes, total, len(layers), type(model).__name__, type(config).__name__, shared)
