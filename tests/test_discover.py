@@ -18,7 +18,7 @@ from llmcount.formulas import records
 from llmcount.formulas.derivation import Derivation
 from llmcount.formulas.symbols import d, h, h_d
 
-FAMILIES = ["llama", "qwen3", "gpt2", "mixtral"]
+FAMILIES = ["llama", "qwen3", "gpt2", "mixtral", "qwen3_moe"]
 
 
 @cache

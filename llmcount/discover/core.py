@@ -18,6 +18,7 @@ from typing import Any
 from sympy import Expr, Integer, Mul, Symbol, expand
 from sympy import factor as factorize
 
+from ..formulas.expressions import condition
 from ..formulas.symbols import GLOSSARY
 from . import fit, probe
 
@@ -158,9 +159,11 @@ class Discoverer:
                     self.on = trial
                 except probe.Refused:
                     self.note(f"switch {key} cannot be combined with {sorted(self.on)}: its tensors are not fitted")
+        self.layer_values = self.find_layer_keys()
         base_build = self.build(self.on)
         base = _per_kind(base_build)
         kinds = self.kinds(base_build)
+        self.layer_conditions = self.conditions(kinds)
         for key, (added, removed) in sorted(effects.items()):
             flipped = not self.defaults[key]
             for k in added:
@@ -198,6 +201,90 @@ class Discoverer:
         self.switches_read = sorted(effects)
         return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
 
+    def find_layer_keys(self) -> dict[str, list[Any]]:
+        """Keys that change which layers carry which tensors (decoder_sparse_step, mlp_only_layers,
+        first_k_dense_replace, layer_types), each with the values tried; fitting builds then take a value that
+        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step)."""
+        base = self.build(self.on)
+        found: dict[str, list[Any]] = {}
+        for key, value in sorted(self.defaults.items()):
+            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+                continue
+            if isinstance(value, int):
+                trials = [v for v in range(0, LAYERS + 1) if v != value]
+            elif isinstance(value, list) and all(isinstance(x, int) for x in value):
+                trials = [[0], [1], [0, 2], []]
+            elif isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+                kinds = sorted(set(value))
+                trials = [[kinds[(i + j) % len(kinds)] for i in range(LAYERS)] for j in range(len(kinds))]
+            else:
+                continue
+            for trial in trials:
+                try:
+                    b = self.build({**self.on, key: trial})
+                except probe.Refused:
+                    continue
+                if _uneven(b) or (_uneven(base) and _membership(b) != _membership(base)):
+                    found[key] = [value, *(t for t in trials if t != value)]
+                    break
+        for key in found:
+            self.fixed[key] = self.defaults[key]
+        best = None  # the setting of one layer key whose build shows the most tensor kinds
+        for key, values in found.items():
+            for value in values:
+                try:
+                    count = len(_per_kind(self.build({**self.on, key: value})))
+                except probe.Refused:
+                    continue
+                if best is None or count > best[0]:
+                    best = (count, key, value)
+        if best is not None and best[0] > len(_per_kind(base)):
+            self.on = {**self.on, best[1]: best[2]}
+        return found
+
+    def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
+        """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
+        which layers carry it, fitted over builds that vary one layer key at a time; "" when none is found."""
+        if not self.layer_values:
+            return {}
+        observations = []  # (the layer keys' values, {kind: membership over the layers})
+        settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        for setting in settings:
+            values = {k: self.defaults[k] for k in self.layer_values} | {
+                k: v for k, v in self.on.items() if k in self.layer_values
+            }
+            values.update(setting)
+            try:
+                b = self.build({**self.on, **values})
+            except probe.Refused:
+                continue
+            observations.append((values, _membership(b)))
+        out = {}
+        self.seen: dict[str, list] = {}
+        in_layers = {k for k, kind in kinds.items() if kind.in_layer}
+        for kind in sorted(in_layers):
+            seen = [(values, member.get(kind, [False] * LAYERS)) for values, member in observations]
+            if all(all(m) for _, m in seen):
+                continue
+            self.seen[kind] = seen
+            out[kind] = next((text for text in self.candidates() if _explains(text, seen)), "")
+            if not out[kind]:
+                self.note(f"{kind}: no condition found for the layers that carry it: TODO")
+        return out
+
+    def candidates(self) -> list[str]:
+        single = []
+        for key, values in sorted(self.layer_values.items()):
+            if isinstance(values[0], int):
+                single += [f"i < {key}", f"i >= {key}", f"(i + 1) % {key} != 0", f"(i + 1) % {key} == 0"]
+                single += [f"i % {key} == 0", f"i % {key} != 0"]
+            elif all(isinstance(x, int) for v in values for x in v):
+                single += [f"i in {key}", f"i not in {key}"]
+            else:
+                single += [f"{key}[i] == {_q(x)}" for x in sorted({x for v in values for x in v})]
+        pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
+        return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+
     def kinds(self, b: probe.Build) -> dict[str, Kind]:
         out: dict[str, Kind] = {}
         for i, t in enumerate(b.tensors):
@@ -207,7 +294,7 @@ class Discoverer:
 
     def variations(self, value: Any) -> list[Any]:
         if value is None:
-            return [64]
+            return [96, 64]  # 64 is often what the model computes itself (2048 // 32)
         candidates = [2 * value, value // 2, value + 1] if value else [1, 2]
         return [v for i, v in enumerate(candidates) if v >= 1 and v != value and v not in candidates[:i]]
 
@@ -220,8 +307,12 @@ class Discoverer:
             for key, value in sorted(self.defaults.items())
             if key != self.layer_key
             and key not in self.tokens
+            and key not in self.layer_values
             and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
         ]
+        # keys the glossary knows that the class does not list, read by the model code (Qwen3-MoE's head_dim)
+        unlisted = sorted(set(glossary_keys()) - set(self.defaults) - set(self.aliases) - set(self.layer_values))
+        candidates += [(key, None) for key in unlisted]
         base = _per_kind(self.build(self.on))
         for key, value in candidates:
             if value is None:
@@ -269,7 +360,7 @@ class Discoverer:
         # head counts even where they shape no tensor (GPT-2's n_head): the sizes must stay divisible by them
         candidates = set(sizes) | {k for k in self.fixed if k not in self.tokens}
         heads = sorted(
-            (k for k in candidates if "heads" in k or k.endswith("_head")), key=lambda k: (self.defaults[k] or 0, k)
+            (k for k in candidates if "heads" in k or k.endswith("_head")), key=lambda k: (self.defaults.get(k) or 0, k)
         )
         values: dict[str, int] = {}
         previous = 1
@@ -279,7 +370,7 @@ class Discoverer:
         for key in sizes:
             if key in values:
                 continue
-            default = self.defaults[key]
+            default = self.defaults.get(key)
             values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
         return values
 
@@ -424,9 +515,46 @@ class Discoverer:
         modules = [m for m in parts[:-1] if m != "*"]
         return f"{path.split('/')[0]}/{'.'.join(modules)}{'.bias' if path.endswith('.bias') else ''}"
 
+    def layer_counts(self, kinds: dict[str, Kind]) -> dict[str, str]:
+        """Kind -> its ``layers`` text; fills ``self.layer_symbols`` (symbol -> condition) for ``[layers]``. A
+        condition and its complement share one symbol: ``N_dense`` and ``N - N_dense``. The symbol is the glossary's
+        count symbol whose key column names the condition's key, given to the condition of the dense MLP."""
+        self.layer_symbols: dict[str, str] = {}
+        out: dict[str, str] = {}
+        names = glossary_keys()
+        by_condition: dict[str, list[str]] = {}
+        for key in sorted(self.layer_conditions, key=lambda k: kinds[k].order):
+            if self.layer_conditions[key]:
+                by_condition.setdefault(self.layer_conditions[key], []).append(key)
+        done: set[str] = set()
+        for text, members in by_condition.items():
+            if text in done:
+                continue
+            negated = [(v, [not x for x in m]) for v, m in self.seen[members[0]]]
+            other = next((t for t in by_condition if t not in done and t != text and _explains(t, negated)), None)
+            pair = [text] if other is None else [text, other]
+            done.update(pair)
+            groups = {t: {self.path(kinds[k], kinds)[0].split("/")[0] for k in by_condition[t]} for t in pair}
+            named = next((t for t in pair if "mlp" in groups[t]), pair[0])
+            words = [w for w in _WORD.findall(named) if w in names and not names[w].is_positive]
+            if words:
+                symbol = names[words[0]].name
+            else:
+                symbol = "N_" + sorted(groups[named])[0]
+                self.log(
+                    f"glossary: no layer-count symbol for {named!r}; suggest adding {symbol} = _count({symbol!r}) "
+                    f"to formulas/symbols.py; the record uses {symbol!r}"
+                )
+            self.layer_symbols[symbol] = named
+            for t in pair:
+                for k in by_condition[t]:
+                    out[k] = symbol if t == named else f"N - {symbol}"
+        return out
+
     def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
         terms: dict[str, dict[str, Any]] = {}
         n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
+        counts = self.layer_counts(kinds)
         for kind in sorted(kinds.values(), key=lambda k: k.order):
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
@@ -436,7 +564,7 @@ class Discoverer:
                 path,
                 {
                     "exprs": [],
-                    "layers": "N" if kind.in_layer else "1",
+                    "layers": counts.get(kind.key, "N") if kind.in_layer else "1",
                     "when": when,
                     "embedding": embedding,
                     "kinds": [],
@@ -524,16 +652,42 @@ class Discoverer:
             if null is not None:
                 fields.append(f"null = {_toml_value(null)}")
             lines.append(f"{self.symbols[key].name} = {{ {', '.join(fields)} }}")
+        used |= set(self.layer_values)
         if used:
             lines += ["", "[keys]"]
             lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]
-        if self.layer_keys:
+        if self.layer_symbols:
+            lines += ["", "[layers]"]
+            lines += [f"{symbol} = {_q(text)}" for symbol, text in self.layer_symbols.items()]
+        if self.layer_keys or "" in self.layer_conditions.values():
             lines.append("")
             lines.append(
-                "# TODO [layers]: " + ", ".join(self.layer_keys) + " change which layers carry which tensors; "
-                "write the layer-count conditions by hand"
+                "# TODO [layers]: " + ", ".join(self.layer_keys or self.layer_values) + " change which layers carry "
+                "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _membership(b: probe.Build) -> dict[str, list[bool]]:
+    """In-layer tensor kind -> whether each layer carries it."""
+    out: dict[str, list[bool]] = {}
+    for t in b.tensors:
+        if t.layer is not None:
+            out.setdefault(t.key, [False] * b.layers)[t.layer] = True
+    return out
+
+
+def _uneven(b: probe.Build) -> bool:
+    """Some tensor kind is on some layers and not on others."""
+    return any(not all(m) for m in _membership(b).values())
+
+
+def _explains(text: str, seen: list[tuple[dict[str, Any], list[bool]]]) -> bool:
+    test = condition(text, "discover")
+    try:
+        return all(bool(test({**values, "i": i})) == m for values, member in seen for i, m in enumerate(member))
+    except (TypeError, ValueError, IndexError, ZeroDivisionError, LookupError):
+        return False
 
 
 def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) -> list[str]:

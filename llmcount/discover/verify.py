@@ -45,6 +45,13 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = value
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
+    for key, values in sorted(discoverer.layer_values.items()):  # which layers carry which tensors
+        if rng.random() < 0.5:
+            continue
+        if isinstance(values[0], int):
+            config[key] = rng.randint(1, config[discoverer.layer_key])
+        elif all(isinstance(x, int) for v in values for x in v):
+            config[key] = [i for i in range(config[discoverer.layer_key]) if rng.random() < 0.5]
     return config
 
 
