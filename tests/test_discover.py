@@ -19,6 +19,7 @@ from llmcount.formulas.derivation import Derivation
 from llmcount.formulas.symbols import d, h, h_d
 
 FAMILIES = ["llama", "qwen3", "gpt2", "mixtral", "qwen3_moe"]
+CHECKED = [*FAMILIES, "deepseek_v3"]  # also: MLA, shared experts, the first K layers dense (i < first_k_dense_replace)
 
 
 @cache
@@ -33,7 +34,7 @@ def draft_family(model_type: str, tmp_path) -> records.Family:
     return records.load(path)
 
 
-@pytest.mark.parametrize("model_type", FAMILIES)
+@pytest.mark.parametrize("model_type", CHECKED)
 def test_total_equals_curated(model_type: str, tmp_path) -> None:
     discovered = Derivation(draft_family(model_type, tmp_path)).total
     curated = Derivation(records.family(model_type)).total
@@ -46,7 +47,7 @@ def test_deterministic(model_type: str) -> None:
     assert again == drafted(model_type)[1]
 
 
-@pytest.mark.parametrize("model_type", FAMILIES)
+@pytest.mark.parametrize("model_type", CHECKED)
 def test_counts_class_defaults_and_random_configs(model_type: str, tmp_path) -> None:
     path = tmp_path / f"{model_type}.toml"
     discoverer, text = drafted(model_type)
@@ -68,3 +69,18 @@ def test_polynomial_fit_is_exact() -> None:
 def test_derived_default() -> None:
     points = [({d: a, h: b}, a // b) for a, b in [(12, 5), (40, 3), (9, 2), (64, 8)]]
     assert fit.derived(points, [d, h]) == "d // h"
+
+
+def test_missing_torch_says_what_to_install(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None; from llmcount.discover.__main__ import main; "
+        f"sys.exit(main(['llama', '-o', {str(tmp_path / 'llama.toml')!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "pip install '.[test]'" in done.stderr
+    assert not (tmp_path / "llama.toml").exists()
