@@ -124,6 +124,7 @@ class Discoverer:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
         built = self.build({})
         self.classes = (built.model_class, built.config_class)
+        self.prefix = built.prefix
         base = set(_per_kind(built))
         effects = {}
         self.tied: dict[str, tuple[str, str]] = {}  # kind -> (the kind it shares, the switch that ties it)
@@ -229,17 +230,17 @@ class Discoverer:
                     break
         for key in found:
             self.fixed[key] = self.defaults[key]
-        best = None  # the setting of one layer key whose build shows the most tensor kinds
+        # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
+        most = len(_per_kind(base))
         for key, values in found.items():
             for value in values:
                 try:
                     count = len(_per_kind(self.build({**self.on, key: value})))
                 except probe.Refused:
                     continue
-                if best is None or count > best[0]:
-                    best = (count, key, value)
-        if best is not None and best[0] > len(_per_kind(base)):
-            self.on = {**self.on, best[1]: best[2]}
+                if count > most:
+                    most, chosen = count, value
+                    self.on = {**self.on, key: chosen}
         return found
 
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
@@ -281,7 +282,7 @@ class Discoverer:
             elif all(isinstance(x, int) for v in values for x in v):
                 single += [f"i in {key}", f"i not in {key}"]
             else:
-                single += [f"{key}[i] == {_q(x)}" for x in sorted({x for v in values for x in v})]
+                single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
 
@@ -469,7 +470,7 @@ class Discoverer:
     def path(self, kind: Kind, kinds: dict[str, Kind]) -> tuple[str, bool]:
         """``group/module`` (and whether it is an embedding or untied head) for a tensor kind."""
         parts = kind.key.split(".")
-        if parts[0] in ("model", "transformer"):
+        if parts[0] in ("model", "transformer", self.prefix):
             parts = parts[1:]
         leaf = parts[-1]
         bias = ".bias" if leaf == "bias" and not kind.norm else ""
@@ -491,7 +492,10 @@ class Discoverer:
         if kind.norm and len(modules) == 1:
             return f"norms/{first}", False
         block = kind.key.split(".*.", 1)[0] + ".*." + first + "."
-        if any(".experts." in k for k in kinds if k.startswith(block)):
+        experts = [k for k in kinds if k.startswith(block) and ".experts." in k]
+        conditions = getattr(self, "layer_conditions", {})
+        # a block with experts is MoE on the layers that carry them; Qwen3-MoE's dense mlp.gate_proj is elsewhere
+        if experts and conditions.get(kind.key, "") == conditions.get(experts[0], ""):
             group = "moe"
         elif "attn" in first or "attention" in first:
             group = "attention"
@@ -539,12 +543,18 @@ class Discoverer:
             words = [w for w in _WORD.findall(named) if w in names and not names[w].is_positive]
             if words:
                 symbol = names[words[0]].name
-            else:
-                symbol = "N_" + sorted(groups[named])[0]
+            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
+                quoted = re.findall(r"'([A-Za-z0-9]+)", named)
+                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0])
                 self.log(
                     f"glossary: no layer-count symbol for {named!r}; suggest adding {symbol} = _count({symbol!r}) "
                     f"to formulas/symbols.py; the record uses {symbol!r}"
                 )
+            if words and other is None and "mlp" not in groups[named]:  # MoE layers only: N - N_dense
+                self.layer_symbols[symbol] = f"not ({named})"
+                for k in by_condition[named]:
+                    out[k] = f"N - {symbol}"
+                continue
             self.layer_symbols[symbol] = named
             for t in pair:
                 for k in by_condition[t]:

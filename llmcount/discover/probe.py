@@ -52,6 +52,7 @@ class Build:
     total: int
     layers: int  # how many layer indices the parameter names carry
     model_class: str  # LlamaForCausalLM
+    prefix: str  # the attribute holding the base model (model, transformer, gpt_neox)
     config_class: str  # LlamaConfig
     shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
 
@@ -127,4 +128,13 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
     for key in drop:
         attributes[key] = getattr(config, key, None)
     total = sum(p.numel() for p in model.parameters())
-    return Build(tuple(tensors), attributes, total, len(layers), type(model).__name__, type(config).__name__, shared)
+    return Build(
+        tuple(tensors),
+        attributes,
+        total,
+        len(layers),
+        type(model).__name__,
+        model.base_model_prefix,
+        type(config).__name__,
+        shared,
+    )
