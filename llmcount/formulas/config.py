@@ -180,14 +180,15 @@ def _kind(default: Any) -> str:
     return "a string" if isinstance(default, str) else "a value"
 
 
-def read_config(config: Any, source: str, name: str | None = None) -> Model:
-    """Read a parsed ``config.json`` into a :class:`Model`; raise LlmcountError on bad input."""
+def read_config(config: Any, source: str, name: str | None = None, family: Family | None = None) -> Model:
+    """Read a parsed ``config.json`` into a :class:`Model`; raise LlmcountError on bad input. ``family``: read it
+    with this record (a draft loaded with ``records.load``) instead of the bundled one of its model_type."""
     if not isinstance(config, dict):
         raise LlmcountError(f"{source}: a config must be a JSON object, got {describe(config)}")
     model_type = config.get("model_type")
     if model_type is None:
         raise LlmcountError(f"{source}: required key 'model_type' is missing")
-    family = find_family(model_type, source)
+    family = family or find_family(model_type, source)
     reader = _Reader(config, source, family)
 
     namespace: dict[str, Any] = {}

@@ -7,6 +7,7 @@ refusals, the ordered terms and, optionally, what the cost formulas need to know
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -327,9 +328,20 @@ def family(model_type: str) -> Family | None:
     return record
 
 
+def load(path: str | os.PathLike[str]) -> Family:
+    """The record in a TOML file anywhere (a draft, say), parsed and checked like the bundled ones."""
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"{where}: {exc}") from None
+    return parse_record(data, where)
+
+
 def families() -> tuple[Family, ...]:
     """Every record (loads them all: for listing)."""
     return tuple(f for f in map(family, names()) if f is not None)
 
 
-__all__ = ["ONE", "Attention", "Family", "RecordError", "families", "family", "names", "parse_record"]
+__all__ = ["ONE", "Attention", "Family", "RecordError", "families", "family", "load", "names", "parse_record"]

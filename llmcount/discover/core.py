@@ -1,0 +1,742 @@
+"""Discovery: a draft family record from the model code, by building it on the meta device under many configs.
+
+Steps: the config class's defaults give candidate size keys (integers) and switches (booleans); one key is changed
+at a time to see which tensors it shapes; each tensor dimension is fitted as an exact polynomial in the size keys
+over random configs and checked on fresh ones; defaults (constant or derived, ``d // h``) are read from configs
+that leave a key out; tensors are grouped into ``group/module`` terms in reader's order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sympy import Expr, Integer, Mul, Symbol, expand
+from sympy import factor as factorize
+
+from ..formulas.expressions import condition
+from ..formulas.symbols import GLOSSARY
+from . import fit, probe
+
+LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
+FIT_SAMPLES = 18
+CHECK_SAMPLES = 6
+ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
+_WORD = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+GROUP_ORDER = {"embedding": 0, "attention": 1, "mlp": 2, "moe": 2, "norms": 3, "head": 4}
+
+
+def glossary_keys() -> dict[str, Symbol]:
+    """Config key -> glossary symbol, from the glossary's own key column (its first mention wins)."""
+    out: dict[str, Symbol] = {}
+    for entry in GLOSSARY:
+        if entry.key.startswith("("):
+            continue
+        for word in _WORD.findall(entry.key):
+            out.setdefault(word, entry.symbol)
+    return out
+
+
+@dataclass
+class Factor:
+    """One factor of a tensor's per-layer count: how many such tensors, or one dimension of its shape."""
+
+    deps: set[str] = field(default_factory=set)
+    expr: Expr | None = None
+
+
+@dataclass
+class Kind:
+    """A tensor kind (its name with indices as ``*``), what shapes it and the conditions under which it exists."""
+
+    key: str
+    module: str
+    norm: bool
+    embedding: bool
+    in_layer: bool
+    order: int
+    factors: list[Factor] = field(default_factory=list)
+    when: list[str] = field(default_factory=list)
+
+    @property
+    def expr(self) -> Expr | None:
+        if any(f.expr is None for f in self.factors):
+            return None
+        return Mul(*(f.expr for f in self.factors))
+
+
+@dataclass
+class Discovery:
+    model_type: str
+    text: str
+    notes: list[str]
+    symbols: dict[str, Symbol]  # size key -> symbol
+    fixed: dict[str, Any]
+    switches: dict[str, bool]  # switch -> class default, for the switches the record reads
+
+
+def _factors(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    if len({s for s in shapes}) != 1:
+        raise ValueError(f"tensors under one name differ in shape: {sorted(set(shapes))}")
+    return (len(shapes), *shapes[0])
+
+
+def _per_kind(b: probe.Build) -> dict[str, tuple[int, ...]]:
+    """Tensor kind -> its factors in the first layer that has it."""
+    out: dict[str, tuple[int, ...]] = {}
+    for (key, _layer), shapes in sorted(b.table().items(), key=lambda x: (x[0][0], -1 if x[0][1] is None else x[0][1])):
+        out.setdefault(key, _factors(shapes))
+    return out
+
+
+class Discoverer:
+    def __init__(self, model_type: str, log: Callable[[str], None] = print):
+        self.model_type = model_type
+        self.log = log
+        self.notes: list[str] = []
+        self.defaults = probe.class_defaults(model_type)
+        self.aliases = probe.attribute_map(model_type)
+        names = glossary_keys()
+        self.layer_key = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
+        if self.layer_key is None:
+            raise ValueError(f"{model_type}: no config key for the number of layers (glossary symbol N)")
+        self.fixed: dict[str, Any] = {self.layer_key: LAYERS}
+        for key, value in self.defaults.items():
+            if key == self.layer_key or not isinstance(value, int) or isinstance(value, bool):
+                continue
+            # every integer given explicitly: changing one key must not recompute another (num_key_value_heads)
+            self.fixed[key] = 0 if key.endswith("_token_id") else value  # token ids index small vocabularies
+        self.tokens = {k for k in self.fixed if k.endswith("_token_id")}
+        self.rng = random.Random(0)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    # ---- builds -------------------------------------------------------------------------------------------
+    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> probe.Build:
+        return probe.build(self.model_type, {**self.fixed, **overrides}, drop)
+
+    def switches(self) -> dict[str, tuple[set[str], set[str]]]:
+        """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
+        built = self.build({})
+        self.classes = (built.model_class, built.config_class)
+        self.prefix = built.prefix
+        base = set(_per_kind(built))
+        effects = {}
+        self.tied: dict[str, tuple[str, str]] = {}  # kind -> (the kind it shares, the switch that ties it)
+        for key, value in sorted(self.defaults.items()):
+            if not isinstance(value, bool):
+                continue
+            try:
+                b = self.build({key: not value})
+                flipped = set(_per_kind(b))
+                self.tied.update({k: (v, key) for k, v in b.shared.items()})
+            except probe.Refused as error:
+                self.note(f"switch {key}={not value}: transformers refuses it ({str(error)[:100]}); left out")
+                continue
+            if flipped != base:
+                effects[key] = (flipped - base, base - flipped)
+        for kind, other in built.shared.items():  # tied under the defaults: the switch whose flip unties it
+            for key, (added, _) in effects.items():
+                if kind in added:
+                    self.tied[kind] = (other, key)
+        return effects
+
+    # ---- the main steps -----------------------------------------------------------------------------------
+    def run(self) -> Discovery:
+        names = glossary_keys()
+        effects = self.switches()
+        # fitting builds set every switch that only adds tensors, so that every tensor kind is seen
+        self.on: dict[str, bool] = {}
+        for key, (added, removed) in effects.items():
+            if added and not removed:
+                trial = {**self.on, key: not self.defaults[key]}
+                try:
+                    self.build(trial)
+                    self.on = trial
+                except probe.Refused:
+                    self.note(f"switch {key} cannot be combined with {sorted(self.on)}: its tensors are not fitted")
+        self.layer_values = self.find_layer_keys()
+        base_build = self.build(self.on)
+        base = _per_kind(base_build)
+        kinds = self.kinds(base_build)
+        self.layer_conditions = self.conditions(kinds)
+        for key, (added, removed) in sorted(effects.items()):
+            flipped = not self.defaults[key]
+            for k in added:
+                if k in kinds:
+                    kinds[k].when.append(key if flipped else f"not {key}")
+            for k in removed:
+                if k in kinds:
+                    kinds[k].when.append(key if not flipped else f"not {key}")
+
+        for k, factors in base.items():
+            kinds[k].factors = [Factor() for _ in factors]
+        sizes, self.layer_keys = self.size_keys(kinds)
+        self.symbols: dict[str, Symbol] = {}
+        for key in sizes:
+            symbol = names.get(key) or next(
+                (names[a] for a, k in self.aliases.items() if k == key and a in names), None
+            )
+            if symbol is None:
+                symbol = Symbol(key, positive=True, integer=True)
+                self.log(
+                    f"glossary: no symbol for config key {key!r}; suggest adding to formulas/symbols.py: "
+                    f'{key} = _size("{key}") with Entry({key}, r"...", "{key}", "..."); the record uses {key!r}'
+                )
+            self.symbols[key] = symbol
+        self.fit(kinds, sizes)
+        defaults = self.defaults_of(sizes, kinds)
+        if any(".experts." in k for k in kinds):  # routed experts: the activated count needs k, which shapes nothing
+            for key, value in sorted(self.defaults.items()):
+                symbol = names.get(key)
+                if symbol is not None and symbol.name == "k" and key not in self.symbols:
+                    self.symbols[key] = symbol
+                    defaults[key] = (None if value is None else str(value), None)
+        text = self.write(kinds, defaults, effects)
+        switches = {k: self.defaults[k] for k in effects}
+        self.switches_read = sorted(effects)
+        return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
+
+    def find_layer_keys(self) -> dict[str, list[Any]]:
+        """Keys that change which layers carry which tensors (decoder_sparse_step, mlp_only_layers,
+        first_k_dense_replace, layer_types), each with the values tried; fitting builds then take a value that
+        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step)."""
+        base = self.build(self.on)
+        found: dict[str, list[Any]] = {}
+        for key, value in sorted(self.defaults.items()):
+            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+                continue
+            if isinstance(value, int):
+                trials = [v for v in range(0, LAYERS + 1) if v != value]
+            elif isinstance(value, list) and all(isinstance(x, int) for x in value):
+                trials = [[0], [1], [0, 2], []]
+            elif isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+                kinds = sorted(set(value))
+                trials = [[kinds[(i + j) % len(kinds)] for i in range(LAYERS)] for j in range(len(kinds))]
+            else:
+                continue
+            for trial in trials:
+                try:
+                    b = self.build({**self.on, key: trial})
+                except probe.Refused:
+                    continue
+                if _uneven(b) or (_uneven(base) and _membership(b) != _membership(base)):
+                    found[key] = [value, *(t for t in trials if t != value)]
+                    break
+        for key in found:
+            self.fixed[key] = self.defaults[key]
+        # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
+        most = len(_per_kind(base))
+        for key, values in found.items():
+            for value in values:
+                try:
+                    count = len(_per_kind(self.build({**self.on, key: value})))
+                except probe.Refused:
+                    continue
+                if count > most:
+                    most, chosen = count, value
+                    self.on = {**self.on, key: chosen}
+        return found
+
+    def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
+        """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
+        which layers carry it, fitted over builds that vary one layer key at a time; "" when none is found."""
+        if not self.layer_values:
+            return {}
+        observations = []  # (the layer keys' values, {kind: membership over the layers})
+        settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        for setting in settings:
+            values = {k: self.defaults[k] for k in self.layer_values} | {
+                k: v for k, v in self.on.items() if k in self.layer_values
+            }
+            values.update(setting)
+            try:
+                b = self.build({**self.on, **values})
+            except probe.Refused:
+                continue
+            observations.append((values, _membership(b)))
+        out = {}
+        self.seen: dict[str, list] = {}
+        in_layers = {k for k, kind in kinds.items() if kind.in_layer}
+        for kind in sorted(in_layers):
+            seen = [(values, member.get(kind, [False] * LAYERS)) for values, member in observations]
+            if all(all(m) for _, m in seen):
+                continue
+            self.seen[kind] = seen
+            out[kind] = next((text for text in self.candidates() if _explains(text, seen)), "")
+            if not out[kind]:
+                self.note(f"{kind}: no condition found for the layers that carry it: TODO")
+        return out
+
+    def candidates(self) -> list[str]:
+        single = []
+        for key, values in sorted(self.layer_values.items()):
+            if isinstance(values[0], int):
+                single += [f"i < {key}", f"i >= {key}", f"(i + 1) % {key} != 0", f"(i + 1) % {key} == 0"]
+                single += [f"i % {key} == 0", f"i % {key} != 0"]
+            elif all(isinstance(x, int) for v in values for x in v):
+                single += [f"i in {key}", f"i not in {key}"]
+            else:
+                single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
+        pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
+        return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+
+    def kinds(self, b: probe.Build) -> dict[str, Kind]:
+        out: dict[str, Kind] = {}
+        for i, t in enumerate(b.tensors):
+            if t.key not in out:
+                out[t.key] = Kind(t.key, t.module, t.norm, t.embedding, t.layer is not None, i)
+        return out
+
+    def variations(self, value: Any) -> list[Any]:
+        if value is None:
+            return [96, 64]  # 64 is often what the model computes itself (2048 // 32)
+        candidates = [2 * value, value // 2, value + 1] if value else [1, 2]
+        return [v for i, v in enumerate(candidates) if v >= 1 and v != value and v not in candidates[:i]]
+
+    def size_keys(self, kinds: dict[str, Kind]) -> tuple[list[str], list[str]]:
+        """The integer keys that change a tensor's shape (and, for each factor, which ones), and those that change
+        which layers carry which tensors. A key that defaults to None and shapes a tensor when set (Mixtral's
+        head_dim) is set in every later build, so that the keys it is computed from show as shaping it."""
+        candidates = [
+            (key, value)
+            for key, value in sorted(self.defaults.items())
+            if key != self.layer_key
+            and key not in self.tokens
+            and key not in self.layer_values
+            and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
+        ]
+        # keys the glossary knows that the class does not list, read by the model code (Qwen3-MoE's head_dim)
+        unlisted = sorted(set(glossary_keys()) - set(self.defaults) - set(self.aliases) - set(self.layer_values))
+        candidates += [(key, None) for key in unlisted]
+        base = _per_kind(self.build(self.on))
+        for key, value in candidates:
+            if value is None:
+                found = self.effect(key, value, base)
+                if found is not None:
+                    self.fixed[key] = found[0]
+                    base = _per_kind(self.build(self.on))
+        base = _per_kind(self.build(self.on))
+        sizes, layer_keys = [], []
+        for key, value in candidates:
+            found = self.effect(key, self.fixed.get(key, value), base)
+            if found is None:
+                continue
+            _, changed = found
+            if changed is None:
+                layer_keys.append(key)
+                continue
+            sizes.append(key)
+            for k, j in changed:
+                kinds[k].factors[j].deps.add(key)
+        return sizes, layer_keys
+
+    def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
+        """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
+        changes, or None when it changes which tensors exist); None when no value changes anything."""
+        for trial in self.variations(value):
+            try:
+                changed = _per_kind(self.build({**self.on, key: trial}))
+            except probe.Refused:
+                continue
+            if set(changed) != set(base):
+                return trial, None
+            touched = [
+                (k, j)
+                for k, factors in changed.items()
+                for j, (x, y) in enumerate(zip(factors, base[k], strict=True))
+                if x != y
+            ]
+            if touched:
+                return trial, touched
+        return None
+
+    def draw(self, sizes: list[str]) -> dict[str, int]:
+        """Random small values: head counts dividing each other, the large sizes multiples of 2·lcm(heads)."""
+        # head counts even where they shape no tensor (GPT-2's n_head): the sizes must stay divisible by them
+        candidates = set(sizes) | {k for k in self.fixed if k not in self.tokens}
+        heads = sorted(
+            (k for k in candidates if "heads" in k or k.endswith("_head")), key=lambda k: (self.defaults.get(k) or 0, k)
+        )
+        values: dict[str, int] = {}
+        previous = 1
+        for key in heads:
+            previous = values[key] = previous * self.rng.choice([1, 2, 3])
+        unit = 2 * math.lcm(*values.values()) if values else 2
+        for key in sizes:
+            if key in values:
+                continue
+            default = self.defaults.get(key)
+            values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
+        return values
+
+    def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
+        """A random config transformers accepts, and what it builds."""
+        for _ in range(ATTEMPTS):
+            values = self.draw(sizes)
+            overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
+            try:
+                return values, self.build(overrides, drop)
+            except probe.Refused:
+                continue
+        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
+
+    def fit(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
+        samples = [self.sample(sizes) for _ in range(FIT_SAMPLES + CHECK_SAMPLES)]
+        for kind in kinds.values():
+            observed = []
+            for values, b in samples:
+                found = _per_kind(b).get(kind.key)
+                if found is not None:
+                    observed.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, found))
+            if len(observed) < len(samples):
+                self.note(f"{kind.key}: absent from some random configs; fitted on those that have it")
+            fitting, checking = observed[:FIT_SAMPLES], observed[FIT_SAMPLES:]
+            for j, factor in enumerate(kind.factors):
+                variables = [self.symbols[k] for k in sorted(factor.deps)]
+                points = [(values, f[j]) for values, f in fitting]
+                factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
+                if factor.expr is None:
+                    self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
+                    continue
+                for values, f in checking:
+                    if factor.expr.subs(values) != f[j]:
+                        self.note(f"{kind.key}: factor {j} = {factor.expr} fails on a fresh config")
+                        factor.expr = None
+                        break
+
+    def defaults_of(self, sizes: list[str], kinds: dict[str, Kind]) -> dict[str, tuple[str | None, str | None]]:
+        """Each size key: (its default when absent, its value when null) as record text; None: refused."""
+        out = {}
+        by_symbol = [self.symbols[k] for k in sorted(sizes, key=self._rank)]
+        for key in sizes:
+            others = [s for s in by_symbol if s != self.symbols[key]]
+            found = []
+            for drop, null in (((key,), ()), ((), (key,))):
+                points = []
+                for _ in range(4):
+                    try:
+                        values, b = self.sample(sizes, drop=drop, null=null)
+                    except RuntimeError:
+                        break
+                    value = b.attributes.get(key)
+                    if value is None:
+                        value = self.implied(key, values, b, kinds)
+                    if value is None:
+                        break
+                    points.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, value))
+                if len(points) < 4:
+                    found.append(None)
+                    continue
+                text = fit.derived(points, others)
+                if text is None:
+                    self.note(f"{key}: {'absent' if drop else 'null'} gives values no rule here explains: TODO")
+                found.append(text)
+            out[key] = (found[0], found[1])
+        return out
+
+    def implied(self, key: str, values: dict[str, int], b: probe.Build, kinds: dict[str, Kind]) -> int | None:
+        """The value the model used for a key its config leaves at None: from a tensor factor linear in it."""
+        symbol = self.symbols[key]
+        got = _per_kind(b)
+        for kind in kinds.values():
+            for j, factor in enumerate(kind.factors):
+                if factor.expr is None or kind.key not in got or factor.expr.as_poly(symbol) is None:
+                    continue
+                poly = expand(factor.expr)
+                if poly.as_poly(symbol).degree() != 1:
+                    continue
+                a, c = poly.coeff(symbol, 1), poly.coeff(symbol, 0)
+                at = {self.symbols[k]: v for k, v in values.items() if k != key and k in self.symbols}
+                slope = a.subs(at)
+                if slope.free_symbols or slope == 0:
+                    continue
+                value = (got[kind.key][j] - c.subs(at)) / slope
+                if value.is_Integer:
+                    return int(value)
+        return None
+
+    def _rank(self, key: str) -> tuple[int, str]:
+        order = [e.symbol for e in GLOSSARY]
+        symbol = self.symbols[key]
+        return (order.index(symbol) if symbol in order else len(order), key)
+
+    # ---- the record ---------------------------------------------------------------------------------------
+    def path(self, kind: Kind, kinds: dict[str, Kind]) -> tuple[str, bool]:
+        """``group/module`` (and whether it is an embedding or untied head) for a tensor kind."""
+        parts = kind.key.split(".")
+        if parts[0] in ("model", "transformer", self.prefix):
+            parts = parts[1:]
+        leaf = parts[-1]
+        bias = ".bias" if leaf == "bias" and not kind.norm else ""
+        if not kind.in_layer:
+            modules = parts[:-1]
+            name = ".".join(modules) or leaf
+            if kind.embedding:
+                return f"embedding/{name}", True
+            if modules and modules[-1] == "lm_head":
+                return f"head/lm_head{bias}", True
+            if kind.norm:
+                return f"norms/{name}", False
+            return f"other/{name}{bias}", False
+        sub = parts[parts.index("*") + 1 :]
+        modules = [m for m in sub[:-1] if m != "*"]
+        if not modules:
+            return f"other/{leaf}", False
+        first = modules[0]
+        if kind.norm and len(modules) == 1:
+            return f"norms/{first}", False
+        block = kind.key.split(".*.", 1)[0] + ".*." + first + "."
+        experts = [k for k in kinds if k.startswith(block) and ".experts." in k]
+        conditions = getattr(self, "layer_conditions", {})
+        # a block with experts is MoE on the layers that carry them; Qwen3-MoE's dense mlp.gate_proj is elsewhere
+        if experts and conditions.get(kind.key, "") == conditions.get(experts[0], ""):
+            group = "moe"
+        elif "attn" in first or "attention" in first:
+            group = "attention"
+        elif first in ("mlp", "feed_forward", "ffn"):
+            group = "mlp"
+        else:
+            group = first
+        rest = modules[1:]
+        if "experts" in rest:
+            return f"{group}/experts", False
+        if "shared_experts" in rest:
+            return f"{group}/shared_experts{bias}", False
+        name = ".".join(rest) if rest else (leaf if leaf not in ("weight", "bias") else first)
+        if group == "moe" and name in ("gate", "router"):
+            name = "router"
+        return f"{group}/{name}{bias}", False
+
+    def qualified(self, path: str, kind: Kind) -> str:
+        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks."""
+        parts = kind.key.split(".*.", 1)[-1].split(".")
+        modules = [m for m in parts[:-1] if m != "*"]
+        return f"{path.split('/')[0]}/{'.'.join(modules)}{'.bias' if path.endswith('.bias') else ''}"
+
+    def layer_counts(self, kinds: dict[str, Kind]) -> dict[str, str]:
+        """Kind -> its ``layers`` text; fills ``self.layer_symbols`` (symbol -> condition) for ``[layers]``. A
+        condition and its complement share one symbol: ``N_dense`` and ``N - N_dense``. The symbol is the glossary's
+        count symbol whose key column names the condition's key, given to the condition of the dense MLP."""
+        self.layer_symbols: dict[str, str] = {}
+        out: dict[str, str] = {}
+        names = glossary_keys()
+        by_condition: dict[str, list[str]] = {}
+        for key in sorted(self.layer_conditions, key=lambda k: kinds[k].order):
+            if self.layer_conditions[key]:
+                by_condition.setdefault(self.layer_conditions[key], []).append(key)
+        done: set[str] = set()
+        for text, members in by_condition.items():
+            if text in done:
+                continue
+            negated = [(v, [not x for x in m]) for v, m in self.seen[members[0]]]
+            other = next((t for t in by_condition if t not in done and t != text and _explains(t, negated)), None)
+            pair = [text] if other is None else [text, other]
+            done.update(pair)
+            groups = {t: {self.path(kinds[k], kinds)[0].split("/")[0] for k in by_condition[t]} for t in pair}
+            named = next((t for t in pair if "mlp" in groups[t]), pair[0])
+            words = [w for w in _WORD.findall(named) if w in names and not names[w].is_positive]
+            if words:
+                symbol = names[words[0]].name
+            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
+                quoted = re.findall(r"'([A-Za-z0-9]+)", named)
+                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0])
+                self.log(
+                    f"glossary: no layer-count symbol for {named!r}; suggest adding {symbol} = _count({symbol!r}) "
+                    f"to formulas/symbols.py; the record uses {symbol!r}"
+                )
+            if words and other is None and "mlp" not in groups[named]:  # MoE layers only: N - N_dense
+                self.layer_symbols[symbol] = f"not ({named})"
+                for k in by_condition[named]:
+                    out[k] = f"N - {symbol}"
+                continue
+            self.layer_symbols[symbol] = named
+            for t in pair:
+                for k in by_condition[t]:
+                    out[k] = symbol if t == named else f"N - {symbol}"
+        return out
+
+    def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
+        terms: dict[str, dict[str, Any]] = {}
+        n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
+        counts = self.layer_counts(kinds)
+        for kind in sorted(kinds.values(), key=lambda k: k.order):
+            path, embedding = self.path(kind, kinds)
+            when = " and ".join(sorted(kind.when))
+            if path in terms and terms[path]["when"] != when:  # GPT-2's crossattention.c_attn beside attn.c_attn
+                path = self.qualified(path, kind)
+            term = terms.setdefault(
+                path,
+                {
+                    "exprs": [],
+                    "layers": counts.get(kind.key, "N") if kind.in_layer else "1",
+                    "when": when,
+                    "embedding": embedding,
+                    "kinds": [],
+                },
+            )
+            if term["when"] != when:
+                self.note(f"{path}: tensors with different conditions ({term['when']!r}, {when!r}); kept the first")
+            term["exprs"].append(kind.expr)
+            term["kinds"].append(kind)
+        ordered = sorted(
+            terms.items(), key=lambda item: (GROUP_ORDER.get(item[0].split("/")[0], 5), item[1]["kinds"][0].order)
+        )
+        lines = self.header(kinds, defaults, effects, [t for _, t in ordered])
+        for path, term in ordered:
+            lines.append("")
+            lines.append("[[terms]]")
+            lines.append(f"path = {_q(path)}")
+            if any(e is None for e in term["exprs"]):
+                lines.append(
+                    'expr = "0"  # TODO: no exact polynomial found for ' + ", ".join(k.key for k in term["kinds"])
+                )
+                expr = None
+            else:
+                expr = factorize(sum(term["exprs"], Integer(0)))
+                lines.append(f"expr = {_q(_formula(expr))}")
+            if term["layers"] != "1":
+                lines.append(f"layers = {_q(term['layers'])}")
+            if term["when"]:
+                lines.append(f"when = {_q(term['when'])}")
+            routed = (
+                expr is not None
+                and path.endswith("/experts")
+                and n_symbol is not None
+                and all(n_symbol in m.free_symbols for m in expand(expr).as_ordered_terms())
+            )
+            if routed:
+                lines.append("routed = true")
+            if term["embedding"]:
+                lines.append("embedding = true")
+            lines.append(f"note = {_q(self.describe(path, term['kinds']))}")
+        return "\n".join(lines) + "\n"
+
+    def describe(self, path: str, kinds: list[Kind]) -> str:
+        parts = []
+        for kind in kinds:
+            dims = ", ".join(_formula(f.expr) if f.expr is not None else "?" for f in kind.factors[1:])
+            count = kind.factors[0].expr if kind.factors else None
+            many = "" if count == 1 else f"{_formula(count) if count is not None else '?'} x "
+            parts.append(f"{many}{kind.module} {kind.key.rsplit('.', 1)[-1]} ({dims})")
+        text = "; ".join(parts)
+        for kind in kinds:
+            if kind.key in self.tied:
+                other, switch = self.tied[kind.key]
+                text += f"; with {switch} it is {other} (the same Parameter), counted once"
+        return text
+
+    def header(self, kinds, defaults, effects, terms) -> list[str]:
+        name = self.model_type
+        routed = any(k.key.count(".experts.") for k in kinds.values())
+        model_class, config_class = self.classes
+        title = config_class.removesuffix("Config") or name
+        lines = [
+            f"# {title}: transformers {model_class} ({probe.transformers.__version__}), drafted by "
+            f"`python -m llmcount.discover {name}`: review the names, notes and defaults",
+            f"model_type = {_q(name)}",
+            f"title = {_q(title)}",
+            f"kind = {_q('moe' if routed else 'dense')}",
+        ]
+        read = sorted(self.symbols, key=self._rank)
+        used = set().union(*(set(t["when"].replace("not ", "").split(" and ")) - {""} for t in terms))
+        aliases = {
+            key: sorted(a for a, k in self.aliases.items() if k == key)
+            for key in [self.layer_key, *read, *sorted(used)]
+            if any(k == key for k in self.aliases.values())
+        }
+        if aliases:
+            lines += ["", "[aliases]"]
+            lines += [f"{key} = [{', '.join(_q(a) for a in names)}]" for key, names in aliases.items()]
+        lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {self.defaults[self.layer_key]} }}"]
+        for key in _topological(read, defaults, self.symbols):
+            default, null = defaults[key]
+            fields = [f"key = {_q(key)}"]
+            if default is not None:
+                fields.append(f"default = {_toml_value(default)}")
+            if null is not None:
+                fields.append(f"null = {_toml_value(null)}")
+            lines.append(f"{self.symbols[key].name} = {{ {', '.join(fields)} }}")
+        used |= set(self.layer_values)
+        if used:
+            lines += ["", "[keys]"]
+            lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]
+        if self.layer_symbols:
+            lines += ["", "[layers]"]
+            lines += [f"{symbol} = {_q(text)}" for symbol, text in self.layer_symbols.items()]
+        if self.layer_keys or "" in self.layer_conditions.values():
+            lines.append("")
+            lines.append(
+                "# TODO [layers]: " + ", ".join(self.layer_keys or self.layer_values) + " change which layers carry "
+                "which tensors in ways not found here; write those layer-count conditions by hand"
+            )
+        return lines
+
+
+def _membership(b: probe.Build) -> dict[str, list[bool]]:
+    """In-layer tensor kind -> whether each layer carries it."""
+    out: dict[str, list[bool]] = {}
+    for t in b.tensors:
+        if t.layer is not None:
+            out.setdefault(t.key, [False] * b.layers)[t.layer] = True
+    return out
+
+
+def _uneven(b: probe.Build) -> bool:
+    """Some tensor kind is on some layers and not on others."""
+    return any(not all(m) for m in _membership(b).values())
+
+
+def _explains(text: str, seen: list[tuple[dict[str, Any], list[bool]]]) -> bool:
+    test = condition(text, "discover")
+    try:
+        return all(bool(test({**values, "i": i})) == m for values, member in seen for i, m in enumerate(member))
+    except (TypeError, ValueError, IndexError, ZeroDivisionError, LookupError):
+        return False
+
+
+def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) -> list[str]:
+    """Keys in glossary order, each after the symbols its default or null uses."""
+    out: list[str] = []
+    pending = list(keys)
+    while pending:
+        for key in pending:
+            needs = {w for text in defaults[key] if text for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", str(text))} - {
+                symbols[key].name
+            }
+            placed = {symbols[k].name for k in out}
+            if needs <= placed or not needs & {symbols[k].name for k in pending}:
+                out.append(key)
+                pending.remove(key)
+                break
+        else:  # a cycle: keep the order
+            out += pending
+            break
+    return out
+
+
+def _formula(expr: Expr) -> str:
+    return str(expr).replace(" ", "")
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_value(text: str) -> str:
+    return text if text.lstrip("-").isdigit() else _q(text)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _q(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,89 @@
+"""Exact fits: a tensor dimension as a polynomial in config values, a derived default as a small expression.
+
+Pure Python and sympy: no torch here, so the fitting is testable on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from itertools import combinations_with_replacement
+
+from sympy import Expr, Integer, Mul, Rational, Symbol
+
+Sample = tuple[Mapping[Symbol, int], int]  # the values of the symbols, the observed number
+
+
+def _monomials(variables: Sequence[Symbol], degree: int) -> list[tuple[Symbol, ...]]:
+    out: list[tuple[Symbol, ...]] = []
+    for g in range(degree + 1):
+        out.extend(combinations_with_replacement(variables, g))
+    return out
+
+
+def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """The exact least-squares solution (normal equations), None when the columns are dependent."""
+    m = len(rows[0])
+    a = [
+        [sum(r[i] * r[j] for r in rows) for j in range(m)] + [sum(r[i] * y for r, y in zip(rows, rhs, strict=True))]
+        for i in range(m)
+    ]
+    for col in range(m):
+        pivot = next((r for r in range(col, m) if a[r][col] != 0), None)
+        if pivot is None:
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(m):
+            if r != col and a[r][col] != 0:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
+    return [a[i][m] / a[i][i] for i in range(m)]
+
+
+def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 3) -> Expr | None:
+    """The polynomial of lowest degree (at most ``max_degree``) in ``variables`` with exact rational coefficients
+    that gives every sample's number; None when none does (or the samples cannot tell the monomials apart)."""
+    variables = sorted(variables, key=lambda s: s.name)
+    for degree in range(max_degree + 1):
+        monomials = _monomials(variables, degree)
+        if len(monomials) > len(samples):
+            return None
+        rows = [[Fraction(_product(values, m)) for m in monomials] for values, _ in samples]
+        rhs = [Fraction(y) for _, y in samples]
+        coefficients = _solve(rows, rhs)
+        if coefficients is None:
+            continue
+        if all(
+            sum(c * x for c, x in zip(coefficients, row, strict=True)) == y for row, y in zip(rows, rhs, strict=True)
+        ):
+            return sum(
+                (
+                    Rational(c.numerator, c.denominator) * Mul(*m)
+                    for c, m in zip(coefficients, monomials, strict=True)
+                    if c
+                ),
+                Integer(0),
+            )
+    return None
+
+
+def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
+    out = 1
+    for s in monomial:
+        out *= values[s]
+    return out
+
+
+def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
+    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x`` or ``x // y``; the first
+    (in that order, symbols in the order given) that gives every sample's value."""
+    observed = [y for _, y in samples]
+    if len(set(observed)) == 1:
+        return str(observed[0])
+    candidates: list[tuple[str, object]] = [(s.name, lambda v, s=s: v[s]) for s in names]
+    candidates += [(f"{c} * {s.name}", lambda v, s=s, c=c: c * v[s]) for c in range(2, 9) for s in names]
+    candidates += [(f"{a.name} // {b.name}", lambda v, a=a, b=b: v[a] // v[b]) for a in names for b in names if a != b]
+    for text, rule in candidates:
+        if all(rule(values) == y for values, y in samples):
+            return text
+    return None

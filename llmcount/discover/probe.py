@@ -1,0 +1,140 @@
+"""The transformers side of discovery: config class defaults, and models built on the meta device.
+
+Imported only by ``python -m llmcount.discover`` (a maintainer tool): it needs torch and transformers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+VERSIONS = f"transformers {transformers.__version__}, torch {torch.__version__}"
+_INDEX = re.compile(r"\.(\d+)(?=\.)")
+
+
+class Refused(Exception):
+    """transformers' config class or model constructor refused a config."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One kind of parameter tensor of a build: its name with layer (and expert) indices replaced by ``*``."""
+
+    key: str  # model.layers.*.self_attn.q_proj.weight
+    layer: int | None  # the layer index, None outside the layers
+    shape: tuple[int, ...]
+    module: str  # the class name of the module holding it
+    norm: bool
+    embedding: bool
+
+
+@dataclass(frozen=True)
+class Build:
+    """What one config builds: every parameter tensor (tied ones once) and the config's attributes."""
+
+    tensors: tuple[Tensor, ...]
+    attributes: dict[str, Any]
+    total: int
+    layers: int  # how many layer indices the parameter names carry
+    model_class: str  # LlamaForCausalLM
+    prefix: str  # the attribute holding the base model (model, transformer, gpt_neox)
+    config_class: str  # LlamaConfig
+    shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
+
+    def table(self) -> dict[tuple[str, int | None], list[tuple[int, ...]]]:
+        """(key, layer) -> the shapes of the tensors under that key in that layer (several for expert lists)."""
+        out: dict[tuple[str, int | None], list[tuple[int, ...]]] = {}
+        for t in self.tensors:
+            out.setdefault((t.key, t.layer), []).append(t.shape)
+        return out
+
+
+def class_defaults(model_type: str) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return AutoConfig.for_model(model_type).to_dict()
+
+
+def attribute_map(model_type: str) -> dict[str, str]:
+    """The config class's other names for its keys: alias -> key."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dict(getattr(type(AutoConfig.for_model(model_type)), "attribute_map", {}) or {})
+
+
+def _is_norm(module: torch.nn.Module) -> bool:
+    name = type(module).__name__
+    return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))
+
+
+def _split(name: str) -> tuple[str, int | None]:
+    """``model.layers.3.mlp.experts.5.w1.weight`` -> (``model.layers.*.mlp.experts.*.w1.weight``, 3)."""
+    indices = _INDEX.findall(name)
+    return _INDEX.sub(".*", name), (int(indices[0]) if indices else None)
+
+
+def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> Build:
+    """Build ``AutoModelForCausalLM`` for the class defaults with ``overrides`` (keys in ``drop`` left out so
+    that the class computes them) on the meta device."""
+    kwargs = {k: v for k, v in overrides.items() if k not in drop}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            config = AutoConfig.for_model(model_type, **kwargs)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(config)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise Refused(f"{type(error).__name__}: {error}") from error
+    modules = dict(model.named_modules())
+    tensors = []
+    seen: dict[int, str] = {}
+    shared: dict[str, str] = {}
+    layers: set[int] = set()
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
+            shared[_split(name)[0]] = seen[id(parameter)]
+            continue
+        seen[id(parameter)] = _split(name)[0]
+        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
+        key, layer = _split(name)
+        if layer is not None:
+            layers.add(layer)
+        tensors.append(
+            Tensor(
+                key=key,
+                layer=layer,
+                shape=tuple(parameter.shape),
+                module=type(owner).__name__,
+                norm=_is_norm(owner),
+                embedding=isinstance(owner, torch.nn.Embedding),
+            )
+        )
+    attributes = {k: getattr(config, k, None) for k in overrides}
+    for key in drop:
+        attributes[key] = getattr(config, key, None)
+    total = sum(p.numel() for p in model.parameters())
+    return Build(
+        tuple(tensors),
+        attributes,
+        total,
+        len(layers),
+        type(model).__name__,
+        model.base_model_prefix,
+        type(config).__name__,
+        shared,
+    )
