@@ -209,6 +209,9 @@ def class_defaults(model_type: str) -> dict[str, Any]:
 # the value that makes them one.
 REFUSED_DEFAULTS = {
     "deepseek_v2": ("num_experts_per_tok", 6),  # DeepseekV2Config defaults it to None: no top-k routing
+    "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
+    "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
+    "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from llmcount.errors import LlmcountError
 from llmcount.formulas import records
-from llmcount.formulas.config import read_config
+from llmcount.formulas.config import RuleRefusal, read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
@@ -37,7 +37,10 @@ def test_each_absent_optional_key_takes_transformers_default(model_type: str) ->
             expected = oracle.meta_total(config)
         except oracle.TransformersRejected:
             continue  # transformers itself needs the key with these sizes
-        got = read_config(config, "test").counts.total
+        try:
+            got = read_config(config, "test").counts.total
+        except RuleRefusal:  # a stated reason (two layers where the record's layer pattern needs more)
+            continue
         assert got == expected, f"{model_type}: without {key!r} ({oracle.VERSIONS})"
 
 

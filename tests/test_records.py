@@ -75,6 +75,10 @@ def drawn_config(draw, family: records.Family) -> dict:
     aliases = {name for key, names in family.aliases.items() for name in (key, *names)}
     unread = {k: v for k, v in defaults.items() if k not in config and k not in aliases}
     config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
+    vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
+    for key, value in list(config.items()):  # token ids past a drawn vocabulary are none
+        if key.endswith("_token_id") and isinstance(value, int) and isinstance(vocab, int) and value >= vocab:
+            config[key] = None
     return config
 
 
