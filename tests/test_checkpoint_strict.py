@@ -15,31 +15,16 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from refusal import assert_refused, run
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from test_flops import SMALL
 from test_verify import elements_in, save_tiny
-from typer.testing import CliRunner
 
 from llmcount.checkpoint import read_header
-from llmcount.cli import app
 from llmcount.errors import LlmcountError
 
 TINY = SMALL["llama-mqa"]
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def split(path: Path) -> tuple[dict, bytes]:

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from refusal import assert_refused, run
 
-from llmcount.cli import app
 from llmcount.errors import LlmcountError
 from llmcount.files import MAX_BYTES, MAX_DEPTH, MAX_DIGITS, MAX_VALUES, parse_json
 
@@ -31,20 +30,6 @@ LLAMA = {
     "num_key_value_heads": 2,
 }
 CARRIERS = ("config", "index", "header")
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def document(carrier: str, hostile: str) -> bytes:

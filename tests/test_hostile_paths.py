@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from refusal import assert_refused, run
 
 from llmcount import files
-from llmcount.cli import app
 
 PLACES = {
     "count_model": (["count"], ""),
@@ -26,20 +25,6 @@ PLACES = {
     "verify_index": (["verify", "qwen3-8b", "--index"], ".json"),
     "verify_checkpoint": (["verify", "qwen3-8b", "--checkpoint"], ".safetensors"),
 }
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def attack(place: str, path: str):

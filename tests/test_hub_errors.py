@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from llmcount.cli import app
+from refusal import assert_refused, run
 
 huggingface_hub = pytest.importorskip("huggingface_hub")
 httpx2 = pytest.importorskip("httpx2")  # the HTTP client huggingface_hub 2.x raises the errors of
@@ -28,20 +26,6 @@ LLAMA = {
     "num_attention_heads": 4,
 }
 REPO = "some-org/some-model"
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def _response(status: int) -> httpx2.Response:

@@ -9,25 +9,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from refusal import assert_refused, run
 
-from llmcount.cli import app
 from llmcount.errors import LlmcountError
 from llmcount.renderers import writeup
-
-
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_post_and_chart_are_written(tmp_path: Path) -> None:
