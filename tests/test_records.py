@@ -76,9 +76,9 @@ def drawn_config(draw, family: records.Family) -> dict:
     unread = {k: v for k, v in defaults.items() if k not in config and k not in aliases}
     config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
-    for key, value in list(config.items()):  # token ids past a drawn vocabulary are none
-        if key.endswith("_token_id") and isinstance(value, int) and isinstance(vocab, int) and value >= vocab:
-            config[key] = None
+    pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
+    if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
+        config["pad_token_id"] = None
     return config
 
 
