@@ -123,17 +123,22 @@ def _hf_config(config: dict[str, Any]):
     return AutoConfig.for_model(config["model_type"], **rest)
 
 
-@lru_cache(maxsize=512)
-def _build(frozen: str) -> OracleResult:
+def _meta_model(frozen: str):
+    """transformers' model of a frozen config, built on the meta device, and its config object."""
     config = json.loads(frozen)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             cfg = _hf_config(config)
             with torch.device("meta"):
-                model = AutoModelForCausalLM.from_config(cfg)
+                return AutoModelForCausalLM.from_config(cfg), cfg
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+
+
+@lru_cache(maxsize=512)
+def _build(frozen: str) -> OracleResult:
+    model, cfg = _meta_model(frozen)
 
     components: dict[str, int] = {}
     total = 0
@@ -180,15 +185,7 @@ def hf_components(config: dict[str, Any]) -> dict[str, int]:
 
 @lru_cache(maxsize=1024)
 def _meta_total(frozen: str) -> int:
-    config = json.loads(frozen)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cfg = _hf_config(config)
-            with torch.device("meta"):
-                model = AutoModelForCausalLM.from_config(cfg)
-        except Exception as error:  # whatever transformers raises, it refused the config
-            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+    model, _ = _meta_model(frozen)
     return sum(p.numel() for p in model.parameters())
 
 

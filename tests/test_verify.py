@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 from oracle import VERSIONS, _hf_config, hf_count
+from refusal import assert_refused
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from test_flops import SMALL
@@ -210,16 +211,6 @@ def test_verify_hub_reads_headers_through_huggingface_hub(tmp_path: Path, monkey
 
 # ---------------------------------------------------------------------------------------------
 # bad input: one line on stderr, exit 1, nothing on stdout
-
-
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), "a traceback escaped"
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.fixture
