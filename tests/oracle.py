@@ -21,12 +21,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from hypothesis import strategies as st
+
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
+
+from llmcount.formulas import records
 
 transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
@@ -219,3 +223,65 @@ def runnable_defaults(model_type: str) -> dict[str, Any]:
         key, value = REFUSED_DEFAULTS[model_type]
         config[key] = value
     return config
+
+
+SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
+# keys transformers derives from others when absent: a copied default would contradict the drawn keys
+# (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim)
+DERIVED = {"rope_parameters", "head_dim", "qk_head_dim"}
+
+
+@st.composite
+def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = SIZES) -> dict:
+    """The class defaults with small layer counts and sizes drawn for the record's symbols, and its switches flipped;
+    some defaulted keys left out so that the record's defaults are exercised."""
+    config = {"model_type": family.name}
+    defaults = runnable_defaults(family.name)
+    for spec in family.symbols:
+        if spec.default is not records.REQUIRED and draw(st.booleans()):
+            continue  # absent: the record's default must be transformers' default
+        if spec.symbol.name == "N":
+            config[spec.key] = draw(st.integers(1, 4))
+        elif spec.symbol.name in ("V", "n_pos"):
+            config[spec.key] = draw(st.sampled_from([16, 24, 32, 40]))
+        else:
+            value = draw(sizes)
+            config[spec.key] = value if spec.minimum or value > 1 else 0
+    for key, default in family.keys.items():
+        if isinstance(default, bool):
+            config[key] = draw(st.booleans())
+    # keys the record does not read, which transformers may check against what it does (lists per layer)
+    aliases = {name for key, names in family.aliases.items() for name in (key, *names)}
+    unread = {k: v for k, v in defaults.items() if k not in config and k not in aliases | DERIVED}
+    config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
+    if "num_key_value_heads" in unread and "num_attention_heads" in config:  # MLA: every head reads the latent
+        config["num_key_value_heads"] = config["num_attention_heads"]
+    vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
+    pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
+    if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
+        config["pad_token_id"] = None
+    return config
+
+
+def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype = torch.float32) -> int:
+    """Bytes of every tensor transformers' cache holds after one forward pass of ``batch`` sequences of ``seq``
+    tokens on CPU (eager attention, a small random model): keys and values, and the conv and recurrent states of
+    linear-attention and Mamba layers; :class:`TransformersRejected` when the model cannot be built or run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.manual_seed(0)
+            model = AutoModelForCausalLM.from_config(
+                _hf_config(config), attn_implementation="eager", experts_implementation="batched_mm", dtype=dtype
+            )
+            ids = torch.randint(0, model.config.vocab_size, (batch, seq))
+            with torch.no_grad():
+                out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+    tensors = []
+    for layer in out.past_key_values.layers:
+        tensors += [getattr(layer, name, None) for name in ("keys", "values")]
+        for name in ("conv_states", "recurrent_states"):
+            tensors += list((getattr(layer, name, None) or {}).values())
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))

@@ -49,45 +49,12 @@ def test_every_preset_equals_transformers(name: str) -> None:
     assert llmcount_total(config) == oracle.meta_total(config), f"preset {name} ({oracle.VERSIONS})"
 
 
-SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
-
-
-@st.composite
-def drawn_config(draw, family: records.Family) -> dict:
-    """The class defaults with small layer counts and sizes drawn for the record's symbols, and its switches flipped;
-    some defaulted keys left out so that the record's defaults are exercised."""
-    config = {"model_type": family.name}
-    defaults = oracle.runnable_defaults(family.name)
-    for spec in family.symbols:
-        if spec.default is not records.REQUIRED and draw(st.booleans()):
-            continue  # absent: the record's default must be transformers' default
-        if spec.symbol.name == "N":
-            config[spec.key] = draw(st.integers(1, 4))
-        elif spec.symbol.name in ("V", "n_pos"):
-            config[spec.key] = draw(st.sampled_from([16, 24, 32, 40]))
-        else:
-            value = draw(SIZES)
-            config[spec.key] = value if spec.minimum or value > 1 else 0
-    for key, default in family.keys.items():
-        if isinstance(default, bool):
-            config[key] = draw(st.booleans())
-    # keys the record does not read, which transformers may check against what it does (lists per layer)
-    aliases = {name for key, names in family.aliases.items() for name in (key, *names)}
-    unread = {k: v for k, v in defaults.items() if k not in config and k not in aliases}
-    config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
-    vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
-    pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
-    if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
-        config["pad_token_id"] = None
-    return config
-
-
 @pytest.mark.parametrize("model_type", FAMILIES)
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_drawn_configs(model_type: str, data) -> None:
     family = records.family(model_type)
-    config = data.draw(drawn_config(family))
+    config = data.draw(oracle.drawn_config(family))
     try:
         expected = oracle.meta_total(config)
     except oracle.TransformersRejected:

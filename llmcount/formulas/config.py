@@ -214,10 +214,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     except _EVALUATION_ERRORS as exc:
         raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
     used = set().union(*(t.activated.free_symbols | t.total.free_symbols for t in terms))
-    if family.attention is not None:
-        spec = family.attention
-        exprs = (spec.layers, spec.qk, spec.v, spec.kv, spec.kv_expanded, spec.window, spec.sliding)
-        used |= set().union(*(e.free_symbols for e in exprs if e is not None))
+    used |= set().union(*(e.free_symbols for e in family.cost_exprs))
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}

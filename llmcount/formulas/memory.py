@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sympy import Add, Expr, Min, Symbol, ceiling
+from sympy import Add, Expr, Integer, Min, Symbol, ceiling
 
 from ..errors import LlmcountError
 from .derivation import Derivation, evaluate_int
 from .flops import attention_spec
-from .records import Attention
+from .records import Attention, Family
 from .symbols import B, S
 
 P = Symbol("P", positive=True, integer=True)
@@ -63,21 +63,69 @@ def kv_elements_per_token(spec: Attention, expanded: bool = False) -> Expr:
 
 
 WINDOW_NOTE = (
-    "sliding layers keep min(S, W - 1) tokens, as transformers' DynamicSlidingWindowLayer does "
+    "{kind} layers keep min(S, W - 1) tokens, as transformers' DynamicSlidingWindowLayer does "
     "(serving engines allocate W)"
 )
 
 
-def kv_elements(spec: Attention, values: dict[Symbol, int], expanded: bool = False) -> tuple[Expr, bool]:
-    """KV-cache elements of B sequences of S tokens, and whether a sliding window bounds some layers: full layers
-    keep S tokens, sliding layers min(S, W - 1) (transformers' convention; see :data:`WINDOW_NOTE`)."""
-    per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
-    window = spec.window
-    if window is None or not window.free_symbols <= set(values):
-        return B * S * spec.layers * per_layer, False
-    sliding = spec.layers if spec.sliding is None else spec.sliding
-    tokens = (spec.layers - sliding) * S + sliding * Min(S, window - 1)
-    return B * per_layer * tokens, True
+@dataclass(frozen=True)
+class LayerKind:
+    """What one kind of layer keeps per sequence while generating: ``tokens`` tokens of ``per_token`` elements
+    (keys and values) and a fixed state of ``per_sequence`` elements (Mamba, linear attention), in each of
+    ``layers`` layers."""
+
+    kind: str  # full_attention, sliding_attention, chunked_attention, or a state's name (linear_attention, mamba)
+    layers: Expr
+    per_token: Expr
+    tokens: Expr
+    per_sequence: Expr
+    note: str
+
+    @property
+    def elements(self) -> Expr:
+        """Elements this kind keeps for B sequences."""
+        return B * self.layers * (self.tokens * self.per_token + self.per_sequence)
+
+    @property
+    def is_state(self) -> bool:
+        return self.per_sequence != 0
+
+
+def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = False) -> list[LayerKind]:
+    """The cache of each kind of layer a record describes. Full layers keep S tokens; sliding and chunked layers
+    min(S, W - 1) when the config gives the window W (transformers' convention: :data:`WINDOW_NOTE`); the
+    layers of a ``[[state]]`` keep their fixed state, whatever S."""
+    kinds = []
+    spec = family.attention
+    if spec is not None:
+        per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
+        note = (spec.expanded_note if expanded and spec.kv_expanded is not None else spec.note) + ", for B·S tokens"
+        window = spec.window
+        if window is None or not window.free_symbols <= set(values):
+            kinds.append(LayerKind("full_attention", spec.layers, per_layer, S, Integer(0), note))
+        else:
+            sliding = spec.layers if spec.sliding is None else spec.sliding
+            name = "chunked_attention" if spec.chunked else "sliding_attention"
+            kinds.append(LayerKind("full_attention", spec.layers - sliding, per_layer, S, Integer(0), note))
+            windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
+            kinds.append(LayerKind(name, sliding, per_layer, Min(S, window - 1), Integer(0), windowed))
+    for state in family.states:
+        kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.elements, state.note))
+    return kinds
+
+
+def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> int:
+    """Bytes of keys and values one more token adds over all attention layers, no window binding."""
+    assert family.attention is not None
+    return nbytes(evaluate_int(kv_elements_per_token(family.attention), env, "KV cache per token"), kv_dtype)
+
+
+def cache_family(derivation: Derivation) -> Family:
+    """The derivation's family, when its record says what its layers keep; refused by name otherwise."""
+    family = derivation.architecture
+    if family.attention is None and not family.states:
+        attention_spec(derivation)  # raises, naming the family
+    return family
 
 
 @dataclass(frozen=True)
@@ -97,6 +145,17 @@ class Line:
 
 
 @dataclass(frozen=True)
+class KindAmount:
+    """The cache of one kind of layer on one config: how many layers, the formula (bytes) and exact bytes."""
+
+    kind: str
+    layers: int
+    formula: Expr
+    bytes: int
+    note: str
+
+
+@dataclass(frozen=True)
 class Memory:
     """A memory estimate: lines in reading order and the total of those that count."""
 
@@ -110,6 +169,7 @@ class Memory:
     seq: int | None = None
     batch: int | None = None
     kv_per_token_bytes: int | None = None
+    per_layer_kind: tuple[KindAmount, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -150,20 +210,38 @@ def inference(
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
     parameters = derivation.evaluate(values).total
     env = {**values, P: parameters, S: seq, B: batch}
-    attention = attention_spec(derivation)
+    family = cache_family(derivation)
 
     lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
     if group_size is not None:
         scale_dtype = dtype(scale_dtype)
         note = f"one {scale_dtype} scale per group of G = {group_size} parameters (no zero points)"
         lines.append(_amount("quantisation_scales", ceiling(P / group_size), scale_dtype, env, note))
-    per_token = kv_elements_per_token(attention)
-    elements, windowed = kv_elements(attention, values)
-    note = f"{attention.note}, for B·S tokens" + (f"; {WINDOW_NOTE}" if windowed else "")
-    lines.append(_amount("kv_cache", elements, kv_dtype, env, note))
-    if attention.kv_expanded is not None:
-        expanded = kv_elements(attention, values, expanded=True)[0]
-        note = attention.expanded_note
+    kinds = [kind for kind in layer_kinds(family, values) if evaluate_int(kind.layers, env, kind.kind)]
+    amounts = tuple(
+        KindAmount(
+            k.kind,
+            evaluate_int(k.layers, env, k.kind),
+            k.elements * BITS[kv_dtype] / 8,
+            nbytes(evaluate_int(k.elements, env, k.kind), kv_dtype),
+            k.note,
+        )
+        for k in kinds
+    )
+    attention = [a for k, a in zip(kinds, amounts, strict=True) if not k.is_state]
+    if attention:
+        formula = Add(*(a.formula for a in attention))
+        note = "; ".join(dict.fromkeys(a.note for a in attention))
+        lines.append(Line("kv_cache", formula, sum(a.bytes for a in attention), note))
+    states = [a for k, a in zip(kinds, amounts, strict=True) if k.is_state]
+    if states:
+        formula = Add(*(a.formula for a in states))
+        note = "; ".join(f"{a.kind}: {a.note}" for a in states) + "; fixed per sequence, whatever S"
+        lines.append(Line("state", formula, sum(a.bytes for a in states), note))
+    windowed = any(k.kind != "full_attention" and not k.is_state for k in kinds)
+    if family.attention is not None and family.attention.kv_expanded is not None:
+        expanded = Add(*(k.elements for k in layer_kinds(family, values, expanded=True) if not k.is_state))
+        note = family.attention.expanded_note
         lines.append(_amount("kv_cache_expanded", expanded, kv_dtype, env, note, in_total=False))
     if overhead_percent:
         counted = [line for line in lines if line.in_total]
@@ -180,7 +258,8 @@ def inference(
         parameters=parameters,
         parameters_formula=derivation.total,
         lines=tuple(lines),
-        kv_per_token_bytes=None if windowed else nbytes(evaluate_int(per_token, env, "KV cache per token"), kv_dtype),
+        kv_per_token_bytes=None if windowed or family.attention is None else per_token_bytes(family, env, kv_dtype),
+        per_layer_kind=amounts,
         assumptions=INFERENCE_ASSUMPTIONS,
     )
 

@@ -19,7 +19,7 @@ from sympy import Expr, Integer, Symbol
 
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
-from .symbols import BY_NAME, N
+from .symbols import BY_NAME, N, S
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,6 +78,23 @@ class Attention:
     expanded_note: str = ""
     window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
     sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
+    chunked: bool = False  # the window is a chunk: a query sees the keys of its own chunk (Llama 4)
+
+
+@dataclass(frozen=True)
+class State:
+    """A fixed per-sequence state that layers of one kind keep instead of a KV cache (Mamba, linear attention):
+    ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers."""
+
+    name: str
+    layers: Expr
+    conv: Expr
+    recurrent: Expr
+    note: str
+
+    @property
+    def elements(self) -> Expr:
+        return self.conv + self.recurrent
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,18 @@ class Family:
     refuse: tuple[Rule, ...]
     choices: tuple[Choice, ...]
     attention: Attention | None = None
+    states: tuple[State, ...] = ()
+
+    @property
+    def cost_exprs(self) -> tuple[Expr, ...]:
+        """The expressions of ``[attention]`` and ``[[state]]``: what the cost formulas read besides the terms."""
+        exprs: list[Expr | None] = []
+        if self.attention is not None:
+            a = self.attention
+            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
+        for state in self.states:
+            exprs += [state.layers, state.conv, state.recurrent]
+        return tuple(e for e in exprs if e is not None)
 
     @property
     def is_moe(self) -> bool:
@@ -153,6 +182,12 @@ class Family:
 def _table(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RecordError(f"{where}: expected a table")
+    return data
+
+
+def _list(data: Any, where: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise RecordError(f"{where}: expected an array of tables ([[state]])")
     return data
 
 
@@ -237,20 +272,37 @@ def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
     expanded = data.get("kv_expanded")
+    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "window", "sliding", "chunked"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding") if f in data}
+    chunked = data.get("chunked", False)
+    if not isinstance(chunked, bool):
+        raise RecordError(f"{where}: 'chunked' must be true or false")
     return Attention(
         **parts,
         **optional,
+        chunked=chunked,
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
     )
 
 
+def _state(data: Any, where: str) -> State:
+    data = _table(data, where)
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    name = _text(data, "name", where)
+    parts = {f: formula(_text(data, f, where, "0"), f"{where} ({name}).{f}") for f in ("layers", "conv", "recurrent")}
+    return State(name=name, note=_text(data, "note", where, ""), **parts)
+
+
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    unknown = set(data) - fields - {"terms", "attention"}
+    unknown = set(data) - fields - {"terms", "attention", "state"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -281,6 +333,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         refuse=_rules(data.get("refuse", []), f"{where} refuse"),
         choices=tuple(_choice(t, f"{where} terms[{i}]") for i, t in enumerate(terms)),
         attention=_attention(data["attention"], f"{where} [attention]") if "attention" in data else None,
+        states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
     )
     _check_names(family, where)
     return family
@@ -294,6 +347,10 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
+    missing = set().union(*(e.free_symbols for e in family.cost_exprs)) - known - {S}
+    if missing:
+        names = ", ".join(sorted(s.name for s in missing))
+        raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")
     # a path may repeat only as variants of one module, each with a condition (one layout's shape each)
     paths = [c.term.path for c in family.choices]
     duplicates = {c.term.path for c in family.choices if paths.count(c.term.path) > 1 and c.when is None}

@@ -189,6 +189,11 @@ def memory_data(model: Model, memory: Memory) -> dict[str, Any]:
         "weights_bytes": memory.bytes_of("weights"),
         "kv_cache_bytes": memory.bytes_of("kv_cache"),
         "kv_cache_per_token_bytes": memory.kv_per_token_bytes,
+        "state_bytes": memory.bytes_of("state"),
+        "per_layer_kind": [
+            {"kind": a.kind, "layers": a.layers, "bytes": a.bytes, "formula": str(a.formula), "note": a.note}
+            for a in memory.per_layer_kind
+        ],
         "total_bytes": memory.total_bytes,
         "total_gib": memory.total_gib,
         "unit": "bytes; GiB = 2^30 bytes",

@@ -1,0 +1,74 @@
+"""What every layer kind keeps while generating, against the cache transformers fills.
+
+For every record that says what its layers keep (``[attention]``, ``[[state]]``), hypothesis draws small
+configs (the same drawing as ``test_records``), a batch and a sequence length that fall below, at and above
+small sliding windows; transformers builds the model on CPU (eager attention, fp32) and runs one forward pass
+with ``use_cache=True``; the bytes of every tensor its cache then holds (keys and values of full, sliding and
+chunked layers; conv and recurrent states of linear-attention and Mamba layers) must equal llmcount's KV cache
+plus state.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from llmcount.formulas import memory, records
+from llmcount.formulas.config import RuleRefusal, read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+NO_CACHE = {  # models whose transformers code keeps no cache: llmcount's figure is what a caching engine keeps
+    "openai-gpt": "OpenAIGPTModel recomputes the whole prefix for every generated token",
+}
+CACHED = [  # encoder-style records describe models that keep no cache unless built as decoders
+    name
+    for name in records.names()
+    if (records.family(name).attention or records.family(name).states)
+    and records.family(name).kind != "encoder"
+    and name not in NO_CACHE
+]
+EVEN = st.sampled_from([2, 4, 8])
+ROTARY = {"h_d", "d_rope", "d_nope"}  # rotary embeddings turn pairs of a head's channels: an even size
+SMALL_WINDOWS = {"sliding_window": [2, 3, 5], "attention_chunk_size": [2, 4], "window_size": [2, 3]}
+SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
+
+
+def rotary_part(config: dict, values: dict) -> int:
+    """The channels of a head that rotary embeddings turn, for the models that turn only a fraction of them."""
+    named = {symbol.name: value for symbol, value in values.items()}
+    head = named.get("h_d") or named["d"] // named.get("h", config.get("num_attention_heads", 1))
+    rope = oracle.class_defaults(config["model_type"]).get("rope_parameters") or {}
+    fraction = config.get("partial_rotary_factor") or config.get("rotary_pct") or rope.get("partial_rotary_factor", 1)
+    return int(head * fraction)
+
+
+def llmcount_cache_bytes(config: dict, batch: int, seq: int) -> int:
+    model = read_config(config, "drawn config")
+    result = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=batch)
+    return result.bytes_of("kv_cache") + result.bytes_of("state")
+
+
+@pytest.mark.parametrize("model_type", CACHED)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_cache_equals_transformers(model_type: str, data) -> None:
+    family = records.family(model_type)
+    config = data.draw(oracle.drawn_config(family, EVEN))
+    for key, choices in (SMALL_WINDOWS | SMALL_ROTARY).items():  # windows the drawn sequences fall below, at and above
+        if isinstance(config.get(key), int):
+            config[key] = data.draw(st.sampled_from(choices))
+    batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
+    try:
+        values = read_config(config, "drawn config").values
+        got = llmcount_cache_bytes(config, batch, seq)
+    except RuleRefusal:
+        assume(False)
+    assume(all(value % 2 == 0 for symbol, value in values.items() if symbol.name in ROTARY))
+    assume(rotary_part(config, values) % 2 == 0)
+    try:
+        expected = oracle.cache_bytes(config, batch, seq)
+    except oracle.TransformersRejected:
+        assume(False)
+    assert got == expected, f"{model_type} B={batch} S={seq}: {config} ({oracle.VERSIONS})"
