@@ -96,6 +96,7 @@ class Family:
     refuse: tuple[Rule, ...]
     choices: tuple[Choice, ...]
     attention: Attention | None = None
+    activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
 
     @property
     def is_moe(self) -> bool:
@@ -250,7 +251,7 @@ def _attention(data: Any, where: str) -> Attention:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    unknown = set(data) - fields - {"terms", "attention"}
+    unknown = set(data) - fields - {"terms", "attention", "activations"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -281,6 +282,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         refuse=_rules(data.get("refuse", []), f"{where} refuse"),
         choices=tuple(_choice(t, f"{where} terms[{i}]") for i, t in enumerate(terms)),
         attention=_attention(data["attention"], f"{where} [attention]") if "attention" in data else None,
+        activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
     )
     _check_names(family, where)
     return family

@@ -1,0 +1,140 @@
+"""Activations against autograd: the bytes a training forward keeps for backward, exactly.
+
+Oracle (``tests/activation_oracle.py``, ORACLE.md): the distinct storages ``saved_tensors_hooks`` packs during
+a forward with labels of the transformers model built from the same small random config, on the CPU, dropout
+off, weights excluded; eager attention (fp32 and bf16) and SDPA (PyTorch's fused flash kernel on the CPU,
+the ``--attention flash`` case). The expected numbers come from transformers, never from llmcount.
+
+Batches of one sequence are exact up to two storage details of transformers' code, checked on their own below:
+the padded labels (B·S + 1 values, not B·S, when B = 1: the shift is a view, not a copy) and, with one key/value
+head (MQA), the keys and values repeated to h heads (a view of the h_kv = 1 head when B = 1, a copy otherwise).
+The other tests draw B >= 2 and h_kv >= 2.
+
+Selective and full recomputation have no transformers counterpart; they are checked against a hand
+derivation from their definitions (Megatron-LM, Korthikanti et al. 2022) on the llama-3-8b preset.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from activation_oracle import VERSIONS, saved_bytes
+
+from llmcount.formulas.activations import Options, activations
+from llmcount.formulas.config import read_config
+from llmcount.sources import load
+
+
+def _config(model_type: str, rng: random.Random) -> dict:
+    """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
+    h_kv = rng.choice([2, 3])
+    h = h_kv * rng.choice([1, 2])
+    config = {
+        "model_type": model_type,
+        "num_hidden_layers": rng.choice([1, 2]),
+        "hidden_size": rng.choice([16, 20, 24]),
+        "intermediate_size": rng.choice([22, 28, 36]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": False,
+    }
+    return config
+
+
+CASES = [
+    ("llama", 1, "fp32", "eager"),
+    ("llama", 2, "bf16", "eager"),
+    ("llama", 3, "fp32", "sdpa"),
+    ("mistral", 4, "fp32", "eager"),
+    ("qwen2", 5, "bf16", "eager"),
+    ("qwen2", 6, "fp32", "sdpa"),
+    ("qwen3", 7, "fp32", "eager"),
+    ("qwen3", 8, "bf16", "eager"),
+    ("qwen3", 9, "fp32", "sdpa"),
+]
+
+
+@pytest.mark.parametrize(("model_type", "seed", "dtype", "attention"), CASES)
+def test_activations_equal_what_autograd_saves(model_type: str, seed: int, dtype: str, attention: str) -> None:
+    rng = random.Random(seed)
+    config = _config(model_type, rng)
+    batch, seq = rng.choice([2, 3]), rng.choice([5, 7, 9])
+    expected = saved_bytes(config, batch, seq, dtype, attention)
+    model = read_config(config, "random config")
+    options = Options(attention="eager" if attention == "eager" else "flash")
+    result = activations(model.architecture, model.values, dtype, batch, seq, options)
+    assert result.bytes == expected, (config, batch, seq, dtype, attention, VERSIONS)
+
+
+def test_a_batch_of_one_differs_only_by_the_views_the_docstring_names() -> None:
+    """B = 1, MQA: the oracle keeps S + 1 labels (8 bytes more) and k, v of one head instead of h repeated."""
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 24,
+        "intermediate_size": 28,
+        "num_attention_heads": 3,
+        "num_key_value_heads": 1,
+        "head_dim": 6,
+        "vocab_size": 67,
+    }
+    seq, layers, h, h_d = 7, 2, 3, 6
+    expected = saved_bytes(config, 1, seq, "fp32", "eager")
+    model = read_config(config, "random config")
+    result = activations(model.architecture, model.values, "fp32", 1, seq)
+    repeated_kv = layers * 2 * (h - 1) * h_d * seq * 4  # k and v: h heads in the formula, one head in the oracle
+    assert expected - result.bytes == 8 - repeated_kv, VERSIONS
+
+
+# ---------------------------------------------------------------------------------------------
+# recomputation, by hand on llama-3-8b (d = 4096, h = 32, h_kv = 8, h_d = 128, d_ff = 14336, V = 128256, N = 32)
+
+D, H, H_KV, H_D, D_FF, VOCAB, LAYERS = 4096, 32, 8, 128, 14336, 128256, 32
+
+
+def _model_level_bf16(batch: int, seq: int) -> int:
+    """Once per model: ids (int64), RoPE cos + sin per position, the final norm (fp32 input, fp32 1/RMS, bf16
+    normalized), the head's input, fp32 log-probabilities, int64 labels, the loss weight (one fp32 scalar)."""
+    per_token = 8 + (4 * D + 4 + 2 * D) + 2 * D + 4 * VOCAB + 8
+    return batch * seq * per_token + seq * 2 * H_D * 2 + 4
+
+
+def _eager_layer_bf16(seq: int) -> int:
+    """One layer, per token, bf16 eager: two norms (fp32 input and 1/RMS, bf16 normalized), the q/k/v input,
+    q, k, v copied to h heads, fp32 softmax + its bf16 cast, o_proj's input, the MLP input and 4 d_ff."""
+    fp32 = 2 * (D + 1) + H * seq
+    bf16 = 2 * D + D + 3 * H * H_D + H * seq + H * H_D + D + 4 * D_FF
+    return 4 * fp32 + 2 * bf16
+
+
+def test_selective_recomputation_keeps_q_k_v_instead_of_the_scores() -> None:
+    batch, seq = 2, 4096
+    model = load("llama-3-8b")
+    fp32 = 2 * (D + 1)
+    bf16 = 2 * D + D + (H * H_D + 2 * H_KV * H_D) + H * H_D + D + 4 * D_FF
+    expected = LAYERS * batch * seq * (4 * fp32 + 2 * bf16) + _model_level_bf16(batch, seq)
+    for attention in ("eager", "flash"):
+        result = activations(model.architecture, model.values, "bf16", batch, seq, Options(attention, "selective"))
+        assert result.bytes == expected
+
+
+def test_no_recomputation_eager_by_hand() -> None:
+    batch, seq = 1, 4096
+    model = load("llama-3-8b")
+    expected = LAYERS * batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq)
+    assert activations(model.architecture, model.values, "bf16", batch, seq).bytes == expected
+
+
+def test_full_recomputation_keeps_each_layer_input_and_one_layer_at_a_time() -> None:
+    batch, seq = 1, 4096
+    model = load("llama-3-8b")
+    expected = LAYERS * batch * seq * 2 * D + batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq)
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options("eager", "full"))
+    assert result.bytes == expected
