@@ -354,6 +354,14 @@ class Training:
         return self.model_states_bytes + (self.activations_bytes or 0)
 
 
+def compute_dtype(name: str) -> str:
+    """The canonical compute dtype of training: fp32, bf16 or fp16; LlmcountError listing them otherwise."""
+    compute = dtype(name)
+    if compute not in ("fp32", *FLOAT_16):
+        raise LlmcountError(f"training: dtype {compute} is not supported; choices: fp32, {', '.join(FLOAT_16)}")
+    return compute
+
+
 def training(
     model: Model,
     dtype_name: str = "bf16",
@@ -365,9 +373,7 @@ def training(
 ) -> Training:
     """Model states per GPU (module docstring), with ``activations`` (already derived, per GPU) beside them."""
     parallel = parallel or Parallel()
-    compute = dtype(dtype_name)
-    if compute not in ("fp32", *FLOAT_16):
-        raise LlmcountError(f"training: dtype {compute} is not supported; choices: fp32, {', '.join(FLOAT_16)}")
+    compute = compute_dtype(dtype_name)
     if optimizer not in OPTIMIZERS:
         raise LlmcountError(f"unknown optimizer {optimizer!r}; choices: {', '.join(OPTIMIZERS)}")
     if lora is not None and parallel.tp > 1:
