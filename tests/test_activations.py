@@ -138,3 +138,35 @@ def test_full_recomputation_keeps_each_layer_input_and_one_layer_at_a_time() -> 
     expected = LAYERS * batch * seq * 2 * D + batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq)
     result = activations(model.architecture, model.values, "bf16", batch, seq, Options("eager", "full"))
     assert result.bytes == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# per GPU: tensor and sequence parallelism (Korthikanti et al. 2022's split), pipeline (1F1B), by hand
+
+
+def test_tensor_parallel_splits_heads_and_mlp_width_and_sequence_parallel_the_rest() -> None:
+    batch, seq, tp = 2, 4096, 8
+    model = load("llama-3-8b")
+    split_fp32, split_bf16 = H * seq, 3 * H * H_D + H * seq + H * H_D + 4 * D_FF  # probabilities; q k v, o, MLP
+    kept_fp32, kept_bf16 = 2 * (D + 1), 4 * D  # two norms' inputs and 1/RMS; normalized twice, q/k/v and MLP input
+    model_ids = batch * seq * (8 + 8) + seq * 2 * H_D * 2 + 4  # ids, labels, RoPE tables, loss weight: replicated
+    final = batch * seq * (4 * D + 4 + 2 * D + 2 * D)  # the final norm and the head's input: d-sized
+    log_probs = batch * seq * 4 * VOCAB // tp  # the vocabulary is split
+    layer = batch * seq * (4 * split_fp32 + 2 * split_bf16) // tp
+    plain = LAYERS * (layer + batch * seq * (4 * kept_fp32 + 2 * kept_bf16)) + model_ids + final + log_probs
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(tp=tp))
+    assert result.per_gpu_bytes == plain
+    sequence = LAYERS * (layer + batch * seq * (4 * kept_fp32 + 2 * kept_bf16) // tp) + model_ids + final // tp
+    sequence += log_probs
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(tp=tp, sequence_parallel=True))
+    assert result.per_gpu_bytes == sequence
+
+
+def test_pipeline_first_stage_keeps_pp_micro_batches_of_its_layers() -> None:
+    batch, seq, pp = 1, 4096, 4
+    model = load("llama-3-8b")
+    stage = LAYERS // pp
+    first = pp * stage * batch * seq * _eager_layer_bf16(seq) + batch * seq * 8 + seq * 2 * H_D * 2  # ids, RoPE
+    last = stage * batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq) - batch * seq * 8 - seq * 512
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp))
+    assert result.per_gpu_bytes == max(first, last) == first
