@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sympy import Add, Expr, Integer, ceiling
+from sympy import Add, Expr, Integer, ceiling, expand
 
 from ..errors import LlmcountError
 from .blocks import ONE
@@ -232,7 +232,7 @@ def activations(
             if times:
                 f = times * e.width(compute) * _scale(e) * e.split(tp, sp)
                 parts.append((e.path, f, e))
-        formula_ = Add(*(f for _, f, _ in parts)) if parts else Integer(0)
+        formula_ = _per_token(Add(*(f for _, f, _ in parts))) if parts else Integer(0)
         components = tuple((path, f, _ceil(f, env)) for path, f, _ in parts)
         return LayerKind(kind.name, kind.count, formula_, sum(c[2] for c in components), components)
 
@@ -293,6 +293,12 @@ def activations(
         per_gpu_bytes=per_gpu,
         per_gpu_note=note,
     )
+
+
+def _per_token(expr: Expr) -> Expr:
+    """``B·S·(...)`` when every part is per token, for reading: ``B·S·(16·d + 8·d_ff + ...)``."""
+    quotient = expand(expr / (B * S))
+    return B * S * quotient if quotient.as_numer_denom()[1] == 1 else expr
 
 
 def _scale(e: Saved) -> Expr:
