@@ -154,7 +154,7 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
                 pp=parallel.pp,
                 sequence_parallel=parallel.sequence_parallel,
             )
-            activations = act.activations(model.architecture, model.values, compute, batch_, seq_, settings)
+            activations = act.activations(model.architecture, model.values, compute, batch_, seq_, settings, model.keys)
         result = tr.training(
             model, compute, options["--optimizer"].value, parallel, lora, activations, activations_refused=refused
         )

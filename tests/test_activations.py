@@ -45,6 +45,17 @@ def _config(model_type: str, rng: random.Random) -> dict:
         "vocab_size": rng.choice([67, 101]),
         "tie_word_embeddings": False,
     }
+    if model_type in ("qwen3_moe", "mixtral"):
+        # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
+        config["hidden_size"] = rng.choice([16, 24, 32])
+        config["num_experts_per_tok"] = rng.choice([1, 2, 3])
+        experts = rng.choice([3, 4, 5])
+        if model_type == "mixtral":
+            config["num_local_experts"], config["intermediate_size"] = experts, rng.choice([8, 16])
+        else:
+            config["num_experts"], config["moe_intermediate_size"] = experts, rng.choice([8, 16])
+            config["norm_topk_prob"] = rng.choice([True, False])
+            config["mlp_only_layers"] = rng.choice([[], [0]])
     return config
 
 
@@ -58,6 +69,11 @@ CASES = [
     ("qwen3", 7, "fp32", "eager"),
     ("qwen3", 8, "bf16", "eager"),
     ("qwen3", 9, "fp32", "sdpa"),
+    ("qwen3_moe", 10, "fp32", "eager"),
+    ("qwen3_moe", 11, "bf16", "eager"),
+    ("qwen3_moe", 12, "fp32", "sdpa"),
+    ("mixtral", 13, "fp32", "eager"),
+    ("mixtral", 14, "bf16", "eager"),
 ]
 
 
@@ -69,7 +85,7 @@ def test_activations_equal_what_autograd_saves(model_type: str, seed: int, dtype
     expected = saved_bytes(config, batch, seq, dtype, attention)
     model = read_config(config, "random config")
     options = Options(attention="eager" if attention == "eager" else "flash")
-    result = activations(model.architecture, model.values, dtype, batch, seq, options)
+    result = activations(model.architecture, model.values, dtype, batch, seq, options, model.keys)
     assert result.bytes == expected, (config, batch, seq, dtype, attention, VERSIONS)
 
 

@@ -19,7 +19,9 @@ Options:
   activations are alive again during its backward (counted once, the heaviest layer);
 * tensor parallelism divides by tp every saved tensor whose size has a head count or an MLP width (or the
   vocabulary) in it; with ``sequence_parallel`` also the others of the layers (norm inputs, projections'
-  inputs); token ids and per-position tensors are replicated;
+  inputs); token ids and per-position tensors are replicated; tensors of token-expert pairs (sizes with k in
+  them) are divided only with ``sequence_parallel`` (experts are not split by tp; each rank routes its own tokens,
+  and with balanced routing every GPU of an expert-parallel group computes as many pairs as it sends);
 * pipeline parallelism (1F1B): the first stage keeps pp micro-batches of its ceil(N/pp) layers in flight, the
   last stage one; a GPU is counted on the heavier of the two (its layers of the heaviest kind).
 """
@@ -35,15 +37,15 @@ from sympy import Add, Expr, Integer, ceiling, expand
 
 from ..errors import LlmcountError
 from .blocks import ONE
-from .expressions import RecordError, formula
+from .expressions import Condition, RecordError, condition, formula
 from .layer_kinds import Kind, is_model_level, kinds
 from .memory import BITS
 from .records import Family
-from .symbols import B, S, V, d, d_ff, d_moe, h, h_kv
+from .symbols import B, S, V, d, d_ff, d_moe, h, h_kv, k
 
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
-DTYPES = ("compute", "fp32", "int64")
+DTYPES = ("compute", "fp32", "int64", "int32")
 PER = ("token", "position", "step")
 CORE = ("eager", "flash", "inputs")
 TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
@@ -67,9 +69,10 @@ class Saved:
     core: str = ""  # "" (always), "eager", "flash" or "inputs" (kept under selective recomputation)
     cast: bool = False  # a compute-dtype copy of an fp32 tensor: the same storage in fp32 training
     note: str = ""
+    when: Condition | None = None  # kept only when this condition on the config holds
 
     def width(self, compute: str) -> int:
-        return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8}[self.dtype]
+        return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8, "int32": 4}[self.dtype]
 
     def bytes_formula(self, compute: str) -> Expr:
         """Bytes in one layer (or in the model): elements × width × B·S (per token), S (per position) or 1."""
@@ -78,18 +81,20 @@ class Saved:
 
     def split(self, tp: int, sequence_parallel: bool) -> Expr:
         """The part of :meth:`bytes_formula`'s elements one tensor-parallel rank keeps, as a factor per monomial."""
-        if tp == 1 or self.per != "token" or self.dtype == "int64":
+        if tp == 1 or self.per != "token" or self.dtype in ("int64", "int32"):
             return self.expr
         parts = Integer(0)
         for monomial in Add.make_args(self.expr.expand()):
-            if monomial.free_symbols & set(TP_SPLIT) or sequence_parallel:
+            if k in monomial.free_symbols:  # token-expert pairs: experts are not split by tp, tokens are with sp
+                parts += monomial / tp if sequence_parallel else monomial
+            elif monomial.free_symbols & set(TP_SPLIT) or sequence_parallel:
                 parts += monomial / tp
             else:
                 parts += monomial
         return parts
 
 
-_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "note"}
+_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "note", "when"}
 
 
 def _saved(data: Any, where: str) -> Saved:
@@ -116,6 +121,7 @@ def _saved(data: Any, where: str) -> Saved:
         core=data.get("core", ""),
         cast=data.get("cast", False),
         note=str(data.get("note", "")),
+        when=condition(str(data["when"]), f"{where}.when") if "when" in data else None,
     )
 
 
@@ -186,14 +192,23 @@ class Activations:
     assumptions: str = ASSUMPTIONS
 
 
-def choose(saved: tuple[Saved, ...], compute: str, attention: str, recompute: str) -> list[Saved]:
-    """The entries kept under these options (before full recomputation)."""
+def choose(
+    saved: tuple[Saved, ...], compute: str, attention: str, recompute: str, namespace: Mapping[str, Any]
+) -> list[Saved]:
+    """The entries kept under these options (before full recomputation) for a config (``namespace``: its keys and
+    symbols by name, for the entries' ``when``)."""
     if attention not in ATTENTION:
         raise LlmcountError(f"unknown attention {attention!r}; choices: {', '.join(ATTENTION)}")
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
     core = "inputs" if recompute == "selective" else attention
-    return [s for s in saved if (not s.core or s.core == core) and not (s.cast and compute == "fp32")]
+    return [
+        s
+        for s in saved
+        if (not s.core or s.core == core)
+        and not (s.cast and compute == "fp32")
+        and (s.when is None or bool(s.when(namespace)))
+    ]
 
 
 def activations(
@@ -203,7 +218,7 @@ def activations(
     batch: int,
     seq: int,
     options: Options | None = None,
-    name: str = "",
+    keys: Mapping[str, Any] | None = None,
 ) -> Activations:
     """Activations of B × S tokens (module docstring); LlmcountError when the record has no ``[activations]``."""
     options = options or Options()
@@ -213,7 +228,11 @@ def activations(
             f"activations: not derived for {family.title} ({family.name}): its record has no [activations] "
             "table checked against autograd"
         )
-    chosen = choose(parsed.saved, compute, options.attention, options.recompute)
+    keys = dict(keys or {})
+    counts = {symbol: keys[symbol.name] for symbol, _, _ in family.layers if symbol.name in keys}
+    values = {**counts, **values}
+    namespace = {**keys, **{symbol.name: value for symbol, value in values.items()}}
+    chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
     env = {**values, B: batch, S: seq}
     counted = {s for e in chosen for s in e.layers.free_symbols}
     layer_entries = [e for e in chosen if not is_model_level(e.layers, counted)]
