@@ -25,6 +25,7 @@ pytest.importorskip("transformers")
 
 from activation_oracle import VERSIONS, saved_bytes
 
+from llmcount.errors import LlmcountError
 from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
@@ -56,6 +57,30 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["num_experts"], config["moe_intermediate_size"] = experts, rng.choice([8, 16])
             config["norm_topk_prob"] = rng.choice([True, False])
             config["mlp_only_layers"] = rng.choice([[], [0]])
+    if model_type == "deepseek_v3":
+        experts = rng.choice([4, 6])
+        config.update(
+            {
+                "hidden_size": rng.choice([16, 24, 32]),
+                "first_k_dense_replace": rng.choice([0, 1]),
+                "q_lora_rank": rng.choice([8, 16, None]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rng.choice([4, 8]),
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+                "n_routed_experts": experts,
+                "num_experts_per_tok": rng.choice([1, 2]),
+                "n_group": 2,
+                "topk_group": rng.choice([1, 2]),
+                "n_shared_experts": rng.choice([1, 2]),
+                "moe_intermediate_size": rng.choice([8, 16]),
+                "norm_topk_prob": rng.choice([True, False]),
+            }
+        )
+        config.pop("head_dim")
+        config["num_key_value_heads"] = config[
+            "num_attention_heads"
+        ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
     return config
 
 
@@ -74,6 +99,9 @@ CASES = [
     ("qwen3_moe", 12, "fp32", "sdpa"),
     ("mixtral", 13, "fp32", "eager"),
     ("mixtral", 14, "bf16", "eager"),
+    ("deepseek_v3", 15, "fp32", "eager"),
+    ("deepseek_v3", 16, "bf16", "eager"),
+    ("deepseek_v3", 17, "fp32", "eager"),
 ]
 
 
@@ -186,3 +214,11 @@ def test_pipeline_first_stage_keeps_pp_micro_batches_of_its_layers() -> None:
     last = stage * batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq) - batch * seq * 8 - seq * 512
     result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp))
     assert result.per_gpu_bytes == max(first, last) == first
+
+
+def test_mla_with_a_fused_kernel_is_refused_by_name() -> None:
+    """MLA's q/k and v head sizes differ, so PyTorch's CPU SDPA falls back to its math kernel (S×S kept, fp32):
+    no fused-kernel oracle, so no --attention flash for DeepSeek: refused, never guessed."""
+    model = load("deepseek-v3")
+    with pytest.raises(LlmcountError, match=r"--attention flash is not derived for DeepSeek-V3 \(deepseek_v3\)"):
+        activations(model.architecture, model.values, "bf16", 1, 4096, Options("flash"), model.keys)

@@ -67,7 +67,8 @@ class Saved:
     layers: Expr = ONE
     per: str = "token"
     core: str = ""  # "" (always), "eager", "flash" or "inputs" (kept under selective recomputation)
-    cast: bool = False  # a compute-dtype copy of an fp32 tensor: the same storage in fp32 training
+    cast: bool = False  # a copy made only when the compute dtype is not fp32 (in fp32 the same storage as another)
+    fp32_only: bool = False  # kept only in fp32 training (the rest of a storage an fp32 view above belongs to)
     note: str = ""
     when: Condition | None = None  # kept only when this condition on the config holds
 
@@ -94,7 +95,7 @@ class Saved:
         return parts
 
 
-_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "note", "when"}
+_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "fp32_only", "note", "when"}
 
 
 def _saved(data: Any, where: str) -> Saved:
@@ -110,8 +111,9 @@ def _saved(data: Any, where: str) -> Saved:
     for name, choices in (("dtype", DTYPES), ("per", PER), ("core", CORE)):
         if name in data and data[name] not in choices:
             raise RecordError(f"{where}: {name} must be one of {', '.join(choices)}")
-    if not isinstance(data.get("cast", False), bool):
-        raise RecordError(f"{where}: 'cast' must be true or false")
+    for flag in ("cast", "fp32_only"):
+        if not isinstance(data.get(flag, False), bool):
+            raise RecordError(f"{where}: '{flag}' must be true or false")
     return Saved(
         path=path,
         expr=formula(str(data.get("expr", "")), f"{where}.expr"),
@@ -120,6 +122,7 @@ def _saved(data: Any, where: str) -> Saved:
         per=data.get("per", "token"),
         core=data.get("core", ""),
         cast=data.get("cast", False),
+        fp32_only=data.get("fp32_only", False),
         note=str(data.get("note", "")),
         when=condition(str(data["when"]), f"{where}.when") if "when" in data else None,
     )
@@ -202,11 +205,15 @@ def choose(
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
     core = "inputs" if recompute == "selective" else attention
+    if not any(s.core == core for s in saved):
+        what = "--recompute selective" if core == "inputs" else f"--attention {attention}"
+        raise LlmcountError(f"activations: {what} is not derived for this family: no entries checked against autograd")
     return [
         s
         for s in saved
         if (not s.core or s.core == core)
         and not (s.cast and compute == "fp32")
+        and not (s.fp32_only and compute != "fp32")
         and (s.when is None or bool(s.when(namespace)))
     ]
 
@@ -231,8 +238,12 @@ def activations(
     keys = dict(keys or {})
     counts = {symbol: keys[symbol.name] for symbol, _, _ in family.layers if symbol.name in keys}
     values = {**counts, **values}
-    namespace = {**keys, **{symbol.name: value for symbol, value in values.items()}}
-    chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
+    namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}}
+    namespace.update({symbol.name: value for symbol, value in values.items()})
+    try:
+        chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
+    except LlmcountError as exc:
+        raise LlmcountError(str(exc).replace("this family", f"{family.title} ({family.name})")) from None
     env = {**values, B: batch, S: seq}
     counted = {s for e in chosen for s in e.layers.free_symbols}
     layer_entries = [e for e in chosen if not is_model_level(e.layers, counted)]
