@@ -177,8 +177,8 @@ def test_training_text_names_the_lines_and_the_lora_formula() -> None:
 
 
 def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed() -> None:
-    data = json.loads(run("memory", "deepseek-v3", "--training", "--json").stdout)
-    assert data["activations_bytes_per_gpu"] is None and "DeepSeek-V3" in data["activations_refused"]
+    data = json.loads(run("memory", "gpt2", "--training", "--json").stdout)
+    assert data["activations_bytes_per_gpu"] is None and "GPT-2 (gpt2)" in data["activations_refused"]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"]
 
 
@@ -203,6 +203,7 @@ def test_parallel_degrees_that_do_not_divide_the_model(args: list[str], needles:
         (["--training", "--optimizer", "adam"], ["--optimizer", "adamw8bit", "sgd-momentum", "adafactor", "muon"]),
         (["--training", "--recompute", "some"], ["--recompute", "none", "selective", "full"]),
         (["--training", "--attention", "sdpa"], ["--attention", "eager", "flash"]),
+        (["--training", "--lora-targets", "q_proj"], ["--lora-targets needs --lora"]),
         (["--zero", "3"], ["--zero needs --training"]),
     ],
 )
