@@ -102,6 +102,9 @@ CASES = [
     ("deepseek_v3", 15, "fp32", "eager"),
     ("deepseek_v3", 16, "bf16", "eager"),
     ("deepseek_v3", 17, "fp32", "eager"),
+    ("gemma", 18, "fp32", "eager"),
+    ("gemma", 19, "bf16", "eager"),
+    ("gemma", 20, "fp32", "sdpa"),
 ]
 
 
