@@ -105,6 +105,11 @@ CASES = [
     ("gemma", 18, "fp32", "eager"),
     ("gemma", 19, "bf16", "eager"),
     ("gemma", 20, "fp32", "sdpa"),
+    ("granite", 21, "bf16", "eager"),
+    ("granite", 22, "fp32", "sdpa"),
+    ("olmo2", 23, "fp32", "eager"),
+    ("olmo2", 24, "bf16", "eager"),
+    ("olmo2", 25, "fp32", "sdpa"),
 ]
 
 
