@@ -46,6 +46,9 @@ def _config(model_type: str, rng: random.Random) -> dict:
         "vocab_size": rng.choice([67, 101]),
         "tie_word_embeddings": False,
     }
+    if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
+        config["hidden_size"] = 8 * h
+    config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
     if model_type in ("qwen3_moe", "mixtral"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
@@ -110,6 +113,11 @@ CASES = [
     ("olmo2", 23, "fp32", "eager"),
     ("olmo2", 24, "bf16", "eager"),
     ("olmo2", 25, "fp32", "sdpa"),
+    ("smollm3", 26, "bf16", "eager"),
+    ("internlm3", 27, "fp32", "eager"),
+    ("ministral", 28, "bf16", "sdpa"),
+    ("cwm", 29, "bf16", "eager"),
+    ("iquestcoder", 30, "fp32", "sdpa"),
 ]
 
 
