@@ -118,6 +118,10 @@ CASES = [
     ("ministral", 28, "bf16", "sdpa"),
     ("cwm", 29, "bf16", "eager"),
     ("iquestcoder", 30, "fp32", "sdpa"),
+    ("olmo3", 31, "bf16", "eager"),
+    ("hunyuan_v1_dense", 32, "bf16", "eager"),
+    ("exaone4", 33, "bf16", "eager"),
+    ("exaone4", 34, "fp32", "sdpa"),
 ]
 
 
