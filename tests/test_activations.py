@@ -242,3 +242,13 @@ def test_mla_with_a_fused_kernel_is_refused_by_name() -> None:
     model = load("deepseek-v3")
     with pytest.raises(LlmcountError, match=r"--attention flash is not derived for DeepSeek-V3 \(deepseek_v3\)"):
         activations(model.architecture, model.values, "bf16", 1, 4096, Options("flash"), model.keys)
+
+
+def test_every_activation_table_reads_only_its_record_symbols() -> None:
+    """Loads every [activations] table (RecordError names an entry using a symbol its record does not read)."""
+    from llmcount.formulas import records
+    from llmcount.formulas.activations import table
+
+    tables = {f.name: table(f) for f in records.families() if f.activations is not None}
+    assert {"llama", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3"} <= set(tables)
+    assert all(t is not None and t.saved for t in tables.values())

@@ -75,11 +75,6 @@ class Saved:
     def width(self, compute: str) -> int:
         return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8, "int32": 4}[self.dtype]
 
-    def bytes_formula(self, compute: str) -> Expr:
-        """Bytes in one layer (or in the model): elements × width × B·S (per token), S (per position) or 1."""
-        scale = {"token": B * S, "position": S, "step": Integer(1)}[self.per]
-        return self.width(compute) * scale * self.expr
-
     def split(self, tp: int, sequence_parallel: bool) -> Expr:
         """The part of :meth:`bytes_formula`'s elements one tensor-parallel rank keeps, as a factor per monomial."""
         if tp == 1 or self.per != "token" or self.dtype in ("int64", "int32"):
@@ -152,12 +147,22 @@ def _parse(name: str, table: str) -> Table:
 
 
 def table(family: Family) -> Table | None:
-    """The family's parsed ``[activations]`` table, None when the record has none."""
+    """The family's parsed ``[activations]`` table, None when the record has none; RecordError when an entry
+    uses a symbol the record does not read (or count in [layers])."""
     if family.activations is None:
         return None
     import json
 
-    return _parse(family.name, json.dumps(family.activations, sort_keys=True))
+    parsed = _parse(family.name, json.dumps(family.activations, sort_keys=True))
+    known = {spec.symbol for spec in family.symbols} | {symbol for symbol, _, _ in family.layers} | {S}
+    for entry in parsed.saved:
+        missing = (entry.expr.free_symbols | entry.layers.free_symbols) - known
+        if missing:
+            names = ", ".join(sorted(map(str, missing)))
+            raise RecordError(
+                f"families/{family.name}.toml [activations] {entry.path} uses {names}, not read by the record"
+            )
+    return parsed
 
 
 @dataclass(frozen=True)
