@@ -49,6 +49,9 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
         config["hidden_size"] = 8 * h
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
+    if model_type == "gemma2":
+        config["attn_logit_softcapping"] = rng.choice([50.0, None])
+        config["final_logit_softcapping"] = rng.choice([30.0, None])
     if model_type in ("qwen3_moe", "mixtral"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
@@ -122,6 +125,8 @@ CASES = [
     ("hunyuan_v1_dense", 32, "bf16", "eager"),
     ("exaone4", 33, "bf16", "eager"),
     ("exaone4", 34, "fp32", "sdpa"),
+    ("gemma2", 35, "fp32", "eager"),
+    ("gemma2", 36, "bf16", "eager"),
 ]
 
 
