@@ -105,7 +105,7 @@ def memory(
     ] = "0",
     training: Annotated[
         bool,
-        typer.Option("--training", help="Training memory per GPU: model states and activations (issue 14)."),
+        typer.Option("--training", help="Training memory per GPU: model states and activations (docs/training.md)."),
     ] = False,
     optimizer: OptimizerOption = Optimizer.adamw,
     zero: ZeroOption = "0",

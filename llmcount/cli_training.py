@@ -52,12 +52,19 @@ OptimizerOption = Annotated[
 ZeroOption = Annotated[
     str, typer.Option("--zero", help="With --training: ZeRO stage 0-3 over --dp ranks.", metavar="STAGE")
 ]
-DpOption = Annotated[str, typer.Option("--dp", help="With --training: data-parallel ranks (ZeRO shards over them).")]
-TpOption = Annotated[
-    str, typer.Option("--tp", help="With --training: tensor-parallel ranks (heads, MLP width, vocabulary split).")
+DpOption = Annotated[
+    str, typer.Option("--dp", help="With --training: data-parallel ranks (ZeRO shards over them).", metavar="INT")
 ]
-PpOption = Annotated[str, typer.Option("--pp", help="With --training: pipeline stages (layers split, 1F1B).")]
-EpOption = Annotated[str, typer.Option("--ep", help="With --training: expert-parallel ranks (routed experts split).")]
+TpOption = Annotated[
+    str,
+    typer.Option("--tp", help="With --training: tensor-parallel ranks (split heads, MLP, vocabulary).", metavar="INT"),
+]
+PpOption = Annotated[
+    str, typer.Option("--pp", help="With --training: pipeline stages (layers split, 1F1B).", metavar="INT")
+]
+EpOption = Annotated[
+    str, typer.Option("--ep", help="With --training: expert-parallel ranks (routed experts split).", metavar="INT")
+]
 LoraOption = Annotated[
     str | None, typer.Option("--lora", help="With --training: LoRA rank r; only the adapters train.", metavar="R")
 ]
