@@ -52,7 +52,7 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if model_type == "gemma2":
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
-    if model_type in ("qwen3_moe", "mixtral"):
+    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
         config["num_experts_per_tok"] = rng.choice([1, 2, 3])
@@ -63,6 +63,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["num_experts"], config["moe_intermediate_size"] = experts, rng.choice([8, 16])
             config["norm_topk_prob"] = rng.choice([True, False])
             config["mlp_only_layers"] = rng.choice([[], [0]])
+            if model_type == "qwen2_moe":
+                config["shared_expert_intermediate_size"] = rng.choice([8, 24])
     if model_type == "deepseek_v3":
         experts = rng.choice([4, 6])
         config.update(
@@ -127,6 +129,9 @@ CASES = [
     ("exaone4", 34, "fp32", "sdpa"),
     ("gemma2", 35, "fp32", "eager"),
     ("gemma2", 36, "bf16", "eager"),
+    ("qwen2_moe", 37, "fp32", "eager"),
+    ("qwen2_moe", 38, "bf16", "eager"),
+    ("qwen2_moe", 39, "fp32", "sdpa"),
 ]
 
 
