@@ -52,13 +52,17 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if model_type == "gemma2":
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
-    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe"):
+    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
         config["num_experts_per_tok"] = rng.choice([1, 2, 3])
         experts = rng.choice([3, 4, 5])
-        if model_type == "mixtral":
-            config["num_local_experts"], config["intermediate_size"] = experts, rng.choice([8, 16])
+        if model_type in ("mixtral", "olmoe"):
+            config["num_local_experts" if model_type == "mixtral" else "num_experts"] = experts
+            config["intermediate_size"] = rng.choice([8, 16])
+            if model_type == "olmoe":  # q_norm and k_norm are sized d: head_dim = d / h
+                config["norm_topk_prob"] = rng.choice([True, False])
+                config["head_dim"], config["hidden_size"] = 8, 8 * h
         else:
             config["num_experts"], config["moe_intermediate_size"] = experts, rng.choice([8, 16])
             config["norm_topk_prob"] = rng.choice([True, False])
@@ -132,6 +136,8 @@ CASES = [
     ("qwen2_moe", 37, "fp32", "eager"),
     ("qwen2_moe", 38, "bf16", "eager"),
     ("qwen2_moe", 39, "fp32", "sdpa"),
+    ("olmoe", 40, "bf16", "eager"),
+    ("olmoe", 41, "fp32", "sdpa"),
 ]
 
 
