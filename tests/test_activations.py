@@ -268,3 +268,14 @@ def test_every_activation_table_reads_only_its_record_symbols() -> None:
     tables = {f.name: table(f) for f in records.families() if f.activations is not None}
     assert {"llama", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3"} <= set(tables)
     assert all(t is not None and t.saved for t in tables.values())
+
+
+def test_uneven_pipeline_stages_keep_their_micro_batches() -> None:
+    """32 layers in 5 stages: 7, 7, 6, 6, 6; stage s keeps 5 - s + 1 micro-batches: the first, 5 × 7 layers."""
+    batch, seq, pp = 1, 2048, 5
+    model = load("llama-3-8b")
+    per_layer = batch * seq * _eager_layer_bf16(seq)
+    first = 5 * 7 * per_layer + batch * seq * 8 + seq * 2 * H_D * 2  # ids and RoPE tables on the first stage
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp), model.keys)
+    assert result.per_gpu_bytes == first
+    assert "stage 1 of 5" in result.per_gpu_note

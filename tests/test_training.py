@@ -94,16 +94,20 @@ def test_pipeline_counts_the_heavier_of_the_first_and_last_stage() -> None:
 
 def test_deepseek_v3_with_tensor_pipeline_and_expert_parallelism_by_hand() -> None:
     """d = 7168, h = 128, r_q = 1536, r_kv = 512, d_rope = 64, d_nope = 128, d_v = 128, n = 256, n_s = 1,
-    d_moe = 2048, V = 129280, N = 61 (3 dense): tp 8, pp 16 (4 layers a stage), ep 64."""
+    d_moe = 2048, V = 129280, N = 61 (3 dense): tp 8, pp 16, ep 64."""
     d, h, r_q, r_kv, rope, nope, dv, n, d_moe, vocab = 7168, 128, 1536, 512, 64, 128, 128, 256, 2048, 129280
     attention = d * r_q + r_q + r_q * h * (nope + rope) // 8 + d * (r_kv + rope) + r_kv
     attention += r_kv * h * (nope + dv) // 8 + h * dv * d // 8
     moe = d * n + n * 3 * d * d_moe // 64 + 3 * d * d_moe // 8
     layer = attention + moe + 2 * d
-    last = 4 * layer + d + vocab * d // 8  # final norm, head split by vocabulary
+    dense = attention + 3 * d * 18432 // 8 + 2 * d  # the first 3 layers: a dense MLP of d_ff = 18432, split by tp
+    # 61 layers in 16 stages: 13 of 4 layers, then 3 of 3; stage 1 holds the 3 dense layers, one MoE layer and the
+    # embedding (split by vocabulary); stage 16 three MoE layers, the final norm and the head
+    first, middle, last = 3 * dense + layer + vocab * d // 8, 4 * layer, 3 * layer + d + vocab * d // 8
+    assert middle > max(first, last)
     result = _states(model="deepseek-v3", parallel=tr.Parallel(tp=8, pp=16, ep=64, dp=2, zero=1))
-    assert result.held.parameters == last
-    assert result.model_states_bytes == 4 * last + 12 * last // 2
+    assert result.held.parameters == middle
+    assert result.model_states_bytes == 4 * middle + 12 * middle // 2
 
 
 def test_lora_trains_r_times_in_plus_out_of_each_projection() -> None:
@@ -217,3 +221,10 @@ def test_usage_errors_list_the_choices(capsys, args: list[str], needles: list[st
     assert len(lines) == 1 and lines[0].startswith("llmcount: error: "), err
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+def test_pipeline_stages_are_contiguous_and_as_even_as_possible() -> None:
+    from llmcount.formulas.layer_kinds import stages
+
+    assert [len(run) for run in stages(61, 16)] == [4] * 13 + [3] * 3
+    assert [run.start for run in stages(10, 3)] == [0, 4, 7]

@@ -22,8 +22,8 @@ Options:
   inputs); token ids and per-position tensors are replicated; tensors of token-expert pairs (sizes with k in
   them) are divided only with ``sequence_parallel`` (experts are not split by tp; each rank routes its own tokens,
   and with balanced routing every GPU of an expert-parallel group computes as many pairs as it sends);
-* pipeline parallelism (1F1B): the first stage keeps pp micro-batches of its ceil(N/pp) layers in flight, the
-  last stage one; a GPU is counted on the heavier of the two (its layers of the heaviest kind).
+* pipeline parallelism (1F1B): stage s (1 to pp) keeps pp - s + 1 micro-batches of its layers in flight (the first
+  pp, the last one), stages as in :mod:`.training`; the GPU counted is on the heaviest stage.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from sympy import Add, Expr, Integer, ceiling, expand
 from ..errors import LlmcountError
 from .blocks import ONE
 from .expressions import Condition, RecordError, condition, formula
-from .layer_kinds import Kind, is_model_level, kinds
+from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
 from .memory import BITS
 from .records import Family
-from .symbols import B, S, V, d, d_ff, d_moe, h, h_kv, k
+from .symbols import B, N, S, V, d, d_ff, d_moe, h, h_kv, k
 
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
@@ -309,14 +309,24 @@ def activations(
         if tp > 1:
             note += f", tensor parallel over {tp}" + (" with sequence parallelism" if sp else "")
     else:
-        stage = -(-sum(c for c, _ in layers_gpu) // pp)
-        heaviest = max(b for _, b in layers_gpu)
-        first = pp * stage * heaviest + working_gpu + first_level
-        last = stage * heaviest + working_gpu + last_level
-        per_gpu = max(first, last)
+        per_layer_gpu = {kind.name: size for kind, (_, size) in zip(layer_kinds, layers_gpu, strict=True)}
+        runs = stages(values[N], pp)
+        sequence = layer_sequence(family, values, keys, layer_kinds)
+        if sequence is None:  # the order of the layer kinds cannot be told: the heaviest kind everywhere
+            sequence = [max(per_layer_gpu, key=per_layer_gpu.get)] * values[N]
+            bound = " (its layers taken of the heaviest kind: an upper bound)"
+        else:
+            bound = ""
+        candidates = []
+        for number, run in enumerate(runs):
+            size = (pp - number) * sum(per_layer_gpu[sequence[i]] for i in run) + working_gpu
+            size += (first_level if number == 0 else 0) + (last_level if number == pp - 1 else 0)
+            candidates.append(size)
+        best = max(range(pp), key=candidates.__getitem__)
+        per_gpu = candidates[best]
         note = (
-            f"pipeline 1F1B: {stage} layers per stage; the first stage keeps {pp} micro-batches in flight, the last "
-            f"one; counted: the {'first' if first >= last else 'last'} stage"
+            f"pipeline 1F1B: stage s of pp keeps pp - s + 1 micro-batches of its layers in flight; counted: stage "
+            f"{best + 1} of {pp}{bound}"
         )
     return Activations(
         dtype=compute,

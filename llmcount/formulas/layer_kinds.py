@@ -10,13 +10,17 @@ are model-level (the embedding, the final norm, the head): carried once by the m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sympy import Expr, Integer, Symbol
 
 from ..errors import LlmcountError
 from .symbols import N
+
+if TYPE_CHECKING:
+    from .records import Family
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,41 @@ def kinds(layer_exprs: Iterable[Expr], values: Mapping[Symbol, int]) -> tuple[Ki
         rest_expr = N - sum(counted, Integer(0))
         found.append(Kind(str(rest_expr), rest, rest_expr, {N: 1, **{c: 0 for c in counted}}))
     return tuple(found)
+
+
+def stages(layers: int, pp: int) -> list[range]:
+    """Pipeline stages: contiguous runs of layers, as even as possible, the first ``layers mod pp`` one longer."""
+    size, extra = divmod(layers, pp)
+    runs, start = [], 0
+    for stage in range(pp):
+        end = start + size + (stage < extra)
+        runs.append(range(start, end))
+        start = end
+    return runs
+
+
+def layer_sequence(
+    family: Family, values: Mapping[Symbol, int], keys: Mapping[str, object], found: Sequence[Kind]
+) -> list[str] | None:
+    """The kind of each layer i (names of ``found``), from the record's [layers] conditions; None when it cannot
+    be told (no condition for a kind, a layer of two kinds, a condition that needs what the config does not give)."""
+    names = {kind.name for kind in found}
+    tests = [(symbol.name, test) for symbol, test, _ in family.layers if symbol.name in names]
+    rest = [kind.name for kind in found if kind.name not in {name for name, _ in tests}]
+    if len(rest) > 1:
+        return None
+    scope: dict[str, object] = dict(keys)
+    for spec in family.symbols:
+        scope[spec.symbol.name] = scope[spec.key] = values.get(spec.symbol)
+    sequence = []
+    try:
+        for i in range(values[N]):
+            scope["i"] = i
+            held = [name for name, test in tests if test(scope)]
+            if len(held) > 1 or (not held and not rest):
+                return None
+            sequence.append(held[0] if held else rest[0])
+    except Exception:  # a condition the config cannot answer: fall back to the stated bound
+        return None
+    counts = {kind.name: kind.count for kind in found}
+    return sequence if all(sequence.count(name) == count for name, count in counts.items()) else None

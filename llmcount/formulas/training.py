@@ -37,7 +37,7 @@ from sympy import Expr, Integer, Poly, Symbol, cancel, ceiling, expand, factor
 
 from ..errors import LlmcountError
 from .blocks import Term
-from .layer_kinds import Kind, is_model_level, kinds
+from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
 from .memory import BITS, FLOAT_16, Line, dtype
 from .symbols import N, V, d, d_ff, d_moe, d_rope, h, h_kv, n, n_pos, r_kv, r_q
 
@@ -69,10 +69,10 @@ PARALLEL_ASSUMPTIONS = (
     "rows, biases of column-parallel layers) and replicates the rest: norm scales, row-parallel biases of size d, "
     "routers, MLA's down-projections, learned position tables; routed experts are not split by tp "
     "(expert-tensor-parallel size 1) but divided among ep ranks (n/ep experts each); pp splits the N layers into "
-    "stages of at most ceil(N/pp) layers, the embedding on the first stage, the final norm and head on the last "
-    "(a tied head is a second copy of the embedding there), and a GPU is counted on the heavier of the two, its "
-    "layers taken of the heaviest kind (exact when all layers are alike, an upper bound otherwise); ZeRO shards "
-    "over the dp ranks only; GPUs = tp · pp · ep · dp"
+    "contiguous stages as even as possible (the first N mod pp stages one layer longer), the embedding on the first "
+    "stage, the final norm and head on the last (a tied head is a second copy of the embedding there), and the GPU "
+    "counted is on the heaviest stage (when the record cannot tell the order of its layer kinds, a stage's layers "
+    "are taken of the heaviest kind: an upper bound); ZeRO shards over the dp ranks only; GPUs = tp · pp · ep · dp"
 )
 
 
@@ -411,18 +411,31 @@ def training(
         for kind, layer in per_kind:
             held = held + layer.times(kind.count)
     else:
-        stage_layers = -(-values[N] // parallel.pp)
-        heaviest = max((layer for _, layer in per_kind), key=weigh)
         first = model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # Megatron keeps the tied head as a copy of the word embedding on the last stage
             last = last + model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
-        first, last = (heaviest.times(stage_layers) + x for x in (first, last))
-        held = max((first, last), key=weigh)
+        sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
+        runs = stages(values[N], parallel.pp)
+        if sequence is None:  # the layers' order cannot be told: every stage's layers of the heaviest kind
+            heaviest = max((layer for _, layer in per_kind), key=weigh)
+            candidates = [heaviest.times(len(runs[0])) + first, heaviest.times(len(runs[0])) + last]
+            which = [f"1 of {parallel.pp}", f"{parallel.pp} of {parallel.pp}"]
+            bound = " (its layers taken of the heaviest kind: an upper bound)"
+        else:
+            by_name = {kind.name: layer for kind, layer in per_kind}
+            candidates, which, bound = [], [], ""
+            for number, run in enumerate(runs):
+                held = first if number == 0 else Held()
+                for i in run:
+                    held = held + by_name[sequence[i]]
+                candidates.append(held + last if number == parallel.pp - 1 else held)
+                which.append(f"{number + 1} of {parallel.pp}")
+        best = max(range(len(candidates)), key=lambda j: weigh(candidates[j]))
+        held = candidates[best]
+        sizes = sorted({len(run) for run in runs}, reverse=True)
         notes.append(
-            f"pipeline: {stage_layers} layers per stage; the GPU counted is the "
-            + ("first" if held is first else "last")
-            + " stage"
+            f"pipeline: stages of {' or '.join(map(str, sizes))} layers; the GPU counted is stage {which[best]}{bound}"
         )
 
     lines = []
