@@ -228,3 +228,13 @@ def test_pipeline_stages_are_contiguous_and_as_even_as_possible() -> None:
 
     assert [len(run) for run in stages(61, 16)] == [4] * 13 + [3] * 3
     assert [run.start for run in stages(10, 3)] == [0, 4, 7]
+
+
+def test_with_pipeline_stages_the_gpu_counted_is_one_stage_for_states_and_activations() -> None:
+    """llama-3-8b, pp 4, S = 2048: stage 1 keeps 4 micro-batches of activations and the embedding, stage 4 one
+    micro-batch, the final norm and the head; stage 1 is the larger, and both amounts are its own."""
+    layer = sum(a * b for a, b in LAYER_MATRICES) + 2 * D
+    data = json.loads(run("memory", "llama-3-8b", "--training", "--pp", "4", "--seq", "2048", "--json").stdout)
+    assert data["model_states_bytes_per_gpu"] == 16 * (8 * layer + EMBEDDING)
+    assert "stage 1 of 4" in data["activations"]["per_gpu_note"] and "stage 1 of 4" in data["notes"][0]
+    assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"] + data["activations_bytes_per_gpu"]

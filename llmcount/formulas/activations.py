@@ -197,6 +197,7 @@ class Activations:
     model_level: tuple[tuple[str, Expr, int], ...]  # (path, bytes formula, bytes) kept once per model
     per_gpu_bytes: int
     per_gpu_note: str
+    per_stage_bytes: tuple[int, ...] = ()  # with pipeline parallelism: each stage's bytes, stage 1 first
     assumptions: str = ASSUMPTIONS
 
 
@@ -303,6 +304,7 @@ def activations(
         working_gpu = 0
     first_level = sum(_ceil(f, env) for p, f, e in model_parts(model_entries, tp, sp) if _first_stage(e))
     last_level = sum(_ceil(f, env) for p, f, e in model_parts(model_entries, tp, sp) if not _first_stage(e))
+    candidates: list[int] = []
     if pp == 1:
         per_gpu = sum(c * b for c, b in layers_gpu) + working_gpu + first_level + last_level
         note = "one GPU holds every layer"
@@ -317,7 +319,6 @@ def activations(
             bound = " (its layers taken of the heaviest kind: an upper bound)"
         else:
             bound = ""
-        candidates = []
         for number, run in enumerate(runs):
             size = (pp - number) * sum(per_layer_gpu[sequence[i]] for i in run) + working_gpu
             size += (first_level if number == 0 else 0) + (last_level if number == pp - 1 else 0)
@@ -337,6 +338,7 @@ def activations(
         model_level=model_level,
         per_gpu_bytes=per_gpu,
         per_gpu_note=note,
+        per_stage_bytes=tuple(candidates) if pp > 1 else (),
     )
 
 

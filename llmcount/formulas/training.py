@@ -30,7 +30,7 @@ Tensor, pipeline and expert parallelism (Megatron-LM's layout), ``PARALLEL_ASSUM
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sympy import Expr, Integer, Poly, Symbol, cancel, ceiling, expand, factor
@@ -354,6 +354,20 @@ class Training:
         return self.model_states_bytes + (self.activations_bytes or 0)
 
 
+def _state_lines(held: Held, compute: str, optimizer: str, parallel: Parallel) -> list[Line]:
+    """The model-state lines of ``held`` on one GPU, ZeRO's shards applied."""
+    lines = []
+    env = held_values(held)
+    for name, formula, stage, note in states(held, compute, optimizer):
+        size = int(formula.subs(env))
+        if parallel.zero > 0 and stage <= parallel.zero:
+            size = -(-size // parallel.dp)
+            formula = formula / N_dp
+            note += f", sharded over N_dp = {parallel.dp} ranks (ZeRO-{parallel.zero})"
+        lines.append(Line(name, formula, size, note))
+    return lines
+
+
 def compute_dtype(name: str) -> str:
     """The canonical compute dtype of training: fp32, bf16 or fp16; LlmcountError listing them otherwise."""
     compute = dtype(name)
@@ -417,36 +431,40 @@ def training(
             last = last + model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
         sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
         runs = stages(values[N], parallel.pp)
+        by_name = {kind.name: layer for kind, layer in per_kind}
+        bound = ""
         if sequence is None:  # the layers' order cannot be told: every stage's layers of the heaviest kind
-            heaviest = max((layer for _, layer in per_kind), key=weigh)
-            candidates = [heaviest.times(len(runs[0])) + first, heaviest.times(len(runs[0])) + last]
-            which = [f"1 of {parallel.pp}", f"{parallel.pp} of {parallel.pp}"]
+            heaviest = max(by_name, key=lambda name: weigh(by_name[name]))
+            sequence = [heaviest] * values[N]
             bound = " (its layers taken of the heaviest kind: an upper bound)"
-        else:
-            by_name = {kind.name: layer for kind, layer in per_kind}
-            candidates, which, bound = [], [], ""
-            for number, run in enumerate(runs):
-                held = first if number == 0 else Held()
-                for i in run:
-                    held = held + by_name[sequence[i]]
-                candidates.append(held + last if number == parallel.pp - 1 else held)
-                which.append(f"{number + 1} of {parallel.pp}")
-        best = max(range(len(candidates)), key=lambda j: weigh(candidates[j]))
+        candidates = []
+        for number, run in enumerate(runs):
+            stage = first if number == 0 else Held()
+            for i in run:
+                stage = stage + by_name[sequence[i]]
+            candidates.append(stage + last if number == parallel.pp - 1 else stage)
+        # the stage whose model states and activations together are the largest (activations are per stage too)
+        kept = activations.per_stage_bytes if activations is not None and activations.per_stage_bytes else ()
+        totals = [
+            sum(line.bytes for line in _state_lines(held, compute, optimizer, parallel)) + (kept[j] if kept else 0)
+            for j, held in enumerate(candidates)
+        ]
+        best = max(range(len(candidates)), key=totals.__getitem__)
         held = candidates[best]
+        if kept:
+            note = (
+                f"{activations.per_gpu_note.split('; counted:')[0]}; counted: stage {best + 1} of {parallel.pp}{bound}"
+            )
+            activations = replace(activations, per_gpu_bytes=kept[best], per_gpu_note=note)
         sizes = sorted({len(run) for run in runs}, reverse=True)
         notes.append(
-            f"pipeline: stages of {' or '.join(map(str, sizes))} layers; the GPU counted is stage {which[best]}{bound}"
+            f"pipeline: stages of {' or '.join(map(str, sizes))} layers; the GPU counted is stage "
+            f"{best + 1} of {parallel.pp}, the largest in model states"
+            + (" and activations together" if kept else "")
+            + bound
         )
 
-    lines = []
-    env = held_values(held)
-    for name, formula, stage, note in states(held, compute, optimizer):
-        size = int(formula.subs(env))
-        if parallel.zero > 0 and stage <= parallel.zero:
-            size = -(-size // parallel.dp)
-            formula = formula / N_dp
-            note += f", sharded over N_dp = {parallel.dp} ranks (ZeRO-{parallel.zero})"
-        lines.append(Line(name, formula, size, note))
+    lines = _state_lines(held, compute, optimizer, parallel)
     return Training(
         dtype=compute,
         optimizer=optimizer,
