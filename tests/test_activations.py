@@ -138,6 +138,8 @@ CASES = [
     ("qwen2_moe", 39, "fp32", "sdpa"),
     ("olmoe", 40, "bf16", "eager"),
     ("olmoe", 41, "fp32", "sdpa"),
+    ("phi3", 42, "fp32", "eager"),
+    ("phi3", 43, "bf16", "eager"),
 ]
 
 
