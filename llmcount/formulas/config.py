@@ -43,9 +43,8 @@ class Model:
     values: dict[Symbol, int]
     terms: tuple[Term, ...]
     dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
-    keys: Mapping[str, Any] = field(
-        default_factory=dict
-    )  # the record's [keys] and layer counts, as this config has them
+    # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
+    keys: Mapping[str, Any] = field(default_factory=dict)
 
     @cached_property
     def derivation(self) -> Derivation:
