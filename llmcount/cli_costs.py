@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .cli import SPEC_HELP, JsonOption, ModelArgument, app, fail, print_json
+from .cli_training import (
+    AttentionKind,
+    AttentionOption,
+    DpOption,
+    EpOption,
+    LoraOption,
+    LoraTargetsOption,
+    Optimizer,
+    OptimizerOption,
+    PpOption,
+    Recompute,
+    RecomputeOption,
+    SequenceParallelOption,
+    TpOption,
+    ZeroOption,
+)
 from .errors import LlmcountError
 from .sizes import SUFFIX_HELP, parse_size
 
@@ -27,10 +42,6 @@ Seq = Annotated[
 Batch = Annotated[
     str, typer.Option("--batch", "-b", help=f"Batch size B, sequences per pass: 8, 1k; {SUFFIX_HELP}.", metavar="SIZE")
 ]
-
-
-class Optimizer(str, Enum):
-    adamw = "adamw"
 
 
 def positive_int(option: str, value: str) -> int:
@@ -93,31 +104,60 @@ def memory(
         str, typer.Option("--overhead", help="A stated overhead, percent of weights + KV cache.", metavar="INT")
     ] = "0",
     training: Annotated[
-        bool, typer.Option("--training", help="Weights, gradients and optimizer states instead of serving memory.")
+        bool,
+        typer.Option("--training", help="Training memory per GPU: model states and activations (docs/training.md)."),
     ] = False,
-    optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer (with --training).")] = Optimizer.adamw,
+    optimizer: OptimizerOption = Optimizer.adamw,
+    zero: ZeroOption = "0",
+    dp: DpOption = "1",
+    tp: TpOption = "1",
+    pp: PpOption = "1",
+    ep: EpOption = "1",
+    lora: LoraOption = None,
+    lora_targets: LoraTargetsOption = "attention,mlp",
+    attention: AttentionOption = AttentionKind.eager,
+    recompute: RecomputeOption = Recompute.none,
+    sequence_parallel: SequenceParallelOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
-    or with --training the weights, gradients and AdamW states of mixed-precision training (16 bytes/parameter).
+    or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
+    per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
 
     Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
+
+    Example: llmcount memory llama-3.1-70b --training --zero 3 --dp 64 --recompute selective
     """
+    from . import cli_training
     from .formulas import memory as mem
     from .renderers import memory_data, render_memory
     from .sources import load
 
+    given = {
+        "--optimizer": optimizer,
+        "--zero": zero,
+        "--dp": dp,
+        "--tp": tp,
+        "--pp": pp,
+        "--ep": ep,
+        "--lora": lora,
+        "--lora-targets": lora_targets,
+        "--attention": attention,
+        "--recompute": recompute,
+        "--sequence-parallel": sequence_parallel,
+    }
+    if training:
+        cli_training.run(spec, dtype, seq, batch, given, as_json)
+        return
+    cli_training.refuse_without_training(given)
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
         model = load(spec)
-        if training:
-            result = mem.training(model.derivation, model.values, dtype)
-        else:
-            result = mem.inference(
-                model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent
-            )
+        result = mem.inference(
+            model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent
+        )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:

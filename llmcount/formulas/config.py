@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -43,6 +43,8 @@ class Model:
     values: dict[Symbol, int]
     terms: tuple[Term, ...]
     dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
+    # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
+    keys: Mapping[str, Any] = field(default_factory=dict)
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -219,7 +221,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
-    return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None)
+    keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
+    return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None, keys)
 
 
 def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:

@@ -113,6 +113,7 @@ class Family:
     refuse: tuple[Rule, ...]
     choices: tuple[Choice, ...]
     attention: Attention | None = None
+    activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
 
     @property
@@ -302,7 +303,7 @@ def _state(data: Any, where: str) -> State:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    unknown = set(data) - fields - {"terms", "attention", "state"}
+    unknown = set(data) - fields - {"terms", "attention", "state", "activations"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -334,6 +335,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         choices=tuple(_choice(t, f"{where} terms[{i}]") for i, t in enumerate(terms)),
         attention=_attention(data["attention"], f"{where} [attention]") if "attention" in data else None,
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
+        activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
     )
     _check_names(family, where)
     return family

@@ -1,0 +1,173 @@
+"""``memory --training`` (issue 14): the options and the one function the ``memory`` command delegates to.
+
+The options are declared here and used by ``cli_costs.memory``; ``run`` resolves them, calls the library
+(:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from .cli import fail, print_json
+from .errors import LlmcountError
+from .sizes import parse_size
+
+try:  # typer >= 0.26 vendors click
+    from typer._click import exceptions as click
+except ImportError:  # pragma: no cover - older typer, on the real click
+    from click import exceptions as click
+
+
+class Optimizer(str, Enum):
+    adamw = "adamw"
+    adamw8bit = "adamw8bit"
+    sgd = "sgd"
+    sgd_momentum = "sgd-momentum"
+    adafactor = "adafactor"
+    muon = "muon"
+
+
+class Recompute(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class AttentionKind(str, Enum):
+    eager = "eager"
+    flash = "flash"
+
+
+OptimizerOption = Annotated[
+    Optimizer,
+    typer.Option(
+        "--optimizer",
+        help="With --training: adamw (2+2+12 bytes/parameter in bf16), adamw8bit, sgd (no momentum, PyTorch's "
+        "default), sgd-momentum, adafactor (factored second moments), muon (AdamW for embedding, head, norms).",
+    ),
+]
+ZeroOption = Annotated[
+    str, typer.Option("--zero", help="With --training: ZeRO stage 0-3 over --dp ranks.", metavar="STAGE")
+]
+DpOption = Annotated[
+    str, typer.Option("--dp", help="With --training: data-parallel ranks (ZeRO shards over them).", metavar="INT")
+]
+TpOption = Annotated[
+    str,
+    typer.Option("--tp", help="With --training: tensor-parallel ranks (split heads, MLP, vocabulary).", metavar="INT"),
+]
+PpOption = Annotated[
+    str, typer.Option("--pp", help="With --training: pipeline stages (layers split, 1F1B).", metavar="INT")
+]
+EpOption = Annotated[
+    str, typer.Option("--ep", help="With --training: expert-parallel ranks (routed experts split).", metavar="INT")
+]
+LoraOption = Annotated[
+    str | None, typer.Option("--lora", help="With --training: LoRA rank r; only the adapters train.", metavar="R")
+]
+LoraTargetsOption = Annotated[
+    str,
+    typer.Option(
+        "--lora-targets",
+        help="With --lora: comma-separated groups or modules to adapt (attention, mlp, q_proj, v_proj ...).",
+    ),
+]
+AttentionOption = Annotated[
+    AttentionKind,
+    typer.Option("--attention", help="With --training: eager keeps the S×S probabilities; flash keeps none."),
+]
+RecomputeOption = Annotated[
+    Recompute,
+    typer.Option(
+        "--recompute",
+        help="With --training: none, selective (recompute core attention, Megatron) or full (keep layer inputs).",
+    ),
+]
+SequenceParallelOption = Annotated[
+    bool, typer.Option("--sequence-parallel", help="With --training and --tp: split norms' activations over tp too.")
+]
+
+DEFAULTS = {
+    "--optimizer": Optimizer.adamw,
+    "--zero": "0",
+    "--dp": "1",
+    "--tp": "1",
+    "--pp": "1",
+    "--ep": "1",
+    "--lora": None,
+    "--lora-targets": "attention,mlp",
+    "--attention": AttentionKind.eager,
+    "--recompute": Recompute.none,
+    "--sequence-parallel": False,
+}
+
+
+def refuse_without_training(given: dict[str, object]) -> None:
+    """A usage error (exit 2) naming the first training option given without --training."""
+    for option, value in given.items():
+        if value != DEFAULTS[option]:
+            raise click.UsageError(f"{option} needs --training")
+
+
+def _degree(option: str, value: str) -> int:
+    return parse_size(value, option, suffixes=False)
+
+
+def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
+    """Resolve the inputs, compute model states and activations per GPU, print."""
+    from .formulas import activations as act
+    from .formulas import training as tr
+    from .renderers.training import render_training, training_data
+    from .sources import load
+
+    try:
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        zero_text = str(options["--zero"]).strip()
+        if zero_text not in ("0", "1", "2", "3"):
+            raise LlmcountError(f"--zero {zero_text!r}: choices: 0, 1, 2, 3")
+        parallel = tr.Parallel(
+            tp=_degree("--tp", options["--tp"]),
+            pp=_degree("--pp", options["--pp"]),
+            dp=_degree("--dp", options["--dp"]),
+            ep=_degree("--ep", options["--ep"]),
+            zero=int(zero_text),
+            sequence_parallel=bool(options["--sequence-parallel"]),
+        )
+        lora = None
+        if options["--lora"] is not None:
+            targets = tuple(t.strip() for t in str(options["--lora-targets"]).split(",") if t.strip())
+            if not targets:
+                raise LlmcountError("--lora-targets: give at least one group or module name")
+            lora = tr.Lora(_degree("--lora", options["--lora"]), targets)
+        elif options["--lora-targets"] != DEFAULTS["--lora-targets"]:
+            raise click.UsageError("--lora-targets needs --lora")
+        model = load(spec)
+        compute = tr.compute_dtype(dtype)
+        tr.check_parallel(model, parallel)
+        activations, refused = None, ""
+        if act.table(model.architecture) is None:
+            refused = (
+                f"not derived for {model.architecture.title} ({model.architecture.name}): its record has no "
+                "[activations] table checked against autograd"
+            )
+        else:
+            settings = act.Options(
+                attention=options["--attention"].value,
+                recompute=options["--recompute"].value,
+                tp=parallel.tp,
+                pp=parallel.pp,
+                sequence_parallel=parallel.sequence_parallel,
+            )
+            activations = act.activations(model.architecture, model.values, compute, batch_, seq_, settings, model.keys)
+        result = tr.training(
+            model, compute, options["--optimizer"].value, parallel, lora, activations, activations_refused=refused
+        )
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(training_data(model, result, seq_, batch_))
+    else:
+        typer.echo(render_training(model, result, seq_, batch_).rstrip())

@@ -1,0 +1,283 @@
+"""Activations against autograd: the bytes a training forward keeps for backward, exactly.
+
+Oracle (``tests/activation_oracle.py``, ORACLE.md): the distinct storages ``saved_tensors_hooks`` packs during
+a forward with labels of the transformers model built from the same small random config, on the CPU, dropout
+off, weights excluded; eager attention (fp32 and bf16) and SDPA (PyTorch's fused flash kernel on the CPU,
+the ``--attention flash`` case). The expected numbers come from transformers, never from llmcount.
+
+Batches of one sequence are exact up to two storage details of transformers' code, checked on their own below:
+the padded labels (B·S + 1 values, not B·S, when B = 1: the shift is a view, not a copy) and, with one key/value
+head (MQA), the keys and values repeated to h heads (a view of the h_kv = 1 head when B = 1, a copy otherwise).
+The other tests draw B >= 2 and h_kv >= 2.
+
+Selective and full recomputation have no transformers counterpart; they are checked against a hand
+derivation from their definitions (Megatron-LM, Korthikanti et al. 2022) on the llama-3-8b preset.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from activation_oracle import VERSIONS, saved_bytes
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas.activations import Options, activations
+from llmcount.formulas.config import read_config
+from llmcount.sources import load
+
+
+def _config(model_type: str, rng: random.Random) -> dict:
+    """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
+    h_kv = rng.choice([2, 3])
+    h = h_kv * rng.choice([1, 2])
+    config = {
+        "model_type": model_type,
+        "num_hidden_layers": rng.choice([1, 2]),
+        "hidden_size": rng.choice([16, 20, 24]),
+        "intermediate_size": rng.choice([22, 28, 36]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": False,
+    }
+    if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
+        config["hidden_size"] = 8 * h
+    config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
+    if model_type == "gemma2":
+        config["attn_logit_softcapping"] = rng.choice([50.0, None])
+        config["final_logit_softcapping"] = rng.choice([30.0, None])
+    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe"):
+        # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
+        config["hidden_size"] = rng.choice([16, 24, 32])
+        config["num_experts_per_tok"] = rng.choice([1, 2, 3])
+        experts = rng.choice([3, 4, 5])
+        if model_type in ("mixtral", "olmoe"):
+            config["num_local_experts" if model_type == "mixtral" else "num_experts"] = experts
+            config["intermediate_size"] = rng.choice([8, 16])
+            if model_type == "olmoe":  # q_norm and k_norm are sized d: head_dim = d / h
+                config["norm_topk_prob"] = rng.choice([True, False])
+                config["head_dim"], config["hidden_size"] = 8, 8 * h
+        else:
+            config["num_experts"], config["moe_intermediate_size"] = experts, rng.choice([8, 16])
+            config["norm_topk_prob"] = rng.choice([True, False])
+            config["mlp_only_layers"] = rng.choice([[], [0]])
+            if model_type == "qwen2_moe":
+                config["shared_expert_intermediate_size"] = rng.choice([8, 24])
+    if model_type == "deepseek_v3":
+        experts = rng.choice([4, 6])
+        config.update(
+            {
+                "hidden_size": rng.choice([16, 24, 32]),
+                "first_k_dense_replace": rng.choice([0, 1]),
+                "q_lora_rank": rng.choice([8, 16, None]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rng.choice([4, 8]),
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+                "n_routed_experts": experts,
+                "num_experts_per_tok": rng.choice([1, 2]),
+                "n_group": 2,
+                "topk_group": rng.choice([1, 2]),
+                "n_shared_experts": rng.choice([1, 2]),
+                "moe_intermediate_size": rng.choice([8, 16]),
+                "norm_topk_prob": rng.choice([True, False]),
+            }
+        )
+        config.pop("head_dim")
+        config["num_key_value_heads"] = config[
+            "num_attention_heads"
+        ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    return config
+
+
+CASES = [
+    ("llama", 1, "fp32", "eager"),
+    ("llama", 2, "bf16", "eager"),
+    ("llama", 3, "fp32", "sdpa"),
+    ("mistral", 4, "fp32", "eager"),
+    ("qwen2", 5, "bf16", "eager"),
+    ("qwen2", 6, "fp32", "sdpa"),
+    ("qwen3", 7, "fp32", "eager"),
+    ("qwen3", 8, "bf16", "eager"),
+    ("qwen3", 9, "fp32", "sdpa"),
+    ("qwen3_moe", 10, "fp32", "eager"),
+    ("qwen3_moe", 11, "bf16", "eager"),
+    ("qwen3_moe", 12, "fp32", "sdpa"),
+    ("mixtral", 13, "fp32", "eager"),
+    ("mixtral", 14, "bf16", "eager"),
+    ("deepseek_v3", 15, "fp32", "eager"),
+    ("deepseek_v3", 16, "bf16", "eager"),
+    ("deepseek_v3", 17, "fp32", "eager"),
+    ("gemma", 18, "fp32", "eager"),
+    ("gemma", 19, "bf16", "eager"),
+    ("gemma", 20, "fp32", "sdpa"),
+    ("granite", 21, "bf16", "eager"),
+    ("granite", 22, "fp32", "sdpa"),
+    ("olmo2", 23, "fp32", "eager"),
+    ("olmo2", 24, "bf16", "eager"),
+    ("olmo2", 25, "fp32", "sdpa"),
+    ("smollm3", 26, "bf16", "eager"),
+    ("internlm3", 27, "fp32", "eager"),
+    ("ministral", 28, "bf16", "sdpa"),
+    ("cwm", 29, "bf16", "eager"),
+    ("iquestcoder", 30, "fp32", "sdpa"),
+    ("olmo3", 31, "bf16", "eager"),
+    ("hunyuan_v1_dense", 32, "bf16", "eager"),
+    ("exaone4", 33, "bf16", "eager"),
+    ("exaone4", 34, "fp32", "sdpa"),
+    ("gemma2", 35, "fp32", "eager"),
+    ("gemma2", 36, "bf16", "eager"),
+    ("qwen2_moe", 37, "fp32", "eager"),
+    ("qwen2_moe", 38, "bf16", "eager"),
+    ("qwen2_moe", 39, "fp32", "sdpa"),
+    ("olmoe", 40, "bf16", "eager"),
+    ("olmoe", 41, "fp32", "sdpa"),
+    ("phi3", 42, "fp32", "eager"),
+    ("phi3", 43, "bf16", "eager"),
+]
+
+
+@pytest.mark.parametrize(("model_type", "seed", "dtype", "attention"), CASES)
+def test_activations_equal_what_autograd_saves(model_type: str, seed: int, dtype: str, attention: str) -> None:
+    rng = random.Random(seed)
+    config = _config(model_type, rng)
+    batch, seq = rng.choice([2, 3]), rng.choice([5, 7, 9])
+    expected = saved_bytes(config, batch, seq, dtype, attention)
+    model = read_config(config, "random config")
+    options = Options(attention="eager" if attention == "eager" else "flash")
+    result = activations(model.architecture, model.values, dtype, batch, seq, options, model.keys)
+    assert result.bytes == expected, (config, batch, seq, dtype, attention, VERSIONS)
+
+
+def test_a_batch_of_one_differs_only_by_the_views_the_docstring_names() -> None:
+    """B = 1, MQA: the oracle keeps S + 1 labels (8 bytes more) and k, v of one head instead of h repeated."""
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 24,
+        "intermediate_size": 28,
+        "num_attention_heads": 3,
+        "num_key_value_heads": 1,
+        "head_dim": 6,
+        "vocab_size": 67,
+    }
+    seq, layers, h, h_d = 7, 2, 3, 6
+    expected = saved_bytes(config, 1, seq, "fp32", "eager")
+    model = read_config(config, "random config")
+    result = activations(model.architecture, model.values, "fp32", 1, seq)
+    repeated_kv = layers * 2 * (h - 1) * h_d * seq * 4  # k and v: h heads in the formula, one head in the oracle
+    assert expected - result.bytes == 8 - repeated_kv, VERSIONS
+
+
+# ---------------------------------------------------------------------------------------------
+# recomputation, by hand on llama-3-8b (d = 4096, h = 32, h_kv = 8, h_d = 128, d_ff = 14336, V = 128256, N = 32)
+
+D, H, H_KV, H_D, D_FF, VOCAB, LAYERS = 4096, 32, 8, 128, 14336, 128256, 32
+
+
+def _model_level_bf16(batch: int, seq: int) -> int:
+    """Once per model: ids (int64), RoPE cos + sin per position, the final norm (fp32 input, fp32 1/RMS, bf16
+    normalized), the head's input, fp32 log-probabilities, int64 labels, the loss weight (one fp32 scalar)."""
+    per_token = 8 + (4 * D + 4 + 2 * D) + 2 * D + 4 * VOCAB + 8
+    return batch * seq * per_token + seq * 2 * H_D * 2 + 4
+
+
+def _eager_layer_bf16(seq: int) -> int:
+    """One layer, per token, bf16 eager: two norms (fp32 input and 1/RMS, bf16 normalized), the q/k/v input,
+    q, k, v copied to h heads, fp32 softmax + its bf16 cast, o_proj's input, the MLP input and 4 d_ff."""
+    fp32 = 2 * (D + 1) + H * seq
+    bf16 = 2 * D + D + 3 * H * H_D + H * seq + H * H_D + D + 4 * D_FF
+    return 4 * fp32 + 2 * bf16
+
+
+def test_selective_recomputation_keeps_q_k_v_instead_of_the_scores() -> None:
+    batch, seq = 2, 4096
+    model = load("llama-3-8b")
+    fp32 = 2 * (D + 1)
+    bf16 = 2 * D + D + (H * H_D + 2 * H_KV * H_D) + H * H_D + D + 4 * D_FF
+    expected = LAYERS * batch * seq * (4 * fp32 + 2 * bf16) + _model_level_bf16(batch, seq)
+    for attention in ("eager", "flash"):
+        result = activations(model.architecture, model.values, "bf16", batch, seq, Options(attention, "selective"))
+        assert result.bytes == expected
+
+
+def test_no_recomputation_eager_by_hand() -> None:
+    batch, seq = 1, 4096
+    model = load("llama-3-8b")
+    expected = LAYERS * batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq)
+    assert activations(model.architecture, model.values, "bf16", batch, seq).bytes == expected
+
+
+def test_full_recomputation_keeps_each_layer_input_and_one_layer_at_a_time() -> None:
+    batch, seq = 1, 4096
+    model = load("llama-3-8b")
+    expected = LAYERS * batch * seq * 2 * D + batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq)
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options("eager", "full"))
+    assert result.bytes == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# per GPU: tensor and sequence parallelism (Korthikanti et al. 2022's split), pipeline (1F1B), by hand
+
+
+def test_tensor_parallel_splits_heads_and_mlp_width_and_sequence_parallel_the_rest() -> None:
+    batch, seq, tp = 2, 4096, 8
+    model = load("llama-3-8b")
+    split_fp32, split_bf16 = H * seq, 3 * H * H_D + H * seq + H * H_D + 4 * D_FF  # probabilities; q k v, o, MLP
+    kept_fp32, kept_bf16 = 2 * (D + 1), 4 * D  # two norms' inputs and 1/RMS; normalized twice, q/k/v and MLP input
+    model_ids = batch * seq * (8 + 8) + seq * 2 * H_D * 2 + 4  # ids, labels, RoPE tables, loss weight: replicated
+    final = batch * seq * (4 * D + 4 + 2 * D + 2 * D)  # the final norm and the head's input: d-sized
+    log_probs = batch * seq * 4 * VOCAB // tp  # the vocabulary is split
+    layer = batch * seq * (4 * split_fp32 + 2 * split_bf16) // tp
+    plain = LAYERS * (layer + batch * seq * (4 * kept_fp32 + 2 * kept_bf16)) + model_ids + final + log_probs
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(tp=tp))
+    assert result.per_gpu_bytes == plain
+    sequence = LAYERS * (layer + batch * seq * (4 * kept_fp32 + 2 * kept_bf16) // tp) + model_ids + final // tp
+    sequence += log_probs
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(tp=tp, sequence_parallel=True))
+    assert result.per_gpu_bytes == sequence
+
+
+def test_pipeline_first_stage_keeps_pp_micro_batches_of_its_layers() -> None:
+    batch, seq, pp = 1, 4096, 4
+    model = load("llama-3-8b")
+    stage = LAYERS // pp
+    first = pp * stage * batch * seq * _eager_layer_bf16(seq) + batch * seq * 8 + seq * 2 * H_D * 2  # ids, RoPE
+    last = stage * batch * seq * _eager_layer_bf16(seq) + _model_level_bf16(batch, seq) - batch * seq * 8 - seq * 512
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp))
+    assert result.per_gpu_bytes == max(first, last) == first
+
+
+def test_mla_with_a_fused_kernel_is_refused_by_name() -> None:
+    """MLA's q/k and v head sizes differ, so PyTorch's CPU SDPA falls back to its math kernel (S×S kept, fp32):
+    no fused-kernel oracle, so no --attention flash for DeepSeek: refused, never guessed."""
+    model = load("deepseek-v3")
+    with pytest.raises(LlmcountError, match=r"--attention flash is not derived for DeepSeek-V3 \(deepseek_v3\)"):
+        activations(model.architecture, model.values, "bf16", 1, 4096, Options("flash"), model.keys)
+
+
+def test_every_activation_table_reads_only_its_record_symbols() -> None:
+    """Loads every [activations] table (RecordError names an entry using a symbol its record does not read)."""
+    from llmcount.formulas import records
+    from llmcount.formulas.activations import table
+
+    tables = {f.name: table(f) for f in records.families() if f.activations is not None}
+    assert {"llama", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3"} <= set(tables)
+    assert all(t is not None and t.saved for t in tables.values())
+
+
+def test_uneven_pipeline_stages_keep_their_micro_batches() -> None:
+    """32 layers in 5 stages: 7, 7, 6, 6, 6; stage s keeps 5 - s + 1 micro-batches: the first, 5 × 7 layers."""
+    batch, seq, pp = 1, 2048, 5
+    model = load("llama-3-8b")
+    per_layer = batch * seq * _eager_layer_bf16(seq)
+    first = 5 * 7 * per_layer + batch * seq * 8 + seq * 2 * H_D * 2  # ids and RoPE tables on the first stage
+    result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp), model.keys)
+    assert result.per_gpu_bytes == first
+    assert "stage 1 of 5" in result.per_gpu_note
