@@ -14,6 +14,7 @@ import pytest
 from refusal import assert_refused, run
 
 from llmcount.formulas.conventions import CONVENTIONS, conventions, ingredients
+from llmcount.presets import presets
 from llmcount.sources import load
 
 L, D, H, H_KV, H_D, D_FF, V = 32, 4096, 32, 8, 128, 14336, 128256
@@ -82,7 +83,7 @@ def test_relations_between_conventions() -> None:
     assert got["palm"] == 6 * N_NON_EMBEDDING + 12 * L * H * H_D * S
     # PaLM and Kaplan share 6N; Kaplan's attention is a quarter of PaLM's 12·L·H·Q·T (one 2·n_ctx·d_attn, ×3)
     assert got["palm"] - got["kaplan"] == 12 * L * H * H_D * S - 6 * L * S * Q_WIDTH
-    # torchtitan minus PaLM: the untied LM head (6·V·d) and the norms' 6 FLOPs per parameter
+    # torchtitan minus PaLM: the untied LM head (6·V·d); both count the norms' parameters
     assert got["torchtitan"] - got["palm"] == 6 * EMBED
     # recomputation adds exactly one forward pass of the layers (not of the logits)
     assert got["megatron-recompute"] - got["megatron"] == 2 * W + L * S * 2 * Q_WIDTH
@@ -203,3 +204,14 @@ def test_mfu_refuses_bad_input(args: list[str], needles: list[str]) -> None:
 def test_mfu_needs_a_throughput() -> None:
     result = run("mfu", "llama-3-8b", "--gpu", "h100")
     assert result.exit_code == 2 and result.stdout == "" and "--tokens-per-second" in result.stderr
+
+
+@pytest.mark.parametrize("preset", sorted(presets()))
+def test_every_preset_fits_80_columns_or_is_refused_in_one_line(preset: str) -> None:
+    for args in (["flops", preset, "--conventions"], ["mfu", preset, "--tokens-per-second", "1", "--gpu", "b200"]):
+        result = run(*args)
+        if result.exit_code == 1:  # a family whose record has no [attention] section yet
+            assert_refused(result, "[attention]")
+            continue
+        assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.stdout.splitlines()) <= 80

@@ -15,6 +15,7 @@ from refusal import assert_refused, run
 
 from llmcount.formulas import memory
 from llmcount.formulas.capacity import LIMIT, fit, largest, weights_table
+from llmcount.presets import presets
 from llmcount.sources import load
 
 
@@ -155,3 +156,14 @@ def test_weights_larger_than_the_gpu_say_by_how_much() -> None:
 )
 def test_bad_input(args: list[str], needles: list[str]) -> None:
     assert_refused(run("memory", "llama-3-8b", *args), *needles)
+
+
+@pytest.mark.parametrize("preset", sorted(presets()))
+def test_every_preset_fits_80_columns_or_is_refused_in_one_line(preset: str) -> None:
+    for args in (["memory", preset, "--table"], ["memory", preset, "--gpu-memory", "2TiB"]):
+        result = run(*args)
+        if result.exit_code == 1:  # a family whose record has no [attention] section yet
+            assert_refused(result, "[attention]")
+            continue
+        assert result.exit_code == 0, result.output
+        assert max(len(line) for line in result.stdout.splitlines()) <= 80
