@@ -215,3 +215,26 @@ def test_every_preset_fits_80_columns_or_is_refused_in_one_line(preset: str) -> 
             continue
         assert result.exit_code == 0, result.output
         assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_moe_conventions_of_qwen3_30b_a3b_by_hand() -> None:
+    # Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads of 128, 4 KV heads, 128 experts of
+    # moe_intermediate_size 768, 8 per token, vocab 151936, untied
+    layers, d, h, h_kv, h_d, n, k, d_moe, vocab = 48, 2048, 32, 4, 128, 128, 8, 768, 151936
+    seq = 4096
+    attention = d * h * h_d + 2 * d * h_kv * h_d + h * h_d * d
+    router = d * n
+    experts_per_token = k * 3 * d * d_moe  # k of the n experts, gate/up/down each
+    weights = layers * (attention + router + experts_per_token)
+    norms = layers * (2 * h_d + 2 * d) + d  # q_norm, k_norm, two RMSNorms per layer; the final norm
+    non_embedding = weights + norms
+    model = load("qwen3-30b-a3b")
+    x = ingredients(model, seq)
+    assert (x.weights, x.router, x.non_embedding) == (weights, layers * router, non_embedding)
+    got = {c.name: c.training_flops_per_token for c in conventions(model, seq)}
+    width = h * h_d  # h·d_qk = h·d_v = 4096
+    # Megatron counts the routed experts (topk) and no router GEMM; 151936 = 1187·128 needs no padding
+    assert got["megatron"] == 3 * (2 * (weights - layers * router) + layers * seq * 2 * width) + 6 * d * vocab
+    assert got["palm"] == 6 * non_embedding + 12 * layers * h * h_d * seq
+    # torchtitan: activated parameters (router and shared in full, experts k/n) less the embedding table
+    assert got["torchtitan"] == 6 * (non_embedding + vocab * d) + 6 * layers * h * 2 * h_d * seq
