@@ -99,7 +99,15 @@ def fit(
 
     def total(s: int, b: int) -> memory.Memory:
         return memory.inference(
-            derivation, values, dtype_name, kv_dtype, s, b, group_size, scale_dtype, overhead_percent
+            derivation,
+            values,
+            dtype_name=dtype_name,
+            kv_dtype=kv_dtype,
+            seq=s,
+            batch=b,
+            group_size=group_size,
+            scale_dtype=scale_dtype,
+            overhead_percent=overhead_percent,
         )
 
     first = total(1, 1)
