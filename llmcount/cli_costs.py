@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .formulas.derivation import Derivation
 
 DEFAULT_SEQ = "4096"
-DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also float32, bfloat16, float16)."
+DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
 
 Seq = Annotated[
     str,
