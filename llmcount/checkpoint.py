@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .dtypes import TORCH_NAMES, lookup
 from .errors import LlmcountError
 from .files import json_text, kind, open_regular, parse_text, short, user_path
 from .formulas.config import Model, read_config
@@ -56,31 +57,8 @@ DTYPE_BITS = {
     "C64": 64,
 }
 QUANTIZATION_LEAVES = ("weight_scale_inv", "weight_scale", "input_scale", "scales", "qzeros", "g_idx")
-TORCH_DTYPES = {
-    "float64": "F64",
-    "float32": "F32",
-    "float16": "F16",
-    "bfloat16": "BF16",
-    "float8_e4m3fn": "F8_E4M3",
-    "float8_e5m2": "F8_E5M2",
-}
-"""A checkpoint's dtype as torch and a config's ``torch_dtype`` name it, and as a safetensors header does."""
-DTYPE_ALIASES = {
-    "fp64": "float64",
-    "f64": "float64",
-    "double": "float64",
-    "fp32": "float32",
-    "f32": "float32",
-    "float": "float32",
-    "fp16": "float16",
-    "f16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "fp8": "float8_e4m3fn",
-    "f8_e4m3": "float8_e4m3fn",
-    "float8": "float8_e4m3fn",
-    "f8_e5m2": "float8_e5m2",
-}
+TORCH_DTYPES: dict[str, str] = TORCH_NAMES
+"""A checkpoint's dtype as torch and a config's ``torch_dtype`` name it -> llmcount's short name (:mod:`.dtypes`)."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +74,16 @@ class Tensor:
 
 def torch_dtype(name: str, where: str) -> tuple[str, int]:
     """``(torch's name, bytes per element)`` of a checkpoint's dtype (``bf16``, ``torch.bfloat16``, ...)."""
-    key = str(name).lower().removeprefix("torch.")
-    key = DTYPE_ALIASES.get(key, key)
-    if key not in TORCH_DTYPES:
-        raise LlmcountError(f"{where}: unknown dtype {short(name)}; choose one of {', '.join(TORCH_DTYPES)}")
-    return key, DTYPE_BITS[TORCH_DTYPES[key]] // 8
+    try:
+        found = lookup(name)
+    except LlmcountError:
+        raise LlmcountError(f"{where}: unknown dtype {short(name)}; choose one of {', '.join(TORCH_DTYPES)}") from None
+    if found.torch is None or found.bits % 8:
+        raise LlmcountError(
+            f"{where}: {found.name} is not a dtype a checkpoint stores whole bytes of; choose one of "
+            f"{', '.join(TORCH_DTYPES)}"
+        )
+    return found.torch, found.bits // 8
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .formulas.derivation import Derivation
 
 DEFAULT_SEQ = "4096"
-DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also float32, bfloat16, float16)."
+DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
 
 Seq = Annotated[
     str,
@@ -60,14 +60,27 @@ def flops(
     training: Annotated[
         bool, typer.Option("--training", help="Also show forward + backward (3 × forward) and the 6·N·tokens rule.")
     ] = False,
+    conventions: Annotated[
+        bool,
+        typer.Option(
+            "--conventions",
+            help="Training FLOPs per token at S as Kaplan, Chinchilla, PaLM, Megatron-LM, torchtitan and llmcount "
+            "count them, side by side, each with its source (uses --seq only).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
     figure (3 × forward) beside the 6·N·tokens rule of thumb. Default convention: full S×S attention matmuls,
-    as eager attention computes them and torch's FlopCounterMode counts them.
+    as eager attention computes them and torch's FlopCounterMode counts them. --conventions: the named
+    conventions of papers and training frameworks side by side.
 
     Example: llmcount flops llama-3-8b --seq 2048
     """
+    if conventions:
+        from .cli_glance import print_conventions
+
+        return print_conventions(spec, seq, as_json)
     from .formulas.flops import Flops
     from .renderers import flops_data, render_flops
     from .sources import load
@@ -118,11 +131,23 @@ def memory(
     attention: AttentionOption = AttentionKind.eager,
     recompute: RecomputeOption = Recompute.none,
     sequence_parallel: SequenceParallelOption = False,
+    table: Annotated[
+        bool, typer.Option("--table", help="The weights in fp32, bf16, fp16, fp8, int8, int4 (+ group scales).")
+    ] = False,
+    gpu_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-memory",
+            help="A GPU's memory, 80GiB or 24GB: the longest S at B = 1 and the largest B at --seq that fit.",
+            metavar="SIZE",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
     per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
+    --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU.
 
     Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
 
@@ -146,9 +171,18 @@ def memory(
         "--recompute": recompute,
         "--sequence-parallel": sequence_parallel,
     }
-    if training:
+    if training and not (table or gpu_memory is not None):
         cli_training.run(spec, dtype, seq, batch, given, as_json)
         return
+    if table or gpu_memory is not None:
+        from .cli_glance import print_fit, print_weights_table
+
+        if training or (table and gpu_memory is not None):
+            raise fail("give only one of --table, --gpu-memory and --training")
+        cli_training.refuse_without_training(given)
+        if table:
+            return print_weights_table(spec, as_json)
+        return print_fit(spec, gpu_memory, dtype, kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -221,3 +255,6 @@ def flops_formula(derivation: Derivation, fmt: str, title: str, as_json: bool) -
     if as_json:
         return json.dumps(flops_formula_data(formula), indent=2)
     return render_flops_formula(formula, fmt, title).rstrip()
+
+
+from . import cli_glance  # noqa: E402, F401 -- registers ``mfu``

@@ -8,6 +8,7 @@ analysis.parse.parse_count.)
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from .errors import LlmcountError
 
@@ -44,4 +45,65 @@ def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
     number = int(digits) * SUFFIXES[suffix]
     if number == 0:
         raise LlmcountError(f"{option} must be a positive integer like {example}, got {text!r} (zero)")
+    return number
+
+
+# --- amounts of memory: --gpu-memory 80GiB --------------------------------------------------------------------------
+
+BYTE_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+BYTES_HELP = "a number and a unit: GiB/MiB/TiB = 2^30/2^20/2^40 bytes, GB/MB/TB = 10^9/10^6/10^12 (80GiB, 24GB, 141 GB)"
+_BYTES = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([A-Za-z]+)")
+
+
+def parse_bytes(text: str, option: str) -> int:
+    """An amount of memory in whole bytes: ``80GiB`` = 80·2^30, ``24GB`` = 24·10^9, ``1.5 TB``; a fraction of a
+    byte is dropped (a capacity is never rounded up). The unit is required (``80`` alone is refused: GB or GiB?).
+    LlmcountError naming ``option`` otherwise."""
+    value = str(text).strip()
+    match = _BYTES.fullmatch(value)
+    example = "like 80GiB (2^30 bytes) or 24GB (10^9 bytes)"
+    if match is None:
+        why = "negative" if value.startswith("-") else "a number and a unit"
+        if why != "negative" and re.fullmatch(r"[0-9_.]+", value):
+            why = "no unit"
+        raise LlmcountError(f"{option} must be an amount of memory {example}, got {text!r} ({why})")
+    number, unit = match.group(1).replace("_", ""), match.group(2).lower()
+    if unit not in BYTE_UNITS:
+        units = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
+        raise LlmcountError(f"{option}: unknown unit {match.group(2)!r}; choose one of {units}")
+    if len(number.partition(".")[0].lstrip("0")) > MAX_DIGITS:
+        raise LlmcountError(f"{option}: {text!r} has more than {MAX_DIGITS} digits")
+    whole, _, fraction = number.partition(".")
+    scale = 10 ** len(fraction)
+    amount = (int(whole) * scale + int(fraction or "0")) * BYTE_UNITS[unit] // scale
+    if amount <= 0:
+        raise LlmcountError(f"{option} must be a positive amount of memory {example}, got {text!r}")
+    return amount
+
+
+_DECIMAL = re.compile(r"[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?")
+
+
+def parse_positive(text: str, option: str) -> Fraction:
+    """A positive decimal number typed by the user (``3500``, ``989.5``), exactly, as a Fraction; LlmcountError
+    naming ``option`` for zero, a negative, an exponent or anything else."""
+    value = str(text).strip()
+    if _DECIMAL.fullmatch(value) is None:
+        why = "negative" if value.startswith("-") else "not a decimal number"
+        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {text!r} ({why})")
+    if len(value.partition(".")[0].replace("_", "").lstrip("0")) > MAX_DIGITS:
+        raise LlmcountError(f"{option}: {text!r} has more than {MAX_DIGITS} digits")
+    number = Fraction(value.replace("_", ""))
+    if number == 0:
+        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {text!r} (zero)")
     return number

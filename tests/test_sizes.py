@@ -1,6 +1,7 @@
 """Size suffixes where a count of tokens or sequences is expected: one parser, powers of 1024."""
 
 import json
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -9,7 +10,7 @@ from typer.testing import CliRunner
 
 from llmcount.cli import app
 from llmcount.errors import LlmcountError
-from llmcount.sizes import parse_size
+from llmcount.sizes import parse_bytes, parse_positive, parse_size
 
 runner = CliRunner()
 
@@ -99,3 +100,44 @@ def test_bad_sizes_are_one_line(command, value):
 def test_help_says_k_is_1024():
     out = " ".join(run("memory", "--help").stdout.split())
     assert "k/K = 1024" in out and "32k = 32,768" in out
+
+
+# --- amounts of memory and positive decimals ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("80GiB", 80 * 2**30),  # an H100's 80 GB are 80 GiB: 85,899,345,920 bytes
+        ("80 GiB", 80 * 2**30),
+        ("80gib", 80 * 2**30),
+        ("24GB", 24 * 10**9),
+        ("141 GB", 141 * 10**9),
+        ("1.5TB", 1_500_000_000_000),
+        ("0.5GiB", 2**29),
+        ("512MiB", 2**29),
+        ("1KB", 1000),
+        ("1B", 1),
+        ("1.0000000001GB", 10**9),  # a fraction of a byte is dropped
+    ],
+)
+def test_byte_amounts(text, value):
+    assert parse_bytes(text, "--gpu-memory") == value
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("80", "no unit"), ("-80GiB", "negative"), ("0GiB", "positive"), ("80XB", "unknown unit"), ("GiB", "unit")],
+)
+def test_bad_byte_amounts(text, why):
+    with pytest.raises(LlmcountError) as error:
+        parse_bytes(text, "--gpu-memory")
+    assert str(error.value).startswith("--gpu-memory") and why in str(error.value)
+
+
+def test_positive_decimals_are_exact():
+    assert parse_positive("989.5", "--peak-tflops") == Fraction(1979, 2)
+    assert parse_positive("3500", "--tokens-per-second") == 3500
+    for text, why in (("0", "zero"), ("-1", "negative"), ("1e3", "not a decimal"), ("", "not a decimal")):
+        with pytest.raises(LlmcountError, match=why):
+            parse_positive(text, "--tokens-per-second")

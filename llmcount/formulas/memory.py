@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from sympy import Add, Expr, Integer, Min, Symbol, ceiling
 
+from ..dtypes import BITS, canonical
 from ..errors import LlmcountError
 from .derivation import Derivation, evaluate_int
 from .flops import attention_spec
@@ -26,8 +27,6 @@ from .symbols import B, S
 P = Symbol("P", positive=True, integer=True)
 """The model's total parameter count, as one symbol, to keep memory formulas short."""
 
-BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
-ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 FLOAT_16 = ("bf16", "fp16")
 
 TRAINING_ASSUMPTIONS = (
@@ -43,12 +42,9 @@ INFERENCE_ASSUMPTIONS = (
 
 
 def dtype(name: str) -> str:
-    """The canonical name of a dtype (``bfloat16`` -> ``bf16``); LlmcountError listing the choices otherwise."""
-    key = name.strip().lower()
-    key = ALIASES.get(key, key)
-    if key not in BITS:
-        raise LlmcountError(f"unknown dtype {name!r}; choices: {', '.join(BITS)}")
-    return key
+    """The canonical name of a dtype (``bfloat16`` -> ``bf16``), in the one vocabulary of :mod:`llmcount.dtypes`;
+    LlmcountError listing the choices otherwise."""
+    return canonical(name)
 
 
 def nbytes(elements: int, dtype_name: str) -> int:

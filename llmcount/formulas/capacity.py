@@ -1,0 +1,135 @@
+"""Memory at a glance: the weights in every dtype side by side, and what fits in a GPU's memory.
+
+* :func:`weights_table`: :math:`\\lceil P\\,b/8 \\rceil` bytes for each dtype of :data:`TABLE_DTYPES`, and int4 with one
+  16-bit (fp16) scale per group of :data:`GROUP` = 128 weights, :math:`\\lceil P/2 \\rceil + 2\\lceil P/128 \\rceil`
+  bytes: the scales over every parameter, as ``memory --group-size`` counts them (zero points not counted).
+* :func:`fit`: the longest S at B = 1 and the largest B at a given S whose :func:`memory.inference` total (weights,
+  scales, KV cache and the stated overhead, exact bytes) is at most the capacity. Found by an integer search over
+  ``inference`` itself, so whatever the KV cache does with S (sliding windows stop it growing, fixed recurrent states
+  don't grow at all) is taken as it is: the total only has to be non-decreasing in S and in B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sympy import Symbol
+
+from ..dtypes import BITS, nbytes
+from ..errors import LlmcountError
+from . import memory
+from .derivation import Derivation
+
+TABLE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+GROUP = 128
+SCALE_DTYPE = "fp16"
+LIMIT = 2**40
+"""The search stops here (about 10^12 tokens or sequences): beyond it the answer is "no limit from memory"."""
+
+
+@dataclass(frozen=True)
+class WeightRow:
+    name: str
+    bits: int
+    bytes: int
+    note: str
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+
+def weights_table(parameters: int) -> list[WeightRow]:
+    """The bytes of ``parameters`` weights in every dtype of :data:`TABLE_DTYPES`, then int4 with group scales."""
+    rows = [WeightRow(name, BITS[name], nbytes(parameters, name), f"{BITS[name]} bits each") for name in TABLE_DTYPES]
+    scales = nbytes(-(-parameters // GROUP), SCALE_DTYPE)
+    note = f"int4 + one {SCALE_DTYPE} scale per {GROUP} weights (4.125 bits each; no zero points)"
+    rows.append(WeightRow(f"int4-g{GROUP}", 4, nbytes(parameters, "int4") + scales, note))
+    return rows
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
+
+    capacity: int
+    dtype: str
+    kv_dtype: str
+    overhead_percent: int
+    weights: int  # weights + quantisation scales, bytes
+    seq: int
+    max_seq: int | None  # at B = 1
+    max_seq_total: int | None  # total bytes at (max_seq, B = 1)
+    max_batch: int | None  # at S = seq
+    max_batch_total: int | None
+
+
+def largest(fits: Callable[[int], bool]) -> int | None:
+    """The largest x >= 0 with ``fits(x)`` (``fits`` non-increasing from True to False; ``fits(0)`` assumed),
+    ``None`` when :data:`LIMIT` fits. Doubling, then bisection: about 2·log2(x) calls."""
+    if not fits(1):
+        return 0
+    low, high = 1, 2
+    while fits(high):
+        if high >= LIMIT:
+            return None
+        low, high = high, min(2 * high, LIMIT)
+    while high - low > 1:  # fits(low) and not fits(high)
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def fit(
+    derivation: Derivation,
+    values: dict[Symbol, int],
+    capacity: int,
+    dtype_name: str = "bf16",
+    kv_dtype: str | None = None,
+    seq: int = 4096,
+    overhead_percent: int = 0,
+    group_size: int | None = None,
+    scale_dtype: str = "fp16",
+) -> Fit:
+    """The longest S (B = 1) and the largest B (at ``seq``) that fit; LlmcountError when the weights alone don't."""
+
+    def total(s: int, b: int) -> memory.Memory:
+        return memory.inference(
+            derivation,
+            values,
+            dtype_name=dtype_name,
+            kv_dtype=kv_dtype,
+            seq=s,
+            batch=b,
+            group_size=group_size,
+            scale_dtype=scale_dtype,
+            overhead_percent=overhead_percent,
+        )
+
+    first = total(1, 1)
+    weights = first.bytes_of("weights") + first.bytes_of("quantisation_scales")
+    if weights > capacity:
+        short = weights - capacity
+        raise LlmcountError(
+            f"--gpu-memory: {capacity:,} bytes ({capacity / 2**30:.2f} GiB) is smaller than the weights alone, "
+            f"{weights:,} bytes ({weights / 2**30:.2f} GiB) in {first.dtype}, by {short:,} bytes "
+            f"({short / 2**30:.2f} GiB)"
+        )
+    max_seq = largest(lambda s: total(s, 1).total_bytes <= capacity)
+    max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
+    return Fit(
+        capacity=capacity,
+        dtype=first.dtype,
+        kv_dtype=first.kv_dtype or first.dtype,
+        overhead_percent=overhead_percent,
+        weights=weights,
+        seq=seq,
+        max_seq=max_seq,
+        max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
+        max_batch=max_batch,
+        max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
+    )

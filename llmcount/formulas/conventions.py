@@ -1,0 +1,291 @@
+"""Training FLOPs per token as the papers and the training frameworks count them, side by side.
+
+Each convention is transcribed from its source (cited in ``source``) and applied to one model's config at one
+sequence length S. Every figure is an exact integer: training FLOPs per token (forward + backward; each source's
+own rule for the backward). Why they differ is said in each ``includes`` sentence; in short, they disagree on
+(a) which parameters count (embeddings, the LM head, norms), (b) the attention term (full S×S, causal half, one
+matmul or two), (c) extras (softmax, embedding lookup as a matmul, recomputation, a padded vocabulary).
+
+The ingredients, from the family record (the same terms as ``count`` and ``flops``):
+
+* ``N``: activated non-embedding parameters (:data:`~llmcount.formulas.derivation.EMBEDDING_DEFINITION`:
+  without the token embedding, a learned position table and an untied LM head; routed experts k of n);
+* ``W``: the weights of the linear maps (no biases, norms, tables or head), routed experts k of n;
+* ``L``: attention layers; ``h·d_qk`` and ``h·d_v``: the widths of Q·Kᵀ and A·V (the record's ``[attention]``);
+* ``V``, ``d``: vocabulary and hidden size; ``h``: attention heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import LlmcountError
+from .config import Model
+from .derivation import evaluate_int
+from .flops import Flops, attention_spec, is_matmul_weight, linear_flops
+from .symbols import V, d, h
+
+MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+TORCHTITAN_COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
+MEGATRON_VOCAB_MULTIPLE = 128
+"""Megatron pads the vocabulary to a multiple of ``--make-vocab-size-divisible-by`` (default 128) times the
+tensor-parallel size (``vocab_size_with_padding`` in megatron/core/tokenizers/utils/build_tokenizer.py); TP = 1."""
+
+
+@dataclass(frozen=True)
+class Ingredients:
+    """What the conventions are made of, for one model at one S: exact integers (see the module docstring)."""
+
+    seq: int
+    non_embedding: int  # N
+    activated: int  # every activated parameter, embeddings included
+    input_tables: int  # token embedding + learned position table (the nn.Embedding modules)
+    tied: bool
+    weights: int  # W: linear-map weights per token, routed experts k of n, no head
+    router: int  # the part of W that is MoE routers
+    layers: int  # L: attention layers
+    qk: int  # h·d_qk
+    v: int  # h·d_v
+    heads: int | None  # h (None: the family has no head count)
+    hidden: int  # d
+    vocab: int  # V
+    eager_forward: int  # llmcount's forward FLOPs per token, full S×S
+    causal_forward: int  # the same over the S(S+1)/2 causal pairs
+
+    @property
+    def padded_vocab(self) -> int:
+        return -(-self.vocab // MEGATRON_VOCAB_MULTIPLE) * MEGATRON_VOCAB_MULTIPLE
+
+
+def ingredients(model: Model, seq: int) -> Ingredients:
+    derivation, values = model.derivation, model.values
+    counts = model.counts
+    spec = attention_spec(derivation)
+    weights = router = tables = 0
+    for term in derivation.terms:
+        if term.embedding and term.path != "head/lm_head":
+            tables += evaluate_int(term.layers * term.expr, values, term.path)
+        if is_matmul_weight(term):
+            flop = linear_flops(term)
+            per_token = evaluate_int(flop.layers * flop.per_token, values, term.path) // 2
+            weights += per_token
+            if term.path.startswith("moe/router"):
+                router += per_token
+    if V not in values or d not in values:
+        raise LlmcountError(f"{model.name}: the FLOPs conventions need the vocabulary V and the hidden size d")
+    return Ingredients(
+        seq=seq,
+        non_embedding=counts.activated - counts.embedding,
+        activated=counts.activated,
+        input_tables=tables,
+        tied=model.tied,
+        weights=weights,
+        router=router,
+        layers=evaluate_int(spec.layers, values, "attention layers"),
+        qk=evaluate_int(spec.qk, values, "h·d_qk"),
+        v=evaluate_int(spec.v, values, "h·d_v"),
+        heads=values.get(h),
+        hidden=values[d],
+        vocab=values[V],
+        eager_forward=Flops(derivation).evaluate(values, seq, 1).per_token,
+        causal_forward=Flops(derivation, causal=True).evaluate(values, seq, 1).per_token,
+    )
+
+
+@dataclass(frozen=True)
+class Convention:
+    """One way of counting: its training FLOPs per token at S, the formula, where it comes from, what it counts."""
+
+    name: str
+    training_flops_per_token: int
+    formula: str
+    source: str
+    includes: str
+
+
+def kaplan(x: Ingredients) -> Convention:
+    """Kaplan et al. 2020, §2.1 (Table 1): :math:`C_{fwd} = 2N + 2 n_{layer} n_{ctx} d_{attn}`, training 3×."""
+    return Convention(
+        "kaplan",
+        3 * (2 * x.non_embedding + 2 * x.layers * x.seq * x.qk),
+        "3·C_fwd, C_fwd = 2·N + 2·n_layer·n_ctx·d_attn (N non-embedding, d_attn = h·d_qk)",
+        "Kaplan et al. 2020, Scaling Laws for Neural Language Models, §2.1 and Table 1 (arXiv:2001.08361)",
+        "2 FLOPs per non-embedding parameter (norms included, embeddings and the LM head not); one attention "
+        "term of 2·n_ctx·d_attn per layer, half of eager's Q·Kᵀ + A·V; backward = 2 × forward",
+    )
+
+
+def chinchilla(x: Ingredients) -> Convention:
+    """Hoffmann et al. 2022, Appendix F: embeddings, projections, logits, softmax, values, dense, final logits."""
+    if x.heads is None:
+        raise LlmcountError("the Chinchilla convention counts the softmax per head: this family has no head count h")
+    S = x.seq
+    attention = x.layers * (2 * S * x.qk + 3 * x.heads * S + 2 * S * x.v)
+    forward = 2 * x.vocab * x.hidden + 2 * x.weights + attention + 2 * x.hidden * x.vocab
+    return Convention(
+        "chinchilla",
+        3 * forward,
+        "3·(2·V·d + 2·W + L·(2·S·h·d_qk + 3·h·S + 2·S·h·d_v) + 2·d·V)",
+        "Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F (arXiv:2203.15556)",
+        "the embedding lookup as a 2·V·d matmul, every projection and MLP weight, logits and values over the full "
+        "S×S, the softmax at 3 FLOPs per score, the final logits; backward = 2 × forward; norms not counted",
+    )
+
+
+def palm(x: Ingredients) -> Convention:
+    """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`."""
+    return Convention(
+        "palm",
+        6 * x.non_embedding + 6 * x.layers * (x.qk + x.v) * x.seq,
+        "6·N + 12·L·H·Q·T (N non-embedding; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
+        "Chowdhery et al. 2022, PaLM: Scaling Language Modeling with Pathways, Appendix B (arXiv:2204.02311)",
+        "6 FLOPs per non-embedding parameter (the LM head's matmul not counted); Q·Kᵀ and A·V over the full "
+        "S×S; no recomputation; the MFU definition",
+    )
+
+
+def _megatron_layers(x: Ingredients) -> int:
+    """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core."""
+    return 2 * (x.weights - x.router) + x.layers * x.seq * (x.qk + x.v)
+
+
+def megatron(x: Ingredients) -> Convention:
+    """Megatron-LM ``num_floating_point_operations`` (megatron/training/training.py), BSHD batch, no MTP."""
+    training = 3 * _megatron_layers(x) + 3 * 2 * x.hidden * x.padded_vocab
+    return Convention(
+        "megatron",
+        training,
+        "3·2·(W - W_router) + 3·2·d·V_pad + 3·2·L·S·(h·d_qk + h·d_v)/2",
+        f"Megatron-LM megatron/training/training.py, num_floating_point_operations (commit {MEGATRON_COMMIT[:10]})",
+        "3 passes of every GEMM at 2 FLOPs per multiply-add: attention projections, MLP/shared and k routed "
+        "experts (the router is not counted), logits over the vocabulary padded to a multiple of 128; core "
+        "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation",
+    )
+
+
+def megatron_recompute(x: Ingredients) -> Convention:
+    """Narayanan et al. 2021, Appendix: full activation recomputation runs each layer's forward twice."""
+    training = 4 * _megatron_layers(x) + 3 * 2 * x.hidden * x.padded_vocab
+    return Convention(
+        "megatron-recompute",
+        training,
+        "4·2·(W - W_router) + 3·2·d·V_pad + 4·2·L·S·(h·d_qk + h·d_v)/2",
+        "Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using "
+        f"Megatron-LM, Appendix (arXiv:2104.04473), on Megatron-LM's count (commit {MEGATRON_COMMIT[:10]})",
+        "as megatron, with full activation recomputation: the layers' forward runs again in the backward, "
+        "4 passes instead of 3 (hardware FLOPs, not model FLOPs); the logit layer is not recomputed",
+    )
+
+
+def torchtitan(x: Ingredients) -> Convention:
+    """torchtitan ``get_dense_model_nparams_and_flops`` / ``get_moe_model_nparams_and_flops``."""
+    matmul = x.activated if x.tied else x.activated - x.input_tables
+    return Convention(
+        "torchtitan",
+        6 * matmul + 6 * x.layers * (x.qk + x.v) * x.seq,
+        "6·(P_activated - nn.Embedding params, if untied) + 6·L·h·(d_qk + d_v)·S",
+        f"torchtitan torchtitan/models/utils.py, get_dense_model_nparams_and_flops (commit {TORCHTITAN_COMMIT[:10]})",
+        "6 FLOPs per parameter except the input embedding table (with tied embeddings it is kept: it is the LM "
+        "head), so norms and the LM head count; Q·Kᵀ and A·V over the full S×S (no causal halving); flash "
+        "attention's backward recomputation not counted",
+    )
+
+
+def llmcount_eager(x: Ingredients) -> Convention:
+    return Convention(
+        "llmcount",
+        3 * x.eager_forward,
+        "3·(2·W + 2·d·V + L·2·S·(h·d_qk + h·d_v))",
+        "llmcount flops: every matmul as torch's FlopCounterMode counts eager attention, checked against it",
+        "2 FLOPs per linear weight (routers and k of n routed experts included), the LM head at every position, "
+        "Q·Kᵀ and A·V over the full S×S as eager attention computes them; norms, softmax and embedding lookups "
+        "not counted; backward = 2 × forward",
+    )
+
+
+def llmcount_causal(x: Ingredients) -> Convention:
+    return Convention(
+        "llmcount-causal",
+        3 * x.causal_forward,
+        "3·(2·W + 2·d·V + L·(S + 1)·(h·d_qk + h·d_v))",
+        "llmcount flops --causal",
+        "as llmcount, with Q·Kᵀ and A·V over the S(S+1)/2 query-key pairs on or below the diagonal, as causal "
+        "kernels compute them",
+    )
+
+
+CONVENTIONS = {
+    "kaplan": kaplan,
+    "chinchilla": chinchilla,
+    "palm": palm,
+    "megatron": megatron,
+    "megatron-recompute": megatron_recompute,
+    "torchtitan": torchtitan,
+    "llmcount": llmcount_eager,
+    "llmcount-causal": llmcount_causal,
+}
+"""Every convention by name, in the order they are shown."""
+
+
+def conventions(model: Model, seq: int) -> list[Convention]:
+    """Every convention's training FLOPs per token for ``model`` at S = ``seq``."""
+    x = ingredients(model, seq)
+    return [make(x) for make in CONVENTIONS.values()]
+
+
+def convention(model: Model, seq: int, name: str) -> Convention:
+    """One convention by name; LlmcountError listing the names otherwise."""
+    key = name.strip().lower()
+    if key not in CONVENTIONS:
+        raise LlmcountError(f"--convention: unknown convention {name!r}; choices: {', '.join(CONVENTIONS)}")
+    return CONVENTIONS[key](ingredients(model, seq))
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    """Model FLOPs utilisation: the FLOP/s a throughput implies under a convention, over the GPUs' dense peak.
+
+    .. math:: \\mathrm{MFU} = \\frac{\\text{tokens/s} \\cdot \\text{training FLOPs per token}}{K \\cdot \\text{peak}}
+
+    with tokens/s the throughput of all K GPUs together. Exact fractions; a float only at output."""
+
+    convention: Convention
+    seq: int
+    tokens_per_second: Fraction  # all GPUs together
+    gpus: int
+    peak_tflops: Fraction  # dense, per GPU
+    gpu: str  # the GPU's name, or "" when --peak-tflops gave the peak
+    dtype: str
+
+    @property
+    def achieved(self) -> Fraction:
+        """FLOP/s of all GPUs together."""
+        return self.tokens_per_second * self.convention.training_flops_per_token
+
+    @property
+    def peak(self) -> Fraction:
+        """FLOP/s of all GPUs together at their dense peak."""
+        return self.gpus * self.peak_tflops * 10**12
+
+    @property
+    def mfu(self) -> Fraction:
+        return self.achieved / self.peak
+
+
+def utilisation(
+    model: Model,
+    seq: int,
+    tokens_per_second: Fraction,
+    gpus: int,
+    peak_tflops: Fraction,
+    gpu: str = "",
+    dtype: str = "bf16",
+    name: str = "palm",
+) -> Utilisation:
+    """MFU of ``model`` trained at S = ``seq`` at ``tokens_per_second`` over ``gpus`` GPUs of ``peak_tflops`` each."""
+    if tokens_per_second <= 0:
+        raise LlmcountError(f"--tokens-per-second must be positive, got {tokens_per_second}")
+    if peak_tflops <= 0:
+        raise LlmcountError(f"--peak-tflops must be positive, got {peak_tflops}")
+    return Utilisation(convention(model, seq, name), seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)

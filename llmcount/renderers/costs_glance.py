@@ -1,0 +1,124 @@
+"""Text and JSON of the cost views added for issue 10: FLOPs conventions side by side, MFU, the weights in every
+dtype, and what fits in a GPU's memory. Text fits 80 columns; templates format through filters only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from ..formulas.capacity import Fit, WeightRow
+from ..formulas.config import Model
+from ..formulas.conventions import Convention, Ingredients, Utilisation
+from . import render
+
+WIDTH = 80
+
+
+def _number(value: Fraction) -> int | float:
+    """An exact int when the fraction is whole, else a float: for JSON."""
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def render_conventions(model: Model, x: Ingredients, rows: list[Convention]) -> str:
+    reference = next(c for c in rows if c.name == "llmcount").training_flops_per_token
+    return render("costs_conventions.txt.j2", model=model, seq=x.seq, x=x, rows=rows, reference=reference, width=WIDTH)
+
+
+def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> dict[str, Any]:
+    return {
+        "model": model.name,
+        "family": model.architecture.name,
+        "seq": x.seq,
+        "unit": "training FLOPs per token (forward + backward), exact",
+        "ingredients": {
+            "N_non_embedding_activated": x.non_embedding,
+            "W_linear_weights_per_token": x.weights,
+            "W_router": x.router,
+            "L_attention_layers": x.layers,
+            "h_d_qk": x.qk,
+            "h_d_v": x.v,
+            "h": x.heads,
+            "d": x.hidden,
+            "V": x.vocab,
+            "V_pad": x.padded_vocab,
+            "P_activated": x.activated,
+            "input_embedding_tables": x.input_tables,
+            "tied": x.tied,
+        },
+        "conventions": [
+            {
+                "name": c.name,
+                "training_flops_per_token": c.training_flops_per_token,
+                "formula": c.formula,
+                "source": c.source,
+                "includes": c.includes,
+            }
+            for c in rows
+        ],
+    }
+
+
+def render_mfu(model: Model, u: Utilisation) -> str:
+    return render("costs_mfu.txt.j2", model=model, u=u, width=WIDTH)
+
+
+def mfu_data(model: Model, u: Utilisation) -> dict[str, Any]:
+    return {
+        "model": model.name,
+        "seq": u.seq,
+        "convention": u.convention.name,
+        "training_flops_per_token": u.convention.training_flops_per_token,
+        "formula": u.convention.formula,
+        "source": u.convention.source,
+        "tokens_per_second": _number(u.tokens_per_second),
+        "gpus": u.gpus,
+        "gpu": u.gpu or None,
+        "dtype": u.dtype,
+        "peak_tflops_per_gpu": _number(u.peak_tflops),
+        "achieved_flops_per_second": _number(u.achieved),
+        "peak_flops_per_second": _number(u.peak),
+        "mfu": float(u.mfu),
+        "mfu_fraction": f"{u.mfu.numerator}/{u.mfu.denominator}",
+        "definition": "MFU = tokens/s of all GPUs × training FLOPs per token / (GPUs × dense peak FLOP/s per GPU)",
+    }
+
+
+def render_weights_table(model: Model, parameters: int, rows: list[WeightRow]) -> str:
+    return render("costs_weights.txt.j2", model=model, parameters=parameters, rows=rows, width=WIDTH)
+
+
+def weights_table_data(model: Model, parameters: int, rows: list[WeightRow]) -> dict[str, Any]:
+    return {
+        "model": model.name,
+        "parameters": parameters,
+        "unit": "bytes; GiB = 2^30 bytes",
+        "weights": [{"dtype": r.name, "bits": r.bits, "bytes": r.bytes, "gib": r.gib, "note": r.note} for r in rows],
+    }
+
+
+def render_fit(model: Model, f: Fit) -> str:
+    return render("costs_fit.txt.j2", model=model, f=f, width=WIDTH)
+
+
+def fit_data(model: Model, f: Fit) -> dict[str, Any]:
+    return {
+        "model": model.name,
+        "gpu_memory_bytes": f.capacity,
+        "dtype": f.dtype,
+        "kv_dtype": f.kv_dtype,
+        "overhead_percent": f.overhead_percent,
+        "weights_bytes": f.weights,
+        "max_seq_at_batch_1": f.max_seq,
+        "total_bytes_at_max_seq": f.max_seq_total,
+        "seq": f.seq,
+        "max_batch_at_seq": f.max_batch,
+        "total_bytes_at_max_batch": f.max_batch_total,
+        "unit": "bytes; GiB = 2^30 bytes",
+        "note": FIT_NOTE,
+    }
+
+
+FIT_NOTE = (
+    "the largest values whose inference memory (weights, scales, KV cache, the stated overhead) is at most "
+    "the capacity; null: no limit from memory up to 2^40; not capped by the model's context length"
+)
