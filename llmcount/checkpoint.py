@@ -340,17 +340,27 @@ def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[
 
 
 def read_hub(repo_id: str) -> list[Tensor]:
-    """Every tensor of a Hub repo's safetensors, from the headers alone (huggingface_hub fetches byte ranges)."""
+    """Every tensor of a Hub repo's safetensors, from the headers alone (huggingface_hub fetches byte ranges).
+
+    Every request waits at most ``HUB_TIMEOUT`` seconds for the Hub (huggingface_hub's default is 10 s, none for
+    the repo lookup); a first lookup of the repo tells a missing repo from one without safetensors, and fails at
+    once without a network."""
     try:
-        from huggingface_hub import constants, get_safetensors_metadata
+        import huggingface_hub as hub
+        from huggingface_hub import constants
     except ImportError:
         raise LlmcountError(f"{repo_id}: --hub needs huggingface_hub (pip install 'llmcount[hub]')") from None
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: offline (HF_HUB_OFFLINE is set)")
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    from huggingface_hub.utils import logging as hub_logging
 
+    from .sources import HUB_TIMEOUT
+
+    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's warnings
     try:
-        metadata = get_safetensors_metadata(repo_id)
+        hub.model_info(repo_id, timeout=HUB_TIMEOUT)
+        metadata = hub.get_safetensors_metadata(repo_id, timeout=HUB_TIMEOUT)
     except GatedRepoError:
         raise LlmcountError(
             f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
@@ -361,8 +371,11 @@ def read_hub(repo_id: str) -> list[Tensor]:
             f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
         ) from None
     except Exception as exc:  # no safetensors, network errors: one message
-        unreachable = isinstance(exc, OSError) or any(w in type(exc).__name__ for w in ("Connect", "Timeout"))
-        reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
+        if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError):
+            reason = f"the Hub did not answer within {HUB_TIMEOUT:g} s"
+        else:
+            unreachable = isinstance(exc, OSError) or "Connect" in type(exc).__name__
+            reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: {reason}") from None
     return hub_tensors(metadata)
 
