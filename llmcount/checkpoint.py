@@ -399,21 +399,37 @@ def _first_line(exc: Exception) -> str:
 # tensor names -> llmcount component paths
 
 
+_WRAPPERS = ("model", "transformer", "language_model")
+"""Module names a checkpoint puts around the decoder: ``model.layers...``, a multimodal checkpoint's
+``language_model.model.layers...`` (Llama 4's Hub files) or ``model.language_model.layers...`` (transformers 5)."""
+_OTHER_TOWERS = ("vision_model", "vision_tower", "visual", "multi_modal_projector", "audio_tower")
+"""Top-level modules of a multimodal checkpoint that a text model's formula does not count."""
+_ATTENTION = ("self_attn", "attn", "self_attention")
+_FFN = ("mlp", "block_sparse_moe", "feed_forward")
+_EXPERTS = ("experts", "input_linear", "output_linear")
+"""Routed experts: per-expert modules (``experts.3.w1``), fused tensors (``experts.gate_up_proj``, gpt-oss and Llama 4),
+or JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor."""
+
+
 def component_path(name: str, layers: int, known: set[str]) -> str | None:
     """The llmcount path of a checkpoint tensor (``model.layers.3.self_attn.q_proj.weight`` ->
     ``attention/q_proj``), or None when the name has no recognisable structure.
 
-    Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself);
-    layers at or past ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``;
-    an unknown top-level or per-layer module to ``other/<module>``. Paths outside ``known`` are things the formula
-    does not count (buffers, a second copy of a tied head, a layer the model code leaves out).
+    Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself; a fused
+    tensor's ``<name>_bias``, as gpt-oss's ``experts.gate_up_proj_bias``, too); layers at or past
+    ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``; an unknown
+    top-level or per-layer module to ``other/<module>``, a multimodal checkpoint's vision tower to
+    ``other/<tower>``. Paths outside ``known`` are things the formula does not count (buffers, a second copy of a
+    tied head, a layer the model code leaves out).
     """
     parts = name.split(".")
-    if parts[0] in ("model", "transformer") and len(parts) > 1:
+    while parts[0] in _WRAPPERS and len(parts) > 1:
         parts = parts[1:]
     *modules, leaf = parts
     if leaf in QUANTIZATION_LEAVES:
         return f"quantization/{leaf}"
+    if modules and modules[0] in _OTHER_TOWERS:
+        return f"other/{modules[0]}"
     if len(modules) >= 2 and modules[0] in ("layers", "h") and modules[1].isdigit():
         if int(modules[1]) >= layers:
             return f"extra/layers.{modules[1]}"
@@ -424,7 +440,8 @@ def component_path(name: str, layers: int, known: set[str]) -> str | None:
         path = f"{tables[module]}/{module}" if module in tables else _norm_or_other(module, known)
     else:
         return None
-    if path is None or leaf != "bias" or path.endswith("/bias") or (is_norm(path) and path in known):
+    is_bias = leaf == "bias" or (leaf.endswith("_bias") and path is not None and path.endswith("/experts"))
+    if path is None or not is_bias or path.endswith(("/bias", ".bias")) or (is_norm(path) and path in known):
         return path
     return f"{path}.bias"
 
@@ -435,20 +452,30 @@ def _norm_or_other(module: str, known: set[str]) -> str:
 
 def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
     """The path of a tensor inside one decoder layer, from its module names (``self_attn``, ``q_proj``);
-    a tensor directly on the attention module is a buffer named by its leaf (GPT-2's ``attn.bias`` mask)."""
+    a tensor directly on the attention module is a buffer or parameter named by its leaf (GPT-2's ``attn.bias``
+    mask, gpt-oss's ``self_attn.sinks``)."""
     if not modules:
         return None
     group, rest = modules[0], modules[1:]
-    if group in ("self_attn", "attn"):
+    if group in _ATTENTION:
+        if rest and rest[0] == "experts" and "attention/experts" in known:  # JetMoE's mixture of attention heads
+            if rest[1:2] == ["router"]:
+                return "attention/router"
+            return "attention/experts.bias" if leaf == "bias" and len(rest) == 1 else "attention/experts"
         return f"attention/{rest[0] if rest else leaf}"
-    if group in ("mlp", "block_sparse_moe") and rest:
-        if rest[0] == "experts":
+    if group in _FFN:
+        if not rest:  # a tensor on the MoE block itself: JetMoE's output bias
+            return f"moe/{leaf}" if f"moe/{leaf}" in known else f"mlp/{leaf}"
+        module = rest[0]
+        if f"mlp/{module}" in known:
+            return f"mlp/{module}"
+        if module in _EXPERTS:
             return "moe/experts"
-        if rest[0] == "gate":
+        if module in ("gate", "router"):  # router.weight, router.bias; JetMoE's router.layer.weight
             return "moe/router" if leaf == "weight" else f"moe/router.{leaf}"
-        if rest[0] in ("shared_experts", "shared_expert"):
-            return "moe/shared_experts"
-        return f"mlp/{rest[0]}"
+        if module in ("shared_experts", "shared_expert"):
+            return f"moe/{module}" if f"moe/{module}" in known else "moe/shared_experts"
+        return f"moe/{module}" if f"moe/{module}" in known else f"mlp/{module}"
     return _norm_or_other(group, known) if not rest else None
 
 
@@ -564,6 +591,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "quantisation scales or zero points, not parameters of the model"
     if path == "moe/router.e_score_correction_bias":
         return "a buffer in transformers' model (routing bias), not a parameter"
+    if path.removeprefix("other/") in _OTHER_TOWERS:
+        return "a multimodal checkpoint's vision or audio part: not in the text model's formula"
     if path in ("attention/bias", "attention/masked_bias"):
         return "GPT-2's causal-mask buffers, stored in the checkpoint"
     if path.endswith("rotary_emb"):
