@@ -3,9 +3,10 @@ counts as sympy expressions, and their exact values for a config."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from fractions import Fraction
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from sympy import Add, Expr, Integer, Symbol, expand
@@ -78,8 +79,78 @@ def _is_layer_count(layers: Expr) -> bool:
     return layers.is_Symbol and layers != N
 
 
+class _NotCompiled(Exception):
+    """An expression (or a value) the plain-Python evaluator does not take: sympy's ``subs`` evaluates it."""
+
+
+def _source(expr: Expr, names: dict[Symbol, str]) -> str:
+    """Python source of a polynomial in integer symbols, exact: ints, and Fractions where a rational coefficient
+    or a negative power divides (k/n, h_d/2). Integer, rational, symbol, sum, product and integer power nodes
+    only; anything else raises :class:`_NotCompiled`."""
+    if expr.is_Integer:
+        return f"({int(expr)})"
+    if expr.is_Rational:
+        return f"_F({int(expr.p)}, {int(expr.q)})"
+    if expr.is_Symbol:
+        return names.setdefault(expr, f"x{len(names)}")
+    if expr.is_Add or expr.is_Mul:
+        return "(" + (" + " if expr.is_Add else " * ").join(_source(arg, names) for arg in expr.args) + ")"
+    if expr.is_Pow and expr.exp.is_Integer:
+        base, exponent = _source(expr.base, names), int(expr.exp)
+        return f"({base} ** {exponent})" if exponent >= 0 else f"(_F(1, {base}) ** {-exponent})"
+    raise _NotCompiled
+
+
+def _compile(expr: Expr) -> Callable[[dict], int | Fraction]:
+    """A plain-Python evaluator of ``expr``, generated as source and compiled once: each symbol looked up in the
+    values (which must be ints: a missing value, a sympy number or a bool raises :class:`_NotCompiled`, and
+    sympy decides), then the arithmetic in Python's exact ints and Fractions. The source is built here from the
+    expression tree alone: integer literals, the names x0, x1, ..., ``+``, ``*``, ``**`` and ``_F`` (Fraction);
+    no text of a config or a record reaches it."""
+    names: dict[Symbol, str] = {}
+    body = _source(expr, names)
+    lines = ["def evaluate(values):", "    try:"]
+    lines += [f"        {name} = values[_S{i}]" for i, name in enumerate(names.values())]
+    lines += ["    except KeyError:", "        raise _NotCompiled from None"]
+    if names:
+        check = " or ".join(f"type({name}) is not int" for name in names.values())
+        lines += [f"    if {check}:", "        raise _NotCompiled"]
+    lines += [
+        "    try:",
+        f"        return {body}",
+        "    except ZeroDivisionError:",
+        "        raise _NotCompiled from None",
+    ]
+    scope: dict[str, object] = {"_F": Fraction, "_NotCompiled": _NotCompiled}
+    scope.update({f"_S{i}": symbol for i, symbol in enumerate(names)})
+    exec(compile("\n".join(lines), f"<llmcount evaluator of {str(expr)[:60]}>", "exec"), scope)
+    return scope["evaluate"]  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=4096)
+def _evaluator(expr: Expr) -> Callable[[dict], int | Fraction] | None:
+    """The compiled evaluator of ``expr``, once per expression: every config of a family shares its terms'."""
+    try:
+        return _compile(expr)
+    except _NotCompiled:
+        return None
+
+
 def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
-    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact."""
+    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact. Polynomials with
+    int values are evaluated by a compiled plain-Python evaluator (exact, about 100 times faster than ``subs``);
+    anything else by sympy's ``subs``."""
+    evaluator = _evaluator(expr)
+    if evaluator is not None:
+        try:
+            result = evaluator(values)
+        except _NotCompiled:
+            pass
+        else:
+            if type(result) is int:
+                return result
+            if result.denominator == 1:
+                return int(result)
     value = expr.subs(values)
     if not value.is_Integer:
         raise ValueError(f"{what}: does not evaluate to an integer: {expr} = {value}")
@@ -165,6 +236,9 @@ class Derivation:
 
     def evaluate(self, values: dict[Symbol, int]) -> Counts:
         """Substitute exact integer values; every count stays a Python int."""
+        fast = _evaluate_compiled(self.terms, values)
+        if fast is not None:
+            return fast
         missing = {s.name for s in self.symbols} - {s.name for s in values}
         if missing:
             raise ValueError(f"no value for {', '.join(sorted(missing))}")
@@ -180,3 +254,55 @@ class Derivation:
             components=tuple(components),
             values={s.name: int(v) for s, v in values.items()},
         )
+
+
+_COMPILED: dict[int, tuple[tuple[Term, ...], list | None]] = {}
+
+
+def _compiled_terms(terms: tuple[Term, ...]) -> list[tuple[str, Expr, Callable, Callable, bool]] | None:
+    """Each term's path, total, compiled evaluators (total, activated) and embedding flag; None if a term is not
+    a polynomial. Once per tuple of terms: the configs of a family that select the same terms share one tuple
+    (see ``Family.terms_for``), so a batch of thousands of configs compiles a handful."""
+    hit = _COMPILED.get(id(terms))
+    if hit is not None and hit[0] is terms:
+        return hit[1]
+    compiled: list | None = []
+    for t in terms:
+        total, activated = _evaluator(t.total), _evaluator(t.activated)
+        if total is None or activated is None:
+            compiled = None
+            break
+        compiled.append((t.path, t.total, total, activated, t.embedding))
+    if len(_COMPILED) < 4096:
+        _COMPILED[id(terms)] = (terms, compiled)  # the tuple is kept, so its id is not reused while it is a key
+    return compiled
+
+
+def _evaluate_compiled(terms: tuple[Term, ...], values: dict[Symbol, int]) -> Counts | None:
+    """:meth:`Derivation.evaluate` by the compiled evaluators, or None (then ``subs`` decides, and words any error)
+    when a term is not a polynomial, a value is missing or not an int, or a count is not a whole number."""
+    compiled = _compiled_terms(terms)
+    if compiled is None:
+        return None
+    components = []
+    try:
+        for path, formula, total, activated, embedding in compiled:
+            count, active = total(values), activated(values)
+            if type(count) is not int:
+                if count.denominator != 1:
+                    return None
+                count = int(count)
+            if type(active) is not int:
+                if active.denominator != 1:
+                    return None
+                active = int(active)
+            components.append(Component(path, formula, count, active, embedding))
+    except _NotCompiled:
+        return None
+    return Counts(
+        total=sum(c.count for c in components),
+        activated=sum(c.activated for c in components),
+        embedding=sum(c.count for c in components if c.embedding),
+        components=tuple(components),
+        values={s.name: int(v) for s, v in values.items()},
+    )
