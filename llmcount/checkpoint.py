@@ -323,17 +323,27 @@ def _read_index_shards(path: Path, index: dict[str, Any] | None = None) -> list[
 
 
 def read_hub(repo_id: str) -> list[Tensor]:
-    """Every tensor of a Hub repo's safetensors, from the headers alone (huggingface_hub fetches byte ranges)."""
+    """Every tensor of a Hub repo's safetensors, from the headers alone (huggingface_hub fetches byte ranges).
+
+    Every request waits at most ``HUB_TIMEOUT`` seconds for the Hub (huggingface_hub's default is 10 s, none for
+    the repo lookup); a first lookup of the repo tells a missing repo from one without safetensors, and fails at
+    once without a network."""
     try:
-        from huggingface_hub import constants, get_safetensors_metadata
+        import huggingface_hub as hub
+        from huggingface_hub import constants
     except ImportError:
         raise LlmcountError(f"{repo_id}: --hub needs huggingface_hub (pip install 'llmcount[hub]')") from None
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: offline (HF_HUB_OFFLINE is set)")
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    from huggingface_hub.utils import logging as hub_logging
 
+    from .sources import HUB_TIMEOUT
+
+    hub_logging.set_verbosity_error()  # one line of ours, not the Hub client's warnings
     try:
-        metadata = get_safetensors_metadata(repo_id)
+        hub.model_info(repo_id, timeout=HUB_TIMEOUT)
+        metadata = hub.get_safetensors_metadata(repo_id, timeout=HUB_TIMEOUT)
     except GatedRepoError:
         raise LlmcountError(
             f"{repo_id}: a gated repo on the Hub: accept its terms on https://huggingface.co/{repo_id} "
@@ -344,8 +354,11 @@ def read_hub(repo_id: str) -> list[Tensor]:
             f"{repo_id}: no such repo on the Hub (or a private one: log in with hf auth login, or set HF_TOKEN)"
         ) from None
     except Exception as exc:  # no safetensors, network errors: one message
-        unreachable = isinstance(exc, OSError) or any(w in type(exc).__name__ for w in ("Connect", "Timeout"))
-        reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
+        if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError):
+            reason = f"the Hub did not answer within {HUB_TIMEOUT:g} s"
+        else:
+            unreachable = isinstance(exc, OSError) or "Connect" in type(exc).__name__
+            reason = ("cannot reach the Hub (offline?): " if unreachable else "") + _first_line(exc)
         raise LlmcountError(f"{repo_id}: cannot read safetensors headers from the Hub: {reason}") from None
     return hub_tensors(metadata)
 
@@ -369,21 +382,37 @@ def _first_line(exc: Exception) -> str:
 # tensor names -> llmcount component paths
 
 
+_WRAPPERS = ("model", "transformer", "language_model")
+"""Module names a checkpoint puts around the decoder: ``model.layers...``, a multimodal checkpoint's
+``language_model.model.layers...`` (Llama 4's Hub files) or ``model.language_model.layers...`` (transformers 5)."""
+_OTHER_TOWERS = ("vision_model", "vision_tower", "visual", "multi_modal_projector", "audio_tower")
+"""Top-level modules of a multimodal checkpoint that a text model's formula does not count."""
+_ATTENTION = ("self_attn", "attn", "self_attention")
+_FFN = ("mlp", "block_sparse_moe", "feed_forward")
+_EXPERTS = ("experts", "input_linear", "output_linear")
+"""Routed experts: per-expert modules (``experts.3.w1``), fused tensors (``experts.gate_up_proj``, gpt-oss and Llama 4),
+or JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor."""
+
+
 def component_path(name: str, layers: int, known: set[str]) -> str | None:
     """The llmcount path of a checkpoint tensor (``model.layers.3.self_attn.q_proj.weight`` ->
     ``attention/q_proj``), or None when the name has no recognisable structure.
 
-    Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself);
-    layers at or past ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``;
-    an unknown top-level or per-layer module to ``other/<module>``. Paths outside ``known`` are things the formula
-    does not count (buffers, a second copy of a tied head, a layer the model code leaves out).
+    Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself; a fused
+    tensor's ``<name>_bias``, as gpt-oss's ``experts.gate_up_proj_bias``, too); layers at or past
+    ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``; an unknown
+    top-level or per-layer module to ``other/<module>``, a multimodal checkpoint's vision tower to
+    ``other/<tower>``. Paths outside ``known`` are things the formula does not count (buffers, a second copy of a
+    tied head, a layer the model code leaves out).
     """
     parts = name.split(".")
-    if parts[0] in ("model", "transformer") and len(parts) > 1:
+    while parts[0] in _WRAPPERS and len(parts) > 1:
         parts = parts[1:]
     *modules, leaf = parts
     if leaf in QUANTIZATION_LEAVES:
         return f"quantization/{leaf}"
+    if modules and modules[0] in _OTHER_TOWERS:
+        return f"other/{modules[0]}"
     if len(modules) >= 2 and modules[0] in ("layers", "h") and modules[1].isdigit():
         if int(modules[1]) >= layers:
             return f"extra/layers.{modules[1]}"
@@ -394,7 +423,8 @@ def component_path(name: str, layers: int, known: set[str]) -> str | None:
         path = f"{tables[module]}/{module}" if module in tables else _norm_or_other(module, known)
     else:
         return None
-    if path is None or leaf != "bias" or path.endswith("/bias") or (is_norm(path) and path in known):
+    is_bias = leaf == "bias" or (leaf.endswith("_bias") and path is not None and path.endswith("/experts"))
+    if path is None or not is_bias or path.endswith(("/bias", ".bias")) or (is_norm(path) and path in known):
         return path
     return f"{path}.bias"
 
@@ -405,20 +435,30 @@ def _norm_or_other(module: str, known: set[str]) -> str:
 
 def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
     """The path of a tensor inside one decoder layer, from its module names (``self_attn``, ``q_proj``);
-    a tensor directly on the attention module is a buffer named by its leaf (GPT-2's ``attn.bias`` mask)."""
+    a tensor directly on the attention module is a buffer or parameter named by its leaf (GPT-2's ``attn.bias``
+    mask, gpt-oss's ``self_attn.sinks``)."""
     if not modules:
         return None
     group, rest = modules[0], modules[1:]
-    if group in ("self_attn", "attn"):
+    if group in _ATTENTION:
+        if rest and rest[0] == "experts" and "attention/experts" in known:  # JetMoE's mixture of attention heads
+            if rest[1:2] == ["router"]:
+                return "attention/router"
+            return "attention/experts.bias" if leaf == "bias" and len(rest) == 1 else "attention/experts"
         return f"attention/{rest[0] if rest else leaf}"
-    if group in ("mlp", "block_sparse_moe") and rest:
-        if rest[0] == "experts":
+    if group in _FFN:
+        if not rest:  # a tensor on the MoE block itself: JetMoE's output bias
+            return f"moe/{leaf}" if f"moe/{leaf}" in known else f"mlp/{leaf}"
+        module = rest[0]
+        if f"mlp/{module}" in known:
+            return f"mlp/{module}"
+        if module in _EXPERTS:
             return "moe/experts"
-        if rest[0] == "gate":
+        if module in ("gate", "router"):  # router.weight, router.bias; JetMoE's router.layer.weight
             return "moe/router" if leaf == "weight" else f"moe/router.{leaf}"
-        if rest[0] in ("shared_experts", "shared_expert"):
-            return "moe/shared_experts"
-        return f"mlp/{rest[0]}"
+        if module in ("shared_experts", "shared_expert"):
+            return f"moe/{module}" if f"moe/{module}" in known else "moe/shared_experts"
+        return f"moe/{module}" if f"moe/{module}" in known else f"mlp/{module}"
     return _norm_or_other(group, known) if not rest else None
 
 
@@ -482,10 +522,11 @@ class ComponentCheck:
     formula: int
     checkpoint: int
     note: str = ""
+    storage: bool = False  # quantisation storage (scales, zero points): listed, never a parameter or a difference
 
     @property
     def differs(self) -> bool:
-        return self.formula != self.checkpoint
+        return not self.storage and self.formula != self.checkpoint
 
 
 @dataclass(frozen=True)
@@ -534,6 +575,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "quantisation scales or zero points, not parameters of the model"
     if path == "moe/router.e_score_correction_bias":
         return "a buffer in transformers' model (routing bias), not a parameter"
+    if path.removeprefix("other/") in _OTHER_TOWERS:
+        return "a multimodal checkpoint's vision or audio part: not in the text model's formula"
     if path in ("attention/bias", "attention/masked_bias"):
         return "GPT-2's causal-mask buffers, stored in the checkpoint"
     if path.endswith("rotary_emb"):
@@ -548,15 +591,148 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
     return ""
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# quantised checkpoints: packed weights as the parameters they stand for, their scales and zeros as storage
+
+_STORAGE_LEAVES = (*QUANTIZATION_LEAVES, "SCB", "weight_format", "absmax", "quant_map", "nested_absmax")
+_STORAGE_LEAVES += ("nested_quant_map",)
+_PACKED_DTYPES = ("U8", "I16", "U16", "I32", "U32", "I64", "U64")
+"""Integer dtypes a quantiser packs several low-bit weights into (int8 weights, one per byte, are read as they are)."""
+
+
+@dataclass(frozen=True)
+class Dequantised:
+    """A checkpoint's tensors with packed weights replaced by the logical weights they hold."""
+
+    tensors: tuple[Tensor, ...]  # parameters: unquantised tensors and the logical shapes of packed ones
+    storage: tuple[Tensor, ...]  # scales, zero points, g_idx, absmax, block scales: quantisation storage
+    schemes: tuple[str, ...]  # the formats found, in words
+
+
+def dequantise(tensors: list[Tensor]) -> Dequantised:
+    """Recognise the common quantised formats from tensor names, dtypes and shapes alone, and count each packed
+    weight as the parameters it holds; LlmcountError naming the tensor for a packed weight whose format is not one
+    of these (never a packed tensor counted as if each element were one weight).
+
+    - GPTQ and AWQ (GEMM): ``qweight`` int32 holds ``pack = 32 / bits`` weights per element; ``pack`` is read from
+      ``scales`` (one column per output) over ``qzeros`` (``out / pack`` columns). GPTQ packs the input dimension,
+      ``qweight`` (in/pack, out); AWQ the output one, ``qweight`` (in, out/pack). ``qzeros``, ``scales``, ``g_idx``
+      are storage.
+    - bitsandbytes 4-bit (NF4/FP4): ``weight`` uint8 with ``weight.absmax``/``weight.quant_state.*`` beside it holds
+      two weights per byte (an odd count is padded by one); ``absmax``, ``quant_map``, ``nested_*``,
+      ``quant_state.*`` are storage. 8-bit (LLM.int8): ``weight`` int8, one weight per element; ``SCB`` and
+      ``weight_format`` are storage.
+    - Block FP8 (DeepSeek-V3, Qwen3-FP8) and compressed-tensors FP8: ``weight`` float8, one weight per element;
+      ``weight_scale_inv``, ``weight_scale``, ``input_scale`` are storage.
+    - MXFP4 (gpt-oss): ``<name>_blocks`` uint8 (…, blocks, 16) holds 32 FP4 weights per block (two per byte);
+      ``<name>_scales`` uint8 (…, blocks), one E8M0 scale per block, is storage.
+    """
+    by_name = {t.name: t for t in tensors}
+    out: list[Tensor] = []
+    storage: list[Tensor] = []
+    schemes: list[str] = []
+
+    def found(scheme: str) -> None:
+        if scheme not in schemes:
+            schemes.append(scheme)
+
+    for tensor in tensors:
+        name = tensor.name
+        base, _, leaf = name.rpartition(".")
+        if ".quant_state." in name or leaf in _STORAGE_LEAVES:
+            storage.append(tensor)
+        elif leaf == "qweight":
+            shape, scheme = _gptq_awq_shape(tensor, by_name.get(f"{base}.scales"), by_name.get(f"{base}.qzeros"))
+            out.append(Tensor(f"{base}.weight", tensor.dtype, shape))
+            found(scheme)
+        elif name.endswith("_blocks") and tensor.dtype == "U8" and name.removesuffix("_blocks") + "_scales" in by_name:
+            scales = by_name[name.removesuffix("_blocks") + "_scales"]
+            if len(tensor.shape) < 2 or tensor.shape[-1] != 16 or scales.shape != tensor.shape[:-1]:
+                raise LlmcountError(
+                    f"tensor {short(name)}: MXFP4 blocks must be (..., blocks, 16) bytes beside (..., blocks) scales; "
+                    f"got {list(tensor.shape)} and {list(scales.shape)}"
+                )
+            out.append(Tensor(name.removesuffix("_blocks"), "F4", (*tensor.shape[:-2], tensor.shape[-2] * 32)))
+            found("MXFP4 (32 FP4 weights per 16-byte block, one E8M0 scale per block)")
+        elif name.endswith("_scales") and name.removesuffix("_scales") + "_blocks" in by_name:
+            storage.append(tensor)
+        elif (
+            leaf == "weight"
+            and tensor.dtype == "U8"
+            and (f"{name}.absmax" in by_name or f"{name}.quant_map" in by_name)
+        ):
+            out.append(Tensor(name, "NF4", (2 * tensor.elements,)))
+            found("bitsandbytes 4-bit (two weights per byte)")
+        elif leaf == "weight_packed" or (leaf == "weight" and tensor.dtype in _PACKED_DTYPES):
+            what = "compressed-tensors packed weights" if leaf == "weight_packed" else f"a {tensor.dtype} weight"
+            raise LlmcountError(
+                f"tensor {short(name)}: {what} {list(tensor.shape)} packs several low-bit weights per element in a "
+                "format llmcount does not read (GPTQ, AWQ, bitsandbytes, FP8 and MXFP4 it does); "
+                "verify an unquantised checkpoint instead"
+            )
+        else:
+            if leaf == "weight" and tensor.dtype == "I8" and f"{base}.SCB" in by_name:
+                found("bitsandbytes 8-bit (one int8 weight per element)")
+            elif tensor.dtype.startswith("F8") and f"{name}_scale_inv" in by_name:
+                found("block FP8 (one float8 weight per element, weight_scale_inv per block)")
+            elif tensor.dtype.startswith("F8") and f"{name}_scale" in by_name:
+                found("FP8 (one float8 weight per element, weight_scale)")
+            out.append(tensor)
+    return Dequantised(tuple(out), tuple(storage), tuple(schemes))
+
+
+def _gptq_awq_shape(qweight: Tensor, scales: Tensor | None, qzeros: Tensor | None) -> tuple[tuple[int, int], str]:
+    """(out, in) of the weight a GPTQ or AWQ ``qweight`` packs, and the format in words."""
+    name = short(qweight.name)
+    if qweight.dtype != "I32" or len(qweight.shape) != 2:
+        raise LlmcountError(
+            f"tensor {name}: a qweight must be a 2-D int32 tensor, got {qweight.dtype} {list(qweight.shape)}"
+        )
+    if scales is None or qzeros is None or len(scales.shape) != 2 or len(qzeros.shape) != 2:
+        raise LlmcountError(
+            f"tensor {name}: a qweight needs 2-D scales and qzeros beside it to tell how many weights each int32 "
+            "holds; verify an unquantised checkpoint instead"
+        )
+    out_features = scales.shape[1]
+    if not qzeros.shape[1] or out_features % qzeros.shape[1] or out_features // qzeros.shape[1] not in (2, 4, 8, 16):
+        raise LlmcountError(
+            f"tensor {name}: scales {list(scales.shape)} and qzeros {list(qzeros.shape)} give no whole number of "
+            "2-, 4-, 8- or 16-bit weights per int32"
+        )
+    pack = out_features // qzeros.shape[1]
+    rows, columns = qweight.shape
+    bits = 32 // pack
+    if columns == out_features:  # GPTQ: the input dimension packed
+        return (out_features, rows * pack), f"GPTQ {bits}-bit ({pack} weights per int32 of qweight)"
+    if columns * pack == out_features:  # AWQ (GEMM): the output dimension packed
+        return (out_features, rows), f"AWQ {bits}-bit ({pack} weights per int32 of qweight)"
+    raise LlmcountError(
+        f"tensor {name}: qweight {list(qweight.shape)} fits neither GPTQ's (in/{pack}, {out_features}) nor "
+        f"AWQ's (in, {out_features}/{pack}) layout beside scales {list(scales.shape)}"
+    )
+
+
+def _storage_path(name: str) -> str:
+    """``quantization/<what>`` for a quantisation storage tensor: its leaf, or ``quant_state`` / ``mxfp4_scales``."""
+    if ".quant_state." in name:
+        return "quantization/quant_state"
+    leaf = name.rpartition(".")[2]
+    if leaf.endswith("_scales") and leaf not in _STORAGE_LEAVES:
+        return "quantization/mxfp4_scales"
+    return f"quantization/{leaf}"
+
+
 def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Verification:
-    """Count every tensor's elements under its component path and set them next to the formula's counts."""
+    """Count every tensor's elements under its component path and set them next to the formula's counts; a
+    quantised checkpoint's packed weights count as the weights they hold, its scales and zeros as storage."""
     formula: dict[str, int] = {}
     for component in model.counts.components:
         formula[component.path] = formula.get(component.path, 0) + component.count
+    plain = dequantise(tensors)
     found: dict[str, int] = {}
     rows: dict[str, set[int]] = {}
     unmapped = []
-    for tensor in tensors:
+    for tensor in plain.tensors:
         path = component_path(tensor.name, model.values[N], set(formula))
         if path is None:
             unmapped.append(tensor)
@@ -564,19 +740,32 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
         found[path] = found.get(path, 0) + tensor.elements
         if tensor.shape:
             rows.setdefault(path, set()).add(tensor.shape[0])
+    stored: dict[str, int] = {}
+    for tensor in plain.storage:
+        stored[_storage_path(tensor.name)] = stored.get(_storage_path(tensor.name), 0) + tensor.elements
     paths = [*formula, *sorted(set(found) - set(formula))]
     checks = tuple(
         ComponentCheck(p, formula.get(p, 0), found.get(p, 0), _note(p, formula.get(p, 0), found.get(p, 0), model, rows))
         for p in paths
     )
+    storage_note = "quantisation storage, not parameters"
+    checks += tuple(ComponentCheck(p, 0, n, storage_note, storage=True) for p, n in sorted(stored.items()))
+    note = ""
+    if plain.schemes or plain.storage:
+        schemes = "; ".join(plain.schemes) or "quantisation storage tensors"
+        note = (
+            f"quantised checkpoint: {schemes}; checkpoint total = the logical parameters the packed weights hold; "
+            f"{sum(stored.values()):,} elements of quantisation storage listed separately (quantization/*)"
+        )
     return Verification(
         model=model.name,
         source=source,
         mode=mode,
         formula_total=model.counts.total,
-        checkpoint_total=sum(t.elements for t in tensors),
+        checkpoint_total=sum(t.elements for t in plain.tensors),
         components=checks,
         unmapped=tuple(unmapped),
+        note=note,
     )
 
 
@@ -638,5 +827,5 @@ def verify(
     if loaded.ignored:
         names = ", ".join(f.name for f in loaded.ignored)
         note = f"not counted: {names}, the same weights again in Mistral's own format"
-        result = dataclasses.replace(result, note=note)
+        result = dataclasses.replace(result, note="; ".join(n for n in (result.note, note) if n))
     return result

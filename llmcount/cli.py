@@ -24,7 +24,45 @@ ACTIVATED_HELP = (
     "the router and shared experts count fully. For dense models activated = total."
 )
 
+
+class _OneLineErrors(typer.core.TyperGroup):
+    """The root command, wherever it is entered from (the console script, ``python -m llmcount``, ``app()``,
+    typer's ``CliRunner``): usage errors exit 2 and bad input exits 1, each as one line on stderr; never a
+    traceback (set LLMCOUNT_DEBUG=1 to see one for an internal error)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.NoArgsIsHelpError as exc:
+            typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
+            sys.exit(2)
+        except click.UsageError as exc:
+            typer.echo(f"llmcount: error: {one_line(usage_message(exc, args))}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            typer.echo(f"llmcount: error: {one_line(' '.join(exc.format_message().split()))}", err=True)
+            sys.exit(exc.exit_code)
+        except LlmcountError as exc:
+            typer.echo(f"llmcount: error: {one_line(str(exc))}", err=True)
+            sys.exit(1)
+        except (KeyboardInterrupt, typer.Abort):
+            sys.exit(130)
+        except Exception as exc:
+            if os.environ.get("LLMCOUNT_DEBUG"):
+                raise
+            detail = " ".join(str(exc).split())[:300]
+            message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
+            typer.echo(one_line(message), err=True)
+            sys.exit(1)
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="llmcount",
     help="Exact symbolic parameter counts of LLMs, from their Hugging Face config.json.\n\n" + ACTIVATED_HELP,
     no_args_is_help=True,
@@ -222,30 +260,5 @@ def usage_message(exc: click.UsageError, args: list[str]) -> str:
 
 @_pipes.quiet_broken_pipe
 def main(args: list[str] | None = None) -> None:
-    """Console entry point: usage errors exit 2 and bad input exits 1, each with one line on stderr; never a
-    traceback (set LLMCOUNT_DEBUG=1 to see one for an internal error)."""
-    args = sys.argv[1:] if args is None else args
-    try:
-        code = typer.main.get_command(app).main(args, prog_name="llmcount", standalone_mode=False)
-    except click.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
-        sys.exit(2)
-    except click.UsageError as exc:
-        typer.echo(f"llmcount: error: {one_line(usage_message(exc, args))}", err=True)
-        sys.exit(2)
-    except click.ClickException as exc:
-        typer.echo(f"llmcount: error: {one_line(' '.join(exc.format_message().split()))}", err=True)
-        sys.exit(exc.exit_code)
-    except LlmcountError as exc:
-        typer.echo(f"llmcount: error: {one_line(str(exc))}", err=True)
-        sys.exit(1)
-    except (KeyboardInterrupt, typer.Abort):
-        sys.exit(130)
-    except Exception as exc:
-        if os.environ.get("LLMCOUNT_DEBUG"):
-            raise
-        detail = " ".join(str(exc).split())[:300]
-        message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
-        typer.echo(one_line(message), err=True)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+    """Console entry point; the root command (`_OneLineErrors`) turns every error into one line and an exit code."""
+    typer.main.get_command(app).main(args, prog_name="llmcount")

@@ -110,7 +110,10 @@ def compare(
     if as_json:
         print_json(result.data())
     else:
-        typer.echo(render("analysis_compare.txt.j2", cmp=result, by_component=components).rstrip())
+        from .cli_batch import terminal_width
+
+        rendered = render("analysis_compare.txt.j2", cmp=result, by_component=components, width=terminal_width())
+        typer.echo(rendered.rstrip())
 
 
 @app.command()

@@ -83,3 +83,42 @@ def test_list_fits_80_columns() -> None:
     assert result.exit_code == 0, result.output
     assert max(map(len, result.stdout.splitlines())) <= 80
     assert "dense (" in result.stdout and "moe (" in result.stdout  # grouped by kind
+
+
+# --- compare: models side by side as far as they fit, the rest in blocks below ---------------------------------
+
+COMPARED = ["qwen3-8b", "llama-3-8b", "mistral-7b", "deepseek-v3", "gpt2", "gpt-oss-120b"]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 120])
+@pytest.mark.parametrize("components", [False, True], ids=["groups", "components"])
+def test_compare_fits_columns(columns, components):
+    options = ["--components"] if components else []
+    out = run("compare", *COMPARED, *options, columns=columns)
+    assert widest(out) <= columns, "\n".join(line for line in out.splitlines() if len(line) > columns)
+    # nothing is lost: every model's name and exact total are still there
+    for name in COMPARED:
+        total = json.loads(run("count", name, "--json"))["total"]
+        assert f"{total:,}" in out, name
+        assert re.search(rf"(^|\s){re.escape(name)}(\s|$)", out, re.M), name
+
+
+def test_compare_in_a_wide_terminal_is_one_table():
+    out = run("compare", *COMPARED, columns=400)
+    assert widest(out) > 80
+    assert sum(line.startswith("total ") for line in out.splitlines()) == 1
+
+
+def test_compare_blocks_repeat_the_row_labels():
+    out = run("compare", *COMPARED, columns=80)
+    blocks = sum(line.startswith("family ") for line in out.splitlines())
+    assert blocks >= 2 and sum(line.startswith("total ") for line in out.splitlines()) == blocks
+
+
+def test_compare_wraps_a_long_model_name(tmp_path):
+    folder = tmp_path / ("a-very-long-model-name-that-would-not-fit-" * 3)
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(presets()["qwen3-8b"].config()))
+    out = run("compare", str(folder), "gpt2", columns=80)
+    assert widest(out) <= 80
+    assert "8,190,735,360" in out and "124,439,808" in out  # Qwen3-8B and GPT-2, as transformers counts them

@@ -161,5 +161,89 @@ def test_verify_hub_tells_gated_from_missing(monkeypatch, error, needles) -> Non
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda repo_id, **_: None)
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", metadata)
     assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", *needles)
+
+
+# --- verify --hub: every request has a short timeout; a timeout is one line naming the repo ------------------
+
+
+@pytest.fixture
+def hub_headers(monkeypatch):
+    """``model_info`` and ``get_safetensors_metadata`` replaced: each records its timeout, then raises
+    ``answers[name]`` if set."""
+
+    class Fake:
+        def __init__(self) -> None:
+            self.timeouts: dict[str, float | None] = {}
+            self.answers: dict[str, Exception] = {}
+
+    fake = Fake()
+
+    def model_info(repo_id, timeout=None, **_):
+        fake.timeouts["model_info"] = timeout
+        if "model_info" in fake.answers:
+            raise fake.answers["model_info"]
+
+    def metadata(repo_id, timeout=10, **_):  # huggingface_hub's own default is 10 s
+        fake.timeouts["get_safetensors_metadata"] = timeout
+        if "get_safetensors_metadata" in fake.answers:
+            raise fake.answers["get_safetensors_metadata"]
+        raise AssertionError("the fake has no headers")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "model_info", model_info)
+    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", metadata)
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("where", "failure"),
+    [
+        ("model_info", httpx2.ConnectTimeout("timed out")),
+        ("model_info", httpx2.ReadTimeout("timed out")),
+        ("get_safetensors_metadata", httpx2.ReadTimeout("timed out")),
+        ("get_safetensors_metadata", httpx2.PoolTimeout("timed out")),
+    ],
+    ids=["lookup_connect", "lookup_read", "headers_read", "headers_pool"],
+)
+def test_verify_hub_timeout_is_one_line_naming_the_repo(hub_headers, where, failure) -> None:
+    hub_headers.answers[where] = failure
+    assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", "did not answer within 2 s")
+
+
+def test_verify_hub_requests_have_a_short_timeout(hub_headers) -> None:
+    hub_headers.answers["get_safetensors_metadata"] = httpx2.ConnectError("down")
+    assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", "cannot reach the Hub")
+    assert set(hub_headers.timeouts) == {"model_info", "get_safetensors_metadata"}
+    assert all(t is not None and t <= 3 for t in hub_headers.timeouts.values()), hub_headers.timeouts
+
+
+def test_verify_hub_missing_repo_is_found_by_the_lookup(hub_headers) -> None:
+    """get_safetensors_metadata calls a missing repo 'not a safetensors repo'; the lookup says it is missing."""
+    hub_headers.answers["model_info"] = errors.RepositoryNotFoundError("missing", response=_response(404))
+    assert_refused(run("verify", "qwen3-8b", "--hub"), "Qwen/Qwen3-8B", "no such repo")
+    assert "get_safetensors_metadata" not in hub_headers.timeouts
+
+
+def test_verify_hub_unreachable_fails_within_3_seconds(tmp_path: Path) -> None:
+    """A real process and an endpoint that refuses connections: --hub gives up at once, naming the repo."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="http://127.0.0.1:9")
+    script = (
+        "import time\n"
+        "from llmcount.errors import LlmcountError\n"
+        "from llmcount.checkpoint import read_hub\n"
+        "import huggingface_hub\n"
+        "start = time.monotonic()\n"
+        "try:\n"
+        f"    read_hub({REPO!r})\n"
+        "except LlmcountError as exc:\n"
+        "    print(round(time.monotonic() - start, 2), exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    seconds, message = done.stdout.split(" ", 1)
+    assert float(seconds) < 3, done.stdout
+    assert REPO in message and "Hub" in message

@@ -3,6 +3,7 @@ option or argument, exit 2, nothing on stdout; a value that looks like an option
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -93,3 +94,137 @@ def test_the_console_script_path(tmp_path) -> None:
     )
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+# --- Every command, every entry point ------------------------------------------------------------------------
+# One row per (command, kind of usage error). Each row runs through the console entry point (`main`), typer's
+# CliRunner on `app`, and `app()` itself; the `python -m llmcount` path runs one row per command below.
+
+USAGE_CASES = [
+    # (command, kind, args, a word the line must name)
+    ("", "unknown_option", ("--nope",), "--nope"),
+    ("", "unknown_command", ("nosuch",), "'nosuch'"),
+    ("count", "unknown_option", ("count", "qwen3-8b", "--nope"), "--nope"),
+    ("count", "missing_argument", ("count",), "MODEL"),
+    ("count", "flag_given_a_value", ("count", "qwen3-8b", "--csv=1"), "--csv"),
+    ("formula", "unknown_option", ("formula", "qwen3", "--nope"), "--nope"),
+    ("formula", "missing_argument", ("formula",), "FAMILY|MODEL"),
+    ("formula", "bad_choice", ("formula", "qwen3", "-f", "html"), "'html'"),
+    ("list", "unknown_option", ("list", "--nope"), "--nope"),
+    ("list", "extra_argument", ("list", "extra"), "extra"),
+    ("approx", "unknown_option", ("approx", "qwen3-8b", "--nope"), "--nope"),
+    ("approx", "missing_argument", ("approx",), "Missing argument"),
+    ("approx", "option_without_its_value", ("approx", "qwen3-8b", "--over"), "--over"),
+    ("check", "unknown_option", ("check", "qwen3-8b", "12*d", "--nope"), "--nope"),
+    ("check", "missing_argument", ("check", "qwen3-8b"), "formula"),
+    ("compare", "unknown_option", ("compare", "qwen3-8b", "--nope"), "--nope"),
+    ("compare", "missing_argument", ("compare",), "MODEL"),
+    ("solve", "unknown_option", ("solve", "qwen3-8b", "--nope"), "--nope"),
+    ("solve", "missing_option", ("solve", "qwen3-8b", "--for", "d"), "--target"),
+    (
+        "solve",
+        "bad_integer",
+        ("solve", "qwen3-8b", "--target", "8B", "--for", "d", "--multiple-of", "x"),
+        "--multiple-of",
+    ),
+    ("sweep", "unknown_option", ("sweep", "qwen3-8b", "--nope"), "--nope"),
+    ("sweep", "missing_argument", ("sweep",), "Missing argument"),
+    ("scan", "unknown_option", ("scan", ".", "--nope"), "--nope"),
+    ("scan", "missing_argument", ("scan",), "Missing argument"),
+    ("scan", "bad_integer", ("scan", ".", "--max-files", "x"), "--max-files"),
+    ("scan", "below_minimum", ("scan", ".", "--max-depth", "-1"), "--max-depth"),
+    ("flops", "unknown_option", ("flops", "qwen3-8b", "--nope"), "--nope"),
+    ("flops", "missing_argument", ("flops",), "Missing argument"),
+    ("flops", "option_without_its_value", ("flops", "qwen3-8b", "--seq"), "--seq"),
+    ("mfu", "unknown_option", ("mfu", "llama-3-8b", "--nope"), "--nope"),
+    ("mfu", "missing_argument", ("mfu",), "Missing argument"),
+    ("memory", "unknown_option", ("memory", "qwen3-8b", "--nope"), "--nope"),
+    ("memory", "missing_argument", ("memory",), "Missing argument"),
+    ("memory", "bad_choice", ("memory", "qwen3-8b", "--training", "--optimizer", "sgdx"), "--optimizer"),
+    ("verify", "unknown_option", ("verify", "qwen3-8b", "--nope"), "--nope"),
+    ("verify", "missing_argument", ("verify",), "Missing argument"),
+    ("completion", "unknown_option", ("completion", "bash", "--nope"), "--nope"),
+    ("completion", "missing_argument", ("completion",), "shell"),
+    ("completion", "bad_choice", ("completion", "tcsh"), "'tcsh'"),
+    ("writeup", "unknown_option", ("writeup", "qwen3-8b", "--nope"), "--nope"),
+    ("writeup", "missing_argument", ("writeup",), "Missing argument"),
+    ("writeup", "bad_choice", ("writeup", "qwen3-8b", "--lang", "xx"), "'xx'"),
+    ("chart", "unknown_option", ("chart", "qwen3-8b", "-o", "x.svg", "--nope"), "--nope"),
+    ("chart", "missing_argument", ("chart", "-o", "x.svg"), "MODEL"),
+    ("chart", "missing_option", ("chart", "qwen3-8b"), "--output"),
+]
+
+CASE_IDS = [f"{command or 'root'}-{kind}" for command, kind, _, _ in USAGE_CASES]
+
+
+def check_one_usage_line(code, out: str, err: str, args: tuple[str, ...], needle: str) -> None:
+    assert code == 2, (args, code, err)
+    assert out == "", (args, out)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, (args, err)
+    assert lines[0].startswith("llmcount: error: "), lines[0]
+    assert "Usage:" not in err and "Traceback" not in err, err
+    assert needle in lines[0], (needle, lines[0])
+    assert "--help`)" in lines[0], lines[0]  # and where to read more
+
+
+USAGE_COMMANDS = {command: True for command, *_ in USAGE_CASES if command}
+
+
+def test_the_table_covers_every_command() -> None:
+    import typer
+
+    from llmcount.cli import app
+
+    registered = set(typer.main.get_command(app).commands)
+    assert registered == set(USAGE_COMMANDS), registered ^ set(USAGE_COMMANDS)
+
+
+@pytest.mark.parametrize(("command", "kind", "args", "needle"), USAGE_CASES, ids=CASE_IDS)
+def test_main_gives_one_line(capsys, command, kind, args, needle) -> None:
+    check_one_usage_line(*invoke(capsys, *args), args, needle)
+
+
+@pytest.mark.parametrize(("command", "kind", "args", "needle"), USAGE_CASES, ids=CASE_IDS)
+def test_cli_runner_gives_one_line(command, kind, args, needle) -> None:
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    assert isinstance(result.exception, SystemExit), result.exception
+    check_one_usage_line(result.exit_code, result.stdout, result.stderr, args, needle)
+
+
+@pytest.mark.parametrize(("command", "kind", "args", "needle"), USAGE_CASES, ids=CASE_IDS)
+def test_calling_app_gives_one_line(capsys, monkeypatch, command, kind, args, needle) -> None:
+    from llmcount.cli import app
+
+    monkeypatch.setattr(sys, "argv", ["llmcount", *args])
+    with pytest.raises(SystemExit) as caught:
+        app()
+    check_one_usage_line(caught.value.code, *capsys.readouterr(), args, needle)
+
+
+FIRST_PER_COMMAND = [case for i, case in enumerate(USAGE_CASES) if case[0] not in [c[0] for c in USAGE_CASES[:i]]]
+
+
+@pytest.mark.parametrize(
+    ("command", "kind", "args", "needle"),
+    FIRST_PER_COMMAND,
+    ids=[f"{c[0] or 'root'}-{c[1]}" for c in FIRST_PER_COMMAND],
+)
+def test_python_dash_m_gives_one_line(command, kind, args, needle) -> None:
+    done = subprocess.run([sys.executable, "-m", "llmcount", *args], capture_output=True, text=True, timeout=60)
+    check_one_usage_line(done.returncode, done.stdout, done.stderr, args, needle)
+
+
+def test_cli_runner_still_runs_a_command() -> None:
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    result = CliRunner().invoke(app, ["count", "qwen3-8b", "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["total"] == 8_190_735_360  # Qwen3-8B: transformers' meta count (published 8.2B)

@@ -204,6 +204,7 @@ def test_verify_hub_reads_headers_through_huggingface_hub(tmp_path: Path, monkey
         assert repo_id == str(folder)
         return SafetensorsRepoMetadata(None, False, dict.fromkeys(parsed.tensors, "x"), {"model.safetensors": parsed})
 
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda repo_id, **_: None)
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", from_local_files)
     data = json.loads(run("verify", str(folder), "--hub", "--json").stdout)
     assert data["mode"] == "hub" and data["match"] is True

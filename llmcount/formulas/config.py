@@ -10,7 +10,7 @@ import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from sympy import Symbol
@@ -207,7 +207,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
             raise RuleRefusal(f"{source}: {_message(rule, namespace)} (model_type {family.name})")
     # a check that names a layer-count symbol (N_full + N_linear == N) is made once the layers are counted
     counted = {symbol.name for symbol, _, _ in family.layers}
-    late = [rule for rule in family.checks if counted & set(condition_names(rule.text))]
+    late = [rule for rule in family.checks if counted & set(_condition_names(rule.text))]
     _check(reader, [rule for rule in family.checks if rule not in late], namespace)
     _count_layers(reader, namespace, values)
     _check(reader, late, namespace)
@@ -215,14 +215,34 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         terms = family.terms_for(namespace, values)
     except _EVALUATION_ERRORS as exc:
         raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
-    used = set().union(*(t.activated.free_symbols | t.total.free_symbols for t in terms))
-    used |= set().union(*(e.free_symbols for e in family.cost_exprs))
+    used = _used_symbols(terms) | family.cost_symbols
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
-    left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used
+    left_out = family.choice_symbols - used
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None, keys)
+
+
+@lru_cache(maxsize=4096)
+def _condition_names(text: str) -> tuple[str, ...]:
+    """:func:`condition_names`, parsed once per rule text."""
+    return tuple(condition_names(text))
+
+
+_USED: dict[int, tuple[tuple[Term, ...], frozenset[Symbol]]] = {}
+
+
+def _used_symbols(terms: tuple[Term, ...]) -> frozenset[Symbol]:
+    """The symbols the terms' total and activated counts use; once per tuple of terms (``terms_for`` gives the
+    configs of a family that select the same terms one tuple, so a batch of thousands asks for a handful)."""
+    hit = _USED.get(id(terms))
+    if hit is not None and hit[0] is terms:
+        return hit[1]
+    used = frozenset().union(*(t.activated.free_symbols | t.total.free_symbols for t in terms))
+    if len(_USED) < 4096:
+        _USED[id(terms)] = (terms, used)  # the tuple is kept, so its id is not reused while it is a key
+    return used
 
 
 def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:
@@ -231,7 +251,7 @@ def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> 
         if not reader.rule(rule, namespace):
             defaults = [
                 f"{reader.defaulted[name]} ({namespace[name]}, {reader.family.name}'s default when the key is absent)"
-                for name in condition_names(rule.text)
+                for name in _condition_names(rule.text)
                 if name in reader.defaulted
             ]
             raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)}" + "".join(f"; {d}" for d in defaults))

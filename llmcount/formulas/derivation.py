@@ -3,9 +3,11 @@ counts as sympy expressions, and their exact values for a config."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from fractions import Fraction
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from sympy import Add, Expr, Integer, Symbol, expand
@@ -78,8 +80,72 @@ def _is_layer_count(layers: Expr) -> bool:
     return layers.is_Symbol and layers != N
 
 
+class _NotCompiled(Exception):
+    """An expression (or a value) the plain-Python evaluator does not take: sympy's ``subs`` evaluates it."""
+
+
+Evaluator = Callable[[dict], "int | Fraction"]
+
+
+def _compile(expr: Expr) -> Evaluator:
+    """A plain-Python evaluator of a polynomial in integer symbols, built once from the expression tree as nested
+    closures (no source text): each symbol looked up in the values (which must be ints: a missing value, a sympy
+    number or a bool raises :class:`_NotCompiled`, and sympy decides), the arithmetic in Python's exact ints and
+    Fractions (k/n, h_d/2). Integer, rational, symbol, sum, product and integer power nodes only; anything else
+    raises :class:`_NotCompiled` here."""
+    if expr.is_Integer:
+        number = int(expr)
+        return lambda values: number
+    if expr.is_Rational:
+        fraction = Fraction(int(expr.p), int(expr.q))
+        return lambda values: fraction
+    if expr.is_Symbol:
+        symbol = expr
+
+        def lookup(values: dict) -> int:
+            value = values.get(symbol)
+            if type(value) is not int:
+                raise _NotCompiled
+            return value
+
+        return lookup
+    if expr.is_Add or expr.is_Mul:
+        parts = tuple(_compile(arg) for arg in expr.args)
+        if expr.is_Add:
+            return lambda values: sum(part(values) for part in parts)
+        return lambda values: math.prod(part(values) for part in parts)
+    if expr.is_Pow and expr.exp.is_Integer:
+        base, exponent = _compile(expr.base), int(expr.exp)
+        if exponent >= 0:
+            return lambda values: base(values) ** exponent
+        return lambda values: Fraction(1, base(values)) ** -exponent
+    raise _NotCompiled
+
+
+@lru_cache(maxsize=4096)
+def _evaluator(expr: Expr) -> Evaluator | None:
+    """The compiled evaluator of ``expr``, once per expression: every config of a family shares its terms'."""
+    try:
+        return _compile(expr)
+    except _NotCompiled:
+        return None
+
+
 def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
-    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact."""
+    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact. Polynomials with
+    int values are evaluated by a plain-Python evaluator built once per expression (exact, many times faster
+    than ``subs``); anything else by sympy's ``subs``."""
+    evaluator = _evaluator(expr)
+    if evaluator is not None:
+        try:
+            result = evaluator(values)
+        except (_NotCompiled, ZeroDivisionError):
+            pass
+        else:
+            if type(result) is int:
+                return result
+            if result.denominator == 1:
+                return int(result)
     value = expr.subs(values)
     if not value.is_Integer:
         raise ValueError(f"{what}: does not evaluate to an integer: {expr} = {value}")
@@ -165,6 +231,9 @@ class Derivation:
 
     def evaluate(self, values: dict[Symbol, int]) -> Counts:
         """Substitute exact integer values; every count stays a Python int."""
+        fast = _evaluate_compiled(self.terms, values)
+        if fast is not None:
+            return fast
         missing = {s.name for s in self.symbols} - {s.name for s in values}
         if missing:
             raise ValueError(f"no value for {', '.join(sorted(missing))}")
@@ -180,3 +249,55 @@ class Derivation:
             components=tuple(components),
             values={s.name: int(v) for s, v in values.items()},
         )
+
+
+_COMPILED: dict[int, tuple[tuple[Term, ...], list | None]] = {}
+
+
+def _compiled_terms(terms: tuple[Term, ...]) -> list[tuple[str, Expr, Callable, Callable, bool]] | None:
+    """Each term's path, total, compiled evaluators (total, activated) and embedding flag; None if a term is not
+    a polynomial. Once per tuple of terms: the configs of a family that select the same terms share one tuple
+    (see ``Family.terms_for``), so a batch of thousands of configs compiles a handful."""
+    hit = _COMPILED.get(id(terms))
+    if hit is not None and hit[0] is terms:
+        return hit[1]
+    compiled: list | None = []
+    for t in terms:
+        total, activated = _evaluator(t.total), _evaluator(t.activated)
+        if total is None or activated is None:
+            compiled = None
+            break
+        compiled.append((t.path, t.total, total, activated, t.embedding))
+    if len(_COMPILED) < 4096:
+        _COMPILED[id(terms)] = (terms, compiled)  # the tuple is kept, so its id is not reused while it is a key
+    return compiled
+
+
+def _evaluate_compiled(terms: tuple[Term, ...], values: dict[Symbol, int]) -> Counts | None:
+    """:meth:`Derivation.evaluate` by the compiled evaluators, or None (then ``subs`` decides, and words any error)
+    when a term is not a polynomial, a value is missing or not an int, or a count is not a whole number."""
+    compiled = _compiled_terms(terms)
+    if compiled is None:
+        return None
+    components = []
+    try:
+        for path, formula, total, activated, embedding in compiled:
+            count, active = total(values), activated(values)
+            if type(count) is not int:
+                if count.denominator != 1:
+                    return None
+                count = int(count)
+            if type(active) is not int:
+                if active.denominator != 1:
+                    return None
+                active = int(active)
+            components.append(Component(path, formula, count, active, embedding))
+    except _NotCompiled:
+        return None
+    return Counts(
+        total=sum(c.count for c in components),
+        activated=sum(c.activated for c in components),
+        embedding=sum(c.count for c in components if c.embedding),
+        components=tuple(components),
+        values={s.name: int(v) for s, v in values.items()},
+    )

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -127,6 +127,11 @@ class Family:
             exprs += [state.layers, state.conv, state.recurrent]
         return tuple(e for e in exprs if e is not None)
 
+    @cached_property
+    def cost_symbols(self) -> frozenset[Symbol]:
+        """The symbols of :attr:`cost_exprs`."""
+        return frozenset().union(*(e.free_symbols for e in self.cost_exprs))
+
     @property
     def is_moe(self) -> bool:
         return any(c.term.routed for c in self.choices)
@@ -161,23 +166,52 @@ class Family:
 
     def terms_for(self, namespace: Mapping[str, Any], values: Mapping[Symbol, int]) -> tuple[Term, ...]:
         """The terms of one config: those whose condition holds, with layer counts that are 0 or N replaced by
-        their value and terms on no layer left out."""
+        their value and terms on no layer left out. Configs that select the same terms get the same tuple (one
+        object), built once: a batch of thousands of configs of a family reuses a handful."""
         replacements = {}
         for symbol, _, _ in self.layers:
             if values.get(symbol) == 0:
                 replacements[symbol] = Integer(0)
             elif values.get(symbol) == values.get(N):
                 replacements[symbol] = N
-        chosen = []
-        for choice in self.choices:
-            if choice.when is not None and not choice.when(namespace):
+        held = tuple(choice.when is None or bool(choice.when(namespace)) for choice in self.choices)
+        key = (held, tuple(replacements.items()))
+        terms = self._selections.get(key)
+        if terms is None:
+            terms = self._select(held, replacements)
+            if len(self._selections) < 4096:
+                self._selections[key] = terms
+        return terms
+
+    @cached_property
+    def _selections(self) -> dict[tuple, tuple[Term, ...]]:
+        return {}
+
+    def _select(self, held: tuple[bool, ...], replacements: dict[Symbol, Expr]) -> tuple[Term, ...]:
+        chosen: list[Term] = []
+        for choice, holds in zip(self.choices, held, strict=True):
+            if not holds:
                 continue
             if any(term.path == choice.term.path for term in chosen):
                 raise RecordError(f"families/{self.name}.toml: two terms {choice.term.path} hold for one config")
-            layers = choice.term.layers.subs(replacements) if replacements else choice.term.layers
+            layers = (
+                _substituted(choice.term.layers, tuple(replacements.items())) if replacements else choice.term.layers
+            )
             if layers != 0:
                 chosen.append(replace(choice.term, layers=layers))
         return tuple(chosen)
+
+    @cached_property
+    def choice_symbols(self) -> frozenset[Symbol]:
+        """The symbols the total counts of the record's terms use, any of them."""
+        return frozenset().union(*(c.term.total.free_symbols for c in self.choices))
+
+
+@lru_cache(maxsize=4096)
+def _substituted(layers: Expr, replacements: tuple[tuple[Symbol, Expr], ...]) -> Expr:
+    """A term's layer count with the layer counts a config makes 0 or N replaced, once per pair (a batch of
+    configs of one family asks for the same few again and again)."""
+    return layers.subs(dict(replacements))
 
 
 def _table(data: Any, where: str) -> dict[str, Any]:
@@ -349,7 +383,7 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
-    missing = set().union(*(e.free_symbols for e in family.cost_exprs)) - known - {S}
+    missing = family.cost_symbols - known - {S}
     if missing:
         names = ", ".join(sorted(s.name for s in missing))
         raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")

@@ -61,4 +61,40 @@ def fit_table(rows: Iterable[Sequence[str]], align: str, width: int | None, wrap
     return table(out, align)
 
 
-FILTERS.update(wrap=wrap, fit_table=fit_table)
+def fit_columns(rows: Iterable[Sequence[str]], align: str, width: int | None) -> str:
+    """:func:`filters.table`, except that a table wider than ``width`` is cut into blocks of columns, one below
+    the other with a blank line between, each repeating the first column (the row labels): the models of
+    ``compare`` side by side as far as they fit. A header cell (first row) too long for one column next to the
+    labels wraps onto more header lines. ``None``: as :func:`filters.table`."""
+    rows = [list(map(str, row)) for row in rows]
+    text = table(rows, align)
+    if width is None or max(map(len, text.splitlines()), default=0) <= width:
+        return text
+    labels = max(len(row[0]) for row in rows)
+    room = max(MIN_WRAPPED, width - labels - 2)
+    headers = {i: wrap_lines(rows[0][i], room) for i in range(1, len(align))}
+    widths = {i: max([*map(len, headers[i]), *(len(row[i]) for row in rows[1:])]) for i in headers}
+    blocks: list[list[int]] = [[]]
+    used = labels
+    for i in headers:
+        if blocks[-1] and used + 2 + widths[i] > width:
+            blocks.append([])
+            used = labels
+        blocks[-1].append(i)
+        used += 2 + widths[i]
+    out = []
+    for block in blocks:
+        height = max(len(headers[i]) for i in block)
+        head = [[rows[0][0] if j == 0 else "", *(_piece(headers[i], j, height) for i in block)] for j in range(height)]
+        body = [[row[0], *(row[i] for i in block)] for row in rows[1:]]
+        out.append(table(head + body, align[0] + "".join(align[i] for i in block)))
+    return "\n\n".join(out)
+
+
+def _piece(pieces: list[str], j: int, height: int) -> str:
+    """Line ``j`` of a header wrapped into ``pieces``, bottom-aligned over ``height`` lines."""
+    k = j - (height - len(pieces))
+    return pieces[k] if k >= 0 else ""
+
+
+FILTERS.update(wrap=wrap, fit_table=fit_table, fit_columns=fit_columns)
