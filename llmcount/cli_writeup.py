@@ -14,6 +14,7 @@ from .errors import LlmcountError
 class WriteupFormat(str, Enum):
     markdown = "markdown"
     latex = "latex"
+    html = "html"
 
 
 class Lang(str, Enum):
@@ -26,7 +27,12 @@ def writeup(
     spec: ModelArgument,
     fmt: Annotated[
         WriteupFormat,
-        typer.Option("--format", "-f", help="Markdown with $…$ math and a Mermaid pie, or a LaTeX article."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="Markdown with $…$ math and a Mermaid pie, a LaTeX article, or one self-contained HTML page "
+            "(math pre-rendered by KaTeX, chart inline; needs node with katex, and matplotlib).",
+        ),
     ] = WriteupFormat.markdown,
     lang: Annotated[Lang, typer.Option("--lang", "-l", help="Language of the prose: en or zh (中文).")] = Lang.en,
     output: Annotated[

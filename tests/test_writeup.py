@@ -331,7 +331,7 @@ def test_writeup_json_has_the_numbers():
 
 
 @pytest.mark.parametrize(
-    ("option", "value", "choices"), [("--format", "html", "'markdown', 'latex'"), ("--lang", "fr", "'en', 'zh'")]
+    ("option", "value", "choices"), [("--format", "pdf", "'markdown', 'latex', 'html'"), ("--lang", "fr", "'en', 'zh'")]
 )
 def test_unknown_format_or_language_lists_the_choices(option, value, choices):
     result = run("writeup", "qwen3-32b", option, value)

@@ -175,7 +175,9 @@ def code(name: str, fmt: str) -> str:
     """A module or key name in running text: ```q_proj``` in Markdown, ``\\texttt{q\\_\\allowbreak{}proj}``
     in LaTeX (a line may break after an underscore)."""
     if fmt != "latex":
-        return f"`{name}`"
+        fence = "`" * (max((len(run) for run in re.findall("`+", name)), default=0) + 1)
+        pad = " " if "`" in name else ""  # CommonMark strips one space each side when both are there
+        return f"{fence}{pad}{name}{pad}{fence}"
     return r"\texttt{" + latex_escape(name).replace(r"\_", r"\_\allowbreak{}") + "}"  # long names may break at _
 
 
@@ -202,7 +204,15 @@ def significant(value, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
+def mermaid(value: str) -> str:
+    """Text for a Mermaid label or title: its entity codes for the characters that would end the string or be
+    read as markup (``"`` ``<`` ``>`` ``#`` ``;``), and no line breaks."""
+    codes = {'"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", ";": "#59;", "&": "#amp;"}
+    return "".join(codes.get(c, c) for c in " ".join(str(value).split()))
+
+
 FILTERS.update(
+    mermaid=mermaid,
     substitute=substitute,
     ordered_lines=ordered_lines,
     code=code,

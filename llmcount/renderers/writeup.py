@@ -48,9 +48,10 @@ from ..formulas.symbols import (
     r_q,
 )
 
-FORMATS = ("markdown", "latex")
+FORMATS = ("markdown", "latex", "html")
 LANGS = ("en", "zh")
 CHART_SUFFIXES = {"markdown": (".png", ".svg", ".pdf"), "latex": (".png", ".pdf")}  # pdflatex can't include SVG
+# html: the chart is drawn inline (SVG) into the page, so there is no chart file to link
 
 WIDTHS = (V, d, d_ff, h_d, n_pos, d_moe, r_q, r_kv, d_rope, d_nope, d_v)
 """Sizes that grow with the model's width; head and expert counts (h, n, k, ...) do not. A weight matrix is
@@ -354,12 +355,20 @@ def render_writeup(
     lang: str = "en",
     verification: Verification | None = None,
     chart: str | None = None,
+    chart_svg: bytes | None = None,
 ) -> str:
-    """The write-up of ``model`` in ``fmt`` (markdown, latex) and ``lang`` (en, zh)."""
+    """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
+
+    html: the Markdown post made one self-contained page (see :mod:`.html`), with ``chart_svg`` inline."""
     from . import render
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
+    if fmt == "html":
+        from .html import CHART_ALT, page
+
+        link = CHART_ALT if chart_svg is not None else None
+        return page(render("writeup/markdown.j2", **context(model, fmt, lang, verification, link)), lang, chart_svg)
     return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart))
 
 
@@ -591,6 +600,8 @@ def build(
     if out is not None and image is not None and _same_file(out, image):
         raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
     suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
+    if image is not None and fmt == "html":
+        raise LlmcountError(f"{chart}: an HTML write-up carries its chart inline; --chart is for markdown and latex")
     if image is not None and suffix not in CHART_SUFFIXES[fmt]:
         allowed = ", ".join(CHART_SUFFIXES[fmt])
         raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {allowed}")
@@ -600,11 +611,16 @@ def build(
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
     files: dict[Path, bytes] = {}
-    if image is not None:
+    inline = None
+    if image is not None or fmt == "html":
         from .charts import render_chart
 
-        files[image] = render_chart([model], suffix.lstrip("."), activated=model.architecture.is_moe)
-    text = render_writeup(model, fmt, lang, verification, link)
+        drawn = render_chart([model], suffix.lstrip(".") or "svg", activated=model.architecture.is_moe)
+        if image is not None:
+            files[image] = drawn
+        else:
+            inline = drawn
+    text = render_writeup(model, fmt, lang, verification, link, inline)
     if out is not None:
         files[out] = text.encode("utf-8")
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
