@@ -79,18 +79,21 @@ def chart_(
     activated: Annotated[
         bool, typer.Option("--activated", help="Add a bar of activated parameters per token for each MoE model.")
     ] = False,
+    lang: Annotated[
+        Lang, typer.Option("--lang", "-l", help="Language of the title, axis, legend and labels: en or zh.")
+    ] = Lang.en,
     as_json: Annotated[bool, typer.Option("--json", help="Also print the counts and shares drawn, as JSON.")] = False,
 ) -> None:
     """Draw where the parameters sit: one stacked bar of component shares per model (needs matplotlib:
     pip install 'llmcount[plot]').
 
-    Example: llmcount chart qwen3-0.6b qwen3-8b qwen3-32b -o dense.svg
+    Example: llmcount chart qwen3-30b-a3b qwen3-235b-a22b --activated --lang zh -o moe.svg
     """
     from .renderers.charts import chart
     from .renderers.writeup import save
 
     try:
-        drawn = chart(specs, output, activated)
+        drawn = chart(specs, output, activated, lang.value)
         save(drawn.files)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -210,7 +210,7 @@ def test_moe_states_the_activated_convention():
     text = post("deepseek-v3")
     assert "## Activated parameters" in text
     assert "$k/n$" in text and "shared experts" in text and "count in full" in text
-    assert "```mermaid\npie showData" in text
+    assert "```mermaid\npie\n" in text
 
 
 def test_user_text_is_escaped_in_latex(tmp_path):
@@ -552,3 +552,44 @@ def test_dash_is_stdout(tmp_path, monkeypatch):
     assert result.exit_code == 0 and result.stdout == post("qwen3-32b")
     assert list(tmp_path.iterdir()) == []
     assert_refused(run("chart", "qwen3-8b", "-o", "-"), "-: cannot write the chart to stdout")
+
+
+def mermaid_pies(text: str) -> list[tuple[str, list[tuple[str, int]]]]:
+    pies = []
+    for block in re.findall(r"```mermaid\npie\n(.*?)```", text, re.S):
+        title = re.search(r"^\s*title (.*)$", block, re.M).group(1)
+        pies.append((title, [(label, int(n)) for label, n in re.findall(r'^\s*"(.*)" : (\d+)$', block, re.M)]))
+    return pies
+
+
+def test_pie_slices_are_labelled_readably_and_add_up():
+    ((title, slices),) = mermaid_pies(post("qwen3-32b"))
+    assert title == "Qwen3-32B: 32.76B parameters"
+    assert sum(n for _, n in slices) == PUBLISHED["qwen3-32b"]
+    # embedding and head are V·d = 151936·5120 = 777,912,320 each (2.37%): drawn apart their labels overprint
+    # ("2%2%"), so the small sections are one slice; every label has its count digit-grouped
+    assert slices[-1] == ("Token embedding, Normalization, LM head 1,556,485,120 (4.75%)", 2 * 777_912_320 + 660_480)
+    assert "showData" not in post("qwen3-32b")
+    assert [label.split(" ")[0] for label, _ in slices] == ["Attention", "MLP", "Token"]
+
+
+def test_moe_post_draws_the_activated_split_too():
+    numbers = expected_numbers("deepseek-v3")
+    pies = mermaid_pies(post("deepseek-v3", "markdown", "zh"))
+    assert [title for title, _ in pies] == [
+        "DeepSeek-V3 参数分布（共 671.03B）",
+        "DeepSeek-V3 每 token 激活参数分布（共 37.55B）",
+    ]
+    assert sum(n for _, n in pies[0][1]) == numbers["total"]
+    assert sum(n for _, n in pies[1][1]) == numbers["activated"]
+    assert any(label.startswith("注意力层 ") and n == numbers["attention"] for label, n in pies[1][1])
+    assert len(mermaid_pies(post("qwen3-32b", "markdown", "zh"))) == 1  # dense: one pie
+
+
+def test_chinese_latex_captions_its_figure_in_chinese(tmp_path):
+    pytest.importorskip("matplotlib")
+    zh = build("qwen3-0.6b", "latex", "zh", output=str(tmp_path / "p.tex"), chart=str(tmp_path / "c.pdf")).text
+    # "图 1  Qwen3-0.6B 各模块参数占比", not "Figure 1: ..."
+    assert "\\renewcommand{\\figurename}{图}" in zh and "\\usepackage[labelsep=quad]{caption}" in zh
+    en = build("qwen3-0.6b", "latex", "en", output=str(tmp_path / "p.tex"), chart=str(tmp_path / "c.pdf")).text
+    assert "figurename" not in en

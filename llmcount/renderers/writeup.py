@@ -132,6 +132,35 @@ def sections(model: Model) -> list[Section]:
     return result
 
 
+@dataclass(frozen=True)
+class Slice:
+    """One slice of a pie chart: a section, or the small sections together."""
+
+    sections: tuple[Section, ...]
+    count: int
+    share: Fraction
+
+
+PIE_SMALL = Fraction(3, 100)
+"""Sections under this share of a pie are drawn as one slice: side by side, their labels would overprint."""
+
+
+def pie(parts: list[Section], activated: bool = False) -> list[Slice]:
+    """The slices of a pie of ``parts`` (of the activated counts with ``activated``), in reader's order; two or
+    more sections under PIE_SMALL are one slice, last."""
+    items = [(s, s.activated if activated else s.count) for s in parts]
+    items = [(s, n) for s, n in items if n]
+    whole = sum(n for _, n in items)
+    small = [(s, n) for s, n in items if Fraction(n, whole) < PIE_SMALL]
+    if len(small) < 2:
+        small = []
+    slices = [Slice((s,), n, Fraction(n, whole)) for s, n in items if (s, n) not in small]
+    if small:
+        rest = sum(n for _, n in small)
+        slices.append(Slice(tuple(s for s, _ in small), rest, Fraction(rest, whole)))
+    return slices
+
+
 # --- one layer, to leading order ----------------------------------------------------------------------------------
 # Not ``llmcount approx``'s definition: that one substitutes the config's ratios and keeps the top power of d as
 # the width grows with the head counts (h, h_kv) and the head sizes fixed; this one keeps, at the config's values,
@@ -303,6 +332,15 @@ def features(model: Model) -> dict[str, Any]:
     }
 
 
+def display_name(model: Model) -> str:
+    """The name a reader knows the model by: a preset's model name (Qwen3-32B for the preset qwen3-32b), else
+    the name it was given (a Hub id, a folder's name)."""
+    from ..presets import find
+
+    preset = find(model.name) if model.source == f"preset {model.name}" else None
+    return preset.model if preset else model.name
+
+
 def context(
     model: Model,
     fmt: str,
@@ -319,6 +357,7 @@ def context(
     moe = model.architecture.is_moe
     layer = leading(model)
     classic = None if moe else CLASSIC * model.values[d] ** 2
+    parts = sections(model)
     return {
         "fmt": fmt,
         "lang": lang,
@@ -336,7 +375,9 @@ def context(
         "v": {s.name: value for s, value in model.values.items()},
         "f": features(model),
         "variables": variables(model),
-        "sections": sections(model),
+        "sections": parts,
+        "pie": pie(parts),
+        "pie_activated": pie(parts, activated=True) if moe else None,
         "embedding_share": Fraction(counts.embedding, counts.total),
         "non_embedding_share": Fraction(counts.non_embedding, counts.total),
         "activated_share": Fraction(counts.activated, counts.total),
@@ -615,7 +656,7 @@ def build(
     if image is not None or fmt == "html":
         from .charts import render_chart
 
-        drawn = render_chart([model], suffix.lstrip(".") or "svg", activated=model.architecture.is_moe)
+        drawn = render_chart([model], suffix.lstrip(".") or "svg", activated=model.architecture.is_moe, lang=lang)
         if image is not None:
             files[image] = drawn
         else:
