@@ -17,7 +17,9 @@ from .filters import count, pct
 FORMATS = ("png", "svg", "pdf")
 LANGS = ("en", "zh")
 INSTALL_HINT = "charts need matplotlib: pip install 'llmcount[plot]'"
-CJK_HINT = "a Chinese chart needs a CJK font and matplotlib found none: install Noto CJK (apt-get install fonts-noto-cjk)"
+CJK_HINT = (
+    "a Chinese chart needs a CJK font and matplotlib found none: install Noto CJK (apt-get install fonts-noto-cjk)"
+)
 
 WORDS = {  # every word a chart prints, per language
     "en": {
