@@ -31,7 +31,7 @@ WORDS = {  # every word a chart prints, per language
         "mlp": "MLP",
         "norms": "Norms",
         "head": "LM head",
-        "activated": "{name}, activated per token",
+        "activated": "activated per token",
         "title": "Where the parameters sit, by component",
         "title+activated": "Where the parameters sit: total, and activated per token",
         "axis": "share of parameters (%)",
@@ -45,7 +45,7 @@ WORDS = {  # every word a chart prints, per language
         "mlp": "MLP",
         "norms": "归一化",
         "head": "输出层（LM head）",
-        "activated": "{name}（每 token 激活）",
+        "activated": "每 token 激活",
         "title": "参数量分布：按模块",
         "title+activated": "参数量分布：总参数量与每 token 激活参数量",
         "axis": "占参数量的比例（%）",
@@ -83,10 +83,19 @@ def color(key: str, keys: list[str]) -> str:
 class Bar:
     """One stacked bar: a model's parameters (or activated parameters) by component."""
 
-    label: str
+    name: str  # the model's
     total: int
     segments: tuple[tuple[str, int, Fraction], ...]  # (component, parameters, share)
-    activated: bool = False
+    activated: str | None = None  # "activated per token", in the chart's language, for an activated bar
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}, {self.activated}" if self.activated else self.name
+
+    @property
+    def tick(self) -> str:
+        """The bar's label on the chart: name, what is counted, how many, one per line."""
+        return "\n".join(part for part in (self.name, self.activated, count(self.total)) if part)
 
 
 def bars(models: list[Model], activated: bool = False, lang: str = "en") -> list[Bar]:
@@ -101,7 +110,7 @@ def bars(models: list[Model], activated: bool = False, lang: str = "en") -> list
         result.append(Bar(name, model.counts.total, tuple((s.key, s.count, s.share) for s in parts if s.count)))
         if activated and model.architecture.is_moe:
             segments = tuple((s.key, s.activated, s.activated_share) for s in parts if s.activated)
-            result.append(Bar(WORDS[lang]["activated"].format(name=name), model.counts.activated, segments, True))
+            result.append(Bar(name, model.counts.activated, segments, WORDS[lang]["activated"]))
     return result
 
 
@@ -114,7 +123,7 @@ def chart_data(models: list[Model], activated: bool = False, lang: str = "en") -
             {
                 "label": bar.label,
                 "total": bar.total,
-                "activated": bar.activated,
+                "activated": bar.activated is not None,
                 "components": [{"component": key, "count": n, "share": float(share)} for key, n, share in bar.segments],
             }
             for bar in bars(models, activated, lang)
@@ -163,9 +172,12 @@ def cjk_font() -> str:
     return name
 
 
-def render_chart(models: list[Model], fmt: str = "png", activated: bool = False, lang: str = "en") -> bytes:
+def render_chart(
+    models: list[Model], fmt: str = "png", activated: bool = False, lang: str = "en", width: float = 8
+) -> bytes:
     """The chart as PNG/SVG/PDF bytes, its words in ``lang``: a 100% stacked bar per model, percentages inside
-    wide segments and beside the bar for narrow ones. SVG keeps its text as text (searchable, selectable)."""
+    wide segments and beside the bar for narrow ones. SVG keeps its text as text (searchable, selectable).
+    ``width`` in inches: narrower makes the words larger where the image is shrunk to a column."""
     if fmt not in FORMATS:
         raise LlmcountError(f"unknown chart format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if lang not in LANGS:
@@ -185,7 +197,7 @@ def render_chart(models: list[Model], fmt: str = "png", activated: bool = False,
         "text.parse_math": False,  # a '$' in a model's name is a dollar sign
     }
     with plt.rc_context(rc):
-        fig, ax = plt.subplots(figsize=(8, 1.9 + 0.8 * len(data)), layout="constrained")
+        fig, ax = plt.subplots(figsize=(width, 1.9 + 0.85 * len(data)), layout="constrained")
         for row, bar in enumerate(data):
             left = Fraction(0)
             narrow = []
@@ -214,7 +226,7 @@ def render_chart(models: list[Model], fmt: str = "png", activated: bool = False,
                 left += share
             if narrow:
                 ax.text(101, row, "\n".join(narrow), ha="left", va="center", fontsize=9, color="#333333")
-        ax.set_yticks(range(len(data)), [f"{bar.label}\n{count(bar.total)}" for bar in data])
+        ax.set_yticks(range(len(data)), [bar.tick for bar in data])
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
         ax.set_xlabel(words["axis"])

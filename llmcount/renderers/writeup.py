@@ -656,11 +656,11 @@ def build(
     if image is not None or fmt == "html":
         from .charts import render_chart
 
-        drawn = render_chart([model], suffix.lstrip(".") or "svg", activated=model.architecture.is_moe, lang=lang)
+        moe = model.architecture.is_moe
         if image is not None:
-            files[image] = drawn
-        else:
-            inline = drawn
+            files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
+        else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
+            inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
     text = render_writeup(model, fmt, lang, verification, link, inline)
     if out is not None:
         files[out] = text.encode("utf-8")
