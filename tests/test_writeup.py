@@ -64,7 +64,7 @@ def test_hand_derivation_of_qwen3_32b():
     assert tex_int(64 * attention_layer) in text
     assert tex_int(layer) in text  # one layer, exact: 487,598,336
     assert tex_int(layer - 2 * 128 - 2 * 5120) in text  # its leading-order part (the matrices)
-    assert "314,572,800" in text and "-35.49%" in text  # 12·d² and its relative error (12·5120² vs 487,598,336)
+    assert "314,572,800" in text and "\u221235.49%" in text  # 12·d² and its relative error (12·5120² vs 487,598,336)
     assert "18.6\\,d^{2}" in text
 
 
@@ -172,7 +172,7 @@ def test_chinese_reads_as_chinese_technical_writing():
             ["`q_a_proj`", "`kv_b_proj`", "low-rank", "shared expert", "The first $N_{\\mathrm{dense}} = 3$"],
         ),
         ("gpt2", ["`wpe`", "LayerNorm", "`c_attn`", "exactly the classic proportions"]),
-        ("mixtral-8x7b", ["$d_{\\mathrm{ff}} = 14336$, so $3\\,d\\,d_{\\mathrm{ff}}$ parameters per expert"]),
+        ("mixtral-8x7b", ["$d_{\\mathrm{ff}} = 14{,}336$, so $3\\,d\\,d_{\\mathrm{ff}}$ parameters per expert"]),
     ],
 )
 def test_prose_explains_what_the_family_has(spec, needles):
@@ -424,7 +424,7 @@ def test_substitute_prints_numbers_without_evaluating():
     from llmcount.formulas.symbols import N, d, h, h_d
     from llmcount.renderers.filters import substitute
 
-    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5120 \cdot 64 \cdot 128"
+    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5{,}120 \cdot 64 \cdot 128"
     assert substitute(N * d**2, {N: 12, d: 768}) == r"12 \cdot 768^{2}"
 
 
@@ -593,3 +593,19 @@ def test_chinese_latex_captions_its_figure_in_chinese(tmp_path):
     assert "\\renewcommand{\\figurename}{图}" in zh and "\\usepackage[labelsep=quad]{caption}" in zh
     en = build("qwen3-0.6b", "latex", "en", output=str(tmp_path / "p.tex"), chart=str(tmp_path / "c.pdf")).text
     assert "figurename" not in en
+
+
+def test_numbers_are_digit_grouped_and_negatives_have_a_minus_sign():
+    text = post("qwen3-32b")
+    # Qwen3-32B: V = 151,936, d = 5,120; its embedding V·d = 777,912,320
+    assert "151{,}936 \\cdot 5{,}120" in text and "$V = 151{,}936$" in text
+    assert "| `vocab_size` | vocabulary size | 151,936 |" in text
+    assert not re.search(r"(?<![\d,{}.])\d{4,}(?![\d,{}])", re.sub(r"```mermaid.*?```", "", text, flags=re.S))
+    assert "\u221235.49%" in text and "-35.49%" not in text  # (12·5120² − 487,598,336) / 487,598,336
+    tex = post("qwen3-32b", "latex", "en")
+    assert "\\ensuremath{-}35.49\\%" in tex and "\u2212" not in tex
+
+
+def test_moe_table_says_which_share_is_of_the_activated_count():
+    assert "| Component | Parameters | Share | Activated | Share of activated |" in post("qwen3-235b-a22b")
+    assert "激活参数量 | 占激活参数量 |" in post("qwen3-235b-a22b", "markdown", "zh")

@@ -214,7 +214,7 @@ def render_chart(
                     ax.text(
                         float(left + share / 2) * 100,
                         row,
-                        pct(share),
+                        pct(share, typeset=True),
                         ha="center",
                         va="center",
                         color="white",
@@ -222,7 +222,7 @@ def render_chart(
                         fontweight="bold",
                     )
                 else:
-                    narrow.append(f"{label(key, lang)} {pct(share)}")
+                    narrow.append(f"{label(key, lang)} {pct(share, typeset=True)}")
                 left += share
             if narrow:
                 ax.text(101, row, "\n".join(narrow), ha="left", va="center", fontsize=9, color="#333333")

@@ -103,6 +103,7 @@ _LATEX_SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    "\u2212": r"\ensuremath{-}",  # the minus sign: pdflatex's utf8 input has no glyph for U+2212
 }
 
 
@@ -129,9 +130,9 @@ FILTERS = {
 
 
 def substitute(expr: Expr, values: dict) -> str:
-    """LaTeX of ``expr`` with each symbol replaced by its value, products as ``\\cdot``:
-    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5120 \\cdot 64``. Nothing is evaluated."""
-    names = {symbol: str(int(value)) for symbol, value in values.items()}
+    """LaTeX of ``expr`` with each symbol replaced by its digit-grouped value, products as ``\\cdot``:
+    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5{,}120 \\cdot 64``. Nothing is evaluated."""
+    names = {symbol: latex_int(value) for symbol, value in values.items()}
     return sympy_latex(expr, symbol_names=names, mul_symbol="dot")
 
 
@@ -189,14 +190,20 @@ def escape(value: str, fmt: str) -> str:
     return latex_escape(value) if fmt == "latex" else _MARKDOWN_SPECIAL.sub(r"\\\1", str(value))
 
 
-def pct(fraction, signed: bool = False) -> str:
+MINUS = "\u2212"
+"""The minus sign (−), not the hyphen: what a typeset negative number has."""
+
+
+def pct(fraction, signed: bool = False, typeset: bool = False) -> str:
     """A share or relative error as a percentage with enough decimals to show it:
-    0.1843 -> '18.43%', -0.0000213 -> '-0.0021%', 0 -> '0%'; ``signed`` adds '+' to positives."""
+    0.1843 -> '18.43%', -0.0000213 -> '-0.0021%', 0 -> '0%'; ``signed`` adds '+' to positives; ``typeset``
+    (write-ups, charts) writes a negative with the minus sign, '−0.0021%', terminals keep the hyphen."""
     value = 100 * float(fraction)
     if value == 0:
         return "0%"
     places = max(2, 1 - math.floor(math.log10(abs(value))))
-    return f"{value:{'+' if signed else ''}.{places}f}%"
+    out = f"{value:{'+' if signed else ''}.{places}f}%"
+    return out.replace("-", MINUS) if typeset else out
 
 
 def significant(value, digits: int = 4) -> str:
