@@ -609,3 +609,25 @@ def test_numbers_are_digit_grouped_and_negatives_have_a_minus_sign():
 def test_moe_table_says_which_share_is_of_the_activated_count():
     assert "| Component | Parameters | Share | Activated | Share of activated |" in post("qwen3-235b-a22b")
     assert "激活参数量 | 占激活参数量 |" in post("qwen3-235b-a22b", "markdown", "zh")
+
+
+def test_gpt2_post_says_what_the_config_leaves_to_defaults_and_names_modules_apart():
+    text = post("gpt2")
+    # GPT-2's config.json has no n_inner: transformers' GPT2MLP uses 4 * n_embd = 3072
+    assert (
+        "| $d_{\\mathrm{ff}}$ | `n_inner` | MLP hidden size (not in this config: the default $4\\,d$) | 3,072 |" in text
+    )
+    assert "`attn.c_proj`" in text and "`mlp.c_proj`" in text
+    assert "$h" not in text  # h is not in the notation table: the heads are a number in the prose
+    # one layer leaves out 2·2d (ln_1, ln_2) + 3d + d (attention biases) + d_ff + d (MLP biases) = 9d + d_ff
+    assert "The terms left out, $9\\,d + d_{\\mathrm{ff}}$" in text
+    assert text.count("\u22120.14%") == 1  # said once, not in two sentences in a row
+    assert "router" not in text and "router" not in post("qwen3-32b")
+
+
+def test_embedding_symbol_has_one_meaning():
+    text = post("qwen3-32b")  # untied head: embedding parameters are P_emb + P_head = 2·V·d
+    assert "P_{\\mathrm{emb}} &= V\\,d" in text
+    assert "P_{\\mathrm{emb}} + P_{\\mathrm{head}} &= 2\\,V\\,d" in text
+    assert "P_{\\mathrm{emb}} &= 2" not in text
+    assert "P_{\\mathrm{total}} - P_{\\mathrm{emb}} - P_{\\mathrm{head}} &= 31{,}206{,}298{,}624" in text

@@ -13,7 +13,7 @@ import re
 import signal
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -29,6 +29,7 @@ from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtyp
 from ..errors import LlmcountError
 from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
+from ..formulas.expressions import RecordError, formula
 from ..formulas.symbols import (
     GLOSSARY,
     N,
@@ -47,6 +48,7 @@ from ..formulas.symbols import (
     r_kv,
     r_q,
 )
+from .filters import latex
 
 FORMATS = ("markdown", "latex", "html")
 LANGS = ("en", "zh")
@@ -188,6 +190,11 @@ class Leading:
     def rest(self) -> int:
         return self.exact - self.value
 
+    @property
+    def rest_terms(self) -> list:
+        """The terms left out (biases, norm scales, the router), in reader's order."""
+        return [e for e in self.exact_terms if e not in self.terms]
+
 
 def leading(model: Model, activated: bool = False) -> Leading:
     """The leading-order terms of one layer (an MoE layer for MoE models; ``activated``: per token)."""
@@ -292,12 +299,38 @@ class Variable:
     meaning: str
     name: str
     value: int
+    default: str | None = None  # the config lacks the key: the default the value comes from, as LaTeX math
 
 
-def variables(model: Model) -> list[Variable]:
-    """The glossary rows of the symbols this model uses, with this model's values."""
+def _default(model: Model, symbol, present: Collection[str] | None) -> str | None:
+    """How the value of ``symbol`` was made when the config has no key for it (``4\\,d``, ``128``), else None."""
+    if present is None:
+        return None
+    spec = next((s for s in model.architecture.symbols if s.symbol == symbol), None)
+    if spec is None or spec.key in present or not spec.default_text:
+        return None
+    text = spec.default_text
+    try:
+        if text.count("//") == 1:  # integer division, d // h: the floor of d / h
+            top, bottom = (latex(formula(part, spec.key)) for part in text.split("//"))
+            return rf"\left\lfloor {top}/{bottom} \right\rfloor"
+        return latex(formula(text, spec.key))
+    except (LlmcountError, RecordError):  # a rule the formula parser does not take: none shown
+        return None
+
+
+def variables(model: Model, present: Collection[str] | None = None) -> list[Variable]:
+    """The glossary rows of the symbols this model uses, with this model's values; with the config's keys
+    (``present``), a value the config does not give says which default it is."""
     return [
-        Variable(e.latex, config_key(model, e.symbol), e.meaning, e.symbol.name, model.values[e.symbol])
+        Variable(
+            e.latex,
+            config_key(model, e.symbol),
+            e.meaning,
+            e.symbol.name,
+            model.values[e.symbol],
+            _default(model, e.symbol, present),
+        )
         for e in GLOSSARY
         if e.symbol in model.values and e.symbol in model.derivation.symbols
     ]
@@ -347,8 +380,9 @@ def context(
     lang: str,
     verification: Verification | None = None,
     chart: str | None = None,
+    present: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Everything a write-up template prints, computed."""
+    """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
 
     preset = find(model.name) if model.source == f"preset {model.name}" else None
@@ -374,8 +408,9 @@ def context(
         "values": model.values,
         "v": {s.name: value for s, value in model.values.items()},
         "f": features(model),
-        "variables": variables(model),
+        "variables": variables(model, present),
         "sections": parts,
+        "embedding_groups": list(dict.fromkeys(t.group for t in model.derivation.terms if t.embedding)),
         "pie": pie(parts),
         "pie_activated": pie(parts, activated=True) if moe else None,
         "embedding_share": Fraction(counts.embedding, counts.total),
@@ -397,6 +432,7 @@ def render_writeup(
     verification: Verification | None = None,
     chart: str | None = None,
     chart_svg: bytes | None = None,
+    present: Collection[str] | None = None,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
 
@@ -409,8 +445,9 @@ def render_writeup(
         from .html import CHART_ALT, page
 
         link = CHART_ALT if chart_svg is not None else None
-        return page(render("writeup/markdown.j2", **context(model, fmt, lang, verification, link)), lang, chart_svg)
-    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart))
+        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present))
+        return page(text, lang, chart_svg)
+    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present))
 
 
 def _choose(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -661,7 +698,7 @@ def build(
             files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
         else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
             inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
-    text = render_writeup(model, fmt, lang, verification, link, inline)
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config))
     if out is not None:
         files[out] = text.encode("utf-8")
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
