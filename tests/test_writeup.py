@@ -631,3 +631,25 @@ def test_embedding_symbol_has_one_meaning():
     assert "P_{\\mathrm{emb}} + P_{\\mathrm{head}} &= 2\\,V\\,d" in text
     assert "P_{\\mathrm{emb}} &= 2" not in text
     assert "P_{\\mathrm{total}} - P_{\\mathrm{emb}} - P_{\\mathrm{head}} &= 31{,}206{,}298{,}624" in text
+
+
+def test_dense_layers_spread_among_moe_layers_are_named_by_index(tmp_path):
+    from llmcount.presets import presets
+
+    # transformers' Qwen3MoeDecoderLayer: layer i is dense when i is in mlp_only_layers or (i + 1) % step != 0;
+    # Qwen3-30B-A3B has 48 layers, so step 2 makes layers 0, 2, ..., 46 dense: 24 of them
+    config = dict(presets()["qwen3-30b-a3b"].config(), decoder_sparse_step=2)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    text = build(str(tmp_path), "markdown", "en").text
+    assert "The first $N_{\\mathrm{dense}}" not in text and "of the first layers" not in text
+    assert "$N_{\\mathrm{dense}} = 24$ layers, not a leading block but layers 0, 2, 4, …, 46" in text
+    assert "each of the other $N - N_{\\mathrm{dense}} = 24$ layers" in text
+    config["decoder_sparse_step"], config["mlp_only_layers"] = 1, [0, 5]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert "第 0、5 层" in build(str(tmp_path), "markdown", "zh").text
+
+
+def test_a_leading_dense_block_comes_before_the_experts_in_token_order():
+    text = post("deepseek-v3")  # first_k_dense_replace = 3: layers 0-2 are dense, a token meets them first
+    assert "## 3. Dense MLP of the first layers" in text and "## 4. Mixture of experts" in text
+    assert "The first $N_{\\mathrm{dense}} = 3$ layers keep a dense MLP" in text

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -43,6 +43,7 @@ class Model:
     values: dict[Symbol, int]
     terms: tuple[Term, ...]
     dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
+    layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -207,7 +208,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     counted = {symbol.name for symbol, _, _ in family.layers}
     late = [rule for rule in family.checks if counted & set(condition_names(rule.text))]
     _check(reader, [rule for rule in family.checks if rule not in late], namespace)
-    _count_layers(reader, namespace, values)
+    indices = _count_layers(reader, namespace, values)
     _check(reader, late, namespace)
     try:
         terms = family.terms_for(namespace, values)
@@ -222,7 +223,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     left_out = set().union(*(c.term.total.free_symbols for c in family.choices)) - used
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
-    return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None)
+    dtype = dtype if isinstance(dtype, str) else None
+    return Model(name or source, source, family, ordered, terms, dtype, indices)
 
 
 def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:
@@ -245,23 +247,29 @@ def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:
         return rule.message
 
 
-def _count_layers(reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]) -> None:
-    """Each layer-count symbol: how many of the N layers satisfy its condition."""
+def _count_layers(
+    reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]
+) -> dict[Symbol, tuple[int, ...]]:
+    """Each layer-count symbol: how many of the N layers satisfy its condition; returns which ones."""
+    indices: dict[Symbol, tuple[int, ...]] = {}
     if not reader.family.layers:
-        return
+        return indices
     layers = namespace["N"]
     if layers > MAX_LAYERS:
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
     scope = dict(namespace)
     for symbol, test, text in reader.family.layers:
         try:
-            total = 0
+            chosen = []
             for i in range(layers):
                 scope["i"] = i
-                total += bool(test(scope))
+                if test(scope):
+                    chosen.append(i)
         except _EVALUATION_ERRORS as exc:
             raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
-        values[symbol] = namespace[symbol.name] = scope[symbol.name] = total
+        indices[symbol] = tuple(chosen)
+        values[symbol] = namespace[symbol.name] = scope[symbol.name] = len(chosen)
+    return indices
 
 
 def find_family(model_type: Any, source: str) -> Family:

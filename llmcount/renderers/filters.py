@@ -218,7 +218,18 @@ def mermaid(value: str) -> str:
     return "".join(codes.get(c, c) for c in " ".join(str(value).split()))
 
 
+def layer_list(indices: Sequence[int], lang: str = "en") -> str:
+    """Layer indices for prose: '0, 2, 4, …, 46' for a progression of more than four, else all of them."""
+    indices = list(indices)
+    sep = "、" if lang == "zh" else ", "
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(indices) > 4 and len(steps) == 1:
+        indices = [*map(str, indices[:3]), "…", str(indices[-1])]
+    return sep.join(map(str, indices))
+
+
 FILTERS.update(
+    layer_list=layer_list,
     mermaid=mermaid,
     substitute=substitute,
     ordered_lines=ordered_lines,

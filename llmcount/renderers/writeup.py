@@ -353,6 +353,9 @@ def features(model: Model) -> dict[str, Any]:
         "qk_norm": "attention/q_norm" in paths,
         "shared_experts": "moe/shared_experts" in paths,
         "dense_layers": model.derivation.per_dense_layer is not None,
+        # the dense layers form a leading block (DeepSeek's first_k_dense_replace), or are spread (every other)
+        "dense_indices": model.layer_indices.get(N_dense, ()),
+        "dense_first": model.layer_indices.get(N_dense, ()) == tuple(range(v.get(N_dense, 0))),
         "classic_mlp": "mlp/c_fc" in paths,
         "experts_d_ff": any(t.routed and d_ff in t.expr.free_symbols for t in model.derivation.terms),  # Mixtral
         "tied": model.tied,
@@ -392,6 +395,12 @@ def context(
     layer = leading(model)
     classic = None if moe else CLASSIC * model.values[d] ** 2
     parts = sections(model)
+    dense = model.layer_indices.get(N_dense, ())
+    if dense and dense == tuple(range(len(dense))):  # a leading dense block: a token meets it before the MoE
+        keys = [p.key for p in parts]
+        if "moe" in keys and "mlp" in keys and keys.index("mlp") > keys.index("moe"):
+            mlp = parts.pop(keys.index("mlp"))
+            parts.insert(keys.index("moe"), mlp)
     return {
         "fmt": fmt,
         "lang": lang,
