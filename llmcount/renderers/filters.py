@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -222,7 +223,7 @@ def layer_list(indices: Sequence[int], lang: str = "en") -> str:
     """Layer indices for prose: '0, 2, 4, …, 46' for a progression of more than four, else all of them."""
     indices = list(indices)
     sep = "、" if lang == "zh" else ", "
-    steps = {b - a for a, b in zip(indices, indices[1:])}
+    steps = {b - a for a, b in itertools.pairwise(indices)}
     if len(indices) > 4 and len(steps) == 1:
         indices = [*map(str, indices[:3]), "…", str(indices[-1])]
     return sep.join(map(str, indices))
