@@ -17,6 +17,11 @@ class WriteupFormat(str, Enum):
     html = "html"
 
 
+class Flavor(str, Enum):
+    dollars = "dollars"
+    commonmark = "commonmark"
+
+
 class Lang(str, Enum):
     en = "en"
     zh = "zh"
@@ -51,6 +56,14 @@ def writeup(
         str | None,
         typer.Option("--dtype", help="The checkpoint's dtype for --index (default: the config's torch_dtype)."),
     ] = None,
+    flavor: Annotated[
+        Flavor,
+        typer.Option(
+            "--flavor",
+            help="Markdown math: dollars ($…$, $$…$$ for KaTeX/MathJax) or commonmark ($`…`$ and ```math fences, "
+            "kept whole by a renderer with no math extension).",
+        ),
+    ] = Flavor.dollars,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
 ) -> None:
     """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
@@ -62,7 +75,9 @@ def writeup(
     from .renderers.writeup import build, save
 
     try:
-        post = build(spec, fmt.value, lang.value, output=output, chart=chart, index=index, dtype=dtype)
+        post = build(
+            spec, fmt.value, lang.value, output=output, chart=chart, index=index, dtype=dtype, flavor=flavor.value
+        )
         save(post.files)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -7,6 +7,7 @@ chromium comes from .ci/run (apt); without it the browser tests skip on a develo
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -214,3 +215,29 @@ def test_code_spans_and_mermaid_labels_hold_any_text():
     assert code("a`<b>`", "markdown") == "`` a`<b>` ``"
     assert code("q_proj", "markdown") == "`q_proj`"
     assert mermaid('a "b" <img>\n#1;') == "a #quot;b#quot; #lt;img#gt; #35;1#59;"
+
+
+@pytest.mark.parametrize("spec", ["gemma-2-2b", "deepseek-v3"])
+def test_commonmark_flavor_keeps_every_formula_whole_without_a_math_extension(spec):
+    from markdown_it import MarkdownIt
+
+    from llmcount.renderers.html import cut_math
+
+    dollars = build(spec, "markdown", "en").text
+    flavored = build(spec, "markdown", "en", flavor="commonmark").text
+    _, spans = cut_math(dollars)
+    assert "$$" not in flavored and len(spans) > 50
+    # a CommonMark renderer with no math extension (markdown-it's commonmark preset, plus tables)
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(flavored)
+    codes = [html.unescape(c) for c in re.findall(r"<code[^>]*>(.*?)</code>", rendered, re.S)]
+    for span in spans:
+        tex = span.tex.strip() + "\n" if span.display else span.tex
+        assert tex in codes, tex  # \, and the rows of an aligned block arrive as written
+    assert any("\\,d" in c for c in codes) and any("\\\\\n&= " in c for c in codes)
+
+
+def test_flavor_is_for_markdown_and_lists_its_choices():
+    assert_refused(run("writeup", "qwen3-32b", "-f", "latex", "--flavor", "commonmark"), "--format markdown")
+    result = run("writeup", "qwen3-32b", "--flavor", "mathjax")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "'dollars', 'commonmark'" in result.stderr

@@ -88,6 +88,20 @@ def cut_math(markdown: str) -> tuple[str, list[Span]]:
     return "".join(out), spans
 
 
+def fence_math(markdown: str) -> str:
+    """The Markdown post for a renderer without a math extension (plain CommonMark): inline math as
+    ``$`…`$`` and display math as a ```` ```math ```` fence (the syntax GitHub and GitLab render as math).
+    Code spans and fences are literal in CommonMark, so the TeX reaches the reader whole: ``\\,`` stays
+    ``\\,`` and each row of an aligned block keeps its line, where ``$…$`` would lose both."""
+    text, spans = cut_math(markdown)
+
+    def put(match: re.Match) -> str:
+        span = spans[int(match.group(1))]
+        return f"```math\n{span.tex.strip()}\n```" if span.display else f"$`{span.tex}`$"
+
+    return _MARK_RE.sub(put, text)
+
+
 def katex(spans: list[Span]) -> tuple[list[str], str]:
     """Each span rendered by KaTeX (HTML and MathML), and KaTeX's stylesheet with its fonts inlined."""
     node = shutil.which("node")

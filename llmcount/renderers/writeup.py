@@ -51,6 +51,9 @@ from ..formulas.symbols import (
 from .filters import latex
 
 FORMATS = ("markdown", "latex", "html")
+FLAVORS = ("dollars", "commonmark")
+"""How a Markdown post writes its math: $…$ and $$…$$ (KaTeX, MathJax, most math extensions), or for a renderer
+with none, $`…`$ and ```math fences, which plain CommonMark keeps as code."""
 LANGS = ("en", "zh")
 CHART_SUFFIXES = {"markdown": (".png", ".svg", ".pdf"), "latex": (".png", ".pdf")}  # pdflatex can't include SVG
 # html: the chart is drawn inline (SVG) into the page, so there is no chart file to link
@@ -672,6 +675,7 @@ def build(
     chart: str | None = None,
     index: str | None = None,
     dtype: str | None = None,
+    flavor: str = "dollars",
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``.
 
@@ -680,6 +684,9 @@ def build(
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
+    _choose(flavor, FLAVORS, "flavor")
+    if flavor != "dollars" and fmt != "markdown":
+        raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
     if output == STDOUT:
         output = None
     out = check_target(output) if output is not None else None
@@ -708,7 +715,12 @@ def build(
         else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
             inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
     text = render_writeup(model, fmt, lang, verification, link, inline, set(config))
+    if flavor == "commonmark":
+        from .html import fence_math
+
+        text = fence_math(text)
     if out is not None:
         files[out] = text.encode("utf-8")
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
+    data["flavor"] = flavor
     return WriteUp(text, data, files)
