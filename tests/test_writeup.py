@@ -653,3 +653,31 @@ def test_a_leading_dense_block_comes_before_the_experts_in_token_order():
     text = post("deepseek-v3")  # first_k_dense_replace = 3: layers 0-2 are dense, a token meets them first
     assert "## 3. Dense MLP of the first layers" in text and "## 4. Mixture of experts" in text
     assert "The first $N_{\\mathrm{dense}} = 3$ layers keep a dense MLP" in text
+
+
+def test_every_preset_gets_a_post_in_every_format_and_language():
+    from llmcount.presets import presets
+
+    for name in presets():
+        total = expected_numbers(name)["total"]
+        for fmt in ("markdown", "latex"):
+            for lang in ("en", "zh"):
+                assert f"{total:,}" in build(name, fmt, lang).text, (name, fmt, lang)
+
+
+def test_a_section_the_prose_does_not_cover_is_told_from_the_records_notes():
+    neox = post("gpt-neox-20b")
+    notes = {t.path.split("/", 1)[1]: t.note for t in load("gpt-neox-20b").derivation.terms}
+    assert f"- `query_key_value`: {notes['query_key_value']}" in neox
+    attention = neox.split("## 2. Attention")[1].split("\n## ")[0]
+    assert "`q_proj`" not in attention and "four projections" not in attention
+    opt_mlp = post("opt-125m").split("MLP\n")[1].split("\n## ")[0]
+    assert "SwiGLU" not in opt_mlp and "`fc1`" in opt_mlp  # OPT's MLP is fc1/fc2 with ReLU, not gated
+    gemma_norms = post("gemma-2-2b").split("Normalization\n")[1].split("\n## ")[0]
+    assert "`pre_feedforward_layernorm`" in gemma_norms and "twice" not in gemma_norms  # four norms per layer
+
+
+def test_hybrid_layers_say_which_layers_carry_what():
+    text = post("qwen3-next-80b-a3b")  # 48 layers: 12 full attention, 36 linear attention (Gated DeltaNet)
+    assert "## 2. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
+    assert "One layer, to leading order" not in text  # no one layer to approximate

@@ -76,6 +76,7 @@ class Row:
     layers: Expr
     copies: int
     bias: bool
+    note: str = ""  # the family record's note on this weight
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,35 @@ class Section:
     share: Fraction  # of the total
     activated_share: Fraction  # of the activated count
 
+    @property
+    def described(self) -> bool:
+        """Whether the write-up's own prose covers exactly these modules; if not, the post explains the section
+        from the family record's notes, so that a new family never gets another family's description."""
+        names = {r.name.removesuffix(".bias") for r in self.rows}
+        return names in PROSE_COVERS.get(self.key, [])
+
     def row(self, name: str) -> Row | None:
         return next((r for r in self.rows if r.name == name), None)
 
     @property
     def biased(self) -> list[Row]:
         return [r for r in self.rows if r.bias]
+
+
+PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>.j2) describes, set by set
+    "embedding": [{"embed_tokens"}, {"wte", "wpe"}],
+    "attention": [
+        {"q_proj", "k_proj", "v_proj", "o_proj"},
+        {"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"},
+        {"c_attn", "c_proj"},
+        {"q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj"},
+        {"q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj"},
+    ],
+    "mlp": [{"c_fc", "c_proj"}, {"gate_proj", "up_proj", "down_proj"}],
+    "moe": [{"router", "experts"}, {"router", "experts", "shared_experts"}],
+    "norms": [{"ln_1", "ln_2", "ln_f"}, {"input_layernorm", "post_attention_layernorm", "norm"}],
+    "head": [set(), {"lm_head"}],
+}
 
 
 def sections(model: Model) -> list[Section]:
@@ -117,6 +141,7 @@ def sections(model: Model) -> list[Section]:
                 layers=t.layers,
                 copies=int(t.layers.subs(model.values)),
                 bias=t.path.endswith(".bias"),
+                note=t.note,
             )
             for t in terms
         )
@@ -395,8 +420,11 @@ def context(
     hub = model.source == f"{model.name} (Hub)"
     counts = model.counts
     moe = model.architecture.is_moe
-    layer = leading(model)
-    classic = None if moe else CLASSIC * model.values[d] ** 2
+    try:
+        layer = leading(model)
+    except LlmcountError:  # layers of several kinds (linear and full attention): no one layer to approximate
+        layer = None
+    classic = None if moe or layer is None else CLASSIC * model.values[d] ** 2
     parts = sections(model)
     dense = model.layer_indices.get(N_dense, ())
     if dense and dense == tuple(range(len(dense))):  # a leading dense block: a token meets it before the MoE
@@ -429,7 +457,7 @@ def context(
         "non_embedding_share": Fraction(counts.non_embedding, counts.total),
         "activated_share": Fraction(counts.activated, counts.total),
         "layer": layer,
-        "layer_activated": leading(model, activated=True) if moe else None,
+        "layer_activated": leading(model, activated=True) if moe and layer is not None else None,
         "classic": classic,
         "classic_error": None if classic is None else Fraction(classic - layer.exact, layer.exact),
         "verification": verification,
@@ -471,13 +499,18 @@ def writeup_data(model: Model, verification: Verification | None) -> dict[str, A
     """The numbers of a write-up, for ``--json``: exact integers; shares and errors as floats."""
     from . import summary_data
 
-    layer = leading(model)
+    try:
+        layer = leading(model)
+    except LlmcountError:  # layers of several kinds: no one layer
+        layer = None
     data: dict[str, Any] = {
         **summary_data(model),
         "sections": [
             {"key": s.key, "count": s.count, "activated": s.activated, "share": float(s.share)} for s in sections(model)
         ],
-        "layer": {
+        "layer": None
+        if layer is None
+        else {
             "exact": layer.exact,
             "leading": layer.value,
             "leading_over_d2": float(layer.coefficient),
