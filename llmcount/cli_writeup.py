@@ -56,6 +56,14 @@ def writeup(
         str | None,
         typer.Option("--dtype", help="The checkpoint's dtype for --index (default: the config's torch_dtype)."),
     ] = None,
+    sections: Annotated[
+        str | None,
+        typer.Option(
+            "--sections",
+            help="The parts of the post, comma-separated: params (notation, components, total, activated, "
+            "embedding), leading (one layer to leading order), shares (where the parameters sit). Default: all.",
+        ),
+    ] = None,
     flavor: Annotated[
         Flavor,
         typer.Option(
@@ -72,11 +80,24 @@ def writeup(
 
     Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
     """
-    from .renderers.writeup import build, save
+    from .renderers.writeup import SECTIONS, build, save
 
+    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in SECTIONS]
+    if sections is not None and unknown:  # a usage error, as for an unknown --format
+        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(SECTIONS)}"
+        typer.echo(f"llmcount: error: {message}", err=True)
+        raise typer.Exit(2)
     try:
         post = build(
-            spec, fmt.value, lang.value, output=output, chart=chart, index=index, dtype=dtype, flavor=flavor.value
+            spec,
+            fmt.value,
+            lang.value,
+            output=output,
+            chart=chart,
+            index=index,
+            dtype=dtype,
+            flavor=flavor.value,
+            sections=sections,
         )
         save(post.files)
     except LlmcountError as exc:

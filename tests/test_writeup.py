@@ -681,3 +681,26 @@ def test_hybrid_layers_say_which_layers_carry_what():
     text = post("qwen3-next-80b-a3b")  # 48 layers: 12 full attention, 36 linear attention (Gated DeltaNet)
     assert "## 2. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
     assert "One layer, to leading order" not in text  # no one layer to approximate
+
+
+def test_sections_choose_the_parts_of_the_post():
+    text = build("deepseek-v3", "markdown", "en", sections="shares,leading").text
+    heads = re.findall(r"^## (.*)$", text, re.M)
+    assert heads == ["One layer, to leading order", "Where the parameters sit"]  # in the post's order
+    assert "671,026,404,352" in text  # the shares table still gives the exact total
+    params = build("qwen3-32b", "markdown", "en", sections="params").text
+    assert "## Total" in params and "## Where the parameters sit" not in params and "```mermaid" not in params
+
+
+@pytest.mark.parametrize("value", ["params,tree", "", "params,,shares", "flops"])
+def test_unknown_sections_value_lists_the_choices(value):
+    result = run("writeup", "qwen3-32b", "--sections", value)
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "choose from params, leading, shares" in lines[0]
+
+
+def test_a_chart_needs_the_shares_section(tmp_path):
+    result = run("writeup", "qwen3-32b", "--sections", "params", "--chart", str(tmp_path / "c.svg"))
+    assert result.exit_code == 1 and result.stdout == "" and "shares" in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -51,6 +51,10 @@ from ..formulas.symbols import (
 from .filters import latex
 
 FORMATS = ("markdown", "latex", "html")
+SECTIONS = ("params", "leading", "shares")
+"""The parts of a post --sections chooses: params (notation, one section per component, total, activated,
+embedding), leading (one layer to leading order, the 12·d² rule), shares (where the parameters sit, the chart).
+The check against a checkpoint comes with --index."""
 FLAVORS = ("dollars", "commonmark")
 """How a Markdown post writes its math: $…$ and $$…$$ (KaTeX, MathJax, most math extensions), or for a renderer
 with none, $`…`$ and ```math fences, which plain CommonMark keeps as code."""
@@ -412,6 +416,7 @@ def context(
     verification: Verification | None = None,
     chart: str | None = None,
     present: Collection[str] | None = None,
+    show: tuple[str, ...] = SECTIONS,
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
@@ -435,6 +440,7 @@ def context(
     return {
         "fmt": fmt,
         "lang": lang,
+        "show": show,
         "model": model,
         "model_title": preset.model if preset else model.name,
         "hub_id": preset.hub_id if preset else None,
@@ -473,6 +479,7 @@ def render_writeup(
     chart: str | None = None,
     chart_svg: bytes | None = None,
     present: Collection[str] | None = None,
+    show: tuple[str, ...] = SECTIONS,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
 
@@ -485,9 +492,19 @@ def render_writeup(
         from .html import CHART_ALT, page
 
         link = CHART_ALT if chart_svg is not None else None
-        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present))
+        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show))
         return page(text, lang, chart_svg)
-    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present))
+    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show))
+
+
+def parse_sections(value: str | None) -> tuple[str, ...]:
+    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them."""
+    if value is None:
+        return SECTIONS
+    asked = [part.strip() for part in value.split(",")]
+    for part in asked:
+        _choose(part, SECTIONS, "section")
+    return tuple(s for s in SECTIONS if s in asked)
 
 
 def _choose(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -709,6 +726,7 @@ def build(
     index: str | None = None,
     dtype: str | None = None,
     flavor: str = "dollars",
+    sections: str | None = None,
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``.
 
@@ -718,6 +736,9 @@ def build(
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
     _choose(flavor, FLAVORS, "flavor")
+    show = parse_sections(sections)
+    if chart is not None and "shares" not in show:
+        raise LlmcountError("--chart draws the shares section: add shares to --sections, or drop --chart")
     if flavor != "dollars" and fmt != "markdown":
         raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
     if output == STDOUT:
@@ -739,7 +760,7 @@ def build(
     verification = verify(model, config, index, dtype) if index is not None else None
     files: dict[Path, bytes] = {}
     inline = None
-    if image is not None or fmt == "html":
+    if image is not None or (fmt == "html" and "shares" in show):
         from .charts import render_chart
 
         moe = model.architecture.is_moe
@@ -747,7 +768,7 @@ def build(
             files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
         else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
             inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config))
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show)
     if flavor == "commonmark":
         from .html import fence_math
 
@@ -756,4 +777,5 @@ def build(
         files[out] = text.encode("utf-8")
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
     data["flavor"] = flavor
+    data["shown"] = list(show)
     return WriteUp(text, data, files)
