@@ -203,7 +203,7 @@ def test_the_config_source_is_said_in_the_posts_language():
     zh, en = post("qwen3-235b-a22b", "markdown", "zh"), post("qwen3-235b-a22b")
     assert "配置来源：llmcount 内置预设 `qwen3-235b-a22b`" in zh and "preset" not in zh
     assert "bundled preset `qwen3-235b-a22b`" in en
-    assert "内置预设 \\texttt{qwen3-235b-a22b}" in post("qwen3-235b-a22b", "latex", "zh")
+    assert "内置预设 \\texttt{qwen3-\\allowbreak{}235b-\\allowbreak{}a22b}" in post("qwen3-235b-a22b", "latex", "zh")
 
 
 def test_moe_states_the_activated_convention():
@@ -704,3 +704,14 @@ def test_a_chart_needs_the_shares_section(tmp_path):
     result = run("writeup", "qwen3-32b", "--sections", "params", "--chart", str(tmp_path / "c.svg"))
     assert result.exit_code == 1 and result.stdout == "" and "shares" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_long_names_may_break_in_latex_and_chinese_is_not_letter_spaced():
+    from llmcount.renderers.filters import code
+
+    # deepseek-ai/DeepSeek-V3 ran 31pt into the margin of the Chinese post when it could not break
+    assert code("deepseek-ai/DeepSeek-V3", "latex") == (
+        "\\texttt{deepseek-\\allowbreak{}ai/\\allowbreak{}DeepSeek-\\allowbreak{}V3}"
+    )
+    zh = post("deepseek-v3", "latex", "zh")
+    assert "\\renewcommand{\\CJKglue}{\\hskip 0pt plus 0.02\\baselineskip}" in zh

@@ -175,12 +175,14 @@ def ordered_lines(
 
 def code(name: str, fmt: str) -> str:
     """A module or key name in running text: ```q_proj``` in Markdown, ``\\texttt{q\\_\\allowbreak{}proj}``
-    in LaTeX (a line may break after an underscore)."""
+    in LaTeX (a line may break after an underscore, a slash, a hyphen or a dot)."""
     if fmt != "latex":
         fence = "`" * (max((len(run) for run in re.findall("`+", name)), default=0) + 1)
         pad = " " if "`" in name else ""  # CommonMark strips one space each side when both are there
         return f"{fence}{pad}{name}{pad}{fence}"
-    return r"\texttt{" + latex_escape(name).replace(r"\_", r"\_\allowbreak{}") + "}"  # long names may break at _
+    text = latex_escape(name).replace(r"\_", r"\_\allowbreak{}")  # a long name may break after _ / - .
+    text = re.sub(r"([/.-])(?=.)", r"\1\\allowbreak{}", text)
+    return r"\texttt{" + text + "}"
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#])")
