@@ -196,3 +196,23 @@ def test_chart_of_a_hybrid_family_names_its_new_component(tmp_path):
     target = tmp_path / "next.svg"
     assert run("chart", "qwen3-next-80b-a3b", "-o", str(target)).exit_code == 0
     assert "Linear attention" in svg_texts(target.read_bytes())
+
+
+@pytest.mark.parametrize("failing", ["post.md", "shares.svg"])
+def test_a_failed_write_of_either_file_leaves_neither(tmp_path, monkeypatch, failing):
+    import os
+
+    pytest.importorskip("matplotlib")
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(failing):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    post, image = tmp_path / "post.md", tmp_path / "shares.svg"
+    result = run("writeup", "qwen3-32b", "-o", str(post), "--chart", str(image))
+    assert_refused(result, failing, "No space left")
+    # whichever was renamed into place first is gone again, or was never placed: no post without its chart
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -14,7 +14,7 @@ import signal
 import stat
 import tempfile
 from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -639,11 +639,26 @@ def save(files: Mapping[Path, bytes]) -> None:
                 staged.append((_stage(target, data), target))
             for path, data in streams.items():
                 _write_into(path, data)
-            for temp, target in staged:
-                try:
-                    os.replace(temp, target)
-                except OSError as exc:
-                    raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            placed: list[tuple[Path, str | None]] = []  # (target, its former content kept aside, or None)
+            try:
+                for temp, target in staged:
+                    keep = _keep_aside(target)
+                    placed.append((target, keep))
+                    try:
+                        os.replace(temp, target)
+                    except OSError as exc:
+                        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            except BaseException:  # a later rename failed: undo the earlier ones, no post without its chart
+                for target, keep in reversed(placed):
+                    with suppress(OSError):
+                        if keep is not None:
+                            os.replace(keep, target)
+                        elif target.exists():
+                            target.unlink()
+                raise
+            for _, keep in placed:
+                if keep is not None:
+                    Path(keep).unlink(missing_ok=True)
         finally:
             for temp, _ in staged:
                 Path(temp).unlink(missing_ok=True)  # gone already when renamed
@@ -666,6 +681,20 @@ def _terminate_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _keep_aside(target: Path) -> str | None:
+    """A hard link to ``target``'s present content beside it (so that a failed save can put it back), or None
+    when there is no file yet or the folder allows no link."""
+    if not target.is_file():
+        return None
+    aside = target.parent / f".{target.name}.{os.getpid()}.old"
+    try:
+        aside.unlink(missing_ok=True)
+        os.link(target, aside)
+    except OSError:
+        return None
+    return str(aside)
 
 
 def _write_into(target: Path, data: bytes) -> None:
