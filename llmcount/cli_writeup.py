@@ -14,6 +14,12 @@ from .errors import LlmcountError
 class WriteupFormat(str, Enum):
     markdown = "markdown"
     latex = "latex"
+    html = "html"
+
+
+class Flavor(str, Enum):
+    dollars = "dollars"
+    commonmark = "commonmark"
 
 
 class Lang(str, Enum):
@@ -26,7 +32,12 @@ def writeup(
     spec: ModelArgument,
     fmt: Annotated[
         WriteupFormat,
-        typer.Option("--format", "-f", help="Markdown with $…$ math and a Mermaid pie, or a LaTeX article."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="Markdown with $…$ math and a Mermaid pie, a LaTeX article, or one self-contained HTML page "
+            "(math pre-rendered by KaTeX, chart inline; needs node with katex, and matplotlib).",
+        ),
     ] = WriteupFormat.markdown,
     lang: Annotated[Lang, typer.Option("--lang", "-l", help="Language of the prose: en or zh (中文).")] = Lang.en,
     output: Annotated[
@@ -45,6 +56,22 @@ def writeup(
         str | None,
         typer.Option("--dtype", help="The checkpoint's dtype for --index (default: the config's torch_dtype)."),
     ] = None,
+    sections: Annotated[
+        str | None,
+        typer.Option(
+            "--sections",
+            help="The parts of the post, comma-separated: params (notation, components, total, activated, "
+            "embedding), leading (one layer to leading order), shares (where the parameters sit). Default: all.",
+        ),
+    ] = None,
+    flavor: Annotated[
+        Flavor,
+        typer.Option(
+            "--flavor",
+            help="Markdown math: dollars ($…$, $$…$$ for KaTeX/MathJax) or commonmark ($`…`$ and ```math fences, "
+            "kept whole by a renderer with no math extension).",
+        ),
+    ] = Flavor.dollars,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
 ) -> None:
     """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
@@ -53,10 +80,25 @@ def writeup(
 
     Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
     """
-    from .renderers.writeup import build, save
+    from .renderers.writeup import SECTIONS, build, save
 
+    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in SECTIONS]
+    if sections is not None and unknown:  # a usage error, as for an unknown --format
+        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(SECTIONS)}"
+        typer.echo(f"llmcount: error: {message}", err=True)
+        raise typer.Exit(2)
     try:
-        post = build(spec, fmt.value, lang.value, output=output, chart=chart, index=index, dtype=dtype)
+        post = build(
+            spec,
+            fmt.value,
+            lang.value,
+            output=output,
+            chart=chart,
+            index=index,
+            dtype=dtype,
+            flavor=flavor.value,
+            sections=sections,
+        )
         save(post.files)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
@@ -73,18 +115,21 @@ def chart_(
     activated: Annotated[
         bool, typer.Option("--activated", help="Add a bar of activated parameters per token for each MoE model.")
     ] = False,
+    lang: Annotated[
+        Lang, typer.Option("--lang", "-l", help="Language of the title, axis, legend and labels: en or zh.")
+    ] = Lang.en,
     as_json: Annotated[bool, typer.Option("--json", help="Also print the counts and shares drawn, as JSON.")] = False,
 ) -> None:
     """Draw where the parameters sit: one stacked bar of component shares per model (needs matplotlib:
     pip install 'llmcount[plot]').
 
-    Example: llmcount chart qwen3-0.6b qwen3-8b qwen3-32b -o dense.svg
+    Example: llmcount chart qwen3-30b-a3b qwen3-235b-a22b --activated --lang zh -o moe.svg
     """
     from .renderers.charts import chart
     from .renderers.writeup import save
 
     try:
-        drawn = chart(specs, output, activated)
+        drawn = chart(specs, output, activated, lang.value)
         save(drawn.files)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -64,7 +64,7 @@ def test_hand_derivation_of_qwen3_32b():
     assert tex_int(64 * attention_layer) in text
     assert tex_int(layer) in text  # one layer, exact: 487,598,336
     assert tex_int(layer - 2 * 128 - 2 * 5120) in text  # its leading-order part (the matrices)
-    assert "314,572,800" in text and "-35.49%" in text  # 12·d² and its relative error (12·5120² vs 487,598,336)
+    assert "314,572,800" in text and "\u221235.49%" in text  # 12·d² and its relative error (12·5120² vs 487,598,336)
     assert "18.6\\,d^{2}" in text
 
 
@@ -172,7 +172,7 @@ def test_chinese_reads_as_chinese_technical_writing():
             ["`q_a_proj`", "`kv_b_proj`", "low-rank", "shared expert", "The first $N_{\\mathrm{dense}} = 3$"],
         ),
         ("gpt2", ["`wpe`", "LayerNorm", "`c_attn`", "exactly the classic proportions"]),
-        ("mixtral-8x7b", ["$d_{\\mathrm{ff}} = 14336$, so $3\\,d\\,d_{\\mathrm{ff}}$ parameters per expert"]),
+        ("mixtral-8x7b", ["$d_{\\mathrm{ff}} = 14{,}336$, so $3\\,d\\,d_{\\mathrm{ff}}$ parameters per expert"]),
     ],
 )
 def test_prose_explains_what_the_family_has(spec, needles):
@@ -203,14 +203,14 @@ def test_the_config_source_is_said_in_the_posts_language():
     zh, en = post("qwen3-235b-a22b", "markdown", "zh"), post("qwen3-235b-a22b")
     assert "配置来源：llmcount 内置预设 `qwen3-235b-a22b`" in zh and "preset" not in zh
     assert "bundled preset `qwen3-235b-a22b`" in en
-    assert "内置预设 \\texttt{qwen3-235b-a22b}" in post("qwen3-235b-a22b", "latex", "zh")
+    assert "内置预设 \\texttt{qwen3-\\allowbreak{}235b-\\allowbreak{}a22b}" in post("qwen3-235b-a22b", "latex", "zh")
 
 
 def test_moe_states_the_activated_convention():
     text = post("deepseek-v3")
     assert "## Activated parameters" in text
     assert "$k/n$" in text and "shared experts" in text and "count in full" in text
-    assert "```mermaid\npie showData" in text
+    assert "```mermaid\npie\n" in text
 
 
 def test_user_text_is_escaped_in_latex(tmp_path):
@@ -331,7 +331,7 @@ def test_writeup_json_has_the_numbers():
 
 
 @pytest.mark.parametrize(
-    ("option", "value", "choices"), [("--format", "html", "'markdown', 'latex'"), ("--lang", "fr", "'en', 'zh'")]
+    ("option", "value", "choices"), [("--format", "pdf", "'markdown', 'latex', 'html'"), ("--lang", "fr", "'en', 'zh'")]
 )
 def test_unknown_format_or_language_lists_the_choices(option, value, choices):
     result = run("writeup", "qwen3-32b", option, value)
@@ -424,7 +424,7 @@ def test_substitute_prints_numbers_without_evaluating():
     from llmcount.formulas.symbols import N, d, h, h_d
     from llmcount.renderers.filters import substitute
 
-    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5120 \cdot 64 \cdot 128"
+    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5{,}120 \cdot 64 \cdot 128"
     assert substitute(N * d**2, {N: 12, d: 768}) == r"12 \cdot 768^{2}"
 
 
@@ -552,3 +552,166 @@ def test_dash_is_stdout(tmp_path, monkeypatch):
     assert result.exit_code == 0 and result.stdout == post("qwen3-32b")
     assert list(tmp_path.iterdir()) == []
     assert_refused(run("chart", "qwen3-8b", "-o", "-"), "-: cannot write the chart to stdout")
+
+
+def mermaid_pies(text: str) -> list[tuple[str, list[tuple[str, int]]]]:
+    pies = []
+    for block in re.findall(r"```mermaid\npie\n(.*?)```", text, re.S):
+        title = re.search(r"^\s*title (.*)$", block, re.M).group(1)
+        pies.append((title, [(label, int(n)) for label, n in re.findall(r'^\s*"(.*)" : (\d+)$', block, re.M)]))
+    return pies
+
+
+def test_pie_slices_are_labelled_readably_and_add_up():
+    ((title, slices),) = mermaid_pies(post("qwen3-32b"))
+    assert title == "Qwen3-32B: 32.76B parameters"
+    assert sum(n for _, n in slices) == PUBLISHED["qwen3-32b"]
+    # embedding and head are V·d = 151936·5120 = 777,912,320 each (2.37%): drawn apart their labels overprint
+    # ("2%2%"), so the small sections are one slice; every label has its count digit-grouped
+    assert slices[-1] == ("Token embedding, Normalization, LM head 1,556,485,120 (4.75%)", 2 * 777_912_320 + 660_480)
+    assert "showData" not in post("qwen3-32b")
+    assert [label.split(" ")[0] for label, _ in slices] == ["Attention", "MLP", "Token"]
+
+
+def test_moe_post_draws_the_activated_split_too():
+    numbers = expected_numbers("deepseek-v3")
+    pies = mermaid_pies(post("deepseek-v3", "markdown", "zh"))
+    assert [title for title, _ in pies] == [
+        "DeepSeek-V3 参数分布（共 671.03B）",
+        "DeepSeek-V3 每 token 激活参数分布（共 37.55B）",
+    ]
+    assert sum(n for _, n in pies[0][1]) == numbers["total"]
+    assert sum(n for _, n in pies[1][1]) == numbers["activated"]
+    assert any(label.startswith("注意力层 ") and n == numbers["attention"] for label, n in pies[1][1])
+    assert len(mermaid_pies(post("qwen3-32b", "markdown", "zh"))) == 1  # dense: one pie
+
+
+def test_chinese_latex_captions_its_figure_in_chinese(tmp_path):
+    pytest.importorskip("matplotlib")
+    zh = build("qwen3-0.6b", "latex", "zh", output=str(tmp_path / "p.tex"), chart=str(tmp_path / "c.pdf")).text
+    # "图 1  Qwen3-0.6B 各模块参数占比", not "Figure 1: ..."
+    assert "\\renewcommand{\\figurename}{图}" in zh and "\\usepackage[labelsep=quad]{caption}" in zh
+    en = build("qwen3-0.6b", "latex", "en", output=str(tmp_path / "p.tex"), chart=str(tmp_path / "c.pdf")).text
+    assert "figurename" not in en
+
+
+def test_numbers_are_digit_grouped_and_negatives_have_a_minus_sign():
+    text = post("qwen3-32b")
+    # Qwen3-32B: V = 151,936, d = 5,120; its embedding V·d = 777,912,320
+    assert "151{,}936 \\cdot 5{,}120" in text and "$V = 151{,}936$" in text
+    assert "| `vocab_size` | vocabulary size | 151,936 |" in text
+    assert not re.search(r"(?<![\d,{}.])\d{4,}(?![\d,{}])", re.sub(r"```mermaid.*?```", "", text, flags=re.S))
+    assert "\u221235.49%" in text and "-35.49%" not in text  # (12·5120² − 487,598,336) / 487,598,336
+    tex = post("qwen3-32b", "latex", "en")
+    assert "\\ensuremath{-}35.49\\%" in tex and "\u2212" not in tex
+
+
+def test_moe_table_says_which_share_is_of_the_activated_count():
+    assert "| Component | Parameters | Share | Activated | Share of activated |" in post("qwen3-235b-a22b")
+    assert "激活参数量 | 占激活参数量 |" in post("qwen3-235b-a22b", "markdown", "zh")
+
+
+def test_gpt2_post_says_what_the_config_leaves_to_defaults_and_names_modules_apart():
+    text = post("gpt2")
+    # GPT-2's config.json has no n_inner: transformers' GPT2MLP uses 4 * n_embd = 3072
+    assert (
+        "| $d_{\\mathrm{ff}}$ | `n_inner` | MLP hidden size (not in this config: the default $4\\,d$) | 3,072 |" in text
+    )
+    assert "`attn.c_proj`" in text and "`mlp.c_proj`" in text
+    assert "$h" not in text  # h is not in the notation table: the heads are a number in the prose
+    # one layer leaves out 2·2d (ln_1, ln_2) + 3d + d (attention biases) + d_ff + d (MLP biases) = 9d + d_ff
+    assert "The terms left out, $9\\,d + d_{\\mathrm{ff}}$" in text
+    assert text.count("\u22120.14%") == 1  # said once, not in two sentences in a row
+    assert "router" not in text and "router" not in post("qwen3-32b")
+
+
+def test_embedding_symbol_has_one_meaning():
+    text = post("qwen3-32b")  # untied head: embedding parameters are P_emb + P_head = 2·V·d
+    assert "P_{\\mathrm{emb}} &= V\\,d" in text
+    assert "P_{\\mathrm{emb}} + P_{\\mathrm{head}} &= 2\\,V\\,d" in text
+    assert "P_{\\mathrm{emb}} &= 2" not in text
+    assert "P_{\\mathrm{total}} - P_{\\mathrm{emb}} - P_{\\mathrm{head}} &= 31{,}206{,}298{,}624" in text
+
+
+def test_dense_layers_spread_among_moe_layers_are_named_by_index(tmp_path):
+    from llmcount.presets import presets
+
+    # transformers' Qwen3MoeDecoderLayer: layer i is dense when i is in mlp_only_layers or (i + 1) % step != 0;
+    # Qwen3-30B-A3B has 48 layers, so step 2 makes layers 0, 2, ..., 46 dense: 24 of them
+    config = dict(presets()["qwen3-30b-a3b"].config(), decoder_sparse_step=2)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    text = build(str(tmp_path), "markdown", "en").text
+    assert "The first $N_{\\mathrm{dense}}" not in text and "of the first layers" not in text
+    assert "$N_{\\mathrm{dense}} = 24$ layers, not a leading block but layers 0, 2, 4, …, 46" in text
+    assert "each of the other $N - N_{\\mathrm{dense}} = 24$ layers" in text
+    config["decoder_sparse_step"], config["mlp_only_layers"] = 1, [0, 5]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert "第 0、5 层" in build(str(tmp_path), "markdown", "zh").text
+
+
+def test_a_leading_dense_block_comes_before_the_experts_in_token_order():
+    text = post("deepseek-v3")  # first_k_dense_replace = 3: layers 0-2 are dense, a token meets them first
+    assert "## 3. Dense MLP of the first layers" in text and "## 4. Mixture of experts" in text
+    assert "The first $N_{\\mathrm{dense}} = 3$ layers keep a dense MLP" in text
+
+
+def test_every_preset_gets_a_post_in_every_format_and_language():
+    from llmcount.presets import presets
+
+    for name in presets():
+        total = expected_numbers(name)["total"]
+        for fmt in ("markdown", "latex"):
+            for lang in ("en", "zh"):
+                assert f"{total:,}" in build(name, fmt, lang).text, (name, fmt, lang)
+
+
+def test_a_section_the_prose_does_not_cover_is_told_from_the_records_notes():
+    neox = post("gpt-neox-20b")
+    notes = {t.path.split("/", 1)[1]: t.note for t in load("gpt-neox-20b").derivation.terms}
+    assert f"- `query_key_value`: {notes['query_key_value']}" in neox
+    attention = neox.split("## 2. Attention")[1].split("\n## ")[0]
+    assert "`q_proj`" not in attention and "four projections" not in attention
+    opt_mlp = post("opt-125m").split("MLP\n")[1].split("\n## ")[0]
+    assert "SwiGLU" not in opt_mlp and "`fc1`" in opt_mlp  # OPT's MLP is fc1/fc2 with ReLU, not gated
+    gemma_norms = post("gemma-2-2b").split("Normalization\n")[1].split("\n## ")[0]
+    assert "`pre_feedforward_layernorm`" in gemma_norms and "twice" not in gemma_norms  # four norms per layer
+
+
+def test_hybrid_layers_say_which_layers_carry_what():
+    text = post("qwen3-next-80b-a3b")  # 48 layers: 12 full attention, 36 linear attention (Gated DeltaNet)
+    assert "## 2. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
+    assert "One layer, to leading order" not in text  # no one layer to approximate
+
+
+def test_sections_choose_the_parts_of_the_post():
+    text = build("deepseek-v3", "markdown", "en", sections="shares,leading").text
+    heads = re.findall(r"^## (.*)$", text, re.M)
+    assert heads == ["One layer, to leading order", "Where the parameters sit"]  # in the post's order
+    assert "671,026,404,352" in text  # the shares table still gives the exact total
+    params = build("qwen3-32b", "markdown", "en", sections="params").text
+    assert "## Total" in params and "## Where the parameters sit" not in params and "```mermaid" not in params
+
+
+@pytest.mark.parametrize("value", ["params,tree", "", "params,,shares", "flops"])
+def test_unknown_sections_value_lists_the_choices(value):
+    result = run("writeup", "qwen3-32b", "--sections", value)
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "choose from params, leading, shares" in lines[0]
+
+
+def test_a_chart_needs_the_shares_section(tmp_path):
+    result = run("writeup", "qwen3-32b", "--sections", "params", "--chart", str(tmp_path / "c.svg"))
+    assert result.exit_code == 1 and result.stdout == "" and "shares" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_long_names_may_break_in_latex_and_chinese_is_not_letter_spaced():
+    from llmcount.renderers.filters import code
+
+    # deepseek-ai/DeepSeek-V3 ran 31pt into the margin of the Chinese post when it could not break
+    assert code("deepseek-ai/DeepSeek-V3", "latex") == (
+        "\\texttt{deepseek-\\allowbreak{}ai/\\allowbreak{}DeepSeek-\\allowbreak{}V3}"
+    )
+    zh = post("deepseek-v3", "latex", "zh")
+    assert "\\renewcommand{\\CJKglue}{\\hskip 0pt plus 0.02\\baselineskip}" in zh

@@ -24,6 +24,7 @@ from llmcount.renderers.writeup import build
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3")  # dense, MoE, MLA
 MORE = ("gpt2", "qwen2.5-7b", "qwen3-0.6b", "mixtral-8x7b", "deepseek-v2-lite", "llama-2-7b")
+MORE += ("gpt-neox-20b", "opt-125m", "qwen3-next-80b-a3b", "gemma-2-2b")  # sections told from the records' notes
 
 
 def require(available: bool, what: str) -> None:
@@ -111,6 +112,7 @@ def compile_all(folder: Path, documents: dict[str, str]) -> None:
 def test_latex_write_ups_compile_with_pdflatex(tmp_path):
     documents = {f"{spec}-{lang}": build(spec, "latex", lang).text for spec in PRESETS for lang in ("en", "zh")}
     documents["gpt2-en"] = build("gpt2", "latex", "en").text
+    documents["qwen3-next-zh"] = build("qwen3-next-80b-a3b", "latex", "zh").text  # hybrid layers, notes
     compile_all(tmp_path, documents)
 
 

@@ -45,6 +45,7 @@ class Model:
     dtype: str | None = None  # the dtype the config names for the weights (dtype, or torch_dtype before v5)
     # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
     keys: Mapping[str, Any] = field(default_factory=dict)
+    layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -209,7 +210,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     counted = {symbol.name for symbol, _, _ in family.layers}
     late = [rule for rule in family.checks if counted & set(_condition_names(rule.text))]
     _check(reader, [rule for rule in family.checks if rule not in late], namespace)
-    _count_layers(reader, namespace, values)
+    indices = _count_layers(reader, namespace, values)
     _check(reader, late, namespace)
     try:
         terms = family.terms_for(namespace, values)
@@ -220,8 +221,9 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     left_out = family.choice_symbols - used
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
+    dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
-    return Model(name or source, source, family, ordered, terms, dtype if isinstance(dtype, str) else None, keys)
+    return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
 
 
 @lru_cache(maxsize=4096)
@@ -265,23 +267,29 @@ def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:
         return rule.message
 
 
-def _count_layers(reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]) -> None:
-    """Each layer-count symbol: how many of the N layers satisfy its condition."""
+def _count_layers(
+    reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]
+) -> dict[Symbol, tuple[int, ...]]:
+    """Each layer-count symbol: how many of the N layers satisfy its condition; returns which ones."""
+    indices: dict[Symbol, tuple[int, ...]] = {}
     if not reader.family.layers:
-        return
+        return indices
     layers = namespace["N"]
     if layers > MAX_LAYERS:
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
     scope = dict(namespace)
     for symbol, test, text in reader.family.layers:
         try:
-            total = 0
+            chosen = []
             for i in range(layers):
                 scope["i"] = i
-                total += bool(test(scope))
+                if test(scope):
+                    chosen.append(i)
         except _EVALUATION_ERRORS as exc:
             raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
-        values[symbol] = namespace[symbol.name] = scope[symbol.name] = total
+        indices[symbol] = tuple(chosen)
+        values[symbol] = namespace[symbol.name] = scope[symbol.name] = len(chosen)
+    return indices
 
 
 def find_family(model_type: Any, source: str) -> Family:

@@ -15,61 +15,118 @@ from ..formulas.config import Model
 from .filters import count, pct
 
 FORMATS = ("png", "svg", "pdf")
+LANGS = ("en", "zh")
 INSTALL_HINT = "charts need matplotlib: pip install 'llmcount[plot]'"
+CJK_HINT = (
+    "a Chinese chart needs a CJK font and matplotlib found none: install Noto CJK (apt-get install fonts-noto-cjk)"
+)
 
-LABELS = {
-    "embedding": "Token embedding",
-    "attention": "Attention",
-    "moe": "MoE (experts, router)",
-    "mlp": "MLP",
-    "norms": "Norms",
-    "head": "LM head",
+WORDS = {  # every word a chart prints, per language
+    "en": {
+        "embedding": "Token embedding",
+        "attention": "Attention",
+        "linear_attention": "Linear attention",
+        "moe": "Mixture of experts (experts, router)",
+        "moe+shared": "Mixture of experts (routed, shared experts, router)",
+        "mlp": "MLP",
+        "norms": "Norms",
+        "head": "LM head",
+        "activated": "activated per token",
+        "title": "Where the parameters sit, by component",
+        "title+activated": "Where the parameters sit: total, and activated per token",
+        "axis": "share of parameters (%)",
+    },
+    "zh": {
+        "embedding": "词嵌入",
+        "attention": "注意力",
+        "linear_attention": "线性注意力",
+        "moe": "混合专家（专家、路由器）",
+        "moe+shared": "混合专家（路由专家、共享专家、路由器）",
+        "mlp": "MLP",
+        "norms": "归一化",
+        "head": "输出层（LM head）",
+        "activated": "每 token 激活",
+        "title": "参数量分布：按模块",
+        "title+activated": "参数量分布：总参数量与每 token 激活参数量",
+        "axis": "占参数量的比例（%）",
+    },
 }
-COLORS = {  # colour-blind-safe (Okabe-Ito), one per component, the same in every chart
+COLORS = {  # colour-blind-safe (Okabe-Ito), one per component, the same in every chart; in reader's order
     "embedding": "#E69F00",
     "attention": "#56B4E9",
+    "linear_attention": "#999933",
     "moe": "#009E73",
     "mlp": "#0072B2",
     "norms": "#CC79A7",
     "head": "#D55E00",
 }
-INSIDE = Fraction(6, 100)  # a segment at least this wide carries its percentage inside the bar
+SPARE = ("#F0E442", "#882255", "#44AA99", "#777777")  # for a component of a new family
+INSIDE = Fraction(15, 100)  # a segment at least this wide carries its percentage inside the bar
+
+
+def label(key: str, lang: str = "en", shared: bool = False) -> str:
+    """A component's name in ``lang``; a group a new family brings is named from its key."""
+    words = WORDS[lang]
+    if key == "moe" and shared:
+        return words["moe+shared"]
+    return words.get(key) or key.replace("_", " ").capitalize()
+
+
+def color(key: str, keys: list[str]) -> str:
+    if key in COLORS:
+        return COLORS[key]
+    unknown = [k for k in keys if k not in COLORS]
+    return SPARE[unknown.index(key) % len(SPARE)]
 
 
 @dataclass(frozen=True)
 class Bar:
     """One stacked bar: a model's parameters (or activated parameters) by component."""
 
-    label: str
+    name: str  # the model's
     total: int
     segments: tuple[tuple[str, int, Fraction], ...]  # (component, parameters, share)
+    activated: str | None = None  # "activated per token", in the chart's language, for an activated bar
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}, {self.activated}" if self.activated else self.name
+
+    @property
+    def tick(self) -> str:
+        """The bar's label on the chart: name, what is counted, how many, one per line."""
+        return "\n".join(part for part in (self.name, self.activated, count(self.total)) if part)
 
 
-def bars(models: list[Model], activated: bool = False) -> list[Bar]:
-    """The bars of a chart: each model's total and, with ``activated``, an MoE model's activated count."""
-    from .writeup import sections
+def bars(models: list[Model], activated: bool = False, lang: str = "en") -> list[Bar]:
+    """The bars of a chart: each model's total and, with ``activated``, an MoE model's activated count.
+    Bars are labelled with the model's display name (Qwen3-32B, not the preset id qwen3-32b)."""
+    from .writeup import display_name, sections
 
     result = []
     for model in models:
         parts = sections(model)
-        result.append(Bar(model.name, model.counts.total, tuple((s.key, s.count, s.share) for s in parts if s.count)))
+        name = display_name(model)
+        result.append(Bar(name, model.counts.total, tuple((s.key, s.count, s.share) for s in parts if s.count)))
         if activated and model.architecture.is_moe:
             segments = tuple((s.key, s.activated, s.activated_share) for s in parts if s.activated)
-            result.append(Bar(f"{model.name} (activated)", model.counts.activated, segments))
+            result.append(Bar(name, model.counts.activated, segments, WORDS[lang]["activated"]))
     return result
 
 
-def chart_data(models: list[Model], activated: bool = False) -> dict[str, Any]:
+def chart_data(models: list[Model], activated: bool = False, lang: str = "en") -> dict[str, Any]:
     """The JSON form of a chart: exact counts and shares per component."""
     return {
         "activated": activated,
+        "lang": lang,
         "bars": [
             {
                 "label": bar.label,
                 "total": bar.total,
+                "activated": bar.activated is not None,
                 "components": [{"component": key, "count": n, "share": float(share)} for key, n, share in bar.segments],
             }
-            for bar in bars(models, activated)
+            for bar in bars(models, activated, lang)
         ],
     }
 
@@ -85,27 +142,79 @@ def _pyplot():
     return plt
 
 
-def render_chart(models: list[Model], fmt: str = "png", activated: bool = False) -> bytes:
-    """The chart as PNG/SVG/PDF bytes: a 100% stacked bar per model, percentages inside wide segments
-    and beside the bar for narrow ones."""
+CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK", "Source Han Sans SC", "Noto Serif CJK SC")
+
+
+def cjk_font() -> str:
+    """The name of a CJK font matplotlib's font manager can use, Noto Sans CJK SC first. A font installed after
+    matplotlib cached its list is added from the system's font folders."""
+    from matplotlib import font_manager
+
+    def pick() -> str | None:
+        names = {f.name for f in font_manager.fontManager.ttflist}
+        for family in CJK_FAMILIES:
+            found = sorted(n for n in names if n.startswith(family))
+            if found:
+                return found[0]
+        return next(iter(sorted(n for n in names if "CJK" in n)), None)
+
+    name = pick()
+    if name is None:
+        for path in font_manager.findSystemFonts():
+            if "CJK" in Path(path).name:
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        name = pick()
+    if name is None:
+        raise LlmcountError(CJK_HINT)
+    return name
+
+
+def render_chart(
+    models: list[Model], fmt: str = "png", activated: bool = False, lang: str = "en", width: float = 8
+) -> bytes:
+    """The chart as PNG/SVG/PDF bytes, its words in ``lang``: a 100% stacked bar per model, percentages inside
+    wide segments and beside the bar for narrow ones. SVG keeps its text as text (searchable, selectable).
+    ``width`` in inches: narrower makes the words larger where the image is shrunk to a column."""
     if fmt not in FORMATS:
         raise LlmcountError(f"unknown chart format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if lang not in LANGS:
+        raise LlmcountError(f"unknown language {lang!r}; choose one of {', '.join(LANGS)}")
     plt = _pyplot()
-    data = bars(models, activated)
-    with plt.rc_context({"font.size": 11, "svg.hashsalt": "llmcount", "svg.fonttype": "path"}):
-        fig, ax = plt.subplots(figsize=(11, 1.6 + 0.75 * len(data)), layout="constrained")
+    words = WORDS[lang]
+    families = [cjk_font(), "DejaVu Sans"] if lang == "zh" else ["DejaVu Sans"]
+    data = bars(models, activated, lang)
+    shared = any(t.path.startswith("moe/shared") for m in models for t in m.derivation.terms)
+    seen = list(dict.fromkeys(seg[0] for bar in data for seg in bar.segments))
+    keys = sorted(seen, key=lambda k: (list(COLORS).index(k) if k in COLORS else len(COLORS), seen.index(k)))
+    rc = {
+        "font.size": 11,
+        "font.family": families,
+        "svg.hashsalt": "llmcount",
+        "svg.fonttype": "none",
+        "text.parse_math": False,  # a '$' in a model's name is a dollar sign
+    }
+    with plt.rc_context(rc):
+        fig, ax = plt.subplots(figsize=(width, 1.9 + 0.85 * len(data)), layout="constrained")
         for row, bar in enumerate(data):
             left = Fraction(0)
             narrow = []
             for key, _count, share in bar.segments:
                 ax.barh(
-                    row, float(share) * 100, left=float(left) * 100, height=0.62, color=COLORS[key], edgecolor="white"
+                    row,
+                    float(share) * 100,
+                    left=float(left) * 100,
+                    height=0.62,
+                    color=color(key, keys),
+                    edgecolor="white",
                 )
                 if share >= INSIDE:
                     ax.text(
                         float(left + share / 2) * 100,
                         row,
-                        pct(share),
+                        pct(share, typeset=True),
                         ha="center",
                         va="center",
                         color="white",
@@ -113,20 +222,21 @@ def render_chart(models: list[Model], fmt: str = "png", activated: bool = False)
                         fontweight="bold",
                     )
                 else:
-                    narrow.append(f"{LABELS[key]} {pct(share)}")
+                    narrow.append(f"{label(key, lang)} {pct(share, typeset=True)}")
                 left += share
             if narrow:
-                ax.text(101, row, "\n".join(narrow), ha="left", va="center", fontsize=8.5, color="#333333")
-        ax.set_yticks(range(len(data)), [f"{bar.label}\n{count(bar.total)}" for bar in data])
+                ax.text(101, row, "\n".join(narrow), ha="left", va="center", fontsize=9, color="#333333")
+        ax.set_yticks(range(len(data)), [bar.tick for bar in data])
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
-        ax.set_xlabel("share of parameters (%)")
-        kind = "total and activated per token" if activated else "by component"
-        ax.set_title(f"Where the parameters sit: {kind}", fontsize=13, fontweight="bold", loc="left")
+        ax.set_xlabel(words["axis"])
+        ax.set_title(words["title+activated" if activated else "title"], fontsize=13, fontweight="bold", loc="left")
         ax.spines[["top", "right"]].set_visible(False)
-        used = [key for key in LABELS if any(key == seg[0] for bar in data for seg in bar.segments)]
-        handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[key]) for key in used]
-        fig.legend(handles, [LABELS[key] for key in used], loc="outside lower center", ncols=len(used), frameon=False)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=color(key, keys)) for key in keys]
+        names = [label(key, lang, shared) for key in keys]
+        widest = max(sum(2 if ord(c) > 0x2E80 else 1 for c in name) for name in names)
+        columns = max(1, min(len(keys), 3 if widest <= 24 else 2 if widest <= 40 else 1))
+        fig.legend(handles, names, loc="outside lower center", ncols=columns, frameon=False)
         buffer = io.BytesIO()
         metadata = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
         fig.savefig(buffer, format=fmt, dpi=150, metadata=metadata)
@@ -148,13 +258,19 @@ class Chart:
     files: dict[Path, bytes]
 
 
-def chart(specs: list[str], output: str, activated: bool = False) -> Chart:
-    """The chart of the models ``specs`` name, to be written to ``output`` (see writeup.save)."""
+def chart(specs: list[str], output: str, activated: bool = False, lang: str = "en") -> Chart:
+    """The chart of the models ``specs`` name, its words in ``lang``, to be written to ``output``
+    (see writeup.save)."""
     from ..sources import load
     from .writeup import check_target
 
     target = check_target(output, "chart")
     fmt = chart_format(output)  # the name asked for, not the file a symlink points to
+    if lang not in LANGS:
+        raise LlmcountError(f"unknown language {lang!r}; choose one of {', '.join(LANGS)}")
     _pyplot()  # say how to install matplotlib before loading anything
+    if lang == "zh":
+        cjk_font()  # and that a CJK font is missing
     models = [load(spec) for spec in specs]
-    return Chart({**chart_data(models, activated), "output": output}, {target: render_chart(models, fmt, activated)})
+    drawn = render_chart(models, fmt, activated, lang)
+    return Chart({**chart_data(models, activated, lang), "output": output}, {target: drawn})

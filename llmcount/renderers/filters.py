@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -103,6 +104,7 @@ _LATEX_SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    "\u2212": r"\ensuremath{-}",  # the minus sign: pdflatex's utf8 input has no glyph for U+2212
 }
 
 
@@ -129,9 +131,9 @@ FILTERS = {
 
 
 def substitute(expr: Expr, values: dict) -> str:
-    """LaTeX of ``expr`` with each symbol replaced by its value, products as ``\\cdot``:
-    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5120 \\cdot 64``. Nothing is evaluated."""
-    names = {symbol: str(int(value)) for symbol, value in values.items()}
+    """LaTeX of ``expr`` with each symbol replaced by its digit-grouped value, products as ``\\cdot``:
+    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5{,}120 \\cdot 64``. Nothing is evaluated."""
+    names = {symbol: latex_int(value) for symbol, value in values.items()}
     return sympy_latex(expr, symbol_names=names, mul_symbol="dot")
 
 
@@ -173,10 +175,14 @@ def ordered_lines(
 
 def code(name: str, fmt: str) -> str:
     """A module or key name in running text: ```q_proj``` in Markdown, ``\\texttt{q\\_\\allowbreak{}proj}``
-    in LaTeX (a line may break after an underscore)."""
+    in LaTeX (a line may break after an underscore, a slash, a hyphen or a dot)."""
     if fmt != "latex":
-        return f"`{name}`"
-    return r"\texttt{" + latex_escape(name).replace(r"\_", r"\_\allowbreak{}") + "}"  # long names may break at _
+        fence = "`" * (max((len(run) for run in re.findall("`+", name)), default=0) + 1)
+        pad = " " if "`" in name else ""  # CommonMark strips one space each side when both are there
+        return f"{fence}{pad}{name}{pad}{fence}"
+    text = latex_escape(name).replace(r"\_", r"\_\allowbreak{}")  # a long name may break after _ / - .
+    text = re.sub(r"([/.-])(?=.)", r"\1\\allowbreak{}", text)
+    return r"\texttt{" + text + "}"
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#])")
@@ -187,14 +193,20 @@ def escape(value: str, fmt: str) -> str:
     return latex_escape(value) if fmt == "latex" else _MARKDOWN_SPECIAL.sub(r"\\\1", str(value))
 
 
-def pct(fraction, signed: bool = False) -> str:
+MINUS = "\u2212"
+"""The minus sign (−), not the hyphen: what a typeset negative number has."""
+
+
+def pct(fraction, signed: bool = False, typeset: bool = False) -> str:
     """A share or relative error as a percentage with enough decimals to show it:
-    0.1843 -> '18.43%', -0.0000213 -> '-0.0021%', 0 -> '0%'; ``signed`` adds '+' to positives."""
+    0.1843 -> '18.43%', -0.0000213 -> '-0.0021%', 0 -> '0%'; ``signed`` adds '+' to positives; ``typeset``
+    (write-ups, charts) writes a negative with the minus sign, '−0.0021%', terminals keep the hyphen."""
     value = 100 * float(fraction)
     if value == 0:
         return "0%"
     places = max(2, 1 - math.floor(math.log10(abs(value))))
-    return f"{value:{'+' if signed else ''}.{places}f}%"
+    out = f"{value:{'+' if signed else ''}.{places}f}%"
+    return out.replace("-", MINUS) if typeset else out
 
 
 def significant(value, digits: int = 4) -> str:
@@ -202,7 +214,26 @@ def significant(value, digits: int = 4) -> str:
     return f"{float(value):.{digits}g}"
 
 
+def mermaid(value: str) -> str:
+    """Text for a Mermaid label or title: its entity codes for the characters that would end the string or be
+    read as markup (``"`` ``<`` ``>`` ``#`` ``;``), and no line breaks."""
+    codes = {'"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", ";": "#59;", "&": "#amp;"}
+    return "".join(codes.get(c, c) for c in " ".join(str(value).split()))
+
+
+def layer_list(indices: Sequence[int], lang: str = "en") -> str:
+    """Layer indices for prose: '0, 2, 4, …, 46' for a progression of more than four, else all of them."""
+    indices = list(indices)
+    sep = "、" if lang == "zh" else ", "
+    steps = {b - a for a, b in itertools.pairwise(indices)}
+    if len(indices) > 4 and len(steps) == 1:
+        indices = [*map(str, indices[:3]), "…", str(indices[-1])]
+    return sep.join(map(str, indices))
+
+
 FILTERS.update(
+    layer_list=layer_list,
+    mermaid=mermaid,
     substitute=substitute,
     ordered_lines=ordered_lines,
     code=code,

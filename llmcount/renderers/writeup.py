@@ -13,8 +13,8 @@ import re
 import signal
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -29,6 +29,7 @@ from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtyp
 from ..errors import LlmcountError
 from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
+from ..formulas.expressions import RecordError, formula
 from ..formulas.symbols import (
     GLOSSARY,
     N,
@@ -47,10 +48,19 @@ from ..formulas.symbols import (
     r_kv,
     r_q,
 )
+from .filters import latex
 
-FORMATS = ("markdown", "latex")
+FORMATS = ("markdown", "latex", "html")
+SECTIONS = ("params", "leading", "shares")
+"""The parts of a post --sections chooses: params (notation, one section per component, total, activated,
+embedding), leading (one layer to leading order, the 12·d² rule), shares (where the parameters sit, the chart).
+The check against a checkpoint comes with --index."""
+FLAVORS = ("dollars", "commonmark")
+"""How a Markdown post writes its math: $…$ and $$…$$ (KaTeX, MathJax, most math extensions), or for a renderer
+with none, $`…`$ and ```math fences, which plain CommonMark keeps as code."""
 LANGS = ("en", "zh")
 CHART_SUFFIXES = {"markdown": (".png", ".svg", ".pdf"), "latex": (".png", ".pdf")}  # pdflatex can't include SVG
+# html: the chart is drawn inline (SVG) into the page, so there is no chart file to link
 
 WIDTHS = (V, d, d_ff, h_d, n_pos, d_moe, r_q, r_kv, d_rope, d_nope, d_v)
 """Sizes that grow with the model's width; head and expert counts (h, n, k, ...) do not. A weight matrix is
@@ -70,6 +80,7 @@ class Row:
     layers: Expr
     copies: int
     bias: bool
+    note: str = ""  # the family record's note on this weight
 
 
 @dataclass(frozen=True)
@@ -85,12 +96,35 @@ class Section:
     share: Fraction  # of the total
     activated_share: Fraction  # of the activated count
 
+    @property
+    def described(self) -> bool:
+        """Whether the write-up's own prose covers exactly these modules; if not, the post explains the section
+        from the family record's notes, so that a new family never gets another family's description."""
+        names = {r.name.removesuffix(".bias") for r in self.rows}
+        return names in PROSE_COVERS.get(self.key, [])
+
     def row(self, name: str) -> Row | None:
         return next((r for r in self.rows if r.name == name), None)
 
     @property
     def biased(self) -> list[Row]:
         return [r for r in self.rows if r.bias]
+
+
+PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>.j2) describes, set by set
+    "embedding": [{"embed_tokens"}, {"wte", "wpe"}],
+    "attention": [
+        {"q_proj", "k_proj", "v_proj", "o_proj"},
+        {"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"},
+        {"c_attn", "c_proj"},
+        {"q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj"},
+        {"q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj"},
+    ],
+    "mlp": [{"c_fc", "c_proj"}, {"gate_proj", "up_proj", "down_proj"}],
+    "moe": [{"router", "experts"}, {"router", "experts", "shared_experts"}],
+    "norms": [{"ln_1", "ln_2", "ln_f"}, {"input_layernorm", "post_attention_layernorm", "norm"}],
+    "head": [set(), {"lm_head"}],
+}
 
 
 def sections(model: Model) -> list[Section]:
@@ -111,6 +145,7 @@ def sections(model: Model) -> list[Section]:
                 layers=t.layers,
                 copies=int(t.layers.subs(model.values)),
                 bias=t.path.endswith(".bias"),
+                note=t.note,
             )
             for t in terms
         )
@@ -129,6 +164,35 @@ def sections(model: Model) -> list[Section]:
             )
         )
     return result
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One slice of a pie chart: a section, or the small sections together."""
+
+    sections: tuple[Section, ...]
+    count: int
+    share: Fraction
+
+
+PIE_SMALL = Fraction(3, 100)
+"""Sections under this share of a pie are drawn as one slice: side by side, their labels would overprint."""
+
+
+def pie(parts: list[Section], activated: bool = False) -> list[Slice]:
+    """The slices of a pie of ``parts`` (of the activated counts with ``activated``), in reader's order; two or
+    more sections under PIE_SMALL are one slice, last."""
+    items = [(s, s.activated if activated else s.count) for s in parts]
+    items = [(s, n) for s, n in items if n]
+    whole = sum(n for _, n in items)
+    small = [(s, n) for s, n in items if Fraction(n, whole) < PIE_SMALL]
+    if len(small) < 2:
+        small = []
+    slices = [Slice((s,), n, Fraction(n, whole)) for s, n in items if (s, n) not in small]
+    if small:
+        rest = sum(n for _, n in small)
+        slices.append(Slice(tuple(s for s, _ in small), rest, Fraction(rest, whole)))
+    return slices
 
 
 # --- one layer, to leading order ----------------------------------------------------------------------------------
@@ -157,6 +221,11 @@ class Leading:
     @property
     def rest(self) -> int:
         return self.exact - self.value
+
+    @property
+    def rest_terms(self) -> list:
+        """The terms left out (biases, norm scales, the router), in reader's order."""
+        return [e for e in self.exact_terms if e not in self.terms]
 
 
 def leading(model: Model, activated: bool = False) -> Leading:
@@ -262,12 +331,38 @@ class Variable:
     meaning: str
     name: str
     value: int
+    default: str | None = None  # the config lacks the key: the default the value comes from, as LaTeX math
 
 
-def variables(model: Model) -> list[Variable]:
-    """The glossary rows of the symbols this model uses, with this model's values."""
+def _default(model: Model, symbol, present: Collection[str] | None) -> str | None:
+    """How the value of ``symbol`` was made when the config has no key for it (``4\\,d``, ``128``), else None."""
+    if present is None:
+        return None
+    spec = next((s for s in model.architecture.symbols if s.symbol == symbol), None)
+    if spec is None or spec.key in present or not spec.default_text:
+        return None
+    text = spec.default_text
+    try:
+        if text.count("//") == 1:  # integer division, d // h: the floor of d / h
+            top, bottom = (latex(formula(part, spec.key)) for part in text.split("//"))
+            return rf"\left\lfloor {top}/{bottom} \right\rfloor"
+        return latex(formula(text, spec.key))
+    except (LlmcountError, RecordError):  # a rule the formula parser does not take: none shown
+        return None
+
+
+def variables(model: Model, present: Collection[str] | None = None) -> list[Variable]:
+    """The glossary rows of the symbols this model uses, with this model's values; with the config's keys
+    (``present``), a value the config does not give says which default it is."""
     return [
-        Variable(e.latex, config_key(model, e.symbol), e.meaning, e.symbol.name, model.values[e.symbol])
+        Variable(
+            e.latex,
+            config_key(model, e.symbol),
+            e.meaning,
+            e.symbol.name,
+            model.values[e.symbol],
+            _default(model, e.symbol, present),
+        )
         for e in GLOSSARY
         if e.symbol in model.values and e.symbol in model.derivation.symbols
     ]
@@ -290,6 +385,9 @@ def features(model: Model) -> dict[str, Any]:
         "qk_norm": "attention/q_norm" in paths,
         "shared_experts": "moe/shared_experts" in paths,
         "dense_layers": model.derivation.per_dense_layer is not None,
+        # the dense layers form a leading block (DeepSeek's first_k_dense_replace), or are spread (every other)
+        "dense_indices": model.layer_indices.get(N_dense, ()),
+        "dense_first": model.layer_indices.get(N_dense, ()) == tuple(range(v.get(N_dense, 0))),
         "classic_mlp": "mlp/c_fc" in paths,
         "experts_d_ff": any(t.routed and d_ff in t.expr.free_symbols for t in model.derivation.terms),  # Mixtral
         "tied": model.tied,
@@ -302,25 +400,47 @@ def features(model: Model) -> dict[str, Any]:
     }
 
 
+def display_name(model: Model) -> str:
+    """The name a reader knows the model by: a preset's model name (Qwen3-32B for the preset qwen3-32b), else
+    the name it was given (a Hub id, a folder's name)."""
+    from ..presets import find
+
+    preset = find(model.name) if model.source == f"preset {model.name}" else None
+    return preset.model if preset else model.name
+
+
 def context(
     model: Model,
     fmt: str,
     lang: str,
     verification: Verification | None = None,
     chart: str | None = None,
+    present: Collection[str] | None = None,
+    show: tuple[str, ...] = SECTIONS,
 ) -> dict[str, Any]:
-    """Everything a write-up template prints, computed."""
+    """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
 
     preset = find(model.name) if model.source == f"preset {model.name}" else None
     hub = model.source == f"{model.name} (Hub)"
     counts = model.counts
     moe = model.architecture.is_moe
-    layer = leading(model)
-    classic = None if moe else CLASSIC * model.values[d] ** 2
+    try:
+        layer = leading(model)
+    except LlmcountError:  # layers of several kinds (linear and full attention): no one layer to approximate
+        layer = None
+    classic = None if moe or layer is None else CLASSIC * model.values[d] ** 2
+    parts = sections(model)
+    dense = model.layer_indices.get(N_dense, ())
+    if dense and dense == tuple(range(len(dense))):  # a leading dense block: a token meets it before the MoE
+        keys = [p.key for p in parts]
+        if "moe" in keys and "mlp" in keys and keys.index("mlp") > keys.index("moe"):
+            mlp = parts.pop(keys.index("mlp"))
+            parts.insert(keys.index("moe"), mlp)
     return {
         "fmt": fmt,
         "lang": lang,
+        "show": show,
         "model": model,
         "model_title": preset.model if preset else model.name,
         "hub_id": preset.hub_id if preset else None,
@@ -334,13 +454,16 @@ def context(
         "values": model.values,
         "v": {s.name: value for s, value in model.values.items()},
         "f": features(model),
-        "variables": variables(model),
-        "sections": sections(model),
+        "variables": variables(model, present),
+        "sections": parts,
+        "embedding_groups": list(dict.fromkeys(t.group for t in model.derivation.terms if t.embedding)),
+        "pie": pie(parts),
+        "pie_activated": pie(parts, activated=True) if moe else None,
         "embedding_share": Fraction(counts.embedding, counts.total),
         "non_embedding_share": Fraction(counts.non_embedding, counts.total),
         "activated_share": Fraction(counts.activated, counts.total),
         "layer": layer,
-        "layer_activated": leading(model, activated=True) if moe else None,
+        "layer_activated": leading(model, activated=True) if moe and layer is not None else None,
         "classic": classic,
         "classic_error": None if classic is None else Fraction(classic - layer.exact, layer.exact),
         "verification": verification,
@@ -354,13 +477,34 @@ def render_writeup(
     lang: str = "en",
     verification: Verification | None = None,
     chart: str | None = None,
+    chart_svg: bytes | None = None,
+    present: Collection[str] | None = None,
+    show: tuple[str, ...] = SECTIONS,
 ) -> str:
-    """The write-up of ``model`` in ``fmt`` (markdown, latex) and ``lang`` (en, zh)."""
+    """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
+
+    html: the Markdown post made one self-contained page (see :mod:`.html`), with ``chart_svg`` inline."""
     from . import render
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
-    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart))
+    if fmt == "html":
+        from .html import CHART_ALT, page
+
+        link = CHART_ALT if chart_svg is not None else None
+        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show))
+        return page(text, lang, chart_svg)
+    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show))
+
+
+def parse_sections(value: str | None) -> tuple[str, ...]:
+    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them."""
+    if value is None:
+        return SECTIONS
+    asked = [part.strip() for part in value.split(",")]
+    for part in asked:
+        _choose(part, SECTIONS, "section")
+    return tuple(s for s in SECTIONS if s in asked)
 
 
 def _choose(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -372,13 +516,18 @@ def writeup_data(model: Model, verification: Verification | None) -> dict[str, A
     """The numbers of a write-up, for ``--json``: exact integers; shares and errors as floats."""
     from . import summary_data
 
-    layer = leading(model)
+    try:
+        layer = leading(model)
+    except LlmcountError:  # layers of several kinds: no one layer
+        layer = None
     data: dict[str, Any] = {
         **summary_data(model),
         "sections": [
             {"key": s.key, "count": s.count, "activated": s.activated, "share": float(s.share)} for s in sections(model)
         ],
-        "layer": {
+        "layer": None
+        if layer is None
+        else {
             "exact": layer.exact,
             "leading": layer.value,
             "leading_over_d2": float(layer.coefficient),
@@ -490,11 +639,26 @@ def save(files: Mapping[Path, bytes]) -> None:
                 staged.append((_stage(target, data), target))
             for path, data in streams.items():
                 _write_into(path, data)
-            for temp, target in staged:
-                try:
-                    os.replace(temp, target)
-                except OSError as exc:
-                    raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            placed: list[tuple[Path, str | None]] = []  # (target, its former content kept aside, or None)
+            try:
+                for temp, target in staged:
+                    keep = _keep_aside(target)
+                    placed.append((target, keep))
+                    try:
+                        os.replace(temp, target)
+                    except OSError as exc:
+                        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            except BaseException:  # a later rename failed: undo the earlier ones, no post without its chart
+                for target, keep in reversed(placed):
+                    with suppress(OSError):
+                        if keep is not None:
+                            os.replace(keep, target)
+                        elif target.exists():
+                            target.unlink()
+                raise
+            for _, keep in placed:
+                if keep is not None:
+                    Path(keep).unlink(missing_ok=True)
         finally:
             for temp, _ in staged:
                 Path(temp).unlink(missing_ok=True)  # gone already when renamed
@@ -517,6 +681,20 @@ def _terminate_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _keep_aside(target: Path) -> str | None:
+    """A hard link to ``target``'s present content beside it (so that a failed save can put it back), or None
+    when there is no file yet or the folder allows no link."""
+    if not target.is_file():
+        return None
+    aside = target.parent / f".{target.name}.{os.getpid()}.old"
+    try:
+        aside.unlink(missing_ok=True)
+        os.link(target, aside)
+    except OSError:
+        return None
+    return str(aside)
 
 
 def _write_into(target: Path, data: bytes) -> None:
@@ -576,6 +754,8 @@ def build(
     chart: str | None = None,
     index: str | None = None,
     dtype: str | None = None,
+    flavor: str = "dollars",
+    sections: str | None = None,
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``.
 
@@ -584,6 +764,12 @@ def build(
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
+    _choose(flavor, FLAVORS, "flavor")
+    show = parse_sections(sections)
+    if chart is not None and "shares" not in show:
+        raise LlmcountError("--chart draws the shares section: add shares to --sections, or drop --chart")
+    if flavor != "dollars" and fmt != "markdown":
+        raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
     if output == STDOUT:
         output = None
     out = check_target(output) if output is not None else None
@@ -591,6 +777,8 @@ def build(
     if out is not None and image is not None and _same_file(out, image):
         raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
     suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
+    if image is not None and fmt == "html":
+        raise LlmcountError(f"{chart}: an HTML write-up carries its chart inline; --chart is for markdown and latex")
     if image is not None and suffix not in CHART_SUFFIXES[fmt]:
         allowed = ", ".join(CHART_SUFFIXES[fmt])
         raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {allowed}")
@@ -600,12 +788,23 @@ def build(
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
     files: dict[Path, bytes] = {}
-    if image is not None:
+    inline = None
+    if image is not None or (fmt == "html" and "shares" in show):
         from .charts import render_chart
 
-        files[image] = render_chart([model], suffix.lstrip("."), activated=model.architecture.is_moe)
-    text = render_writeup(model, fmt, lang, verification, link)
+        moe = model.architecture.is_moe
+        if image is not None:
+            files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
+        else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
+            inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show)
+    if flavor == "commonmark":
+        from .html import fence_math
+
+        text = fence_math(text)
     if out is not None:
         files[out] = text.encode("utf-8")
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
+    data["flavor"] = flavor
+    data["shown"] = list(show)
     return WriteUp(text, data, files)

@@ -1,0 +1,243 @@
+"""`writeup --format html`: one self-contained page, read by a real browser (Debian's headless chromium).
+
+The browser tests load each page from a file with the network off and check what a reader sees: no KaTeX error,
+no TeX source left in the visible text, no script or remote resource, the page as wide as a phone's screen.
+A screenshot of each is written to $LLMCOUNT_SCREENSHOTS (when set) for a person to look at.
+chromium comes from .ci/run (apt); without it the browser tests skip on a developer's machine and fail in CI."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from refusal import assert_refused, run
+
+from llmcount.renderers.html import Span, cut_math
+from llmcount.renderers.writeup import build
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [  # a dense, an MoE, an MLA and a sliding/full-attention family, in both languages
+    (spec, lang) for spec in ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-2b") for lang in ("en", "zh")
+]
+PHONE = 390  # CSS pixels: a phone's screen
+
+
+def require(available: bool, what: str) -> None:
+    if available:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI: .ci/run must install it")
+    pytest.skip(f"{what} is not installed (see .ci/run)")
+
+
+def needs_katex() -> None:
+    require(shutil.which("node") is not None and (ROOT / "node_modules" / "katex").is_dir(), "KaTeX (npm ci)")
+    pytest.importorskip("matplotlib")
+
+
+@cache
+def page(spec: str, lang: str = "en") -> str:
+    needs_katex()
+    return build(spec, "html", lang).text
+
+
+def chromium(*args: str, url: str, profile: Path) -> str:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    require(binary is not None, "chromium (apt-get install chromium fonts-noto-cjk)")
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ]
+    done = subprocess.run([binary, *flags, *args, url], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+class Visible(HTMLParser):
+    """The text a reader sees: everything but <style>, <script>, <title> and KaTeX's hidden MathML copy."""
+
+    HIDDEN = ("style", "script", "title", "annotation", "math")
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.parts: list[str] = []
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag in self.HIDDEN:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.HIDDEN:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth == 0:
+            self.parts.append(data)
+
+
+def visible(dom: str) -> Visible:
+    parser = Visible()
+    parser.feed(dom)
+    return parser
+
+
+# --- the page as written --------------------------------------------------------------------------------------------
+
+
+def test_math_is_cut_out_outside_code_only():
+    text, spans = cut_math("a $x_1$ b `$c$` \\$5 ``a`$`b``\n$$\n\\frac{1}{2}\n$$\n```\n$no$\n```\nend $y$")
+    assert spans == [Span("x_1", False), Span("\n\\frac{1}{2}\n", True), Span("y", False)]
+    assert text == "a LLMCOUNTMATH0Z b `$c$` \\$5 ``a`$`b``\nLLMCOUNTMATH1Z\n```\n$no$\n```\nend LLMCOUNTMATH2Z"
+
+
+def test_page_is_self_contained():
+    text = page("qwen3-32b")
+    assert text.startswith("<!DOCTYPE html>") and '<html lang="en">' in text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    assert "<script" not in text and "<link" not in text and "<img" not in text and "<iframe" not in text
+    # every url() is inlined, and no src/href points anywhere but into the page
+    assert not re.findall(r"url\((?!data:|#)", text)
+    assert not re.findall(r"""(?:src|href)=["'](?!#|data:)""", text)
+    assert not re.findall(r"""(?:src|href)=(?!["'#]|data:)""", text)
+    assert text.count("@font-face") >= 15 and "data:font/woff2;base64," in text
+    assert re.search(r'<svg[^>]* class="chart"', text) and "<figure>" in text  # the chart, inline
+    assert "```mermaid" not in text and "pie showData" not in text
+
+
+def test_page_has_the_posts_numbers_and_no_tex_outside_math():
+    text = page("deepseek-v3")
+    # DeepSeek-V3 (published: 671,026,404,352 parameters in the safetensors index; 37B activated per token)
+    assert "671,026,404,352" in text
+    seen = "".join(visible(text).parts)
+    assert "671,026,404,352" in seen
+    assert "$" not in seen and not re.search(r"\\[a-zA-Z]+", seen), re.findall(r".{40}[$\\].{40}", seen)[:3]
+
+
+def test_chinese_page_is_marked_chinese():
+    text = page("qwen3-235b-a22b", "zh")
+    assert '<html lang="zh-Hans">' in text and "总参数量" in text
+
+
+def test_user_text_cannot_put_html_into_a_post(tmp_path):
+    from llmcount.presets import presets
+
+    folder = tmp_path / "<img src=x onerror=alert(1)> `<b>x<b>` $y$"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(presets()["qwen3-0.6b"].config()))
+    markdown = build(str(folder), "markdown", "en").text
+    outside_code = re.sub(r"(`+).*?\1", "", markdown)
+    assert not re.search(r"(?<!\\)<", outside_code.replace("```mermaid", "")), "a raw '<' in the Markdown"
+    assert "onerror" in markdown  # the name is there, made literal
+    needs_katex()
+    text = build(str(folder), "html", "en").text
+    tags = {tag for tag, _ in visible(text).tags}
+    assert "img" not in tags and "b" not in tags
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_html_refuses_a_chart_file(tmp_path):
+    result = run("writeup", "qwen3-32b", "-f", "html", "--chart", str(tmp_path / "c.svg"))
+    assert_refused(result, "inline")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_html_without_node_says_what_to_install(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no node on the PATH
+    result = run("writeup", "qwen3-32b", "-f", "html", "-o", str(tmp_path / "p.html"))
+    assert_refused(result, "KaTeX", "node")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- the page in a browser ------------------------------------------------------------------------------------------
+
+NARROW = f"<style>body {{ width: {PHONE}px; }}</style></head>"  # headless chromium's window is 500px at least
+PROBE = """<script>
+document.body.dataset.scrollWidth = document.body.scrollWidth;
+document.body.dataset.katexErrors = document.querySelectorAll(".katex-error").length;
+document.body.dataset.katex = document.querySelectorAll(".katex").length;
+</script></body>"""
+
+
+@pytest.mark.parametrize(("spec", "lang"), PAGES)
+def test_page_in_a_browser(tmp_path, spec, lang):
+    text = page(spec, lang)
+    target = tmp_path / f"{spec}.{lang}.html"
+    target.write_text(text, "utf-8")
+    profile = tmp_path / "profile"
+    dom = chromium("--dump-dom", url=target.as_uri(), profile=profile)
+    assert "katex-error" not in dom
+    seen = re.sub(r"\s+", " ", "".join(visible(dom).parts))
+    assert not re.search(r"\\[a-zA-Z]+|\$|\\,|&[a-z]+;", seen), re.findall(r".{30}(?:\\|\$).{30}", seen)[:3]
+    assert len(seen) > 3000
+    # the same page with a probe (for the test only): KaTeX typeset the math, and nothing is wider than a phone
+    probed = tmp_path / f"{spec}.{lang}.probe.html"
+    narrow = text.replace("</head>", NARROW)
+    probed.write_text(narrow.replace("</body>", PROBE), "utf-8")
+    dom = chromium("--dump-dom", url=probed.as_uri(), profile=profile)
+    data = dict(re.findall(r'data-([a-z-]+)="(\d+)"', dom.split("<body", 1)[1].split(">", 1)[0]))
+    assert data["katex-errors"] == "0" and int(data["katex"]) > 50
+    width = int(data["scroll-width"])
+    assert width <= PHONE, f"the page is {width}px wide on a {PHONE}px screen: {data}"
+    shots = os.environ.get("LLMCOUNT_SCREENSHOTS")
+    folder = Path(shots) if shots else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{spec}.{lang}.png"
+    phone = tmp_path / f"{spec}.{lang}.phone.html"
+    phone.write_text(narrow, "utf-8")
+    chromium(f"--screenshot={shot}", f"--window-size={PHONE},3000", url=phone.as_uri(), profile=profile)
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 20_000
+
+
+def test_code_spans_and_mermaid_labels_hold_any_text():
+    from llmcount.renderers.filters import code, mermaid
+
+    # CommonMark: a code span opened by n backticks ends at the next run of exactly n
+    assert code("a`<b>`", "markdown") == "`` a`<b>` ``"
+    assert code("q_proj", "markdown") == "`q_proj`"
+    assert mermaid('a "b" <img>\n#1;') == "a #quot;b#quot; #lt;img#gt; #35;1#59;"
+
+
+@pytest.mark.parametrize("spec", ["gemma-2-2b", "deepseek-v3"])
+def test_commonmark_flavor_keeps_every_formula_whole_without_a_math_extension(spec):
+    from markdown_it import MarkdownIt
+
+    from llmcount.renderers.html import cut_math
+
+    dollars = build(spec, "markdown", "en").text
+    flavored = build(spec, "markdown", "en", flavor="commonmark").text
+    _, spans = cut_math(dollars)
+    assert "$$" not in flavored and len(spans) > 50
+    # a CommonMark renderer with no math extension (markdown-it's commonmark preset, plus tables)
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(flavored)
+    codes = [html.unescape(c) for c in re.findall(r"<code[^>]*>(.*?)</code>", rendered, re.S)]
+    for span in spans:
+        tex = span.tex.strip() + "\n" if span.display else span.tex
+        assert tex in codes, tex  # \, and the rows of an aligned block arrive as written
+    assert any("\\,d" in c for c in codes) and any("\\\\\n&= " in c for c in codes)
+
+
+def test_flavor_is_for_markdown_and_lists_its_choices():
+    assert_refused(run("writeup", "qwen3-32b", "-f", "latex", "--flavor", "commonmark"), "--format markdown")
+    result = run("writeup", "qwen3-32b", "--flavor", "mathjax")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "'dollars', 'commonmark'" in result.stderr
