@@ -9,7 +9,9 @@ multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :ma
   :math:`2T\\,\\tfrac{k}{n} P_{\\mathrm{experts}}`;
 * attention scores :math:`QK^\\top` and weighted values :math:`AV` cost :math:`2 B S^2 h\\,d_{qk}` and
   :math:`2 B S^2 h\\,d_{v}` per layer over the full :math:`S{\\times}S` matrix, as eager attention computes them;
-  ``causal`` counts only the :math:`S(S+1)/2` query-key pairs on or below the diagonal, as causal kernels do;
+  ``causal`` counts only the :math:`S(S+1)/2` query-key pairs on or below the diagonal, as causal kernels do,
+  and on sliding-window layers only the pairs within the window (:func:`window_pairs`; chunked layers: within
+  the chunk, :func:`chunk_pairs`); eager attention computes (and masks) the full matrix on every layer;
 * the LM head projects every position: :math:`2 T d V`, tied to the embedding or not;
 * not counted: embedding lookups, biases, norms, activations, softmax, RoPE, residual additions (elementwise).
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 
-from sympy import Add, Expr, Symbol, expand
+from sympy import Add, Expr, Min, Mod, Symbol, expand, floor
 
 from ..errors import LlmcountError
 from .blocks import ONE, Term
@@ -31,12 +33,15 @@ from .symbols import GLOSSARY, B, S, V, d, k, n
 CONVENTION = (
     "matrix multiplications only, 2 FLOPs per multiply-add (as torch.utils.flop_counter counts them): "
     "each linear weight costs 2 FLOPs per parameter per token (routed experts: k of n per token); "
-    "attention scores QK^T and values AV over the full S×S matrix, as eager attention computes them; "
+    "attention scores QK^T and values AV over the full S×S matrix, as eager attention computes them "
+    "(on sliding-window layers too: eager attention masks the window); "
     "LM head at every position; biases, norms, activations, softmax, RoPE and embedding lookups not counted"
 )
 CAUSAL_CONVENTION = CONVENTION.replace(
-    "over the full S×S matrix, as eager attention computes them",
-    "over the S(S+1)/2 query-key pairs on or below the diagonal, as causal kernels compute them",
+    "over the full S×S matrix, as eager attention computes them "
+    "(on sliding-window layers too: eager attention masks the window)",
+    "over the S(S+1)/2 query-key pairs on or below the diagonal, as causal kernels compute them "
+    "(sliding-window and chunked layers: only the pairs within the window or the chunk)",
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
@@ -119,16 +124,59 @@ def attention_spec(derivation: Derivation) -> Attention:
     return spec
 
 
+def flops_spec(derivation: Derivation) -> Attention:
+    """:func:`attention_spec`, refused by name for a record whose layers keep a recurrent state (Mamba, linear
+    attention): their scans and convolutions have no FLOPs formula yet."""
+    family = derivation.architecture
+    if family.states:
+        kinds = ", ".join(state.name for state in family.states)
+        raise LlmcountError(f"FLOPs are not derived for {family.title} ({family.name}) yet: its {kinds} layers")
+    return attention_spec(derivation)
+
+
+def window_pairs(window: Expr) -> Expr:
+    """Query-key pairs of a causal sliding window of W keys (a query sees itself and the W - 1 before it): query q
+    (from 1) sees min(q, W) keys, so with :math:`m = \\min(S, W)` the S queries see :math:`m(m+1)/2 + (S - m)W`
+    pairs; :math:`S(S+1)/2` when the window covers the sequence."""
+    m = Min(S, window)
+    return m * (m + 1) / 2 + (S - m) * window
+
+
+def chunk_pairs(chunk: Expr) -> Expr:
+    """Query-key pairs of causal attention within chunks of C tokens: each whole chunk :math:`C(C+1)/2`, the last
+    :math:`r(r+1)/2` for its :math:`r = S \\bmod C` tokens."""
+    rest = Mod(S, chunk)
+    return floor(S / chunk) * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
+
+
 def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
     """Per token per layer: :math:`2 S\\,h d_{qk}` for :math:`QK^\\top` and :math:`2 S\\,h d_v` for :math:`AV`
-    (full matrix); causal: :math:`(S+1)` instead of :math:`2S`, the mean of the S(S+1)/2 pairs over S tokens.
+    (full matrix); causal: :math:`(S+1)` instead of :math:`2S`, the mean of the S(S+1)/2 pairs over S tokens,
+    and on sliding or chunked layers twice their pairs (:func:`window_pairs`, :func:`chunk_pairs`) over S.
     The widths come from the record: :math:`h h_d` (GQA), :math:`d` (GPT-2), :math:`h(d_{nope}+d_{rope})` and
     :math:`h d_v` (MLA)."""
-    pairs = (S + 1) if causal else 2 * S  # 2 · (query-key pairs per token)
-    span = "the S(S+1)/2 causal pairs" if causal else "the full S×S matrix"
+    if not causal:
+        span = "the full S×S matrix" + (", sliding layers too (eager masks the window)" if spec.window else "")
+        return _scores(spec, spec.layers, 2 * S, span)
+    if spec.window is None:
+        return _scores(spec, spec.layers, S + 1, "the S(S+1)/2 causal pairs")
+    sliding = spec.layers if spec.sliding is None else spec.sliding
+    if spec.chunked:
+        pairs, kind, span = chunk_pairs(spec.window), "chunked", "the causal pairs within each chunk of W tokens"
+    else:
+        pairs, kind, span = window_pairs(spec.window), "sliding", "the causal pairs within the window of W keys"
+    full = _scores(spec, spec.layers - sliding, S + 1, "the S(S+1)/2 causal pairs", "full layers: ")
+    return full + _scores(spec, sliding, 2 * pairs / S, span, f"{kind} layers: ", f"/{kind}")
+
+
+def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str = "", suffix: str = "") -> list:
+    """The two attention matmuls of ``layers`` layers at ``pairs`` (twice the query-key pairs per token)."""
+    if layers == 0:
+        return []
+    scores, values = f"{prefix}attention scores Q·K^T over {span}", f"{prefix}attention-weighted values A·V over {span}"
     return [
-        FlopTerm("attention/scores", pairs * spec.qk, f"attention scores Q·K^T over {span}", spec.layers),
-        FlopTerm("attention/values", pairs * spec.v, f"attention-weighted values A·V over {span}", spec.layers),
+        FlopTerm(f"attention/scores{suffix}", pairs * spec.qk, scores, layers),
+        FlopTerm(f"attention/values{suffix}", pairs * spec.v, values, layers),
     ]
 
 
@@ -154,7 +202,7 @@ class Flops:
         the LM head last."""
         linear = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
         after_attention = sum(1 for t in linear if t.path.startswith("attention/"))
-        scores = score_flops(attention_spec(self.derivation), self.causal)
+        scores = score_flops(flops_spec(self.derivation), self.causal)
         return (*linear[:after_attention], *scores, *linear[after_attention:], head_flops())
 
     @cached_property
@@ -188,8 +236,12 @@ class Flops:
     def evaluate(self, values: dict[Symbol, int], seq: int, batch: int) -> FlopCounts:
         """Substitute a config's values and S, B; every count stays a Python int."""
         values = {**values, S: seq, B: batch}
+        terms = self.terms  # refuses a record without [attention] before its window is read
+        window = self.derivation.architecture.attention.window
+        if window is not None and window.is_Symbol and window not in values:
+            values[window] = seq  # no window in the config: every layer attends to the whole sequence
         components = tuple(
-            FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs")) for t in self.terms
+            FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs")) for t in terms
         )
         forward = sum(c.flops for c in components)
         return FlopCounts(
