@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .cli import SPEC_HELP, JsonOption, ModelArgument, app, fail, print_json
+from .cli_batch import terminal_width
 from .cli_training import (
     AttentionKind,
     AttentionOption,
@@ -95,7 +96,7 @@ def flops(
     if as_json:
         print_json(flops_data(model, formula, counts))
     else:
-        typer.echo(render_flops(model, formula, counts, training).rstrip())
+        typer.echo(render_flops(model, formula, counts, training, terminal_width()).rstrip())
 
 
 @app.command()
@@ -197,7 +198,7 @@ def memory(
     if as_json:
         print_json(memory_data(model, result))
     else:
-        typer.echo(render_memory(model, result).rstrip())
+        typer.echo(render_memory(model, result, terminal_width()).rstrip())
 
 
 @app.command()

@@ -118,6 +118,7 @@ def _degree(option: str, value: str) -> int:
 
 def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print."""
+    from .cli_batch import terminal_width
     from .formulas import activations as act
     from .formulas import training as tr
     from .renderers.training import render_training, training_data
@@ -170,4 +171,4 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
     if as_json:
         print_json(training_data(model, result, seq_, batch_))
     else:
-        typer.echo(render_training(model, result, seq_, batch_).rstrip())
+        typer.echo(render_training(model, result, seq_, batch_, terminal_width()).rstrip())

@@ -122,3 +122,26 @@ def test_compare_wraps_a_long_model_name(tmp_path):
     out = run("compare", str(folder), "gpt2", columns=80)
     assert widest(out) <= 80
     assert "8,190,735,360" in out and "124,439,808" in out  # Qwen3-8B and GPT-2, as transformers counts them
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("flops", "deepseek-v3", "--causal", "--training"),
+        ("flops", "mistral-7b", "--seq", "32768", "--causal"),
+        ("memory", "mistral-7b", "--seq", "32768"),
+        ("memory", "deepseek-v3", "--group-size", "128", "--dtype", "int4"),
+        ("memory", "qwen3-32b", "--training", "--zero", "3", "--dp", "8", "--lora", "16"),
+        ("memory", "deepseek-v3", "--training", "--tp", "8", "--pp", "4", "--ep", "8", "--dp", "8"),
+    ],
+    ids=" ".join,
+)
+def test_costs_fit_80_columns(args):
+    out = run(*args)
+    assert widest(out) <= 80, "\n".join(line for line in out.splitlines() if len(line) > 80)
+
+
+def test_flops_read_in_human_units():
+    out = run("flops", "llama-3-8b", "--seq", "2048")
+    assert "e+" not in out  # 4.40T, not 4.398e+12
+    assert re.search(r"^forward\s+[\d,]+\s+\d+\.\d\dT$", out, re.M)

@@ -113,11 +113,14 @@ from ..formulas.flops import RULE_DEFINITION, TRAINING_DEFINITION, FlopCounts, F
 from ..formulas.memory import Memory  # noqa: E402
 
 
-def render_flops(model: Model, flops: Flops, counts: FlopCounts, training: bool = False) -> str:
-    """The FLOPs table of ``flops`` evaluated as ``counts``, for a terminal; ``training`` adds the training
-    figure and the 6·N·tokens rule of thumb."""
+def render_flops(
+    model: Model, flops: Flops, counts: FlopCounts, training: bool = False, width: int | None = None
+) -> str:
+    """The FLOPs table of ``flops`` evaluated as ``counts``, for a terminal of ``width`` columns (``None``:
+    unbounded); ``training`` adds the training figure and the 6·N·tokens rule of thumb."""
     return render(
         "costs_flops.txt.j2",
+        width=width,
         model=model,
         f=flops,
         c=counts,
@@ -134,8 +137,9 @@ def render_flops_formula(flops: Flops, fmt: str, title: str = "") -> str:
     return render(f"costs_formula.{_SUFFIX[fmt]}.j2", f=flops, title=title, glossary=glossary)
 
 
-def render_memory(model: Model, memory: Memory) -> str:
-    return render("costs_memory.txt.j2", model=model, m=memory)
+def render_memory(model: Model, memory: Memory, width: int | None = None) -> str:
+    """The memory table, for a terminal of ``width`` columns (``None``: unbounded)."""
+    return render("costs_memory.txt.j2", model=model, m=memory, width=width)
 
 
 def render_verify(verification: Verification) -> str:

@@ -68,6 +68,18 @@ def count(value: int) -> str:
     return str(value)
 
 
+_FLOP_UNITS = ((10**21, "Z"), (10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K"))
+
+
+def flops(value: int) -> str:
+    """A human form of a FLOP count: 32940000000000 -> '32.94T' (K, M, G, T, P, E, Z); exact below a thousand."""
+    value = int(value)
+    for size, unit in _FLOP_UNITS:
+        if abs(value) >= size:
+            return f"{value / size:.2f}{unit}"
+    return str(value)
+
+
 def grouped(value: int) -> str:
     """Digit grouping for plain text and Markdown: 32,762,123,264."""
     return f"{int(value):,}"
@@ -119,6 +131,7 @@ FILTERS = {
     "ordered_latex": ordered_latex,
     "ordered_text": ordered_text,
     "count": count,
+    "flops": flops,
     "grouped": grouped,
     "latex_int": latex_int,
     "percent": percent,

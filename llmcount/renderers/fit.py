@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 
 from .filters import FILTERS, table
 
-MIN_WRAPPED = 8  # the wrapped column never gets fewer characters than this
+MIN_WRAPPED = 20  # narrower than this, the wrapped column goes below its row, across the whole width
+STACK_INDENT = "    "
 
 
 def wrap(text: str, width: int | None, indent: str = "") -> str:
@@ -44,21 +45,38 @@ def wrap_lines(text: str, width: int | None, indent: str = "") -> list[str]:
 
 def fit_table(rows: Iterable[Sequence[str]], align: str, width: int | None, wrapped: int) -> str:
     """:func:`filters.table`, except that column ``wrapped`` is wrapped (continuation lines below, other cells
-    empty) so that each line has at most ``width`` characters; ``None``: as :func:`filters.table`."""
+    empty) so that each line has at most ``width`` characters; when the other columns leave it fewer than
+    :data:`MIN_WRAPPED` characters, it leaves the table and is written, wrapped, on indented lines below each
+    row. ``None``: as :func:`filters.table`."""
     rows = [list(map(str, row)) for row in rows]
     if width is None:
         return table(rows, align)
     widths = [max(len(row[i]) for row in rows) for i in range(len(align))]
     others = sum(w for i, w in enumerate(widths) if i != wrapped) + 2 * (len(align) - 1)
-    room = max(MIN_WRAPPED, width - others)
+    room = width - others
     if widths[wrapped] <= room:
         return table(rows, align)
+    if room < MIN_WRAPPED:
+        return _stacked(rows, align, width, wrapped)
     out = []
     for row in rows:
         pieces = wrap_lines(row[wrapped], room, "  ")
         out.append([*row[:wrapped], pieces[0], *row[wrapped + 1 :]])
         out += [["" if i != wrapped else piece for i in range(len(align))] for piece in pieces[1:]]
     return table(out, align)
+
+
+def _stacked(rows: list[list[str]], align: str, width: int, moved: int) -> str:
+    """The table without column ``moved``, each row followed by its ``moved`` cell on indented lines."""
+    rest = [[cell for i, cell in enumerate(row) if i != moved] for row in rows]
+    lines = table(rest, align[:moved] + align[moved + 1 :]).split("\n")
+    out = []
+    for line, row in zip(lines, rows, strict=True):
+        out.append(line)
+        if row[moved]:
+            room = width - len(STACK_INDENT)
+            out += [STACK_INDENT + piece for piece in wrap_lines(row[moved], room, "  ")]
+    return "\n".join(out)
 
 
 def fit_columns(rows: Iterable[Sequence[str]], align: str, width: int | None) -> str:

@@ -52,12 +52,13 @@ def _activation_rows(t: Training) -> list[Row]:
     return rows
 
 
-def render_training(model: Model, t: Training, seq: int, batch: int) -> str:
-    """The training-memory table of one GPU, for a terminal."""
+def render_training(model: Model, t: Training, seq: int, batch: int, width: int | None = None) -> str:
+    """The training-memory table of one GPU, for a terminal of ``width`` columns (``None``: unbounded)."""
     states = [Row(line.name.replace("_", " "), line.formula, line.bytes, line.note) for line in t.lines]
     a = t.activations
     return render(
         "training_memory.txt.j2",
+        width=width,
         model=model,
         t=t,
         seq=seq,
