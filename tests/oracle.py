@@ -311,7 +311,7 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
 
 def _module_tensors(model: torch.nn.Module) -> dict[tuple[str, str], torch.Tensor]:
     """Plain tensor attributes of the modules (neither parameters nor buffers): where RecurrentGemma keeps its
-    conv and RG-LRU states."""
+    conv and RG-LRU states (the RG-LRU keeps its state after a forward with ``use_cache=False`` too)."""
     return {
         (name, attr): value
         for name, module in model.named_modules()
@@ -335,9 +335,8 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
             )
             ids = torch.randint(0, model.config.vocab_size, (batch, seq))
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+            before = {key: id(t) for key, t in _module_tensors(model).items()}
             with torch.no_grad():
-                model(**inputs, use_cache=False)
-                uncached = set(_module_tensors(model))
                 out = model(**inputs, use_cache=True)
                 caches = [out[name] for name in CACHE_OUTPUTS if out.get(name) is not None]
                 if not caches:  # RecurrentGemma fills a DynamicCache it does not return: pass one in
@@ -346,5 +345,5 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
     tensors = [t for cache in caches for t in _cache_tensors(cache)]
-    tensors += [t for key, t in _module_tensors(model).items() if key not in uncached]
+    tensors += [t for key, t in _module_tensors(model).items() if before.get(key) != id(t)]
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())

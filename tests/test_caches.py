@@ -31,7 +31,12 @@ CACHED = [  # encoder-style records describe models that keep no cache unless bu
 ]
 EVEN = st.sampled_from([2, 4, 8])
 ROTARY = {"h_d", "d_rope", "d_nope"}  # rotary embeddings turn pairs of a head's channels: an even size
-SMALL_WINDOWS = {"sliding_window": [2, 3, 5], "attention_chunk_size": [2, 4], "window_size": [2, 3]}
+SMALL_WINDOWS = {
+    "sliding_window": [2, 3, 5],
+    "attention_chunk_size": [2, 4],
+    "window_size": [2, 3],
+    "attention_window_size": [2, 3, 5],  # RecurrentGemma
+}
 SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
 
 
