@@ -83,6 +83,14 @@ def test_flops_of_a_hybrid_are_refused_by_name() -> None:
 MAMBA_2_8B = {"model_type": "mamba", "vocab_size": 50280, "hidden_size": 2560, "num_hidden_layers": 64}
 
 
+def test_flops_of_an_ssm_are_refused_by_its_state_not_its_missing_attention(tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(MAMBA_2_8B))
+    result = run("flops", str(config))
+    assert_refused(result, "Mamba", "mamba layers ([[state]])", "llmcount memory")
+    assert "KV cache" not in result.stderr  # memory does give its cache: the state
+
+
 def test_mamba_keeps_no_kv_cache() -> None:
     result = inference(MAMBA_2_8B, seq=1_000_000, batch=8)
     assert result.bytes_of("kv_cache") == 0 and result.kv_per_token_bytes is None

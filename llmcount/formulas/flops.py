@@ -109,20 +109,20 @@ def linear_flops(term: Term) -> FlopTerm:
 
 def attention_spec(derivation: Derivation) -> Attention:
     """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none, or
-    when it also has layers that keep a state (``[[state]]``), whose FLOPs are not derived."""
-    spec = derivation.architecture.attention
+    when it has layers that keep a state (``[[state]]``), whose FLOPs are not derived."""
+    family = derivation.architecture
+    spec = family.attention
+    if family.states:  # the scans of Mamba and linear-attention layers have no formula yet
+        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
+        beside = "beside its [attention] layers, " if spec is not None else ""
+        raise LlmcountError(
+            f"FLOPs are not derived for {family.title} ({family.name}) yet: {beside}its {kinds} layers ([[state]]) "
+            "have no FLOPs formula (`llmcount memory` gives their state)"
+        )
     if spec is None:
-        family = derivation.architecture
         raise LlmcountError(
             f"FLOPs and the KV cache are not derived for {family.title} ({family.name}) yet: "
             "its record has no [attention] section"
-        )
-    if derivation.architecture.states:  # the scans of Mamba and linear-attention layers have no formula yet
-        family = derivation.architecture
-        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
-        raise LlmcountError(
-            f"FLOPs are not derived for {family.title} ({family.name}) yet: beside its [attention] layers, its "
-            f"{kinds} layers ([[state]]) have no FLOPs formula (`llmcount memory` gives their state)"
         )
     return spec
 
