@@ -263,10 +263,69 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     return config
 
 
+# What a transformers cache holds, by attribute name: every tensor found under one of these names (in a dict, list
+# or tuple too) is counted; tensors under BOOKKEEPING names are counters, not state; any other tensor fails the
+# test, so that a release that stores something new shows up instead of being silently left out.
+CACHE_STATE = (
+    "keys",
+    "values",  # DynamicLayer, DynamicSlidingWindowLayer
+    "conv_states",
+    "recurrent_states",  # LinearAttentionLayer (Mamba, Mamba-2, Gated DeltaNet), per state index
+    "linear_cache",  # MiniMaxCache: the lightning-attention K^T·V of each linear layer (a list, [] elsewhere)
+    "indexer_keys",
+    "indexer_position_ids",  # DynamicIndexedLayer (DeepSeek-V3.2's indexer)
+)
+CACHE_BOOKKEEPING = ("_sliding_window_tensor", "cumulative_length", "indexer_cumulative_length")
+# Model outputs that carry the cache: past_key_values (most), cache_params (Mamba, Mamba-2, Falcon-Mamba) and
+# state (RWKV: a list of five tensors of B × d × N).
+CACHE_OUTPUTS = ("past_key_values", "cache_params", "state")
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _held(holder: Any) -> list[torch.Tensor]:
+    """The state tensors an object of the cache holds (the cache itself or one of its layers)."""
+    held = []
+    for name, value in vars(holder).items():
+        tensors = _tensors(value)
+        if name in CACHE_STATE:
+            held += tensors
+        elif tensors and name not in CACHE_BOOKKEEPING:
+            raise AssertionError(f"{type(holder).__name__}.{name} holds tensors the oracle does not know ({VERSIONS})")
+    return held
+
+
+def _cache_tensors(cache: Any) -> list[torch.Tensor]:
+    if isinstance(cache, (list, tuple, torch.Tensor)):  # RWKV's state
+        return _tensors(cache)
+    return _held(cache) + [t for layer in getattr(cache, "layers", []) for t in _held(layer)]
+
+
+def _module_tensors(model: torch.nn.Module) -> dict[tuple[str, str], torch.Tensor]:
+    """Plain tensor attributes of the modules (neither parameters nor buffers): where RecurrentGemma keeps its
+    conv and RG-LRU states (the RG-LRU keeps its state after a forward with ``use_cache=False`` too)."""
+    return {
+        (name, attr): value
+        for name, module in model.named_modules()
+        for attr, value in vars(module).items()
+        if isinstance(value, torch.Tensor)
+    }
+
+
 def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype = torch.float32) -> int:
     """Bytes of every tensor transformers' cache holds after one forward pass of ``batch`` sequences of ``seq``
-    tokens on CPU (eager attention, a small random model): keys and values, and the conv and recurrent states of
-    linear-attention and Mamba layers; :class:`TransformersRejected` when the model cannot be built or run."""
+    tokens on CPU (eager attention, a small random model): keys and values, the conv and recurrent states of
+    linear-attention and Mamba layers, wherever the model keeps them (the cache it returns, the one it fills when
+    it returns none, and tensors its modules hold after a forward with ``use_cache=True`` but not after one without);
+    :class:`TransformersRejected` when the model cannot be built or run."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -275,13 +334,16 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
                 _hf_config(config), attn_implementation="eager", experts_implementation="batched_mm", dtype=dtype
             )
             ids = torch.randint(0, model.config.vocab_size, (batch, seq))
+            inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+            before = {key: id(t) for key, t in _module_tensors(model).items()}
             with torch.no_grad():
-                out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+                out = model(**inputs, use_cache=True)
+                caches = [out[name] for name in CACHE_OUTPUTS if out.get(name) is not None]
+                if not caches:  # RecurrentGemma fills a DynamicCache it does not return: pass one in
+                    caches = [transformers.DynamicCache(config=model.config)]
+                    model(**inputs, use_cache=True, past_key_values=caches[0])
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
-    tensors = []
-    for layer in out.past_key_values.layers:
-        tensors += [getattr(layer, name, None) for name in ("keys", "values")]
-        for name in ("conv_states", "recurrent_states"):
-            tensors += list((getattr(layer, name, None) or {}).values())
-    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    tensors = [t for cache in caches for t in _cache_tensors(cache)]
+    tensors += [t for key, t in _module_tensors(model).items() if before.get(key) != id(t)]
+    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())

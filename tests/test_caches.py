@@ -31,8 +31,43 @@ CACHED = [  # encoder-style records describe models that keep no cache unless bu
 ]
 EVEN = st.sampled_from([2, 4, 8])
 ROTARY = {"h_d", "d_rope", "d_nope"}  # rotary embeddings turn pairs of a head's channels: an even size
-SMALL_WINDOWS = {"sliding_window": [2, 3, 5], "attention_chunk_size": [2, 4], "window_size": [2, 3]}
+SMALL_WINDOWS = {
+    "sliding_window": [2, 3, 5],
+    "attention_chunk_size": [2, 4],
+    "window_size": [2, 3],
+    "attention_window_size": [2, 3, 5],  # RecurrentGemma
+}
 SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
+
+
+def _every_interval(layers: int) -> st.SearchStrategy[dict]:
+    return st.integers(1, layers).map(lambda k: {"full_attention_interval": k})
+
+
+def _jamba(layers: int) -> st.SearchStrategy[dict]:
+    def layout(period: int) -> st.SearchStrategy[dict]:
+        return st.integers(0, period - 1).map(lambda o: {"attn_layer_period": period, "attn_layer_offset": o})
+
+    return st.integers(1, layers).flatmap(layout)
+
+
+# Hybrids whose default layout has no attention layer among the 1 to 4 drawn layers: transformers' DynamicCache
+# then raises in get_seq_length ("can only be called on Attention layers"), so at least one attention layer is
+# placed by drawing (llmcount itself counts an all-Mamba or all-linear stack; transformers cannot run one cached).
+LAYOUTS = {
+    "jamba": _jamba,
+    "bamba": lambda n: st.lists(st.integers(0, n - 1), min_size=1, unique=True).map(
+        lambda i: {"attn_layer_indices": sorted(i)}
+    ),
+    "granitemoehybrid": lambda n: (
+        st.lists(st.sampled_from(["mamba", "attention"]), min_size=n, max_size=n)
+        .filter(lambda types: "attention" in types)
+        .map(lambda types: {"layer_types": types})
+    ),
+    "qwen3_next": _every_interval,
+    "qwen3_5_text": _every_interval,
+    "qwen3_5_moe_text": _every_interval,
+}
 
 
 def rotary_part(config: dict, values: dict) -> int:
@@ -59,6 +94,8 @@ def test_cache_equals_transformers(model_type: str, data) -> None:
     for key, choices in (SMALL_WINDOWS | SMALL_ROTARY).items():  # windows the drawn sequences fall below, at and above
         if isinstance(config.get(key), int):
             config[key] = data.draw(st.sampled_from(choices))
+    if model_type in LAYOUTS and isinstance(config.get("num_hidden_layers"), int):
+        config.update(data.draw(LAYOUTS[model_type](config["num_hidden_layers"])))
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:
         values = read_config(config, "drawn config").values

@@ -113,10 +113,18 @@ def linear_flops(term: Term) -> FlopTerm:
 
 
 def attention_spec(derivation: Derivation) -> Attention:
-    """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none."""
-    spec = derivation.architecture.attention
+    """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none, or
+    when it has layers that keep a state (``[[state]]``), whose FLOPs are not derived."""
+    family = derivation.architecture
+    spec = family.attention
+    if family.states:  # the scans of Mamba and linear-attention layers have no formula yet
+        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
+        beside = "beside its [attention] layers, " if spec is not None else ""
+        raise LlmcountError(
+            f"FLOPs are not derived for {family.title} ({family.name}) yet: {beside}its {kinds} layers ([[state]]) "
+            "have no FLOPs formula (`llmcount memory` gives their state)"
+        )
     if spec is None:
-        family = derivation.architecture
         raise LlmcountError(
             f"FLOPs and the KV cache are not derived for {family.title} ({family.name}) yet: "
             "its record has no [attention] section"

@@ -40,6 +40,11 @@ INFERENCE_ASSUMPTIONS = (
     "activations, temporary buffers, the framework and fragmentation are not counted unless an overhead is stated"
 )
 
+STATE_ASSUMPTION = (
+    "the fixed state of the {kinds} layers (conv and recurrent) in the KV dtype too, as serving engines keep it by "
+    "default (transformers' torch code keeps most recurrent states in fp32)"
+)
+
 
 def dtype(name: str) -> str:
     """The canonical name of a dtype (``bfloat16`` -> ``bf16``), in the one vocabulary of :mod:`llmcount.dtypes`;
@@ -256,7 +261,8 @@ def inference(
         lines=tuple(lines),
         kv_per_token_bytes=None if windowed or family.attention is None else per_token_bytes(family, env, kv_dtype),
         per_layer_kind=amounts,
-        assumptions=INFERENCE_ASSUMPTIONS,
+        assumptions=INFERENCE_ASSUMPTIONS
+        + (f"; {STATE_ASSUMPTION.format(kinds=', '.join(a.kind.replace('_', ' ') for a in states))}" if states else ""),
     )
 
 
