@@ -59,10 +59,11 @@ def test_qwen3_next_memory_reads_well() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert any(line.startswith("kv cache") and "6,442,450,944" in line for line in lines)
-    assert any(line.startswith("state") and "40,108,032" in line and "whatever S" in line for line in lines)
+    assert any(line.startswith("state") and "40,108,032" in line for line in lines)
+    assert "whatever S" in " ".join(result.stdout.split())  # its note, below the table
     assert any(line.split()[:3] == ["full", "attention", "12"] for line in lines)
     assert any(line.split()[:3] == ["linear", "attention", "36"] for line in lines)
-    assert "state of the linear attention layers" in result.stdout  # its dtype is stated among the assumptions
+    assert "state of the linear attention layers" in " ".join(result.stdout.split())  # its dtype is stated among the assumptions
 
     data = json.loads(run("memory", "qwen3-next-80b-a3b", "--seq", "262144", "--json").stdout)
     assert data["kv_cache_bytes"] == QWEN3_NEXT_KV and data["state_bytes"] == QWEN3_NEXT_STATE

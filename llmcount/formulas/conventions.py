@@ -23,7 +23,7 @@ from fractions import Fraction
 from ..errors import LlmcountError
 from .config import Model
 from .derivation import evaluate_int
-from .flops import Flops, flops_spec, is_matmul_weight, linear_flops
+from .flops import Flops, attention_spec, is_matmul_weight, linear_flops
 from .symbols import V, d, h
 
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -61,7 +61,7 @@ class Ingredients:
 def ingredients(model: Model, seq: int) -> Ingredients:
     derivation, values = model.derivation, model.values
     counts = model.counts
-    spec = flops_spec(derivation)
+    spec = attention_spec(derivation)
     weights = router = tables = 0
     for term in derivation.terms:
         if term.embedding and term.path != "head/lm_head":

@@ -132,16 +132,6 @@ def attention_spec(derivation: Derivation) -> Attention:
     return spec
 
 
-def flops_spec(derivation: Derivation) -> Attention:
-    """:func:`attention_spec`, refused by name for a record whose layers keep a recurrent state (Mamba, linear
-    attention): their scans and convolutions have no FLOPs formula yet."""
-    family = derivation.architecture
-    if family.states:
-        kinds = ", ".join(state.name for state in family.states)
-        raise LlmcountError(f"FLOPs are not derived for {family.title} ({family.name}) yet: its {kinds} layers")
-    return attention_spec(derivation)
-
-
 def window_pairs(window: Expr) -> Expr:
     """Query-key pairs of a causal sliding window of W keys (a query sees itself and the W - 1 before it): query q
     (from 1) sees min(q, W) keys, so with :math:`m = \\min(S, W)` the S queries see :math:`m(m+1)/2 + (S - m)W`
@@ -210,7 +200,7 @@ class Flops:
         the LM head last."""
         linear = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
         after_attention = sum(1 for t in linear if t.path.startswith("attention/"))
-        scores = score_flops(flops_spec(self.derivation), self.causal)
+        scores = score_flops(attention_spec(self.derivation), self.causal)
         return (*linear[:after_attention], *scores, *linear[after_attention:], head_flops())
 
     @cached_property
