@@ -14,13 +14,25 @@ The Python API (docs/api.md)::
 
 __version__ = "0.1.0"
 
-__all__ = ["Counts", "Derivation", "LlmcountError", "Loaded", "Model", "__version__", "flops", "load", "memory"]
+__all__ = [
+    "Counts",
+    "Derivation",
+    "LlmcountError",
+    "Loaded",
+    "Model",
+    "__version__",
+    "flops",
+    "load",
+    "memory",
+    "training",
+]
 
 # name -> module it comes from, imported on first use (PEP 562)
 _LAZY = {
     "load": "api",
     "flops": "api",
     "memory": "api",
+    "training": "api",
     "Loaded": "api",
     "Model": "formulas.config",
     "Counts": "formulas.derivation",

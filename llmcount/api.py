@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .formulas.derivation import Counts, Derivation
     from .formulas.flops import FlopCounts
     from .formulas.memory import Memory
+    from .formulas.training import Training
 
 DEFAULT_SEQ = 4096
 
@@ -134,20 +135,63 @@ def memory(
     scale_dtype: str = "fp16",
     overhead: int = 0,
     training: bool = False,
-) -> Memory:
+) -> Memory | Training:
     """Memory in exact bytes, as ``llmcount memory`` computes it: weights + KV cache for ``batch`` × ``seq``
-    tokens (``.total_bytes``, ``.total_gib``, ``.lines``), or with ``training=True`` weights, gradients and
-    AdamW states of mixed-precision training.
+    tokens (``.total_bytes``, ``.total_gib``, ``.lines``), or with ``training=True`` what :func:`training`
+    gives with its defaults (mixed-precision AdamW on one GPU).
 
     >>> llmcount.memory("llama-2-7b", seq="4k").kv_per_token_bytes
     524288
     """
     from .formulas import memory as mem
 
-    model = load(spec).model
     if training:
-        return mem.training(model.derivation, model.values, dtype)
+        return _training(spec, dtype, seq=seq, batch=batch)
+    model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     return mem.inference(model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent)
+
+
+def training(
+    spec: Spec,
+    dtype: str = "bf16",
+    *,
+    seq: int | str = DEFAULT_SEQ,
+    batch: int | str = 1,
+    optimizer: str = "adamw",
+    zero: int = 0,
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    sequence_parallel: bool = False,
+    lora: int | None = None,
+    lora_targets: tuple[str, ...] = ("attention", "mlp"),
+    attention: str = "eager",
+    recompute: str = "none",
+) -> Training:
+    """Training memory per GPU, as ``llmcount memory --training`` computes it: model states after ZeRO and
+    tp/pp/ep sharding (``.lines``, ``.model_states_bytes``), the activations of ``batch`` × ``seq`` tokens
+    (``.activations``), ``.total_bytes``. Options as the command's (docs/training.md).
+
+    >>> llmcount.training("llama-2-7b", seq="4k").model_states_bytes == 16 * 6_738_415_616
+    True
+    """
+    from .formulas import training as tr
+
+    model = load(spec).model
+    seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
+    if zero not in tr.ZERO_STAGES:
+        raise LlmcountError(f"zero {zero!r}: choices: 0, 1, 2, 3")
+    degrees = {
+        name: parse_size(value, name, suffixes=False)
+        for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
+    }
+    parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
+    adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), tuple(lora_targets))
+    return tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
+
+
+_training = training  # for memory(), whose flag of the same name hides it

@@ -119,7 +119,6 @@ def _degree(option: str, value: str) -> int:
 def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print."""
     from .cli_batch import terminal_width
-    from .formulas import activations as act
     from .formulas import training as tr
     from .renderers.training import render_training, training_data
     from .sources import load
@@ -146,25 +145,16 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
         elif options["--lora-targets"] != DEFAULTS["--lora-targets"]:
             raise click.UsageError("--lora-targets needs --lora")
         model = load(spec)
-        compute = tr.compute_dtype(dtype)
-        tr.check_parallel(model, parallel)
-        activations, refused = None, ""
-        if act.table(model.architecture) is None:
-            refused = (
-                f"not derived for {model.architecture.title} ({model.architecture.name}): its record has no "
-                "[activations] table checked against autograd"
-            )
-        else:
-            settings = act.Options(
-                attention=options["--attention"].value,
-                recompute=options["--recompute"].value,
-                tp=parallel.tp,
-                pp=parallel.pp,
-                sequence_parallel=parallel.sequence_parallel,
-            )
-            activations = act.activations(model.architecture, model.values, compute, batch_, seq_, settings, model.keys)
-        result = tr.training(
-            model, compute, options["--optimizer"].value, parallel, lora, activations, activations_refused=refused
+        result = tr.estimate(
+            model,
+            dtype,
+            seq_,
+            batch_,
+            options["--optimizer"].value,
+            parallel,
+            lora,
+            options["--attention"].value,
+            options["--recompute"].value,
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -98,7 +98,18 @@ def test_memory_by_hand_for_llama_2_7b():
     assert m.bytes_of("weights") == 2 * LLAMA2
     assert m.bytes_of("kv_cache") == kv_per_token * 4096 * 2
     assert m.total_bytes == 2 * LLAMA2 + kv_per_token * 8192
-    assert llmcount.memory("llama-2-7b", training=True).total_bytes == 16 * LLAMA2
+    # mixed-precision AdamW: 2 + 2 + 4 + 4 + 4 bytes of model states per parameter, and the activations beside
+    trained = llmcount.memory("llama-2-7b", training=True)
+    assert trained.model_states_bytes == 16 * LLAMA2
+    assert trained.total_bytes == 16 * LLAMA2 + trained.activations.per_gpu_bytes > 16 * LLAMA2
+
+
+def test_training_shards_the_model_states():
+    # ZeRO-3 over 8 ranks: every model state split 8 ways (6,738,415,616 is divisible by 8)
+    sharded = llmcount.training("llama-2-7b", zero=3, dp=8)
+    assert sharded.model_states_bytes == 16 * LLAMA2 // 8
+    with pytest.raises(llmcount.LlmcountError, match="zero"):
+        llmcount.training("llama-2-7b", zero=4)
 
 
 @pytest.mark.parametrize(("call", "word"), [({"seq": 0}, "seq"), ({"batch": "1.5k"}, "batch"), ({"seq": True}, "seq")])

@@ -63,7 +63,9 @@ def test_qwen3_next_memory_reads_well() -> None:
     assert "whatever S" in " ".join(result.stdout.split())  # its note, below the table
     assert any(line.split()[:3] == ["full", "attention", "12"] for line in lines)
     assert any(line.split()[:3] == ["linear", "attention", "36"] for line in lines)
-    assert "state of the linear attention layers" in " ".join(result.stdout.split())  # its dtype is stated among the assumptions
+    assert "state of the linear attention layers" in " ".join(
+        result.stdout.split()
+    )  # its dtype is stated among the assumptions
 
     data = json.loads(run("memory", "qwen3-next-80b-a3b", "--seq", "262144", "--json").stdout)
     assert data["kv_cache_bytes"] == QWEN3_NEXT_KV and data["state_bytes"] == QWEN3_NEXT_STATE

@@ -479,3 +479,36 @@ def training(
         activations_refused=activations_refused,
         notes=tuple(notes),
     )
+
+
+def estimate(
+    model: Model,
+    dtype_name: str = "bf16",
+    seq: int = 4096,
+    batch: int = 1,
+    optimizer: str = "adamw",
+    parallel: Parallel | None = None,
+    lora: Lora | None = None,
+    attention: str = "eager",
+    recompute: str = "none",
+) -> Training:
+    """Model states and activations of B × S tokens per GPU, as ``llmcount memory --training`` gives them; the
+    activations are left out, and said so, for a record without an ``[activations]`` table."""
+    from . import activations as act
+
+    parallel = parallel or Parallel()
+    compute = compute_dtype(dtype_name)
+    check_parallel(model, parallel)
+    family = model.architecture
+    if act.table(family) is None:
+        refused = f"not derived for {family.title} ({family.name}): its record has no [activations] table checked "
+        return training(model, compute, optimizer, parallel, lora, None, refused + "against autograd")
+    settings = act.Options(
+        attention=attention,
+        recompute=recompute,
+        tp=parallel.tp,
+        pp=parallel.pp,
+        sequence_parallel=parallel.sequence_parallel,
+    )
+    activations = act.activations(family, model.values, compute, batch, seq, settings, model.keys)
+    return training(model, compute, optimizer, parallel, lora, activations)
