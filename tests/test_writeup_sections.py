@@ -218,3 +218,9 @@ def test_json_carries_the_sections_numbers():
     assert data["memory"]["weights_bytes"]["bf16"] == 2 * 32_762_123_264
     assert data["memory"]["kv_bytes_per_token"] == 262_144
     assert build("gemma-2-2b", sections="flops").data["flops"] == {"refused": "attention"}
+
+
+@pytest.mark.parametrize("chosen", ["tree,flops", "params", "flops,memory", "memory"])
+def test_left_out_sections_leave_no_run_of_blank_lines(chosen):
+    for fmt in ("markdown", "latex"):
+        assert "\n\n\n" not in build("qwen3-0.6b", fmt, sections=chosen).text

@@ -623,9 +623,14 @@ def render_writeup(
         from .html import CHART_ALT, page
 
         link = CHART_ALT if chart_svg is not None else None
-        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq))
+        text = _tidy(render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq)))
         return page(text, lang, chart_svg)
-    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq))
+    return _tidy(render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq)))
+
+
+def _tidy(text: str) -> str:
+    """One blank line between blocks wherever sections were left out (no block of a post has a blank line)."""
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
