@@ -94,9 +94,11 @@ def test_every_number_is_the_librarys(spec, lang):
 
 def test_sliding_window_layers_keep_w_minus_one_tokens():
     mem = memory_part(load("mistral-7b"))  # sliding_window 4096: every layer keeps min(S, W - 1) = 4095 tokens
-    assert [(k.kind, k.layers) for k in mem.kinds] == [("sliding_attention", 32)]
+    assert [(k.kind, k.layers, k.tokens) for k in mem.kinds] == [("sliding_attention", 32, 4095)]
     assert mem.kv_seq_bytes == 4095 * mem.kv_bytes
-    assert "Sliding-window layers keep only the last" in build("mistral-7b", sections="memory").text
+    text = build("mistral-7b", sections="memory").text
+    assert "the 32 sliding-attention layers keep 4,095 tokens each: 536,739,840 bytes (0.50 GiB)" in text
+    assert 32 * 4095 * 2 * 8 * 128 * 2 == 536_739_840  # layers, tokens, k and v, h_kv, h_d, bytes
 
 
 def test_mla_caches_the_latent_and_says_what_expanding_would_cost():

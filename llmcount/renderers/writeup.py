@@ -298,6 +298,7 @@ class KvKind:
     kind: str
     layers: int
     bytes: int
+    tokens: int  # the tokens each of these layers keeps: S, or min(S, W - 1) with a window
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,12 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     values = model.values
     elements = evaluate_int(memory.kv_elements_per_token(spec), values, "KV cache per token")
     inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
-    kinds = tuple(KvKind(a.kind, a.layers, a.bytes) for a in inference.per_layer_kind if a.kind.endswith("_attention"))
+    layer_bytes = memory.nbytes(evaluate_int(spec.kv, values, "KV cache per layer"), kv_dtype)
+    kinds = tuple(
+        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes))
+        for a in inference.per_layer_kind
+        if a.kind.endswith("_attention")
+    )
     expanded = None
     if spec.kv_expanded is not None:
         expanded = [(spec.layers, [spec.kv_expanded])]
