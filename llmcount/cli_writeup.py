@@ -9,6 +9,7 @@ import typer
 
 from .cli import SPEC_HELP, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
+from .sizes import SUFFIX_HELP, parse_size
 
 
 class WriteupFormat(str, Enum):
@@ -60,10 +61,21 @@ def writeup(
         str | None,
         typer.Option(
             "--sections",
-            help="The parts of the post, comma-separated: params (notation, components, total, activated, "
-            "embedding), leading (one layer to leading order), shares (where the parameters sit). Default: all.",
+            help="The parts of the post, comma-separated: tree (the module tree as print(model) shows it), params "
+            "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
+            "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
+            "cache per token). Default: all.",
         ),
     ] = None,
+    seq: Annotated[
+        str,
+        typer.Option(
+            "--seq",
+            "-s",
+            help=f"Sequence length S of the flops and memory sections: 4096, 8k; {SUFFIX_HELP}.",
+            metavar="SIZE",
+        ),
+    ] = "4096",
     flavor: Annotated[
         Flavor,
         typer.Option(
@@ -88,6 +100,7 @@ def writeup(
         typer.echo(f"llmcount: error: {message}", err=True)
         raise typer.Exit(2)
     try:
+        seq_ = parse_size(seq, "--seq")
         post = build(
             spec,
             fmt.value,
@@ -98,6 +111,7 @@ def writeup(
             dtype=dtype,
             flavor=flavor.value,
             sections=sections,
+            seq=seq_,
         )
         save(post.files)
     except LlmcountError as exc:

@@ -119,7 +119,7 @@ def test_writeup_chart_through_a_symlink_and_post_into_a_fifo(tmp_path, monkeypa
     reader.join(timeout=60)
     assert result.exit_code == 0, result.output
     assert link.is_symlink() and real.read_bytes().startswith(b"<?xml") and stat.S_ISFIFO(fifo.lstat().st_mode)
-    assert got[0].endswith("![Parameter shares of Qwen3-8B](real.svg)\n")
+    assert "\n![Parameter shares of Qwen3-8B](real.svg)\n" in got[0]
 
 
 def svg_texts(svg: bytes) -> list[str]:

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PRESETS = ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3")  # dense, MoE, MLA
 MORE = ("gpt2", "qwen2.5-7b", "qwen3-0.6b", "mixtral-8x7b", "deepseek-v2-lite", "llama-2-7b")
 MORE += ("gpt-neox-20b", "opt-125m", "qwen3-next-80b-a3b", "gemma-2-2b")  # sections told from the records' notes
+BOTH = ("qwen3-next-80b-a3b", "mistral-7b", "gemma-2-2b")  # hybrid layers, a sliding window, no [attention]: flops
+# and memory sections with their refusals and window sentences, in both languages
 
 
 def require(available: bool, what: str) -> None:
@@ -76,6 +78,7 @@ def test_every_math_span_of_the_markdown_parses_in_katex(tmp_path):
     index.write_text(json.dumps({"metadata": {"total_size": 1_503_264_768}, "weight_map": {"lm_head.weight": "a"}}))
     posts = [build(spec, "markdown", lang).text for spec in PRESETS for lang in ("en", "zh")]
     posts += [build(spec, "markdown", "en").text for spec in MORE]
+    posts += [build(spec, "markdown", lang).text for spec in BOTH for lang in ("en", "zh")]
     posts += [build("qwen3-0.6b", "markdown", lang, index=str(index)).text for lang in ("en", "zh")]
     # `llmcount formula FAMILY --format markdown` goes through the same filters
     posts += [render_formula(Derivation(arch), "markdown", activated=arch.is_moe) for arch in records.families()]
@@ -113,6 +116,7 @@ def test_latex_write_ups_compile_with_pdflatex(tmp_path):
     documents = {f"{spec}-{lang}": build(spec, "latex", lang).text for spec in PRESETS for lang in ("en", "zh")}
     documents["gpt2-en"] = build("gpt2", "latex", "en").text
     documents["qwen3-next-zh"] = build("qwen3-next-80b-a3b", "latex", "zh").text  # hybrid layers, notes
+    documents["mistral-zh"] = build("mistral-7b", "latex", "zh").text  # sliding-window KV cache
     compile_all(tmp_path, documents)
 
 

@@ -6,7 +6,7 @@ with the model's own parameter names. Family records (``families/``) list their 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sympy import Expr, Integer
 
@@ -25,6 +25,7 @@ class Term:
     layers: Expr = ONE
     routed: bool = False  # a routed expert weight: only k of n of it is activated per token
     embedding: bool = False  # a vocabulary or position table, or an untied LM head (counted as embedding)
+    text: str = field(default="", compare=False)  # expr as the record writes it: a weight's in·out factor order
 
     @property
     def group(self) -> str:

@@ -296,6 +296,7 @@ def _choice(data: Any, where: str) -> Choice:
         note=_text(data, "note", where, ""),
         layers=formula(_text(data, "layers", where, "1"), f"{where}.layers"),
         **flags,
+        text=_text(data, "expr", where),
     )
     when = data.get("when")
     if when is None:

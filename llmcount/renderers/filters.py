@@ -244,7 +244,13 @@ def layer_list(indices: Sequence[int], lang: str = "en") -> str:
     return sep.join(map(str, indices))
 
 
+def gib(value: int) -> str:
+    """Bytes in GiB (2^30 bytes), two decimals: 65524246528 -> '61.02'."""
+    return f"{int(value) / 2**30:,.2f}"
+
+
 FILTERS.update(
+    gib=gib,
     layer_list=layer_list,
     mermaid=mermaid,
     substitute=substitute,

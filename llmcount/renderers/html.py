@@ -189,6 +189,8 @@ h1 { font-size: 1.6rem; line-height: 1.3; margin: 1rem 0; }
 h2 { font-size: 1.25rem; margin: 2rem 0 0.6rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 code { font: 0.88em ui-monospace, "DejaVu Sans Mono", monospace; background: #f3f3f3; padding: 0 0.2em;
   border-radius: 3px; }
+pre { overflow-x: auto; background: #f6f6f6; padding: 0.6rem 0.8rem; border-radius: 4px; line-height: 1.4; }
+pre code { background: none; padding: 0; font-size: 0.8em; }
 .scroll, .math { overflow-x: auto; overflow-y: hidden; -webkit-overflow-scrolling: touch; }
 .math { margin: 0.8rem 0; }
 .math .katex-display { margin: 0.4rem 0; }

@@ -29,6 +29,7 @@ from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtyp
 from ..errors import LlmcountError
 from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
+from ..formulas.derivation import evaluate_int
 from ..formulas.expressions import RecordError, formula
 from ..formulas.symbols import (
     GLOSSARY,
@@ -49,12 +50,16 @@ from ..formulas.symbols import (
     r_q,
 )
 from .filters import latex
+from .tree import module_tree
 
 FORMATS = ("markdown", "latex", "html")
-SECTIONS = ("params", "leading", "shares")
-"""The parts of a post --sections chooses: params (notation, one section per component, total, activated,
-embedding), leading (one layer to leading order, the 12·d² rule), shares (where the parameters sit, the chart).
-The check against a checkpoint comes with --index."""
+SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory")
+"""The parts of a post --sections chooses, in the post's order: tree (the module tree as ``print(model)`` shows
+it), params (notation, one section per component, total, activated, embedding), leading (one layer to leading
+order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
+memory (weights per dtype, the KV cache per token). The check against a checkpoint comes with --index."""
+DEFAULT_SEQ = 4096
+"""The sequence length S of the flops and memory sections unless --seq says otherwise."""
 FLAVORS = ("dollars", "commonmark")
 """How a Markdown post writes its math: $…$ and $$…$$ (KaTeX, MathJax, most math extensions), or for a renderer
 with none, $`…`$ and ```math fences, which plain CommonMark keeps as code."""
@@ -242,6 +247,133 @@ CLASSIC = 12
 """The classic rule of thumb: a GPT-2 block has 4d² attention + 8d² MLP (d_ff = 4d) = 12d² parameters."""
 
 
+# --- forward FLOPs and memory ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlopsPart:
+    """Forward FLOPs per token at S (eager attention over the full S×S matrix, :data:`flops.CONVENTION`); or,
+    for a family the FLOPs formula refuses, why: ``refused`` is "attention" (no [attention] in its record) or
+    "states" (layers that keep a recurrent state)."""
+
+    seq: int
+    groups: list | None = None  # [(layers, [per-layer exprs])] of FLOPs per token, for the derive macro
+    values: dict | None = None  # the config's values and S
+    per_token: int = 0
+    attention: int = 0  # of which the score and value matmuls QK^T and AV
+    linear: int = 0  # of which the weights of the layers (2 per parameter, routed experts k of n)
+    head: int = 0  # of which the LM head, 2·d·V
+    refused: str | None = None
+
+    @property
+    def attention_share(self) -> Fraction:
+        return Fraction(self.attention, self.per_token)
+
+
+def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
+    from ..formulas.flops import Flops
+    from ..formulas.symbols import S
+
+    family = model.architecture
+    if family.states or family.attention is None:
+        return FlopsPart(seq, refused="states" if family.states else "attention")
+    flops = Flops(model.derivation)
+    counts = flops.evaluate(model.values, seq, 1)
+    by_kind = {"attention": 0, "head": 0, "linear": 0}
+    for c in counts.components:
+        kind = (
+            "attention"
+            if c.path.startswith("attention/scores") or c.path.startswith("attention/values")
+            else ("head" if c.path == "head/lm_head" else "linear")
+        )
+        by_kind[kind] += c.flops // seq
+    assert sum(by_kind.values()) == counts.per_token
+    return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **by_kind)
+
+
+@dataclass(frozen=True)
+class KvKind:
+    """The cache of one kind of layer at S tokens (full, sliding or chunked attention)."""
+
+    kind: str
+    layers: int
+    bytes: int
+    tokens: int  # the tokens each of these layers keeps: S, or min(S, W - 1) with a window
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """Weights in every dtype of the table, and the KV cache per token (``kv_groups``: elements per token over
+    all attention layers, to derive) in ``kv_dtype``; ``kv_groups`` is None for a family whose record says
+    nothing of what its layers cache."""
+
+    parameters: int
+    rows: list  # capacity.WeightRow: name, bits, bytes, note
+    dtype: str  # the dtype of the derivation line: the config's when it is one of the table's, else bf16
+    dtype_from_config: bool
+    bytes_per_parameter: Fraction
+    weights: int
+    seq: int
+    kv_dtype: str = "bf16"
+    kv_groups: list | None = None
+    kv_elements: int = 0
+    kv_bytes: int = 0  # per token, over all attention layers
+    kv_seq_bytes: int = 0  # for S tokens of one sequence, windows applied
+    kinds: tuple[KvKind, ...] = ()
+    expanded_groups: list | None = None  # MLA: the keys and values expanded to h heads, elements per token
+    expanded_elements: int = 0
+    states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
+
+
+def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
+    from ..dtypes import BITS, lookup
+    from ..formulas import memory
+    from ..formulas.capacity import TABLE_DTYPES, weights_table
+
+    parameters = model.counts.total
+    rows = [r for r in weights_table(parameters) if r.name != "fp16"]  # fp16: bf16's size, one row says it
+    try:
+        configured = lookup(model.dtype).name if isinstance(model.dtype, str) else None
+    except LlmcountError:
+        configured = None
+    name = configured if configured in TABLE_DTYPES else "bf16"
+    weights = memory.nbytes(parameters, name)
+    part = MemoryPart(parameters, rows, name, configured == name, Fraction(BITS[name], 8), weights, seq)
+    family = model.architecture
+    spec = family.attention
+    if spec is None:
+        return MemoryPart(**{**part.__dict__, "states": bool(family.states)})
+    kv_dtype = "bf16"
+    values = model.values
+    elements = evaluate_int(memory.kv_elements_per_token(spec), values, "KV cache per token")
+    inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
+    layer_bytes = memory.nbytes(evaluate_int(spec.kv, values, "KV cache per layer"), kv_dtype)
+    kinds = tuple(
+        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes))
+        for a in inference.per_layer_kind
+        if a.kind.endswith("_attention")
+    )
+    expanded = None
+    if spec.kv_expanded is not None:
+        expanded = [(spec.layers, [spec.kv_expanded])]
+    return MemoryPart(
+        **{
+            **part.__dict__,
+            "kv_dtype": kv_dtype,
+            "kv_groups": [(spec.layers, [spec.kv])],
+            "kv_elements": elements,
+            "kv_bytes": memory.nbytes(elements, kv_dtype),
+            "kv_seq_bytes": inference.bytes_of("kv_cache"),
+            "kinds": kinds,
+            "expanded_groups": expanded,
+            "expanded_elements": 0
+            if expanded is None
+            else evaluate_int(memory.kv_elements_per_token(spec, expanded=True), values, "expanded KV cache"),
+            "states": bool(family.states),
+        }
+    )
+
+
 # --- verification against a safetensors index ----------------------------------------------------------------------
 
 
@@ -417,6 +549,7 @@ def context(
     chart: str | None = None,
     present: Collection[str] | None = None,
     show: tuple[str, ...] = SECTIONS,
+    seq: int = DEFAULT_SEQ,
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
@@ -468,6 +601,9 @@ def context(
         "classic_error": None if classic is None else Fraction(classic - layer.exact, layer.exact),
         "verification": verification,
         "chart": chart,
+        "flops": flops_part(model, seq) if "flops" in show else None,
+        "memory": memory_part(model, seq) if "memory" in show else None,
+        "tree": module_tree(model, lang) if "tree" in show else None,
     }
 
 
@@ -480,6 +616,7 @@ def render_writeup(
     chart_svg: bytes | None = None,
     present: Collection[str] | None = None,
     show: tuple[str, ...] = SECTIONS,
+    seq: int = DEFAULT_SEQ,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
 
@@ -492,9 +629,14 @@ def render_writeup(
         from .html import CHART_ALT, page
 
         link = CHART_ALT if chart_svg is not None else None
-        text = render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show))
+        text = _tidy(render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq)))
         return page(text, lang, chart_svg)
-    return render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show))
+    return _tidy(render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq)))
+
+
+def _tidy(text: str) -> str:
+    """One blank line between blocks wherever sections were left out (no block of a post has a blank line)."""
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
@@ -756,6 +898,7 @@ def build(
     dtype: str | None = None,
     flavor: str = "dollars",
     sections: str | None = None,
+    seq: int = DEFAULT_SEQ,
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``.
 
@@ -797,7 +940,7 @@ def build(
             files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
         else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
             inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show)
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq)
     if flavor == "commonmark":
         from .html import fence_math
 
@@ -807,4 +950,20 @@ def build(
     data = {**writeup_data(model, verification), "format": fmt, "lang": lang, "output": output, "chart": chart}
     data["flavor"] = flavor
     data["shown"] = list(show)
+    data["seq"] = seq
+    if "flops" in show:
+        part = flops_part(model, seq)
+        data["flops"] = (
+            {"refused": part.refused}
+            if part.refused
+            else {"per_token": part.per_token, "layers": part.linear, "attention": part.attention, "head": part.head}
+        )
+    if "memory" in show:
+        mem = memory_part(model, seq)
+        data["memory"] = {
+            "weights_bytes": {row.name: row.bytes for row in mem.rows},
+            "kv_dtype": mem.kv_dtype if mem.kv_groups else None,
+            "kv_bytes_per_token": mem.kv_bytes if mem.kv_groups else None,
+            "kv_bytes_per_sequence": mem.kv_seq_bytes if mem.kv_groups else None,
+        }
     return WriteUp(text, data, files)

@@ -1,0 +1,232 @@
+"""The module tree of a model in the layout of transformers' ``print(model)``, from the family record's terms
+evaluated on the config: no torch, no model built.
+
+What the record knows, and so what the tree shows:
+
+* a weight matrix the record writes as ``in·out`` (``d*h*h_d``, ``h*h_d*d``, ``d_ff*d``: the records write
+  the input width first) is ``Linear(in_features=…, out_features=…, bias=…)``; the split is made at the hidden
+  size d when d is the first or last factor, else after a first factor that is a width (``r_q*h*(d_nope +
+  d_rope)``); the LM head maps d to V; ``bias=True`` when the record has the weight's ``.bias`` term;
+* a vocabulary or position table is ``Embedding(rows, d)``;
+* a norm is ``RMSNorm((x,))`` when the record's note says RMSNorm, ``LayerNorm((x,))`` for a scale and a shift
+  (``2*x``), else ``Norm((x,))``;
+* anything else (routed experts stored as one tensor, convolutions, per-head scalars, a weight whose factors do
+  not split into in and out) shows its parameter count and formula instead of a shape.
+
+Container and class names (``self_attn``, ``DecoderLayer``) are generic; the leaf names are the model code's.
+Modules without parameters (rotary embeddings, activations) are not shown; ``eps`` is not either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sympy import Expr, Integer, Mul, Symbol, expand
+
+from ..errors import LlmcountError
+from ..formulas.blocks import Term
+from ..formulas.config import Model
+from ..formulas.expressions import RecordError, formula
+from ..formulas.flops import is_norm
+from ..formulas.symbols import N, V, d, d_ff, d_moe, d_nope, d_rope, d_v, h_d, n_pos, r_kv, r_q
+
+IN_WIDTHS = (V, d, d_ff, h_d, n_pos, d_moe, r_q, r_kv, d_rope, d_nope, d_v)
+"""Sizes a Linear's input may be when the split is not at d (MLA's q_b_proj from r_q, kv_b_proj from r_kv)."""
+
+CONTAINERS = {
+    "attention": ("self_attn", "Attention"),
+    "linear_attention": ("linear_attn", "LinearAttention"),
+    "mlp": ("mlp", "MLP"),
+    "moe": ("mlp", "MoE"),
+}
+INDENT = "  "
+MAX_RUNS = 6
+"""Up to this many runs of identical layers are listed as transformers lists them ((0-2): 3 x ...); more (layers
+of two kinds alternating) are listed once per kind, with their indices."""
+
+
+def factors(text: str) -> list[str]:
+    """The top-level factors of a product as written: ``d*h*(a + b)`` -> ['d', 'h', '(a + b)']; one item when
+    the formula is not a product (``a + b``, ``d/h``, ``x**2``)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in "+-/" and i > 0:
+            return [text]
+        if depth == 0 and char == "*":
+            if text[i : i + 2] == "**" or text[i - 1] == "*":
+                return [text]
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def linear_shape(term: Term) -> tuple[Expr, Expr] | None:
+    """(in, out) of a weight matrix, from the order the record writes its factors in; None when they do not
+    split (see the module docstring)."""
+    if term.path == "head/lm_head":
+        rest = expand(term.expr / d)
+        return (d, rest) if d not in rest.free_symbols and term.expr.has(d) else None
+    parts = factors(term.text or str(term.expr))
+    if len(parts) < 2:
+        return None
+    try:
+        exprs = [formula(p, term.path) for p in parts]
+    except (LlmcountError, RecordError):
+        return None
+    if exprs[0] == d and d not in Mul(*exprs[1:]).free_symbols:
+        shape = (d, Mul(*exprs[1:]))
+    elif exprs[-1] == d and d not in Mul(*exprs[:-1]).free_symbols:
+        shape = (Mul(*exprs[:-1]), d)
+    elif exprs[0] in IN_WIDTHS:
+        shape = (exprs[0], Mul(*exprs[1:]))
+    else:
+        return None
+    return shape if expand(shape[0] * shape[1] - term.expr) == 0 else None
+
+
+def _int(expr: Expr, values: dict[Symbol, int]) -> int:
+    value = expr.subs(values)
+    if not (isinstance(value, Integer) or getattr(value, "is_Integer", False)):
+        raise LlmcountError(f"{expr} is not a whole number on this config")
+    return int(value)
+
+
+COUNT = {"en": "{count:,} parameters ({formula})", "zh": "{count:,} 个参数 ({formula})"}
+"""A module shown by its parameter count, in the post's language."""
+
+
+def leaf(term: Term, model: Model, biased: set[str], lang: str = "en") -> str:
+    """One line of the tree: ``(q_proj): Linear(in_features=5120, out_features=8192, bias=False)``."""
+    values = model.values
+    name = term.path.split("/", 1)[1]
+    if term.group == "embedding" and term.embedding:
+        rows = expand(term.expr / d)
+        if term.expr.has(d) and d not in rows.free_symbols:
+            return f"({name}): Embedding({_int(rows, values)}, {values[d]})"
+    elif is_norm(term.path):
+        expr = term.expr
+        if expr.is_Symbol:
+            kind = "RMSNorm" if "rmsnorm" in term.note.lower() else "Norm"
+            return f"({name}): {kind}(({values[expr]},))"
+        if expr.is_Mul and expr.args[0] == 2 and len(expr.args) == 2 and expr.args[1].is_Symbol:
+            return f"({name}): LayerNorm(({values[expr.args[1]]},))"
+    elif not term.routed:
+        shape = linear_shape(term)
+        if shape is not None:
+            a, b = (_int(x, values) for x in shape)
+            return f"({name}): Linear(in_features={a}, out_features={b}, bias={name in biased})"
+    count = _int(term.expr, values)
+    return f"({name}): " + COUNT[lang].format(count=count, formula=term.text or term.expr)
+
+
+def _ranges(indices: Sequence[int]) -> str:
+    """0, 1, 2, 4 -> '0-2, 4'."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    texts = [str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs]
+    if len(texts) > 4:  # a line of a code block must fit a page: the first two and the last, the count says more
+        texts = [*texts[:2], "...", texts[-1]]
+    return ", ".join(texts)
+
+
+def _layer_indices(model: Model, layers: Expr) -> tuple[int, ...] | None:
+    """The indices of the layers a term's ``layers`` expression counts, when the config says which."""
+    total = model.values.get(N)
+    if total is None:
+        return None
+    every = tuple(range(total))
+    known = {symbol: tuple(indices) for symbol, indices in model.layer_indices.items()}
+    if layers == N:
+        return every
+    if layers in known and len(known[layers]) == _int(layers, model.values):
+        return known[layers]
+    rest = expand(N - layers)
+    if rest in known and len(known[rest]) == _int(rest, model.values):
+        return tuple(i for i in every if i not in known[rest])
+    return None
+
+
+def _block(terms: list[Term], model: Model, biased: set[str], depth: int, lang: str) -> list[str]:
+    """The lines of one layer's modules: each group in its container, the norms directly."""
+    lines: list[str] = []
+    pad = INDENT * depth
+    open_group = None
+    for term in terms:
+        group = term.group if term.group in CONTAINERS else None
+        if group != open_group:
+            if open_group is not None:
+                lines.append(f"{pad})")
+            if group is not None:
+                attribute, kind = CONTAINERS[group]
+                lines.append(f"{pad}({attribute}): {kind}(")
+            open_group = group
+        inner = pad + (INDENT if group is not None else "")
+        lines.append(inner + leaf(term, model, biased, lang))
+    if open_group is not None:
+        lines.append(f"{pad})")
+    return lines
+
+
+def module_tree(model: Model, lang: str = "en") -> str:
+    """The tree, as plain text for a code block (see the module docstring)."""
+    terms = [t for t in model.derivation.terms if not t.path.endswith(".bias")]
+    biased = {t.path.split("/", 1)[1].removesuffix(".bias") for t in model.derivation.terms if t.path.endswith(".bias")}
+    heads = [t for t in terms if t.group == "head"]
+    layered = [t for t in terms if t.layers != 1]
+    before = [t for t in terms if t.layers == 1 and t.group == "embedding"]
+    after = [t for t in terms if t.layers == 1 and t not in before and t not in heads]
+    lines = ["ForCausalLM(", f"{INDENT}(model): Model("]
+    lines += [INDENT * 2 + leaf(t, model, biased, lang) for t in before]
+    if layered:
+        lines.append(f"{INDENT * 2}(layers): ModuleList(")
+        lines += _layers(layered, model, biased, lang)
+        lines.append(f"{INDENT * 2})")
+    lines += [INDENT * 2 + leaf(t, model, biased, lang) for t in after]
+    lines.append(f"{INDENT})")
+    lines += [INDENT + leaf(t, model, biased, lang) for t in heads]
+    if not heads and model.tied and d in model.values and V in model.values:
+        lines.append(
+            f"{INDENT}(lm_head): Linear(in_features={model.values[d]}, out_features={model.values[V]}, bias=False)"
+        )
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def _layers(layered: list[Term], model: Model, biased: set[str], lang: str) -> list[str]:
+    pad = INDENT * 3
+    indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
+    if any(v is None for v in indices.values()):  # the config does not say which layers: one block per count
+        lines = []
+        for layers in dict.fromkeys(t.layers for t in layered):
+            count = _int(layers, model.values)
+            lines.append(f"{pad}({layers}): {count} x DecoderLayer(")
+            lines += _block([t for t in layered if t.layers == layers], model, biased, 4, lang)
+            lines.append(f"{pad})")
+        return lines
+    total = model.values[N]
+    kinds = [tuple(t for t in layered if i in indices[t.layers]) for i in range(total)]
+    runs: list[tuple[int, int]] = []  # (first, last) of consecutive identical layers
+    for i in range(total):
+        if runs and kinds[runs[-1][0]] == kinds[i]:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    if len(runs) <= MAX_RUNS:
+        blocks = [(f"{a}" if a == b else f"{a}-{b}", b - a + 1, kinds[a]) for a, b in runs]
+    else:
+        distinct = list(dict.fromkeys(kinds))
+        blocks = [
+            (_ranges([i for i in range(total) if kinds[i] == k]), sum(1 for x in kinds if x == k), k) for k in distinct
+        ]
+    lines = []
+    for label, count, terms in blocks:
+        lines.append(f"{pad}({label}): " + (f"{count} x DecoderLayer(" if count > 1 else "DecoderLayer("))
+        lines += _block(list(terms), model, biased, 4, lang)
+        lines.append(f"{pad})")
+    return lines

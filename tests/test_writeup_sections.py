@@ -1,0 +1,228 @@
+"""The write-up's tree, flops and memory sections: every number is the library's (Flops, memory, the weights
+table, the derivation), some are checked against a hand derivation written out here, and the module tree is
+compared with a real ``print(model)`` of small llama and qwen3 configs (torch and transformers, tests only)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.formulas import memory
+from llmcount.formulas.capacity import weights_table
+from llmcount.formulas.config import read_config
+from llmcount.formulas.flops import Flops
+from llmcount.presets import presets
+from llmcount.renderers.tree import factors, module_tree
+from llmcount.renderers.writeup import build, flops_part, memory_part
+from llmcount.sources import load
+
+runner = CliRunner()
+
+
+def section(text: str, head: str) -> str:
+    """The Markdown section whose heading starts with ``head``."""
+    part = next(p for p in text.split("\n## ") if p.startswith(head))
+    return part
+
+
+# --- hand derivations -------------------------------------------------------------------------------------------
+
+
+def test_qwen3_32b_flops_per_token_by_hand():
+    # Qwen3-32B config: N=64, d=5120, h=64, h_kv=8, h_d=128, d_ff=25600, V=151936; S = 4096, eager full S×S
+    c = presets()["qwen3-32b"].config()
+    N, d, h, kv, hd = c["num_hidden_layers"], c["hidden_size"], c["num_attention_heads"], 8, c["head_dim"]
+    d_ff, V, S = c["intermediate_size"], c["vocab_size"], 4096
+    assert c["num_key_value_heads"] == kv
+    projections = 2 * d * h * hd + 2 * 2 * d * kv * hd + 2 * h * hd * d  # q, k and v, o: 2 FLOPs per weight
+    scores_values = 2 * S * h * hd * 2  # QK^T and AV over the full S×S matrix, per token
+    mlp = 3 * 2 * d * d_ff
+    per_token = N * (projections + scores_values + mlp) + 2 * d * V
+    assert per_token == 72_557_002_752
+    part = flops_part(load("qwen3-32b"), 4096)
+    assert part.per_token == per_token
+    assert part.attention == N * scores_values and part.head == 2 * d * V
+    text = build("qwen3-32b", sections="flops").text
+    assert "**72,557,002,752** FLOPs" in text and "72{,}557{,}002{,}752" in text
+
+
+def test_llama_3_8b_weights_by_hand():
+    text = build("llama-3-8b", sections="memory").text
+    bf16 = 2 * 8_030_261_248  # bytes: 2 per parameter
+    assert "| bf16 | 16 | 16,060,522,496 | 14.96 |" in text
+    assert "8{,}030{,}261{,}248 \\cdot 2 = 16{,}060{,}522{,}496" in text
+    assert bf16 == 16_060_522_496 and round(bf16 / 2**30, 2) == 14.96
+    assert "| int4 | 4 | 4,015,130,624 |" in text  # two parameters per byte
+
+
+def test_qwen3_32b_kv_cache_by_hand():
+    per_token = 2 * 64 * 8 * 128 * 2  # keys and values, N layers, h_kv heads of h_d, 2 bytes (bf16)
+    text = build("qwen3-32b", sections="memory").text
+    assert f"**{per_token:,}** bytes per token" in text and "2 \\cdot 64 \\cdot 128 \\cdot 8" in text
+    assert f"keeps {per_token * 4096:,} bytes" in text
+
+
+# --- the library's numbers, in both languages ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gpt2", "mistral-7b"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_number_is_the_librarys(spec, lang):
+    model = load(spec)
+    text = build(spec, "markdown", lang, sections="flops,memory").text
+    counts = Flops(model.derivation).evaluate(model.values, 4096, 1)
+    part = flops_part(model)
+    assert part.per_token == counts.per_token == part.linear + part.attention + part.head
+    for n in (part.per_token, part.linear, part.attention, part.head):
+        assert f"{n:,}" in text
+    mem = memory_part(model)
+    for row in weights_table(model.counts.total):
+        if row.name != "fp16":  # the bf16 row says it
+            assert f"| {row.bytes:,} | {row.bytes / 2**30:,.2f} |" in text
+    inference = memory.inference(model.derivation, model.values, "bf16", "bf16", 4096, 1)
+    assert mem.kv_seq_bytes == inference.bytes_of("kv_cache") and f"{mem.kv_seq_bytes:,}" in text
+    spec_ = model.architecture.attention
+    assert mem.kv_bytes == memory.per_token_bytes(model.architecture, model.values, "bf16")
+    assert f"**{mem.kv_bytes:,}**" in text
+    if inference.kv_per_token_bytes is not None:  # no window: the cache is S times the per-token bytes
+        assert mem.kv_seq_bytes == 4096 * inference.kv_per_token_bytes
+    assert spec_ is not None
+
+
+def test_sliding_window_layers_keep_w_minus_one_tokens():
+    mem = memory_part(load("mistral-7b"))  # sliding_window 4096: every layer keeps min(S, W - 1) = 4095 tokens
+    assert [(k.kind, k.layers, k.tokens) for k in mem.kinds] == [("sliding_attention", 32, 4095)]
+    assert mem.kv_seq_bytes == 4095 * mem.kv_bytes
+    text = build("mistral-7b", sections="memory").text
+    assert "the 32 sliding-attention layers keep 4,095 tokens each: 536,739,840 bytes (0.50 GiB)" in text
+    assert 32 * 4095 * 2 * 8 * 128 * 2 == 536_739_840  # layers, tokens, k and v, h_kv, h_d, bytes
+
+
+def test_mla_caches_the_latent_and_says_what_expanding_would_cost():
+    mem = memory_part(load("deepseek-v3"))
+    assert mem.kv_elements == 61 * (512 + 64) and mem.expanded_elements == 61 * 128 * (128 + 64 + 128)
+    assert "71.1 times larger" in build("deepseek-v3", sections="memory").text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_family_without_attention_leaves_flops_and_the_kv_cache_out(lang):
+    text = build("gemma-2-2b", "markdown", lang, sections="flops,memory").text
+    assert "F_{\\mathrm{token}}" not in text and "E_{\\mathrm{KV}}" not in text
+    assert (
+        "FLOPs per token are not derived for Gemma 2" if lang == "en" else "本文不推导 Gemma 2 的每 token 计算量"
+    ) in text
+    assert ("the KV cache is not derived here" if lang == "en" else "因此这里不推导 KV 缓存") in text
+    assert f"{2 * load('gemma-2-2b').counts.total:,}" in text  # the weights table stays
+
+
+def test_chinese_sections_read_as_chinese():
+    zh = build("qwen3-32b", "markdown", "zh", sections="tree,flops,memory").text
+    for phrase in ("每个 token 的前向计算量", "浮点运算", "KV 缓存", "显存占用", "数据类型", "模块结构", "参数量"):
+        assert phrase in zh, phrase
+    assert "bytes per token" not in zh and "One token costs" not in zh
+
+
+def test_seq_option_sets_s(tmp_path):
+    result = runner.invoke(app, ["writeup", "qwen3-32b", "--sections", "flops,memory", "--seq", "8k"])
+    assert result.exit_code == 0, result.output
+    model = load("qwen3-32b")
+    assert f"{Flops(model.derivation).evaluate(model.values, 8192, 1).per_token:,}" in result.stdout
+    assert "S = 8{,}192" in result.stdout
+    bad = runner.invoke(app, ["writeup", "qwen3-32b", "--seq", "zero"])
+    assert bad.exit_code != 0 and isinstance(bad.exception, SystemExit) and bad.stdout == ""
+
+
+# --- the module tree ----------------------------------------------------------------------------------------------
+
+
+def test_factors_split_a_product_as_written():
+    assert factors("d*h*(d_nope + d_rope)") == ["d", "h", "(d_nope + d_rope)"]
+    assert factors("h*h_d*d") == ["h", "h_d", "d"]
+    assert factors("d*d_ff/2 + d_ff/2") == ["d*d_ff/2 + d_ff/2"]
+    assert factors("d**2") == ["d**2"]
+
+
+def test_tree_shows_counts_where_a_shape_would_be_a_guess():
+    tree = module_tree(load("deepseek-v3"))
+    assert "(experts): 11,274,289,152 parameters (3*n*d*d_moe)" in tree
+    assert "(kv_b_proj): Linear(in_features=512, out_features=32768, bias=False)" in tree  # r_kv to h·(nope+v)
+    assert "(0-2): 3 x DecoderLayer(" in tree and "(3-60): 58 x DecoderLayer(" in tree
+    gpt2 = module_tree(load("gpt2"))
+    assert "(c_attn): Linear(in_features=768, out_features=2304, bias=True)" in gpt2
+    assert "(ln_1): LayerNorm((768,))" in gpt2
+    assert "个参数" in module_tree(load("deepseek-v3"), "zh")
+
+
+def test_tree_lines_fit_a_printed_page():
+    for spec in ("qwen3-next-80b-a3b", "deepseek-v3", "qwen3-235b-a22b", "llama-4-scout"):
+        assert max(map(len, module_tree(load(spec)).splitlines())) <= 100, spec
+
+
+SMALL = {
+    "qwen3": {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "vocab_size": 1000,
+        "hidden_size": 64,
+        "intermediate_size": 160,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 24,
+        "tie_word_embeddings": False,
+    },
+    "llama": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": 1000,
+        "hidden_size": 64,
+        "intermediate_size": 176,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": True,
+    },
+}
+LEAF = re.compile(
+    r"\(([\w-]+)\): (Linear\(in_features=\d+, out_features=\d+, bias=\w+\)|Embedding\(\d+, \d+\)"
+    r"|\w*RMSNorm\(\(\d+,\)|\d+ x \w+\()"
+)
+
+
+def leaves(text: str) -> list[tuple[str, str]]:
+    """Name and shape of each module line with a shape; class prefixes dropped (Qwen3RMSNorm -> RMSNorm)."""
+    out = []
+    for name, shape in LEAF.findall(text):
+        shape = re.sub(r"^\w*RMSNorm\(\((\d+),\)", r"RMSNorm((\1,)", shape)
+        shape = re.sub(r"^(\d+) x \w+\($", r"\1 x Layer", shape)
+        out.append((name, shape))
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(SMALL))
+def test_tree_matches_transformers_print_model(kind):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = SMALL[kind]
+    torch.manual_seed(0)
+    real = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    ours = module_tree(read_config(config, "test"))
+    assert leaves(ours) == leaves(str(real)), (ours, str(real))
+    assert len(leaves(ours)) >= 12
+
+
+def test_json_carries_the_sections_numbers():
+    data = build("qwen3-32b", sections="flops,memory", seq=4096).data
+    assert data["flops"]["per_token"] == 72_557_002_752 and data["seq"] == 4096
+    assert data["memory"]["weights_bytes"]["bf16"] == 2 * 32_762_123_264
+    assert data["memory"]["kv_bytes_per_token"] == 262_144
+    assert build("gemma-2-2b", sections="flops").data["flops"] == {"refused": "attention"}
+
+
+@pytest.mark.parametrize("chosen", ["tree,flops", "params", "flops,memory", "memory"])
+def test_left_out_sections_leave_no_run_of_blank_lines(chosen):
+    for fmt in ("markdown", "latex"):
+        assert "\n\n\n" not in build("qwen3-0.6b", fmt, sections=chosen).text
