@@ -95,8 +95,14 @@ _CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", or
 the message stays one line and cannot drive the terminal."""
 
 
+LONG_WORD = 240  # a word of a message longer than this (a value typed by mistake, 20,000 x's) is shortened
+
+
 def one_line(message: str) -> str:
-    return message.translate(_CONTROL)
+    """``message`` on one line, control characters escaped, each overlong word kept by its head and its tail
+    (a path's file name stays whole)."""
+    words = message.translate(_CONTROL).split(" ")
+    return " ".join(w if len(w) <= LONG_WORD else f"{w[:160]}…{w[-60:]}" for w in words)
 
 
 def fail(message: str) -> typer.Exit:

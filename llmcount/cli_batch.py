@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cli import CsvOption, JsonlOption, app, fail, print_json
+from .cli import CsvOption, JsonlOption, app, fail, one_line, print_json
 from .errors import LlmcountError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class Rows(str, Enum):
 
 def usage_error(message: str) -> typer.Exit:
     """A wrong combination of options: one line on stderr, exit 2 (as click's usage errors)."""
-    typer.echo(f"llmcount: error: {message}", err=True)
+    typer.echo(f"llmcount: error: {one_line(message)}", err=True)
     return typer.Exit(2)
 
 
@@ -56,7 +56,7 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
         done += 1
         if result.model is None:
             failed += 1
-            typer.echo(f"llmcount: error: {result.error}", err=True)
+            typer.echo(f"llmcount: error: {one_line(result.error)}", err=True)
             continue
         if fmt is Rows.csv:
             data = row(result.model)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .cli import SPEC_HELP, ModelArgument, app, fail, print_json
+from .cli_batch import usage_error
 from .errors import LlmcountError
 from .sizes import SUFFIX_HELP, parse_size
 
@@ -97,8 +98,7 @@ def writeup(
     unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in SECTIONS]
     if sections is not None and unknown:  # a usage error, as for an unknown --format
         message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(SECTIONS)}"
-        typer.echo(f"llmcount: error: {message}", err=True)
-        raise typer.Exit(2)
+        raise usage_error(message)
     try:
         seq_ = parse_size(seq, "--seq")
         post = build(

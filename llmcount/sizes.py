@@ -15,20 +15,33 @@ from .errors import LlmcountError
 SUFFIXES = {"": 1, "k": 2**10, "K": 2**10, "m": 2**20, "M": 2**20}
 MAX_DIGITS = 12  # more is a typo (or a number no machine holds tokens for), not a sequence length
 SUFFIX_HELP = "k/K = 1024, M = 1024² (32k = 32,768)"
+MAX_TEXT = 40  # characters of a typed size: room for 12 digits, separators, a fraction and a unit
 _SIZE = re.compile(r"([0-9]+(?:_[0-9]+)*)([kKmM]?)")
 _FRACTION = re.compile(r"[0-9_]*[./eE][0-9_./eE+-]*[kKmM]?")
+
+
+def shown(text: object) -> str:
+    """``text`` as an error message quotes it: repr, cut to :data:`MAX_TEXT` characters."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= MAX_TEXT else f"{quoted[: MAX_TEXT - 1]}…"
+
+
+def _bounded(value: str, text: object, option: str) -> None:
+    if len(value) > MAX_TEXT:
+        raise LlmcountError(f"{option}: {shown(text)} is longer than {MAX_TEXT} characters")
 
 
 def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
     """A positive integer, ``32k`` = 32,768 and ``1M`` = 1,048,576 when ``suffixes``; LlmcountError
     naming ``option`` for a negative, zero, fractional, over-long or malformed value."""
     if isinstance(text, bool):
-        raise LlmcountError(f"{option} must be a positive integer, got {text!r}")
+        raise LlmcountError(f"{option} must be a positive integer, got {shown(text)}")
     if isinstance(text, int):
         text = str(text)
     if not isinstance(text, str):
-        raise LlmcountError(f"{option} must be a positive integer, got {text!r}")
+        raise LlmcountError(f"{option} must be a positive integer, got {shown(text)}")
     value = text.strip()
+    _bounded(value, text, option)
     example = "4096 or 32k (k = 1024)" if suffixes else "4096"
     match = _SIZE.fullmatch(value)
     if match is None or (match.group(2) and not suffixes):
@@ -38,13 +51,13 @@ def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
             why = "not a whole number"
         else:
             why = "not a number"
-        raise LlmcountError(f"{option} must be a positive integer like {example}, got {text!r} ({why})")
+        raise LlmcountError(f"{option} must be a positive integer like {example}, got {shown(text)} ({why})")
     digits, suffix = match.group(1).replace("_", ""), match.group(2)
     if len(digits.lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {text!r} has more than {MAX_DIGITS} digits")
+        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     number = int(digits) * SUFFIXES[suffix]
     if number == 0:
-        raise LlmcountError(f"{option} must be a positive integer like {example}, got {text!r} (zero)")
+        raise LlmcountError(f"{option} must be a positive integer like {example}, got {shown(text)} (zero)")
     return number
 
 
@@ -70,24 +83,25 @@ def parse_bytes(text: str, option: str) -> int:
     byte is dropped (a capacity is never rounded up). The unit is required (``80`` alone is refused: GB or GiB?).
     LlmcountError naming ``option`` otherwise."""
     value = str(text).strip()
+    _bounded(value, text, option)
     match = _BYTES.fullmatch(value)
     example = "like 80GiB (2^30 bytes) or 24GB (10^9 bytes)"
     if match is None:
         why = "negative" if value.startswith("-") else "a number and a unit"
         if why != "negative" and re.fullmatch(r"[0-9_.]+", value):
             why = "no unit"
-        raise LlmcountError(f"{option} must be an amount of memory {example}, got {text!r} ({why})")
+        raise LlmcountError(f"{option} must be an amount of memory {example}, got {shown(text)} ({why})")
     number, unit = match.group(1).replace("_", ""), match.group(2).lower()
     if unit not in BYTE_UNITS:
         units = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
         raise LlmcountError(f"{option}: unknown unit {match.group(2)!r}; choose one of {units}")
     if len(number.partition(".")[0].lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {text!r} has more than {MAX_DIGITS} digits")
+        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     whole, _, fraction = number.partition(".")
     scale = 10 ** len(fraction)
     amount = (int(whole) * scale + int(fraction or "0")) * BYTE_UNITS[unit] // scale
     if amount <= 0:
-        raise LlmcountError(f"{option} must be a positive amount of memory {example}, got {text!r}")
+        raise LlmcountError(f"{option} must be a positive amount of memory {example}, got {shown(text)}")
     return amount
 
 
@@ -98,12 +112,13 @@ def parse_positive(text: str, option: str) -> Fraction:
     """A positive decimal number typed by the user (``3500``, ``989.5``), exactly, as a Fraction; LlmcountError
     naming ``option`` for zero, a negative, an exponent or anything else."""
     value = str(text).strip()
+    _bounded(value, text, option)
     if _DECIMAL.fullmatch(value) is None:
         why = "negative" if value.startswith("-") else "not a decimal number"
-        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {text!r} ({why})")
+        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} ({why})")
     if len(value.partition(".")[0].replace("_", "").lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {text!r} has more than {MAX_DIGITS} digits")
+        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     number = Fraction(value.replace("_", ""))
     if number == 0:
-        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {text!r} (zero)")
+        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} (zero)")
     return number
