@@ -107,6 +107,8 @@ class _Reader:
         found = self.present(spec.key)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
+        if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
+            return None
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null

@@ -41,6 +41,7 @@ class SymbolSpec:
     default_text: str = ""
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
     strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
+    zero_is_none: bool = False  # zero = "none": a value of 0 means what null means (no value)
 
     @property
     def minimum(self) -> int:
@@ -250,7 +251,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -266,7 +267,9 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         text: _value_condition(rule, f"{where}.strings.{text}")
         for text, rule in _table(spec.get("strings", {}), f"{where}.strings").items()
     }
-    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings)
+    if spec.get("zero", NONE) != NONE:
+        raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
+    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings, "zero" in spec)
 
 
 def _rules(data: Any, where: str) -> tuple[Rule, ...]:
