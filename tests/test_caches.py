@@ -33,8 +33,9 @@ EVEN = st.sampled_from([2, 4, 8])
 ROTARY = {"h_d", "d_rope", "d_nope"}  # rotary embeddings turn pairs of a head's channels: an even size
 SMALL_WINDOWS = {"sliding_window": [2, 3, 5], "attention_chunk_size": [2, 4], "window_size": [2, 3]}
 SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
-# layer patterns whose defaults put every sliding layer beyond the 1 to 4 drawn layers (Qwen2: from layer 28 on)
-SMALL_PATTERNS = {"max_window_layers": [0, 1, 2]}
+# layer patterns whose defaults put every sliding or every full layer beyond the 1 to 4 drawn layers (Qwen2: from
+# layer 28 on; Gemma 3: every sixth layer full), set also when the class does not store them (Cohere 2)
+SMALL_PATTERNS = {"max_window_layers": [0, 1, 2], "sliding_window_pattern": [1, 2, 3]}
 
 
 def rotary_part(config: dict, values: dict) -> int:
@@ -60,7 +61,7 @@ def test_cache_equals_transformers(model_type: str, data) -> None:
     config = data.draw(oracle.drawn_config(family, EVEN))
     # windows the drawn sequences fall below, at and above; layer patterns within the drawn layers
     for key, choices in (SMALL_WINDOWS | SMALL_ROTARY | SMALL_PATTERNS).items():
-        if isinstance(config.get(key), int):
+        if isinstance(config.get(key), int) or (key in SMALL_PATTERNS and key in family.keys):
             config[key] = data.draw(st.sampled_from(choices))
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:

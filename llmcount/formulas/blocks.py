@@ -25,6 +25,7 @@ class Term:
     layers: Expr = ONE
     routed: bool = False  # a routed expert weight: only k of n of it is activated per token
     embedding: bool = False  # a vocabulary or position table, or an untied LM head (counted as embedding)
+    matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
 
     @property
     def group(self) -> str:

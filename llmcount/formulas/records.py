@@ -280,7 +280,7 @@ def _rules(data: Any, where: str) -> tuple[Rule, ...]:
     return tuple(Rule(condition(text, f"{where} {text!r}"), text, message) for text, message in data)
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding"}
+_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
 
 
 def _choice(data: Any, where: str) -> Choice:
@@ -290,9 +290,9 @@ def _choice(data: Any, where: str) -> Choice:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     path = _text(data, "path", where)
     where = f"{where} ({path})"
-    flags = {f: data.get(f, False) for f in ("routed", "embedding")}
+    flags = {f: data.get(f, f == "matmul") for f in ("routed", "embedding", "matmul")}
     if not all(isinstance(v, bool) for v in flags.values()):
-        raise RecordError(f"{where}: 'routed' and 'embedding' must be true or false")
+        raise RecordError(f"{where}: 'routed', 'embedding' and 'matmul' must be true or false")
     term = Term(
         path=path,
         expr=formula(_text(data, "expr", where), f"{where}.expr"),
