@@ -35,7 +35,11 @@ SMALL_WINDOWS = {"sliding_window": [2, 3, 5], "attention_chunk_size": [2, 4], "w
 SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
 # layer patterns whose defaults put every sliding or every full layer beyond the 1 to 4 drawn layers (Qwen2: from
 # layer 28 on; Gemma 3: every sixth layer full), set also when the class does not store them (Cohere 2)
-SMALL_PATTERNS = {"max_window_layers": [0, 1, 2], "sliding_window_pattern": [1, 2, 3]}
+SMALL_PATTERNS = {
+    "max_window_layers": [0, 1, 2],
+    "sliding_window_pattern": [1, 2, 3],
+    "global_attn_every_n_layers": [1, 2, 3],
+}
 
 
 def rotary_part(config: dict, values: dict) -> int:
