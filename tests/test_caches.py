@@ -39,6 +39,7 @@ SMALL_PATTERNS = {
     "max_window_layers": [0, 1, 2],
     "sliding_window_pattern": [1, 2, 3],
     "global_attn_every_n_layers": [1, 2, 3],
+    "no_rope_layer_interval": [1, 2, 3],
 }
 
 
