@@ -68,6 +68,9 @@ def test_cache_equals_transformers(model_type: str, data) -> None:
     for key, choices in (SMALL_WINDOWS | SMALL_ROTARY | SMALL_PATTERNS).items():
         if isinstance(config.get(key), int) or (key in SMALL_PATTERNS and key in family.keys):
             config[key] = data.draw(st.sampled_from(choices))
+    if "attention_types" in oracle.class_defaults(model_type):  # GPT-Neo: global and local layers, one per drawn layer
+        layers = config.get("num_layers", oracle.class_defaults(model_type)["num_layers"])
+        config["attention_types"] = [[["global", "local"], layers // 2]] + [[["global"], 1]] * (layers % 2)
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:
         values = read_config(config, "drawn config").values
