@@ -227,7 +227,7 @@ def inference(
     attention = [a for k, a in zip(kinds, amounts, strict=True) if not k.is_state]
     if attention:
         formula = Add(*(a.formula for a in attention))
-        note = "; ".join(dict.fromkeys(a.note for a in attention))
+        note = "; ".join(dict.fromkeys(part for a in attention for part in a.note.split("; ")))
         lines.append(Line("kv_cache", formula, sum(a.bytes for a in attention), note))
     states = [a for k, a in zip(kinds, amounts, strict=True) if k.is_state]
     if states:
