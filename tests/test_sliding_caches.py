@@ -167,6 +167,9 @@ GIVEN_LAYER_TYPES = {
     "exaone4": {"intermediate_size": 16},
     "cohere2": {"intermediate_size": 16, "head_dim": 8},
     "olmo3": {"intermediate_size": 16},
+    "mistral": {"intermediate_size": 16},  # no layer_types in MistralConfig, but a given list is honoured
+    "starcoder2": {"intermediate_size": 16},
+    "mixtral": {**MOE, "num_local_experts": 4},
 }
 
 
