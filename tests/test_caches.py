@@ -38,6 +38,14 @@ SMALL_WINDOWS = {
     "attention_window_size": [2, 3, 5],  # RecurrentGemma
 }
 SMALL_ROTARY = {"rotary_dim": [2]}  # a rotary part within the drawn heads (CodeGen and GPT-J default to 64)
+# layer patterns whose defaults put every sliding or every full layer beyond the 1 to 4 drawn layers (Qwen2: from
+# layer 28 on; Gemma 3: every sixth layer full), set also when the class does not store them (Cohere 2)
+SMALL_PATTERNS = {
+    "max_window_layers": [0, 1, 2],
+    "sliding_window_pattern": [1, 2, 3],
+    "global_attn_every_n_layers": [1, 2, 3],
+    "no_rope_layer_interval": [1, 2, 3],
+}
 
 
 def _every_interval(layers: int) -> st.SearchStrategy[dict]:
@@ -91,11 +99,15 @@ def llmcount_cache_bytes(config: dict, batch: int, seq: int) -> int:
 def test_cache_equals_transformers(model_type: str, data) -> None:
     family = records.family(model_type)
     config = data.draw(oracle.drawn_config(family, EVEN))
-    for key, choices in (SMALL_WINDOWS | SMALL_ROTARY).items():  # windows the drawn sequences fall below, at and above
-        if isinstance(config.get(key), int):
+    # windows the drawn sequences fall below, at and above; layer patterns within the drawn layers
+    for key, choices in (SMALL_WINDOWS | SMALL_ROTARY | SMALL_PATTERNS).items():
+        if isinstance(config.get(key), int) or (key in SMALL_PATTERNS and key in family.keys):
             config[key] = data.draw(st.sampled_from(choices))
     if model_type in LAYOUTS and isinstance(config.get("num_hidden_layers"), int):
         config.update(data.draw(LAYOUTS[model_type](config["num_hidden_layers"])))
+    if "attention_types" in oracle.class_defaults(model_type):  # GPT-Neo: global and local layers, one per drawn layer
+        layers = config.get("num_layers", oracle.class_defaults(model_type)["num_layers"])
+        config["attention_types"] = [[["global", "local"], layers // 2]] + [[["global"], 1]] * (layers % 2)
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:
         values = read_config(config, "drawn config").values

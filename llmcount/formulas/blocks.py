@@ -26,6 +26,7 @@ class Term:
     routed: bool = False  # a routed expert weight: only k of n of it is activated per token
     embedding: bool = False  # a vocabulary or position table, or an untied LM head (counted as embedding)
     text: str = field(default="", compare=False)  # expr as the record writes it: a weight's in·out factor order
+    matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
 
     @property
     def group(self) -> str:

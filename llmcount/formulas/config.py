@@ -107,6 +107,8 @@ class _Reader:
         found = self.present(spec.key)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
+        if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
+            return None
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null
@@ -218,12 +220,26 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
     used = _used_symbols(terms) | family.cost_symbols
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
-    left_out = family.choice_symbols - used
+    left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
+
+
+def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:
+    """The symbols of a sliding window this config does not use (no window, or no layer that slides): left out of
+    the values, so that memory counts every layer full and a count does not list W = 131072, N_sliding = 0."""
+    spec = family.attention
+    if spec is None or spec.window is None:
+        return frozenset()
+    symbols = spec.window.free_symbols | (spec.sliding.free_symbols if spec.sliding is not None else set())
+    if not symbols <= set(values):
+        return frozenset(symbols)
+    if spec.sliding is not None and spec.sliding.subs(values) == 0:
+        return frozenset(symbols)
+    return frozenset()
 
 
 @lru_cache(maxsize=4096)

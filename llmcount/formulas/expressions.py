@@ -173,6 +173,7 @@ def _comparison(kind: type, left: Condition, right: Condition) -> Condition:
 
 _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "len": (1, len),
+    "str": (1, str),  # str(x) == x: x is a string (EXAONE's sliding_window_pattern is an int or "LLLG")
     "min": (2, min),
     "max": (2, max),
 }
@@ -180,6 +181,6 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
 
 def _call(name: str, args: list[Condition], where: str) -> Condition:
     if name not in _FUNCTIONS or len(args) != _FUNCTIONS[name][0]:
-        raise RecordError(f"{where}: only len(x), min(a, b) and max(a, b) may be called, not {name}()")
+        raise RecordError(f"{where}: only len(x), str(x), min(a, b) and max(a, b) may be called, not {name}()")
     function = _FUNCTIONS[name][1]
     return lambda ns: function(*(arg(ns) for arg in args))

@@ -102,8 +102,9 @@ def is_norm(path: str) -> bool:
 
 
 def is_matmul_weight(term: Term) -> bool:
-    """A linear map's weight matrix: not a vocabulary/position table or the head (counted apart), a bias or a norm."""
-    return not (term.embedding or term.path.endswith(".bias") or is_norm(term.path))
+    """A linear map's weight matrix: not a vocabulary/position table or the head (counted apart), a bias, a norm or
+    a term its record marks ``matmul = false``."""
+    return term.matmul and not (term.embedding or term.path.endswith(".bias") or is_norm(term.path))
 
 
 def linear_flops(term: Term) -> FlopTerm:

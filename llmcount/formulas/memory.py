@@ -106,6 +106,8 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             kinds.append(LayerKind("full_attention", spec.layers, per_layer, S, Integer(0), note))
         else:
             sliding = spec.layers if spec.sliding is None else spec.sliding
+            if sliding != spec.layers and sliding.subs(values) == spec.layers.subs(values):
+                sliding = spec.layers  # every layer slides: N, not N_sliding (as records write N for N_dense = N)
             name = "chunked_attention" if spec.chunked else "sliding_attention"
             kinds.append(LayerKind("full_attention", spec.layers - sliding, per_layer, S, Integer(0), note))
             windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
@@ -232,7 +234,7 @@ def inference(
     attention = [a for k, a in zip(kinds, amounts, strict=True) if not k.is_state]
     if attention:
         formula = Add(*(a.formula for a in attention))
-        note = "; ".join(dict.fromkeys(a.note for a in attention))
+        note = "; ".join(dict.fromkeys(part for a in attention for part in a.note.split("; ")))
         lines.append(Line("kv_cache", formula, sum(a.bytes for a in attention), note))
     states = [a for k, a in zip(kinds, amounts, strict=True) if k.is_state]
     if states:

@@ -41,6 +41,7 @@ class SymbolSpec:
     default_text: str = ""
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
     strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
+    zero_is_none: bool = False  # zero = "none": a value of 0 means what null means (no value)
 
     @property
     def minimum(self) -> int:
@@ -250,7 +251,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -266,7 +267,9 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         text: _value_condition(rule, f"{where}.strings.{text}")
         for text, rule in _table(spec.get("strings", {}), f"{where}.strings").items()
     }
-    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings)
+    if spec.get("zero", NONE) != NONE:
+        raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
+    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings, "zero" in spec)
 
 
 def _rules(data: Any, where: str) -> tuple[Rule, ...]:
@@ -277,7 +280,7 @@ def _rules(data: Any, where: str) -> tuple[Rule, ...]:
     return tuple(Rule(condition(text, f"{where} {text!r}"), text, message) for text, message in data)
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding"}
+_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
 
 
 def _choice(data: Any, where: str) -> Choice:
@@ -287,9 +290,9 @@ def _choice(data: Any, where: str) -> Choice:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     path = _text(data, "path", where)
     where = f"{where} ({path})"
-    flags = {f: data.get(f, False) for f in ("routed", "embedding")}
+    flags = {f: data.get(f, f == "matmul") for f in ("routed", "embedding", "matmul")}
     if not all(isinstance(v, bool) for v in flags.values()):
-        raise RecordError(f"{where}: 'routed' and 'embedding' must be true or false")
+        raise RecordError(f"{where}: 'routed', 'embedding' and 'matmul' must be true or false")
     term = Term(
         path=path,
         expr=formula(_text(data, "expr", where), f"{where}.expr"),

@@ -49,6 +49,7 @@ S = _size("S")
 B = _size("B")
 N_full = _count("N_full")
 N_linear = _count("N_linear")
+N_sliding = _count("N_sliding")
 h_lk = _size("h_lk")
 h_lv = _size("h_lv")
 d_lk = _size("d_lk")
@@ -112,6 +113,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(B, "B", "(none: --batch)", "batch size, sequences per forward pass"),
     Entry(N_full, r"N_{\mathrm{full}}", "layer_types", "layers with full softmax attention"),
     Entry(N_linear, r"N_{\mathrm{linear}}", "layer_types", "layers with linear attention (a recurrent mixer)"),
+    Entry(
+        N_sliding,
+        r"N_{\mathrm{sliding}}",
+        "layer_types",
+        "attention layers with a sliding window or attention chunk (their cache keeps at most W - 1 tokens)",
+    ),
     Entry(h_lk, r"h_{\mathrm{lk}}", "linear_num_key_heads", "number of query/key heads of linear attention"),
     Entry(h_lv, r"h_{\mathrm{lv}}", "linear_num_value_heads", "number of value heads of linear attention"),
     Entry(d_lk, r"d_{\mathrm{lk}}", "linear_key_head_dim", "size of one query/key head of linear attention"),
