@@ -129,6 +129,8 @@ def test_compare_wraps_a_long_model_name(tmp_path):
     [
         ("flops", "deepseek-v3", "--causal", "--training"),
         ("flops", "mistral-7b", "--seq", "32768", "--causal"),
+        ("flops", "gpt-oss-120b", "--seq", "8192", "--causal"),
+        ("memory", "gpt-oss-120b", "--seq", "131072"),
         ("memory", "mistral-7b", "--seq", "32768"),
         ("memory", "deepseek-v3", "--group-size", "128", "--dtype", "int4"),
         ("memory", "qwen3-32b", "--training", "--zero", "3", "--dp", "8", "--lora", "16"),

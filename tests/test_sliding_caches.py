@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+from refusal import assert_refused, run
 from typer.testing import CliRunner
 
 from llmcount.cli import app
@@ -189,3 +190,12 @@ def test_given_layer_types_equal_transformers(model_type: str, seq: int) -> None
     assert kinds(result)["sliding_attention"][0] == 3
     expected = oracle.cache_bytes(config, 2, seq)
     assert result.bytes_of("kv_cache") == expected, f"{model_type} S={seq} ({oracle.VERSIONS})"
+
+
+def test_a_window_of_one_is_refused_by_name(tmp_path):
+    # transformers slices the last W - 1 tokens as [-(W - 1):], which for W = 1 keeps them all: not min(S, 0)
+    from llmcount.presets import find
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**find("mistral-7b").config(), "sliding_window": 1}))
+    assert_refused(run("memory", str(path)), "window of 1", "mistral")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcount.formulas.derivation import evaluate_int
@@ -19,6 +19,7 @@ def pairs_kept(seq: int, keep) -> int:
     return sum(1 for q in range(seq) for key in range(seq) if keep(q, key))
 
 
+@settings(deadline=None)  # the first call builds sympy's caches
 @given(seq=st.integers(1, 40), window=st.integers(1, 40))
 def test_window_pairs_are_the_pairs_a_sliding_mask_keeps(seq, window):
     # a query at q sees the keys in (q - W, q]: itself and the W - 1 before it
@@ -26,6 +27,7 @@ def test_window_pairs_are_the_pairs_a_sliding_mask_keeps(seq, window):
     assert evaluate_int(window_pairs(W), {S: seq, W: window}, "pairs") == expected
 
 
+@settings(deadline=None)
 @given(seq=st.integers(1, 40), chunk=st.integers(1, 40))
 def test_chunk_pairs_are_the_pairs_a_chunked_mask_keeps(seq, chunk):
     # a query sees the keys of its own chunk up to itself
@@ -71,3 +73,13 @@ def test_no_window_or_a_window_past_the_sequence_is_plain_causal(tmp_path, windo
     path.write_text(json.dumps(config))
     seq = 6000
     assert attention_flops(load(str(path)), seq, causal=True) == seq * (seq + 1) // 2 * per_pair()
+
+
+def test_gpt_oss_120b_causal_attention_by_layer_kind():
+    # gpt-oss-120b: 36 layers alternating sliding (W = 128) and full, 64 heads of 64 (config.json)
+    seq, window, per_pair_layer = 8192, 128, 2 * 2 * 64 * 64  # Q·K^T and A·V, 2 FLOPs a multiply-add
+    full_pairs = seq * (seq + 1) // 2
+    sliding_pairs = window * (window + 1) // 2 + (seq - window) * window  # 8,256 + 1,032,192
+    assert sliding_pairs == 1_040_448
+    expected = 18 * (full_pairs + sliding_pairs) * per_pair_layer
+    assert attention_flops(load("gpt-oss-120b"), seq, causal=True) == expected

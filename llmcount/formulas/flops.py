@@ -236,9 +236,12 @@ class Flops:
         """Substitute a config's values and S, B; every count stays a Python int."""
         values = {**values, S: seq, B: batch}
         terms = self.terms  # refuses a record without [attention] before its window is read
-        window = self.derivation.architecture.attention.window
-        if window is not None and window.is_Symbol and window not in values:
-            values[window] = seq  # no window in the config: every layer attends to the whole sequence
+        spec = self.derivation.architecture.attention
+        if spec.window is not None and not spec.window.free_symbols <= set(values):
+            # no window in the config: no layer slides, every layer attends to the whole sequence
+            missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)
+            values.update({symbol: 0 for symbol in missing})
+            values.update({symbol: seq for symbol in spec.window.free_symbols - set(values)})
         components = tuple(
             FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs")) for t in terms
         )

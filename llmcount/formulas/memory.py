@@ -109,6 +109,12 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             if sliding != spec.layers and sliding.subs(values) == spec.layers.subs(values):
                 sliding = spec.layers  # every layer slides: N, not N_sliding (as records write N for N_dense = N)
             name = "chunked_attention" if spec.chunked else "sliding_attention"
+            if evaluate_int(sliding, values, "sliding layers") and evaluate_int(window, values, "window") < 2:
+                # DynamicSlidingWindowLayer keeps the last W - 1 tokens by slicing [-(W - 1):]: W = 1 keeps all
+                raise LlmcountError(
+                    f"{family.title} ({family.name}): a window of {window.subs(values)} on its {name.split('_')[0]} "
+                    "layers is not modelled (transformers' cache then keeps every token); give a window of 2 or more"
+                )
             kinds.append(LayerKind("full_attention", spec.layers - sliding, per_layer, S, Integer(0), note))
             windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, per_layer, Min(S, window - 1), Integer(0), windowed))
