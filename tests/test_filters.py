@@ -65,3 +65,11 @@ def test_percent_and_table():
     assert filters.percent(1, 3) == "33.33%"
     assert filters.percent(1, 0) == "-"
     assert filters.table([["a", "1"], ["bbb", "22"]], "lr") == "a     1\nbbb  22"
+
+
+def test_tiny_shares_keep_two_significant_digits():
+    from llmcount.renderers.filters import percent
+
+    # DeepSeek-V3's q_a_layernorm: 61 · 1,536 = 93,696 of 671,026,404,352 parameters = 1.396e-5 %
+    assert percent(93_696, 671_026_404_352) == "0.000014%"
+    assert percent(1, 300) == "0.33%" and percent(0, 5) == "0.00%" and percent(5, 0) == "-"

@@ -6,6 +6,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 
 from sympy import Add, Expr, Rational, sstr
 from sympy import latex as sympy_latex
@@ -91,7 +92,14 @@ def latex_int(value: int) -> str:
 
 
 def percent(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.2f}%" if whole else "-"
+    """A share with two decimals, or two significant digits when it is smaller (0.0014%, not 0.00%)."""
+    if not whole:
+        return "-"
+    share = Fraction(100 * int(part), int(whole))
+    if share == 0 or abs(share) >= Fraction(1, 100):
+        return f"{float(share):.2f}%"
+    decimals = 1 - math.floor(math.log10(abs(share)))  # two significant digits
+    return f"{float(share):.{decimals}f}%"
 
 
 def table(rows: Iterable[Sequence[str]], align: str) -> str:
