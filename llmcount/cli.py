@@ -214,6 +214,11 @@ def formula(
         if message.startswith("unknown preset"):
             message += f"; or a family: {', '.join(records.names())}"
         raise fail(message) from None
+    if not as_json and fmt is Format.text:
+        from .cli_batch import terminal_width
+        from .renderers.fit import fit_lines
+
+        output = fit_lines(output, terminal_width())
     typer.echo(output)
 
 

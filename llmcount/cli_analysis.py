@@ -8,7 +8,9 @@ from typing import Annotated
 import typer
 
 from .cli import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument, app, fail, print_json
+from .cli_batch import terminal_width
 from .errors import LlmcountError
+from .renderers.fit import fit_lines
 
 SUBJECT_HELP = "A family (e.g. qwen3) or a model: " + SPEC_HELP
 SET_HELP = "SYMBOL=VALUE: a number (N=32) or a relation (d_ff=8/3*d, h_kv=h/4). Repeatable."
@@ -84,7 +86,7 @@ def check(
     if as_json:
         print_json(result.data())
     else:
-        typer.echo(render("analysis_check.txt.j2", c=result).rstrip())
+        typer.echo(fit_lines(render("analysis_check.txt.j2", c=result).rstrip(), terminal_width()))
 
 
 @app.command()
@@ -147,7 +149,7 @@ def solve(
     if as_json:
         print_json(result.data())
     else:
-        typer.echo(render("analysis_solve.txt.j2", s=result).rstrip())
+        typer.echo(fit_lines(render("analysis_solve.txt.j2", s=result).rstrip(), terminal_width()))
 
 
 @app.command()

@@ -147,3 +147,21 @@ def test_flops_read_in_human_units():
     out = run("flops", "llama-3-8b", "--seq", "2048")
     assert "e+" not in out  # 4.40T, not 4.398e+12
     assert re.search(r"^forward\s+[\d,]+\s+\d+\.\d\dT$", out, re.M)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("formula", "deepseek_v3"),
+        ("formula", "qwen3_next"),
+        ("formula", "deepseek_v3", "--flops"),
+        ("check", "deepseek-v3", "12*N*d**2"),
+        ("solve", "qwen3", "--target", "7B", "--for", "d", "--from", "qwen3-8b"),
+    ],
+    ids=" ".join,
+)
+def test_formulas_wrap_at_80_columns(args):
+    out = run(*args)
+    assert widest(out) <= 80, "\n".join(line for line in out.splitlines() if len(line) > 80)
+    wide = run(*args, columns=1000)
+    assert " ".join(out.split()) == " ".join(wide.split())  # the same text, only broken into lines

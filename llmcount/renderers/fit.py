@@ -43,6 +43,19 @@ def wrap_lines(text: str, width: int | None, indent: str = "") -> list[str]:
     return lines
 
 
+def fit_lines(text: str, width: int | None) -> str:
+    """Each line of ``text`` longer than ``width`` wrapped, continuation lines indented four spaces past its own
+    indent: a formula or a sentence printed as one line stays readable in a terminal. ``None``: unchanged."""
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        lead = line[: len(line) - len(body)]
+        out += [lead + piece for piece in wrap_lines(body, max(width - len(lead), 20), "    ")]
+    return "\n".join(out)
+
+
 def fit_table(rows: Iterable[Sequence[str]], align: str, width: int | None, wrapped: int) -> str:
     """:func:`filters.table`, except that column ``wrapped`` is wrapped (continuation lines below, other cells
     empty) so that each line has at most ``width`` characters; when the other columns leave it fewer than
