@@ -22,6 +22,8 @@ from .formulas.config import Model
 from .sizes import parse_size
 
 if TYPE_CHECKING:
+    from .formulas.capacity import Fit
+    from .formulas.conventions import Convention, Utilisation
     from .formulas.derivation import Counts, Derivation
     from .formulas.flops import FlopCounts
     from .formulas.memory import Memory
@@ -192,6 +194,66 @@ def training(
     parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
     adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), tuple(lora_targets))
     return tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
+
+
+def conventions(spec: Spec, seq: int | str = DEFAULT_SEQ) -> list[Convention]:
+    """Training FLOPs per token at S = ``seq`` as each named convention counts them (Kaplan, Chinchilla, PaLM,
+    Megatron with and without recompute, torchtitan, llmcount eager and causal), as ``flops --conventions``:
+    ``.name``, ``.training_flops_per_token``, ``.formula``, ``.source``."""
+    from .formulas.conventions import conventions as every
+
+    return every(load(spec).model, parse_size(seq, "seq"))
+
+
+def mfu(
+    spec: Spec,
+    tokens_per_second: float | str,
+    *,
+    gpu: str | None = None,
+    peak_tflops: float | str | None = None,
+    gpus: int = 1,
+    seq: int | str = DEFAULT_SEQ,
+    dtype: str = "bf16",
+    convention: str = "palm",
+) -> Utilisation:
+    """Model FLOPs utilisation, as ``llmcount mfu``: ``tokens_per_second`` (all GPUs together) × training FLOPs per
+    token under ``convention`` over ``gpus`` × the dense peak of ``gpu`` (or ``peak_tflops``); ``.mfu`` is exact."""
+    from .dtypes import canonical
+    from .formulas.conventions import utilisation
+    from .gpus import peak
+    from .sizes import parse_positive
+
+    rate = parse_positive(str(tokens_per_second), "tokens_per_second")
+    dtype_ = canonical(dtype)
+    if dtype_ not in ("bf16", "fp8"):
+        raise LlmcountError(f"dtype: the peaks are of bf16 or fp8, got {dtype!r}")
+    per_gpu, name = peak(gpu, peak_tflops, dtype_)
+    count = parse_size(gpus, "gpus", suffixes=False)
+    return utilisation(load(spec).model, parse_size(seq, "seq"), rate, count, per_gpu, name, dtype_, convention)
+
+
+def fit(
+    spec: Spec,
+    gpu_memory: str,
+    dtype: str = "bf16",
+    *,
+    kv_dtype: str | None = None,
+    seq: int | str = DEFAULT_SEQ,
+    overhead: int = 0,
+    group_size: int | None = None,
+    scale_dtype: str = "fp16",
+) -> Fit:
+    """What fits in ``gpu_memory`` (``"80GiB"``, ``"24GB"``), as ``memory --gpu-memory``: ``.max_seq`` at B = 1 and
+    ``.max_batch`` at S = ``seq`` (``None``: memory sets no limit, the cache stops growing)."""
+    from .formulas.capacity import fit as search
+    from .sizes import parse_bytes
+
+    model = load(spec).model
+    capacity = parse_bytes(gpu_memory, "gpu_memory")
+    groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
+    percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
+    seq_ = parse_size(seq, "seq")
+    return search(model.derivation, model.values, capacity, dtype, kv_dtype, seq_, percent, groups, scale_dtype)
 
 
 _training = training  # for memory(), whose flag of the same name hides it

@@ -120,7 +120,7 @@ def mfu(
     """
     from .dtypes import canonical
     from .formulas.conventions import utilisation
-    from .gpus import gpu as find_gpu
+    from .gpus import peak as gpu_peak
     from .renderers.costs_glance import mfu_data, render_mfu
     from .sources import load
 
@@ -131,13 +131,7 @@ def mfu(
         dtype_ = canonical(dtype)
         if dtype_ not in ("bf16", "fp8"):
             raise LlmcountError(f"--dtype: the peaks are of bf16 or fp8, got {dtype!r}")
-        if (gpu is None) == (peak_tflops is None):
-            raise LlmcountError("give one of --gpu NAME and --peak-tflops NUMBER")
-        if gpu is not None:
-            card = find_gpu(gpu)
-            peak, name = card.peak_tflops(dtype_), card.title
-        else:
-            peak, name = parse_positive(peak_tflops or "", "--peak-tflops"), ""
+        peak, name = gpu_peak(gpu, peak_tflops, dtype_)
         model = load(spec)
         result = utilisation(model, seq_, rate, count, peak, name, dtype_, convention)
     except LlmcountError as exc:

@@ -70,3 +70,16 @@ def gpu(name: str) -> GPU:
     if key not in GPUS:
         raise LlmcountError(f"--gpu: unknown GPU {name!r}; known: {', '.join(GPUS)} (or give --peak-tflops)")
     return GPUS[key]
+
+
+def peak(gpu_name: str | None, peak_tflops: str | float | None, dtype: str) -> tuple[Fraction, str]:
+    """The dense peak per GPU (TFLOPS) and the GPU's title ("" for a stated peak): from the table by name, or
+    the stated number; exactly one of the two. LlmcountError naming the option otherwise."""
+    from .sizes import parse_positive
+
+    if (gpu_name is None) == (peak_tflops is None):
+        raise LlmcountError("give one of --gpu NAME and --peak-tflops NUMBER")
+    if gpu_name is not None:
+        card = gpu(gpu_name)
+        return card.peak_tflops(dtype), card.title
+    return parse_positive(str(peak_tflops), "--peak-tflops"), ""

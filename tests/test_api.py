@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,28 @@ def test_docs_api_md_examples_run(tmp_path):
     )
     assert result.attempted > 20
     assert result.failed == 0
+
+
+def test_fit_finds_the_longest_context_by_hand():
+    # Llama-3-8B in bf16: weights 2 · 8,030,261,248 bytes; KV 2 (K, V) · 32 layers · 8 heads · 128 · 2 bytes per token
+    weights, per_token = 2 * 8_030_261_248, 2 * 32 * 8 * 128 * 2
+    room = 1000 * per_token + per_token // 2  # a thousand and a half tokens' worth beyond the weights
+    capacity = f"{weights + room}B"
+    found = llmcount.fit("llama-3-8b", capacity, seq=100)
+    assert found.max_seq == 1000 and found.max_batch == 10  # 10 sequences of 100 tokens; 11 do not fit
+    with pytest.raises(llmcount.LlmcountError, match="smaller than the weights"):
+        llmcount.fit("llama-3-8b", "8GiB")
+
+
+def test_mfu_is_achieved_over_peak():
+    result = llmcount.mfu("llama-3-8b", 1000, peak_tflops=100, gpus=2, convention="llmcount")
+    per_token = next(c for c in llmcount.conventions("llama-3-8b") if c.name == "llmcount").training_flops_per_token
+    # 1,000 tokens/s over two GPUs of 100 TFLOPS
+    assert result.mfu == Fraction(1000 * per_token, 2 * 100 * 10**12)
+    with pytest.raises(llmcount.LlmcountError, match="one of --gpu"):
+        llmcount.mfu("llama-3-8b", 1000)
+
+
+def test_conventions_name_their_sources():
+    names = [c.name for c in llmcount.conventions("llama-3-8b", seq="2k")]
+    assert names[:3] == ["kaplan", "chinchilla", "palm"] and "torchtitan" in names
