@@ -211,7 +211,7 @@ def llmcount_causal(x: Ingredients) -> Convention:
         "3·(2·W + 2·d·V + L·(S + 1)·(h·d_qk + h·d_v))",
         "llmcount flops --causal",
         "as llmcount, with Q·Kᵀ and A·V over the S(S+1)/2 query-key pairs on or below the diagonal, as causal "
-        "kernels compute them",
+        "kernels compute them (sliding-window and chunked layers: only the pairs within the window or chunk)",
     )
 
 

@@ -47,6 +47,18 @@ class Counts:
     components: tuple[Component, ...]
     values: dict[str, int]
 
+    @classmethod
+    def of(cls, components: Iterable[Component], values: dict[Symbol, int]) -> Counts:
+        """The counts of evaluated components: their sums, and the config's values by symbol name."""
+        components = tuple(components)
+        return cls(
+            total=sum(c.count for c in components),
+            activated=sum(c.activated for c in components),
+            embedding=sum(c.count for c in components if c.embedding),
+            components=components,
+            values={s.name: int(v) for s, v in values.items()},
+        )
+
     @property
     def non_embedding(self) -> int:
         return self.total - self.embedding
@@ -242,13 +254,7 @@ class Derivation:
             count = evaluate_int(t.total, values, t.path)
             activated = evaluate_int(t.activated, values, t.path)
             components.append(Component(t.path, t.total, count, activated, t.embedding))
-        return Counts(
-            total=sum(c.count for c in components),
-            activated=sum(c.activated for c in components),
-            embedding=sum(c.count for c in components if c.embedding),
-            components=tuple(components),
-            values={s.name: int(v) for s, v in values.items()},
-        )
+        return Counts.of(components, values)
 
 
 _COMPILED: dict[int, tuple[tuple[Term, ...], list | None]] = {}
@@ -294,10 +300,4 @@ def _evaluate_compiled(terms: tuple[Term, ...], values: dict[Symbol, int]) -> Co
             components.append(Component(path, formula, count, active, embedding))
     except _NotCompiled:
         return None
-    return Counts(
-        total=sum(c.count for c in components),
-        activated=sum(c.activated for c in components),
-        embedding=sum(c.count for c in components if c.embedding),
-        components=tuple(components),
-        values={s.name: int(v) for s, v in values.items()},
-    )
+    return Counts.of(components, values)
