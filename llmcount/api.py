@@ -170,7 +170,7 @@ def training(
     ep: int = 1,
     sequence_parallel: bool = False,
     lora: int | None = None,
-    lora_targets: tuple[str, ...] = ("attention", "mlp"),
+    lora_targets: str | tuple[str, ...] = ("attention", "mlp"),
     attention: str = "eager",
     recompute: str = "none",
 ) -> Training:
@@ -192,7 +192,11 @@ def training(
         for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
     }
     parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
-    adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), tuple(lora_targets))
+    targets = lora_targets.split(",") if isinstance(lora_targets, str) else lora_targets  # "attention,mlp" too
+    targets = tuple(str(t).strip() for t in targets if str(t).strip())
+    if lora is not None and not targets:
+        raise LlmcountError("lora_targets: give at least one group or module name")
+    adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), targets)
     return tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
 
 

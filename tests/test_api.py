@@ -171,3 +171,14 @@ def test_mfu_is_achieved_over_peak():
 def test_conventions_name_their_sources():
     names = [c.name for c in llmcount.conventions("llama-3-8b", seq="2k")]
     assert names[:3] == ["kaplan", "chinchilla", "palm"] and "torchtitan" in names
+
+
+def test_lora_targets_as_a_string_or_a_tuple():
+    # LoRA of rank 16 on the attention matrices of Llama-3-8B, by hand: r·(in + out) per matrix, 32 layers;
+    # q, o: 4096 → 4096; k, v: 4096 → 1024
+    expected = 32 * 16 * (2 * (4096 + 4096) + 2 * (4096 + 1024))
+    as_text = llmcount.training("llama-3-8b", lora=16, lora_targets="attention")
+    as_tuple = llmcount.training("llama-3-8b", lora=16, lora_targets=("attention",))
+    assert as_text.lora_parameters == as_tuple.lora_parameters == expected
+    with pytest.raises(llmcount.LlmcountError, match="lora_targets"):
+        llmcount.training("llama-3-8b", lora=16, lora_targets=" , ")
