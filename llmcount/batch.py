@@ -30,15 +30,13 @@ class Result:
     error: str | None = None
 
 
-def load_one(spec: str, name: str | None = None) -> Result:
+def load_one(spec: str, name: str | None = None, discover: bool = False) -> Result:
     """The model a spec names (as ``llmcount count`` reads it), named ``name`` if given; a failure is
     a Result whose error names the spec."""
-    from .formulas.config import read_config
-    from .sources import resolve
+    from .sources import load
 
     try:
-        found, source, config = resolve(spec)
-        model = read_config(config, source, name or found)
+        model = load(spec, discover, name)
         model.counts  # noqa: B018 -- evaluate now, so a config that cannot be counted fails here
     except LlmcountError as exc:
         message = str(exc)
@@ -46,10 +44,10 @@ def load_one(spec: str, name: str | None = None) -> Result:
     return Result(spec, model)
 
 
-def count_all(specs: Iterable[str]) -> Iterator[Result]:
+def count_all(specs: Iterable[str], discover: bool = False) -> Iterator[Result]:
     """Each spec's Result, in order, lazily."""
     for spec in specs:
-        yield load_one(spec)
+        yield load_one(spec, discover=discover)
 
 
 def row(model: Model) -> dict[str, Any]:

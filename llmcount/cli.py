@@ -82,6 +82,14 @@ CsvOption = Annotated[
     bool, typer.Option("--csv", help="One CSV row per model with a header: model,family,source,total,...")
 ]
 JsonlOption = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line, one line per model.")]
+DiscoverOption = Annotated[
+    bool,
+    typer.Option(
+        "--discover",
+        help="A model_type with no bundled record: derive one from transformers' model code (needs torch and"
+        " transformers; checked exact against them, cached, and said so on stderr).",
+    ),
+]
 
 
 class Format(str, Enum):
@@ -142,6 +150,7 @@ def count(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object (a list of them for several).")] = False,
     as_csv: CsvOption = False,
     jsonl: JsonlOption = False,
+    discover: DiscoverOption = False,
 ) -> None:
     """Count the parameters of a model, per component, exactly; of several models, one row each.
 
@@ -153,6 +162,8 @@ def count(
     Example: llmcount count qwen3-8b llama-3-8b mistral-7b --csv
 
     Example: cat config.json | llmcount count -
+
+    Example: llmcount count some-new-arch/config.json --discover
     """
     from .cli_batch import Rows, output_format, print_rows, terminal_width
 
@@ -160,13 +171,13 @@ def count(
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
         from .batch import count_all
 
-        print_rows(count_all(specs), fmt)
+        print_rows(count_all(specs, discover), fmt)
         return
     from .renderers import count_data, render_count
     from .sources import load
 
     try:
-        model = load(specs[0])
+        model = load(specs[0], discover)
         output = json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
     except LlmcountError as exc:
         raise fail(str(exc)) from None
@@ -184,6 +195,7 @@ def formula(
     flops: Annotated[
         bool, typer.Option("--flops", help="The forward FLOPs formula (in S and B) instead of the parameters.")
     ] = False,
+    discover: DiscoverOption = False,
 ) -> None:
     """Print the symbolic parameter formula of a family, or of the switches a model's config sets.
 
@@ -199,7 +211,7 @@ def formula(
         if family is not None:
             derivation, title = Derivation(family), family.title
         else:
-            model = load(spec)
+            model = load(spec, discover)
             derivation, title = model.derivation, model.name
         if flops:
             from .cli_costs import flops_formula

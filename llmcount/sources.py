@@ -11,16 +11,27 @@ from typing import Any
 
 from . import files
 from .errors import LlmcountError
-from .formulas.config import Model, read_config
+from .formulas import records
+from .formulas.config import Model, find_family, read_config
 from .presets import find, presets
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def load(spec: str) -> Model:
-    """The model a user named: preset name, Hub id of a preset, file, folder or Hub id."""
-    name, source, config = resolve(spec)
-    return read_config(config, source, name)
+def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
+    """The model a user named: preset name, Hub id of a preset, file, folder or Hub id, called ``name`` if
+    given. ``discover``: a model_type with no bundled record is read with one derived from transformers' code
+    (see discovered.py)."""
+    found, source, config = resolve(spec)
+    family = None
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if isinstance(model_type, str) and records.family(model_type) is None:
+        from . import discovered
+
+        if not discover:
+            find_family(model_type, source, discovered.HINT if discovered.available() else "")
+        family = discovered.record(model_type, source)
+    return read_config(config, source, name or found, family)
 
 
 def resolve(spec: str) -> tuple[str, str, Any]:

@@ -308,8 +308,9 @@ def _count_layers(
     return indices
 
 
-def find_family(model_type: Any, source: str) -> Family:
-    """The record of a config's model_type; an unknown one is refused by name with the closest known names."""
+def find_family(model_type: Any, source: str, also: str = "") -> Family:
+    """The record of a config's model_type; an unknown one is refused by name with the closest known names
+    (and ``also``, a further hint)."""
     family = records.family(model_type) if isinstance(model_type, str) else None
     if family is not None:
         return family
@@ -317,7 +318,7 @@ def find_family(model_type: Any, source: str) -> Family:
     close = difflib.get_close_matches(model_type, known, n=3, cutoff=0.6) if isinstance(model_type, str) else []
     hint = f"; closest: {', '.join(close)}" if close else f"; {len(known)} are supported (llmcount list)"
     shown = repr(model_type)[:60]
-    raise LlmcountError(f"{source}: unsupported model_type {shown}{hint}")
+    raise LlmcountError(f"{source}: unsupported model_type {shown}{hint}{also}")
 
 
 def config_key(model: Model | Family, symbol: Symbol) -> str:

@@ -1,0 +1,121 @@
+"""``count --discover``: a model_type with no bundled record is counted with a record derived from transformers'
+code, exact against transformers, cached in the user cache folder, and said so; without the flag it is refused
+with a hint; bad names, a type transformers does not know either and a broken cache are one line each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount import discovered
+from llmcount.cli import app
+from llmcount.formulas import records
+
+oracle = pytest.importorskip("oracle", reason="discover needs torch and transformers (pip install '.[test]')")
+
+HIDDEN = "llama"  # a family whose bundled record the tests hide, so that llmcount has to discover it
+CONFIG = {
+    "model_type": HIDDEN,
+    "hidden_size": 96,
+    "intermediate_size": 160,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 6,
+    "num_key_value_heads": 2,
+    "vocab_size": 250,
+    "tie_word_embeddings": False,
+}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMCOUNT_CACHE", str(tmp_path / "cache"))
+    bundled = records.family
+    monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
+    return tmp_path / "cache" / "records"
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def count(*args: str):
+    return CliRunner().invoke(app, ["count", *args])
+
+
+def test_discovered_record_counts_exactly_then_comes_from_the_cache(cache, tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    expected = oracle.meta_total(CONFIG)
+
+    first = count(str(path), "--discover", "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["total"] == expected
+    assert "discovered one from transformers" in first.stderr and "5 random configs" in first.stderr
+    assert [p.name for p in cache.iterdir()] == [f"{HIDDEN}@{transformers_version()}.toml"]
+
+    again = count(str(path), "--discover", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["total"] == expected
+    assert "cached:" in again.stderr and "discovered one" not in again.stderr
+
+
+def test_without_the_flag_the_type_is_refused_with_a_hint(cache, tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    result = count(str(path))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "unsupported model_type 'llama'" in result.stderr and "--discover" in result.stderr
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize(
+    ("model_type", "message"),
+    [
+        ("no_such_architecture", "unknown to transformers"),
+        ("../../etc/passwd", "is not a transformers model_type name"),
+        ("x" * 100, "is not a transformers model_type name"),
+    ],
+)
+def test_names_transformers_does_not_know_are_refused(cache, tmp_path, model_type: str, message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type}))
+    result = count(str(path), "--discover")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not cache.exists()
+
+
+def test_a_broken_cached_record_is_named(cache, tmp_path) -> None:
+    cache.mkdir(parents=True)
+    broken = cache / f"{HIDDEN}@{transformers_version()}.toml"
+    broken.write_text("not = [toml")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    result = count(str(path), "--discover")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert str(broken) in result.stderr and "delete it" in result.stderr
+
+
+def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("LLMCOUNT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert discovered.cache_folder() == tmp_path / "llmcount" / "records"
+
+
+def test_without_torch_the_flag_says_what_to_install(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "some_new_arch"}))
+    code = (
+        "import sys; sys.modules['torch'] = None; from llmcount.cli import main; "
+        f"sys.argv = ['llmcount', 'count', {str(path)!r}, '--discover']; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().endswith("--discover needs torch and transformers (pip install 'llmcount[test]')")
