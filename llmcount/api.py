@@ -91,9 +91,10 @@ class Loaded:
 Spec = Union[str, "os.PathLike[str]", Loaded, Model]
 
 
-def load(spec: Spec) -> Loaded:
+def load(spec: Spec, discover: bool = False) -> Loaded:
     """The model ``spec`` names: a bundled preset (``"qwen3-32b"``), a config.json or a folder holding one
-    (a ``str`` or a ``Path``), a Hub id, or ``"-"`` for a config on stdin.
+    (a ``str`` or a ``Path``), a Hub id, or ``"-"`` for a config on stdin. ``discover=True``: a model_type with
+    no bundled record is read with a record derived from transformers' code (as ``count --discover``).
 
     >>> llmcount.load("llama-2-7b").counts.total
     6738415616
@@ -108,7 +109,7 @@ def load(spec: Spec) -> Loaded:
         raise LlmcountError(f"a model is a preset name, a path or a Hub id, got {type(spec).__name__}")
     from .sources import load as load_model
 
-    return Loaded(load_model(spec))
+    return Loaded(load_model(spec, discover))
 
 
 def flops(spec: Spec, seq: int | str = DEFAULT_SEQ, batch: int | str = 1, causal: bool = False) -> FlopCounts:

@@ -22,7 +22,7 @@ from .errors import LlmcountError
 from .formulas import records
 from .formulas.expressions import RecordError
 
-HINT = "; --discover derives a record from transformers' code"
+HINT = "; `llmcount count --discover` derives a record from transformers' code"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # every transformers model_type, and safe as a file name
 
 

@@ -68,7 +68,7 @@ def test_without_the_flag_the_type_is_refused_with_a_hint(cache, tmp_path) -> No
     path.write_text(json.dumps(CONFIG))
     result = count(str(path))
     assert result.exit_code == 1 and result.stdout == ""
-    assert "unsupported model_type 'llama'" in result.stderr and "--discover" in result.stderr
+    assert "unsupported model_type 'llama'" in result.stderr and "count --discover" in result.stderr
     assert not cache.exists()
 
 
@@ -119,3 +119,13 @@ def test_without_torch_the_flag_says_what_to_install(tmp_path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip().endswith("--discover needs torch and transformers (pip install 'llmcount[test]')")
+
+
+def test_the_api_discovers_too(cache, tmp_path) -> None:
+    import llmcount
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    with pytest.raises(llmcount.LlmcountError, match="count --discover"):
+        llmcount.load(path)
+    assert llmcount.load(path, discover=True).counts.total == oracle.meta_total(CONFIG)
