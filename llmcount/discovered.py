@@ -79,28 +79,40 @@ def _discover(model_type: str, version: str, path: Path, source: str, say) -> re
         text = discoverer.run().text
     except Exception as error:  # model code the method cannot express: one line, the reason
         raise LlmcountError(f"{source}: cannot discover a record for {model_type!r}: {_short(error)}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        checks = verify(discoverer, temp)
+    with tempfile.TemporaryDirectory(prefix="llmcount-") as folder:
+        draft = Path(folder) / f"{model_type}.toml"
+        draft.write_text(text, encoding="utf-8")
+        checks = verify(discoverer, draft)
         wrong = [check for check in checks if not check.exact]
         if wrong:
             raise LlmcountError(
                 f"{source}: the record discovered for {model_type!r} is not exact ({wrong[0].line()}); not used"
             )
-        family = records.load(temp)
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        family = records.load(draft)
+    kept = _keep(path, text)
     seconds = time.monotonic() - start
     say(
         f"note: {model_type} has no bundled record; discovered one from transformers {version}'s code in"
-        f" {seconds:.0f} s, exact on the class defaults and {len(checks) - 1} random configs (cached: {path})"
+        f" {seconds:.0f} s, exact on the class defaults and {len(checks) - 1} random configs ({kept})"
     )
     return family
+
+
+def _keep(path: Path, text: str) -> str:
+    """Write the record into the cache through a temporary file; say where, or why it could not."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(temp, path)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+    except OSError as error:
+        return f"not cached: {error.strerror or error} ({path.parent})"
+    return f"cached: {path}"
 
 
 def _short(error: Exception) -> str:

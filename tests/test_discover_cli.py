@@ -129,3 +129,17 @@ def test_the_api_discovers_too(cache, tmp_path) -> None:
     with pytest.raises(llmcount.LlmcountError, match="count --discover"):
         llmcount.load(path)
     assert llmcount.load(path, discover=True).counts.total == oracle.meta_total(CONFIG)
+
+
+def test_a_cache_that_cannot_be_written_is_said_and_the_count_still_made(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("LLMCOUNT_CACHE", str(blocker))  # the cache folder would be below a regular file
+    bundled = records.family
+    monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    result = count(str(path), "--discover", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == oracle.meta_total(CONFIG)
+    assert "not cached:" in result.stderr
