@@ -49,6 +49,7 @@ from ..formulas.symbols import (
     r_kv,
     r_q,
 )
+from .card import card_check
 from .filters import latex
 from .tree import module_tree
 
@@ -604,6 +605,7 @@ def context(
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
         "tree": module_tree(model, lang) if "tree" in show else None,
+        "card": card_check(model, preset.card) if preset else None,
     }
 
 
