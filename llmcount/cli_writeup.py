@@ -65,7 +65,7 @@ def writeup(
             help="The parts of the post, comma-separated: tree (the module tree as print(model) shows it), params "
             "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
             "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
-            "cache per token). Default: all.",
+            "cache per token), attention (MHA, GQA, MQA and MLA compared). Default: all.",
         ),
     ] = None,
     seq: Annotated[

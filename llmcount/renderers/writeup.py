@@ -49,16 +49,18 @@ from ..formulas.symbols import (
     r_kv,
     r_q,
 )
+from .attention_kinds import attention_kinds
 from .card import card_check
 from .filters import latex
 from .tree import module_tree
 
 FORMATS = ("markdown", "latex", "html")
-SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory")
+SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
 """The parts of a post --sections chooses, in the post's order: tree (the module tree as ``print(model)`` shows
 it), params (notation, one section per component, total, activated, embedding), leading (one layer to leading
 order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
-memory (weights per dtype, the KV cache per token). The check against a checkpoint comes with --index."""
+memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
+kind substituted). The check against a checkpoint comes with --index."""
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
 FLAVORS = ("dollars", "commonmark")
@@ -606,6 +608,7 @@ def context(
         "memory": memory_part(model, seq) if "memory" in show else None,
         "tree": module_tree(model, lang) if "tree" in show else None,
         "card": card_check(model, preset.card) if preset else None,
+        "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
     }
 
 
