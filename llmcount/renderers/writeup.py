@@ -52,7 +52,7 @@ from ..formulas.symbols import (
 from .attention_kinds import attention_kinds
 from .card import card_check
 from .filters import latex
-from .tree import module_tree
+from .tree import Names, module_tree
 
 FORMATS = ("markdown", "latex", "html")
 SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
@@ -607,6 +607,7 @@ def context(
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
         "tree": module_tree(model, lang) if "tree" in show else None,
+        "tree_names": Names.of(model),
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
     }
