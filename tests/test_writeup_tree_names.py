@@ -75,3 +75,32 @@ def test_a_bad_tree_table_is_refused_by_name(tree, message):
     }
     with pytest.raises(RecordError, match=re.escape(message)):
         parse_record(record, "families/toy.toml")
+
+
+QWEN3_MOE_SMALL = {
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "model_type": "qwen3_moe",
+    "vocab_size": 1000,
+    "hidden_size": 64,
+    "intermediate_size": 160,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+    "tie_word_embeddings": False,
+}
+MODULE = re.compile(r"^\s*\(([\w-]+)\): ", re.M)
+
+
+def test_an_moe_routers_name_and_place_are_the_model_codes():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    with torch.device("meta"):
+        real = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**QWEN3_MOE_SMALL))
+    real_names = [n for n in MODULE.findall(str(real)) if n not in ("act_fn", "rotary_emb")]
+    ours = module_tree(read_config(QWEN3_MOE_SMALL, "test"))
+    assert MODULE.findall(ours) == real_names
+    assert "(gate): Linear(in_features=64, out_features=8, bias=False)" in ours and "(router)" not in ours

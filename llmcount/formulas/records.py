@@ -346,9 +346,10 @@ TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear"
 def _tree(data: Any, where: str) -> dict[str, Any]:
     """The ``[tree]`` table: the names transformers' ``print(model)`` gives a family's modules where they are not
     the generic ones (see renderers/tree.py). Strings, plus ``containers`` (group -> [attribute, class]) and
-    ``order`` (the modules of one layer in the order the model code defines them: leaf names and groups)."""
+    ``order`` (the modules of one layer in the order the model code defines them: leaf names and groups) and
+    ``names`` (a record name -> the model code's, ``router = "gate"``)."""
     table = _table(data, where)
-    unknown = set(table) - {*TREE_NAMES, "containers", "order"}
+    unknown = set(table) - {*TREE_NAMES, "containers", "order", "names"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     for name in TREE_NAMES:
@@ -358,12 +359,15 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
     for group, pair in containers.items():
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise RecordError(f"{where} containers: {group} takes [attribute, class]")
+    renamed = _table(table.get("names", {}), f"{where} names")
+    if not all(isinstance(v, str) for v in renamed.values()):
+        raise RecordError(f"{where} names: each record name takes the model code's name, a string")
     order = _list(table.get("order", []), f"{where} order")
     if not all(isinstance(x, str) for x in order):
         raise RecordError(f"{where} order: a list of module names and groups")
     if "linear" in table and not {"{in}", "{out}"} <= set(re.findall(r"\{\w+\}", table["linear"])):
         raise RecordError(f"{where}: linear is a format with {{in}} and {{out}}, e.g. 'Conv1D(nf={{out}}, nx={{in}})'")
-    return {**table, "containers": containers, "order": order}
+    return {**table, "containers": containers, "order": order, "names": renamed}
 
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:

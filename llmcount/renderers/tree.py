@@ -63,7 +63,8 @@ class Names:
     containers: Mapping[str, tuple[str, str]] = field(default_factory=lambda: dict(CONTAINERS))
     order: tuple[str, ...] = ()
     linear: str | None = None  # a format with {in} and {out}, for the weights inside the layers
-    named: bool = False  # the names are the model code's (the record has a [tree] table)
+    named: bool = False  # the class names are the model code's (the record's [tree] table gives them)
+    renamed: Mapping[str, str] = field(default_factory=dict)  # record name -> the model code's (router -> gate)
 
     @property
     def linear_class(self) -> str | None:
@@ -85,16 +86,13 @@ class Names:
             containers=containers,
             order=tuple(table.get("order", ())),
             linear=table.get("linear"),
-            named=True,
+            named=bool({"class", "model_class", "layer_class"} & set(table) or table.get("containers")),
+            renamed=dict(table.get("names", {})),
         )
 
-    def rank(self, term: Term) -> int:
-        """Where ``term`` goes in a layer: by ``order`` (its name or its group), else after those, in reader's order."""
-        name = term.path.split("/", 1)[1]
-        for key in (name, term.group):
-            if key in self.order:
-                return self.order.index(key)
-        return len(self.order)
+    def rank(self, key: str) -> int:
+        """Where a module (a leaf's name or a group) goes among its siblings: by ``order``, else after those."""
+        return self.order.index(key) if key in self.order else len(self.order)
 
 
 def factors(text: str) -> list[str]:
@@ -149,11 +147,21 @@ COUNT = {"en": "{count:,} parameters ({formula})", "zh": "{count:,} 个参数 ({
 """A module shown by its parameter count, in the post's language."""
 
 
-def leaf(term: Term, model: Model, biased: set[str], lang: str = "en", linear: str | None = None) -> str:
+def leaf(
+    term: Term,
+    model: Model,
+    biased: set[str],
+    lang: str = "en",
+    linear: str | None = None,
+    renamed: Mapping[str, str] | None = None,
+) -> str:
     """One line of the tree: ``(q_proj): Linear(in_features=5120, out_features=8192, bias=False)``, or in the
     ``linear`` format the record gives (``Conv1D(nf={out}, nx={in})``)."""
     values = model.values
     name = term.path.split("/", 1)[1]
+    if renamed:
+        name = renamed.get(name, name)
+        biased = {renamed.get(n, n) for n in biased}
     if term.group == "embedding" and term.embedding:
         rows = expand(term.expr / d)
         if term.expr.has(d) and d not in rows.free_symbols:
@@ -207,12 +215,26 @@ def _layer_indices(model: Model, layers: Expr) -> tuple[int, ...] | None:
     return None
 
 
+def _ordered(terms: list[Term], names: Names) -> list[Term]:
+    """A layer's terms in the order the model code defines its modules (``names.order``: groups and leaves among
+    their siblings), reader's order where it says nothing; a group's terms stay together."""
+    units: list[tuple[str, list[Term]]] = []
+    for term in terms:
+        group = term.group if term.group in names.containers else None
+        if group is not None and units and units[-1][0] == group:
+            units[-1][1].append(term)
+        else:
+            units.append((group or term.path.split("/", 1)[1], [term]))
+    units.sort(key=lambda unit: names.rank(unit[0]))
+    return [t for _, unit in units for t in sorted(unit, key=lambda t: names.rank(t.path.split("/", 1)[1]))]
+
+
 def _block(terms: list[Term], model: Model, biased: set[str], depth: int, lang: str, names: Names) -> list[str]:
     """The lines of one layer's modules: each group in its container, the norms directly."""
     lines: list[str] = []
     pad = INDENT * depth
     open_group = None
-    for term in sorted(terms, key=names.rank):
+    for term in _ordered(terms, names):
         group = term.group if term.group in names.containers else None
         if group != open_group:
             if open_group is not None:
@@ -222,7 +244,7 @@ def _block(terms: list[Term], model: Model, biased: set[str], depth: int, lang: 
                 lines.append(f"{pad}({attribute}): {kind}(")
             open_group = group
         inner = pad + (INDENT if group is not None else "")
-        lines.append(inner + leaf(term, model, biased, lang, names.linear))
+        lines.append(inner + leaf(term, model, biased, lang, names.linear, names.renamed))
     if open_group is not None:
         lines.append(f"{pad})")
     return lines
