@@ -109,6 +109,8 @@ class Section:
         """Whether the write-up's own prose covers exactly these modules; if not, the post explains the section
         from the family record's notes, so that a new family never gets another family's description."""
         names = {r.name.removesuffix(".bias") for r in self.rows}
+        if self.key in PROSE_UNBIASED and self.biased:
+            return False
         return names in PROSE_COVERS.get(self.key, [])
 
     def row(self, name: str) -> Row | None:
@@ -133,6 +135,9 @@ PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>
     "norms": [{"ln_1", "ln_2", "ln_f"}, {"input_layernorm", "post_attention_layernorm", "norm"}],
     "head": [set(), {"lm_head"}],
 }
+
+
+PROSE_UNBIASED = {"moe"}  # sections whose written-out prose says their weights have no bias (gpt-oss' have)
 
 
 def sections(model: Model) -> list[Section]:
