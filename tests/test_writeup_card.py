@@ -90,3 +90,17 @@ def test_a_config_file_has_no_card_section(tmp_path: Path):
     (tmp_path / "config.json").write_text(json.dumps(presets()["qwen3-32b"].config()))
     text = build(str(tmp_path / "config.json"), sections="params").text
     assert "Against the model card" not in text and "The model card says" not in text
+
+
+def test_json_carries_the_card_check_and_the_attention_kinds():
+    data = build("deepseek-v3", sections="attention").data
+    assert data["card"] == {
+        "stated": "671B",
+        "total": 671_026_404_352,
+        "agrees": {"count": "total", "how": "rounds"},
+        "hub": "685B",
+        "mtp": True,
+        "vision": False,
+    }
+    mla = next(k for k in data["attention_kinds"] if k["own"])
+    assert mla == {"kind": "mla", "own": True, "parameters": 187_105_280, "kv_elements_per_token": 512 + 64}

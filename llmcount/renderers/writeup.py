@@ -540,6 +540,13 @@ def features(model: Model) -> dict[str, Any]:
     }
 
 
+def _preset(model: Model):
+    """The bundled preset ``model`` was read from, or None (a file, a Hub id)."""
+    from ..presets import find
+
+    return find(model.name) if model.source == f"preset {model.name}" else None
+
+
 def display_name(model: Model) -> str:
     """The name a reader knows the model by: a preset's model name (Qwen3-32B for the preset qwen3-32b), else
     the name it was given (a Hub id, a folder's name)."""
@@ -968,6 +975,29 @@ def build(
             {"refused": part.refused}
             if part.refused
             else {"per_token": part.per_token, "layers": part.linear, "attention": part.attention, "head": part.head}
+        )
+    card = card_check(model, preset.card) if (preset := _preset(model)) else None
+    data["card"] = (
+        None
+        if card is None
+        else {
+            "stated": card.card.text,
+            "total": card.total,
+            "agrees": None if card.match is None else {"count": card.match[0], "how": card.match[1]},
+            "hub": None if card.hub is None else card.hub.text,
+            "mtp": card.has_mtp,
+            "vision": card.vision,
+        }
+    )
+    if "attention" in show:
+        kinds = attention_kinds(model, features(model))
+        data["attention_kinds"] = (
+            None
+            if kinds is None
+            else [
+                {"kind": k.key, "own": k.own, "parameters": k.params, "kv_elements_per_token": k.kv_elements}
+                for k in kinds
+            ]
         )
     if "memory" in show:
         mem = memory_part(model, seq)
