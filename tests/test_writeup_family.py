@@ -142,3 +142,13 @@ def test_html_page_in_a_browser(tmp_path, lang):
     seen = re.sub(r"\s+", " ", "".join(visible(dom).parts))
     assert not re.search(r"\\[a-zA-Z]+|\$|\\,|&[a-z]+;", seen)
     assert "32,762,123,264" in seen
+
+
+def test_an_moe_family_adds_the_activated_counts():
+    # activated = total less the routed experts a token skips, (n - k) · 3 d d_moe per layer; n = 128, k = 8
+    # totals: Hub safetensors metadata of Qwen3-30B-A3B and Qwen3-235B-A22B
+    activated = [30_532_122_624 - 120 * 3 * 2048 * 768 * 48, 235_093_634_560 - 120 * 3 * 4096 * 1536 * 94]
+    text = build_sizes("qwen3_moe", "qwen3-235b-a22b,qwen3-30b-a3b").text
+    assert f"| Activated per token | {activated[0]:,} | {activated[1]:,} |" in text
+    assert "tie_word_embeddings` |" not in text  # neither ties: one sentence says so, no table row
+    assert "No size ties its LM head to the embedding" in text
