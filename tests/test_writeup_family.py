@@ -152,3 +152,16 @@ def test_an_moe_family_adds_the_activated_counts():
     assert f"| Activated per token | {activated[0]:,} | {activated[1]:,} |" in text
     assert "tie_word_embeddings` |" not in text  # neither ties: one sentence says so, no table row
     assert "No size ties its LM head to the embedding" in text
+
+
+def test_a_sizes_folder_name_cannot_put_html_into_the_post(tmp_path):
+    from llmcount.presets import presets
+
+    folder = tmp_path / "<img src=x onerror=alert(1)> $y$"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(presets()["qwen3-8b"].config()))
+    text = build_sizes("qwen3", f"qwen3-0.6b,{folder}").text
+    outside_code = re.sub(r"(`+).*?\1", "", text, flags=re.S)
+    assert not re.search(r"(?<!\\)<", outside_code), "a raw '<' in the Markdown"
+    assert r"\<img src=x onerror=alert(1)\> \$y\$" in text
+    assert "#lt;img" in text  # in the Mermaid pie's title: an entity, not markup
