@@ -65,7 +65,7 @@ def writeup(
             help="The parts of the post, comma-separated: tree (the module tree as print(model) shows it), params "
             "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
             "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
-            "cache per token). Default: all.",
+            "cache per token), attention (MHA, GQA, MQA and MLA compared). Default: all.",
         ),
     ] = None,
     seq: Annotated[
@@ -85,15 +85,33 @@ def writeup(
             "kept whole by a renderer with no math extension).",
         ),
     ] = Flavor.dollars,
+    family_sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--family-sizes",
+            help="Instead of one model's post, compare sizes of the family MODEL names (its model_type): a,b,c as "
+            "presets, config files or Hub ids; a table and a chart of how the shares of the components move.",
+            metavar="A,B,...",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
 ) -> None:
     """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
     the total with the numbers substituted, activated parameters (MoE), the leading-order term per layer,
     a parameter distribution and, with --index, a check against the checkpoint.
 
+    With --family-sizes, MODEL is a family (model_type) and the post compares its sizes.
+
     Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
     """
     from .renderers.writeup import SECTIONS, build, save
+
+    if family_sizes is not None:
+        given = [name for name, value in (("--index", index), ("--dtype", dtype), ("--sections", sections)) if value]
+        if given:
+            raise usage_error(f"{given[0]} is for one model's post, not for --family-sizes")
+        _write_sizes(spec, family_sizes, fmt, lang, output, chart, flavor, as_json)
+        return
 
     unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in SECTIONS]
     if sections is not None and unknown:  # a usage error, as for an unknown --format
@@ -119,6 +137,30 @@ def writeup(
     if as_json:
         print_json({**post.data, "text": post.text})
     elif post.data["output"] is None:  # no -o, or -o -
+        typer.echo(post.text, nl=False)
+
+
+def _write_sizes(
+    family: str,
+    sizes: str,
+    fmt: WriteupFormat,
+    lang: Lang,
+    output: str | None,
+    chart: str | None,
+    flavor: Flavor,
+    as_json: bool,
+) -> None:
+    from .renderers.family import build_sizes
+    from .renderers.writeup import save
+
+    try:
+        post = build_sizes(family, sizes, fmt.value, lang.value, output=output, chart=chart, flavor=flavor.value)
+        save(post.files)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json({**post.data, "text": post.text})
+    elif post.data["output"] is None:
         typer.echo(post.text, nl=False)
 
 

@@ -169,7 +169,7 @@ def test_tree_shows_counts_where_a_shape_would_be_a_guess():
     assert "(kv_b_proj): Linear(in_features=512, out_features=32768, bias=False)" in tree  # r_kv to h·(nope+v)
     assert "(0-2): 3 x DecoderLayer(" in tree and "(3-60): 58 x DecoderLayer(" in tree
     gpt2 = module_tree(load("gpt2"))
-    assert "(c_attn): Linear(in_features=768, out_features=2304, bias=True)" in gpt2
+    assert "(c_attn): Conv1D(nf=2304, nx=768)" in gpt2  # the record's [tree]: GPT-2's Conv1D, output first
     assert "(ln_1): LayerNorm((768,))" in gpt2
     assert "个参数" in module_tree(load("deepseek-v3"), "zh")
 

@@ -8,6 +8,7 @@ refusals, the ordered terms and, optionally, what the cost formulas need to know
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -116,6 +117,7 @@ class Family:
     attention: Attention | None = None
     activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
+    tree: Mapping[str, Any] | None = None  # the optional [tree] table: print(model)'s names, read by renderers/tree.py
 
     @property
     def cost_exprs(self) -> tuple[Expr, ...]:
@@ -338,10 +340,40 @@ def _state(data: Any, where: str) -> State:
     return State(name=name, note=_text(data, "note", where, ""), **parts)
 
 
+TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
+
+
+def _tree(data: Any, where: str) -> dict[str, Any]:
+    """The ``[tree]`` table: the names transformers' ``print(model)`` gives a family's modules where they are not
+    the generic ones (see renderers/tree.py). Strings, plus ``containers`` (group -> [attribute, class]) and
+    ``order`` (the modules of one layer in the order the model code defines them: leaf names and groups) and
+    ``names`` (a record name -> the model code's, ``router = "gate"``)."""
+    table = _table(data, where)
+    unknown = set(table) - {*TREE_NAMES, "containers", "order", "names"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    for name in TREE_NAMES:
+        if name in table and not isinstance(table[name], str):
+            raise RecordError(f"{where}: {name} takes a string")
+    containers = _table(table.get("containers", {}), f"{where} containers")
+    for group, pair in containers.items():
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise RecordError(f"{where} containers: {group} takes [attribute, class]")
+    renamed = _table(table.get("names", {}), f"{where} names")
+    if not all(isinstance(v, str) for v in renamed.values()):
+        raise RecordError(f"{where} names: each record name takes the model code's name, a string")
+    order = _list(table.get("order", []), f"{where} order")
+    if not all(isinstance(x, str) for x in order):
+        raise RecordError(f"{where} order: a list of module names and groups")
+    if "linear" in table and not {"{in}", "{out}"} <= set(re.findall(r"\{\w+\}", table["linear"])):
+        raise RecordError(f"{where}: linear is a format with {{in}} and {{out}}, e.g. 'Conv1D(nf={{out}}, nx={{in}})'")
+    return {**table, "containers": containers, "order": order, "names": renamed}
+
+
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    unknown = set(data) - fields - {"terms", "attention", "state", "activations"}
+    unknown = set(data) - fields - {"terms", "attention", "state", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -374,6 +406,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         attention=_attention(data["attention"], f"{where} [attention]") if "attention" in data else None,
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
+        tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
     )
     _check_names(family, where)
     return family

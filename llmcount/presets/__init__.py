@@ -1,6 +1,10 @@
 """Bundled ``config.json`` files of known models: the embedded default, no network needed.
 
-``index.json`` says for each preset which model it is (its Hub id) and its published size.
+``index.json`` says for each preset which model it is (its Hub id) and its published size; ``card`` holds the
+size its model card states (``size``, as written: "32.8B", "20,554,567,680"), with what the write-up needs to
+explain a difference: the Hub page's figure when it differs (``hub``), a multi-token-prediction module the
+checkpoint holds and transformers does not build (``mtp``: its size as published, or null), a vision encoder the
+card counts (``vision``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class Preset:
     published: str  # the published size as its source states it, e.g. "32,762,123,264" or "8.2B"
     published_total: int | None  # the exact published count, when one is published
     source: str  # where the published figure comes from
+    card: dict[str, Any] | None = None  # the model card's stated size and what explains a difference
 
     def config(self) -> dict[str, Any]:
         return json.loads(resources.files(__name__).joinpath(f"{self.name}.json").read_text("utf-8"))
@@ -38,6 +43,7 @@ def presets() -> dict[str, Preset]:
             published=entry.get("published_label") or (f"{exact:,}" if exact else ""),
             published_total=exact,
             source=entry.get("published_source", ""),
+            card=entry.get("card"),
         )
     return found
 

@@ -13,13 +13,19 @@ What the record knows, and so what the tree shows:
 * anything else (routed experts stored as one tensor, convolutions, per-head scalars, a weight whose factors do
   not split into in and out) shows its parameter count and formula instead of a shape.
 
-Container and class names (``self_attn``, ``DecoderLayer``) are generic; the leaf names are the model code's.
-Modules without parameters (rotary embeddings, activations) are not shown; ``eps`` is not either.
+Container and class names (``self_attn``, ``DecoderLayer``) are generic, and the modules of a layer come in
+reader's order, unless the record's ``[tree]`` table gives the model code's: the top class, the base model's
+attribute and class, the layer list's attribute and the layer's class, each group's container
+(``containers.attention = ["attn", "GPT2Attention"]``), the order the layer defines its modules in (``order``),
+and how its linear layers print (``linear = "Conv1D(nf={out}, nx={in})"``, for the weights inside the layers).
+The leaf names are the model code's. Modules without parameters (rotary embeddings, activations, dropout) are not
+shown; ``eps`` is not either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from sympy import Expr, Integer, Mul, Symbol, expand
 
@@ -43,6 +49,50 @@ INDENT = "  "
 MAX_RUNS = 6
 """Up to this many runs of identical layers are listed as transformers lists them ((0-2): 3 x ...); more (layers
 of two kinds alternating) are listed once per kind, with their indices."""
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names a tree prints: generic, or the model code's from the record's ``[tree]`` table."""
+
+    top: str = "ForCausalLM"
+    model: str = "model"
+    model_class: str = "Model"
+    layers: str = "layers"
+    layer_class: str = "DecoderLayer"
+    containers: Mapping[str, tuple[str, str]] = field(default_factory=lambda: dict(CONTAINERS))
+    order: tuple[str, ...] = ()
+    linear: str | None = None  # a format with {in} and {out}, for the weights inside the layers
+    named: bool = False  # the class names are the model code's (the record's [tree] table gives them)
+    renamed: Mapping[str, str] = field(default_factory=dict)  # record name -> the model code's (router -> gate)
+
+    @property
+    def linear_class(self) -> str | None:
+        """The class name of ``linear``: Conv1D."""
+        return None if self.linear is None else self.linear.split("(", 1)[0]
+
+    @classmethod
+    def of(cls, model: Model) -> Names:
+        table = model.architecture.tree
+        if not table:
+            return cls()
+        containers = {**CONTAINERS, **{g: tuple(pair) for g, pair in table.get("containers", {}).items()}}
+        return cls(
+            top=table.get("class", cls.top),
+            model=table.get("model", cls.model),
+            model_class=table.get("model_class", cls.model_class),
+            layers=table.get("layers", cls.layers),
+            layer_class=table.get("layer_class", cls.layer_class),
+            containers=containers,
+            order=tuple(table.get("order", ())),
+            linear=table.get("linear"),
+            named=bool({"class", "model_class", "layer_class"} & set(table) or table.get("containers")),
+            renamed=dict(table.get("names", {})),
+        )
+
+    def rank(self, key: str) -> int:
+        """Where a module (a leaf's name or a group) goes among its siblings: by ``order``, else after those."""
+        return self.order.index(key) if key in self.order else len(self.order)
 
 
 def factors(text: str) -> list[str]:
@@ -97,10 +147,21 @@ COUNT = {"en": "{count:,} parameters ({formula})", "zh": "{count:,} 个参数 ({
 """A module shown by its parameter count, in the post's language."""
 
 
-def leaf(term: Term, model: Model, biased: set[str], lang: str = "en") -> str:
-    """One line of the tree: ``(q_proj): Linear(in_features=5120, out_features=8192, bias=False)``."""
+def leaf(
+    term: Term,
+    model: Model,
+    biased: set[str],
+    lang: str = "en",
+    linear: str | None = None,
+    renamed: Mapping[str, str] | None = None,
+) -> str:
+    """One line of the tree: ``(q_proj): Linear(in_features=5120, out_features=8192, bias=False)``, or in the
+    ``linear`` format the record gives (``Conv1D(nf={out}, nx={in})``)."""
     values = model.values
     name = term.path.split("/", 1)[1]
+    if renamed:
+        name = renamed.get(name, name)
+        biased = {renamed.get(n, n) for n in biased}
     if term.group == "embedding" and term.embedding:
         rows = expand(term.expr / d)
         if term.expr.has(d) and d not in rows.free_symbols:
@@ -116,6 +177,8 @@ def leaf(term: Term, model: Model, biased: set[str], lang: str = "en") -> str:
         shape = linear_shape(term)
         if shape is not None:
             a, b = (_int(x, values) for x in shape)
+            if linear is not None:
+                return f"({name}): " + linear.format_map({"in": a, "out": b, "bias": name in biased})
             return f"({name}): Linear(in_features={a}, out_features={b}, bias={name in biased})"
     count = _int(term.expr, values)
     return f"({name}): " + COUNT[lang].format(count=count, formula=term.text or term.expr)
@@ -152,22 +215,36 @@ def _layer_indices(model: Model, layers: Expr) -> tuple[int, ...] | None:
     return None
 
 
-def _block(terms: list[Term], model: Model, biased: set[str], depth: int, lang: str) -> list[str]:
+def _ordered(terms: list[Term], names: Names) -> list[Term]:
+    """A layer's terms in the order the model code defines its modules (``names.order``: groups and leaves among
+    their siblings), reader's order where it says nothing; a group's terms stay together."""
+    units: list[tuple[str, list[Term]]] = []
+    for term in terms:
+        group = term.group if term.group in names.containers else None
+        if group is not None and units and units[-1][0] == group:
+            units[-1][1].append(term)
+        else:
+            units.append((group or term.path.split("/", 1)[1], [term]))
+    units.sort(key=lambda unit: names.rank(unit[0]))
+    return [t for _, unit in units for t in sorted(unit, key=lambda t: names.rank(t.path.split("/", 1)[1]))]
+
+
+def _block(terms: list[Term], model: Model, biased: set[str], depth: int, lang: str, names: Names) -> list[str]:
     """The lines of one layer's modules: each group in its container, the norms directly."""
     lines: list[str] = []
     pad = INDENT * depth
     open_group = None
-    for term in terms:
-        group = term.group if term.group in CONTAINERS else None
+    for term in _ordered(terms, names):
+        group = term.group if term.group in names.containers else None
         if group != open_group:
             if open_group is not None:
                 lines.append(f"{pad})")
             if group is not None:
-                attribute, kind = CONTAINERS[group]
+                attribute, kind = names.containers[group]
                 lines.append(f"{pad}({attribute}): {kind}(")
             open_group = group
         inner = pad + (INDENT if group is not None else "")
-        lines.append(inner + leaf(term, model, biased, lang))
+        lines.append(inner + leaf(term, model, biased, lang, names.linear, names.renamed))
     if open_group is not None:
         lines.append(f"{pad})")
     return lines
@@ -181,11 +258,12 @@ def module_tree(model: Model, lang: str = "en") -> str:
     layered = [t for t in terms if t.layers != 1]
     before = [t for t in terms if t.layers == 1 and t.group == "embedding"]
     after = [t for t in terms if t.layers == 1 and t not in before and t not in heads]
-    lines = ["ForCausalLM(", f"{INDENT}(model): Model("]
+    names = Names.of(model)
+    lines = [f"{names.top}(", f"{INDENT}({names.model}): {names.model_class}("]
     lines += [INDENT * 2 + leaf(t, model, biased, lang) for t in before]
     if layered:
-        lines.append(f"{INDENT * 2}(layers): ModuleList(")
-        lines += _layers(layered, model, biased, lang)
+        lines.append(f"{INDENT * 2}({names.layers}): ModuleList(")
+        lines += _layers(layered, model, biased, lang, names)
         lines.append(f"{INDENT * 2})")
     lines += [INDENT * 2 + leaf(t, model, biased, lang) for t in after]
     lines.append(f"{INDENT})")
@@ -198,15 +276,15 @@ def module_tree(model: Model, lang: str = "en") -> str:
     return "\n".join(lines)
 
 
-def _layers(layered: list[Term], model: Model, biased: set[str], lang: str) -> list[str]:
+def _layers(layered: list[Term], model: Model, biased: set[str], lang: str, names: Names) -> list[str]:
     pad = INDENT * 3
     indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
     if any(v is None for v in indices.values()):  # the config does not say which layers: one block per count
         lines = []
         for layers in dict.fromkeys(t.layers for t in layered):
             count = _int(layers, model.values)
-            lines.append(f"{pad}({layers}): {count} x DecoderLayer(")
-            lines += _block([t for t in layered if t.layers == layers], model, biased, 4, lang)
+            lines.append(f"{pad}({layers}): {count} x {names.layer_class}(")
+            lines += _block([t for t in layered if t.layers == layers], model, biased, 4, lang, names)
             lines.append(f"{pad})")
         return lines
     total = model.values[N]
@@ -226,7 +304,9 @@ def _layers(layered: list[Term], model: Model, biased: set[str], lang: str) -> l
         ]
     lines = []
     for label, count, terms in blocks:
-        lines.append(f"{pad}({label}): " + (f"{count} x DecoderLayer(" if count > 1 else "DecoderLayer("))
-        lines += _block(list(terms), model, biased, 4, lang)
+        lines.append(
+            f"{pad}({label}): " + (f"{count} x {names.layer_class}(" if count > 1 else f"{names.layer_class}(")
+        )
+        lines += _block(list(terms), model, biased, 4, lang, names)
         lines.append(f"{pad})")
     return lines

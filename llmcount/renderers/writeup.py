@@ -49,15 +49,18 @@ from ..formulas.symbols import (
     r_kv,
     r_q,
 )
+from .attention_kinds import attention_kinds
+from .card import card_check
 from .filters import latex
-from .tree import module_tree
+from .tree import Names, module_tree
 
 FORMATS = ("markdown", "latex", "html")
-SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory")
+SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
 """The parts of a post --sections chooses, in the post's order: tree (the module tree as ``print(model)`` shows
 it), params (notation, one section per component, total, activated, embedding), leading (one layer to leading
 order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
-memory (weights per dtype, the KV cache per token). The check against a checkpoint comes with --index."""
+memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
+kind substituted). The check against a checkpoint comes with --index."""
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
 FLAVORS = ("dollars", "commonmark")
@@ -106,6 +109,8 @@ class Section:
         """Whether the write-up's own prose covers exactly these modules; if not, the post explains the section
         from the family record's notes, so that a new family never gets another family's description."""
         names = {r.name.removesuffix(".bias") for r in self.rows}
+        if self.key in PROSE_UNBIASED and self.biased:
+            return False
         return names in PROSE_COVERS.get(self.key, [])
 
     def row(self, name: str) -> Row | None:
@@ -130,6 +135,9 @@ PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>
     "norms": [{"ln_1", "ln_2", "ln_f"}, {"input_layernorm", "post_attention_layernorm", "norm"}],
     "head": [set(), {"lm_head"}],
 }
+
+
+PROSE_UNBIASED = {"moe"}  # sections whose written-out prose says their weights have no bias (gpt-oss' have)
 
 
 def sections(model: Model) -> list[Section]:
@@ -532,6 +540,13 @@ def features(model: Model) -> dict[str, Any]:
     }
 
 
+def _preset(model: Model):
+    """The bundled preset ``model`` was read from, or None (a file, a Hub id)."""
+    from ..presets import find
+
+    return find(model.name) if model.source == f"preset {model.name}" else None
+
+
 def display_name(model: Model) -> str:
     """The name a reader knows the model by: a preset's model name (Qwen3-32B for the preset qwen3-32b), else
     the name it was given (a Hub id, a folder's name)."""
@@ -604,6 +619,9 @@ def context(
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
         "tree": module_tree(model, lang) if "tree" in show else None,
+        "tree_names": Names.of(model),
+        "card": card_check(model, preset.card) if preset else None,
+        "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
     }
 
 
@@ -957,6 +975,29 @@ def build(
             {"refused": part.refused}
             if part.refused
             else {"per_token": part.per_token, "layers": part.linear, "attention": part.attention, "head": part.head}
+        )
+    card = card_check(model, preset.card) if (preset := _preset(model)) else None
+    data["card"] = (
+        None
+        if card is None
+        else {
+            "stated": card.card.text,
+            "total": card.total,
+            "agrees": None if card.match is None else {"count": card.match[0], "how": card.match[1]},
+            "hub": None if card.hub is None else card.hub.text,
+            "mtp": card.has_mtp,
+            "vision": card.vision,
+        }
+    )
+    if "attention" in show:
+        kinds = attention_kinds(model, features(model))
+        data["attention_kinds"] = (
+            None
+            if kinds is None
+            else [
+                {"kind": k.key, "own": k.own, "parameters": k.params, "kv_elements_per_token": k.kv_elements}
+                for k in kinds
+            ]
         )
     if "memory" in show:
         mem = memory_part(model, seq)
