@@ -54,6 +54,10 @@ def _config(model_type: str, rng: random.Random) -> dict:
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
     if model_type in HEAD_DIM_FROM_WIDTH:  # its attention sizes o_proj by d, whatever head_dim says
         config["hidden_size"] = h * config["head_dim"]
+    if model_type == "cohere":  # per-head LayerNorms of q and k (Command R+)
+        config["use_qk_norm"] = rng.choice([True, False])
+    if model_type == "hyperclovax":  # norms after attention and after the MLP
+        config["use_post_norm"] = rng.choice([True, False])
     if model_type == "gemma2":
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
@@ -145,6 +149,10 @@ CASES = [
     ("olmoe", 41, "fp32", "sdpa"),
     ("phi3", 42, "fp32", "eager"),
     ("phi3", 43, "bf16", "eager"),
+    ("cohere", 44, "bf16", "eager"),  # with q_norm and k_norm
+    ("cohere", 45, "fp32", "sdpa"),
+    ("hyperclovax", 44, "fp32", "eager"),  # with the post-norms
+    ("hyperclovax", 47, "bf16", "eager"),  # without them
 ]
 
 
