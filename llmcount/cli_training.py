@@ -116,6 +116,23 @@ def _degree(option: str, value: str) -> int:
     return parse_size(value, option, suffixes=False)
 
 
+def parallel_from(options: dict[str, object]):
+    """The parallel degrees and ZeRO stage the options give; LlmcountError naming a bad one."""
+    from .formulas import training as tr
+
+    zero_text = str(options["--zero"]).strip()
+    if zero_text not in ("0", "1", "2", "3"):
+        raise LlmcountError(f"--zero {zero_text!r}: choices: 0, 1, 2, 3")
+    return tr.Parallel(
+        tp=_degree("--tp", options["--tp"]),
+        pp=_degree("--pp", options["--pp"]),
+        dp=_degree("--dp", options["--dp"]),
+        ep=_degree("--ep", options["--ep"]),
+        zero=int(zero_text),
+        sequence_parallel=bool(options["--sequence-parallel"]),
+    )
+
+
 def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print."""
     from .cli_batch import terminal_width
@@ -125,17 +142,7 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
-        zero_text = str(options["--zero"]).strip()
-        if zero_text not in ("0", "1", "2", "3"):
-            raise LlmcountError(f"--zero {zero_text!r}: choices: 0, 1, 2, 3")
-        parallel = tr.Parallel(
-            tp=_degree("--tp", options["--tp"]),
-            pp=_degree("--pp", options["--pp"]),
-            dp=_degree("--dp", options["--dp"]),
-            ep=_degree("--ep", options["--ep"]),
-            zero=int(zero_text),
-            sequence_parallel=bool(options["--sequence-parallel"]),
-        )
+        parallel = parallel_from(options)
         lora = None
         if options["--lora"] is not None:
             targets = tuple(t.strip() for t in str(options["--lora-targets"]).split(",") if t.strip())

@@ -9,6 +9,20 @@ import typer
 
 from .cli import SPEC_HELP, ModelArgument, app, fail, print_json
 from .cli_batch import usage_error
+from .cli_training import (
+    AttentionKind,
+    AttentionOption,
+    DpOption,
+    EpOption,
+    Optimizer,
+    OptimizerOption,
+    PpOption,
+    Recompute,
+    RecomputeOption,
+    SequenceParallelOption,
+    TpOption,
+    ZeroOption,
+)
 from .errors import LlmcountError
 from .sizes import SUFFIX_HELP, parse_size
 
@@ -65,7 +79,8 @@ def writeup(
             help="The parts of the post, comma-separated: tree (the module tree as print(model) shows it), params "
             "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
             "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
-            "cache per token), attention (MHA, GQA, MQA and MLA compared). Default: all.",
+            "cache per token), attention (MHA, GQA, MQA and MLA compared), training (model states and activations "
+            "per GPU; also with --training). Default: all but training.",
         ),
     ] = None,
     seq: Annotated[
@@ -95,30 +110,83 @@ def writeup(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
+    training: Annotated[
+        bool,
+        typer.Option(
+            "--training",
+            help="Add the training-memory section: model states and activations per GPU, derived (docs/training.md).",
+        ),
+    ] = False,
+    batch: Annotated[
+        str, typer.Option("--batch", "-b", help="With --training: sequences per step, B.", metavar="SIZE")
+    ] = "1",
+    optimizer: OptimizerOption = Optimizer.adamw,
+    zero: ZeroOption = "0",
+    dp: DpOption = "1",
+    tp: TpOption = "1",
+    pp: PpOption = "1",
+    ep: EpOption = "1",
+    attention: AttentionOption = AttentionKind.eager,
+    recompute: RecomputeOption = Recompute.none,
+    sequence_parallel: SequenceParallelOption = False,
 ) -> None:
     """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
     the total with the numbers substituted, activated parameters (MoE), the leading-order term per layer,
-    a parameter distribution and, with --index, a check against the checkpoint.
+    a parameter distribution and, with --index, a check against the checkpoint; with --training, the
+    memory of training it per GPU (model states under an optimizer and ZeRO, activations).
 
     With --family-sizes, MODEL is a family (model_type) and the post compares its sizes.
 
     Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
+
+    Example: llmcount writeup llama-3-8b --training --batch 4 --seq 4096 --zero 3 --dp 8
     """
-    from .renderers.writeup import SECTIONS, build, save
+    from . import cli_training
+    from .renderers.writeup import ALL_SECTIONS, build, save
+    from .renderers.writeup_training import Settings
 
     if family_sizes is not None:
         given = [name for name, value in (("--index", index), ("--dtype", dtype), ("--sections", sections)) if value]
+        if training:
+            given.append("--training")
         if given:
             raise usage_error(f"{given[0]} is for one model's post, not for --family-sizes")
         _write_sizes(spec, family_sizes, fmt, lang, output, chart, flavor, as_json)
         return
 
-    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in SECTIONS]
+    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in ALL_SECTIONS]
     if sections is not None and unknown:  # a usage error, as for an unknown --format
-        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(SECTIONS)}"
+        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(ALL_SECTIONS)}"
         raise usage_error(message)
+    given = {
+        "--optimizer": optimizer,
+        "--zero": zero,
+        "--dp": dp,
+        "--tp": tp,
+        "--pp": pp,
+        "--ep": ep,
+        "--attention": attention,
+        "--recompute": recompute,
+        "--sequence-parallel": sequence_parallel,
+    }
+    shown = training or "training" in [part.strip() for part in (sections or "").split(",")]
+    if not shown:
+        if batch != "1":
+            raise usage_error("--batch needs --training")
+        for option, value in given.items():
+            if value != cli_training.DEFAULTS[option]:
+                raise usage_error(f"{option} needs --training")
     try:
         seq_ = parse_size(seq, "--seq")
+        settings = None
+        if shown:
+            settings = Settings(
+                batch=parse_size(batch, "--batch"),
+                optimizer=optimizer.value,
+                parallel=cli_training.parallel_from(given),
+                attention=attention.value,
+                recompute=recompute.value,
+            )
         post = build(
             spec,
             fmt.value,
@@ -130,6 +198,7 @@ def writeup(
             flavor=flavor.value,
             sections=sections,
             seq=seq_,
+            training=settings,
         )
         save(post.files)
     except LlmcountError as exc:

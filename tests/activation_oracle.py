@@ -27,7 +27,15 @@ transformers.logging.set_verbosity_error()
 
 VERSIONS = f"transformers {transformers.__version__}, torch {torch.__version__}"
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-DROPOUT_KEYS = ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop")
+DROPOUT_KEYS = (
+    "attention_dropout",
+    "hidden_dropout",
+    "residual_dropout",
+    "dropout",
+    "resid_pdrop",
+    "embd_pdrop",
+    "attn_pdrop",
+)
 
 
 class _Held:

@@ -17,6 +17,7 @@ derivation from their definitions (Megatron-LM, Korthikanti et al. 2022) on the 
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -29,6 +30,8 @@ from llmcount.errors import LlmcountError
 from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
+
+HEAD_DIM_FROM_WIDTH = {"helium"}
 
 
 def _config(model_type: str, rng: random.Random) -> dict:
@@ -49,6 +52,12 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
         config["hidden_size"] = 8 * h
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
+    if model_type in HEAD_DIM_FROM_WIDTH:  # its attention sizes o_proj by d, whatever head_dim says
+        config["hidden_size"] = h * config["head_dim"]
+    if model_type == "cohere":  # per-head LayerNorms of q and k (Command R+)
+        config["use_qk_norm"] = rng.choice([True, False])
+    if model_type == "hyperclovax":  # norms after attention and after the MLP
+        config["use_post_norm"] = rng.choice([True, False])
     if model_type == "gemma2":
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
@@ -140,7 +149,33 @@ CASES = [
     ("olmoe", 41, "fp32", "sdpa"),
     ("phi3", 42, "fp32", "eager"),
     ("phi3", 43, "bf16", "eager"),
+    ("cohere", 44, "bf16", "eager"),  # with q_norm and k_norm
+    ("cohere", 45, "fp32", "sdpa"),
+    ("hyperclovax", 44, "fp32", "eager"),  # with the post-norms
+    ("hyperclovax", 47, "bf16", "eager"),  # without them
 ]
+
+
+def _record_cases() -> list[tuple[str, int, str, str]]:
+    """Every family whose record has an [activations] table and no case above: fp32 and bf16 eager, and SDPA
+    when the table has fused-kernel entries. A new table is tested without touching this file."""
+    from llmcount.formulas import records
+    from llmcount.formulas.activations import table
+
+    named = {case[0] for case in CASES}
+    cases = []
+    for family in records.families():
+        parsed = table(family)
+        if parsed is None or family.name in named:
+            continue
+        seed = zlib.crc32(family.name.encode())  # its own configs, whatever other records are added
+        cases += [(family.name, seed, "fp32", "eager"), (family.name, seed + 1, "bf16", "eager")]
+        if any(entry.core == "flash" for entry in parsed.saved):
+            cases.append((family.name, seed + 2, "fp32", "sdpa"))
+    return cases
+
+
+CASES += _record_cases()
 
 
 @pytest.mark.parametrize(("model_type", "seed", "dtype", "attention"), CASES)

@@ -183,6 +183,7 @@ class LayerKind:
     formula: Expr  # bytes in one layer
     bytes: int
     components: tuple[tuple[str, Expr, int], ...]  # (path, bytes formula, bytes) in one layer
+    layers: Expr = N  # how many layers are of this kind, as an expression (N, N_dense, N - N_dense)
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ def activations(
                 parts.append((e.path, f, e))
         formula_ = _per_token(Add(*(f for _, f, _ in parts))) if parts else Integer(0)
         components = tuple((path, f, _ceil(f, env)) for path, f, _ in parts)
-        return LayerKind(kind.name, kind.count, formula_, sum(c[2] for c in components), components)
+        return LayerKind(kind.name, kind.count, formula_, sum(c[2] for c in components), components, kind.count_expr)
 
     def model_parts(entries, tp=1, sp=False):
         return tuple((e.path, int(e.layers) * e.width(compute) * _scale(e) * e.split(tp, sp), e) for e in entries)
@@ -282,7 +283,7 @@ def activations(
         checkpoint = BITS[compute] // 8 * B * S * d
         kept = evaluate(checkpoint, "layer input")
         part = (("layer input", checkpoint, kept),)
-        per_kind = tuple(LayerKind(k.name, k.count, checkpoint, kept, part) for k in full)
+        per_kind = tuple(LayerKind(k.name, k.count, checkpoint, kept, part, k.layers) for k in full)
         heaviest = max(full, key=lambda k: k.bytes)
         working = ("recomputed layer", heaviest.formula, heaviest.bytes)
         model_level = (*model_level, working)

@@ -282,6 +282,15 @@ F = Symbol("F", positive=True, integer=True)
 """Adafactor's second-moment values on one GPU: rows + cols per matrix, all of each vector."""
 N_dp = Symbol("N_dp", positive=True, integer=True)
 """Data-parallel ranks ZeRO shards over."""
+LATEX_NAMES = {
+    P: "P",
+    P_t: r"P_{\mathrm{t}}",
+    P_m: r"P_{\mathrm{m}}",
+    P_o: r"P_{\mathrm{o}}",
+    F: "F",
+    N_dp: r"N_{\mathrm{dp}}",
+}
+"""How the model-state symbols print in LaTeX (multi-letter subscripts upright, as the glossary's)."""
 
 
 def states(held: Held, compute: str, optimizer: str) -> list[tuple[str, Expr, int, str]]:
@@ -340,6 +349,7 @@ class Training:
     activations: Activations | None = None
     activations_refused: str = ""  # why activations are not derived
     notes: tuple[str, ...] = field(default_factory=tuple)
+    stage: int = 0  # with pipeline parallelism, the stage (1 to pp) of the GPU counted; 0 without
 
     @property
     def model_states_bytes(self) -> int:
@@ -420,6 +430,7 @@ def training(
         return held
 
     notes = []
+    stage = 0
     if parallel.pp == 1:
         held = model_level(lambda t: True)
         for kind, layer in per_kind:
@@ -451,6 +462,7 @@ def training(
         ]
         best = max(range(len(candidates)), key=totals.__getitem__)
         held = candidates[best]
+        stage = best + 1
         if kept:
             note = (
                 f"{activations.per_gpu_note.split('; counted:')[0]}; counted: stage {best + 1} of {parallel.pp}{bound}"
@@ -478,6 +490,7 @@ def training(
         activations=activations,
         activations_refused=activations_refused,
         notes=tuple(notes),
+        stage=stage,
     )
 
 

@@ -14,13 +14,16 @@ from sympy.printing.precedence import precedence
 from sympy.printing.str import StrPrinter
 
 from ..formulas.symbols import LATEX_NAMES
+from ..formulas.training import LATEX_NAMES as STATE_NAMES
+
+_NAMES = {**LATEX_NAMES, **STATE_NAMES}
 
 _UNITS = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"))
 
 
 def latex(expr: Expr) -> str:
     """LaTeX of an expression in the glossary's symbols: ``d_{\\mathrm{ff}}``, thin-space products."""
-    return sympy_latex(expr, symbol_names=LATEX_NAMES, mul_symbol=r"\,")
+    return sympy_latex(expr, symbol_names=_NAMES, mul_symbol=r"\,")
 
 
 def _terminal(out: str) -> str:

@@ -61,6 +61,9 @@ it), params (notation, one section per component, total, activated, embedding), 
 order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
 memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
 kind substituted). The check against a checkpoint comes with --index."""
+OPTIONAL_SECTIONS = ("training",)
+"""Parts a post has only when asked: training (model states and activations per GPU, ``--training``)."""
+ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
 FLAVORS = ("dollars", "commonmark")
@@ -565,6 +568,7 @@ def context(
     present: Collection[str] | None = None,
     show: tuple[str, ...] = SECTIONS,
     seq: int = DEFAULT_SEQ,
+    training: Any = None,
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
@@ -622,6 +626,7 @@ def context(
         "tree_names": Names.of(model),
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
+        "training": training if "training" in show else None,
     }
 
 
@@ -635,8 +640,10 @@ def render_writeup(
     present: Collection[str] | None = None,
     show: tuple[str, ...] = SECTIONS,
     seq: int = DEFAULT_SEQ,
+    training: Any = None,
 ) -> str:
-    """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh).
+    """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
+    training section's :class:`~.writeup_training.TrainingPart`, when shown.
 
     html: the Markdown post made one self-contained page (see :mod:`.html`), with ``chart_svg`` inline."""
     from . import render
@@ -647,9 +654,13 @@ def render_writeup(
         from .html import CHART_ALT, page
 
         link = CHART_ALT if chart_svg is not None else None
-        text = _tidy(render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq)))
+        text = _tidy(
+            render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq, training))
+        )
         return page(text, lang, chart_svg)
-    return _tidy(render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq)))
+    return _tidy(
+        render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training))
+    )
 
 
 def _tidy(text: str) -> str:
@@ -658,13 +669,14 @@ def _tidy(text: str) -> str:
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
-    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them."""
+    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them but the
+    optional ones (training)."""
     if value is None:
         return SECTIONS
     asked = [part.strip() for part in value.split(",")]
     for part in asked:
-        _choose(part, SECTIONS, "section")
-    return tuple(s for s in SECTIONS if s in asked)
+        _choose(part, ALL_SECTIONS, "section")
+    return tuple(s for s in ALL_SECTIONS if s in asked)
 
 
 def _choose(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -917,16 +929,23 @@ def build(
     flavor: str = "dollars",
     sections: str | None = None,
     seq: int = DEFAULT_SEQ,
+    training: Any = None,
 ) -> WriteUp:
-    """The write-up of the model ``spec`` names, with its chart and its verification against ``index``.
+    """The write-up of the model ``spec`` names, with its chart and its verification against ``index``;
+    with ``training`` (a :class:`~.writeup_training.Settings`), its training-memory section too.
 
     Output paths are checked before anything is computed; nothing is written here (see :func:`save`)."""
     from ..sources import resolve
+    from .writeup_training import Settings, training_json, training_part
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
     _choose(flavor, FLAVORS, "flavor")
     show = parse_sections(sections)
+    if training is not None and "training" not in show:
+        show = (*show, "training")
+    if "training" in show and training is None:
+        training = Settings()
     if chart is not None and "shares" not in show:
         raise LlmcountError("--chart draws the shares section: add shares to --sections, or drop --chart")
     if flavor != "dollars" and fmt != "markdown":
@@ -948,6 +967,7 @@ def build(
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
+    trained = training_part(model, training, seq) if "training" in show else None
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None or (fmt == "html" and "shares" in show):
@@ -958,7 +978,7 @@ def build(
             files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
         else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
             inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq)
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained)
     if flavor == "commonmark":
         from .html import fence_math
 
@@ -1007,4 +1027,6 @@ def build(
             "kv_bytes_per_token": mem.kv_bytes if mem.kv_groups else None,
             "kv_bytes_per_sequence": mem.kv_seq_bytes if mem.kv_groups else None,
         }
+    if trained is not None:
+        data["training"] = training_json(model, trained)
     return WriteUp(text, data, files)
