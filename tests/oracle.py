@@ -347,3 +347,43 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
     tensors = [t for cache in caches for t in _cache_tensors(cache)]
     tensors += [t for key, t in _module_tensors(model).items() if before.get(key) != id(t)]
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+
+
+CAUSAL_LM_CLASSES = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
+@lru_cache(maxsize=256)
+def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = _hf_config(config)
+            with torch.device("meta"):
+                if CAUSAL_LM_CLASSES.get(config["model_type"]) == model_class:  # as AutoModelForCausalLM builds it
+                    model = AutoModelForCausalLM.from_config(cfg)
+                else:
+                    model = getattr(transformers, model_class)._from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+    inner = getattr(model, "model", model)
+    if hasattr(inner, "language_model"):  # a ...ForConditionalGeneration: its language model and LM head
+        parts = [*inner.language_model.parameters(), *model.get_output_embeddings().parameters()]
+    elif hasattr(model, "language_model"):  # the language model is a whole ...ForCausalLM (Llama 4)
+        parts = list(model.language_model.parameters())
+    else:  # the class is the text model itself
+        parts = list(model.parameters())
+    counted = sum(p.numel() for p in {id(p): p for p in parts}.values())
+    return counted, sum(p.numel() for p in model.parameters())
+
+
+def language_model_total(config: dict[str, Any], model_class: str) -> int:
+    """The parameters of the language model of transformers' ``model_class`` built from a composite ``config`` on
+    the meta device: ``model.language_model`` and the LM head of a ...ForConditionalGeneration (a tied head once),
+    or every parameter when the class is the text model itself."""
+    return _language_model_total(_freeze(config), model_class)[0]
+
+
+def composite_total(config: dict[str, Any], model_class: str) -> int:
+    """Every parameter of ``model_class`` built from ``config`` (the vision tower and projector included)."""
+    return _language_model_total(_freeze(config), model_class)[1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -20,7 +20,7 @@ from . import records
 from .blocks import Term
 from .derivation import Counts, Derivation
 from .expressions import Unknown, condition_names
-from .records import NONE, REQUIRED, Family, Rule, SymbolSpec
+from .records import NONE, REQUIRED, Composite, Family, Rule, SymbolSpec
 from .symbols import GLOSSARY
 
 MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
@@ -46,6 +46,8 @@ class Model:
     # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
     keys: Mapping[str, Any] = field(default_factory=dict)
     layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
+    # a composite config (multimodal): only its language model, read from text_config, is counted
+    composite: Composite | None = None
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -193,6 +195,10 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     model_type = config.get("model_type")
     if model_type is None:
         raise LlmcountError(f"{source}: required key 'model_type' is missing")
+    if family is None and isinstance(model_type, str) and records.family(model_type) is None:
+        outer = records.composite(model_type)
+        if outer is not None:
+            return _read_composite(config, source, name, outer)
     family = family or find_family(model_type, source)
     reader = _Reader(config, source, family)
 
@@ -226,6 +232,31 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
+
+
+def _read_composite(config: dict[str, Any], source: str, name: str | None, outer: Composite) -> Model:
+    """The language model of a composite config: its ``text_config`` read with the record of the text model_type,
+    as transformers reads it (the keys of ``outer.top`` from the top level); the model says what is not counted."""
+    text = config.get("text_config")
+    if text is None:  # absent or null: the composite config class's own text config
+        text = dict(outer.absent or {})
+    elif not isinstance(text, dict):
+        raise LlmcountError(f"{source}: key 'text_config' must be a JSON object, got {describe(text)}")
+    where = f"{source}, text_config"
+    text_type = text.get("model_type", outer.text) if outer.any_text else outer.text
+    family = find_family(text_type, where)
+    given = {name for key in text for name in (key, *family.aliases.get(key, ()))}
+    given |= {key for key, names in family.aliases.items() if given & {key, *names}}
+    defaults = {key: value for key, value in records.text_defaults(text_type).items() if key not in given}
+    inner = {**defaults, **text, "model_type": text_type}
+    for key, default in outer.top.items():
+        value = config.get(key, default)
+        if type(value) is not type(default):
+            raise LlmcountError(f"{source}: key '{key}' must be {_kind(default)}, got {describe(value)}")
+        inner[key] = value
+    if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top
+        inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})
+    return replace(read_config(inner, where, name or source, family), source=source, composite=outer)
 
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:

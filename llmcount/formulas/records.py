@@ -441,4 +441,104 @@ def families() -> tuple[Family, ...]:
     return tuple(f for f in map(family, names()) if f is not None)
 
 
-__all__ = ["ONE", "Attention", "Family", "RecordError", "families", "family", "load", "names", "parse_record"]
+@dataclass(frozen=True)
+class Composite:
+    """A model type whose config nests its language model's config under ``text_config`` (``composites.toml``):
+    its language model is counted with the record of the text config's model_type, the rest is not counted."""
+
+    name: str  # the composite config's model_type
+    title: str
+    model: str  # the transformers class whose language model is counted
+    text: str  # the model_type transformers reads text_config as (when text_config names none, with any_text)
+    any_text: bool  # text_config's own model_type picks the record (an AutoConfig sub-config)
+    left_out: str  # what is not counted, in words
+    top: Mapping[str, Any]  # keys read from the top level of the config, with the composite class's defaults
+    absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
+
+
+_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "absent"}
+
+
+def _composite(name: str, data: Any, where: str) -> Composite:
+    data = _table(data, where)
+    unknown = set(data) - _COMPOSITE_FIELDS
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    text_types = data.get("text_types", "fixed")
+    if text_types not in ("any", "fixed"):
+        raise RecordError(f'{where}.text_types: "any" or "fixed"')
+    top = _table(data.get("top", {}), f"{where}.top")
+    if not all(isinstance(v, (bool, int, str)) for v in top.values()):
+        raise RecordError(f"{where}.top: each key takes the composite class's default (a boolean, integer or string)")
+    absent = data.get("absent")
+    if absent is not None:
+        absent = {k: None if v == NULL else v for k, v in _table(absent, f"{where}.absent").items()}
+    return Composite(
+        name=name,
+        title=_text(data, "title", where),
+        model=_text(data, "model", where),
+        text=_text(data, "text", where),
+        any_text=text_types == "any",
+        left_out=_text(data, "left_out", where),
+        top=top,
+        absent=absent,
+    )
+
+
+@cache
+def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]]]:
+    where = "formulas/composites.toml"
+    text = resources.files(__package__).joinpath("composites.toml").read_text("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"{where}: {exc}") from None
+    unknown = set(data) - {"composite", "text_defaults"}
+    if unknown:
+        raise RecordError(f"{where}: unknown tables {sorted(unknown)}")
+    table = {
+        name: _composite(name, entry, f"{where} [composite.{name}]")
+        for name, entry in _table(data.get("composite", {}), where).items()
+    }
+    clash = sorted(set(table) & set(names()))
+    if clash:
+        raise RecordError(f"{where}: {', '.join(clash)} also have a record of their own")
+    defaults = _table(data.get("text_defaults", {}), f"{where} [text_defaults]")
+    for name, sizes in defaults.items():
+        sizes = _table(sizes, f"{where} [text_defaults.{name}]")
+        if not all(type(v) is int for v in sizes.values()):
+            raise RecordError(f"{where} [text_defaults.{name}]: each key takes an integer")
+    return table, defaults
+
+
+def composite(model_type: str) -> Composite | None:
+    """The composite config of ``model_type`` (its language model read from ``text_config``); None if it is not one."""
+    return _composites()[0].get(model_type)
+
+
+def text_defaults(model_type: str) -> Mapping[str, int]:
+    """The config class's defaults of the keys the record of ``model_type`` requires, for a config nested in a
+    composite's ``text_config`` (where transformers fills them in); empty when the table has none."""
+    return _composites()[1].get(model_type, {})
+
+
+def composites() -> tuple[Composite, ...]:
+    """Every composite config, by model_type."""
+    table = _composites()[0]
+    return tuple(table[name] for name in sorted(table))
+
+
+__all__ = [
+    "ONE",
+    "Attention",
+    "Composite",
+    "Family",
+    "RecordError",
+    "composite",
+    "composites",
+    "families",
+    "family",
+    "load",
+    "names",
+    "parse_record",
+]
