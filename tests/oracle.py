@@ -367,8 +367,9 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)
-    if hasattr(inner, "language_model"):  # a ...ForConditionalGeneration: its language model and LM head
-        parts = [*inner.language_model.parameters(), *model.get_output_embeddings().parameters()]
+    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
+    if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
+        parts = [*text.parameters(), *model.get_output_embeddings().parameters()]
     elif hasattr(model, "language_model"):  # the language model is a whole ...ForCausalLM (Llama 4)
         parts = list(model.language_model.parameters())
     else:  # the class is the text model itself

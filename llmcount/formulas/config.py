@@ -253,6 +253,11 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
         value = config.get(key, default)
         if type(value) is not type(default):
             raise LlmcountError(f"{source}: key '{key}' must be {_kind(default)}, got {describe(value)}")
+        if key in outer.either:  # the composite class takes text_config's true when its own is false
+            nested = text.get(key, family.keys.get(key, False))
+            if not isinstance(nested, bool):
+                raise LlmcountError(f"{where}: key '{key}' must be true or false, got {describe(nested)}")
+            value = value or nested
         inner[key] = value
     if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top
         inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})

@@ -453,10 +453,11 @@ class Composite:
     any_text: bool  # text_config's own model_type picks the record (an AutoConfig sub-config)
     left_out: str  # what is not counted, in words
     top: Mapping[str, Any]  # keys read from the top level of the config, with the composite class's defaults
+    either: tuple[str, ...]  # boolean keys of ``top`` that also hold when text_config sets them (LLaVA's tie)
     absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
 
 
-_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "absent"}
+_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -470,6 +471,9 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     top = _table(data.get("top", {}), f"{where}.top")
     if not all(isinstance(v, (bool, int, str)) for v in top.values()):
         raise RecordError(f"{where}.top: each key takes the composite class's default (a boolean, integer or string)")
+    either = data.get("either", [])
+    if not isinstance(either, list) or not all(isinstance(top.get(k), bool) for k in either):
+        raise RecordError(f"{where}.either: a list of boolean keys of 'top'")
     absent = data.get("absent")
     if absent is not None:
         absent = {k: None if v == NULL else v for k, v in _table(absent, f"{where}.absent").items()}
@@ -481,6 +485,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         any_text=text_types == "any",
         left_out=_text(data, "left_out", where),
         top=top,
+        either=tuple(either),
         absent=absent,
     )
 
