@@ -261,7 +261,9 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
         inner[key] = value
     if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top
         inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})
-    return replace(read_config(inner, where, name or source, family), source=source, composite=outer)
+    # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out
+    named = f"{name or source} (language model)"
+    return replace(read_config(inner, where, named, family), source=source, composite=outer)
 
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:
