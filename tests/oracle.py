@@ -216,13 +216,41 @@ REFUSED_DEFAULTS = {
 }
 
 
+# Config classes whose defaults transformers 5.23 cannot build for a reason that leaves the parameters alone: the
+# (dotted) key and a value that builds. llmcount counts the defaults as they are; the oracle needs the value.
+UNBUILDABLE_DEFAULTS = {
+    "dbrx": ("attn_config.rope_theta", 10000),  # DbrxAttention reads attn_config.rope_theta; the class has no default
+}
+
+
 def runnable_defaults(model_type: str) -> dict[str, Any]:
-    """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` set to a value a model can run with."""
+    """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` and :data:`UNBUILDABLE_DEFAULTS` set to a
+    value a model can run with."""
     config = class_defaults(model_type)
-    if model_type in REFUSED_DEFAULTS:
-        key, value = REFUSED_DEFAULTS[model_type]
-        config[key] = value
+    for table in (REFUSED_DEFAULTS, UNBUILDABLE_DEFAULTS):
+        if model_type in table:
+            config = with_key(config, *table[model_type])
     return config
+
+
+def with_key(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``config`` with ``key`` set; a dotted key (``ffn_config.moe_num_experts``) is set inside its sub-object."""
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return {**config, key: value}
+    sub = config.get(head)
+    return {**config, head: {**(sub if isinstance(sub, dict) else {}), leaf: value}}
+
+
+def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """``config`` without ``key`` (a dotted key: left out of its sub-object)."""
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return {k: v for k, v in config.items() if k != key}
+    sub = config.get(head)
+    if not isinstance(sub, dict):
+        return dict(config)
+    return {**config, head: {k: v for k, v in sub.items() if k != leaf}}
 
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
@@ -256,6 +284,8 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
     if "num_key_value_heads" in unread and "num_attention_heads" in config:  # MLA: every head reads the latent
         config["num_key_value_heads"] = config["num_attention_heads"]
+    for key in [key for key in config if "." in key]:  # a nested key goes into its sub-object
+        config = with_key({k: v for k, v in config.items() if k != key}, key, config[key])
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:

@@ -200,7 +200,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         if outer is not None:
             return _read_composite(config, source, name, outer)
     family = family or find_family(model_type, source)
-    reader = _Reader(config, source, family)
+    reader = _Reader(_nested_keys(config, source, family), source, family)
 
     namespace: dict[str, Any] = {}
     for key, default in family.keys.items():
@@ -232,6 +232,24 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
+
+
+def _nested_keys(config: dict[str, Any], source: str, family: Family) -> dict[str, Any]:
+    """The config with the record's dotted keys (``ffn_config.moe_num_experts``) read from their sub-objects: a key
+    the sub-object leaves out (or a null or absent sub-object) takes the record's default, the sub-config class's."""
+    if not family.nested:
+        return config
+    flat = {key: value for key, value in config.items() if key not in family.nested}  # no literal "a.b" key
+    for key in family.nested:
+        head, leaf = key.split(".")
+        sub = config.get(head)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(sub)}")
+        if leaf in sub:
+            flat[key] = sub[leaf]
+    return flat
 
 
 def _read_composite(config: dict[str, Any], source: str, name: str | None, outer: Composite) -> Model:

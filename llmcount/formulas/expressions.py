@@ -93,6 +93,15 @@ def _compile(node: ast.expr, where: str) -> Condition:
             return ns[name]
 
         return lookup
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):  # a nested key: ffn_config.moe_top_k
+        dotted = f"{node.value.id}.{node.attr}"
+
+        def nested(ns: Namespace) -> Any:
+            if dotted not in ns:
+                raise Unknown(dotted)
+            return ns[dotted]
+
+        return nested
     if isinstance(node, ast.List):
         items = [_compile(item, where) for item in node.elts]
         return lambda ns: [item(ns) for item in items]
@@ -132,8 +141,12 @@ def _compile(node: ast.expr, where: str) -> Condition:
 def condition_names(text: str) -> list[str]:
     """The names a condition reads, in order of first appearance."""
     seen: dict[str, None] = {}
-    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
-        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS:
+    tree = ast.parse(text.strip(), mode="eval")
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            seen.setdefault(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Name) and node.id not in _FUNCTIONS and id(node) not in inner:
             seen.setdefault(node.id)
     return list(seen)
 

@@ -129,6 +129,13 @@ class Family:
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
+    def nested(self) -> frozenset[str]:
+        """The dotted keys the record reads (``ffn_config.moe_num_experts``: a key of the ``ffn_config`` object)."""
+        names = [spec.key for spec in self.symbols] + list(self.keys)
+        names += [name for key, others in self.aliases.items() for name in (key, *others)]
+        return frozenset(name for name in names if "." in name)
+
+    @cached_property
     def cost_symbols(self) -> frozenset[Symbol]:
         """The symbols of :attr:`cost_exprs`."""
         return frozenset().union(*(e.free_symbols for e in self.cost_exprs))
@@ -376,6 +383,9 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
     )
     _check_names(family, where)
+    for key in family.nested:  # one level: "object.key", both plain names
+        if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
+            raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
 
 
