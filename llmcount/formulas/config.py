@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -143,6 +144,23 @@ class _Reader:
             )
         return self.integer(what, value, spec.minimum)
 
+    def adjusted(self, spec: SymbolSpec, value: int, namespace: dict[str, Any]) -> int:
+        """The size the model builds from a key's value (LFM2's MLP width from intermediate_size), computed as its
+        modeling code computes it; the symbol's name holds the key's value in the expression."""
+        try:
+            result = spec.adjust({**namespace, spec.symbol.name: value})
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"key '{spec.key}' ({value}): cannot compute {spec.adjust_text!r}: {exc}") from None
+        if isinstance(result, bool) or not isinstance(result, int):
+            raise self.fail(f"key '{spec.key}' ({value}): {spec.adjust_text!r} is not an integer ({result!r})")
+        if result < spec.minimum:
+            raise RuleRefusal(
+                f"{self.source}: key '{spec.key}' ({value}) gives {spec.symbol.name} = {result} "
+                f"({spec.adjust_text}); a {spec.symbol.name} of {result} is not supported (model_type "
+                f"{self.family.name})"
+            )
+        return self.integer(f"{spec.key} (adjusted)", result, spec.minimum)
+
     def key(self, key: str, default: Any) -> Any:
         """Another key (a switch, a layer pattern): of the type of its default, or null where the default is."""
         found = self.present(key)
@@ -157,6 +175,10 @@ class _Reader:
             ok = isinstance(value, bool)
         elif isinstance(default, int):
             ok = not isinstance(value, bool) and isinstance(value, int)
+        elif isinstance(default, float):  # a float key (a multiplier) takes an integer too, as its config class does
+            ok = value is None or (not isinstance(value, bool) and isinstance(value, (int, float)))
+            if isinstance(value, float) and not math.isfinite(value):
+                raise self.fail(f"key '{key}' must be a finite number, got {value!r}")
         else:
             ok = isinstance(value, type(default)) or value is None
         if not ok:
@@ -182,6 +204,8 @@ def _kind(default: Any) -> str:
         return "true or false"
     if isinstance(default, int):
         return "an integer"
+    if isinstance(default, float):
+        return "a number"
     if isinstance(default, list):
         return "a list"
     return "a string" if isinstance(default, str) else "a value"
@@ -208,7 +232,10 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     values: dict[Symbol, int] = {}
     for spec in family.symbols:
         value = reader.symbol(spec, namespace)
-        namespace[spec.symbol.name] = namespace[spec.key] = value
+        namespace[spec.key] = value
+        if value is not None and spec.adjust is not None:
+            value = reader.adjusted(spec, value, namespace)
+        namespace[spec.symbol.name] = value
         if value is not None:
             values[spec.symbol] = value
     for rule in family.refuse:

@@ -42,6 +42,8 @@ class SymbolSpec:
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
     strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
     zero_is_none: bool = False  # zero = "none": a value of 0 means what null means (no value)
+    adjust: Any = None  # a Condition: the size the model builds from the key's value (named by the symbol)
+    adjust_text: str = ""
 
     @property
     def minimum(self) -> int:
@@ -258,7 +260,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -276,7 +278,20 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings, "zero" in spec)
+    adjust = spec.get("adjust")
+    if adjust is not None:
+        adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
+    return SymbolSpec(
+        symbol,
+        key,
+        default,
+        str(spec.get("default", "")),
+        null,
+        strings,
+        "zero" in spec,
+        adjust,
+        spec.get("adjust", ""),
+    )
 
 
 def _rules(data: Any, where: str) -> tuple[Rule, ...]:

@@ -82,6 +82,7 @@ h_idx = _size("h_idx")
 d_idx = _size("d_idx")
 d_att = _size("d_att")
 N_recurrent = _count("N_recurrent")
+N_conv = _count("N_conv")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 
@@ -166,6 +167,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
     Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
+    Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
 )
