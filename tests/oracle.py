@@ -219,7 +219,9 @@ REFUSED_DEFAULTS = {
 # Config classes whose defaults transformers 5.23 cannot build for a reason that leaves the parameters alone: the
 # (dotted) key and a value that builds. llmcount counts the defaults as they are; the oracle needs the value.
 UNBUILDABLE_DEFAULTS = {
-    "dbrx": ("attn_config.rope_theta", 10000),  # DbrxAttention reads attn_config.rope_theta; the class has no default
+    # DbrxAttention reads attn_config.rope_theta, which the class does not default, and its forward clamps by
+    # clip_qkv, which fails on the default None (torch.clamp needs a bound)
+    "dbrx": ("attn_config", {"rope_theta": 10000, "clip_qkv": 8}),
 }
 
 

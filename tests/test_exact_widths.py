@@ -103,3 +103,32 @@ def test_a_width_the_model_cannot_have_is_refused() -> None:
         read_config({**LFM2, "block_ffn_dim_multiplier": None}, "t")  # transformers 5.23 refuses it too
     with pytest.raises(LlmcountError, match="'block_ffn_dim_multiplier' must be a number"):
         read_config({**LFM2, "block_ffn_dim_multiplier": "1.3"}, "t")
+
+
+DOGE = {
+    "model_type": "doge",
+    "num_hidden_layers": 2,
+    "vocab_size": 32,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "is_moe": True,
+    "num_experts_per_tok": 2,
+}
+
+
+@pytest.mark.parametrize("experts", [4, 10, 16, 17, 24, 99, 16384])
+def test_doge_cdmoe_router_width_equals_transformers(experts: int) -> None:
+    """DogeCDMoE's router has 2 · floor(sqrt(num_experts)) outputs: 2 · 4 for 24 experts, 2 · 128 for 16384."""
+    config = {**DOGE, "num_experts": experts}
+    model = read_config(config, "t")
+    assert model.counts.total == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"
+    router = next(c for c in model.counts.components if c.path == "moe/router_gate")
+    assert router.count == 2 * 16 * 2 * {4: 2, 10: 3, 16: 4, 17: 4, 24: 4, 99: 9, 16384: 128}[experts]
+
+
+def test_doge_cdmoe_activated_counts_k_of_n_expert_rows() -> None:
+    config = {**DOGE, "num_experts": 24}
+    counts = read_config(config, "t").counts
+    assert counts.total - counts.activated == 2 * 2 * (24 - 2) * 16  # 2 layers, down_embed and up_embed, 22 rows

@@ -83,6 +83,7 @@ d_idx = _size("d_idx")
 d_att = _size("d_att")
 N_recurrent = _count("N_recurrent")
 N_conv = _count("N_conv")
+n_pk = _size("n_pk")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 
@@ -168,6 +169,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
     Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2)"),
+    Entry(
+        n_pk,
+        r"n_{\mathrm{pk}}",
+        "num_experts",
+        "product keys of a CDMoE router, floor(sqrt(num_experts)) per half (Doge)",
+    ),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
 )
