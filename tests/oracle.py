@@ -213,6 +213,8 @@ REFUSED_DEFAULTS = {
     "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
     "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
     "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
+    # Lfm2MoeConfig defaults layer_types to None, which its decoder layers index: LFM2-8B-A1B's pattern, 32 layers
+    "lfm2_moe": ("layer_types", ["conv", "conv", "full_attention", "conv"] * 8),
 }
 
 
@@ -286,6 +288,13 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
     if "num_key_value_heads" in unread and "num_attention_heads" in config:  # MLA: every head reads the latent
         config["num_key_value_heads"] = config["num_attention_heads"]
+    refused = REFUSED_DEFAULTS.get(family.name)
+    if refused is not None and isinstance(refused[1], list) and refused[0] not in config:  # a layer pattern: drawn
+        layers = next(config.get(s.key, defaults.get(s.key)) for s in family.symbols if s.symbol.name == "N")
+        if isinstance(layers, int):
+            config[refused[0]] = draw(
+                st.lists(st.sampled_from(sorted(set(refused[1]))), min_size=layers, max_size=layers)
+            )
     for key in [key for key in config if "." in key]:  # a nested key goes into its sub-object
         config = with_key({k: v for k, v in config.items() if k != key}, key, config[key])
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
