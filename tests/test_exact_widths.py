@@ -22,6 +22,8 @@ def test_the_functions_round_as_python_does() -> None:
     assert condition("floor(sqrt(n))", "t")({"n": 24}) == 4
     assert condition("isqrt(n)", "t")({"n": 10**30 - 1}) == 10**15 - 1
     assert condition("m * ((x + m - 1) // m)", "t")({"m": 256, "x": 8193}) == 8448
+    # xLSTM's round_up_to_next_multiple_of(64.5, 64): float floor division, 64 (a ceiling would give 128)
+    assert condition("int(((x + m - 1) // m) * m)", "t")({"m": 64, "x": 64.5}) == 64
 
 
 @pytest.mark.parametrize(
@@ -31,7 +33,7 @@ def test_the_functions_round_as_python_does() -> None:
         ("int(x)", {"x": float("nan")}, ValueError),
         ("int(x * 2)", {"x": float("inf")}, ValueError),
         ("int(x * y)", {"x": 1e300, "y": 1e300}, OverflowError),
-        ("x // y", {"x": 1.5, "y": 1}, TypeError),  # floor division and % stay integer-only
+        ("x % y", {"x": 1.5, "y": 1}, TypeError),  # % stays integer-only
         ("isqrt(x)", {"x": 2.0}, TypeError),
         ("x * 2", {"x": 2**70}, OverflowError),
     ],
@@ -132,3 +134,27 @@ def test_doge_cdmoe_activated_counts_k_of_n_expert_rows() -> None:
     config = {**DOGE, "num_experts": 24}
     counts = read_config(config, "t").counts
     assert counts.total - counts.activated == 2 * 2 * (24 - 2) * 16  # 2 layers, down_embed and up_embed, 22 rows
+
+
+XLSTM = {"model_type": "xlstm", "num_blocks": 2, "vocab_size": 32, "num_heads": 2}
+
+
+@pytest.mark.parametrize("size", [64, 100, 4096])
+@pytest.mark.parametrize(
+    "factors",
+    [
+        {},
+        {"qk_dim_factor": 0.3, "v_dim_factor": 1.5, "ffn_proj_factor": 1.3, "ffn_round_up_to_multiple_of": 7},
+        {"ffn_proj_factor": 4.0, "ffn_round_up_to_multiple_of": 1, "weight_mode": "fused", "use_bias": True},
+        {"qk_dim_factor": 0.25, "use_bias": True},
+    ],
+)
+def test_xlstm_widths_equal_transformers(size: int, factors: dict) -> None:
+    """int(d · qk_dim_factor), int(d · v_dim_factor) and the feed-forward width rounded up by a float floor division
+    (4096 · 2.667 = 10924.03 -> 10,944), for both weight modes."""
+    config = {**XLSTM, "hidden_size": size, **factors}
+    try:
+        got = read_config(config, "t").counts.total
+    except RuleRefusal:  # value heads that do not split (int(100 · 1.5) = 150 over 2 heads does)
+        pytest.skip("refused for a stated reason")
+    assert got == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"

@@ -4,7 +4,7 @@
   glossary's symbols: integers, ``+ - * / **`` and parentheses.
 * A **condition** (defaults, ``when``, ``[layers]``, ``checks``, ``refuse``) is compiled, node by node, into
   a Python closure over a namespace of values: symbols, config keys and the layer index ``i``. Floats (a config
-  value such as ``block_ffn_dim_multiplier``) take part in ``+ - * /`` as in the modeling code's Python, and
+  value such as ``block_ffn_dim_multiplier``) take part in ``+ - * / //`` as in the modeling code's Python, and
   ``int``, ``floor``, ``ceil`` turn them back into the integers it builds with.
 """
 
@@ -48,9 +48,9 @@ _ARITHMETIC = {
     ast.Mod: operator.mod,
     ast.Div: operator.truediv,
 }
-# The operations that take a float too: + - * / compute as the modeling code's Python does (IEEE doubles, each
+# The operations that take a float too: + - * / // compute as the modeling code's Python does (IEEE doubles, each
 # result rounded once), so that int(), floor() and ceil() of them give the widths transformers builds, bit for bit.
-_FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 
 
 def formula(text: str, where: str) -> Expr:

@@ -84,6 +84,8 @@ d_att = _size("d_att")
 N_recurrent = _count("N_recurrent")
 N_conv = _count("N_conv")
 n_pk = _size("n_pk")
+d_qk = _size("d_qk")
+d_val = _size("d_val")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 
@@ -174,6 +176,10 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{pk}}",
         "num_experts",
         "product keys of a CDMoE router, floor(sqrt(num_experts)) per half (Doge)",
+    ),
+    Entry(d_qk, r"d_{\mathrm{qk}}", "hidden_size · qk_dim_factor", "width of the mLSTM queries and keys (xLSTM)"),
+    Entry(
+        d_val, r"d_{\mathrm{val}}", "hidden_size · v_dim_factor", "width of the mLSTM values and output gate (xLSTM)"
     ),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
