@@ -158,3 +158,42 @@ def test_xlstm_widths_equal_transformers(size: int, factors: dict) -> None:
     except RuleRefusal:  # value heads that do not split (int(100 · 1.5) = 150 over 2 heads does)
         pytest.skip("refused for a stated reason")
     assert got == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"
+
+
+XMOD = {
+    "model_type": "xmod",
+    "num_hidden_layers": 2,
+    "vocab_size": 32,
+    "hidden_size": 16,
+    "num_attention_heads": 4,
+    "intermediate_size": 24,
+    "max_position_embeddings": 20,
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"languages": ["en_XX", "de_DE", "fr_XX"]},
+        {"languages": ["en_XX", "de_DE", "en_XX"]},  # one adapter per distinct name (a ModuleDict)
+        {"languages": ["en_XX", "de_DE"], "adapter_reduction_factor": 3, "adapter_layer_norm": True, "pre_norm": True},
+        {"languages": ["en_XX"], "tie_word_embeddings": False},
+    ],
+)
+def test_xmod_adapters_per_language_equal_transformers(change: dict) -> None:
+    config = {**XMOD, **change}
+    assert read_config(config, "t").counts.total == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"
+
+
+def test_xmod_counts_distinct_languages_and_refuses_other_lists() -> None:
+    """Two layers, each with n_lang adapters of 16·8 + 8 + 8·16 + 16 = 280 parameters."""
+    one = read_config({**XMOD, "languages": ["a"]}, "t").counts.total
+    three = read_config({**XMOD, "languages": ["a", "b", "a", "c"]}, "t").counts.total
+    assert three - one == 2 * 2 * 280
+    with pytest.raises(LlmcountError, match="key 'languages' must be positive, got 0"):  # no adapter to run
+        read_config({**XMOD, "languages": []}, "t")
+    with pytest.raises(LlmcountError, match="key 'languages' must be a list of names"):
+        read_config({**XMOD, "languages": [1, 2]}, "t")
+    with pytest.raises(LlmcountError, match="key 'languages' must be a list of names"):
+        read_config({**XMOD, "languages": "en_XX"}, "t")

@@ -108,6 +108,13 @@ class _Reader:
 
     def symbol(self, spec: SymbolSpec, namespace: dict[str, Any]) -> int | None:
         found = self.present(spec.key)
+        if spec.distinct and found and self.config[found[0]] is not None:  # a list of names: how many distinct ones
+            names = self.config[found[0]]
+            if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+                raise self.fail(f"key '{found[0]}' must be a list of names (strings), got {describe(names)}")
+            if len(names) > MAX_LIST:
+                raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
+            return self.integer(found[0], len(set(names)), spec.minimum)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):

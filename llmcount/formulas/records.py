@@ -44,6 +44,7 @@ class SymbolSpec:
     zero_is_none: bool = False  # zero = "none": a value of 0 means what null means (no value)
     adjust: Any = None  # a Condition: the size the model builds from the key's value (named by the symbol)
     adjust_text: str = ""
+    distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
 
     @property
     def minimum(self) -> int:
@@ -260,7 +261,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -278,6 +279,8 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
+    if spec.get("entries", "distinct") != "distinct":
+        raise RecordError(f'{where}.entries: the only value is "distinct" (how many distinct names the list holds)')
     adjust = spec.get("adjust")
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
@@ -291,6 +294,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         "zero" in spec,
         adjust,
         spec.get("adjust", ""),
+        "entries" in spec,
     )
 
 

@@ -86,6 +86,8 @@ N_conv = _count("N_conv")
 n_pk = _size("n_pk")
 d_qk = _size("d_qk")
 d_val = _size("d_val")
+n_lang = _size("n_lang")
+d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 
@@ -181,6 +183,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_val, r"d_{\mathrm{val}}", "hidden_size · v_dim_factor", "width of the mLSTM values and output gate (xLSTM)"
     ),
+    Entry(n_lang, r"n_{\mathrm{lang}}", "languages", "languages with an adapter of their own (X-MOD)"),
+    Entry(d_ad, r"d_{\mathrm{ad}}", "hidden_size // adapter_reduction_factor", "adapter bottleneck width (X-MOD)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
 )
