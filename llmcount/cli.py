@@ -207,9 +207,13 @@ def formula(
     from .sources import load
 
     try:
-        family = records.family(spec)
+        family, outer = records.family(spec), records.composite(spec)
+        if family is None and outer is not None:  # a multimodal type: its language model's formula
+            family = records.family(outer.text)
         if family is not None:
             derivation, title = Derivation(family), family.title
+            if outer is not None:
+                title = f"{outer.title}, the language model only ({family.name})"
         else:
             model = load(spec, discover)
             derivation, title = model.derivation, model.name
@@ -238,11 +242,12 @@ def formula(
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Print families and presets as JSON.")] = False,
 ) -> None:
-    """List the supported families and the bundled presets with their published sizes.
+    """List the supported families, the multimodal configs whose language model they count, and the bundled presets
+    with their published sizes.
 
     Example: llmcount list
     """
-    from .formulas.records import families
+    from .formulas.records import composites, families
     from .presets import presets
     from .renderers import render
 
@@ -250,6 +255,9 @@ def list_(
         print_json(
             {
                 "families": [{"name": a.name, "title": a.title, "kind": a.kind, "moe": a.is_moe} for a in families()],
+                "composites": [
+                    {"name": c.name, "title": c.title, "text": c.text, "not_counted": c.left_out} for c in composites()
+                ],
                 "presets": [
                     {"name": p.name, "hub_id": p.hub_id, "model": p.model, "published": p.published, "source": p.source}
                     for p in presets().values()
@@ -259,7 +267,9 @@ def list_(
         return
     from .cli_batch import terminal_width
 
-    rendered = render("list.txt.j2", families=families(), presets=presets().values(), width=terminal_width())
+    rendered = render(
+        "list.txt.j2", families=families(), composites=composites(), presets=presets().values(), width=terminal_width()
+    )
     typer.echo(rendered.rstrip())
 
 

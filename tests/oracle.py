@@ -213,16 +213,48 @@ REFUSED_DEFAULTS = {
     "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
     "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
     "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
+    # Lfm2MoeConfig defaults layer_types to None, which its decoder layers index: LFM2-8B-A1B's pattern, 32 layers
+    "lfm2_moe": ("layer_types", ["conv", "conv", "full_attention", "conv"] * 8),
+}
+
+
+# Config classes whose defaults transformers 5.23 cannot build for a reason that leaves the parameters alone: the
+# (dotted) key and a value that builds. llmcount counts the defaults as they are; the oracle needs the value.
+UNBUILDABLE_DEFAULTS = {
+    # DbrxAttention reads attn_config.rope_theta, which the class does not default, and its forward clamps by
+    # clip_qkv, which fails on the default None (torch.clamp needs a bound)
+    "dbrx": ("attn_config", {"rope_theta": 10000, "clip_qkv": 8}),
 }
 
 
 def runnable_defaults(model_type: str) -> dict[str, Any]:
-    """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` set to a value a model can run with."""
+    """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` and :data:`UNBUILDABLE_DEFAULTS` set to a
+    value a model can run with."""
     config = class_defaults(model_type)
-    if model_type in REFUSED_DEFAULTS:
-        key, value = REFUSED_DEFAULTS[model_type]
-        config[key] = value
+    for table in (REFUSED_DEFAULTS, UNBUILDABLE_DEFAULTS):
+        if model_type in table:
+            config = with_key(config, *table[model_type])
     return config
+
+
+def with_key(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``config`` with ``key`` set; a dotted key (``ffn_config.moe_num_experts``) is set inside its sub-object."""
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return {**config, key: value}
+    sub = config.get(head)
+    return {**config, head: {**(sub if isinstance(sub, dict) else {}), leaf: value}}
+
+
+def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """``config`` without ``key`` (a dotted key: left out of its sub-object)."""
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return {k: v for k, v in config.items() if k != key}
+    sub = config.get(head)
+    if not isinstance(sub, dict):
+        return dict(config)
+    return {**config, head: {k: v for k, v in sub.items() if k != leaf}}
 
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
@@ -256,6 +288,15 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     config.update({k: v for k, v in unread.items() if not isinstance(v, list)})
     if "num_key_value_heads" in unread and "num_attention_heads" in config:  # MLA: every head reads the latent
         config["num_key_value_heads"] = config["num_attention_heads"]
+    refused = REFUSED_DEFAULTS.get(family.name)
+    if refused is not None and isinstance(refused[1], list) and refused[0] not in config:  # a layer pattern: drawn
+        layers = next(config.get(s.key, defaults.get(s.key)) for s in family.symbols if s.symbol.name == "N")
+        if isinstance(layers, int):
+            config[refused[0]] = draw(
+                st.lists(st.sampled_from(sorted(set(refused[1]))), min_size=layers, max_size=layers)
+            )
+    for key in [key for key in config if "." in key]:  # a nested key goes into its sub-object
+        config = with_key({k: v for k, v in config.items() if k != key}, key, config[key])
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
@@ -347,3 +388,44 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
     tensors = [t for cache in caches for t in _cache_tensors(cache)]
     tensors += [t for key, t in _module_tensors(model).items() if before.get(key) != id(t)]
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+
+
+CAUSAL_LM_CLASSES = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
+@lru_cache(maxsize=256)
+def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = _hf_config(config)
+            with torch.device("meta"):
+                if CAUSAL_LM_CLASSES.get(config["model_type"]) == model_class:  # as AutoModelForCausalLM builds it
+                    model = AutoModelForCausalLM.from_config(cfg)
+                else:
+                    model = getattr(transformers, model_class)._from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+    inner = getattr(model, "model", model)
+    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
+    if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
+        parts = [*text.parameters(), *model.get_output_embeddings().parameters()]
+    elif hasattr(model, "language_model"):  # the language model is a whole ...ForCausalLM (Llama 4)
+        parts = list(model.language_model.parameters())
+    else:  # the class is the text model itself
+        parts = list(model.parameters())
+    counted = sum(p.numel() for p in {id(p): p for p in parts}.values())
+    return counted, sum(p.numel() for p in model.parameters())
+
+
+def language_model_total(config: dict[str, Any], model_class: str) -> int:
+    """The parameters of the language model of transformers' ``model_class`` built from a composite ``config`` on
+    the meta device: ``model.language_model`` and the LM head of a ...ForConditionalGeneration (a tied head once),
+    or every parameter when the class is the text model itself."""
+    return _language_model_total(_freeze(config), model_class)[0]
+
+
+def composite_total(config: dict[str, Any], model_class: str) -> int:
+    """Every parameter of ``model_class`` built from ``config`` (the vision tower and projector included)."""
+    return _language_model_total(_freeze(config), model_class)[1]

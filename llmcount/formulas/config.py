@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -20,7 +21,7 @@ from . import records
 from .blocks import Term
 from .derivation import Counts, Derivation
 from .expressions import Unknown, condition_names
-from .records import NONE, REQUIRED, Family, Rule, SymbolSpec
+from .records import NONE, REQUIRED, Composite, Family, Rule, SymbolSpec
 from .symbols import GLOSSARY
 
 MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
@@ -46,6 +47,8 @@ class Model:
     # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
     keys: Mapping[str, Any] = field(default_factory=dict)
     layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
+    # a composite config (multimodal): only its language model, read from text_config, is counted
+    composite: Composite | None = None
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -105,6 +108,13 @@ class _Reader:
 
     def symbol(self, spec: SymbolSpec, namespace: dict[str, Any]) -> int | None:
         found = self.present(spec.key)
+        if spec.distinct and found and self.config[found[0]] is not None:  # a list of names: how many distinct ones
+            names = self.config[found[0]]
+            if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+                raise self.fail(f"key '{found[0]}' must be a list of names (strings), got {describe(names)}")
+            if len(names) > MAX_LIST:
+                raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
+            return self.integer(found[0], len(set(names)), spec.minimum)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
@@ -141,6 +151,23 @@ class _Reader:
             )
         return self.integer(what, value, spec.minimum)
 
+    def adjusted(self, spec: SymbolSpec, value: int, namespace: dict[str, Any]) -> int:
+        """The size the model builds from a key's value (LFM2's MLP width from intermediate_size), computed as its
+        modeling code computes it; the symbol's name holds the key's value in the expression."""
+        try:
+            result = spec.adjust({**namespace, spec.symbol.name: value})
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"key '{spec.key}' ({value}): cannot compute {spec.adjust_text!r}: {exc}") from None
+        if isinstance(result, bool) or not isinstance(result, int):
+            raise self.fail(f"key '{spec.key}' ({value}): {spec.adjust_text!r} is not an integer ({result!r})")
+        if result < spec.minimum:
+            raise RuleRefusal(
+                f"{self.source}: key '{spec.key}' ({value}) gives {spec.symbol.name} = {result} "
+                f"({spec.adjust_text}); a {spec.symbol.name} of {result} is not supported (model_type "
+                f"{self.family.name})"
+            )
+        return self.integer(f"{spec.key} (adjusted)", result, spec.minimum)
+
     def key(self, key: str, default: Any) -> Any:
         """Another key (a switch, a layer pattern): of the type of its default, or null where the default is."""
         found = self.present(key)
@@ -155,6 +182,10 @@ class _Reader:
             ok = isinstance(value, bool)
         elif isinstance(default, int):
             ok = not isinstance(value, bool) and isinstance(value, int)
+        elif isinstance(default, float):  # a float key (a multiplier) takes an integer too, as its config class does
+            ok = value is None or (not isinstance(value, bool) and isinstance(value, (int, float)))
+            if isinstance(value, float) and not math.isfinite(value):
+                raise self.fail(f"key '{key}' must be a finite number, got {value!r}")
         else:
             ok = isinstance(value, type(default)) or value is None
         if not ok:
@@ -180,6 +211,8 @@ def _kind(default: Any) -> str:
         return "true or false"
     if isinstance(default, int):
         return "an integer"
+    if isinstance(default, float):
+        return "a number"
     if isinstance(default, list):
         return "a list"
     return "a string" if isinstance(default, str) else "a value"
@@ -193,8 +226,12 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     model_type = config.get("model_type")
     if model_type is None:
         raise LlmcountError(f"{source}: required key 'model_type' is missing")
+    if family is None and isinstance(model_type, str) and records.family(model_type) is None:
+        outer = records.composite(model_type)
+        if outer is not None:
+            return _read_composite(config, source, name, outer)
     family = family or find_family(model_type, source)
-    reader = _Reader(config, source, family)
+    reader = _Reader(_nested_keys(config, source, family), source, family)
 
     namespace: dict[str, Any] = {}
     for key, default in family.keys.items():
@@ -202,7 +239,10 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     values: dict[Symbol, int] = {}
     for spec in family.symbols:
         value = reader.symbol(spec, namespace)
-        namespace[spec.symbol.name] = namespace[spec.key] = value
+        namespace[spec.key] = value
+        if value is not None and spec.adjust is not None:
+            value = reader.adjusted(spec, value, namespace)
+        namespace[spec.symbol.name] = value
         if value is not None:
             values[spec.symbol] = value
     for rule in family.refuse:
@@ -226,6 +266,56 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
+
+
+def _nested_keys(config: dict[str, Any], source: str, family: Family) -> dict[str, Any]:
+    """The config with the record's dotted keys (``ffn_config.moe_num_experts``) read from their sub-objects: a key
+    the sub-object leaves out (or a null or absent sub-object) takes the record's default, the sub-config class's."""
+    if not family.nested:
+        return config
+    flat = {key: value for key, value in config.items() if key not in family.nested}  # no literal "a.b" key
+    for key in family.nested:
+        head, leaf = key.split(".")
+        sub = config.get(head)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(sub)}")
+        if leaf in sub:
+            flat[key] = sub[leaf]
+    return flat
+
+
+def _read_composite(config: dict[str, Any], source: str, name: str | None, outer: Composite) -> Model:
+    """The language model of a composite config: its ``text_config`` read with the record of the text model_type,
+    as transformers reads it (the keys of ``outer.top`` from the top level); the model says what is not counted."""
+    text = config.get("text_config")
+    if text is None:  # absent or null: the composite config class's own text config
+        text = dict(outer.absent or {})
+    elif not isinstance(text, dict):
+        raise LlmcountError(f"{source}: key 'text_config' must be a JSON object, got {describe(text)}")
+    where = f"{source}, text_config"
+    text_type = text.get("model_type", outer.text) if outer.any_text else outer.text
+    family = find_family(text_type, where)
+    given = {name for key in text for name in (key, *family.aliases.get(key, ()))}
+    given |= {key for key, names in family.aliases.items() if given & {key, *names}}
+    defaults = {key: value for key, value in records.text_defaults(text_type).items() if key not in given}
+    inner = {**defaults, **text, "model_type": text_type}
+    for key, default in outer.top.items():
+        value = config.get(key, default)
+        if type(value) is not type(default):
+            raise LlmcountError(f"{source}: key '{key}' must be {_kind(default)}, got {describe(value)}")
+        if key in outer.either:  # the composite class takes text_config's true when its own is false
+            nested = text.get(key, family.keys.get(key, False))
+            if not isinstance(nested, bool):
+                raise LlmcountError(f"{where}: key '{key}' must be true or false, got {describe(nested)}")
+            value = value or nested
+        inner[key] = value
+    if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top
+        inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})
+    # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out
+    named = f"{name or source} (language model)"
+    return replace(read_config(inner, where, named, family), source=source, composite=outer)
 
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:

@@ -3,12 +3,15 @@
 * A **formula** (a term's ``expr`` and ``layers``, attention widths) becomes a sympy expression over the
   glossary's symbols: integers, ``+ - * / **`` and parentheses.
 * A **condition** (defaults, ``when``, ``[layers]``, ``checks``, ``refuse``) is compiled, node by node, into
-  a Python closure over a namespace of values: symbols, config keys and the layer index ``i``.
+  a Python closure over a namespace of values: symbols, config keys and the layer index ``i``. Floats (a config
+  value such as ``block_ffn_dim_multiplier``) take part in ``+ - * / //`` as in the modeling code's Python, and
+  ``int``, ``floor``, ``ceil`` turn them back into the integers it builds with.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,7 +46,11 @@ _ARITHMETIC = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
+    ast.Div: operator.truediv,
 }
+# The operations that take a float too: + - * / // compute as the modeling code's Python does (IEEE doubles, each
+# result rounded once), so that int(), floor() and ceil() of them give the widths transformers builds, bit for bit.
+_FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 
 
 def formula(text: str, where: str) -> Expr:
@@ -93,6 +100,15 @@ def _compile(node: ast.expr, where: str) -> Condition:
             return ns[name]
 
         return lookup
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):  # a nested key: ffn_config.moe_top_k
+        dotted = f"{node.value.id}.{node.attr}"
+
+        def nested(ns: Namespace) -> Any:
+            if dotted not in ns:
+                raise Unknown(dotted)
+            return ns[dotted]
+
+        return nested
     if isinstance(node, ast.List):
         items = [_compile(item, where) for item in node.elts]
         return lambda ns: [item(ns) for item in items]
@@ -103,6 +119,8 @@ def _compile(node: ast.expr, where: str) -> Condition:
         return lambda ns: -_int(operand(ns))
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         op, left, right = _ARITHMETIC[type(node.op)], _compile(node.left, where), _compile(node.right, where)
+        if type(node.op) in _FLOAT_ARITHMETIC:  # a float config value (ffn_dim_multiplier 1.3), as Python computes it
+            return lambda ns: op(_number(left(ns)), _number(right(ns)))
         return lambda ns: op(_int(left(ns)), _int(right(ns)))
     if isinstance(node, ast.BoolOp):
         parts = [_compile(value, where) for value in node.values]
@@ -132,8 +150,12 @@ def _compile(node: ast.expr, where: str) -> Condition:
 def condition_names(text: str) -> list[str]:
     """The names a condition reads, in order of first appearance."""
     seen: dict[str, None] = {}
-    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
-        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS:
+    tree = ast.parse(text.strip(), mode="eval")
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            seen.setdefault(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Name) and node.id not in _FUNCTIONS and id(node) not in inner:
             seen.setdefault(node.id)
     return list(seen)
 
@@ -142,6 +164,42 @@ def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {value!r}")
     return value
+
+
+MAX_NUMBER = 2**64  # operands of the float-capable arithmetic: sizes, never astronomically large
+
+
+def _number(value: Any) -> int | float:
+    """An integer or a finite float, within bounds (a float config value such as ffn_dim_multiplier)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    if abs(value) > MAX_NUMBER:
+        raise OverflowError(f"{value:.3g} is out of range")
+    return value
+
+
+def _to_int(value: Any) -> int:
+    """Python's int() of a number: truncation toward zero, as the modeling code's int(2 * d_ff / 3)."""
+    return int(_number(value))
+
+
+def _floor(value: Any) -> int:
+    return math.floor(_number(value))
+
+
+def _ceil(value: Any) -> int:
+    return math.ceil(_number(value))
+
+
+def _sqrt(value: Any) -> float:
+    """math.sqrt, as the modeling code's floor(sqrt(num_experts)) computes it (correctly rounded)."""
+    return math.sqrt(_number(value))
+
+
+def _isqrt(value: Any) -> int:
+    return math.isqrt(_int(value))
 
 
 _COMPARISONS = {
@@ -176,11 +234,17 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "str": (1, str),  # str(x) == x: x is a string (EXAONE's sliding_window_pattern is an int or "LLLG")
     "min": (2, min),
     "max": (2, max),
+    "int": (1, _to_int),  # truncation toward zero, as Python's int(): int(2 * d_ff / 3)
+    "floor": (1, _floor),
+    "ceil": (1, _ceil),
+    "sqrt": (1, _sqrt),  # a float: floor(sqrt(n)) as math.floor(math.sqrt(n))
+    "isqrt": (1, _isqrt),  # the exact integer square root
 }
 
 
 def _call(name: str, args: list[Condition], where: str) -> Condition:
     if name not in _FUNCTIONS or len(args) != _FUNCTIONS[name][0]:
-        raise RecordError(f"{where}: only len(x), str(x), min(a, b) and max(a, b) may be called, not {name}()")
+        allowed = "len, str, min, max, int, floor, ceil, sqrt and isqrt"
+        raise RecordError(f"{where}: only {allowed} may be called (with their number of arguments), not {name}()")
     function = _FUNCTIONS[name][1]
     return lambda ns: function(*(arg(ns) for arg in args))

@@ -43,6 +43,9 @@ class SymbolSpec:
     null: Any = None  # None: null is refused; NONE: no value; else a Condition
     strings: Mapping[str, Any] = field(default_factory=dict)  # a string value ("auto") -> a Condition
     zero_is_none: bool = False  # zero = "none": a value of 0 means what null means (no value)
+    adjust: Any = None  # a Condition: the size the model builds from the key's value (named by the symbol)
+    adjust_text: str = ""
+    distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
 
     @property
     def minimum(self) -> int:
@@ -129,6 +132,13 @@ class Family:
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent]
         return tuple(e for e in exprs if e is not None)
+
+    @cached_property
+    def nested(self) -> frozenset[str]:
+        """The dotted keys the record reads (``ffn_config.moe_num_experts``: a key of the ``ffn_config`` object)."""
+        names = [spec.key for spec in self.symbols] + list(self.keys)
+        names += [name for key, others in self.aliases.items() for name in (key, *others)]
+        return frozenset(name for name in names if "." in name)
 
     @cached_property
     def cost_symbols(self) -> frozenset[Symbol]:
@@ -253,7 +263,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -271,7 +281,23 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    return SymbolSpec(symbol, key, default, str(spec.get("default", "")), null, strings, "zero" in spec)
+    if spec.get("entries", "distinct") != "distinct":
+        raise RecordError(f'{where}.entries: the only value is "distinct" (how many distinct names the list holds)')
+    adjust = spec.get("adjust")
+    if adjust is not None:
+        adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
+    return SymbolSpec(
+        symbol,
+        key,
+        default,
+        str(spec.get("default", "")),
+        null,
+        strings,
+        "zero" in spec,
+        adjust,
+        spec.get("adjust", ""),
+        "entries" in spec,
+    )
 
 
 def _rules(data: Any, where: str) -> tuple[Rule, ...]:
@@ -409,6 +435,9 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
     )
     _check_names(family, where)
+    for key in family.nested:  # one level: "object.key", both plain names
+        if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
+            raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
 
 
@@ -474,4 +503,109 @@ def families() -> tuple[Family, ...]:
     return tuple(f for f in map(family, names()) if f is not None)
 
 
-__all__ = ["ONE", "Attention", "Family", "RecordError", "families", "family", "load", "names", "parse_record"]
+@dataclass(frozen=True)
+class Composite:
+    """A model type whose config nests its language model's config under ``text_config`` (``composites.toml``):
+    its language model is counted with the record of the text config's model_type, the rest is not counted."""
+
+    name: str  # the composite config's model_type
+    title: str
+    model: str  # the transformers class whose language model is counted
+    text: str  # the model_type transformers reads text_config as (when text_config names none, with any_text)
+    any_text: bool  # text_config's own model_type picks the record (an AutoConfig sub-config)
+    left_out: str  # what is not counted, in words
+    top: Mapping[str, Any]  # keys read from the top level of the config, with the composite class's defaults
+    either: tuple[str, ...]  # boolean keys of ``top`` that also hold when text_config sets them (LLaVA's tie)
+    absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
+
+
+_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent"}
+
+
+def _composite(name: str, data: Any, where: str) -> Composite:
+    data = _table(data, where)
+    unknown = set(data) - _COMPOSITE_FIELDS
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    text_types = data.get("text_types", "fixed")
+    if text_types not in ("any", "fixed"):
+        raise RecordError(f'{where}.text_types: "any" or "fixed"')
+    top = _table(data.get("top", {}), f"{where}.top")
+    if not all(isinstance(v, (bool, int, str)) for v in top.values()):
+        raise RecordError(f"{where}.top: each key takes the composite class's default (a boolean, integer or string)")
+    either = data.get("either", [])
+    if not isinstance(either, list) or not all(isinstance(top.get(k), bool) for k in either):
+        raise RecordError(f"{where}.either: a list of boolean keys of 'top'")
+    absent = data.get("absent")
+    if absent is not None:
+        absent = {k: None if v == NULL else v for k, v in _table(absent, f"{where}.absent").items()}
+    return Composite(
+        name=name,
+        title=_text(data, "title", where),
+        model=_text(data, "model", where),
+        text=_text(data, "text", where),
+        any_text=text_types == "any",
+        left_out=_text(data, "left_out", where),
+        top=top,
+        either=tuple(either),
+        absent=absent,
+    )
+
+
+@cache
+def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]]]:
+    where = "formulas/composites.toml"
+    text = resources.files(__package__).joinpath("composites.toml").read_text("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"{where}: {exc}") from None
+    unknown = set(data) - {"composite", "text_defaults"}
+    if unknown:
+        raise RecordError(f"{where}: unknown tables {sorted(unknown)}")
+    table = {
+        name: _composite(name, entry, f"{where} [composite.{name}]")
+        for name, entry in _table(data.get("composite", {}), where).items()
+    }
+    clash = sorted(set(table) & set(names()))
+    if clash:
+        raise RecordError(f"{where}: {', '.join(clash)} also have a record of their own")
+    defaults = _table(data.get("text_defaults", {}), f"{where} [text_defaults]")
+    for name, sizes in defaults.items():
+        sizes = _table(sizes, f"{where} [text_defaults.{name}]")
+        if not all(type(v) is int for v in sizes.values()):
+            raise RecordError(f"{where} [text_defaults.{name}]: each key takes an integer")
+    return table, defaults
+
+
+def composite(model_type: str) -> Composite | None:
+    """The composite config of ``model_type`` (its language model read from ``text_config``); None if it is not one."""
+    return _composites()[0].get(model_type)
+
+
+def text_defaults(model_type: str) -> Mapping[str, int]:
+    """The config class's defaults of the keys the record of ``model_type`` requires, for a config nested in a
+    composite's ``text_config`` (where transformers fills them in); empty when the table has none."""
+    return _composites()[1].get(model_type, {})
+
+
+def composites() -> tuple[Composite, ...]:
+    """Every composite config, by model_type."""
+    table = _composites()[0]
+    return tuple(table[name] for name in sorted(table))
+
+
+__all__ = [
+    "ONE",
+    "Attention",
+    "Composite",
+    "Family",
+    "RecordError",
+    "composite",
+    "composites",
+    "families",
+    "family",
+    "load",
+    "names",
+    "parse_record",
+]

@@ -82,6 +82,12 @@ h_idx = _size("h_idx")
 d_idx = _size("d_idx")
 d_att = _size("d_att")
 N_recurrent = _count("N_recurrent")
+N_conv = _count("N_conv")
+n_pk = _size("n_pk")
+d_qk = _size("d_qk")
+d_val = _size("d_val")
+n_lang = _size("n_lang")
+d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 
@@ -166,6 +172,19 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
     Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
+    Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2)"),
+    Entry(
+        n_pk,
+        r"n_{\mathrm{pk}}",
+        "num_experts",
+        "product keys of a CDMoE router, floor(sqrt(num_experts)) per half (Doge)",
+    ),
+    Entry(d_qk, r"d_{\mathrm{qk}}", "hidden_size · qk_dim_factor", "width of the mLSTM queries and keys (xLSTM)"),
+    Entry(
+        d_val, r"d_{\mathrm{val}}", "hidden_size · v_dim_factor", "width of the mLSTM values and output gate (xLSTM)"
+    ),
+    Entry(n_lang, r"n_{\mathrm{lang}}", "languages", "languages with an adapter of their own (X-MOD)"),
+    Entry(d_ad, r"d_{\mathrm{ad}}", "hidden_size // adapter_reduction_factor", "adapter bottleneck width (X-MOD)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
 )

@@ -80,7 +80,7 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
 def summary_data(model: Model) -> dict[str, Any]:
     """The model and its four counts, exact integers: how the JSON of ``count`` and ``writeup`` begins."""
     counts = model.counts
-    return {
+    data = {
         "model": model.name,
         "family": model.architecture.name,
         "source": model.source,
@@ -89,6 +89,13 @@ def summary_data(model: Model) -> dict[str, Any]:
         "embedding": counts.embedding,
         "non_embedding": counts.non_embedding,
     }
+    if model.composite is not None:  # a multimodal config: the counts are its language model's
+        data["composite"] = {
+            "model_type": model.composite.name,
+            "counted": f"the language model only (text_config, read as {model.architecture.name})",
+            "not_counted": model.composite.left_out,
+        }
+    return data
 
 
 def count_data(model: Model) -> dict[str, Any]:

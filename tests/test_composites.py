@@ -1,0 +1,176 @@
+"""Composite (multimodal) configs: the language model read from ``text_config`` with the text model_type's record,
+against the language model transformers builds for the composite config (``tests/oracle.py``), for the composite
+class's defaults and for drawn text configs; what is not counted is said in the output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal, read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+COMPOSITES = [c.name for c in records.composites()]
+
+# google/gemma-3-4b-it's config.json as published (its text_config leaves the sizes Gemma3TextConfig defaults out:
+# vocab_size 262208, num_attention_heads 8, num_key_value_heads 4, head_dim 256).
+GEMMA3_4B = {
+    "architectures": ["Gemma3ForConditionalGeneration"],
+    "boi_token_index": 255999,
+    "eoi_token_index": 256000,
+    "eos_token_id": [1, 106],
+    "image_token_index": 262144,
+    "initializer_range": 0.02,
+    "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {
+        "hidden_size": 2560,
+        "intermediate_size": 10240,
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 34,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "sliding_window": 1024,
+    },
+    "torch_dtype": "bfloat16",
+    "vision_config": {
+        "hidden_size": 1152,
+        "image_size": 896,
+        "intermediate_size": 4304,
+        "model_type": "siglip_vision_model",
+        "num_attention_heads": 16,
+        "num_hidden_layers": 27,
+        "patch_size": 14,
+        "vision_use_head": False,
+    },
+}
+
+
+def total(config: dict) -> int:
+    return read_config(config, "test config").counts.total
+
+
+def expected(config: dict) -> int:
+    return oracle.language_model_total(config, records.composite(config["model_type"]).model)
+
+
+def test_gemma3_4b_language_model() -> None:
+    """By hand: V·d = 262208·2560 = 671,252,480; per layer q,o 2·2560·2048, k,v 2·2560·1024, q/k norms 2·256,
+    MLP 3·2560·10240, four norms 4·2560: 94,382,592; 34 layers and the final norm: 3,209,010,688 non-embedding
+    (the Gemma 3 report's 3,209M); the head is tied."""
+    model = read_config(GEMMA3_4B, "gemma-3-4b-it")
+    assert model.counts.total == 671_252_480 + 34 * 94_382_592 + 2560 == 3_880_263_168
+    assert model.counts.non_embedding == 3_209_010_688
+    assert model.composite is not None and model.composite.name == "gemma3"
+    assert model.architecture.name == "gemma3_text"
+    assert model.counts.total == expected(GEMMA3_4B), oracle.VERSIONS
+    vision = oracle.composite_total(GEMMA3_4B, "Gemma3ForConditionalGeneration") - model.counts.total
+    assert vision > 0  # the SigLIP tower and the projector: present in transformers' model, left out here
+
+
+@pytest.mark.parametrize("model_type", COMPOSITES)
+def test_class_defaults(model_type: str) -> None:
+    """The composite class's defaults as to_dict writes them, and the bare model_type (text_config absent)."""
+    full = oracle.class_defaults(model_type)
+    assert total(full) == expected(full), f"{model_type}: class defaults ({oracle.VERSIONS})"
+    bare = {"model_type": model_type}
+    assert total(bare) == expected(bare) == expected(full), f"{model_type}: text_config absent ({oracle.VERSIONS})"
+    assert total({**bare, "text_config": None}) == total(bare)
+
+
+@pytest.mark.parametrize("model_type", COMPOSITES)
+def test_text_config_with_only_what_its_class_does_not_default(model_type: str) -> None:
+    """A text_config of one key: every other size comes from the text config class's defaults."""
+    composite = records.composite(model_type)
+    config = {"model_type": model_type, "text_config": {"model_type": composite.text, "num_hidden_layers": 2}}
+    assert total(config) == expected(config), f"{model_type} ({oracle.VERSIONS})"
+
+
+def test_text_defaults_are_the_text_config_classes_defaults() -> None:
+    for composite in records.composites():
+        defaults = oracle.class_defaults(composite.text)
+        family = records.family(composite.text)
+        table = records.text_defaults(composite.text)
+        required = [spec.key for spec in family.symbols if spec.default is records.REQUIRED]
+        assert sorted(table) == sorted(required), composite.text
+        assert {key: defaults[key] for key in table} == dict(table), f"{composite.text} ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("model_type", COMPOSITES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_text_configs(model_type: str, data) -> None:
+    composite = records.composite(model_type)
+    text = data.draw(oracle.drawn_config(records.family(composite.text)))
+    config = {"model_type": model_type, "text_config": text}
+    for key, default in composite.top.items():
+        if isinstance(default, bool) and data.draw(st.booleans()):
+            config[key] = data.draw(st.booleans())
+    try:
+        want = expected(config)
+    except oracle.TransformersRejected:
+        assume(False)
+    try:
+        got = total(config)
+    except RuleRefusal:
+        assume(False)
+    except LlmcountError as error:
+        pytest.fail(f"{model_type}: refused a config transformers builds: {error}\n{config}")
+    assert got == want, f"{model_type}: {config} ({oracle.VERSIONS})"
+
+
+def test_an_auto_text_config_is_read_with_the_record_of_its_model_type() -> None:
+    """LLaVA's text_config is any causal LM: its model_type picks the record (qwen2 here, llama when it names none)."""
+    qwen = {"model_type": "llava", "text_config": {"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 64}}
+    model = read_config(qwen, "test")
+    assert model.architecture.name == "qwen2"
+    assert model.counts.total == expected(qwen), oracle.VERSIONS
+    llama = {"model_type": "llava", "text_config": {"num_hidden_layers": 2, "hidden_size": 64}}
+    assert read_config(llama, "test").architecture.name == "llama"
+    assert total(llama) == expected(llama), oracle.VERSIONS
+
+
+def test_a_fixed_text_config_class_ignores_the_model_type_inside() -> None:
+    """Gemma3Config reads text_config with Gemma3TextConfig whatever model_type it names (as transformers does)."""
+    config = {"model_type": "gemma3", "text_config": {"model_type": "llama", "num_hidden_layers": 2}}
+    assert read_config(config, "test").architecture.name == "gemma3_text"
+    assert total(config) == expected(config), oracle.VERSIONS
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model_type": "gemma3", "text_config": [1]}, "key 'text_config' must be a JSON object, got a list"),
+        ({"model_type": "gemma3", "text_config": "x"}, "key 'text_config' must be a JSON object"),
+        ({"model_type": "gemma3", "tie_word_embeddings": "yes"}, "key 'tie_word_embeddings' must be true or false"),
+        ({"model_type": "llava", "text_config": {"model_type": "nope"}}, "text_config: unsupported model_type 'nope'"),
+        ({"model_type": "llava", "text_config": {"model_type": 3}}, "text_config: unsupported model_type 3"),
+        ({"model_type": "gemma3", "text_config": {"hidden_size": "2560"}}, "text_config: key 'hidden_size' must be"),
+        ({"model_type": "llama4", "text_config": {"num_hidden_layers": -1}}, "text_config: key 'num_hidden_layers'"),
+    ],
+)
+def test_bad_text_configs_are_refused_naming_the_key(config: dict, message: str) -> None:
+    with pytest.raises(LlmcountError, match=message.replace("(", r"\(")):
+        read_config(config, "c.json")
+
+
+def test_count_says_what_it_leaves_out(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA3_4B))
+    result = CliRunner().invoke(app, ["count", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "language model only" in result.output and "vision tower" in result.output
+    assert "3,880,263,168" in result.output
+    data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).output)
+    assert data["total"] == 3_880_263_168
+    assert data["composite"]["model_type"] == "gemma3"
+    assert "vision tower" in data["composite"]["not_counted"]
