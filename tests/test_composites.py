@@ -174,3 +174,16 @@ def test_count_says_what_it_leaves_out(tmp_path) -> None:
     assert data["total"] == 3_880_263_168
     assert data["composite"]["model_type"] == "gemma3"
     assert "vision tower" in data["composite"]["not_counted"]
+
+
+def test_the_cli_counts_a_composite_config(tmp_path) -> None:
+    """`llmcount count config.json` reads a composite config's language model (not refused as an unknown type)."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA3_4B))
+    result = CliRunner().invoke(app, ["count", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == 3_880_263_168  # derived by hand in test_gemma3_4b_language_model
