@@ -88,9 +88,11 @@ MAMBA_2_8B = {"model_type": "mamba", "vocab_size": 50280, "hidden_size": 2560, "
 
 def test_flops_of_an_ssm_are_refused_by_its_state_not_its_missing_attention(tmp_path) -> None:
     config = tmp_path / "config.json"
-    config.write_text(json.dumps(MAMBA_2_8B))
+    config.write_text(
+        json.dumps({"model_type": "rwkv", "vocab_size": 50277, "hidden_size": 768, "num_hidden_layers": 12})
+    )
     result = run("flops", str(config))
-    assert_refused(result, "Mamba", "mamba layers ([[state]])", "llmcount memory")
+    assert_refused(result, "RWKV", "rwkv layers ([[state]])", "llmcount memory")
     assert "KV cache" not in result.stderr  # memory does give its cache: the state
 
 

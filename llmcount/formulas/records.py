@@ -19,7 +19,7 @@ from sympy import Expr, Integer, Symbol
 
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
-from .symbols import BY_NAME, N, S
+from .symbols import BY_NAME, B, N, S
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -83,15 +83,28 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class StateFlops:
+    """One matmul-type operation of a state layer's sequence mixing (a convolution, a scan's einsum): ``expr`` FLOPs
+    in one such layer for one forward pass of B sequences of S tokens, as transformers' torch path computes it."""
+
+    path: str
+    expr: Expr
+    note: str
+    before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
+
+
+@dataclass(frozen=True)
 class State:
     """A fixed per-sequence state that layers of one kind keep instead of a KV cache (Mamba, linear attention):
-    ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers."""
+    ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers; ``flops``: the operations that
+    mix the sequence in one such layer, besides its linear weights (none: the FLOPs of the kind are not derived)."""
 
     name: str
     layers: Expr
     conv: Expr
     recurrent: Expr
     note: str
+    flops: tuple[StateFlops, ...] = ()
 
     @property
     def elements(self) -> Expr:
@@ -125,7 +138,7 @@ class Family:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
         for state in self.states:
-            exprs += [state.layers, state.conv, state.recurrent]
+            exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops)]
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -221,9 +234,9 @@ def _table(data: Any, where: str) -> dict[str, Any]:
     return data
 
 
-def _list(data: Any, where: str) -> list[Any]:
+def _list(data: Any, where: str, what: str = "[[state]]") -> list[Any]:
     if not isinstance(data, list):
-        raise RecordError(f"{where}: expected an array of tables ([[state]])")
+        raise RecordError(f"{where}: expected an array of tables ({what})")
     return data
 
 
@@ -330,12 +343,26 @@ def _attention(data: Any, where: str) -> Attention:
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note"}
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
     parts = {f: formula(_text(data, f, where, "0"), f"{where} ({name}).{f}") for f in ("layers", "conv", "recurrent")}
-    return State(name=name, note=_text(data, "note", where, ""), **parts)
+    flops = tuple(
+        _state_flops(f, f"{where} ({name}).flops[{i}]")
+        for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
+    )
+    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **parts)
+
+
+def _state_flops(data: Any, where: str) -> StateFlops:
+    data = _table(data, where)
+    unknown = set(data) - {"path", "expr", "note", "before"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    path = _text(data, "path", where)
+    expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
+    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""))
 
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
@@ -387,7 +414,7 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
-    missing = family.cost_symbols - known - {S}
+    missing = family.cost_symbols - known - {S, B}
     if missing:
         names = ", ".join(sorted(s.name for s in missing))
         raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")
