@@ -141,7 +141,7 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
     family = derivation.architecture
     if family.attention is None and not family.states:
         attention_spec(derivation)  # raises, naming the family
-    missing = [state.name for state in family.states if not state.flops]
+    missing = [state.name for state in family.states if state.flops is None]
     if missing:
         kinds = ", ".join(dict.fromkeys(missing))
         beside = "beside its [attention] layers, " if family.attention is not None else ""
@@ -152,7 +152,7 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
     return [
         (FlopTerm(op.path, op.expr / (B * S), op.note, state.layers), op.before)
         for state in family.states
-        for op in state.flops
+        for op in state.flops or ()
         if state.layers != 0
     ]
 

@@ -97,14 +97,15 @@ class StateFlops:
 class State:
     """A fixed per-sequence state that layers of one kind keep instead of a KV cache (Mamba, linear attention):
     ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers; ``flops``: the operations that
-    mix the sequence in one such layer, besides its linear weights (none: the FLOPs of the kind are not derived)."""
+    mix the sequence in one such layer, besides its linear weights (None: the FLOPs of the kind are not derived; empty:
+    the layer mixes the sequence by elementwise operations only, which the FLOPs convention does not count)."""
 
     name: str
     layers: Expr
     conv: Expr
     recurrent: Expr
     note: str
-    flops: tuple[StateFlops, ...] = ()
+    flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
 
     @property
     def elements(self) -> Expr:
@@ -138,7 +139,7 @@ class Family:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
         for state in self.states:
-            exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops)]
+            exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -348,9 +349,13 @@ def _state(data: Any, where: str) -> State:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
     parts = {f: formula(_text(data, f, where, "0"), f"{where} ({name}).{f}") for f in ("layers", "conv", "recurrent")}
-    flops = tuple(
-        _state_flops(f, f"{where} ({name}).flops[{i}]")
-        for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
+    flops = (
+        None
+        if "flops" not in data
+        else tuple(
+            _state_flops(f, f"{where} ({name}).flops[{i}]")
+            for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
+        )
     )
     return State(name=name, note=_text(data, "note", where, ""), flops=flops, **parts)
 
