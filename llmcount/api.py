@@ -257,7 +257,18 @@ def fit(
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     seq_ = parse_size(seq, "seq")
-    return search(model.derivation, model.values, capacity, dtype, kv_dtype, seq_, percent, groups, scale_dtype)
+    return search(
+        model.derivation,
+        model.values,
+        capacity,
+        dtype,
+        kv_dtype,
+        seq_,
+        percent,
+        groups,
+        scale_dtype,
+        model.max_positions,
+    )
 
 
 _training = training  # for memory(), whose flag of the same name hides it
