@@ -209,11 +209,13 @@ def inference(
     group_size: int | None = None,
     scale_dtype: str = "fp16",
     overhead_percent: int = 0,
+    max_positions: int | None = None,
 ) -> Memory:
     """Weights (+ quantisation scales) + KV cache for B × S tokens (+ a stated overhead), in bytes.
 
     ``kv_dtype`` defaults to the weights' dtype for fp32/bf16/fp16 and to bf16 for quantised weights
-    (weight quantisation leaves the cache in 16 bits).
+    (weight quantisation leaves the cache in 16 bits). A sliding window that S (or the model's context length,
+    ``max_positions``) never reaches is said so in the note of its layers.
     """
     dtype_name = dtype(dtype_name)
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
@@ -233,7 +235,7 @@ def inference(
             evaluate_int(k.layers, env, k.kind),
             k.elements * BITS[kv_dtype] / 8,
             nbytes(evaluate_int(k.elements, env, k.kind), kv_dtype),
-            k.note,
+            k.note + _unreached(family, k.kind, env, seq, max_positions),
         )
         for k in kinds
     )
@@ -272,6 +274,22 @@ def inference(
         assumptions=INFERENCE_ASSUMPTIONS
         + (f"; {STATE_ASSUMPTION.format(kinds=', '.join(a.kind.replace('_', ' ') for a in states))}" if states else ""),
     )
+
+
+def _unreached(family: Family, kind: str, env: dict[Symbol, int], seq: int, max_positions: int | None) -> str:
+    """A note for sliding or chunked layers whose window does not bind: it is at least the model's context length
+    (then it never applies), or S is shorter than it (then it does not at this S)."""
+    if kind not in ("sliding_attention", "chunked_attention") or family.attention is None:
+        return ""
+    window = evaluate_int(family.attention.window, env, "window")
+    if max_positions is not None and window - 1 >= max_positions:
+        return (
+            f"; the window W = {window:,} is not below the model's context length (max_position_embeddings "
+            f"{max_positions:,}): it never applies, these layers keep every token as full layers do"
+        )
+    if window - 1 >= seq:
+        return f"; at S = {seq:,} the window W = {window:,} is not reached: these layers keep every token"
+    return ""
 
 
 def training(derivation: Derivation, values: dict[Symbol, int], dtype_name: str = "bf16") -> Memory:
