@@ -105,6 +105,7 @@ class State:
     conv: Expr
     recurrent: Expr
     note: str
+    recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
     flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
 
     @property
@@ -344,7 +345,7 @@ def _attention(data: Any, where: str) -> Attention:
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops"}
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
@@ -357,7 +358,10 @@ def _state(data: Any, where: str) -> State:
             for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
         )
     )
-    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **parts)
+    kept = data.get("recurrent_dtype")
+    if kept not in (None, "fp32"):
+        raise RecordError(f"{where} ({name}): 'recurrent_dtype' is \"fp32\" or absent (the cache dtype), not {kept!r}")
+    return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
 
 
 def _state_flops(data: Any, where: str) -> StateFlops:
