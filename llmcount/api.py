@@ -154,7 +154,9 @@ def memory(
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
-    return mem.inference(model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent)
+    return mem.inference(
+        model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent, model.max_positions
+    )
 
 
 def training(
@@ -258,7 +260,18 @@ def fit(
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     seq_ = parse_size(seq, "seq")
-    return search(model.derivation, model.values, capacity, dtype, kv_dtype, seq_, percent, groups, scale_dtype)
+    return search(
+        model.derivation,
+        model.values,
+        capacity,
+        dtype,
+        kv_dtype,
+        seq_,
+        percent,
+        groups,
+        scale_dtype,
+        model.max_positions,
+    )
 
 
 _training = training  # for memory(), whose flag of the same name hides it

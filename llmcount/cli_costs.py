@@ -191,7 +191,16 @@ def memory(
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
         model = load(spec)
         result = mem.inference(
-            model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent
+            model.derivation,
+            model.values,
+            dtype,
+            kv_dtype,
+            seq_,
+            batch_,
+            groups,
+            scale_dtype,
+            percent,
+            model.max_positions,
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -71,7 +71,18 @@ def print_fit(
         groups = parse_size(group_size, "--group-size", suffixes=False) if group_size is not None else None
         percent = 0 if overhead.strip() == "0" else parse_size(overhead, "--overhead", suffixes=False)
         model = load(spec)
-        result = fit(model.derivation, model.values, capacity, dtype, kv_dtype, seq_, percent, groups, scale_dtype)
+        result = fit(
+            model.derivation,
+            model.values,
+            capacity,
+            dtype,
+            kv_dtype,
+            seq_,
+            percent,
+            groups,
+            scale_dtype,
+            model.max_positions,
+        )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:

@@ -5,7 +5,7 @@ configs (the same drawing as ``test_records``), a batch and a sequence length th
 small sliding windows; transformers builds the model on CPU (eager attention, fp32) and runs one forward pass
 with ``use_cache=True``; the bytes of every tensor its cache then holds (keys and values of full, sliding and
 chunked layers; conv and recurrent states of linear-attention and Mamba layers) must equal llmcount's KV cache
-plus state.
+plus state. The models with a state run in bf16 too: their recurrent states stay in fp32.
 """
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ def rotary_part(config: dict, values: dict) -> int:
     return int(head * fraction)
 
 
-def llmcount_cache_bytes(config: dict, batch: int, seq: int) -> int:
+def llmcount_cache_bytes(config: dict, batch: int, seq: int, dtype: str = "fp32") -> int:
     model = read_config(config, "drawn config")
-    result = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=batch)
+    result = memory.inference(model.derivation, model.values, dtype, seq=seq, batch=batch)
     return result.bytes_of("kv_cache") + result.bytes_of("state")
 
 
@@ -97,6 +97,22 @@ def llmcount_cache_bytes(config: dict, batch: int, seq: int) -> int:
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_cache_equals_transformers(model_type: str, data) -> None:
+    assert_cache_equals_transformers(model_type, data, "fp32")
+
+
+STATEFUL = [name for name in CACHED if records.family(name).states]
+
+
+@pytest.mark.parametrize("model_type", STATEFUL)
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_cache_of_a_bf16_model_equals_transformers(model_type: str, data) -> None:
+    """A bf16 model: keys, values and conv states in bf16, the recurrent states that transformers keeps in fp32
+    whatever the model's dtype (a record's ``recurrent_dtype``) in fp32."""
+    assert_cache_equals_transformers(model_type, data, "bf16")
+
+
+def assert_cache_equals_transformers(model_type: str, data, dtype: str) -> None:
     family = records.family(model_type)
     config = data.draw(oracle.drawn_config(family, EVEN))
     # windows the drawn sequences fall below, at and above; layer patterns within the drawn layers
@@ -111,13 +127,16 @@ def test_cache_equals_transformers(model_type: str, data) -> None:
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:
         values = read_config(config, "drawn config").values
-        got = llmcount_cache_bytes(config, batch, seq)
+        got = llmcount_cache_bytes(config, batch, seq, dtype)
     except RuleRefusal:
         assume(False)
     assume(all(value % 2 == 0 for symbol, value in values.items() if symbol.name in ROTARY))
     assume(rotary_part(config, values) % 2 == 0)
     try:
-        expected = oracle.cache_bytes(config, batch, seq)
+        expected = oracle.cache_bytes(config, batch, seq, TORCH_DTYPES[dtype])
     except oracle.TransformersRejected:
         assume(False)
-    assert got == expected, f"{model_type} B={batch} S={seq}: {config} ({oracle.VERSIONS})"
+    assert got == expected, f"{model_type} {dtype} B={batch} S={seq}: {config} ({oracle.VERSIONS})"
+
+
+TORCH_DTYPES = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}

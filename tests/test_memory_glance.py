@@ -72,9 +72,12 @@ def test_longest_context_and_largest_batch_by_hand() -> None:
     left = capacity - 2 * P_8B  # bf16 weights
     data = json.loads(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--json").stdout)
     assert data["weights_bytes"] == 2 * P_8B
-    assert data["max_seq_at_batch_1"] == left // KV_PER_TOKEN_BF16 == 532_827
+    assert data["max_seq_by_memory"] == left // KV_PER_TOKEN_BF16 == 532_827
+    # Meta-Llama-3-8B's config.json: max_position_embeddings 8192, which binds first
+    assert data["max_position_embeddings"] == 8192 and data["capped_by_context"] is True
+    assert data["max_seq_at_batch_1"] == 8192
     assert data["max_batch_at_seq"] == left // (4096 * KV_PER_TOKEN_BF16) == 130
-    assert data["total_bytes_at_max_seq"] == 2 * P_8B + 532_827 * KV_PER_TOKEN_BF16
+    assert data["total_bytes_at_max_seq"] == 2 * P_8B + 8192 * KV_PER_TOKEN_BF16
 
 
 def test_overhead_is_taken_before_the_search() -> None:
@@ -83,7 +86,7 @@ def test_overhead_is_taken_before_the_search() -> None:
     base_limit = 10 * capacity // 11
     expected = (base_limit - 2 * P_8B) // KV_PER_TOKEN_BF16
     data = json.loads(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--overhead", "10", "--json").stdout)
-    assert data["max_seq_at_batch_1"] == expected == 473_249
+    assert data["max_seq_by_memory"] == expected == 473_249
 
 
 def test_decimal_units_and_a_given_seq() -> None:
@@ -97,10 +100,13 @@ def test_a_sliding_window_bounds_the_cache_so_memory_sets_no_limit() -> None:
     weights = 2 * P_MISTRAL
     assert weights + 4096 * KV_PER_TOKEN_BF16 < 16 * 10**9
     data = json.loads(run("memory", "mistral-7b", "--gpu-memory", "16GB", "--json").stdout)
-    assert data["max_seq_at_batch_1"] is None
+    assert data["max_seq_by_memory"] is None
+    # memory sets no limit; mistralai/Mistral-7B-v0.1's config.json: max_position_embeddings 32768
+    assert data["max_seq_at_batch_1"] == 32768 and data["capped_by_context"] is True
     # below the window the cache grows with S: the first S that does not fit is below 4095
     data = json.loads(run("memory", "mistral-7b", "--gpu-memory", "15GB", "--json").stdout)
     assert data["max_seq_at_batch_1"] == (15 * 10**9 - weights) // KV_PER_TOKEN_BF16 == 3940
+    assert data["capped_by_context"] is False and data["max_seq_by_memory"] == 3940
 
 
 def test_the_answer_is_the_boundary_of_inference_memory() -> None:
@@ -110,8 +116,8 @@ def test_the_answer_is_the_boundary_of_inference_memory() -> None:
         return memory.inference(model.derivation, model.values, "bf16", None, seq, batch).total_bytes
 
     for capacity in (17 * GIB, 40 * GIB + 12345, 100 * 10**9):
-        result = fit(model.derivation, model.values, capacity, "bf16", seq=2048)
-        assert result.max_seq is not None and result.max_batch is not None
+        result = fit(model.derivation, model.values, capacity, "bf16", seq=2048)  # no context length given
+        assert result.max_seq is not None and result.max_batch is not None and not result.capped
         assert total(result.max_seq, 1) <= capacity < total(result.max_seq + 1, 1)
         assert total(2048, result.max_batch) <= capacity < total(2048, result.max_batch + 1)
 
@@ -126,7 +132,9 @@ def test_largest_search() -> None:
 
 def test_fit_text_fits_80_columns() -> None:
     text = run("memory", "llama-3-8b", "--gpu-memory", "80GiB").stdout
-    assert "532,827 tokens" in text and "130 sequences" in text
+    flat = " ".join(text.split())  # the sentence wraps
+    assert "8,192 tokens, the model's context length" in flat and "would allow 532,827 tokens" in flat
+    assert "130 sequences" in text
     assert max(len(line) for line in text.splitlines()) <= 80
 
 

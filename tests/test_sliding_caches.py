@@ -199,3 +199,25 @@ def test_a_window_of_one_is_refused_by_name(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**find("mistral-7b").config(), "sliding_window": 1}))
     assert_refused(run("memory", str(path)), "window of 1", "mistral")
+
+
+def test_a_window_the_sequence_does_not_reach_is_said_so(tmp_path) -> None:
+    # Mistral-7B at S = 1,000: the window of 4,096 keeps min(1,000, 4,095) = 1,000 tokens, every one of them
+    data = json.loads(run("memory", "mistral-7b", "--seq", "1000", "--json").stdout)
+    (kind,) = data["per_layer_kind"]
+    assert kind["bytes"] == 32 * 1000 * 2 * 8 * 128 * 2  # 32 layers · 1,000 tokens · 2 · h_kv 8 · h_d 128 · 2 bytes
+    assert "at S = 1,000 the window W = 4,096 is not reached" in kind["note"]
+    beyond = json.loads(run("memory", "mistral-7b", "--seq", "8192", "--json").stdout)
+    assert "not reached" not in beyond["per_layer_kind"][0]["note"]
+
+
+def test_a_window_beyond_the_context_length_never_applies(tmp_path) -> None:
+    # a window of 65,536 in a model of 32,768 positions: no sequence the model takes reaches it (not refused)
+    config = {**presets()["mistral-7b"].config(), "sliding_window": 65536, "max_position_embeddings": 32768}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("memory", str(path), "--seq", "32768")
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    assert "the window W = 65,536 is not below the model's context length (max_position_embeddings 32,768)" in flat
+    assert "it never applies" in flat

@@ -1,7 +1,9 @@
 """The fixed per-sequence state of Mamba, linear-attention and recurrent layers, figured by hand.
 
 Every expected number below is worked out in the comments from the config's own sizes (never from the
-code under test); ``test_caches`` checks the same formulas against the tensors transformers' cache holds.
+code under test); ``test_caches`` checks the same formulas against the tensors transformers' cache holds. The
+recurrent states (SSM, delta-rule, RG-LRU, WKV) are kept in fp32 whatever the model's dtype, as transformers'
+torch code keeps them (MiniMax's K^T·V excepted); the conv states and the token shift in the cache dtype.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ def inference(config: dict, **options) -> mem.Memory:
 #   linear_conv_kernel_dim 4:
 #   conv state over q, k and v: (2 · 16 · 128 + 32 · 128) · 4 = (4,096 + 4,096) · 4 = 32,768 elements,
 #   delta-rule state: 32 value heads · 128 · 128 = 524,288 elements,
-#   557,056 per layer, 36 · 557,056 = 20,054,016 per sequence, 40,108,032 bytes in bf16 whatever S.
+#   conv state in bf16, 65,536 bytes; delta-rule state in fp32, 2,097,152 bytes; 2,162,688 bytes per layer,
+#   36 · 2,162,688 = 77,856,768 bytes per sequence whatever S.
 QWEN3_NEXT_KV = 6_442_450_944
-QWEN3_NEXT_STATE = 40_108_032
+QWEN3_NEXT_STATE = 77_856_768
 
 
 def test_qwen3_next_at_256k_tokens() -> None:
@@ -50,7 +53,8 @@ def test_qwen3_next_state_is_fixed_and_grows_with_the_batch() -> None:
     assert one.bytes_of("state") == QWEN3_NEXT_STATE  # the same at 1 token as at 256K
     assert one.bytes_of("kv_cache") == 24_576
     eight = memory("qwen3-next-80b-a3b", seq=262144, batch=8, kv_dtype="fp32")
-    assert eight.bytes_of("state") == 8 * 2 * QWEN3_NEXT_STATE  # 8 sequences, 4 bytes an element
+    # 8 sequences, 4 bytes an element: 8 · 36 · (32,768 + 524,288) · 4
+    assert eight.bytes_of("state") == 641_728_512
     assert eight.bytes_of("kv_cache") == 8 * 2 * QWEN3_NEXT_KV
 
 
@@ -59,7 +63,7 @@ def test_qwen3_next_memory_reads_well() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert any(line.startswith("kv cache") and "6,442,450,944" in line for line in lines)
-    assert any(line.startswith("state") and "40,108,032" in line for line in lines)
+    assert any(line.startswith("state") and "77,856,768" in line for line in lines)
     assert "whatever S" in " ".join(result.stdout.split())  # its note, below the table
     assert any(line.split()[:3] == ["full", "attention", "12"] for line in lines)
     assert any(line.split()[:3] == ["linear", "attention", "36"] for line in lines)
@@ -81,30 +85,30 @@ def test_flops_of_a_hybrid_are_refused_by_name() -> None:
 
 
 # Mamba with the sizes of state-spaces/mamba-2.8b-hf: hidden_size 2560, 64 layers, expand 2 (inner 5,120),
-# state_size 16, conv_kernel 4. Per layer: conv 5,120 · 4 = 20,480 and SSM 5,120 · 16 = 81,920 elements,
-# 102,400; 64 · 102,400 = 6,553,600 per sequence; bf16, B = 8: 8 · 6,553,600 · 2 = 104,857,600 bytes.
+# state_size 16, conv_kernel 4. Per layer: conv 5,120 · 4 = 20,480 elements in bf16 (40,960 bytes) and SSM
+# 5,120 · 16 = 81,920 in fp32 (327,680 bytes), 368,640 bytes; B = 8: 8 · 64 · 368,640 = 188,743,680 bytes.
 MAMBA_2_8B = {"model_type": "mamba", "vocab_size": 50280, "hidden_size": 2560, "num_hidden_layers": 64}
 
 
-def test_flops_of_an_ssm_are_refused_by_its_state_not_its_missing_attention(tmp_path) -> None:
+def test_flops_of_lightning_attention_are_refused_by_its_state(tmp_path) -> None:
     config = tmp_path / "config.json"
-    config.write_text(json.dumps(MAMBA_2_8B))
+    config.write_text(json.dumps(MINIMAX))
     result = run("flops", str(config))
-    assert_refused(result, "Mamba", "mamba layers ([[state]])", "llmcount memory")
+    assert_refused(result, "MiniMax", "linear_attention layers ([[state]])", "llmcount memory")
     assert "KV cache" not in result.stderr  # memory does give its cache: the state
 
 
 def test_mamba_keeps_no_kv_cache() -> None:
     result = inference(MAMBA_2_8B, seq=1_000_000, batch=8)
     assert result.bytes_of("kv_cache") == 0 and result.kv_per_token_bytes is None
-    assert result.bytes_of("state") == 104_857_600
+    assert result.bytes_of("state") == 188_743_680
     assert [(k.kind, k.layers) for k in result.per_layer_kind] == [("mamba", 64)]
 
 
 # Mamba-2 with the sizes of state-spaces/mamba2-2.7b: hidden_size 2560, 64 layers, expand 2 (inner 5,120 =
 # 80 heads of 64), n_groups 1, state_size 128, conv_kernel 4. Per layer: conv over x, B and C,
-# (5,120 + 2 · 1 · 128) · 4 = 5,376 · 4 = 21,504; SSM 80 · 64 · 128 = 655,360; 676,864 elements;
-# 64 · 676,864 = 43,319,296 per sequence, 86,638,592 bytes in bf16.
+# (5,120 + 2 · 1 · 128) · 4 = 5,376 · 4 = 21,504 elements in bf16 (43,008 bytes); SSM 80 · 64 · 128 = 655,360
+# in fp32 (2,621,440 bytes); 64 · 2,664,448 = 170,524,672 bytes per sequence.
 MAMBA2_2_7B = {
     "model_type": "mamba2",
     "vocab_size": 50288,
@@ -118,14 +122,14 @@ MAMBA2_2_7B = {
 
 
 def test_mamba2_state() -> None:
-    assert inference(MAMBA2_2_7B, seq=4096).bytes_of("state") == 86_638_592
+    assert inference(MAMBA2_2_7B, seq=4096).bytes_of("state") == 170_524_672
 
 
 # Jamba with the sizes of ai21labs/Jamba-v0.1: 32 layers, attn_layer_period 8, offset 4 (layers 4, 12, 20,
 # 28 attend: N_attn = 4, N_mamba = 28), hidden_size 4096, 32 heads (of 4096 / 32 = 128), 8 KV heads;
 # Mamba expand 2 (inner 8,192), d_state 16, d_conv 4.
 # KV: 4 · 2 · 8 · 128 = 8,192 elements per token, 16,384 bytes in bf16; at S = 262,144: 4,294,967,296 (4 GiB).
-# State: 28 · (8,192 · 4 + 8,192 · 16) = 28 · 163,840 = 4,587,520 elements, 9,175,040 bytes in bf16.
+# State: 28 · (8,192 · 4 · 2 bytes (conv, bf16) + 8,192 · 16 · 4 bytes (SSM, fp32)) = 28 · 589,824 = 16,515,072.
 JAMBA_V0_1 = {
     "model_type": "jamba",
     "vocab_size": 65536,
@@ -141,7 +145,7 @@ JAMBA_V0_1 = {
 def test_jamba_kv_cache_and_state() -> None:
     result = inference(JAMBA_V0_1, seq=262144)
     assert result.bytes_of("kv_cache") == 4 * GIB and result.kv_per_token_bytes == 16_384
-    assert result.bytes_of("state") == 9_175_040
+    assert result.bytes_of("state") == 16_515_072
     assert [(k.kind, k.layers) for k in result.per_layer_kind] == [("full_attention", 4), ("mamba", 28)]
 
 
@@ -150,7 +154,7 @@ def test_jamba_kv_cache_and_state() -> None:
 # 10 heads of 256, 1 KV head, conv1d_width 4, attention_window_size 2048.
 # KV: the local attention keeps min(S, 2048 - 1) tokens; at S = 8,192, 2,047 tokens of 2 · 1 · 256 = 512
 #   elements in 8 layers: 8 · 2,047 · 512 = 8,384,512 elements, 16,769,024 bytes in bf16.
-# State: 18 · (2,560 · (4 - 1) + 2,560) = 18 · 10,240 = 184,320 elements, 368,640 bytes in bf16.
+# State: 18 · (2,560 · (4 - 1) · 2 bytes (conv, bf16) + 2,560 · 4 bytes (RG-LRU, fp32)) = 18 · 25,600 = 460,800.
 RECURRENTGEMMA_2B = {
     "model_type": "recurrent_gemma",
     "vocab_size": 256000,
@@ -165,10 +169,10 @@ RECURRENTGEMMA_2B = {
 def test_recurrent_gemma_window_and_state() -> None:
     result = inference(RECURRENTGEMMA_2B, seq=8192)
     assert result.bytes_of("kv_cache") == 16_769_024
-    assert result.bytes_of("state") == 368_640
+    assert result.bytes_of("state") == 460_800
     assert [(k.kind, k.layers) for k in result.per_layer_kind] == [("sliding_attention", 8), ("recurrent", 18)]
     short = inference(RECURRENTGEMMA_2B, seq=100)  # below the window: 8 · 100 · 512 · 2 = 819,200 bytes
-    assert short.bytes_of("kv_cache") == 819_200 and short.bytes_of("state") == 368_640
+    assert short.bytes_of("kv_cache") == 819_200 and short.bytes_of("state") == 460_800
 
 
 # MiniMax with a MiniMax-Text-01-like layout: 80 layers, a softmax layer after every seven lightning layers

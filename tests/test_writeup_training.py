@@ -130,7 +130,11 @@ def test_cli_writeup_training_prints_the_section() -> None:
         (["--training", "--ep", "2"], 1, "--ep 2: llama-3-8b has no routed experts to divide"),
         (["--training", "--optimizer", "adam"], 2, "'adam' is not one of 'adamw', 'adamw8bit', 'sgd'"),
         (["--training", "--recompute", "some"], 2, "'some' is not one of 'none', 'selective', 'full'"),
-        (["--sections", "params,trainin"], 2, "choose from tree, params, leading, shares, flops, memory, attention, training"),
+        (
+            ["--sections", "params,trainin"],
+            2,
+            "choose from tree, params, leading, shares, flops, memory, attention, training",
+        ),
     ],
 )
 def test_cli_writeup_refuses_bad_training_options(args: list[str], code: int, message: str) -> None:

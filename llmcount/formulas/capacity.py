@@ -3,8 +3,9 @@
 * :func:`weights_table`: :math:`\\lceil P\\,b/8 \\rceil` bytes for each dtype of :data:`TABLE_DTYPES`, and int4 with one
   16-bit (fp16) scale per group of :data:`GROUP` = 128 weights, :math:`\\lceil P/2 \\rceil + 2\\lceil P/128 \\rceil`
   bytes: the scales over every parameter, as ``memory --group-size`` counts them (zero points not counted).
-* :func:`fit`: the longest S at B = 1 and the largest B at a given S whose :func:`memory.inference` total (weights,
-  scales, KV cache and the stated overhead, exact bytes) is at most the capacity. Found by an integer search over
+* :func:`fit`: the longest S at B = 1 (at most the model's context length, when its config gives one) and the largest
+  B at a given S whose :func:`memory.inference` total (weights, scales, KV cache and the stated overhead, exact
+  bytes) is at most the capacity. Found by an integer search over
   ``inference`` itself, so whatever the KV cache does with S (sliding windows stop it growing, fixed recurrent states
   don't grow at all) is taken as it is: the total only has to be non-decreasing in S and in B.
 """
@@ -63,6 +64,13 @@ class Fit:
     max_seq_total: int | None  # total bytes at (max_seq, B = 1)
     max_batch: int | None  # at S = seq
     max_batch_total: int | None
+    max_positions: int | None = None  # the model's context length (max_position_embeddings), when the config has it
+    max_seq_by_memory: int | None = None  # the longest S memory allows, before the cap at max_positions
+
+    @property
+    def capped(self) -> bool:
+        """The context length, not memory, sets the longest S."""
+        return self.max_seq != self.max_seq_by_memory
 
 
 def largest(fits: Callable[[int], bool]) -> int | None:
@@ -94,8 +102,10 @@ def fit(
     overhead_percent: int = 0,
     group_size: int | None = None,
     scale_dtype: str = "fp16",
+    max_positions: int | None = None,
 ) -> Fit:
-    """The longest S (B = 1) and the largest B (at ``seq``) that fit; LlmcountError when the weights alone don't."""
+    """The longest S (B = 1), at most ``max_positions`` (the model's context length) when given, and the largest B
+    (at ``seq``) that fit; LlmcountError when the weights alone don't."""
 
     def total(s: int, b: int) -> memory.Memory:
         return memory.inference(
@@ -119,7 +129,10 @@ def fit(
             f"{weights:,} bytes ({weights / 2**30:.2f} GiB) in {first.dtype}, by {short:,} bytes "
             f"({short / 2**30:.2f} GiB)"
         )
-    max_seq = largest(lambda s: total(s, 1).total_bytes <= capacity)
+    by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
+    max_seq = by_memory
+    if max_positions is not None and (by_memory is None or by_memory > max_positions):
+        max_seq = max_positions
     max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
     return Fit(
         capacity=capacity,
@@ -132,4 +145,6 @@ def fit(
         max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
         max_batch=max_batch,
         max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
+        max_positions=max_positions,
+        max_seq_by_memory=by_memory,
     )

@@ -47,6 +47,7 @@ class Model:
     # the record's [keys] and layer counts, as this config has them (activations.py reads its conditions with them)
     keys: Mapping[str, Any] = field(default_factory=dict)
     layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
+    max_positions: int | None = None  # the config's max_position_embeddings (n_positions), when it gives one
     # a composite config (multimodal): only its language model, read from text_config, is counted
     composite: Composite | None = None
 
@@ -265,7 +266,13 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     dtype = config.get("dtype", config.get("torch_dtype"))
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
-    return Model(name or source, source, family, ordered, terms, dtype, keys, indices)
+    positions = next((config[key] for key in POSITION_KEYS if key in config), None)
+    positions = positions if type(positions) is int and positions > 0 else None
+    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions)
+
+
+POSITION_KEYS = ("max_position_embeddings", "n_positions")
+"""Where a config gives the longest sequence the model was built for (the context length)."""
 
 
 def _nested_keys(config: dict[str, Any], source: str, family: Family) -> dict[str, Any]:

@@ -61,6 +61,13 @@ class Ingredients:
 def ingredients(model: Model, seq: int) -> Ingredients:
     derivation, values = model.derivation, model.values
     counts = model.counts
+    family = derivation.architecture
+    if family.states:
+        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
+        raise LlmcountError(
+            f"the FLOPs conventions are not given for {family.title} ({family.name}): they count attention "
+            f"models, and its {kinds} layers ([[state]]) are in none of them (`llmcount flops` counts them)"
+        )
     spec = attention_spec(derivation)
     weights = router = tables = 0
     for term in derivation.terms:

@@ -12,6 +12,9 @@ multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :ma
   ``causal`` counts only the :math:`S(S+1)/2` query-key pairs on or below the diagonal, as causal kernels do,
   and on sliding-window layers only the pairs within the window (:func:`window_pairs`; chunked layers: within
   the chunk, :func:`chunk_pairs`); eager attention computes (and masks) the full matrix on every layer;
+* layers that keep a state (a record's ``[[state]]``: Mamba, linear attention, ...) add the matmul-type operations
+  that mix their sequence in transformers' torch path (the depthwise convolution, a scan's einsums), each a formula
+  in B, S and the record's sizes (``[[state.flops]]``); their elementwise recurrences are not counted;
 * the LM head projects every position: :math:`2 T d V`, tied to the embedding or not;
 * not counted: embedding lookups, biases, norms, activations, softmax, RoPE, residual additions (elementwise).
 """
@@ -42,6 +45,11 @@ CAUSAL_CONVENTION = CONVENTION.replace(
     "(on sliding-window layers too: eager attention masks the window)",
     "over the S(S+1)/2 query-key pairs on or below the diagonal, as causal kernels compute them "
     "(sliding-window and chunked layers: only the pairs within the window or the chunk)",
+)
+STATE_CONVENTION = (
+    "layers that keep a state: the depthwise convolution and the matmuls and einsums of transformers' torch scan, "
+    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's chunks padded to Q tokens); "
+    "their elementwise recurrences, gates and decays not counted"
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
@@ -79,7 +87,7 @@ class FlopCounts:
     seq: int
     batch: int
     forward: int
-    per_token: int
+    per_token: int | Fraction  # forward / (B·S): a Fraction when B·S does not divide it (windows, convolutions)
     training: int
     rule_of_thumb: int
     components: tuple[FlopComponent, ...]
@@ -114,23 +122,39 @@ def linear_flops(term: Term) -> FlopTerm:
 
 
 def attention_spec(derivation: Derivation) -> Attention:
-    """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none, or
-    when it has layers that keep a state (``[[state]]``), whose FLOPs are not derived."""
+    """The record's ``[attention]``: which layers attend and how wide; refused by name when a record has none."""
     family = derivation.architecture
     spec = family.attention
-    if family.states:  # the scans of Mamba and linear-attention layers have no formula yet
-        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
-        beside = "beside its [attention] layers, " if spec is not None else ""
-        raise LlmcountError(
-            f"FLOPs are not derived for {family.title} ({family.name}) yet: {beside}its {kinds} layers ([[state]]) "
-            "have no FLOPs formula (`llmcount memory` gives their state)"
-        )
     if spec is None:
         raise LlmcountError(
             f"FLOPs and the KV cache are not derived for {family.title} ({family.name}) yet: "
             "its record has no [attention] section"
         )
     return spec
+
+
+def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
+    """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
+    record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
+    in reader's order ("": after the last term of its group). Refused by name when a layer kind
+    of the record has no such formula, or when the record says neither how its layers attend nor what they keep."""
+    family = derivation.architecture
+    if family.attention is None and not family.states:
+        attention_spec(derivation)  # raises, naming the family
+    missing = [state.name for state in family.states if state.flops is None]
+    if missing:
+        kinds = ", ".join(dict.fromkeys(missing))
+        beside = "beside its [attention] layers, " if family.attention is not None else ""
+        raise LlmcountError(
+            f"FLOPs are not derived for {family.title} ({family.name}) yet: {beside}its {kinds} layers ([[state]]) "
+            "have no FLOPs formula (`llmcount memory` gives their state)"
+        )
+    return [
+        (FlopTerm(op.path, op.expr / (B * S), op.note, state.layers), op.before)
+        for state in family.states
+        for op in state.flops or ()
+        if state.layers != 0
+    ]
 
 
 def window_pairs(window: Expr) -> Expr:
@@ -184,6 +208,11 @@ def head_flops() -> FlopTerm:
     return FlopTerm("head/lm_head", 2 * d * V, "LM head, d to V at every position (tied or not)")
 
 
+def _whole(value: Fraction) -> int | Fraction:
+    """An int when the fraction is whole."""
+    return value.numerator if value.denominator == 1 else value
+
+
 @dataclass(frozen=True)
 class Flops:
     """The forward FLOPs formula of one architecture: ordered matmul terms, in the derivation's order."""
@@ -193,16 +222,27 @@ class Flops:
 
     @property
     def convention(self) -> str:
-        return CAUSAL_CONVENTION if self.causal else CONVENTION
+        convention = CAUSAL_CONVENTION if self.causal else CONVENTION
+        return f"{convention}; {STATE_CONVENTION}" if self.derivation.architecture.states else convention
 
     @cached_property
     def terms(self) -> tuple[FlopTerm, ...]:
-        """Linear weights in reader's order, attention scores and values after the attention projections,
-        the LM head last."""
-        linear = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
-        after_attention = sum(1 for t in linear if t.path.startswith("attention/"))
-        scores = score_flops(attention_spec(self.derivation), self.causal)
-        return (*linear[:after_attention], *scores, *linear[after_attention:], head_flops())
+        """Linear weights in reader's order, attention scores and values after the attention projections, a state
+        layer's sequence mixing before the term its record names (``before``) or after the last of its group, the LM
+        head last."""
+        scans = state_flops(self.derivation)  # refuses a kind without a formula, or a record without either table
+        terms = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
+        spec = self.derivation.architecture.attention
+        if spec is not None:
+            after_attention = max((i + 1 for i, t in enumerate(terms) if t.path.startswith("attention/")), default=0)
+            terms[after_attention:after_attention] = score_flops(spec, self.causal)
+        for scan, before in scans:
+            group = scan.path.partition("/")[0] + "/"
+            at = next((i for i, t in enumerate(terms) if before and t.path == before), None)
+            if at is None:
+                at = max((i + 1 for i, t in enumerate(terms) if t.path.startswith(group)), default=len(terms))
+            terms.insert(at, scan)
+        return (*terms, head_flops())
 
     @cached_property
     def per_token(self) -> Expr:
@@ -237,7 +277,7 @@ class Flops:
         values = {**values, S: seq, B: batch}
         terms = self.terms  # refuses a record without [attention] before its window is read
         spec = self.derivation.architecture.attention
-        if spec.window is not None and not spec.window.free_symbols <= set(values):
+        if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)
             values.update({symbol: 0 for symbol in missing})
@@ -250,7 +290,7 @@ class Flops:
             seq=seq,
             batch=batch,
             forward=forward,
-            per_token=evaluate_int(self.per_token, values, "FLOPs per token"),
+            per_token=_whole(Fraction(forward, seq * batch)),
             training=3 * forward,
             rule_of_thumb=evaluate_int(self.rule_of_thumb, values, "rule of thumb"),
             components=components,

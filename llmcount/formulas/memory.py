@@ -41,8 +41,8 @@ INFERENCE_ASSUMPTIONS = (
 )
 
 STATE_ASSUMPTION = (
-    "the fixed state of the {kinds} layers (conv and recurrent) in the KV dtype too, as serving engines keep it by "
-    "default (transformers' torch code keeps most recurrent states in fp32)"
+    "the fixed state of the {kinds} layers in the KV dtype, except the recurrent states that transformers' torch "
+    "code keeps in fp32 whatever the model's dtype (a record's recurrent_dtype)"
 )
 
 
@@ -69,6 +69,9 @@ WINDOW_NOTE = (
 )
 
 
+ZERO = Integer(0)
+
+
 @dataclass(frozen=True)
 class LayerKind:
     """What one kind of layer keeps per sequence while generating: ``tokens`` tokens of ``per_token`` elements
@@ -81,15 +84,21 @@ class LayerKind:
     tokens: Expr
     per_sequence: Expr
     note: str
+    per_sequence_fp32: Expr = ZERO  # the part of the fixed state kept in fp32 whatever the cache dtype
 
     @property
     def elements(self) -> Expr:
-        """Elements this kind keeps for B sequences."""
+        """Elements this kind keeps for B sequences in the cache dtype."""
         return B * self.layers * (self.tokens * self.per_token + self.per_sequence)
 
     @property
+    def elements_fp32(self) -> Expr:
+        """Elements this kind keeps for B sequences in fp32."""
+        return B * self.layers * self.per_sequence_fp32
+
+    @property
     def is_state(self) -> bool:
-        return self.per_sequence != 0
+        return self.per_sequence != 0 or self.per_sequence_fp32 != 0
 
 
 def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = False) -> list[LayerKind]:
@@ -119,7 +128,11 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, per_layer, Min(S, window - 1), Integer(0), windowed))
     for state in family.states:
-        kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.elements, state.note))
+        if state.recurrent_dtype == "fp32":
+            note = f"{state.note}; the recurrent part in fp32 whatever the cache dtype, as transformers keeps it"
+            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.conv, note, state.recurrent))
+        else:
+            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.elements, state.note))
     return kinds
 
 
@@ -209,11 +222,13 @@ def inference(
     group_size: int | None = None,
     scale_dtype: str = "fp16",
     overhead_percent: int = 0,
+    max_positions: int | None = None,
 ) -> Memory:
     """Weights (+ quantisation scales) + KV cache for B × S tokens (+ a stated overhead), in bytes.
 
     ``kv_dtype`` defaults to the weights' dtype for fp32/bf16/fp16 and to bf16 for quantised weights
-    (weight quantisation leaves the cache in 16 bits).
+    (weight quantisation leaves the cache in 16 bits). A sliding window that S (or the model's context length,
+    ``max_positions``) never reaches is said so in the note of its layers.
     """
     dtype_name = dtype(dtype_name)
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
@@ -231,9 +246,10 @@ def inference(
         KindAmount(
             k.kind,
             evaluate_int(k.layers, env, k.kind),
-            k.elements * BITS[kv_dtype] / 8,
-            nbytes(evaluate_int(k.elements, env, k.kind), kv_dtype),
-            k.note,
+            k.elements * BITS[kv_dtype] / 8 + k.elements_fp32 * BITS["fp32"] / 8,
+            nbytes(evaluate_int(k.elements, env, k.kind), kv_dtype)
+            + nbytes(evaluate_int(k.elements_fp32, env, k.kind), "fp32"),
+            k.note + _unreached(family, k.kind, env, seq, max_positions),
         )
         for k in kinds
     )
@@ -272,6 +288,22 @@ def inference(
         assumptions=INFERENCE_ASSUMPTIONS
         + (f"; {STATE_ASSUMPTION.format(kinds=', '.join(a.kind.replace('_', ' ') for a in states))}" if states else ""),
     )
+
+
+def _unreached(family: Family, kind: str, env: dict[Symbol, int], seq: int, max_positions: int | None) -> str:
+    """A note for sliding or chunked layers whose window does not bind: it is at least the model's context length
+    (then it never applies), or S is shorter than it (then it does not at this S)."""
+    if kind not in ("sliding_attention", "chunked_attention") or family.attention is None:
+        return ""
+    window = evaluate_int(family.attention.window, env, "window")
+    if max_positions is not None and window - 1 >= max_positions:
+        return (
+            f"; the window W = {window:,} is not below the model's context length (max_position_embeddings "
+            f"{max_positions:,}): it never applies, these layers keep every token as full layers do"
+        )
+    if window - 1 >= seq:
+        return f"; at S = {seq:,} the window W = {window:,} is not reached: these layers keep every token"
+    return ""
 
 
 def training(derivation: Derivation, values: dict[Symbol, int], dtype_name: str = "bf16") -> Memory:

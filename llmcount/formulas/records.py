@@ -20,7 +20,7 @@ from sympy import Expr, Integer, Symbol
 
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
-from .symbols import BY_NAME, N, S
+from .symbols import BY_NAME, B, N, S
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,15 +87,30 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class StateFlops:
+    """One matmul-type operation of a state layer's sequence mixing (a convolution, a scan's einsum): ``expr`` FLOPs
+    in one such layer for one forward pass of B sequences of S tokens, as transformers' torch path computes it."""
+
+    path: str
+    expr: Expr
+    note: str
+    before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
+
+
+@dataclass(frozen=True)
 class State:
     """A fixed per-sequence state that layers of one kind keep instead of a KV cache (Mamba, linear attention):
-    ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers."""
+    ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers; ``flops``: the operations that
+    mix the sequence in one such layer, besides its linear weights (None: the FLOPs of the kind are not derived; empty:
+    the layer mixes the sequence by elementwise operations only, which the FLOPs convention does not count)."""
 
     name: str
     layers: Expr
     conv: Expr
     recurrent: Expr
     note: str
+    recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
+    flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
 
     @property
     def elements(self) -> Expr:
@@ -130,7 +145,7 @@ class Family:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
         for state in self.states:
-            exprs += [state.layers, state.conv, state.recurrent]
+            exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -233,9 +248,9 @@ def _table(data: Any, where: str) -> dict[str, Any]:
     return data
 
 
-def _list(data: Any, where: str) -> list[Any]:
+def _list(data: Any, where: str, what: str = "[[state]]") -> list[Any]:
     if not isinstance(data, list):
-        raise RecordError(f"{where}: expected an array of tables ([[state]])")
+        raise RecordError(f"{where}: expected an array of tables ({what})")
     return data
 
 
@@ -358,12 +373,33 @@ def _attention(data: Any, where: str) -> Attention:
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note"}
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
     parts = {f: formula(_text(data, f, where, "0"), f"{where} ({name}).{f}") for f in ("layers", "conv", "recurrent")}
-    return State(name=name, note=_text(data, "note", where, ""), **parts)
+    flops = (
+        None
+        if "flops" not in data
+        else tuple(
+            _state_flops(f, f"{where} ({name}).flops[{i}]")
+            for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
+        )
+    )
+    kept = data.get("recurrent_dtype")
+    if kept not in (None, "fp32"):
+        raise RecordError(f"{where} ({name}): 'recurrent_dtype' is \"fp32\" or absent (the cache dtype), not {kept!r}")
+    return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
+
+
+def _state_flops(data: Any, where: str) -> StateFlops:
+    data = _table(data, where)
+    unknown = set(data) - {"path", "expr", "note", "before"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    path = _text(data, "path", where)
+    expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
+    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""))
 
 
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
@@ -449,7 +485,7 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
-    missing = family.cost_symbols - known - {S}
+    missing = family.cost_symbols - known - {S, B}
     if missing:
         names = ", ".join(sorted(s.name for s in missing))
         raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")

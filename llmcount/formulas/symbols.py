@@ -90,6 +90,7 @@ n_lang = _size("n_lang")
 d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
+Q = _size("Q")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -187,6 +188,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_ad, r"d_{\mathrm{ad}}", "hidden_size // adapter_reduction_factor", "adapter bottleneck width (X-MOD)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
+    Entry(
+        Q,
+        "Q",
+        "chunk_size / mamba_chunk_size",
+        "chunk length of the Mamba-2 scan (state space duality) in transformers' torch path: FLOPs only",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}

@@ -175,7 +175,7 @@ def flops_data(model: Model, flops: Flops, counts: FlopCounts) -> dict[str, Any]
         "batch": counts.batch,
         "causal": flops.causal,
         "forward_flops": counts.forward,
-        "per_token": counts.per_token,
+        "per_token": counts.per_token if isinstance(counts.per_token, int) else float(counts.per_token),
         "training_flops": counts.training,
         "rule_of_thumb_flops": counts.rule_of_thumb,
         "rule_of_thumb_relative_error": float(counts.rule_error),

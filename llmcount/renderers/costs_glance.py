@@ -110,6 +110,9 @@ def fit_data(model: Model, f: Fit) -> dict[str, Any]:
         "weights_bytes": f.weights,
         "max_seq_at_batch_1": f.max_seq,
         "total_bytes_at_max_seq": f.max_seq_total,
+        "max_position_embeddings": f.max_positions,
+        "max_seq_by_memory": f.max_seq_by_memory,
+        "capped_by_context": f.capped,
         "seq": f.seq,
         "max_batch_at_seq": f.max_batch,
         "total_bytes_at_max_batch": f.max_batch_total,
@@ -120,5 +123,6 @@ def fit_data(model: Model, f: Fit) -> dict[str, Any]:
 
 FIT_NOTE = (
     "the largest values whose inference memory (weights, scales, KV cache, the stated overhead) is at most "
-    "the capacity; null: no limit from memory up to 2^40; not capped by the model's context length"
+    "the capacity; null: no limit from memory up to 2^40; max_seq_at_batch_1 is at most the model's context "
+    "length (max_position_embeddings, when the config gives it; capped_by_context), max_seq_by_memory is not"
 )

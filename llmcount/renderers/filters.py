@@ -76,16 +76,20 @@ _FLOP_UNITS = ((10**21, "Z"), (10**18, "E"), (10**15, "P"), (10**12, "T"), (10**
 
 
 def flops(value: int) -> str:
-    """A human form of a FLOP count: 32940000000000 -> '32.94T' (K, M, G, T, P, E, Z); exact below a thousand."""
-    value = int(value)
+    """A human form of a FLOP count: 32940000000000 -> '32.94T' (K, M, G, T, P, E, Z); exact below a thousand
+    (a fraction there with two decimals)."""
+    value = value if isinstance(value, Fraction) else int(value)
     for size, unit in _FLOP_UNITS:
         if abs(value) >= size:
-            return f"{value / size:.2f}{unit}"
-    return str(value)
+            return f"{float(value / size):.2f}{unit}"
+    return grouped(value)
 
 
-def grouped(value: int) -> str:
-    """Digit grouping for plain text and Markdown: 32,762,123,264."""
+def grouped(value: int | Fraction) -> str:
+    """Digit grouping for plain text and Markdown: 32,762,123,264; a fraction (a mean per token) with two
+    decimals: 185,250.71."""
+    if isinstance(value, Fraction) and value.denominator != 1:
+        return f"{float(value):,.2f}"
     return f"{int(value):,}"
 
 

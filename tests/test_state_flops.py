@@ -1,0 +1,280 @@
+"""FLOPs of the layers that keep a state (Mamba, Mamba-2 and the hybrids' Mamba layers), against FlopCounterMode.
+
+What ``torch.utils.flop_counter.FlopCounterMode`` counts in transformers' torch path (the one a CPU runs; the CUDA
+kernels are not used): matmuls, ``bmm``, ``einsum`` (decomposed into bmm) and ``convolution``, 2 FLOPs per
+multiply-add. What it cannot see: every elementwise operation, so the recurrences themselves (Mamba's
+h_t = exp(Δ_t A) h_(t-1) + Δ_t B_t x_t, Mamba-2's decay masks and segment sums), the gates, softplus and norms.
+Per Mamba layer it sees, besides the projections:
+
+- the depthwise ``conv1d``: padded by d_conv - 1 on both sides, it computes S + d_conv - 1 outputs per channel, the
+  first S of which are kept: 2 · B · channels · d_conv · (S + d_conv - 1);
+- Mamba (selective scan, a loop over the tokens): the readout C_t · h_t, a bmm of d_ssm × d_state by d_state × 1 per
+  token: 2 · B · S · d_ssm · d_state;
+- Mamba-2 (the chunked scan of state space duality, ``mamba2_chunk_scan``): S padded up to c = ⌈S/Q⌉ chunks of Q,
+  five einsums: C·Bᵀ (2·B·c·Q²·h·n), its product with x (2·B·c·Q²·h·p), the chunk states Bᵀ·x (2·B·c·Q·h·p·n),
+  the passing of states between chunks ((c + 1)² · 2·B·h·p·n) and the output from each chunk's state
+  (2·B·c·Q·h·p·n), with h heads of p channels and a state of n.
+
+The models run on CPU (the Mamba-2 path calls ``.item()``, which meta tensors refuse), small and random.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from refusal import assert_refused, run
+
+from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal, read_config
+from llmcount.formulas.flops import Flops
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+import torch  # noqa: E402
+from test_caches import LAYOUTS  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+
+def counter_flops(config: dict, batch: int, seq: int) -> int:
+    """FLOPs FlopCounterMode counts in one forward pass (no cache) of transformers' model on CPU."""
+    torch.manual_seed(0)
+    try:
+        model = AutoModelForCausalLM.from_config(
+            oracle._hf_config(config), attn_implementation="eager", experts_implementation="batched_mm"
+        )
+    except Exception as error:  # transformers refuses the config
+        raise oracle.TransformersRejected(str(error)) from error
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq))
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+    return counter.get_total_flops()
+
+
+def llmcount_flops(config: dict, batch: int, seq: int):
+    model = read_config(config, "test config")
+    return Flops(model.derivation).evaluate(model.values, seq, batch)
+
+
+COSTED = sorted(
+    name
+    for name in records.names()
+    if records.family(name).states and all(s.flops is not None for s in records.family(name).states)
+)
+SMALL_MAMBA = {"mamba_d_state": 4, "mamba_d_conv": 3, "mamba_expand": 2}
+SMALL = {
+    "mamba": {
+        "model_type": "mamba",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "state_size": 4, "conv_kernel": 3},
+        **{"time_step_rank": 5, "expand": 2},
+    },
+    "falcon_mamba": {
+        "model_type": "falcon_mamba",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "state_size": 4, "conv_kernel": 3},
+        **{"time_step_rank": 5, "expand": 2, "use_bias": True},
+    },
+    "mamba2": {
+        "model_type": "mamba2",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "state_size": 4, "conv_kernel": 3},
+        **{"expand": 2, "num_heads": 4, "head_dim": 8, "n_groups": 2, "chunk_size": 4},
+    },
+    "jamba": {
+        "model_type": "jamba",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "num_experts": 4, "num_experts_per_tok": 2},
+        **SMALL_MAMBA,
+        **{"mamba_dt_rank": 5, "attn_layer_period": 2, "attn_layer_offset": 1},
+        **{"expert_layer_period": 2, "expert_layer_offset": 0},
+    },
+    "bamba": {
+        "model_type": "bamba",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24},
+        **SMALL_MAMBA,
+        **{"mamba_n_heads": 4, "mamba_d_head": 8, "mamba_n_groups": 2, "mamba_chunk_size": 4},
+        "attn_layer_indices": [1],
+    },
+    "falcon_h1": {
+        "model_type": "falcon_h1",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24},
+        **SMALL_MAMBA,
+        **{"mamba_d_ssm": 24, "mamba_n_heads": 4, "mamba_d_head": 6, "mamba_n_groups": 2, "mamba_chunk_size": 4},
+    },
+    "nemotron_h": {
+        "model_type": "nemotron_h",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "ssm_state_size": 4},
+        **{"conv_kernel": 3, "mamba_num_heads": 4, "mamba_head_dim": 6, "n_groups": 2, "mamba_chunk_size": 4},
+        **{"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
+        **{"moe_shared_expert_intermediate_size": 8, "hybrid_override_pattern": "M*EM"},
+    },
+    "granitemoehybrid": {
+        "model_type": "granitemoehybrid",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "shared_intermediate_size": 8},
+        **{"num_local_experts": 4, "num_experts_per_tok": 2},
+        **SMALL_MAMBA,
+        **{"mamba_n_heads": 4, "mamba_d_head": 8, "mamba_n_groups": 2, "mamba_chunk_size": 4},
+        "layer_types": ["mamba", "attention", "mamba"],
+    },
+    "rwkv": {
+        "model_type": "rwkv",
+        "vocab_size": 32,
+        "hidden_size": 16,
+        "num_hidden_layers": 2,
+        "intermediate_size": 24,
+    },
+    "recurrent_gemma": {
+        "model_type": "recurrent_gemma",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "lru_width": 24, "conv1d_width": 3},
+        **{"attention_window_size": 4, "attention_bias": True},
+    },
+}
+# S = 1 and S = Q (one whole chunk), S < Q, S a multiple of Q plus some (padding), several chunks
+SIZES = [(1, 1), (1, 4), (1, 7), (2, 9), (3, 16)]
+
+
+def test_small_configs_cover_every_costed_state_family() -> None:
+    assert set(SMALL) == set(COSTED)
+
+
+@pytest.mark.parametrize(("batch", "seq"), SIZES)
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> None:
+    expected = counter_flops(SMALL[name], batch, seq)
+    got = llmcount_flops(SMALL[name], batch, seq).forward
+    assert got == expected, (
+        f"{name} B={batch} S={seq}: llmcount {got:,} != FlopCounterMode {expected:,} ({oracle.VERSIONS})"
+    )
+
+
+# torch turns a matmul or einsum that contracts a single element (a chunk of Q = 1, a state of 1, attention heads
+# of 1, RG-LRU gate blocks of 1) into a plain elementwise product, which the counter does not see; llmcount counts
+# it as the matmul it is. The drawn configs contract two elements or more.
+CHUNKS = {"chunk_size": [2, 3, 8], "mamba_chunk_size": [2, 3, 8]}
+CONTRACTED = {"h_d", "d_state", "d_mh", "Q"}
+
+
+@pytest.mark.parametrize("model_type", COSTED)
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_config_equals_flop_counter(model_type: str, data) -> None:
+    """The record's switches flipped and its sizes drawn (the drawing of test_records), chunks that divide the
+    drawn sequences or not; at least one attention layer in a hybrid, as test_caches places it."""
+    config = data.draw(oracle.drawn_config(records.family(model_type), st.sampled_from([2, 4, 8])))
+    for key, choices in CHUNKS.items():
+        if key in config or key in oracle.class_defaults(model_type):
+            config[key] = data.draw(st.sampled_from(choices))
+    if model_type in LAYOUTS and isinstance(config.get("num_hidden_layers"), int):
+        config.update(data.draw(LAYOUTS[model_type](config["num_hidden_layers"])))
+    batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 20))
+    try:
+        values = read_config(config, "drawn config").values
+        got = llmcount_flops(config, batch, seq).forward
+    except RuleRefusal:
+        assume(False)
+    named = {symbol.name: value for symbol, value in values.items()}
+    assume(all(value > 1 for name, value in named.items() if name in CONTRACTED))
+    assume("d_rnn" not in named or named["d_rnn"] // named["h"] > 1)  # RG-LRU gates: h blocks of d_rnn / h
+    try:
+        expected = counter_flops(config, batch, seq)
+    except Exception:  # transformers refuses the config (its class, constructor or forward)
+        assume(False)
+    assert got == expected, f"{model_type} B={batch} S={seq}: {json.dumps(config)} ({oracle.VERSIONS})"
+
+
+# state-spaces/mamba-2.8b-hf: hidden_size 2560, 64 layers, expand 2 (d_ssm 5,120), state_size 16, conv_kernel 4,
+# time_step_rank auto = ⌈2560 / 16⌉ = 160, vocab 50,280 (tied head). At B = 1, S = 2,048, per layer:
+#   in_proj   2 · 2,048 · 2,560 · 10,240             = 107,374,182,400
+#   conv1d    2 · 5,120 · 4 · (2,048 + 3)            =      84,008,960
+#   x_proj    2 · 2,048 · 5,120 · (160 + 2 · 16)     =   4,026,531,840
+#   dt_proj   2 · 2,048 · 160 · 5,120                =   3,355,443,200
+#   scan      2 · 2,048 · 5,120 · 16 (C_t · h_t)     =     335,544,320
+#   out_proj  2 · 2,048 · 5,120 · 2,560              =  53,687,091,200
+#   layer                                              168,862,801,920
+# 64 layers 10,807,219,322,880 + LM head 2 · 2,048 · 2,560 · 50,280 = 527,224,012,800: 11,334,443,335,680.
+MAMBA_2_8B = {"model_type": "mamba", "vocab_size": 50280, "hidden_size": 2560, "num_hidden_layers": 64}
+
+
+def test_mamba_2_8b_by_hand() -> None:
+    counts = llmcount_flops(MAMBA_2_8B, 1, 2048)
+    assert counts.forward == 11_334_443_335_680
+    parts = {c.path: c.flops for c in counts.components}
+    assert parts["mamba/conv1d"] == 64 * 84_008_960
+    assert parts["mamba/scan"] == 64 * 335_544_320
+    assert "mamba/A_log" not in parts and "mamba/D" not in parts  # parameters no matmul uses
+    assert counts.per_token == Fraction(11_334_443_335_680, 2048)  # the convolution's 3 extra outputs: not whole
+
+
+# state-spaces/mamba2-2.7b: hidden_size 2560, 64 layers, expand 2 (80 heads of 64), n_groups 1, state_size 128,
+# conv_kernel 4, chunk_size 256, vocab 50,288 (tied head). At B = 1, S = 2,048: c = 8 chunks, per layer:
+#   in_proj               2 · 2,048 · 2,560 · (2 · 5,120 + 2 · 128 + 80) = 110,897,397,760
+#   conv1d                2 · (5,120 + 256) · 4 · 2,051                   =      88,209,408
+#   ssd.scores            2 · 8 · 256² · 80 · 128                         =  10,737,418,240
+#   ssd.values            2 · 8 · 256² · 80 · 64                          =   5,368,709,120
+#   ssd.chunk_states      2 · 8 · 256 · 80 · 64 · 128                     =   2,684,354,560
+#   ssd.state_passing     2 · 9² · 80 · 64 · 128                          =     106,168,320
+#   ssd.state_output      2 · 8 · 256 · 80 · 64 · 128                     =   2,684,354,560
+#   out_proj              2 · 2,048 · 5,120 · 2,560                       =  53,687,091,200
+#   layer                                                                   186,253,703,168
+# 64 layers 11,920,237,002,752 + LM head 2 · 2,048 · 2,560 · 50,288 = 527,307,898,880: 12,447,544,901,632.
+MAMBA2_2_7B = {
+    "model_type": "mamba2",
+    **{"vocab_size": 50288, "hidden_size": 2560, "num_hidden_layers": 64, "num_heads": 80, "head_dim": 64},
+    **{"n_groups": 1, "state_size": 128, "conv_kernel": 4, "chunk_size": 256, "tie_word_embeddings": True},
+}
+
+
+def test_mamba2_2_7b_by_hand() -> None:
+    counts = llmcount_flops(MAMBA2_2_7B, 1, 2048)
+    assert counts.forward == 12_447_544_901_632
+    parts = {c.path: c.flops for c in counts.components}
+    assert parts["mamba/ssd.state_passing"] == 64 * 106_168_320
+    # one token more starts a ninth chunk, padded to 256 tokens: the chunk terms jump, the projections grow by one
+    longer = {c.path: c.flops for c in llmcount_flops(MAMBA2_2_7B, 1, 2049).components}
+    assert longer["mamba/ssd.scores"] == 64 * 2 * 9 * 256**2 * 80 * 128
+
+
+def test_flops_of_mamba_on_the_command_line(tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(MAMBA_2_8B))
+    result = run("flops", str(config), "--seq", "2048", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["forward_flops"] == 11_334_443_335_680
+    assert data["per_token"] == 11_334_443_335_680 / 2048  # a mean, not a whole number here
+    assert "elementwise recurrences" in data["convention"]
+    paths = [c["path"] for c in data["components"]]
+    assert paths.index("mamba/scan") < paths.index("mamba/out_proj") < paths.index("head/lm_head")
+    text = run("flops", str(config), "--seq", "2048")
+    assert text.exit_code == 0 and "mamba/scan" in text.stdout
+
+
+MINIMAX = {
+    "model_type": "minimax",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 8,
+    "num_hidden_layers": 2,
+}
+
+
+@pytest.mark.parametrize(("model", "title"), [("qwen3-next-80b-a3b", "Qwen3-Next"), (MINIMAX, "MiniMax (minimax)")])
+def test_kinds_without_a_formula_are_refused_by_name(model, title: str, tmp_path) -> None:
+    if isinstance(model, dict):
+        (tmp_path / "config.json").write_text(json.dumps(model))
+        model = str(tmp_path / "config.json")
+    assert_refused(run("flops", model), title, "linear_attention layers ([[state]])", "no FLOPs formula")
+
+
+def test_conventions_are_refused_for_a_model_with_state_layers(tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(MAMBA_2_8B))
+    assert_refused(run("flops", str(config), "--conventions"), "Mamba (mamba)", "mamba layers")
