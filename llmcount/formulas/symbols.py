@@ -84,6 +84,7 @@ d_att = _size("d_att")
 N_recurrent = _count("N_recurrent")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
+N_index = _count("N_index")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -168,6 +169,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
+    Entry(
+        N_index,
+        r"N_{\mathrm{index}}",
+        "indexer_types",
+        "layers that run their own sparse-attention indexer (the others reuse the previous one's top-k)",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}

@@ -1,0 +1,51 @@
+"""Layer patterns that the drawn configs of ``test_records`` leave at their defaults, against transformers.
+
+``oracle.drawn_config`` draws sizes and flips switches, but drops the lists per layer and keeps integer pattern
+keys at the class's defaults; a record's other branches (a layer list given, a pattern string, a frequency) are
+counted here on small hand-made configs and compared with ``sum(numel())`` over transformers' model on meta.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcount.formulas.config import read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+GLM_DSA = {  # six small layers: one dense, then MoE
+    "model_type": "glm_moe_dsa",
+    "num_hidden_layers": 6,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "q_lora_rank": 24,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 8,
+    "index_n_heads": 2,
+    "index_head_dim": 8,
+    "first_k_dense_replace": 1,
+}
+
+CASES = {
+    # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
+    "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
+    "glm_moe_dsa index_skip_topk_offset": {**GLM_DSA, "index_topk_freq": 3, "index_skip_topk_offset": 0},
+    "glm_moe_dsa index_topk_pattern string": {**GLM_DSA, "index_topk_pattern": "FSSFSF"},
+    "glm_moe_dsa index_topk_pattern list": {**GLM_DSA, "index_topk_pattern": ["full", "shared"] * 3},
+    "glm_moe_dsa indexer_types": {**GLM_DSA, "indexer_types": ["full", "shared", "shared", "full", "full", "shared"]},
+    "glm_moe_dsa mlp_layer_types": {**GLM_DSA, "mlp_layer_types": ["dense", "sparse", "dense"] * 2},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_layer_pattern_equals_transformers(case: str) -> None:
+    config = CASES[case]
+    assert read_config(config, case).counts.total == oracle.meta_total(config), f"{case} ({oracle.VERSIONS})"
