@@ -34,6 +34,23 @@ GLM_DSA = {  # six small layers: one dense, then MoE
     "first_k_dense_replace": 1,
 }
 
+LONGCAT = {  # two layers of two sublayers; 4 routed and 2 zero-computation experts
+    "model_type": "longcat_flash",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "ffn_hidden_size": 48,
+    "expert_ffn_hidden_size": 16,
+    "num_attention_heads": 4,
+    "n_routed_experts": 4,
+    "zero_expert_num": 2,
+    "moe_topk": 2,
+    "q_lora_rank": 24,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 8,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -42,6 +59,10 @@ CASES = {
     "glm_moe_dsa index_topk_pattern list": {**GLM_DSA, "index_topk_pattern": ["full", "shared"] * 3},
     "glm_moe_dsa indexer_types": {**GLM_DSA, "indexer_types": ["full", "shared", "shared", "full", "full", "shared"]},
     "glm_moe_dsa mlp_layer_types": {**GLM_DSA, "mlp_layer_types": ["dense", "sparse", "dense"] * 2},
+    # num_hidden_layers (2 per decoder layer) given instead of num_layers: the config class halves it
+    "longcat_flash num_hidden_layers": {**LONGCAT, "num_hidden_layers": 6},
+    "longcat_flash num_layers": {**LONGCAT, "num_layers": 3},
+    "longcat_flash without zero experts": {**LONGCAT, "num_layers": 1, "zero_expert_num": 0},
 }
 
 

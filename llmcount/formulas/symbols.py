@@ -85,6 +85,7 @@ N_recurrent = _count("N_recurrent")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 N_index = _count("N_index")
+n_zero = _count("n_zero")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -174,6 +175,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"N_{\mathrm{index}}",
         "indexer_types",
         "layers that run their own sparse-attention indexer (the others reuse the previous one's top-k)",
+    ),
+    Entry(
+        n_zero,
+        r"n_{\mathrm{zero}}",
+        "zero_expert_num",
+        "zero-computation experts: the router may pick them, and they return their input unchanged",
     ),
 )
 
