@@ -51,6 +51,21 @@ LONGCAT = {  # two layers of two sublayers; 4 routed and 2 zero-computation expe
     "v_head_dim": 8,
 }
 
+MIMO = {  # sliding layers have twice the key/value heads and sinks
+    "model_type": "mimo_v2_flash",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 12,
+    "v_head_dim": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -63,6 +78,9 @@ CASES = {
     "longcat_flash num_hidden_layers": {**LONGCAT, "num_hidden_layers": 6},
     "longcat_flash num_layers": {**LONGCAT, "num_layers": 3},
     "longcat_flash without zero experts": {**LONGCAT, "num_layers": 1, "zero_expert_num": 0},
+    "mimo_v2_flash layer_types": {**MIMO, "layer_types": ["sliding_attention", "full_attention"] * 2},
+    "mimo_v2_flash mlp_layer_types": {**MIMO, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "mimo_v2_flash default pattern": {**MIMO, "num_hidden_layers": 7},
 }
 
 
