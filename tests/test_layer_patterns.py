@@ -66,6 +66,21 @@ MIMO = {  # sliding layers have twice the key/value heads and sinks
     "num_experts_per_tok": 2,
 }
 
+HY_V3 = {
+    "model_type": "hy_v3",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_shared_experts": 2,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -81,6 +96,8 @@ CASES = {
     "mimo_v2_flash layer_types": {**MIMO, "layer_types": ["sliding_attention", "full_attention"] * 2},
     "mimo_v2_flash mlp_layer_types": {**MIMO, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
     "mimo_v2_flash default pattern": {**MIMO, "num_hidden_layers": 7},
+    "hy_v3 mlp_layer_types": {**HY_V3, "mlp_layer_types": ["sparse", "dense", "sparse", "dense"]},
+    "hy_v3 biases, no shared experts": {**HY_V3, "mlp_bias": True, "num_shared_experts": 0},
 }
 
 
