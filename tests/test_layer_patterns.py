@@ -81,6 +81,14 @@ HY_V3 = {
     "num_shared_experts": 2,
 }
 
+HY_V4 = {  # seven layers: indexers on 0, 1 and 5 by default
+    **{key: value for key, value in GLM_DSA.items() if key not in ("first_k_dense_replace", "num_key_value_heads")},
+    "model_type": "hy_v4",
+    "num_hidden_layers": 7,
+    "hc_mult": 3,
+    "pad_token_id": None,  # the class's default, 120002, lies outside the small vocabulary
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -98,6 +106,9 @@ CASES = {
     "mimo_v2_flash default pattern": {**MIMO, "num_hidden_layers": 7},
     "hy_v3 mlp_layer_types": {**HY_V3, "mlp_layer_types": ["sparse", "dense", "sparse", "dense"]},
     "hy_v3 biases, no shared experts": {**HY_V3, "mlp_bias": True, "num_shared_experts": 0},
+    "hy_v4 default pattern": HY_V4,
+    "hy_v4 indexer_types": {**HY_V4, "indexer_types": ["full", "shared", "full", "full", "shared", "shared", "full"]},
+    "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
 }
 
 

@@ -86,6 +86,7 @@ d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 N_index = _count("N_index")
 n_zero = _count("n_zero")
+n_hc = _size("n_hc")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -181,6 +182,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{zero}}",
         "zero_expert_num",
         "zero-computation experts: the router may pick them, and they return their input unchanged",
+    ),
+    Entry(
+        n_hc,
+        r"n_{\mathrm{hc}}",
+        "hc_mult",
+        "residual streams of the hyper-connections: the hidden state is kept as n_hc copies that each layer mixes",
     ),
 )
 
