@@ -89,6 +89,13 @@ HY_V4 = {  # seven layers: indexers on 0, 1 and 5 by default
     "pad_token_id": None,  # the class's default, 120002, lies outside the small vocabulary
 }
 
+AXK2 = {  # four layers, gated norms of rank 4
+    **{key: value for key, value in GLM_DSA.items() if key != "first_k_dense_replace"},
+    "model_type": "axk2",
+    "num_hidden_layers": 4,
+    "gated_norm_rank": 4,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -109,6 +116,8 @@ CASES = {
     "hy_v4 default pattern": HY_V4,
     "hy_v4 indexer_types": {**HY_V4, "indexer_types": ["full", "shared", "full", "full", "shared", "shared", "full"]},
     "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
+    "axk2 first_k_dense_replace, moe_layer_freq": {**AXK2, "first_k_dense_replace": 0, "moe_layer_freq": 2},
+    "axk2 mlp_layer_types": {**AXK2, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
 }
 
 

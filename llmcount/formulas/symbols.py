@@ -87,6 +87,7 @@ k_conv = _size("k_conv")
 N_index = _count("N_index")
 n_zero = _count("n_zero")
 n_hc = _size("n_hc")
+r_g = _size("r_g")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -189,6 +190,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "hc_mult",
         "residual streams of the hyper-connections: the hidden state is kept as n_hc copies that each layer mixes",
     ),
+    Entry(r_g, "r_{g}", "gated_norm_rank", "rank of the low-rank MLP whose sigmoid gates a gated RMSNorm's output"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
