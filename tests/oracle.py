@@ -213,6 +213,7 @@ REFUSED_DEFAULTS = {
     "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
     "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
     "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
+    "hunyuan_v1_moe": ("head_dim", 128),  # HunYuanMoEV1Config defaults head_dim to None
 }
 
 
