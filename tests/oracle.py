@@ -206,14 +206,16 @@ def class_defaults(model_type: str) -> dict[str, Any]:
         return {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
 
 
-# Config classes whose defaults describe no model that can run: the key a family record refuses them by, and
-# the value that makes them one.
+# Config classes whose defaults describe no model that can run: the key a family record refuses them by, the
+# value that makes them one, and (optionally) other keys that need a value too.
 REFUSED_DEFAULTS = {
     "deepseek_v2": ("num_experts_per_tok", 6),  # DeepseekV2Config defaults it to None: no top-k routing
     "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
     "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
     "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
     "hunyuan_v1_moe": ("head_dim", 128),  # HunYuanMoEV1Config defaults head_dim to None
+    # Dots1Config defaults the expert counts to None; dots.llm1's own: 128 experts, 2 shared, 6 per token
+    "dots1": ("n_routed_experts", 128, {"n_shared_experts": 2, "num_experts_per_tok": 6}),
 }
 
 
@@ -221,8 +223,9 @@ def runnable_defaults(model_type: str) -> dict[str, Any]:
     """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` set to a value a model can run with."""
     config = class_defaults(model_type)
     if model_type in REFUSED_DEFAULTS:
-        key, value = REFUSED_DEFAULTS[model_type]
+        key, value, *others = REFUSED_DEFAULTS[model_type]
         config[key] = value
+        config.update(*others)
     return config
 
 
