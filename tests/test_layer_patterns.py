@@ -96,6 +96,19 @@ AXK2 = {  # four layers, gated norms of rank 4
     "gated_norm_rank": 4,
 }
 
+ZAMBA = {  # a small Zamba: the shared block counts once, however many hybrid layers use it
+    "model_type": "zamba",
+    "num_hidden_layers": 8,
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "mamba_d_state": 4,
+    "mamba_dt_rank": 3,
+    "pad_token_id": None,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -118,6 +131,10 @@ CASES = {
     "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
     "axk2 first_k_dense_replace, moe_layer_freq": {**AXK2, "first_k_dense_replace": 0, "moe_layer_freq": 2},
     "axk2 mlp_layer_types": {**AXK2, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
+    "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
+    "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
+    "zamba untied, biases": {**ZAMBA, "tie_word_embeddings": False, "mamba_proj_bias": True, "mamba_dt_rank": "auto"},
 }
 
 

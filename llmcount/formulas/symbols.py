@@ -168,7 +168,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
     Entry(h_idx, r"h_{\mathrm{idx}}", "index_n_heads", "heads of the sparse-attention indexer (DeepSeek-V3.2)"),
     Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
-    Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
+    Entry(
+        d_att,
+        r"d_{\mathrm{att}}",
+        "attention_hidden_size",
+        "width of the attention block: its keys, values and receptance (RWKV), its input (Zamba: 2·d)",
+    ),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
