@@ -109,6 +109,18 @@ ZAMBA = {  # a small Zamba: the shared block counts once, however many hybrid la
     "pad_token_id": None,
 }
 
+OLMO_HYBRID = {  # 0.75 · 22 / 4 = 4.125: the linear key heads are 4 wide, the value heads 8
+    "model_type": "olmo_hybrid",
+    "num_hidden_layers": 6,
+    "vocab_size": 64,
+    "hidden_size": 22,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 6,
+    "pad_token_id": None,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -135,6 +147,10 @@ CASES = {
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
     "zamba untied, biases": {**ZAMBA, "tie_word_embeddings": False, "mamba_proj_bias": True, "mamba_dt_rank": "auto"},
+    "olmo_hybrid default pattern": OLMO_HYBRID,  # layer 3 full
+    "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
+    "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
+    "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
 }
 
 
