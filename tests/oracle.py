@@ -231,8 +231,39 @@ def runnable_defaults(model_type: str) -> dict[str, Any]:
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
-# (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim)
-DERIVED = {"rope_parameters", "head_dim", "qk_head_dim"}
+# (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
+# widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim)
+DERIVED = {"rope_parameters", "head_dim", "qk_head_dim", "attention_hidden_size", "attention_head_dim", "mamba_headdim"}
+
+
+@lru_cache(maxsize=256)
+def _derives_layer_lists(model_type: str, key: str, layers: int) -> bool:
+    """Whether the config class builds with ``layers`` layers when its per-layer lists are absent: most derive them
+    from the number of layers; some have a default list of fixed length (Zamba2: 54 layers) or a pattern that needs
+    more layers than a drawn config has (Zamba: 3), and refuse any other count."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            AutoConfig.for_model(model_type, **{key: layers})
+        except Exception:  # whatever transformers raises, it refused the count
+            return False
+    return True
+
+
+def layer_lists(family: records.Family) -> dict[str, list[str]]:
+    """The per-layer lists of the class defaults that the record reads (a list of strings with one entry per layer
+    of the default config: layer_types, layers_block_type, ...), by key."""
+    defaults = class_defaults(family.name)
+    layers = next((defaults.get(spec.key) for spec in family.symbols if spec.symbol.name == "N"), None)
+    return {
+        key: value
+        for key, value in defaults.items()
+        if key in family.keys
+        and isinstance(value, list)
+        and len(value) == layers
+        and value
+        and all(isinstance(x, str) for x in value)
+    }
 
 
 @st.composite
@@ -264,6 +295,14 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
         config["pad_token_id"] = None
+    # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
+    # kinds its default lists name (the records read them, so the drawn layouts are counted too)
+    key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)
+    layers = config.get(key)
+    if isinstance(layers, int) and not _derives_layer_lists(family.name, key, layers):
+        for name, default in layer_lists(family).items():
+            kinds = st.sampled_from(sorted(set(default)))
+            config[name] = draw(st.lists(kinds, min_size=layers, max_size=layers))
     return config
 
 

@@ -1,8 +1,10 @@
 """Layer patterns that the drawn configs of ``test_records`` leave at their defaults, against transformers.
 
-``oracle.drawn_config`` draws sizes and flips switches, but drops the lists per layer and keeps integer pattern
-keys at the class's defaults; a record's other branches (a layer list given, a pattern string, a frequency) are
-counted here on small hand-made configs and compared with ``sum(numel())`` over transformers' model on meta.
+``oracle.drawn_config`` draws sizes and flips switches, but keeps the lists per layer at what the config class derives
+(it draws them only when the class cannot derive them for the drawn number of layers) and integer pattern keys at
+the class's defaults; a record's other branches (a layer list given, a pattern string, a frequency, two shared
+blocks) are counted here on small hand-made configs and compared with ``sum(numel())`` over transformers' model on
+meta.
 """
 
 from __future__ import annotations
@@ -121,6 +123,21 @@ OLMO_HYBRID = {  # 0.75 · 22 / 4 = 4.125: the linear key heads are 4 wide, the 
     "pad_token_id": None,
 }
 
+ZAMBA2 = {  # six layers, hybrid ones at 1, 3 and 4
+    "model_type": "zamba2",
+    "num_hidden_layers": 6,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"],
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "mamba_d_state": 4,
+    "n_mamba_heads": 4,
+    "adapter_rank": 3,
+    "pad_token_id": None,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -151,6 +168,19 @@ CASES = {
     "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
     "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
     "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+    "zamba2 tied": ZAMBA2,
+    "zamba2 tied, two blocks, attention adapters": {
+        **ZAMBA2,
+        "num_mem_blocks": 2,
+        "use_shared_attention_adapter": True,
+    },
+    "zamba2 untied, attention adapters, biases": {
+        **ZAMBA2,
+        "tie_word_embeddings": False,
+        "use_shared_attention_adapter": True,
+        "add_bias_linear": True,
+    },
+    "zamba2 no hybrid layer": {**ZAMBA2, "layers_block_type": ["mamba"] * 6, "mamba_ngroups": 2},
 }
 
 

@@ -88,6 +88,8 @@ N_index = _count("N_index")
 n_zero = _count("n_zero")
 n_hc = _size("n_hc")
 r_g = _size("r_g")
+n_mem = _size("n_mem")
+r_a = _size("r_a")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -196,6 +198,13 @@ GLOSSARY: tuple[Entry, ...] = (
         "residual streams of the hyper-connections: the hidden state is kept as n_hc copies that each layer mixes",
     ),
     Entry(r_g, "r_{g}", "gated_norm_rank", "rank of the low-rank MLP whose sigmoid gates a gated RMSNorm's output"),
+    Entry(
+        n_mem,
+        r"n_{\mathrm{mem}}",
+        "num_mem_blocks",
+        "distinct shared transformer blocks, used in turn by the hybrid layers (Zamba2)",
+    ),
+    Entry(r_a, "r_{a}", "adapter_rank", "rank of the low-rank adapters a hybrid layer adds to a shared block (Zamba2)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
