@@ -237,15 +237,15 @@ DERIVED = {"rope_parameters", "head_dim", "qk_head_dim", "attention_hidden_size"
 
 
 @lru_cache(maxsize=256)
-def _derives_layer_lists(model_type: str, key: str, layers: int) -> bool:
-    """Whether the config class builds with ``layers`` layers when its per-layer lists are absent: most derive them
-    from the number of layers; some have a default list of fixed length (Zamba2: 54 layers) or a pattern that needs
-    more layers than a drawn config has (Zamba: 3), and refuse any other count."""
+def _accepts(model_type: str, key: str, value: Any) -> bool:
+    """Whether the config class accepts ``value`` for ``key``, the other keys at their defaults: ModernBERT's
+    pad_token_id must be an integer; a class whose per-layer lists have a fixed default length (Zamba2: 54 layers) or
+    a pattern that needs more layers than a drawn config has (Zamba: 3) refuses other layer counts."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            AutoConfig.for_model(model_type, **{key: layers})
-        except Exception:  # whatever transformers raises, it refused the count
+            AutoConfig.for_model(model_type, **{key: value})
+        except Exception:  # whatever transformers raises, it refused the value
             return False
     return True
 
@@ -294,12 +294,12 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
-        config["pad_token_id"] = None
+        config["pad_token_id"] = None if _accepts(family.name, "pad_token_id", None) else 0
     # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
     # kinds its default lists name (the records read them, so the drawn layouts are counted too)
     key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)
     layers = config.get(key)
-    if isinstance(layers, int) and not _derives_layer_lists(family.name, key, layers):
+    if isinstance(layers, int) and not _accepts(family.name, key, layers):
         for name, default in layer_lists(family).items():
             kinds = st.sampled_from(sorted(set(default)))
             config[name] = draw(st.lists(kinds, min_size=layers, max_size=layers))
