@@ -206,13 +206,16 @@ def class_defaults(model_type: str) -> dict[str, Any]:
         return {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
 
 
-# Config classes whose defaults describe no model that can run: the key a family record refuses them by, and
-# the value that makes them one.
+# Config classes whose defaults describe no model that can run: the key a family record refuses them by, the
+# value that makes them one, and (optionally) other keys that need a value too.
 REFUSED_DEFAULTS = {
     "deepseek_v2": ("num_experts_per_tok", 6),  # DeepseekV2Config defaults it to None: no top-k routing
     "nemotron": ("num_key_value_heads", 8),  # NemotronConfig defaults it to None, which its attention cannot use
     "ministral": ("head_dim", 128),  # MinistralConfig defaults head_dim to None
     "hunyuan_v1_dense": ("head_dim", 128),  # HunYuanDenseV1Config defaults head_dim to None
+    "hunyuan_v1_moe": ("head_dim", 128),  # HunYuanMoEV1Config defaults head_dim to None
+    # Dots1Config defaults the expert counts to None; dots.llm1's own: 128 experts, 2 shared, 6 per token
+    "dots1": ("n_routed_experts", 128, {"n_shared_experts": 2, "num_experts_per_tok": 6}),
     # Lfm2MoeConfig defaults layer_types to None, which its decoder layers index: LFM2-8B-A1B's pattern, 32 layers
     "lfm2_moe": ("layer_types", ["conv", "conv", "full_attention", "conv"] * 8),
 }
@@ -230,10 +233,18 @@ UNBUILDABLE_DEFAULTS = {
 def runnable_defaults(model_type: str) -> dict[str, Any]:
     """The class defaults, with the keys of :data:`REFUSED_DEFAULTS` and :data:`UNBUILDABLE_DEFAULTS` set to a
     value a model can run with."""
-    config = class_defaults(model_type)
+    return runnable(class_defaults(model_type), model_type)
+
+
+def runnable(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """``config`` with the keys :data:`REFUSED_DEFAULTS` and :data:`UNBUILDABLE_DEFAULTS` give ``model_type`` (the
+    key, its value and any other keys the class needs with it)."""
     for table in (REFUSED_DEFAULTS, UNBUILDABLE_DEFAULTS):
         if model_type in table:
-            config = with_key(config, *table[model_type])
+            key, value, *others = table[model_type]
+            config = with_key(config, key, value)
+            for extra in others:
+                config = {**config, **extra}
     return config
 
 
@@ -259,8 +270,39 @@ def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
-# (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim)
-DERIVED = {"rope_parameters", "head_dim", "qk_head_dim"}
+# (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
+# widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim)
+DERIVED = {"rope_parameters", "head_dim", "qk_head_dim", "attention_hidden_size", "attention_head_dim", "mamba_headdim"}
+
+
+@lru_cache(maxsize=256)
+def _accepts(model_type: str, key: str, value: Any) -> bool:
+    """Whether the config class accepts ``value`` for ``key``, the other keys at their defaults: ModernBERT's
+    pad_token_id must be an integer; a class whose per-layer lists have a fixed default length (Zamba2: 54 layers) or
+    a pattern that needs more layers than a drawn config has (Zamba: 3) refuses other layer counts."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            AutoConfig.for_model(model_type, **{key: value})
+        except Exception:  # whatever transformers raises, it refused the value
+            return False
+    return True
+
+
+def layer_lists(family: records.Family) -> dict[str, list[str]]:
+    """The per-layer lists of the class defaults that the record reads (a list of strings with one entry per layer
+    of the default config: layer_types, layers_block_type, ...), by key."""
+    defaults = class_defaults(family.name)
+    layers = next((defaults.get(spec.key) for spec in family.symbols if spec.symbol.name == "N"), None)
+    return {
+        key: value
+        for key, value in defaults.items()
+        if key in family.keys
+        and isinstance(value, list)
+        and len(value) == layers
+        and value
+        and all(isinstance(x, str) for x in value)
+    }
 
 
 @st.composite
@@ -300,7 +342,15 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
-        config["pad_token_id"] = None
+        config["pad_token_id"] = None if _accepts(family.name, "pad_token_id", None) else 0
+    # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
+    # kinds its default lists name (the records read them, so the drawn layouts are counted too)
+    key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)
+    layers = config.get(key)
+    if isinstance(layers, int) and not _accepts(family.name, key, layers):
+        for name, default in layer_lists(family).items():
+            kinds = st.sampled_from(sorted(set(default)))
+            config[name] = draw(st.lists(kinds, min_size=layers, max_size=layers))
     return config
 
 

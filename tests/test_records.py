@@ -44,9 +44,7 @@ def test_class_defaults(model_type: str) -> None:
     assert llmcount_total(full) == expected, f"{model_type}: class defaults ({oracle.VERSIONS})"
     family = records.family(model_type)
     minimal = {"model_type": model_type, **{key: full[key] for key in required_keys(family) if key in full}}
-    for table in (oracle.REFUSED_DEFAULTS, oracle.UNBUILDABLE_DEFAULTS):  # the key that makes the defaults runnable
-        if model_type in table:
-            minimal = oracle.with_key(minimal, *table[model_type])
+    minimal = oracle.runnable(minimal, model_type)  # the keys that make the defaults runnable
     assert llmcount_total(minimal) == expected, f"{model_type}: only the required keys given ({oracle.VERSIONS})"
 
 

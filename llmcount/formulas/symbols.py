@@ -91,6 +91,12 @@ d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 Q = _size("Q")
+N_index = _count("N_index")
+n_zero = _count("n_zero")
+n_hc = _size("n_hc")
+r_g = _size("r_g")
+n_mem = _size("n_mem")
+r_a = _size("r_a")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -171,7 +177,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_shape, r"d_{\mathrm{shape}}", "shape_embed_dim", "width of the glyph-shape embedding (RoCBert)"),
     Entry(h_idx, r"h_{\mathrm{idx}}", "index_n_heads", "heads of the sparse-attention indexer (DeepSeek-V3.2)"),
     Entry(d_idx, r"d_{\mathrm{idx}}", "index_head_dim", "size of one indexer head (DeepSeek-V3.2)"),
-    Entry(d_att, r"d_{\mathrm{att}}", "attention_hidden_size", "width of keys, values and receptance (RWKV)"),
+    Entry(
+        d_att,
+        r"d_{\mathrm{att}}",
+        "attention_hidden_size",
+        "width of the attention block: its keys, values and receptance (RWKV), its input (Zamba: 2·d)",
+    ),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
     Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2)"),
     Entry(
@@ -194,6 +205,32 @@ GLOSSARY: tuple[Entry, ...] = (
         "chunk_size / mamba_chunk_size",
         "chunk length of the Mamba-2 scan (state space duality) in transformers' torch path: FLOPs only",
     ),
+    Entry(
+        N_index,
+        r"N_{\mathrm{index}}",
+        "indexer_types",
+        "layers that run their own sparse-attention indexer (the others reuse the previous one's top-k)",
+    ),
+    Entry(
+        n_zero,
+        r"n_{\mathrm{zero}}",
+        "zero_expert_num",
+        "zero-computation experts: the router may pick them, and they return their input unchanged",
+    ),
+    Entry(
+        n_hc,
+        r"n_{\mathrm{hc}}",
+        "hc_mult",
+        "residual streams of the hyper-connections: the hidden state is kept as n_hc copies that each layer mixes",
+    ),
+    Entry(r_g, "r_{g}", "gated_norm_rank", "rank of the low-rank MLP whose sigmoid gates a gated RMSNorm's output"),
+    Entry(
+        n_mem,
+        r"n_{\mathrm{mem}}",
+        "num_mem_blocks",
+        "distinct shared transformer blocks, used in turn by the hybrid layers (Zamba2)",
+    ),
+    Entry(r_a, "r_{a}", "adapter_rank", "rank of the low-rank adapters a hybrid layer adds to a shared block (Zamba2)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}

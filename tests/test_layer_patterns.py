@@ -1,0 +1,190 @@
+"""Layer patterns that the drawn configs of ``test_records`` leave at their defaults, against transformers.
+
+``oracle.drawn_config`` draws sizes and flips switches, but keeps the lists per layer at what the config class derives
+(it draws them only when the class cannot derive them for the drawn number of layers) and integer pattern keys at
+the class's defaults; a record's other branches (a layer list given, a pattern string, a frequency, two shared
+blocks) are counted here on small hand-made configs and compared with ``sum(numel())`` over transformers' model on
+meta.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcount.formulas.config import read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+GLM_DSA = {  # six small layers: one dense, then MoE
+    "model_type": "glm_moe_dsa",
+    "num_hidden_layers": 6,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "q_lora_rank": 24,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 8,
+    "index_n_heads": 2,
+    "index_head_dim": 8,
+    "first_k_dense_replace": 1,
+}
+
+LONGCAT = {  # two layers of two sublayers; 4 routed and 2 zero-computation experts
+    "model_type": "longcat_flash",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "ffn_hidden_size": 48,
+    "expert_ffn_hidden_size": 16,
+    "num_attention_heads": 4,
+    "n_routed_experts": 4,
+    "zero_expert_num": 2,
+    "moe_topk": 2,
+    "q_lora_rank": 24,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 8,
+}
+
+MIMO = {  # sliding layers have twice the key/value heads and sinks
+    "model_type": "mimo_v2_flash",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 12,
+    "v_head_dim": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+}
+
+HY_V3 = {
+    "model_type": "hy_v3",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_shared_experts": 2,
+}
+
+HY_V4 = {  # seven layers: indexers on 0, 1 and 5 by default
+    **{key: value for key, value in GLM_DSA.items() if key not in ("first_k_dense_replace", "num_key_value_heads")},
+    "model_type": "hy_v4",
+    "num_hidden_layers": 7,
+    "hc_mult": 3,
+    "pad_token_id": None,  # the class's default, 120002, lies outside the small vocabulary
+}
+
+AXK2 = {  # four layers, gated norms of rank 4
+    **{key: value for key, value in GLM_DSA.items() if key != "first_k_dense_replace"},
+    "model_type": "axk2",
+    "num_hidden_layers": 4,
+    "gated_norm_rank": 4,
+}
+
+ZAMBA = {  # a small Zamba: the shared block counts once, however many hybrid layers use it
+    "model_type": "zamba",
+    "num_hidden_layers": 8,
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "mamba_d_state": 4,
+    "mamba_dt_rank": 3,
+    "pad_token_id": None,
+}
+
+OLMO_HYBRID = {  # 0.75 · 22 / 4 = 4.125: the linear key heads are 4 wide, the value heads 8
+    "model_type": "olmo_hybrid",
+    "num_hidden_layers": 6,
+    "vocab_size": 64,
+    "hidden_size": 22,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 6,
+    "pad_token_id": None,
+}
+
+ZAMBA2 = {  # six layers, hybrid ones at 1, 3 and 4
+    "model_type": "zamba2",
+    "num_hidden_layers": 6,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"],
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "mamba_d_state": 4,
+    "n_mamba_heads": 4,
+    "adapter_rank": 3,
+    "pad_token_id": None,
+}
+
+CASES = {
+    # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
+    "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
+    "glm_moe_dsa index_skip_topk_offset": {**GLM_DSA, "index_topk_freq": 3, "index_skip_topk_offset": 0},
+    "glm_moe_dsa index_topk_pattern string": {**GLM_DSA, "index_topk_pattern": "FSSFSF"},
+    "glm_moe_dsa index_topk_pattern list": {**GLM_DSA, "index_topk_pattern": ["full", "shared"] * 3},
+    "glm_moe_dsa indexer_types": {**GLM_DSA, "indexer_types": ["full", "shared", "shared", "full", "full", "shared"]},
+    "glm_moe_dsa mlp_layer_types": {**GLM_DSA, "mlp_layer_types": ["dense", "sparse", "dense"] * 2},
+    # num_hidden_layers (2 per decoder layer) given instead of num_layers: the config class halves it
+    "longcat_flash num_hidden_layers": {**LONGCAT, "num_hidden_layers": 6},
+    "longcat_flash num_layers": {**LONGCAT, "num_layers": 3},
+    "longcat_flash without zero experts": {**LONGCAT, "num_layers": 1, "zero_expert_num": 0},
+    "mimo_v2_flash layer_types": {**MIMO, "layer_types": ["sliding_attention", "full_attention"] * 2},
+    "mimo_v2_flash mlp_layer_types": {**MIMO, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "mimo_v2_flash default pattern": {**MIMO, "num_hidden_layers": 7},
+    "hy_v3 mlp_layer_types": {**HY_V3, "mlp_layer_types": ["sparse", "dense", "sparse", "dense"]},
+    "hy_v3 biases, no shared experts": {**HY_V3, "mlp_bias": True, "num_shared_experts": 0},
+    "hy_v4 default pattern": HY_V4,
+    "hy_v4 indexer_types": {**HY_V4, "indexer_types": ["full", "shared", "full", "full", "shared", "shared", "full"]},
+    "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
+    "axk2 first_k_dense_replace, moe_layer_freq": {**AXK2, "first_k_dense_replace": 0, "moe_layer_freq": 2},
+    "axk2 mlp_layer_types": {**AXK2, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
+    "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
+    "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
+    "zamba untied, biases": {**ZAMBA, "tie_word_embeddings": False, "mamba_proj_bias": True, "mamba_dt_rank": "auto"},
+    "olmo_hybrid default pattern": OLMO_HYBRID,  # layer 3 full
+    "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
+    "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
+    "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+    "zamba2 tied": ZAMBA2,
+    "zamba2 tied, two blocks, attention adapters": {
+        **ZAMBA2,
+        "num_mem_blocks": 2,
+        "use_shared_attention_adapter": True,
+    },
+    "zamba2 untied, attention adapters, biases": {
+        **ZAMBA2,
+        "tie_word_embeddings": False,
+        "use_shared_attention_adapter": True,
+        "add_bias_linear": True,
+    },
+    "zamba2 no hybrid layer": {**ZAMBA2, "layers_block_type": ["mamba"] * 6, "mamba_ngroups": 2},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_layer_pattern_equals_transformers(case: str) -> None:
+    config = CASES[case]
+    assert read_config(config, case).counts.total == oracle.meta_total(config), f"{case} ({oracle.VERSIONS})"
