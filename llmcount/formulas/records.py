@@ -46,6 +46,7 @@ class SymbolSpec:
     adjust: Any = None  # a Condition: the size the model builds from the key's value (named by the symbol)
     adjust_text: str = ""
     distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
+    summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
 
     @property
     def minimum(self) -> int:
@@ -296,8 +297,10 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") != "distinct":
-        raise RecordError(f'{where}.entries: the only value is "distinct" (how many distinct names the list holds)')
+    if spec.get("entries", "distinct") not in ("distinct", "sum"):
+        raise RecordError(
+            f'{where}.entries: "distinct" (how many distinct names the list holds) or "sum" (the sum of its integers)'
+        )
     adjust = spec.get("adjust")
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
@@ -311,7 +314,8 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         "zero" in spec,
         adjust,
         spec.get("adjust", ""),
-        "entries" in spec,
+        spec.get("entries") == "distinct",
+        spec.get("entries") == "sum",
     )
 
 

@@ -91,6 +91,7 @@ d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 Q = _size("Q")
+h_tot = _size("h_tot")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -193,6 +194,12 @@ GLOSSARY: tuple[Entry, ...] = (
         "Q",
         "chunk_size / mamba_chunk_size",
         "chunk length of the Mamba-2 scan (state space duality) in transformers' torch path: FLOPs only",
+    ),
+    Entry(
+        h_tot,
+        r"h_{\mathrm{tot}}",
+        "num_attention_heads_per_layer (summed)",
+        "attention (query) heads summed over the layers, when each layer has its own count",
     ),
 )
 
