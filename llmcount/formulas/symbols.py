@@ -92,6 +92,8 @@ d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 Q = _size("Q")
 h_tot = _size("h_tot")
+d_hk = _size("d_hk")
+d_hv = _size("d_hv")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -200,6 +202,18 @@ GLOSSARY: tuple[Entry, ...] = (
         r"h_{\mathrm{tot}}",
         "num_attention_heads_per_layer (summed)",
         "attention (query) heads summed over the layers, when each layer has its own count",
+    ),
+    Entry(
+        d_hk,
+        r"d_{\mathrm{hk}}",
+        "qk_dim // num_heads (xLSTM: d · qk_dim_factor rounded up to a multiple of 64)",
+        "size of one mLSTM key head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(
+        d_hv,
+        r"d_{\mathrm{hv}}",
+        "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
+        "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
     ),
 )
 
