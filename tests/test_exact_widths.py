@@ -48,6 +48,16 @@ def test_only_the_listed_functions_may_be_called() -> None:
         condition("round(x)", "t")
     with pytest.raises(RecordError, match="not int"):
         condition("int(x, 2)", "t")
+    with pytest.raises(RecordError, match="not max"):
+        condition("max(x, y, z)", "t")
+
+
+def test_min_and_max_of_a_list() -> None:
+    """Kimi Linear's 1-indexed layer lists must lie in 1..N: min(x) and max(x) of a list, min(a, b) of two values."""
+    in_range = condition("len(x) == 0 or (min(x) >= 1 and max(x) <= N)", "t")
+    assert in_range({"x": [], "N": 3}) and in_range({"x": [3, 1], "N": 3})
+    assert not in_range({"x": [0, 2], "N": 3}) and not in_range({"x": [1, 4], "N": 3})
+    assert condition("min(a, b)", "t")({"a": 2, "b": 5}) == 2
 
 
 LFM2 = {

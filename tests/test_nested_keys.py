@@ -130,6 +130,11 @@ def test_kimi_linear_layouts_equal_transformers(change: dict) -> None:
     [
         ({"linear_attn_config": {"full_attn_layers": [0, 1], "kda_layers": [2, 3]}}, "number the layers from 1"),
         ({"linear_attn_config": {"full_attn_layers": [1], "kda_layers": [3]}}, "every layer must be full_attention"),
+        (
+            {"linear_attn_config": {"full_attn_layers": [1, 4], "kda_layers": [2, 3]}},
+            r"from 1 to num_hidden_layers \(3\)",
+        ),
+        ({"linear_attn_config": {"full_attn_layers": [1], "kda_layers": [2, "3"]}}, "number the layers from 1"),
         ({"linear_attn_config": {"head_dim": "128"}}, "key 'linear_attn_config.head_dim' must be an integer"),
         ({"linear_attn_config": 4}, "key 'linear_attn_config' must be a JSON object"),
     ],
