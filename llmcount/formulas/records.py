@@ -180,9 +180,11 @@ class Family:
         """The terms of the family's own defaults: every term whose condition holds on the ``[keys]`` defaults
         (a condition that needs a size the record does not default counts as holding)."""
         namespace = dict(self.keys)
-        for spec in self.symbols:  # symbols whose default is a plain number (q_lora_rank = 1536)
+        for spec in self.symbols:  # symbols whose default is a plain number (q_lora_rank = 1536) or no value
             if spec.default_text.isdigit():
                 namespace[spec.key] = namespace[spec.symbol.name] = int(spec.default_text)
+            elif spec.default == NONE:  # absent, the key has no value: q_lora_rank is None
+                namespace[spec.key] = namespace[spec.symbol.name] = None
         chosen = []
         for choice in self.choices:
             try:
