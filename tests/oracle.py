@@ -363,10 +363,11 @@ CACHE_STATE = (
     "conv_states",
     "recurrent_states",  # LinearAttentionLayer (Mamba, Mamba-2, Gated DeltaNet), per state index
     "linear_cache",  # MiniMaxCache: the lightning-attention K^T·V of each linear layer (a list, [] elsewhere)
+    "rnn_state",  # xLSTMCache: per layer the mLSTM matrix memory, normalizer and stabilizer (a dict of tuples)
     "indexer_keys",
     "indexer_position_ids",  # DynamicIndexedLayer (DeepSeek-V3.2's indexer)
 )
-CACHE_BOOKKEEPING = ("_sliding_window_tensor", "cumulative_length", "indexer_cumulative_length")
+CACHE_BOOKKEEPING = ("_sliding_window_tensor", "cumulative_length", "indexer_cumulative_length", "seqlen_offset")
 # Model outputs that carry the cache: past_key_values (most), cache_params (Mamba, Mamba-2, Falcon-Mamba) and
 # state (RWKV: a list of five tensors of B × d × N).
 CACHE_OUTPUTS = ("past_key_values", "cache_params", "state")

@@ -30,6 +30,13 @@ CACHED = [  # encoder-style records describe models that keep no cache unless bu
     and name not in NO_CACHE
 ]
 EVEN = st.sampled_from([2, 4, 8])
+# xLSTMCache sizes its states from d · qk_dim_factor and d · v_dim_factor rounded up to a multiple of 64, which the
+# mLSTM's own states (int(d · factor)) fill only when they are multiples of 64: widths that run cached
+WIDTHS = {
+    "xlstm": st.sampled_from([64, 128]).map(
+        lambda d: {"hidden_size": d, "embedding_dim": d, "qk_dim_factor": 0.5 if d == 128 else 1.0, "v_dim_factor": 1.0}
+    ),
+}
 ROTARY = {"h_d", "d_rope", "d_nope"}  # rotary embeddings turn pairs of a head's channels: an even size
 SMALL_WINDOWS = {
     "sliding_window": [2, 3, 5],
@@ -70,6 +77,11 @@ LAYOUTS = {
     "granitemoehybrid": lambda n: (
         st.lists(st.sampled_from(["mamba", "attention"]), min_size=n, max_size=n)
         .filter(lambda types: "attention" in types)
+        .map(lambda types: {"layer_types": types})
+    ),
+    "kimi_linear": lambda n: (
+        st.lists(st.sampled_from(["linear_attention", "full_attention"]), min_size=n, max_size=n)
+        .filter(lambda types: "full_attention" in types)
         .map(lambda types: {"layer_types": types})
     ),
     "qwen3_next": _every_interval,
@@ -121,6 +133,8 @@ def assert_cache_equals_transformers(model_type: str, data, dtype: str) -> None:
             config[key] = data.draw(st.sampled_from(choices))
     if model_type in LAYOUTS and isinstance(config.get("num_hidden_layers"), int):
         config.update(data.draw(LAYOUTS[model_type](config["num_hidden_layers"])))
+    if model_type in WIDTHS:
+        config.update(data.draw(WIDTHS[model_type]))
     if "attention_types" in oracle.class_defaults(model_type):  # GPT-Neo: global and local layers, one per drawn layer
         layers = config.get("num_layers", oracle.class_defaults(model_type)["num_layers"])
         config["attention_types"] = [[["global", "local"], layers // 2]] + [[["global"], 1]] * (layers % 2)

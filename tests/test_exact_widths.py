@@ -48,6 +48,16 @@ def test_only_the_listed_functions_may_be_called() -> None:
         condition("round(x)", "t")
     with pytest.raises(RecordError, match="not int"):
         condition("int(x, 2)", "t")
+    with pytest.raises(RecordError, match="not max"):
+        condition("max(x, y, z)", "t")
+
+
+def test_min_and_max_of_a_list() -> None:
+    """Kimi Linear's 1-indexed layer lists must lie in 1..N: min(x) and max(x) of a list, min(a, b) of two values."""
+    in_range = condition("len(x) == 0 or (min(x) >= 1 and max(x) <= N)", "t")
+    assert in_range({"x": [], "N": 3}) and in_range({"x": [3, 1], "N": 3})
+    assert not in_range({"x": [0, 2], "N": 3}) and not in_range({"x": [1, 4], "N": 3})
+    assert condition("min(a, b)", "t")({"a": 2, "b": 5}) == 2
 
 
 LFM2 = {
@@ -197,3 +207,47 @@ def test_xmod_counts_distinct_languages_and_refuses_other_lists() -> None:
         read_config({**XMOD, "languages": [1, 2]}, "t")
     with pytest.raises(LlmcountError, match="key 'languages' must be a list of names"):
         read_config({**XMOD, "languages": "en_XX"}, "t")
+
+
+LAGUNA = {
+    "model_type": "laguna",
+    "num_hidden_layers": 3,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "vocab_size": 64,
+    "moe_intermediate_size": 8,
+    "shared_expert_intermediate_size": 12,
+    "intermediate_size": 16,
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"num_attention_heads_per_layer": [8, 2, 4]},
+        {"num_attention_heads_per_layer": [2, 6, 2], "gating": False},
+        {"num_attention_heads_per_layer": [8, 2, 4], "gating": "per-element", "attention_bias": True},
+        {"gating": "per-head", "mlp_layer_types": ["sparse", "dense", "sparse"]},
+    ],
+)
+def test_laguna_heads_per_layer_equal_transformers(change: dict) -> None:
+    config = {**LAGUNA, **change}
+    assert read_config(config, "t").counts.total == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"
+
+
+def test_laguna_sums_the_heads_per_layer_and_refuses_bad_lists() -> None:
+    """q_proj, o_proj and the per-head gate have d·h_d + h_d·d + d = 32·8 + 8·32 + 32 = 544 parameters per head."""
+    base = read_config({**LAGUNA, "num_attention_heads_per_layer": [4, 4, 4]}, "t").counts.total
+    more = read_config({**LAGUNA, "num_attention_heads_per_layer": [8, 2, 4]}, "t").counts.total
+    assert more - base == 2 * 544
+    with pytest.raises(LlmcountError, match="has 2 entries; it needs one per layer"):
+        read_config({**LAGUNA, "num_attention_heads_per_layer": [2, 4]}, "t")
+    with pytest.raises(LlmcountError, match=r"num_attention_heads_per_layer\[1\]' must be positive"):
+        read_config({**LAGUNA, "num_attention_heads_per_layer": [2, 0, 4]}, "t")
+    with pytest.raises(LlmcountError, match="must be a list of integers, one per layer"):
+        read_config({**LAGUNA, "num_attention_heads_per_layer": 4}, "t")

@@ -116,6 +116,8 @@ class _Reader:
             if len(names) > MAX_LIST:
                 raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
             return self.integer(found[0], len(set(names)), spec.minimum)
+        if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
+            return self.summed(found[0], self.config[found[0]], spec, namespace)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
@@ -136,6 +138,19 @@ class _Reader:
             return None
         self.defaulted[spec.symbol.name] = spec.key
         return self.derived(spec, spec.default, namespace)
+
+    def summed(self, key: str, entries: Any, spec: SymbolSpec, namespace: dict[str, Any]) -> int:
+        """The sum of a list of one size per layer (Laguna's heads per layer), each entry checked as a size."""
+        if not isinstance(entries, list):
+            raise self.fail(f"key '{key}' must be a list of integers, one per layer, got {describe(entries)}")
+        layers = namespace.get("N")
+        if isinstance(layers, int) and len(entries) != layers:
+            raise self.fail(
+                f"key '{key}' has {len(entries)} entries; it needs one per layer (num_hidden_layers: {layers})"
+            )
+        if len(entries) > MAX_LIST:
+            raise self.fail(f"key '{key}' has {len(entries):,} entries, more than {MAX_LIST:,}")
+        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
 
     def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:
         """A default or null value computed from the symbols read before it."""

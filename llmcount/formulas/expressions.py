@@ -240,7 +240,7 @@ def _comparison(kind: type, left: Condition, right: Condition) -> Condition:
 _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "len": (1, len),
     "str": (1, str),  # str(x) == x: x is a string (EXAONE's sliding_window_pattern is an int or "LLLG")
-    "min": (2, min),
+    "min": (2, min),  # min(a, b); min(x) of a list x (its smallest entry)
     "max": (2, max),
     "int": (1, _to_int),  # truncation toward zero, as Python's int(): int(2 * d_ff / 3)
     "floor": (1, _floor),
@@ -251,8 +251,12 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
 
 
 def _call(name: str, args: list[Condition], where: str) -> Condition:
+    if name in ("min", "max") and len(args) == 1:  # of a list: its smallest or largest entry
+        (items,) = args
+        function = min if name == "min" else max
+        return lambda ns: function(items(ns))
     if name not in _FUNCTIONS or len(args) != _FUNCTIONS[name][0]:
-        allowed = "len, str, min, max, int, floor, ceil, sqrt and isqrt"
+        allowed = "len, str, min, max (of two values or of a list), int, floor, ceil, sqrt and isqrt"
         raise RecordError(f"{where}: only {allowed} may be called (with their number of arguments), not {name}()")
     function = _FUNCTIONS[name][1]
     return lambda ns: function(*(arg(ns) for arg in args))

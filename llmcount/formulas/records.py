@@ -46,6 +46,7 @@ class SymbolSpec:
     adjust: Any = None  # a Condition: the size the model builds from the key's value (named by the symbol)
     adjust_text: str = ""
     distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
+    summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
 
     @property
     def minimum(self) -> int:
@@ -179,9 +180,11 @@ class Family:
         """The terms of the family's own defaults: every term whose condition holds on the ``[keys]`` defaults
         (a condition that needs a size the record does not default counts as holding)."""
         namespace = dict(self.keys)
-        for spec in self.symbols:  # symbols whose default is a plain number (q_lora_rank = 1536)
+        for spec in self.symbols:  # symbols whose default is a plain number (q_lora_rank = 1536) or no value
             if spec.default_text.isdigit():
                 namespace[spec.key] = namespace[spec.symbol.name] = int(spec.default_text)
+            elif spec.default == NONE:  # absent, the key has no value: q_lora_rank is None
+                namespace[spec.key] = namespace[spec.symbol.name] = None
         chosen = []
         for choice in self.choices:
             try:
@@ -296,8 +299,10 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") != "distinct":
-        raise RecordError(f'{where}.entries: the only value is "distinct" (how many distinct names the list holds)')
+    if spec.get("entries", "distinct") not in ("distinct", "sum"):
+        raise RecordError(
+            f'{where}.entries: "distinct" (how many distinct names the list holds) or "sum" (the sum of its integers)'
+        )
     adjust = spec.get("adjust")
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
@@ -311,7 +316,8 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         "zero" in spec,
         adjust,
         spec.get("adjust", ""),
-        "entries" in spec,
+        spec.get("entries") == "distinct",
+        spec.get("entries") == "sum",
     )
 
 

@@ -97,6 +97,9 @@ n_hc = _size("n_hc")
 r_g = _size("r_g")
 n_mem = _size("n_mem")
 r_a = _size("r_a")
+h_tot = _size("h_tot")
+d_hk = _size("d_hk")
+d_hv = _size("d_hv")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -231,6 +234,24 @@ GLOSSARY: tuple[Entry, ...] = (
         "distinct shared transformer blocks, used in turn by the hybrid layers (Zamba2)",
     ),
     Entry(r_a, "r_{a}", "adapter_rank", "rank of the low-rank adapters a hybrid layer adds to a shared block (Zamba2)"),
+    Entry(
+        h_tot,
+        r"h_{\mathrm{tot}}",
+        "num_attention_heads_per_layer (summed)",
+        "attention (query) heads summed over the layers, when each layer has its own count",
+    ),
+    Entry(
+        d_hk,
+        r"d_{\mathrm{hk}}",
+        "qk_dim // num_heads (xLSTM: d · qk_dim_factor rounded up to a multiple of 64)",
+        "size of one mLSTM key head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(
+        d_hv,
+        r"d_{\mathrm{hv}}",
+        "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
+        "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
