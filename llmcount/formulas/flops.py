@@ -48,8 +48,9 @@ CAUSAL_CONVENTION = CONVENTION.replace(
 )
 STATE_CONVENTION = (
     "layers that keep a state: the depthwise convolution and the matmuls and einsums of transformers' torch scan, "
-    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's chunks padded to Q tokens); "
-    "their elementwise recurrences, gates and decays not counted"
+    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's and Gated DeltaNet's chunks "
+    "padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and decays "
+    "and Gated DeltaNet's triangular solve not counted"
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
