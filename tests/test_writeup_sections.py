@@ -297,3 +297,14 @@ def test_a_state_kind_without_a_formula_is_refused_by_name(tmp_path):
     path.write_text(json.dumps({**LFM2, "num_hidden_layers": 2}))
     text = build(str(path), "markdown", "en", sections="flops").text
     assert "FLOPs per token are not derived for LFM2" in text and "(conv)" in text
+
+
+def test_no_state_clause_when_the_config_has_no_state_layer(tmp_path):
+    # full_attention_interval 1: every Qwen3-Next layer is full attention, none keeps a state
+    config = {"model_type": "qwen3_next", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2}
+    config |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "full_attention_interval": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_experts": 4, "num_experts_per_tok": 2}))
+    part = flops_part(load(str(path)), 4096)
+    assert part.state_kinds == () and part.state == 0 and part.attention > 0
+    assert "keep a state" not in build(str(path), "markdown", "en", sections="flops").text

@@ -294,14 +294,15 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
 
     family = model.architecture
     try:
-        scans = {term.path for term, _ in state_flops(model.derivation)}
+        state_flops(model.derivation)  # refuses a kind of state layer without a formula
     except LlmcountError:
         return FlopsPart(seq, refused="attention" if family.attention is None and not family.states else "states")
     flops = Flops(model.derivation)
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
     by_kind["state"] = Fraction(0)
-    for c in counts.components:
+    scans = {op.path: state.name for state in family.states for op in state.flops or ()}
+    for c in counts.components:  # a kind of layer this config has none of has no component
         if c.path in scans:
             kind = "state"
         elif c.path.startswith("attention/scores") or c.path.startswith("attention/values"):
@@ -311,7 +312,7 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
         by_kind[kind] += Fraction(c.flops, seq)
     assert sum(by_kind.values()) == counts.per_token
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
-    kinds = tuple(dict.fromkeys(state.name for state in family.states if state.layers != 0))
+    kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
     return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
 
 
