@@ -175,3 +175,17 @@ def test_every_preset_fits_80_columns_or_is_refused_in_one_line(preset: str) -> 
             continue
         assert result.exit_code == 0, result.output
         assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_a_batch_at_an_s_past_the_context_length_says_so() -> None:
+    # Meta-Llama-3-8B: max_position_embeddings 8192. At S = 16,384 a sequence caches 16,384 · 131,072 bytes = 2 GiB,
+    # so 80 GiB holds (80 GiB - weights) // 2 GiB sequences: memory's answer, for a length the model was not built for
+    data = json.loads(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--seq", "16k", "--json").stdout)
+    assert data["max_batch_at_seq"] == (80 * GIB - 2 * P_8B) // (16384 * KV_PER_TOKEN_BF16) == 32
+    assert data["seq_beyond_context"] is True and data["max_position_embeddings"] == 8192
+    text = " ".join(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--seq", "16k").stdout.split())
+    assert "32 sequences" in text and "but S is longer than the model's context length, 8,192 tokens" in text
+    # at the context length itself, nothing to say
+    data = json.loads(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--seq", "8k", "--json").stdout)
+    assert data["seq_beyond_context"] is False
+    assert "longer than the model's context" not in run("memory", "llama-3-8b", "--gpu-memory", "80GiB").stdout

@@ -13,7 +13,15 @@ Per Mamba layer it sees, besides the projections:
 - Mamba-2 (the chunked scan of state space duality, ``mamba2_chunk_scan``): S padded up to c = ⌈S/Q⌉ chunks of Q,
   five einsums: C·Bᵀ (2·B·c·Q²·h·n), its product with x (2·B·c·Q²·h·p), the chunk states Bᵀ·x (2·B·c·Q·h·p·n),
   the passing of states between chunks ((c + 1)² · 2·B·h·p·n) and the output from each chunk's state
-  (2·B·c·Q·h·p·n), with h heads of p channels and a state of n.
+  (2·B·c·Q·h·p·n), with h heads of p channels and a state of n;
+- Gated DeltaNet (``torch_chunk_gated_delta_rule``, chunks of C = 64 tokens, S padded up to c = ⌈S/C⌉ chunks, q and k
+  repeated to the H value heads of K and V channels): β·k·kᵀ and q·kᵀ within each chunk (2 · 2·B·H·c·C²·K), then a
+  loop over the chunks: the state read by the decayed keys and by the queries (2 · 2·B·H·c·C·K·V), the masked block
+  times the new values (2·B·H·c·C²·V) and the state update kᵀ·v (2·B·H·c·C·K·V). Its ``solve_triangular`` has no
+  FLOP rule in the counter: not counted;
+- MiniMax's lightning attention (a loop over blocks of Q tokens, the last one S - (⌈S/Q⌉ - 1)·Q long, not padded):
+  per block of b tokens Q·Kᵀ and its product with V (2 · 2·B·h·b²·h_d), the read of the K^T·V state by the queries
+  and the block's K^T·V (2 · 2·B·h·b·h_d²).
 
 The models run on CPU (the Mamba-2 path calls ``.item()``, which meta tensors refuse), small and random.
 """
@@ -136,6 +144,37 @@ SMALL = {
         **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "lru_width": 24, "conv1d_width": 3},
         **{"attention_window_size": 4, "attention_bias": True},
     },
+    "qwen3_next": {
+        "model_type": "qwen3_next",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "full_attention_interval": 2},
+        **{"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3},
+        **{"linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
+        "shared_expert_intermediate_size": 8,
+    },
+    "qwen3_5_text": {
+        "model_type": "qwen3_5_text",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "full_attention_interval": 2},
+        **{"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3},
+        **{"linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+    },
+    "qwen3_5_moe_text": {
+        "model_type": "qwen3_5_moe_text",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "full_attention_interval": 2},
+        **{"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3},
+        **{"linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
+        "shared_expert_intermediate_size": 8,
+    },
+    "minimax": {
+        "model_type": "minimax",
+        **{"vocab_size": 32, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
+        "block_size": 4,
+    },
 }
 # S = 1 and S = Q (one whole chunk), S < Q, S a multiple of Q plus some (padding), several chunks
 SIZES = [(1, 1), (1, 4), (1, 7), (2, 9), (3, 16)]
@@ -143,6 +182,11 @@ SIZES = [(1, 1), (1, 4), (1, 7), (2, 9), (3, 16)]
 
 def test_small_configs_cover_every_costed_state_family() -> None:
     assert set(SMALL) == set(COSTED)
+
+
+# the Gated DeltaNet's chunks are 64 tokens whatever the config: one whole chunk, one token more, two chunks and a part
+GATED_DELTA = ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"]
+LONG_SIZES = [(1, 64), (1, 65), (2, 130)]
 
 
 @pytest.mark.parametrize(("batch", "seq"), SIZES)
@@ -155,11 +199,21 @@ def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> No
     )
 
 
+@pytest.mark.parametrize(("batch", "seq"), LONG_SIZES)
+@pytest.mark.parametrize("name", GATED_DELTA)
+def test_gated_delta_chunks_of_64_equal_flop_counter(name: str, batch: int, seq: int) -> None:
+    expected = counter_flops(SMALL[name], batch, seq)
+    got = llmcount_flops(SMALL[name], batch, seq).forward
+    assert got == expected, (
+        f"{name} B={batch} S={seq}: llmcount {got:,} != FlopCounterMode {expected:,} ({oracle.VERSIONS})"
+    )
+
+
 # torch turns a matmul or einsum that contracts a single element (a chunk of Q = 1, a state of 1, attention heads
 # of 1, RG-LRU gate blocks of 1) into a plain elementwise product, which the counter does not see; llmcount counts
 # it as the matmul it is. The drawn configs contract two elements or more.
-CHUNKS = {"chunk_size": [2, 3, 8], "mamba_chunk_size": [2, 3, 8]}
-CONTRACTED = {"h_d", "d_state", "d_mh", "Q"}
+CHUNKS = {"chunk_size": [2, 3, 8], "mamba_chunk_size": [2, 3, 8], "block_size": [2, 3, 8]}
+CONTRACTED = {"h_d", "d_state", "d_mh", "Q", "d_lk"}
 
 
 @pytest.mark.parametrize("model_type", COSTED)
@@ -257,21 +311,66 @@ def test_flops_of_mamba_on_the_command_line(tmp_path) -> None:
     assert text.exit_code == 0 and "mamba/scan" in text.stdout
 
 
-MINIMAX = {
+# Qwen/Qwen3-Next-80B-A3B-Instruct: 48 layers, every 4th full attention, so 36 Gated DeltaNet layers of 16 key
+# heads and 32 value heads of 128 (key and value), conv kernel 4. At B = 1, S = 4,096 (64 chunks of 64), per layer:
+#   conv1d        2 · (2 · 16 · 128 + 32 · 128) · 4 · (4,096 + 3)   =    268,632,064
+#   ut_system     2 · 64 · 64² · 32 · 128                          =  2,147,483,648
+#   scores        2 · 64 · 64² · 32 · 128                          =  2,147,483,648
+#   state_read    2 · 2 · 64 · 64 · 32 · 128 · 128                  =  8,589,934,592
+#   values        2 · 64 · 64² · 32 · 128                          =  2,147,483,648
+#   state_update  2 · 64 · 64 · 32 · 128 · 128                      =  4,294,967,296
+# One token more starts a 65th chunk, padded to 64 tokens.
+def test_qwen3_next_80b_a3b_by_hand() -> None:
+    counts = run("flops", "qwen3-next-80b-a3b", "--seq", "4096", "--json")
+    assert counts.exit_code == 0, counts.output
+    got = {c["path"]: c["flops"] for c in json.loads(counts.stdout)["components"]}
+    assert got["linear_attention/conv1d"] == 36 * 268_632_064
+    assert got["linear_attention/chunk.ut_system"] == 36 * 2_147_483_648
+    assert got["linear_attention/chunk.scores"] == 36 * 2_147_483_648
+    assert got["linear_attention/chunk.state_read"] == 36 * 8_589_934_592
+    assert got["linear_attention/chunk.values"] == 36 * 2_147_483_648
+    assert got["linear_attention/chunk.state_update"] == 36 * 4_294_967_296
+    assert "linear_attention/A_log" not in got and "linear_attention/dt_bias" not in got  # no matmul uses them
+    longer = json.loads(run("flops", "qwen3-next-80b-a3b", "--seq", "4097", "--json").stdout)["components"]
+    assert {c["path"]: c["flops"] for c in longer}["linear_attention/chunk.scores"] == 36 * 2 * 65 * 64**2 * 32 * 128
+
+
+# MiniMax-Text-01's lightning layers: 64 heads of 128, blocks of 256. At B = 1, S = 1,000 the loop runs over blocks of
+# 256, 256, 256 and 232 tokens (no padding): Σ b² = 3 · 65,536 + 53,824 = 250,432, so per layer
+#   block.scores  2 · 64 · 128 · 250,432 = 4,103,077,888 (block.values the same)
+#   block.state_read, block.state_update  2 · 1,000 · 64 · 128² = 2,097,152,000 each
+MINIMAX_TEXT_01 = {
     "model_type": "minimax",
+    **{"vocab_size": 200064, "hidden_size": 6144, "num_hidden_layers": 80, "num_attention_heads": 64},
+    **{"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 9216, "num_local_experts": 32},
+    **{"num_experts_per_tok": 2, "block_size": 256},
+}
+
+
+def test_minimax_lightning_blocks_by_hand() -> None:
+    parts = {c.path: c.flops for c in llmcount_flops(MINIMAX_TEXT_01, 1, 1000).components}
+    linear = 40  # by default the odd layers are lightning attention
+    assert parts["linear_attention/block.scores"] == linear * 4_103_077_888
+    assert parts["linear_attention/block.values"] == linear * 4_103_077_888
+    assert parts["linear_attention/block.state_read"] == linear * 2_097_152_000
+    assert parts["linear_attention/block.state_update"] == linear * 2_097_152_000
+
+
+LFM2 = {
+    "model_type": "lfm2",
     "vocab_size": 64,
     "hidden_size": 32,
-    "num_attention_heads": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
     "num_hidden_layers": 2,
 }
 
 
-@pytest.mark.parametrize(("model", "title"), [("qwen3-next-80b-a3b", "Qwen3-Next"), (MINIMAX, "MiniMax (minimax)")])
-def test_kinds_without_a_formula_are_refused_by_name(model, title: str, tmp_path) -> None:
-    if isinstance(model, dict):
-        (tmp_path / "config.json").write_text(json.dumps(model))
-        model = str(tmp_path / "config.json")
-    assert_refused(run("flops", model), title, "linear_attention layers ([[state]])", "no FLOPs formula")
+def test_kinds_without_a_formula_are_refused_by_name(tmp_path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(LFM2))
+    result = run("flops", str(tmp_path / "config.json"))
+    assert_refused(result, "LFM2", "conv layers ([[state]])", "no FLOPs formula", "llmcount memory")
+    assert "KV cache" not in result.stderr  # memory does give its cache: the state
 
 
 def test_conventions_are_refused_for_a_model_with_state_layers(tmp_path) -> None:

@@ -83,3 +83,26 @@ def test_gpt_oss_120b_causal_attention_by_layer_kind():
     assert sliding_pairs == 1_040_448
     expected = 18 * (full_pairs + sliding_pairs) * per_pair_layer
     assert attention_flops(load("gpt-oss-120b"), seq, causal=True) == expected
+
+
+def test_no_rows_for_a_kind_of_layer_the_model_does_not_have(tmp_path):
+    import json
+
+    from refusal import run
+
+    from llmcount.presets import find
+
+    # mistral-7b: every layer slides, so --causal has no full-layer rows (they would be 0: N - N_sliding = 0 layers)
+    result = run("flops", "mistral-7b", "--causal", "--seq", "8192", "--json")
+    paths = [c["path"] for c in json.loads(result.stdout)["components"]]
+    assert "attention/scores/sliding" in paths and "attention/scores" not in paths and "attention/values" not in paths
+    assert "attention/scores " not in run("flops", "mistral-7b", "--causal", "--seq", "8192").stdout
+    # no window in the config: no layer slides, so no sliding rows
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**find("mistral-7b").config(), "sliding_window": None}))
+    paths = [c["path"] for c in json.loads(run("flops", str(path), "--causal", "--json").stdout)["components"]]
+    assert "attention/scores" in paths and not any(p.endswith("/sliding") for p in paths)
+    # gpt-oss-120b has both kinds: both rows stay, each non-zero
+    data = json.loads(run("flops", "gpt-oss-120b", "--causal", "--seq", "8192", "--json").stdout)
+    rows = {c["path"]: c["flops"] for c in data["components"]}
+    assert rows["attention/scores"] > 0 and rows["attention/scores/sliding"] > 0

@@ -29,6 +29,15 @@ BOTH = ("qwen3-next-80b-a3b", "mistral-7b", "gemma-2-2b")  # hybrid layers, a sl
 # and memory sections with their refusals and window sentences, in both languages
 
 
+def mamba2(folder: Path) -> str:
+    """A Mamba-2 config (no attention layer) in ``folder``: its FLOPs section has only state layers."""
+    path = folder / "mamba2" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    config = {"model_type": "mamba2", "vocab_size": 50288, "hidden_size": 2560, "num_hidden_layers": 64}
+    path.write_text(json.dumps({**config, "num_heads": 80, "head_dim": 64, "n_groups": 1, "chunk_size": 256}))
+    return str(path)
+
+
 def require(available: bool, what: str) -> None:
     if available:
         return
@@ -80,6 +89,7 @@ def test_every_math_span_of_the_markdown_parses_in_katex(tmp_path):
     posts += [build(spec, "markdown", "en").text for spec in MORE]
     posts += [build(spec, "markdown", lang).text for spec in BOTH for lang in ("en", "zh")]
     posts += [build("qwen3-0.6b", "markdown", lang, index=str(index)).text for lang in ("en", "zh")]
+    posts += [build(mamba2(tmp_path), "markdown", lang, seq=333).text for lang in ("en", "zh")]  # a mean per token
     # `llmcount formula FAMILY --format markdown` goes through the same filters
     posts += [render_formula(Derivation(arch), "markdown", activated=arch.is_moe) for arch in records.families()]
     spans = [span for text in posts for span in math_spans(text)]
@@ -117,6 +127,8 @@ def test_latex_write_ups_compile_with_pdflatex(tmp_path):
     documents["gpt2-en"] = build("gpt2", "latex", "en").text
     documents["qwen3-next-zh"] = build("qwen3-next-80b-a3b", "latex", "zh").text  # hybrid layers, notes
     documents["mistral-zh"] = build("mistral-7b", "latex", "zh").text  # sliding-window KV cache
+    documents["qwen3-next-en"] = build("qwen3-next-80b-a3b", "latex", "en").text  # FLOPs of linear attention
+    documents["mamba2-en"] = build(mamba2(tmp_path), "latex", "en", seq=333).text  # state layers only, a fraction
     compile_all(tmp_path, documents)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 
 import pytest
 from typer.testing import CliRunner
@@ -244,3 +245,66 @@ def test_json_carries_the_sections_numbers(falcon):
 def test_left_out_sections_leave_no_run_of_blank_lines(chosen):
     for fmt in ("markdown", "latex"):
         assert "\n\n\n" not in build("qwen3-0.6b", fmt, sections=chosen).text
+
+
+# Qwen3-Next-80B-A3B at S = 4,096: 36 Gated DeltaNet layers, each (tests/test_state_flops.py derives the terms)
+# conv 268,632,064 + β·k·kᵀ, q·kᵀ and the masked block times the values 3 · 2,147,483,648 + the state read
+# 8,589,934,592 + the state update 4,294,967,296 = 19,595,984,896 FLOPs, so 36 · 19,595,984,896 / 4,096 per token.
+QWEN3_NEXT_STATE_PER_TOKEN = 36 * (268_632_064 + 3 * 2_147_483_648 + 8_589_934_592 + 4_294_967_296) // 4096
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_state_layers_are_in_the_flops_section(lang):
+    assert QWEN3_NEXT_STATE_PER_TOKEN == 172_230_336
+    part = flops_part(load("qwen3-next-80b-a3b"), 4096)
+    assert part.refused is None and part.state_kinds == ("linear_attention",)
+    assert part.state == QWEN3_NEXT_STATE_PER_TOKEN
+    assert part.per_token == part.linear + part.attention + part.state + part.head
+    text = section(
+        build("qwen3-next-80b-a3b", "markdown", lang, sections="flops").text, "Forward" if lang == "en" else "前向"
+    )
+    assert "F_{\\mathrm{token}}" in text and "172,230,336" in text
+    assert ("elementwise recurrences" if lang == "en" else "逐元素的递推") in text  # what is not counted
+
+
+MAMBA2_2_7B = {
+    "model_type": "mamba2",
+    **{"vocab_size": 50288, "hidden_size": 2560, "num_hidden_layers": 64, "num_heads": 80, "head_dim": 64},
+    **{"n_groups": 1, "state_size": 128, "conv_kernel": 4, "chunk_size": 256, "tie_word_embeddings": True},
+}
+
+
+def test_a_mean_per_token_is_shown_as_the_exact_fraction(tmp_path):
+    # S = 333: the convolution computes 336 outputs per channel and the scan pads to 2 chunks of 256, so forward / S
+    # is not whole; the derivation ends on the exact fraction, the prose on two decimals. Mamba-2 has no attention.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MAMBA2_2_7B))
+    model = load(str(path))
+    part = flops_part(model, 333)
+    forward = Flops(model.derivation).evaluate(model.values, 333, 1).forward
+    assert forward % 333 != 0 and part.per_token == Fraction(forward, 333)
+    text = build(str(path), "markdown", "en", sections="flops", seq=333).text
+    assert f"\\tfrac{{{part.per_token.numerator:,}}}{{{part.per_token.denominator}}}".replace(",", "{,}") in text
+    assert f"**{float(part.per_token):,.2f}** FLOPs" in text
+    assert "QK^{\\top}" not in section(text, "Forward")  # no attention layer: no attention clause
+
+
+LFM2 = {"model_type": "lfm2", "vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+def test_a_state_kind_without_a_formula_is_refused_by_name(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LFM2, "num_hidden_layers": 2}))
+    text = build(str(path), "markdown", "en", sections="flops").text
+    assert "FLOPs per token are not derived for LFM2" in text and "(conv)" in text
+
+
+def test_no_state_clause_when_the_config_has_no_state_layer(tmp_path):
+    # full_attention_interval 1: every Qwen3-Next layer is full attention, none keeps a state
+    config = {"model_type": "qwen3_next", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2}
+    config |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "full_attention_interval": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_experts": 4, "num_experts_per_tok": 2}))
+    part = flops_part(load(str(path)), 4096)
+    assert part.state_kinds == () and part.state == 0 and part.attention > 0
+    assert "keep a state" not in build(str(path), "markdown", "en", sections="flops").text

@@ -4,8 +4,9 @@
   16-bit (fp16) scale per group of :data:`GROUP` = 128 weights, :math:`\\lceil P/2 \\rceil + 2\\lceil P/128 \\rceil`
   bytes: the scales over every parameter, as ``memory --group-size`` counts them (zero points not counted).
 * :func:`fit`: the longest S at B = 1 (at most the model's context length, when its config gives one) and the largest
-  B at a given S whose :func:`memory.inference` total (weights, scales, KV cache and the stated overhead, exact
-  bytes) is at most the capacity. Found by an integer search over
+  B at a given S (said to be past the context length when it is: :attr:`Fit.seq_beyond_context`) whose
+  :func:`memory.inference` total (weights, scales, KV cache and the stated overhead, exact bytes) is at most the
+  capacity. Found by an integer search over
   ``inference`` itself, so whatever the KV cache does with S (sliding windows stop it growing, fixed recurrent states
   don't grow at all) is taken as it is: the total only has to be non-decreasing in S and in B.
 """
@@ -71,6 +72,12 @@ class Fit:
     def capped(self) -> bool:
         """The context length, not memory, sets the longest S."""
         return self.max_seq != self.max_seq_by_memory
+
+    @property
+    def seq_beyond_context(self) -> bool:
+        """The S of the largest B is longer than the model's context length: that B is memory's answer for a length
+        the model was not built for (the S is the user's, so it is said, not changed)."""
+        return self.max_positions is not None and self.seq > self.max_positions
 
 
 def largest(fits: Callable[[int], bool]) -> int | None:

@@ -48,8 +48,9 @@ CAUSAL_CONVENTION = CONVENTION.replace(
 )
 STATE_CONVENTION = (
     "layers that keep a state: the depthwise convolution and the matmuls and einsums of transformers' torch scan, "
-    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's chunks padded to Q tokens); "
-    "their elementwise recurrences, gates and decays not counted"
+    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's and Gated DeltaNet's chunks "
+    "padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and decays "
+    "and Gated DeltaNet's triangular solve not counted"
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
@@ -273,7 +274,8 @@ class Flops:
         return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
 
     def evaluate(self, values: dict[Symbol, int], seq: int, batch: int) -> FlopCounts:
-        """Substitute a config's values and S, B; every count stays a Python int."""
+        """Substitute a config's values and S, B; every count stays a Python int. A term of a kind of layer the
+        config has none of (full layers when every layer slides, sliding layers when none does) is left out."""
         values = {**values, S: seq, B: batch}
         terms = self.terms  # refuses a record without [attention] before its window is read
         spec = self.derivation.architecture.attention
@@ -283,7 +285,9 @@ class Flops:
             values.update({symbol: 0 for symbol in missing})
             values.update({symbol: seq for symbol in spec.window.free_symbols - set(values)})
         components = tuple(
-            FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs")) for t in terms
+            FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs"))
+            for t in terms
+            if evaluate_int(t.layers, values, f"{t.path} layers") != 0  # no layer of that kind in this config
         )
         forward = sum(c.flops for c in components)
         return FlopCounts(

@@ -205,8 +205,9 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         Q,
         "Q",
-        "chunk_size / mamba_chunk_size",
-        "chunk length of the Mamba-2 scan (state space duality) in transformers' torch path: FLOPs only",
+        "chunk_size / mamba_chunk_size / block_size",
+        "chunk length of a chunked scan in transformers' torch path (Mamba-2's state space duality, MiniMax's "
+        "lightning attention): FLOPs only",
     ),
     Entry(
         N_index,

@@ -114,6 +114,7 @@ def fit_data(model: Model, f: Fit) -> dict[str, Any]:
         "max_seq_by_memory": f.max_seq_by_memory,
         "capped_by_context": f.capped,
         "seq": f.seq,
+        "seq_beyond_context": f.seq_beyond_context,
         "max_batch_at_seq": f.max_batch,
         "total_bytes_at_max_batch": f.max_batch_total,
         "unit": "bytes; GiB = 2^30 bytes",
@@ -124,5 +125,6 @@ def fit_data(model: Model, f: Fit) -> dict[str, Any]:
 FIT_NOTE = (
     "the largest values whose inference memory (weights, scales, KV cache, the stated overhead) is at most "
     "the capacity; null: no limit from memory up to 2^40; max_seq_at_batch_1 is at most the model's context "
-    "length (max_position_embeddings, when the config gives it; capped_by_context), max_seq_by_memory is not"
+    "length (max_position_embeddings, when the config gives it; capped_by_context), max_seq_by_memory is not; "
+    "max_batch_at_seq is at the seq asked for, which seq_beyond_context says is longer than the context length"
 )

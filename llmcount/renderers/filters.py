@@ -98,6 +98,14 @@ def latex_int(value: int) -> str:
     return f"{int(value):,}".replace(",", "{,}")
 
 
+def latex_exact(value: int | Fraction) -> str:
+    """An exact number in LaTeX math: an integer digit-grouped, a fraction that is not whole (a mean per token) as
+    ``\\tfrac{p}{q}`` of digit-grouped integers."""
+    if isinstance(value, Fraction) and value.denominator != 1:
+        return rf"\tfrac{{{latex_int(value.numerator)}}}{{{latex_int(value.denominator)}}}"
+    return latex_int(value)
+
+
 def percent(part: int, whole: int) -> str:
     """A share with two decimals, or two significant digits when it is smaller (0.0014%, not 0.00%)."""
     if not whole:
@@ -149,6 +157,7 @@ FILTERS = {
     "flops": flops,
     "grouped": grouped,
     "latex_int": latex_int,
+    "latex_exact": latex_exact,
     "percent": percent,
     "table": table,
     "latex_escape": latex_escape,
@@ -193,7 +202,7 @@ def ordered_lines(
             line, is_open, fresh = line + r"\right)", False, False
             continue
         piece = tex + r"\left(" if kind == "open" else tex
-        if line and _visible_width(line) + _visible_width(piece) > width:
+        if line and not fresh and _visible_width(line) + _visible_width(piece) > width:  # a bracket keeps a term
             lines.append(line + (r"\right." if is_open else ""))
             line, fresh = (r"\left.{}" if is_open else "{}"), False
         line += piece if fresh else " + " + piece

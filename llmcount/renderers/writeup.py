@@ -263,43 +263,62 @@ CLASSIC = 12
 
 @dataclass(frozen=True)
 class FlopsPart:
-    """Forward FLOPs per token at S (eager attention over the full S×S matrix, :data:`flops.CONVENTION`); or,
-    for a family the FLOPs formula refuses, why: ``refused`` is "attention" (no [attention] in its record) or
-    "states" (layers that keep a recurrent state)."""
+    """Forward FLOPs per token at S (eager attention over the full S×S matrix, :data:`flops.CONVENTION`; layers that
+    keep a state: their sequence mixing as transformers' torch path computes it, :data:`flops.STATE_CONVENTION`);
+    or, for a family the FLOPs formula refuses, why: ``refused`` is "attention" (no [attention] and no [[state]] in
+    its record) or "states" (a kind of state layer without a FLOPs formula)."""
 
     seq: int
     groups: list | None = None  # [(layers, [per-layer exprs])] of FLOPs per token, for the derive macro
     values: dict | None = None  # the config's values and S
-    per_token: int = 0
+    per_token: int | Fraction = 0  # a mean: a fraction when the convolutions' extra outputs or chunk padding add some
     attention: int = 0  # of which the score and value matmuls QK^T and AV
     linear: int = 0  # of which the weights of the layers (2 per parameter, routed experts k of n)
     head: int = 0  # of which the LM head, 2·d·V
+    state: int | Fraction = 0  # of which the sequence mixing of the state layers (convolutions, scans)
+    state_kinds: tuple[str, ...] = ()  # the state layers' kinds (mamba, linear_attention, ...)
     refused: str | None = None
 
     @property
     def attention_share(self) -> Fraction:
         return Fraction(self.attention, self.per_token)
 
+    @property
+    def state_share(self) -> Fraction:
+        return Fraction(self.state) / Fraction(self.per_token)
+
 
 def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
-    from ..formulas.flops import Flops
+    from ..formulas.flops import Flops, state_flops
     from ..formulas.symbols import S
 
     family = model.architecture
-    if family.states or family.attention is None:
-        return FlopsPart(seq, refused="states" if family.states else "attention")
+    try:
+        state_flops(model.derivation)  # refuses a kind of state layer without a formula
+    except LlmcountError:
+        return FlopsPart(seq, refused="attention" if family.attention is None and not family.states else "states")
     flops = Flops(model.derivation)
     counts = flops.evaluate(model.values, seq, 1)
-    by_kind = {"attention": 0, "head": 0, "linear": 0}
-    for c in counts.components:
-        kind = (
-            "attention"
-            if c.path.startswith("attention/scores") or c.path.startswith("attention/values")
-            else ("head" if c.path == "head/lm_head" else "linear")
-        )
-        by_kind[kind] += c.flops // seq
+    by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
+    by_kind["state"] = Fraction(0)
+    scans = {op.path: state.name for state in family.states for op in state.flops or ()}
+    for c in counts.components:  # a kind of layer this config has none of has no component
+        if c.path in scans:
+            kind = "state"
+        elif c.path.startswith("attention/scores") or c.path.startswith("attention/values"):
+            kind = "attention"
+        else:
+            kind = "head" if c.path == "head/lm_head" else "linear"
+        by_kind[kind] += Fraction(c.flops, seq)
     assert sum(by_kind.values()) == counts.per_token
-    return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **by_kind)
+    parts = {kind: _whole(value) for kind, value in by_kind.items()}
+    kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
+    return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
+
+
+def _whole(value: Fraction) -> int | Fraction:
+    """An int when the fraction is whole."""
+    return value.numerator if value.denominator == 1 else value
 
 
 @dataclass(frozen=True)
