@@ -305,12 +305,12 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         symbol,
         key,
         default,
-        str(spec.get("default", "")),
+        shown(str(spec.get("default", ""))),
         null,
         strings,
         "zero" in spec,
         adjust,
-        spec.get("adjust", ""),
+        shown(spec.get("adjust", "")),
         "entries" in spec,
     )
 
@@ -320,7 +320,13 @@ def _rules(data: Any, where: str) -> tuple[Rule, ...]:
         isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in data
     ):
         raise RecordError(f"{where}: expected a list of [condition, message] pairs")
-    return tuple(Rule(condition(text, f"{where} {text!r}"), text, message) for text, message in data)
+    return tuple(Rule(condition(text, f"{where} {text!r}"), shown(text), shown(message)) for text, message in data)
+
+
+def shown(text: str) -> str:
+    """A record's text as a message quotes it: on one line (a TOML multi-line string, as LFM2's adjust, would
+    otherwise break the one-line message a bad config gets)."""
+    return " ".join(text.split())
 
 
 _TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
