@@ -48,3 +48,99 @@ def test_an_adjusted_width_refused_quotes_its_multiline_rule_on_one_line(bad: di
     result = run("count", str(path))
     assert_refused(result, "config.json", "lfm2")
     assert "\\n" not in result.stderr
+
+
+# --- cached discovered records: read like a file a user hands us (bounded, regular, UTF-8, shallow, bounded degree)
+
+HIDDEN = "llama"  # a family the tests hide, so that count --discover reads the cache (as tests/test_discover_cli.py)
+LLAMA = {
+    "model_type": HIDDEN,
+    "hidden_size": 96,
+    "intermediate_size": 160,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 6,
+    "num_key_value_heads": 2,
+    "vocab_size": 250,
+}
+
+
+@pytest.fixture
+def cached(tmp_path, monkeypatch):
+    """The path of the cached record of HIDDEN (not written yet) and a config of that type."""
+    pytest.importorskip("transformers", reason="--discover needs torch and transformers")
+    import importlib.metadata
+
+    from llmcount import discovered
+
+    monkeypatch.setenv("LLMCOUNT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(discovered, "available", lambda: True)
+    monkeypatch.setattr(discovered, "_discover", lambda *args: pytest.fail("discovery ran instead of a refusal"))
+    bundled = records.family
+    monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
+    path = discovered.cached_path(HIDDEN, importlib.metadata.version("transformers"))
+    path.parent.mkdir(parents=True)
+    config = tmp_path / "config.json"
+    config.write_text(__import__("json").dumps(LLAMA))
+    return path, str(config)
+
+
+GOOD = (records.resources.files(records.__package__) / "families" / "llama.toml").read_text()
+BLOWN = "*".join(["(d+h+N+V+h_d+d_ff+h_kv)**8"] * 12)
+
+
+def _write(path, kind: str) -> None:
+    if kind == "binary":
+        path.write_bytes(b"\xff\xfe\x00 not text")
+    elif kind == "deep array":
+        path.write_text("x = " + "[" * 5000 + "]" * 5000)
+    elif kind == "deep table":
+        path.write_text("x = " + "{a=" * 3000 + "1" + "}" * 3000)
+    elif kind == "huge":
+        path.write_text(GOOD + "\n#" + "x" * 2_000_000)
+    elif kind == "huge int":
+        path.write_text(GOOD + "\nzz = " + "9" * 5000)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        __import__("os").mkfifo(path)
+    elif kind == "link to a device":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling link":
+        path.symlink_to(path.parent / "gone")
+    elif kind == "another model_type":
+        path.write_text(GOOD.replace('model_type = "llama"', 'model_type = "mistral"'))
+    elif kind == "degree 96":
+        path.write_text(GOOD.replace('expr = "V*d"', f'expr = "{BLOWN}"', 1))
+    elif kind == "a 300-digit coefficient":
+        path.write_text(GOOD.replace('expr = "V*d"', f'expr = "{10**300}*V*d"', 1))
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "binary",
+        "deep array",
+        "deep table",
+        "huge",
+        "huge int",
+        "folder",
+        "fifo",
+        "link to a device",
+        "dangling link",
+        "another model_type",
+        "degree 96",
+        "a 300-digit coefficient",
+    ],
+)
+def test_a_hostile_cached_record_is_refused_by_name(cached, kind: str) -> None:
+    path, config = cached
+    _write(path, kind)
+    result = run("count", config, "--discover")
+    assert_refused(result, str(path), "delete it")
+
+
+def test_a_good_cached_record_is_still_read(cached) -> None:
+    path, config = cached
+    path.write_text(GOOD)
+    result = run("count", config, "--discover")
+    assert result.exit_code == 0 and "llama" in result.stdout
