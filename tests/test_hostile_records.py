@@ -144,3 +144,27 @@ def test_a_good_cached_record_is_still_read(cached) -> None:
     path.write_text(GOOD)
     result = run("count", config, "--discover")
     assert result.exit_code == 0 and "llama" in result.stdout
+
+
+# --- outputs: a FIFO nobody reads is refused at once (every command that writes -o or --chart goes through save)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["writeup", "qwen3-0.6b"],
+        ["writeup", "qwen3-0.6b", "--training"],
+        ["writeup", "qwen3", "--family-sizes", "qwen3-0.6b,qwen3-8b"],
+    ],
+    ids=" ".join,
+)
+def test_output_into_a_fifo_no_process_reads_is_refused_not_blocked(tmp_path, args: list[str]) -> None:
+    import os
+    import time
+
+    fifo = tmp_path / "post.md"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    result = run(*args, "-o", str(fifo))
+    assert_refused(result, str(fifo), "no process reads")
+    assert time.monotonic() - start < 10
