@@ -168,3 +168,24 @@ def test_output_into_a_fifo_no_process_reads_is_refused_not_blocked(tmp_path, ar
     result = run(*args, "-o", str(fifo))
     assert_refused(result, str(fifo), "no process reads")
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--seq", "0"],
+        ["--seq", "32k"],
+        ["--batch", "8"],
+        ["--dp", "8"],
+        ["--zero", "3"],
+        ["--tp", "2"],
+        ["--optimizer", "sgd"],
+        ["--recompute", "full"],
+        ["--sequence-parallel"],
+    ],
+    ids=" ".join,
+)
+def test_an_option_of_one_models_post_is_refused_with_family_sizes_not_ignored(option: list[str]) -> None:
+    result = run("writeup", "qwen3", "--family-sizes", "qwen3-0.6b,qwen3-8b", *option)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip() == f"llmcount: error: {option[0]} is for one model's post, not for --family-sizes"
