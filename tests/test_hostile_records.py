@@ -189,3 +189,26 @@ def test_an_option_of_one_models_post_is_refused_with_family_sizes_not_ignored(o
     result = run("writeup", "qwen3", "--family-sizes", "qwen3-0.6b,qwen3-8b", *option)
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.strip() == f"llmcount: error: {option[0]} is for one model's post, not for --family-sizes"
+
+
+# --- the Python API: an argument of the wrong type is a LlmcountError naming it, never a TypeError
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"optimizer": ["adamw"]},
+        {"attention": 1},
+        {"recompute": None},
+        {"zero": True},
+        {"lora": 4, "lora_targets": None},
+        {"lora": 4, "lora_targets": 3},
+    ],
+    ids=str,
+)
+def test_the_training_api_refuses_an_argument_of_the_wrong_type_by_name(options: dict) -> None:
+    import llmcount
+
+    with pytest.raises(LlmcountError) as caught:
+        llmcount.training("qwen3-0.6b", **options)
+    assert next(iter(options)) in str(caught.value) or "lora_targets" in str(caught.value)
