@@ -188,8 +188,13 @@ def training(
 
     model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
-    if zero not in tr.ZERO_STAGES:
+    if isinstance(zero, bool) or zero not in tr.ZERO_STAGES:
         raise LlmcountError(f"zero {zero!r}: choices: 0, 1, 2, 3")
+    for name, value in (("dtype", dtype), ("optimizer", optimizer), ("attention", attention), ("recompute", recompute)):
+        if not isinstance(value, str):  # a list or a number where a name is expected: refused, not a TypeError
+            raise LlmcountError(f"{name} must be a name (a string), got {type(value).__name__} {str(value)[:40]!r}")
+    if not isinstance(lora_targets, (str, list, tuple)):
+        raise LlmcountError(f"lora_targets must be names, a,b or a list, got {type(lora_targets).__name__}")
     degrees = {
         name: parse_size(value, name, suffixes=False)
         for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))

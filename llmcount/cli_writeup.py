@@ -145,20 +145,7 @@ def writeup(
     from .renderers.writeup import ALL_SECTIONS, build, save
     from .renderers.writeup_training import Settings
 
-    if family_sizes is not None:
-        given = [name for name, value in (("--index", index), ("--dtype", dtype), ("--sections", sections)) if value]
-        if training:
-            given.append("--training")
-        if given:
-            raise usage_error(f"{given[0]} is for one model's post, not for --family-sizes")
-        _write_sizes(spec, family_sizes, fmt, lang, output, chart, flavor, as_json)
-        return
-
-    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in ALL_SECTIONS]
-    if sections is not None and unknown:  # a usage error, as for an unknown --format
-        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(ALL_SECTIONS)}"
-        raise usage_error(message)
-    given = {
+    parallel = {
         "--optimizer": optimizer,
         "--zero": zero,
         "--dp": dp,
@@ -169,6 +156,21 @@ def writeup(
         "--recompute": recompute,
         "--sequence-parallel": sequence_parallel,
     }
+    if family_sizes is not None:  # an option of one model's post is refused, not ignored
+        one_post = (("--index", index), ("--dtype", dtype), ("--sections", sections), ("--training", training))
+        given = [name for name, value in one_post if value]
+        given += ["--seq"] * (seq != "4096") + ["--batch"] * (batch != "1")
+        given += [option for option, value in parallel.items() if value != cli_training.DEFAULTS[option]]
+        if given:
+            raise usage_error(f"{given[0]} is for one model's post, not for --family-sizes")
+        _write_sizes(spec, family_sizes, fmt, lang, output, chart, flavor, as_json)
+        return
+
+    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in ALL_SECTIONS]
+    if sections is not None and unknown:  # a usage error, as for an unknown --format
+        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(ALL_SECTIONS)}"
+        raise usage_error(message)
+    given = parallel
     shown = training or "training" in [part.strip() for part in (sections or "").split(",")]
     if not shown:
         if batch != "1":

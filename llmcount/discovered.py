@@ -55,9 +55,11 @@ def record(model_type: str, source: str, say=lambda text: print(text, file=sys.s
         )
     version = importlib.metadata.version("transformers")
     path = cached_path(model_type, version)
-    if path.is_file():
+    if os.path.lexists(path):  # whatever is there (a FIFO, a link to a device) is read as a record or refused
         try:
             family = records.load(path)
+            if family.name != model_type:
+                raise RecordError(f"{path}: a record of model_type {family.name!r}, not {model_type!r}")
         except (OSError, RecordError) as error:
             raise LlmcountError(f"{error} (a cached discovered record: delete it to discover again)") from None
         say(f"note: {model_type} is counted with a record discovered from transformers {version} (cached: {path})")

@@ -57,7 +57,7 @@ def formula(text: str, where: str) -> Expr:
     """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil(x)``."""
 
     def build(node: ast.expr) -> Expr:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value <= MAX_LITERAL:
             return Integer(node.value)
         if isinstance(node, ast.Name):
             if node.id not in BY_NAME:
@@ -76,7 +76,33 @@ def formula(text: str, where: str) -> Expr:
             return ceiling(build(node.args[0]))
         raise RecordError(f"{where}: {ast.unparse(node)!r} is not allowed in a formula")
 
-    return build(_tree(text, where))
+    tree = _tree(text, where)
+    result = build(tree)
+    if _degree(tree) > MAX_DEGREE:  # checked on the text: no product of powers is ever expanded
+        raise RecordError(f"{where}: {text.strip()[:60]!r} has degree {_degree(tree)}, more than {MAX_DEGREE}")
+    return result
+
+
+MAX_DEGREE = 16
+MAX_LITERAL = 2**64  # a coefficient or a divisor in a formula (the bundled records use small ones)
+"""A formula's degree in the sizes (the bundled records reach 8, a FLOP count of a chunked scan): with every size at
+most 2**40 its value stays a number a float can hold, and its expansion stays small."""
+
+
+def _degree(node: ast.expr) -> int:
+    """An upper bound of the degree of a formula :func:`formula` has accepted (a quotient counts both sides)."""
+    if isinstance(node, ast.Name):
+        return 1
+    if isinstance(node, ast.UnaryOp):
+        return _degree(node.operand)
+    if isinstance(node, ast.BinOp):
+        left, right = _degree(node.left), _degree(node.right)
+        if isinstance(node.op, ast.Pow):
+            return left * node.right.value
+        return max(left, right) if isinstance(node.op, (ast.Add, ast.Sub)) else left + right
+    if isinstance(node, ast.Call):
+        return _degree(node.args[0])
+    return 0
 
 
 def _is_ceil(node: ast.expr) -> bool:

@@ -310,12 +310,12 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         symbol,
         key,
         default,
-        str(spec.get("default", "")),
+        shown(str(spec.get("default", ""))),
         null,
         strings,
         "zero" in spec,
         adjust,
-        spec.get("adjust", ""),
+        shown(spec.get("adjust", "")),
         spec.get("entries") == "distinct",
         spec.get("entries") == "sum",
     )
@@ -326,7 +326,13 @@ def _rules(data: Any, where: str) -> tuple[Rule, ...]:
         isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in data
     ):
         raise RecordError(f"{where}: expected a list of [condition, message] pairs")
-    return tuple(Rule(condition(text, f"{where} {text!r}"), text, message) for text, message in data)
+    return tuple(Rule(condition(text, f"{where} {text!r}"), shown(text), shown(message)) for text, message in data)
+
+
+def shown(text: str) -> str:
+    """A record's text as a message quotes it: on one line (a TOML multi-line string, as LFM2's adjust, would
+    otherwise break the one-line message a bad config gets)."""
+    return " ".join(text.split())
 
 
 _TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
@@ -531,13 +537,26 @@ def family(model_type: str) -> Family | None:
 
 def load(path: str | os.PathLike[str]) -> Family:
     """The record in a TOML file anywhere (a draft, say), parsed and checked like the bundled ones."""
+    from ..errors import LlmcountError
+    from ..files import read_bytes
+
     where = os.fspath(path)
+    try:  # a regular file of a record's size (a FIFO, a device or a 200 MB file in the cache is not read)
+        raw = read_bytes(path, "record", MAX_RECORD_BYTES)
+    except LlmcountError as exc:
+        raise RecordError(str(exc)) from None
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise RecordError(f"{where}: {exc}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise RecordError(f"{where}: nested too deeply to be a record") from None
+    except ValueError as exc:  # TOMLDecodeError, or an integer of thousands of digits
+        raise RecordError(f"{where}: {' '.join(str(exc).split())[:160]}") from None
     return parse_record(data, where)
+
+
+MAX_RECORD_BYTES = 1_000_000  # a record (the largest bundled one is ~30 kB)
 
 
 def families() -> tuple[Family, ...]:

@@ -8,6 +8,7 @@ leading-order term of one layer and its relative error, and the check against a 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -889,11 +890,21 @@ def _keep_aside(target: Path) -> str | None:
 
 
 def _write_into(target: Path, data: bytes) -> None:
+    """Write into a character device or FIFO; a FIFO nobody reads is refused at once (opening it would block)."""
     try:
-        with open(target, "wb") as out:
+        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise LlmcountError(f"{target}: cannot write: a FIFO that no process reads") from None
+        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    try:
+        os.set_blocking(fd, True)
+        with open(fd, "wb", closefd=False) as out:
             out.write(data)
     except OSError as exc:
         raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
 def _stage(target: Path, data: bytes) -> str:
