@@ -58,9 +58,12 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["use_qk_norm"] = rng.choice([True, False])
     if model_type == "hyperclovax":  # norms after attention and after the MLP
         config["use_post_norm"] = rng.choice([True, False])
-    if model_type == "gemma2":
+    if model_type in ("gemma2", "gemma3_text"):  # Gemma 3 reads attn_logit_softcapping but ignores it
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
+    if model_type == "gemma3_text":  # a full-attention layer has its own RoPE tables (rope_local_base_freq)
+        config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
+        config["num_hidden_layers"] = 2
     if model_type in ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
