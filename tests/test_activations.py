@@ -65,6 +65,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if model_type in ("gemma2", "gemma3_text", "vaultgemma"):  # Gemma 3 reads attn_logit_softcapping but ignores it
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
+    if model_type == "nanochat":
+        config["final_logit_softcapping"] = rng.choice([15.0, None])
     if model_type == "gemma3_text":  # a full-attention layer has its own RoPE tables (rope_local_base_freq)
         config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
         config["num_hidden_layers"] = 2
