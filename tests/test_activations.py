@@ -31,7 +31,7 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
 
 
 def _config(model_type: str, rng: random.Random) -> dict:
@@ -52,24 +52,33 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
         config["hidden_size"] = 8 * h
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
-    if model_type in HEAD_DIM_FROM_WIDTH:  # its attention sizes o_proj by d, whatever head_dim says
+    # Helium sizes o_proj by d whatever head_dim says; Cohere2Config requires head_dim = d / h
+    if model_type in HEAD_DIM_FROM_WIDTH:
         config["hidden_size"] = h * config["head_dim"]
     if model_type == "cohere":  # per-head LayerNorms of q and k (Command R+)
         config["use_qk_norm"] = rng.choice([True, False])
+    if model_type == "cohere2":  # RoPE on the sliding layers only
+        config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
+        config["num_hidden_layers"] = 2
     if model_type == "hyperclovax":  # norms after attention and after the MLP
         config["use_post_norm"] = rng.choice([True, False])
-    if model_type == "gemma2":
+    if model_type in ("gemma2", "gemma3_text", "vaultgemma"):  # Gemma 3 reads attn_logit_softcapping but ignores it
         config["attn_logit_softcapping"] = rng.choice([50.0, None])
         config["final_logit_softcapping"] = rng.choice([30.0, None])
-    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe"):
+    if model_type == "nanochat":
+        config["final_logit_softcapping"] = rng.choice([15.0, None])
+    if model_type == "gemma3_text":  # a full-attention layer has its own RoPE tables (rope_local_base_freq)
+        config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
+        config["num_hidden_layers"] = 2
+    if model_type in ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "flex_olmo"):
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         config["hidden_size"] = rng.choice([16, 24, 32])
         config["num_experts_per_tok"] = rng.choice([1, 2, 3])
         experts = rng.choice([3, 4, 5])
-        if model_type in ("mixtral", "olmoe"):
+        if model_type in ("mixtral", "olmoe", "flex_olmo"):
             config["num_local_experts" if model_type == "mixtral" else "num_experts"] = experts
             config["intermediate_size"] = rng.choice([8, 16])
-            if model_type == "olmoe":  # q_norm and k_norm are sized d: head_dim = d / h
+            if model_type in ("olmoe", "flex_olmo"):  # q_norm and k_norm are sized d: head_dim = d / h
                 config["norm_topk_prob"] = rng.choice([True, False])
                 config["head_dim"], config["hidden_size"] = 8, 8 * h
         else:
