@@ -79,7 +79,7 @@ def test_success_exits_0(capsys) -> None:
 def test_internal_error_is_one_line_not_a_traceback(capsys, monkeypatch) -> None:
     import llmcount.sources
 
-    def broken(spec):
+    def broken(spec, *args):
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr(llmcount.sources, "load", broken)
