@@ -140,10 +140,14 @@ def assert_cache_equals_transformers(model_type: str, data, dtype: str) -> None:
         config["attention_types"] = [[["global", "local"], layers // 2]] + [[["global"], 1]] * (layers % 2)
     batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
     try:
-        values = read_config(config, "drawn config").values
+        model = read_config(config, "drawn config")
+        values = model.values
         got = llmcount_cache_bytes(config, batch, seq, dtype)
     except RuleRefusal:
         assume(False)
+    # the forward pass builds real weights: a draw that leaves a large class default in place (LongCat-Flash's
+    # hidden_size 6144 with 512 experts) would need hundreds of GB, so such draws are skipped
+    assume(model.counts.total <= MAX_PARAMETERS)
     assume(all(value % 2 == 0 for symbol, value in values.items() if symbol.name in ROTARY))
     assume(rotary_part(config, values) % 2 == 0)
     try:
@@ -153,4 +157,5 @@ def assert_cache_equals_transformers(model_type: str, data, dtype: str) -> None:
     assert got == expected, f"{model_type} {dtype} B={batch} S={seq}: {config} ({oracle.VERSIONS})"
 
 
+MAX_PARAMETERS = 50_000_000
 TORCH_DTYPES = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}
