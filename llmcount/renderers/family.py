@@ -236,7 +236,7 @@ def build_sizes(
     ``family_name``, with its chart. Output paths are checked before anything is computed; nothing is written
     here (see :func:`.writeup.save`)."""
     from ..sources import load
-    from .writeup import CHART_SUFFIXES, FLAVORS, STDOUT, WriteUp, _choose, _kind, _link, _same_file, check_target
+    from .writeup import FLAVORS, WriteUp, _choose, targets
 
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
@@ -245,19 +245,7 @@ def build_sizes(
         raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
     names = parse_sizes(specs)
     family = _family(family_name)
-    if output == STDOUT:
-        output = None
-    out = check_target(output) if output is not None else None
-    image = check_target(chart, "chart") if chart is not None else None
-    if out is not None and image is not None and _same_file(out, image):
-        raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
-    suffix = Path(chart).suffix.lower() if chart is not None else ""
-    if image is not None and fmt == "html":
-        raise LlmcountError(f"{chart}: an HTML write-up carries its chart inline; --chart is for markdown and latex")
-    if image is not None and suffix not in CHART_SUFFIXES[fmt]:
-        raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {', '.join(CHART_SUFFIXES[fmt])}")
-    post = out if out is not None and _kind(out) != "stream" else None
-    link = _link(image, post, fmt) if image is not None else None
+    output, out, image, suffix, link = targets(output, chart, fmt)
     fs = family_sizes(family.name, [load(name) for name in names])
     models = [s.model for s in fs.sizes]
     files: dict[Path, bytes] = {}

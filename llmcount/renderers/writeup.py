@@ -947,6 +947,28 @@ class WriteUp:
     files: dict[Path, bytes]  # what to write: the post with -o, the chart with --chart
 
 
+def targets(
+    output: str | None, chart: str | None, fmt: str
+) -> tuple[str | None, Path | None, Path | None, str, str | None]:
+    """The paths a write-up goes to, checked before anything is computed: ``(output, post, chart image, the image's
+    suffix, the image's link from the post)``; ``-o -`` (or none) is stdout, whose output is None."""
+    if output == STDOUT:
+        output = None
+    out = check_target(output) if output is not None else None
+    image = check_target(chart, "chart") if chart is not None else None
+    if out is not None and image is not None and _same_file(out, image):
+        raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
+    suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
+    if image is not None and fmt == "html":
+        raise LlmcountError(f"{chart}: an HTML write-up carries its chart inline; --chart is for markdown and latex")
+    if image is not None and suffix not in CHART_SUFFIXES[fmt]:
+        allowed = ", ".join(CHART_SUFFIXES[fmt])
+        raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {allowed}")
+    post = out if out is not None and _kind(out) != "stream" else None  # a link from /dev/stdout: from here
+    link = _link(image, post, fmt) if image is not None else None
+    return output, out, image, suffix, link
+
+
 def build(
     spec: str,
     fmt: str = "markdown",
@@ -980,20 +1002,7 @@ def build(
         raise LlmcountError("--chart draws the shares section: add shares to --sections, or drop --chart")
     if flavor != "dollars" and fmt != "markdown":
         raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
-    if output == STDOUT:
-        output = None
-    out = check_target(output) if output is not None else None
-    image = check_target(chart, "chart") if chart is not None else None
-    if out is not None and image is not None and _same_file(out, image):
-        raise LlmcountError(f"{chart}: --chart and -o name the same file; give the chart its own name")
-    suffix = Path(chart).suffix.lower() if chart is not None else ""  # the name asked for, not a symlink's target
-    if image is not None and fmt == "html":
-        raise LlmcountError(f"{chart}: an HTML write-up carries its chart inline; --chart is for markdown and latex")
-    if image is not None and suffix not in CHART_SUFFIXES[fmt]:
-        allowed = ", ".join(CHART_SUFFIXES[fmt])
-        raise LlmcountError(f"{chart}: a {fmt} write-up can link a chart of type {allowed}")
-    post = out if out is not None and _kind(out) != "stream" else None  # a link from /dev/stdout: from here
-    link = _link(image, post, fmt) if image is not None else None
+    output, out, image, suffix, link = targets(output, chart, fmt)
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
