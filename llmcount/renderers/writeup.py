@@ -550,7 +550,7 @@ def features(model: Model) -> dict[str, Any]:
         "dense_layers": model.derivation.per_dense_layer is not None,
         # the dense layers form a leading block (DeepSeek's first_k_dense_replace), or are spread (every other)
         "dense_indices": model.layer_indices.get(N_dense, ()),
-        "dense_first": model.layer_indices.get(N_dense, ()) == tuple(range(v.get(N_dense, 0))),
+        "dense_first": v.get(N_dense, 0) > 0 and model.layer_indices.get(N_dense, ()) == tuple(range(v[N_dense])),
         "classic_mlp": "mlp/c_fc" in paths,
         "experts_d_ff": any(t.routed and d_ff in t.expr.free_symbols for t in model.derivation.terms),  # Mixtral
         "tied": model.tied,
