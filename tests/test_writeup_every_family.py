@@ -18,11 +18,7 @@ KNOWN = {
     "bamba": "the KV-cache prose indexes the first attention kind of a model whose cache has none listed",
     "granitemoehybrid": "the KV-cache prose indexes the first attention kind of a model whose cache has none listed",
     "hrm_text": "a layer kind with no terms has no leading-order part",
-    "jamba": "the attention prose assumes h_d, which the record does not read",
-    "stablelm": "the attention prose assumes h_d, which the record does not read",
     "jetmoe": "the attention features divide by a key/value head count the record does not read",
-    "kolibri1": "the shared-expert prose assumes n_s",
-    "nemotron_h": "the shared-expert prose assumes n_s",
     "openai-gpt": "the classic MLP prose assumes d_ff, which the config leaves to 4·d",
 }
 
