@@ -15,10 +15,6 @@ oracle = pytest.importorskip("oracle", reason="the class defaults come from tran
 # write-ups whose prose still assumes a symbol these records do not read: each fails today (strictly: a fixed one
 # must leave this table), named here so that the sweep guards every other family
 KNOWN = {
-    "bamba": "the KV-cache prose indexes the first attention kind of a model whose cache has none listed",
-    "granitemoehybrid": "the KV-cache prose indexes the first attention kind of a model whose cache has none listed",
-    "hrm_text": "a layer kind with no terms has no leading-order part",
-    "jetmoe": "the attention features divide by a key/value head count the record does not read",
     "openai-gpt": "the classic MLP prose assumes d_ff, which the config leaves to 4·d",
 }
 

@@ -248,6 +248,8 @@ class Leading:
 def leading(model: Model, activated: bool = False) -> Leading:
     """The leading-order terms of one layer (an MoE layer for MoE models; ``activated``: per token)."""
     exprs = model.derivation.layer_terms(activated=activated)
+    if not exprs:  # no weights repeated per layer (HRM's blocks are counted as a whole)
+        raise LlmcountError(f"{model.name}: no per-layer terms to approximate")
     kept = top_terms(exprs, _order)
     exact = sum(int(e.subs(model.values)) for e in exprs)
     value = sum(int(e.subs(model.values)) for e in kept)
@@ -537,7 +539,7 @@ def features(model: Model) -> dict[str, Any]:
     v = model.values
     heads, kv_heads = v.get(h), v.get(h_kv)
     kind = None
-    if kv_heads is not None:
+    if kv_heads is not None and heads is not None:
         kind = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
     return {
         "moe": model.architecture.is_moe,
@@ -557,7 +559,7 @@ def features(model: Model) -> dict[str, Any]:
         "layer_norm": "norms/ln_1" in paths,
         "attention_kind": kind,
         "group_size": heads // kv_heads if kind == "gqa" else None,
-        "q_width": heads * v[h_d] if h_d in v else None,  # h·h_d, when it may differ from d
+        "q_width": heads * v[h_d] if h_d in v and heads is not None else None,  # h·h_d, when it may differ from d
         "ff_ratio": Fraction(v[d_ff], v[d]) if d_ff in v else None,
         "moe_layers": v[N] - v.get(N_dense, 0),
     }
