@@ -12,21 +12,9 @@ from llmcount.renderers.writeup import render_writeup
 
 oracle = pytest.importorskip("oracle", reason="the class defaults come from transformers (pip install '.[test]')")
 
-# write-ups whose prose still assumes a symbol these records do not read: each fails today (strictly: a fixed one
-# must leave this table), named here so that the sweep guards every other family
-KNOWN = {
-    "openai-gpt": "the classic MLP prose assumes d_ff, which the config leaves to 4·d",
-}
-
-
-FAMILIES = [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name])) if name in KNOWN else name
-    for name in records.names()
-]
-
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("model_type", FAMILIES)
+@pytest.mark.parametrize("model_type", records.names())
 def test_writeup_renders_or_refuses_by_name(model_type: str, lang: str) -> None:
     config = {**oracle.runnable_defaults(model_type), "model_type": model_type}
     model = read_config(config, model_type)

@@ -560,7 +560,7 @@ def features(model: Model) -> dict[str, Any]:
         "attention_kind": kind,
         "group_size": heads // kv_heads if kind == "gqa" else None,
         "q_width": heads * v[h_d] if h_d in v and heads is not None else None,  # h·h_d, when it may differ from d
-        "ff_ratio": Fraction(v[d_ff], v[d]) if d_ff in v else None,
+        "ff_ratio": Fraction(v[d_ff], v[d]) if d_ff in v else _up_ratio(model),
         "moe_layers": v[N] - v.get(N_dense, 0),
     }
 
@@ -570,6 +570,14 @@ def _preset(model: Model):
     from ..presets import find
 
     return find(model.name) if model.source == f"preset {model.name}" else None
+
+
+def _up_ratio(model: Model) -> Fraction | None:
+    """A classic MLP's width over d when the config gives no d_ff (GPT-1 fixes it at 4·d): c_fc's weights over N·d²."""
+    up = next((c.count for c in model.counts.components if c.path == "mlp/c_fc"), None)
+    if up is None or not model.values.get(N) or not model.values.get(d):
+        return None
+    return Fraction(up, model.values[N] * model.values[d] ** 2)
 
 
 def display_name(model: Model) -> str:
