@@ -14,6 +14,7 @@ import re
 import signal
 import stat
 import tempfile
+import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -899,14 +900,24 @@ def _keep_aside(target: Path) -> str | None:
     return str(aside)
 
 
+FIFO_WAIT = 1.0  # seconds a FIFO given to -o may take to get a reader
+
+
 def _write_into(target: Path, data: bytes) -> None:
-    """Write into a character device or FIFO; a FIFO nobody reads is refused at once (opening it would block)."""
-    try:
-        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise LlmcountError(f"{target}: cannot write: a FIFO that no process reads") from None
-        raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    """Write into a character device or FIFO; a FIFO that no process opens for reading within a second is refused
+    (a blocking open would wait for ever)."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(target, flags)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise LlmcountError(f"{target}: cannot write: {exc.strerror or exc}") from None
+            if time.monotonic() > deadline:  # no reader yet: a reader started alongside gets this long to open it
+                raise LlmcountError(f"{target}: cannot write: a FIFO that no process reads") from None
+            time.sleep(0.01)
     try:
         os.set_blocking(fd, True)
         with open(fd, "wb", closefd=False) as out:
