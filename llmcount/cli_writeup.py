@@ -140,6 +140,8 @@ def writeup(
     Example: llmcount writeup qwen3-235b-a22b --lang zh -o qwen3-moe.md
 
     Example: llmcount writeup llama-3-8b --training --batch 4 --seq 4096 --zero 3 --dp 8
+
+    Example: llmcount writeup qwen3 --family-sizes qwen3-0.6b,qwen3-8b,qwen3-32b
     """
     from . import cli_training
     from .renderers.writeup import ALL_SECTIONS, build, save
