@@ -169,6 +169,7 @@ def test_count_says_what_it_leaves_out(tmp_path) -> None:
     result = CliRunner().invoke(app, ["count", str(path)])
     assert result.exit_code == 0, result.output
     assert "language model only" in result.output and "vision tower" in result.output
+    assert result.output.splitlines()[0].endswith(" (language model): Gemma 3 (multimodal),")  # one pair of brackets
     assert "3,880,263,168" in result.output
     data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).output)
     assert data["total"] == 3_880_263_168
