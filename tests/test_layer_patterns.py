@@ -138,6 +138,18 @@ ZAMBA2 = {  # six layers, hybrid ones at 1, 3 and 4
     "pad_token_id": None,
 }
 
+LFM3 = {  # nine layers: by default conv at 0, 1, 3, 5, 7; full at 2, 6; sliding at 4, 8
+    "model_type": "lfm3",
+    "num_hidden_layers": 9,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "pad_token_id": 0,  # the default, 124,893, lies outside a small vocabulary
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -168,6 +180,19 @@ CASES = {
     "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
     "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
     "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+    "lfm3 default pattern": LFM3,
+    "lfm3 layer_types, legacy 'attention'": {
+        **LFM3,
+        "layer_types": ["attention", "conv", "sliding_attention", "conv", "conv", "full_attention", *["conv"] * 3],
+    },
+    "lfm3 untied, biases, no gate, no sandwich norms": {
+        **LFM3,
+        "tie_word_embeddings": False,
+        "conv_bias": True,
+        "attention_bias": True,
+        "use_attention_gate": False,
+        "use_sandwich_norm": False,
+    },
     "zamba2 tied": ZAMBA2,
     "zamba2 tied, two blocks, attention adapters": {
         **ZAMBA2,
