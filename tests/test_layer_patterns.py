@@ -150,6 +150,19 @@ LFM3 = {  # nine layers: by default conv at 0, 1, 3, 5, 7; full at 2, 6; sliding
     "pad_token_id": 0,  # the default, 124,893, lies outside a small vocabulary
 }
 
+ZAYA = {  # four small layers, top-1 of 4 experts
+    "model_type": "zaya",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "moe_intermediate_size": 16,
+    "num_experts": 4,
+    "router_hidden_size": 12,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -193,6 +206,21 @@ CASES = {
         "use_attention_gate": False,
         "use_sandwich_norm": False,
     },
+    "zaya default pattern": ZAYA,
+    "zaya hybrid_sliding layers, CCA kernels 3 and 1": {
+        **ZAYA,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid_sliding", "hybrid"],
+        "sliding_window": 8,
+        "cca_time0": 3,
+        "cca_time1": 1,
+    },
+    "zaya untied, biases, head bias": {
+        **ZAYA,
+        "tie_word_embeddings": False,
+        "attention_bias": True,
+        "lm_head_bias": True,
+    },
+    "zaya tied, head bias": {**ZAYA, "lm_head_bias": True},
     "zamba2 tied": ZAMBA2,
     "zamba2 tied, two blocks, attention adapters": {
         **ZAMBA2,

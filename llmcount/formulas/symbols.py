@@ -100,6 +100,9 @@ r_a = _size("r_a")
 h_tot = _size("h_tot")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
+d_router = _size("d_router")
+k_dw = _size("k_dw")
+k_gr = _size("k_gr")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -252,6 +255,19 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{hv}}",
         "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
         "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(d_router, r"d_{\mathrm{router}}", "router_hidden_size", "width of the router's own MLP (ZAYA)"),
+    Entry(
+        k_dw,
+        r"k_{\mathrm{dw}}",
+        "cca_time0",
+        "kernel width of the depthwise convolution over the queries and keys (ZAYA's CCA)",
+    ),
+    Entry(
+        k_gr,
+        r"k_{\mathrm{gr}}",
+        "cca_time1",
+        "kernel width of the grouped (per-head) convolution over the queries and keys (ZAYA's CCA)",
     ),
 )
 
