@@ -153,6 +153,19 @@ SMALL = {
         "attention_bias": True,
         "mlp_bias": True,
     },
+    # sliding layers with RoPE and full NoPE layers (the sixth and the last), gated attention, grouped routing
+    "beam-sliding-gated-dense-then-moe": {
+        **GQA,
+        "model_type": "beam",
+        "num_hidden_layers": 7,
+        "head_dim": 8,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "n_group": 2,
+        "topk_group": 1,
+        "sliding_window": 3,
+    },
 }
 
 

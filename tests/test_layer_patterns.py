@@ -163,6 +163,20 @@ ZAYA = {  # four small layers, top-1 of 4 experts
     "router_hidden_size": 12,
 }
 
+BEAM = {  # seven layers: sliding but the sixth and the last; three dense, then MoE
+    "model_type": "beam",
+    "num_hidden_layers": 7,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -193,6 +207,18 @@ CASES = {
     "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
     "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
     "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+    "beam default patterns": BEAM,
+    "beam layer_types, mlp_layer_types": {
+        **BEAM,
+        "layer_types": ["full_attention", "sliding_attention"] * 3 + ["full_attention"],
+        "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense", "sparse", "sparse"],
+    },
+    "beam two layers, tied, biases": {
+        **BEAM,
+        "num_hidden_layers": 2,
+        "tie_word_embeddings": True,
+        "attention_bias": True,
+    },
     "lfm3 default pattern": LFM3,
     "lfm3 layer_types, legacy 'attention'": {
         **LFM3,
