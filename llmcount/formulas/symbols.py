@@ -201,7 +201,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_val, r"d_{\mathrm{val}}", "hidden_size · v_dim_factor", "width of the mLSTM values and output gate (xLSTM)"
     ),
-    Entry(n_lang, r"n_{\mathrm{lang}}", "languages", "languages with an adapter of their own (X-MOD)"),
+    Entry(
+        n_lang,
+        r"n_{\mathrm{lang}}",
+        "languages (XLM: n_langs)",
+        "languages: with an adapter of their own (X-MOD), rows of the language embedding (XLM)",
+    ),
     Entry(d_ad, r"d_{\mathrm{ad}}", "hidden_size // adapter_reduction_factor", "adapter bottleneck width (X-MOD)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
