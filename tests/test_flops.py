@@ -166,6 +166,12 @@ SMALL = {
         "topk_group": 1,
         "sliding_window": 3,
     },
+    # pre-norm XLM-RoBERTa-XL as a decoder, untied: the head's separate bias vector is no matmul
+    "xlm-roberta-xl-decoder-untied": {
+        "model_type": "xlm-roberta-xl",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
