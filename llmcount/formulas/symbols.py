@@ -101,6 +101,10 @@ h_tot = _size("h_tot")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
 d_router = _size("d_router")
+n_bkt = _size("n_bkt")
+n_seg = _size("n_seg")
+n_prompt = _size("n_prompt")
+l_prompt = _size("l_prompt")
 k_dw = _size("k_dw")
 k_gr = _size("k_gr")
 
@@ -262,6 +266,15 @@ GLOSSARY: tuple[Entry, ...] = (
         "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
     ),
     Entry(d_router, r"d_{\mathrm{router}}", "router_hidden_size", "width of the router's own MLP (ZAYA)"),
+    Entry(
+        n_bkt,
+        r"n_{\mathrm{bkt}}",
+        "position_bias_num_buckets (T5-style: relative_attention_num_buckets)",
+        "relative-position buckets of a learned attention bias",
+    ),
+    Entry(n_seg, r"n_{\mathrm{seg}}", "segment_types", "segment types (CPM-Ant: rows of the segment embedding)"),
+    Entry(n_prompt, r"n_{\mathrm{prompt}}", "prompt_types", "prompt types, each with its own learned prompt (CPM-Ant)"),
+    Entry(l_prompt, r"l_{\mathrm{prompt}}", "prompt_length", "tokens of one learned prompt (CPM-Ant)"),
     Entry(
         k_dw,
         r"k_{\mathrm{dw}}",
