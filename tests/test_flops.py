@@ -153,11 +153,41 @@ SMALL = {
         "attention_bias": True,
         "mlp_bias": True,
     },
+    # sliding layers with RoPE and full NoPE layers (the sixth and the last), gated attention, grouped routing
+    "beam-sliding-gated-dense-then-moe": {
+        **GQA,
+        "model_type": "beam",
+        "num_hidden_layers": 7,
+        "head_dim": 8,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "n_group": 2,
+        "topk_group": 1,
+        "sliding_window": 3,
+    },
+    # pre-norm XLM-RoBERTa-XL as a decoder, untied: the head's separate bias vector is no matmul
+    "xlm-roberta-xl-decoder-untied": {
+        "model_type": "xlm-roberta-xl",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
+    },
+}
+
+# models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
+CPU_SMALL = {
+    # XLM: an encoder (bidirectional), a language embedding, an untied prediction layer with bias
+    "xlm-languages-untied": {
+        "model_type": "xlm",
+        **{"vocab_size": 97, "emb_dim": 32, "n_heads": 4, "n_layers": 2, "n_langs": 3, "pad_token_id": 0},
+        "tie_word_embeddings": False,
+    },
+    "xlm-causal": {"model_type": "xlm", "vocab_size": 97, "emb_dim": 48, "n_heads": 6, "n_layers": 3, "causal": True},
 }
 
 
 def test_small_configs_cover_every_family() -> None:
-    assert {config["model_type"] for config in SMALL.values()} <= set(records.names())
+    assert {config["model_type"] for config in [*SMALL.values(), *CPU_SMALL.values()]} <= set(records.names())
 
 
 @pytest.mark.parametrize(("batch", "seq"), SIZES)
@@ -170,6 +200,17 @@ def _costed_presets() -> list[str]:
     """Presets whose record derives FLOPs (it has an [attention] section and no [[state]] layers)."""
     costed = [(n, records.family(p.config()["model_type"])) for n, p in presets().items()]
     return sorted(n for n, family in costed if family.attention is not None and not family.states)
+
+
+@pytest.mark.parametrize(("batch", "seq"), SIZES)
+@pytest.mark.parametrize("name", sorted(CPU_SMALL))
+def test_small_cpu_config_equals_flop_counter(name: str, batch: int, seq: int) -> None:
+    from test_state_flops import counter_flops
+
+    config = CPU_SMALL[name]
+    got = llmcount_forward(config, batch, seq)
+    expected = counter_flops(config, batch, seq)
+    assert got == expected, f"B={batch} S={seq}: llmcount {got:,} != FlopCounterMode {expected:,} ({VERSIONS})"
 
 
 @pytest.mark.parametrize(("batch", "seq"), [(1, 2048), (2, 333)])

@@ -138,6 +138,45 @@ ZAMBA2 = {  # six layers, hybrid ones at 1, 3 and 4
     "pad_token_id": None,
 }
 
+LFM3 = {  # nine layers: by default conv at 0, 1, 3, 5, 7; full at 2, 6; sliding at 4, 8
+    "model_type": "lfm3",
+    "num_hidden_layers": 9,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "pad_token_id": 0,  # the default, 124,893, lies outside a small vocabulary
+}
+
+ZAYA = {  # four small layers, top-1 of 4 experts
+    "model_type": "zaya",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "moe_intermediate_size": 16,
+    "num_experts": 4,
+    "router_hidden_size": 12,
+}
+
+BEAM = {  # seven layers: sliding but the sixth and the last; three dense, then MoE
+    "model_type": "beam",
+    "num_hidden_layers": 7,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "moe_intermediate_size": 16,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -168,6 +207,46 @@ CASES = {
     "olmo_hybrid three layers": {**OLMO_HYBRID, "num_hidden_layers": 3},  # the last layer full
     "olmo_hybrid layer_types": {**OLMO_HYBRID, "layer_types": ["full_attention", "linear_attention"] * 3},
     "olmo_hybrid linear heads": {**OLMO_HYBRID, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+    "beam default patterns": BEAM,
+    "beam layer_types, mlp_layer_types": {
+        **BEAM,
+        "layer_types": ["full_attention", "sliding_attention"] * 3 + ["full_attention"],
+        "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense", "sparse", "sparse"],
+    },
+    "beam two layers, tied, biases": {
+        **BEAM,
+        "num_hidden_layers": 2,
+        "tie_word_embeddings": True,
+        "attention_bias": True,
+    },
+    "lfm3 default pattern": LFM3,
+    "lfm3 layer_types, legacy 'attention'": {
+        **LFM3,
+        "layer_types": ["attention", "conv", "sliding_attention", "conv", "conv", "full_attention", *["conv"] * 3],
+    },
+    "lfm3 untied, biases, no gate, no sandwich norms": {
+        **LFM3,
+        "tie_word_embeddings": False,
+        "conv_bias": True,
+        "attention_bias": True,
+        "use_attention_gate": False,
+        "use_sandwich_norm": False,
+    },
+    "zaya default pattern": ZAYA,
+    "zaya hybrid_sliding layers, CCA kernels 3 and 1": {
+        **ZAYA,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid_sliding", "hybrid"],
+        "sliding_window": 8,
+        "cca_time0": 3,
+        "cca_time1": 1,
+    },
+    "zaya untied, biases, head bias": {
+        **ZAYA,
+        "tie_word_embeddings": False,
+        "attention_bias": True,
+        "lm_head_bias": True,
+    },
+    "zaya tied, head bias": {**ZAYA, "lm_head_bias": True},
     "zamba2 tied": ZAMBA2,
     "zamba2 tied, two blocks, attention adapters": {
         **ZAMBA2,

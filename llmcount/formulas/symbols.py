@@ -100,6 +100,13 @@ r_a = _size("r_a")
 h_tot = _size("h_tot")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
+d_router = _size("d_router")
+n_bkt = _size("n_bkt")
+n_seg = _size("n_seg")
+n_prompt = _size("n_prompt")
+l_prompt = _size("l_prompt")
+k_dw = _size("k_dw")
+k_gr = _size("k_gr")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -198,7 +205,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_val, r"d_{\mathrm{val}}", "hidden_size · v_dim_factor", "width of the mLSTM values and output gate (xLSTM)"
     ),
-    Entry(n_lang, r"n_{\mathrm{lang}}", "languages", "languages with an adapter of their own (X-MOD)"),
+    Entry(
+        n_lang,
+        r"n_{\mathrm{lang}}",
+        "languages (XLM: n_langs)",
+        "languages: with an adapter of their own (X-MOD), rows of the language embedding (XLM)",
+    ),
     Entry(d_ad, r"d_{\mathrm{ad}}", "hidden_size // adapter_reduction_factor", "adapter bottleneck width (X-MOD)"),
     Entry(d_rnn, r"d_{\mathrm{rnn}}", "lru_width", "width of the RG-LRU recurrence"),
     Entry(k_conv, r"k_{\mathrm{conv}}", "linear_conv_kernel_dim", "width of the causal convolution kernel"),
@@ -252,6 +264,28 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{hv}}",
         "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
         "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(d_router, r"d_{\mathrm{router}}", "router_hidden_size", "width of the router's own MLP (ZAYA)"),
+    Entry(
+        n_bkt,
+        r"n_{\mathrm{bkt}}",
+        "position_bias_num_buckets (T5-style: relative_attention_num_buckets)",
+        "relative-position buckets of a learned attention bias",
+    ),
+    Entry(n_seg, r"n_{\mathrm{seg}}", "segment_types", "segment types (CPM-Ant: rows of the segment embedding)"),
+    Entry(n_prompt, r"n_{\mathrm{prompt}}", "prompt_types", "prompt types, each with its own learned prompt (CPM-Ant)"),
+    Entry(l_prompt, r"l_{\mathrm{prompt}}", "prompt_length", "tokens of one learned prompt (CPM-Ant)"),
+    Entry(
+        k_dw,
+        r"k_{\mathrm{dw}}",
+        "cca_time0",
+        "kernel width of the depthwise convolution over the queries and keys (ZAYA's CCA)",
+    ),
+    Entry(
+        k_gr,
+        r"k_{\mathrm{gr}}",
+        "cca_time1",
+        "kernel width of the grouped (per-head) convolution over the queries and keys (ZAYA's CCA)",
     ),
 )
 
