@@ -138,6 +138,23 @@ ZAMBA2 = {  # six layers, hybrid ones at 1, 3 and 4
     "pad_token_id": None,
 }
 
+MINIMAX_M3 = {  # four small layers; the indexer heads and width differ from the attention's
+    "model_type": "minimax_m3_vl_text",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 8,
+    "dense_intermediate_size": 24,
+    "shared_intermediate_size": 12,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "index_n_heads": 2,
+    "index_head_dim": 6,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -160,6 +177,20 @@ CASES = {
     "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
     "axk2 first_k_dense_replace, moe_layer_freq": {**AXK2, "first_k_dense_replace": 0, "moe_layer_freq": 2},
     "axk2 mlp_layer_types": {**AXK2, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "minimax_m3_vl_text layer_types, mlp_layer_types": {
+        **MINIMAX_M3,
+        "layer_types": ["full_attention", "minimax_m3_sparse", "minimax_m3_sparse", "full_attention"],
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
+    },
+    "minimax_m3_vl_text sparse_attention_config, moe_layer_freq": {
+        **MINIMAX_M3,
+        "sparse_attention_config": {"sparse_attention_freq": [0, 1, 1, 0], "sparse_num_index_heads": 3},
+        "moe_layer_freq": [0, 0, 1, 1],
+    },
+    "minimax_m3_vl_text legacy indexer width": {
+        **MINIMAX_M3,
+        "sparse_attention_config": {"sparse_attention_freq": [1, 1, 1, 1], "sparse_index_dim": 10},
+    },
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
