@@ -155,6 +155,28 @@ MINIMAX_M3 = {  # four small layers; the indexer heads and width differ from the
     "index_head_dim": 6,
 }
 
+INKLING = {  # five small layers; the sliding layers' heads and width differ from the full ones'
+    "model_type": "inkling_text",
+    "num_hidden_layers": 5,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "swa_num_attention_heads": 6,
+    "swa_num_key_value_heads": 3,
+    "swa_head_dim": 4,
+    "sliding_window_size": 12,
+    "d_rel": 3,
+    "rel_extent": 20,
+    "conv_kernel_size": 3,
+    "intermediate_size": 40,
+    "moe_intermediate_size": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -190,6 +212,19 @@ CASES = {
     "minimax_m3_vl_text legacy indexer width": {
         **MINIMAX_M3,
         "sparse_attention_config": {"sparse_attention_freq": [1, 1, 1, 1], "sparse_index_dim": 10},
+    },
+    "inkling_text layer_types, mlp_layer_types": {
+        **INKLING,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid_sliding"],
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"],
+    },
+    "inkling_text local_layer_ids, dense_mlp_idx": {**INKLING, "local_layer_ids": [0, 3], "dense_mlp_idx": 2},
+    "inkling_text dense_intermediate_size": {  # the experts then take intermediate_size, the dense MLP this
+        **{key: value for key, value in INKLING.items() if key != "conv_kernel_size"},
+        "dense_intermediate_size": 24,
+        "dense_mlp_idx": 1,
+        "num_hidden_layers": 7,
+        "sconv_kernel_size": 2,
     },
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
