@@ -177,6 +177,25 @@ INKLING = {  # five small layers; the sliding layers' heads and width differ fro
     "n_shared_experts": 1,
 }
 
+INKLING2 = {  # the sliding layers' heads and width differ from the full ones'; no residual queries on layer 0
+    "model_type": "inkling2_text",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "swa_num_attention_heads": 6,
+    "swa_num_key_value_heads": 3,
+    "swa_head_dim": 4,
+    "sliding_window_size": 12,
+    "d_rel": 3,
+    "rel_extent": 20,
+    "sconv_kernel_size": 3,
+    "intermediate_size": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -226,6 +245,13 @@ CASES = {
         "num_hidden_layers": 7,
         "sconv_kernel_size": 2,
     },
+    "inkling2_text default pattern": {**INKLING2, "num_hidden_layers": 7},  # layer 5 full
+    "inkling2_text layer_types, a full first layer": {
+        **INKLING2,
+        "num_hidden_layers": 4,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding"],
+    },
+    "inkling2_text layer_types, all full": {**INKLING2, "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid"]},
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
