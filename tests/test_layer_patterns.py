@@ -196,6 +196,28 @@ INKLING2 = {  # the sliding layers' heads and width differ from the full ones'; 
     "num_experts_per_tok": 2,
 }
 
+BAILING_HYBRID = {  # four small layers; without linear_head_dim the KDA heads are head_dim wide
+    "model_type": "bailing_hybrid",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "pad_token_id": 0,
+    "hidden_size": 32,
+    "intermediate_size": 40,
+    "moe_intermediate_size": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "kv_lora_rank": 12,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 6,
+    "v_head_dim": 10,
+    "head_dim": 6,
+    "num_experts": 8,
+    "num_experts_per_token": 2,
+    "num_expert_group": 2,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -252,6 +274,19 @@ CASES = {
         "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding"],
     },
     "inkling2_text layer_types, all full": {**INKLING2, "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid"]},
+    "bailing_hybrid layer_group_size": {**BAILING_HYBRID, "layer_group_size": 2, "short_conv_kernel_size": 3},
+    "bailing_hybrid layer_types, mlp_layer_types": {
+        **BAILING_HYBRID,
+        "layer_types": ["full_attention", "linear_attention", "full_attention", "linear_attention"],
+        "mlp_layer_types": ["sparse", "dense", "sparse", "dense"],
+    },
+    "bailing_hybrid linear sizes given": {
+        **BAILING_HYBRID,
+        "linear_num_heads": 3,
+        "linear_head_dim": 5,
+        "linear_conv_kernel_dim": 2,
+        "attention_bias": True,
+    },
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},
