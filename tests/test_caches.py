@@ -84,6 +84,11 @@ LAYOUTS = {
         .filter(lambda types: "full_attention" in types)
         .map(lambda types: {"layer_types": types})
     ),
+    "bailing_hybrid": lambda n: (
+        st.lists(st.sampled_from(["linear_attention", "full_attention"]), min_size=n, max_size=n)
+        .filter(lambda types: "full_attention" in types)
+        .map(lambda types: {"layer_types": types})
+    ),
     "qwen3_next": _every_interval,
     "qwen3_5_text": _every_interval,
     "qwen3_5_moe_text": _every_interval,

@@ -177,6 +177,86 @@ BEAM = {  # seven layers: sliding but the sixth and the last; three dense, then 
     "num_experts_per_tok": 2,
 }
 
+MINIMAX_M3 = {  # four small layers; the indexer heads and width differ from the attention's
+    "model_type": "minimax_m3_vl_text",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 8,
+    "dense_intermediate_size": 24,
+    "shared_intermediate_size": 12,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "index_n_heads": 2,
+    "index_head_dim": 6,
+}
+
+INKLING = {  # five small layers; the sliding layers' heads and width differ from the full ones'
+    "model_type": "inkling_text",
+    "num_hidden_layers": 5,
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "swa_num_attention_heads": 6,
+    "swa_num_key_value_heads": 3,
+    "swa_head_dim": 4,
+    "sliding_window_size": 12,
+    "d_rel": 3,
+    "rel_extent": 20,
+    "conv_kernel_size": 3,
+    "intermediate_size": 40,
+    "moe_intermediate_size": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+}
+
+INKLING2 = {  # the sliding layers' heads and width differ from the full ones'; no residual queries on layer 0
+    "model_type": "inkling2_text",
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "swa_num_attention_heads": 6,
+    "swa_num_key_value_heads": 3,
+    "swa_head_dim": 4,
+    "sliding_window_size": 12,
+    "d_rel": 3,
+    "rel_extent": 20,
+    "sconv_kernel_size": 3,
+    "intermediate_size": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+}
+
+BAILING_HYBRID = {  # four small layers; without linear_head_dim the KDA heads are head_dim wide
+    "model_type": "bailing_hybrid",
+    "num_hidden_layers": 4,
+    "vocab_size": 64,
+    "pad_token_id": 0,
+    "hidden_size": 32,
+    "intermediate_size": 40,
+    "moe_intermediate_size": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "kv_lora_rank": 12,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 6,
+    "v_head_dim": 10,
+    "head_dim": 6,
+    "num_experts": 8,
+    "num_experts_per_token": 2,
+    "num_expert_group": 2,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -199,6 +279,53 @@ CASES = {
     "hy_v4 mlp_layer_types": {**HY_V4, "mlp_layer_types": ["sparse", "dense"] * 3 + ["dense"]},
     "axk2 first_k_dense_replace, moe_layer_freq": {**AXK2, "first_k_dense_replace": 0, "moe_layer_freq": 2},
     "axk2 mlp_layer_types": {**AXK2, "mlp_layer_types": ["sparse", "dense", "dense", "sparse"]},
+    "minimax_m3_vl_text layer_types, mlp_layer_types": {
+        **MINIMAX_M3,
+        "layer_types": ["full_attention", "minimax_m3_sparse", "minimax_m3_sparse", "full_attention"],
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
+    },
+    "minimax_m3_vl_text sparse_attention_config, moe_layer_freq": {
+        **MINIMAX_M3,
+        "sparse_attention_config": {"sparse_attention_freq": [0, 1, 1, 0], "sparse_num_index_heads": 3},
+        "moe_layer_freq": [0, 0, 1, 1],
+    },
+    "minimax_m3_vl_text legacy indexer width": {
+        **MINIMAX_M3,
+        "sparse_attention_config": {"sparse_attention_freq": [1, 1, 1, 1], "sparse_index_dim": 10},
+    },
+    "inkling_text layer_types, mlp_layer_types": {
+        **INKLING,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid_sliding"],
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"],
+    },
+    "inkling_text local_layer_ids, dense_mlp_idx": {**INKLING, "local_layer_ids": [0, 3], "dense_mlp_idx": 2},
+    "inkling_text dense_intermediate_size": {  # the experts then take intermediate_size, the dense MLP this
+        **{key: value for key, value in INKLING.items() if key != "conv_kernel_size"},
+        "dense_intermediate_size": 24,
+        "dense_mlp_idx": 1,
+        "num_hidden_layers": 7,
+        "sconv_kernel_size": 2,
+    },
+    "inkling2_text default pattern": {**INKLING2, "num_hidden_layers": 7},  # layer 5 full
+    "inkling2_text layer_types, a full first layer": {
+        **INKLING2,
+        "num_hidden_layers": 4,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding"],
+    },
+    "inkling2_text layer_types, all full": {**INKLING2, "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid"]},
+    "bailing_hybrid layer_group_size": {**BAILING_HYBRID, "layer_group_size": 2, "short_conv_kernel_size": 3},
+    "bailing_hybrid layer_types, mlp_layer_types": {
+        **BAILING_HYBRID,
+        "layer_types": ["full_attention", "linear_attention", "full_attention", "linear_attention"],
+        "mlp_layer_types": ["sparse", "dense", "sparse", "dense"],
+    },
+    "bailing_hybrid linear sizes given": {
+        **BAILING_HYBRID,
+        "linear_num_heads": 3,
+        "linear_head_dim": 5,
+        "linear_conv_kernel_dim": 2,
+        "attention_bias": True,
+    },
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},

@@ -107,6 +107,11 @@ n_prompt = _size("n_prompt")
 l_prompt = _size("l_prompt")
 k_dw = _size("k_dw")
 k_gr = _size("k_gr")
+h_sw = _size("h_sw")
+h_kv_sw = _size("h_kv_sw")
+h_d_sw = _size("h_d_sw")
+d_rel = _size("d_rel")
+n_rel = _size("n_rel")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -286,6 +291,21 @@ GLOSSARY: tuple[Entry, ...] = (
         r"k_{\mathrm{gr}}",
         "cca_time1",
         "kernel width of the grouped (per-head) convolution over the queries and keys (ZAYA's CCA)",
+    ),
+    Entry(h_sw, r"h_{\mathrm{sw}}", "swa_num_attention_heads", "attention (query) heads of a sliding-window layer"),
+    Entry(h_kv_sw, r"h_{\mathrm{kv,sw}}", "swa_num_key_value_heads", "key/value heads of a sliding-window layer"),
+    Entry(h_d_sw, r"h_{d,\mathrm{sw}}", "swa_head_dim", "size of one attention head of a sliding-window layer"),
+    Entry(
+        d_rel,
+        r"d_{\mathrm{rel}}",
+        "d_rel",
+        "per-head width of the relative states that mix a bank of relative-position bias profiles (Inkling)",
+    ),
+    Entry(
+        n_rel,
+        r"n_{\mathrm{rel}}",
+        "rel_extent",
+        "backward distance, in tokens, of the relative-position bias of a full-attention layer (Inkling)",
     ),
 )
 
