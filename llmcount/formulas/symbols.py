@@ -100,6 +100,8 @@ r_a = _size("r_a")
 h_tot = _size("h_tot")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
+V_dec = _size("V_dec")
+d_enc = _size("d_enc")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -252,6 +254,18 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{hv}}",
         "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
         "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(
+        V_dec,
+        r"V_{\mathrm{dec}}",
+        "decoder_vocab_size",
+        "vocabulary of the decoder's token embedding, when it differs from the LM head's V (Marian)",
+    ),
+    Entry(
+        d_enc,
+        r"d_{\mathrm{enc}}",
+        "cross_attention_hidden_size",
+        "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
     ),
 )
 

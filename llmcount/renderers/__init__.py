@@ -95,6 +95,8 @@ def summary_data(model: Model) -> dict[str, Any]:
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
             "not_counted": model.composite.left_out,
         }
+    if model.architecture.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
+        data["scope"] = {"counted": model.architecture.counted, "not_counted": model.architecture.not_counted}
     return data
 
 
