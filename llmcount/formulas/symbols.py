@@ -102,6 +102,8 @@ d_hk = _size("d_hk")
 d_hv = _size("d_hv")
 V_dec = _size("V_dec")
 d_enc = _size("d_enc")
+n_gram = _size("n_gram")
+n_bkt = _size("n_bkt")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -267,6 +269,13 @@ GLOSSARY: tuple[Entry, ...] = (
         "cross_attention_hidden_size",
         "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
     ),
+    Entry(
+        n_gram,
+        r"n_{\mathrm{gram}}",
+        "ngram",
+        "future tokens predicted at each position, one embedding each (ProphetNet)",
+    ),
+    Entry(n_bkt, r"n_{\mathrm{bkt}}", "num_buckets", "relative-position buckets per attention head (ProphetNet)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
