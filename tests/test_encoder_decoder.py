@@ -10,11 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from llmcount.cli import app
-from llmcount.formulas import records
+from llmcount.formulas import records, symbols
 from llmcount.formulas.config import read_config
 from llmcount.formulas.expressions import RecordError
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+transformers_mappings = pytest.importorskip("transformers.models.auto.modeling_auto")
 
 DECODERS = sorted(f.name for f in records.families() if f.kind == "encoder-decoder")
 
@@ -154,3 +155,40 @@ def test_counted_and_not_counted_go_together() -> None:
         records.parse_record(record, "x.toml")
     parsed = records.parse_record({**record, "not_counted": "the encoder"}, "x.toml")
     assert (parsed.counted, parsed.not_counted) == ("the decoder", "the encoder")
+
+
+SEQ2SEQ = {  # the encoder-decoder class of each record whose model_type has one (TrOCR's is VisionEncoderDecoderModel)
+    **transformers_mappings.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+    **transformers_mappings.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+}
+
+
+def _decoder_and_whole(model_type: str, config: dict) -> tuple[int, int]:
+    """Parameters of the decoder and LM head of the model_type's encoder-decoder class built on meta (tied weights
+    once), and of the whole class."""
+    import warnings
+
+    import torch
+    import transformers
+
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = getattr(transformers, SEQ2SEQ[model_type])(oracle._hf_config(config))
+    parts = {id(p): p for p in [*model.get_decoder().parameters(), *model.get_output_embeddings().parameters()]}
+    return sum(p.numel() for p in parts.values()), sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("model_type", [name for name in DECODERS if name in SEQ2SEQ])
+def test_the_count_is_the_decoder_of_the_whole_model(model_type: str) -> None:
+    """What is counted is the decoder and head of ...ForConditionalGeneration too; what is not, its encoder (a
+    positive count). BigBird-Pegasus's causal LM has its own head, which its ForConditionalGeneration ties."""
+    config = {**oracle.class_defaults(model_type), "model_type": model_type}
+    model = read_config(config, model_type)
+    decoder, whole = _decoder_and_whole(model_type, config)
+    own_head = sum(c.count for c in model.counts.components if c.path == "head/lm_head")
+    if model_type == "bigbird_pegasus":
+        assert own_head == model.values[symbols.V] * model.values[symbols.d]
+        assert decoder == model.counts.total - own_head, oracle.VERSIONS
+    else:
+        assert own_head == 0 and decoder == model.counts.total, oracle.VERSIONS
+    assert whole - decoder > 0  # the encoder
