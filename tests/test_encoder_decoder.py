@@ -113,6 +113,16 @@ def test_count_says_what_is_not_counted(tmp_path) -> None:
     assert data["scope"]["not_counted"].startswith("the audio encoder")
 
 
+@pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
+def test_the_formula_says_what_is_not_counted(fmt: str) -> None:
+    result = CliRunner().invoke(app, ["formula", "bart", "--format", fmt])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("\\_", "_").split())
+    assert "not counted: the encoder that BartModel" in text
+    data = json.loads(CliRunner().invoke(app, ["formula", "bart", "--json"]).output)
+    assert data["scope"]["not_counted"] == records.family("bart").not_counted
+
+
 def test_a_decoder_only_record_has_no_scope(tmp_path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2, "vocab_size": 10}))
@@ -120,6 +130,7 @@ def test_a_decoder_only_record_has_no_scope(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert "scope" not in json.loads(result.output)
     assert "not counted" not in CliRunner().invoke(app, ["count", str(path)]).output
+    assert "scope" not in json.loads(CliRunner().invoke(app, ["formula", "gpt2", "--json"]).output)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
