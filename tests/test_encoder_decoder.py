@@ -113,6 +113,13 @@ def test_count_says_what_is_not_counted(tmp_path) -> None:
     assert data["scope"]["not_counted"].startswith("the audio encoder")
 
 
+def test_list_says_they_are_counted_in_part() -> None:
+    result = CliRunner().invoke(app, ["list"])
+    line = next(line for line in result.output.splitlines() if line.startswith("encoder-decoder ("))
+    assert line == f"encoder-decoder ({len(DECODERS)}), counted in part (see `llmcount formula FAMILY`):"
+    assert "counted in part" not in result.output.replace(line, "")
+
+
 @pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
 def test_the_formula_says_what_is_not_counted(fmt: str) -> None:
     result = CliRunner().invoke(app, ["formula", "bart", "--format", fmt])
