@@ -137,6 +137,9 @@ class Family:
     activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
     tree: Mapping[str, Any] | None = None  # the optional [tree] table: print(model)'s names, read by renderers/tree.py
+    # the part of a larger model the count covers, and what it leaves out, in words (both empty: the whole model)
+    counted: str = ""
+    not_counted: str = ""
 
     @property
     def cost_exprs(self) -> tuple[Expr, ...]:
@@ -447,6 +450,7 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
+    fields |= {"counted", "not_counted"}
     unknown = set(data) - fields - {"terms", "attention", "state", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -481,7 +485,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
+        counted=_text(data, "counted", where, ""),
+        not_counted=_text(data, "not_counted", where, ""),
     )
+    if bool(family.counted) != bool(family.not_counted):
+        raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
     _check_names(family, where)
     for key in family.nested:  # one level: "object.key", both plain names
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):

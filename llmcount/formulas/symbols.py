@@ -112,6 +112,9 @@ h_kv_sw = _size("h_kv_sw")
 h_d_sw = _size("h_d_sw")
 d_rel = _size("d_rel")
 n_rel = _size("n_rel")
+V_dec = _size("V_dec")
+d_enc = _size("d_enc")
+n_gram = _size("n_gram")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -274,8 +277,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         n_bkt,
         r"n_{\mathrm{bkt}}",
-        "position_bias_num_buckets (T5-style: relative_attention_num_buckets)",
-        "relative-position buckets of a learned attention bias",
+        "position_bias_num_buckets (CPM-Ant; ProphetNet: num_buckets)",
+        "relative-position buckets of a learned attention bias (per head)",
     ),
     Entry(n_seg, r"n_{\mathrm{seg}}", "segment_types", "segment types (CPM-Ant: rows of the segment embedding)"),
     Entry(n_prompt, r"n_{\mathrm{prompt}}", "prompt_types", "prompt types, each with its own learned prompt (CPM-Ant)"),
@@ -306,6 +309,24 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{rel}}",
         "rel_extent",
         "backward distance, in tokens, of the relative-position bias of a full-attention layer (Inkling)",
+    ),
+    Entry(
+        V_dec,
+        r"V_{\mathrm{dec}}",
+        "decoder_vocab_size",
+        "vocabulary of the decoder's token embedding, when it differs from the LM head's V (Marian)",
+    ),
+    Entry(
+        d_enc,
+        r"d_{\mathrm{enc}}",
+        "cross_attention_hidden_size",
+        "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
+    ),
+    Entry(
+        n_gram,
+        r"n_{\mathrm{gram}}",
+        "ngram",
+        "future tokens predicted at each position, one embedding each (ProphetNet)",
     ),
 )
 

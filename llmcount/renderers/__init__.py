@@ -64,6 +64,9 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
     """The JSON form of ``formula``: sympy strings in the glossary's symbols and their LaTeX."""
     latex = FILTERS["latex"]
     data: dict[str, Any] = {"family": derivation.architecture.name}
+    family = derivation.architecture
+    if family.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
+        data["scope"] = {"counted": family.counted, "not_counted": family.not_counted}
     parts = {"total": derivation.total, "activated": derivation.activated}
     if derivation.per_layer is not None:
         parts["per_layer"] = derivation.per_layer
@@ -95,6 +98,8 @@ def summary_data(model: Model) -> dict[str, Any]:
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
             "not_counted": model.composite.left_out,
         }
+    if model.architecture.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
+        data["scope"] = {"counted": model.architecture.counted, "not_counted": model.architecture.not_counted}
     return data
 
 

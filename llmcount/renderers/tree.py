@@ -86,7 +86,7 @@ class Names:
             containers=containers,
             order=tuple(table.get("order", ())),
             linear=table.get("linear"),
-            named=bool({"class", "model_class", "layer_class"} & set(table) or table.get("containers")),
+            named=bool({"class", "model_class", "layer_class"} & set(table)),
             renamed=dict(table.get("names", {})),
         )
 

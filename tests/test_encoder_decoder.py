@@ -1,0 +1,214 @@
+"""The decoder halves of encoder-decoder models (BART, Whisper, TrOCR, ...): what AutoModelForCausalLM builds for their
+model_type, the decoder with its cross-attention and the LM head, counted exactly against transformers (every
+switch of the records flipped, ``tests/oracle.py``), and said plainly in the output: the encoder is not counted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcount.cli import app
+from llmcount.formulas import records, symbols
+from llmcount.formulas.config import read_config
+from llmcount.formulas.expressions import RecordError
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+transformers_mappings = pytest.importorskip("transformers.models.auto.modeling_auto")
+
+DECODERS = sorted(f.name for f in records.families() if f.kind == "encoder-decoder")
+
+SMALL = {  # a small decoder (and encoder, which AutoModelForCausalLM does not build) with every size distinct
+    "decoder_layers": 2,
+    "encoder_layers": 1,
+    "d_model": 16,
+    "decoder_attention_heads": 4,
+    "encoder_attention_heads": 4,
+    "decoder_ffn_dim": 24,
+    "encoder_ffn_dim": 24,
+    "vocab_size": 40,
+    "max_position_embeddings": 20,
+    "max_target_positions": 20,
+    "pad_token_id": 1,
+    "decoder_start_token_id": 2,
+}
+OWN_KEYS = {  # the same sizes under a config class's own names (instead of SMALL)
+    "prophetnet": {
+        "num_decoder_layers": 2,
+        "num_encoder_layers": 1,
+        "hidden_size": 16,
+        "num_decoder_attention_heads": 4,
+        "num_encoder_attention_heads": 4,
+        "decoder_ffn_dim": 24,
+        "encoder_ffn_dim": 24,
+        "vocab_size": 40,
+        "max_position_embeddings": 20,
+        "pad_token_id": 1,
+        "ngram": 3,
+        "num_buckets": 5,
+    },
+}
+SWITCHES = [  # (model_type, keys): each record's switches, one at a time; the count must follow transformers
+    *((name, {"tie_word_embeddings": False}) for name in DECODERS),
+    *((name, {"scale_embedding": True}) for name in DECODERS if name != "prophetnet"),  # a factor: no parameters
+    ("bigbird_pegasus", {"use_bias": True}),
+    ("bigbird_pegasus", {"use_bias": True, "tie_word_embeddings": True}),  # its head is never tied
+    ("trocr", {"use_learned_position_embeddings": False}),  # sinusoidal: a plain tensor, no parameters
+    ("trocr", {"layernorm_embedding": False}),
+    ("trocr", {"cross_attention_hidden_size": 12}),  # keys and values of the cross-attention read a 12-wide encoder
+    ("trocr", {"cross_attention_hidden_size": None}),
+    ("marian", {"decoder_vocab_size": 30}),  # the embedding has 30 rows, the head 40 (tied: the embedding's 30)
+    ("marian", {"decoder_vocab_size": 30, "tie_word_embeddings": False}),
+    ("marian", {"decoder_vocab_size": None}),
+    ("whisper", {"max_target_positions": 7}),  # Whisper's position table: max_target_positions rows
+    ("prophetnet", {"add_cross_attention": False}),
+    ("prophetnet", {"ngram": 1, "num_buckets": 7}),
+]
+
+
+def small(model_type: str, **keys) -> dict:
+    return {"model_type": model_type, **OWN_KEYS.get(model_type, SMALL), **keys}
+
+
+def test_every_encoder_decoder_record_is_tested() -> None:
+    assert {name for name, _ in SWITCHES} == set(DECODERS)
+    assert {"bart", "mbart", "whisper", "trocr", "marian", "pegasus"} <= set(DECODERS)
+
+
+@pytest.mark.parametrize(("model_type", "keys"), SWITCHES, ids=lambda x: x if isinstance(x, str) else "-".join(x))
+def test_each_switch_is_counted_as_transformers_builds_it(model_type: str, keys: dict) -> None:
+    for config in (small(model_type), small(model_type, **keys)):
+        got = read_config(config, "test").counts.total
+        assert got == oracle.meta_total(config), f"{config} ({oracle.VERSIONS})"
+
+
+def test_bart_large_decoder_by_hand() -> None:
+    """facebook/bart-large's config.json gives BartConfig's defaults for every size the decoder has: d = 1024,
+    N = 12 decoder layers, d_ff = 4096, V = 50265, n_pos = 1024 (positions offset by 2: 1026 rows)."""
+    d, n_layers, d_ff, vocab, rows = 1024, 12, 4096, 50265, 1026
+    attention = 4 * d * d + 4 * d  # q, k, v, out projections with biases
+    layer = 2 * attention + (2 * d * d_ff + d_ff + d) + 3 * 2 * d  # self- and cross-attention, MLP, three LayerNorms
+    decoder = vocab * d + rows * d + 2 * d + n_layers * layer  # + layernorm_embedding; the head is tied
+    assert decoder == 254_084_096
+    config = {**oracle.class_defaults("bart"), "model_type": "bart"}
+    assert read_config(config, "bart-large").counts.total == decoder == oracle.meta_total(config)
+    # what is not counted: the encoder that BartForConditionalGeneration adds (same layers without cross-attention,
+    # its own position table and layernorm_embedding; the token embedding is shared)
+    encoder = rows * d + 2 * d + n_layers * (attention + 2 * d * d_ff + d_ff + d + 2 * 2 * d)
+    assert decoder + encoder == oracle.composite_total(config, "BartForConditionalGeneration") == 406_291_456
+
+
+def test_count_says_what_is_not_counted(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small("whisper")))
+    result = CliRunner().invoke(app, ["count", str(path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "counted: the decoder with its cross-attention, and the LM head, as WhisperForCausalLM builds it" in text
+    assert "not counted: the audio encoder" in text
+    data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).output)
+    assert data["total"] == oracle.meta_total(small("whisper"))
+    assert "WhisperForCausalLM" in data["scope"]["counted"]
+    assert data["scope"]["not_counted"].startswith("the audio encoder")
+
+
+def test_list_says_they_are_counted_in_part() -> None:
+    result = CliRunner().invoke(app, ["list"])
+    line = next(line for line in result.output.splitlines() if line.startswith("encoder-decoder ("))
+    assert line == f"encoder-decoder ({len(DECODERS)}), counted in part (see `llmcount formula FAMILY`):"
+    assert "counted in part" not in result.output.replace(line, "")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
+def test_the_formula_says_what_is_not_counted(fmt: str) -> None:
+    result = CliRunner().invoke(app, ["formula", "bart", "--format", fmt])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("\\_", "_").split())
+    assert "not counted: the encoder that BartModel" in text
+    data = json.loads(CliRunner().invoke(app, ["formula", "bart", "--json"]).output)
+    assert data["scope"]["not_counted"] == records.family("bart").not_counted
+
+
+def test_a_decoder_only_record_has_no_scope(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gpt2", "n_layer": 1, "n_embd": 8, "n_head": 2, "vocab_size": 10}))
+    result = CliRunner().invoke(app, ["count", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "scope" not in json.loads(result.output)
+    assert "not counted" not in CliRunner().invoke(app, ["count", str(path)]).output
+    assert "scope" not in json.loads(CliRunner().invoke(app, ["formula", "gpt2", "--json"]).output)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_writeup_says_what_is_not_counted(lang: str) -> None:
+    from llmcount.renderers.writeup import render_writeup
+
+    config = small("bart")
+    text = render_writeup(read_config(config, "bart"), "markdown", lang, present=set(config))
+    assert "encoder-decoder" in text
+    assert records.family("bart").not_counted in text.replace("\\_", "_")  # Markdown escapes the underscores
+    assert {"en": "## 3. Cross-attention", "zh": "## 3. 交叉注意力层"}[lang] in text
+    assert r"P_{\mathrm{xattn}}" in text  # a subscript LaTeX can set (no underscore inside \mathrm)
+
+
+def test_costs_are_refused_by_name(tmp_path) -> None:
+    """The cross-attention's keys and values come from the encoder, whose length the decoder's config does not say:
+    FLOPs and the KV cache are refused, naming the family."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small("bart")))
+    for command in ("flops", "memory"):
+        result = CliRunner().invoke(app, [command, str(path)])
+        assert result.exit_code == 1 and result.stdout == ""
+        assert "BART (bart)" in result.stderr
+
+
+def test_counted_and_not_counted_go_together() -> None:
+    record = {
+        "model_type": "x",
+        "title": "X",
+        "counted": "the decoder",
+        "symbols": {"N": "num_hidden_layers", "d": "hidden_size"},
+        "terms": [{"path": "mlp/w", "expr": "d*d", "layers": "N"}],
+    }
+    with pytest.raises(RecordError, match="'counted' and 'not_counted' go together"):
+        records.parse_record(record, "x.toml")
+    parsed = records.parse_record({**record, "not_counted": "the encoder"}, "x.toml")
+    assert (parsed.counted, parsed.not_counted) == ("the decoder", "the encoder")
+
+
+SEQ2SEQ = {  # the encoder-decoder class of each record whose model_type has one (TrOCR's is VisionEncoderDecoderModel)
+    **transformers_mappings.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+    **transformers_mappings.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+}
+
+
+def _decoder_and_whole(model_type: str, config: dict) -> tuple[int, int]:
+    """Parameters of the decoder and LM head of the model_type's encoder-decoder class built on meta (tied weights
+    once), and of the whole class."""
+    import warnings
+
+    import torch
+    import transformers
+
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = getattr(transformers, SEQ2SEQ[model_type])(oracle._hf_config(config))
+    parts = {id(p): p for p in [*model.get_decoder().parameters(), *model.get_output_embeddings().parameters()]}
+    return sum(p.numel() for p in parts.values()), sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("model_type", [name for name in DECODERS if name in SEQ2SEQ])
+def test_the_count_is_the_decoder_of_the_whole_model(model_type: str) -> None:
+    """What is counted is the decoder and head of ...ForConditionalGeneration too; what is not, its encoder (a
+    positive count). BigBird-Pegasus's causal LM has its own head, which its ForConditionalGeneration ties."""
+    config = {**oracle.class_defaults(model_type), "model_type": model_type}
+    model = read_config(config, model_type)
+    decoder, whole = _decoder_and_whole(model_type, config)
+    own_head = sum(c.count for c in model.counts.components if c.path == "head/lm_head")
+    if model_type == "bigbird_pegasus":
+        assert own_head == model.values[symbols.V] * model.values[symbols.d]
+        assert decoder == model.counts.total - own_head, oracle.VERSIONS
+    else:
+        assert own_head == 0 and decoder == model.counts.total, oracle.VERSIONS
+    assert whole - decoder > 0  # the encoder
