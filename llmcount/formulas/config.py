@@ -118,6 +118,8 @@ class _Reader:
             return self.integer(found[0], len(set(names)), spec.minimum)
         if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
             return self.summed(found[0], self.config[found[0]], spec, namespace)
+        if spec.same and found and isinstance(self.config[found[0]], list):  # one integer per layer, all equal
+            return self.same(found[0], self.config[found[0]], spec, namespace)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
@@ -143,6 +145,26 @@ class _Reader:
         """The sum of a list of one size per layer (Laguna's heads per layer), each entry checked as a size."""
         if not isinstance(entries, list):
             raise self.fail(f"key '{key}' must be a list of integers, one per layer, got {describe(entries)}")
+        self.per_layer_list(key, entries, namespace)
+        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
+
+    def same(self, key: str, entries: list[Any], spec: SymbolSpec, namespace: dict[str, Any]) -> int:
+        """The one size a list of one size per layer gives every layer (Gemma 3n's intermediate_size); a list whose
+        entries differ describes layers of different sizes, which the record does not count."""
+        self.per_layer_list(key, entries, namespace)
+        sizes = [self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        if len(set(sizes)) > 1:
+            shown = ", ".join(f"{x:,}" for x in sorted(set(sizes))[:3])
+            raise RuleRefusal(
+                f"{self.source}: key '{key}' gives layers different sizes ({shown}); layers of different "
+                f"{spec.symbol.name} are not supported (model_type {self.family.name})"
+            )
+        if not sizes:
+            raise self.fail(f"key '{key}' is an empty list; it needs one entry per layer")
+        return sizes[0]
+
+    def per_layer_list(self, key: str, entries: list[Any], namespace: dict[str, Any]) -> None:
+        """A list of one entry per layer: as long as num_hidden_layers (read before it), and bounded."""
         layers = namespace.get("N")
         if isinstance(layers, int) and len(entries) != layers:
             raise self.fail(
@@ -150,7 +172,6 @@ class _Reader:
             )
         if len(entries) > MAX_LIST:
             raise self.fail(f"key '{key}' has {len(entries):,} entries, more than {MAX_LIST:,}")
-        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
 
     def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:
         """A default or null value computed from the symbols read before it."""

@@ -47,6 +47,7 @@ class SymbolSpec:
     adjust_text: str = ""
     distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
     summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
+    same: bool = False  # entries = "same": an integer, or a list of one per layer that must all be equal: that value
 
     @property
     def minimum(self) -> int:
@@ -85,6 +86,20 @@ class Attention:
     window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
     sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
     chunked: bool = False  # the window is a chunk: a query sees the keys of its own chunk (Llama 4)
+    # the attention layers that keep keys and values of their own in the cache, and how many of those slide (default:
+    # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
+    cached: Expr | None = None
+    cached_sliding: Expr | None = None
+
+    @property
+    def cache_layers(self) -> Expr:
+        """The layers that keep keys and values in the cache."""
+        return self.layers if self.cached is None else self.cached
+
+    @property
+    def cache_sliding(self) -> Expr | None:
+        """How many of the caching layers slide (None: all of them, when there is a window)."""
+        return self.sliding if self.cached_sliding is None else self.cached_sliding
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,7 @@ class StateFlops:
     expr: Expr
     note: str
     before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
+    layers: Expr = ONE  # in how many layers (a record's [[flops]]; a state's operations are in each of its layers)
 
 
 @dataclass(frozen=True)
@@ -137,6 +153,9 @@ class Family:
     activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
     tree: Mapping[str, Any] | None = None  # the optional [tree] table: print(model)'s names, read by renderers/tree.py
+    # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
+    # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
+    flops: tuple[StateFlops, ...] = ()
 
     @property
     def cost_exprs(self) -> tuple[Expr, ...]:
@@ -144,9 +163,10 @@ class Family:
         exprs: list[Expr | None] = []
         if self.attention is not None:
             a = self.attention
-            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
+            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.cached, a.cached_sliding]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
+        exprs += [e for op in self.flops for e in (op.expr, op.layers)]
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -299,9 +319,10 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same"):
         raise RecordError(
-            f'{where}.entries: "distinct" (how many distinct names the list holds) or "sum" (the sum of its integers)'
+            f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers) '
+            'or "same" (one integer for every layer, or a list of equal ones)'
         )
     adjust = spec.get("adjust")
     if adjust is not None:
@@ -318,6 +339,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         shown(spec.get("adjust", "")),
         spec.get("entries") == "distinct",
         spec.get("entries") == "sum",
+        spec.get("entries") == "same",
     )
 
 
@@ -366,10 +388,11 @@ def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
     expanded = data.get("kv_expanded")
-    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "window", "sliding", "chunked"}
+    optional_fields = ("window", "sliding", "cached", "cached_sliding")
+    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "chunked", *optional_fields}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
-    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding") if f in data}
+    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in optional_fields if f in data}
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -404,14 +427,16 @@ def _state(data: Any, where: str) -> State:
     return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
 
 
-def _state_flops(data: Any, where: str) -> StateFlops:
+def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:
+    """One ``[[state.flops]]`` entry, or (with ``fields = {"layers"}``) one of a record's ``[[flops]]``."""
     data = _table(data, where)
-    unknown = set(data) - {"path", "expr", "note", "before"}
+    unknown = set(data) - {"path", "expr", "note", "before", *fields}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     path = _text(data, "path", where)
     expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
-    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""))
+    layers = formula(_text(data, "layers", where, "1"), f"{where} ({path}).layers")
+    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers)
 
 
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
@@ -447,7 +472,7 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    unknown = set(data) - fields - {"terms", "attention", "state", "activations", "tree"}
+    unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -481,6 +506,10 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
+        flops=tuple(
+            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers"}))
+            for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
+        ),
     )
     _check_names(family, where)
     for key in family.nested:  # one level: "object.key", both plain names

@@ -100,6 +100,12 @@ r_a = _size("r_a")
 h_tot = _size("h_tot")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
+V_pl = _size("V_pl")
+d_pl = _size("d_pl")
+n_alt = _size("n_alt")
+r_lau = _size("r_lau")
+N_shared = _count("N_shared")
+N_kv_sliding = _count("N_kv_sliding")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -252,6 +258,37 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{hv}}",
         "v_dim // num_heads (xLSTM: d · v_dim_factor rounded up to a multiple of 64)",
         "size of one mLSTM value head in the recurrent state (xLSTM's cache)",
+    ),
+    Entry(
+        V_pl,
+        r"V_{\mathrm{pl}}",
+        "vocab_size_per_layer_input",
+        "rows of the per-layer embedding table: each token gets a small embedding for every layer (Gemma 3n)",
+    ),
+    Entry(
+        d_pl, r"d_{\mathrm{pl}}", "hidden_size_per_layer_input", "width of one layer's per-layer embedding (Gemma 3n)"
+    ),
+    Entry(
+        n_alt,
+        r"n_{\mathrm{alt}}",
+        "altup_num_inputs",
+        "copies of the hidden state that AltUp (alternating updates) keeps and predicts; a layer updates one",
+    ),
+    Entry(
+        r_lau, r"r_{\mathrm{laurel}}", "laurel_rank", "rank of the low-rank learned residual (LAuReL) beside each layer"
+    ),
+    Entry(
+        N_shared,
+        r"N_{\mathrm{shared}}",
+        "num_kv_shared_layers",
+        "last layers that reuse the keys and values of an earlier layer of their kind (KV sharing): no k_proj, "
+        "v_proj or cache of their own",
+    ),
+    Entry(
+        N_kv_sliding,
+        r"N_{\mathrm{sliding}}^{\mathrm{kv}}",
+        "layer_types, num_kv_shared_layers",
+        "sliding-window layers that compute and cache keys and values of their own (before the shared layers)",
     ),
 )
 
