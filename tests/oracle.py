@@ -271,8 +271,10 @@ def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
 # (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
-# widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim)
+# widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim;
+# Gemma 4's per_layer_config, which its config class derives from layer_types and global_head_dim)
 DERIVED = {"rope_parameters", "head_dim", "qk_head_dim", "attention_hidden_size", "attention_head_dim", "mamba_headdim"}
+DERIVED |= {"per_layer_config"}
 
 
 @lru_cache(maxsize=256)

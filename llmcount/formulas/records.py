@@ -48,6 +48,11 @@ class SymbolSpec:
     distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
     summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
     same: bool = False  # entries = "same": an integer, or a list of one per layer that must all be equal: that value
+    # on = "N_full": the key's value on the layers a [layers] symbol counts, as the record's per-layer object
+    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object
+    on: Symbol | None = None
+    absent: Any = None
+    absent_text: str = ""
 
     @property
     def minimum(self) -> int:
@@ -156,6 +161,7 @@ class Family:
     # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
     # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
     flops: tuple[StateFlops, ...] = ()
+    per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
     @property
     def cost_exprs(self) -> tuple[Expr, ...]:
@@ -301,7 +307,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -327,6 +333,10 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     adjust = spec.get("adjust")
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
+    on = _symbol(_text(spec, "on", where), f"{where}.on") if "on" in spec else None
+    if "absent" in spec and on is None:
+        raise RecordError(f"{where}.absent: only with 'on' (the value on those layers without a per-layer object)")
+    absent = _value_condition(spec["absent"], f"{where}.absent") if "absent" in spec else None
     return SymbolSpec(
         symbol,
         key,
@@ -340,6 +350,9 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         spec.get("entries") == "distinct",
         spec.get("entries") == "sum",
         spec.get("entries") == "same",
+        on,
+        absent,
+        shown(str(spec.get("absent", ""))),
     )
 
 
@@ -472,6 +485,7 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
+    fields |= {"per_layer"}
     unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -510,12 +524,25 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
             _state_flops(f, f"{where} flops[{i}]", frozenset({"layers"}))
             for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
         ),
+        per_layer=_text(data, "per_layer", where, ""),
     )
     _check_names(family, where)
+    _check_per_layer(family, where)
     for key in family.nested:  # one level: "object.key", both plain names
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
+
+
+def _check_per_layer(family: Family, where: str) -> None:
+    """A symbol read `on` some layers names a [layers] symbol and needs the record's per-layer object, and the other
+    way round."""
+    counted = {symbol for symbol, _, _ in family.layers}
+    for spec in family.symbols:
+        if spec.on is not None and spec.on not in counted:
+            raise RecordError(f"{where} [symbols] {spec.symbol.name}.on: {spec.on.name} is not a [layers] symbol")
+    if bool(family.per_layer) != any(spec.on is not None for spec in family.symbols):
+        raise RecordError(f"{where}: 'per_layer' (the per-layer object) goes with symbols read 'on' some layers")
 
 
 def _check_names(family: Family, where: str) -> None:

@@ -106,6 +106,8 @@ n_alt = _size("n_alt")
 r_lau = _size("r_lau")
 N_shared = _count("N_shared")
 N_kv_sliding = _count("N_kv_sliding")
+h_d_full = _size("h_d_full")
+h_kv_full = _size("h_kv_full")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -289,6 +291,18 @@ GLOSSARY: tuple[Entry, ...] = (
         r"N_{\mathrm{sliding}}^{\mathrm{kv}}",
         "layer_types, num_kv_shared_layers",
         "sliding-window layers that compute and cache keys and values of their own (before the shared layers)",
+    ),
+    Entry(
+        h_d_full,
+        r"h_{d}^{\mathrm{full}}",
+        "head_dim on the full-attention layers (Gemma 4: global_head_dim, or per_layer_config)",
+        "size of one attention head on the full-attention layers, when it differs from the sliding ones'",
+    ),
+    Entry(
+        h_kv_full,
+        r"h_{\mathrm{kv}}^{\mathrm{full}}",
+        "num_key_value_heads on the full-attention layers (Gemma 4: num_global_key_value_heads, or per_layer_config)",
+        "number of key/value heads on the full-attention layers, when it differs from the sliding ones'",
     ),
 )
 
