@@ -61,6 +61,20 @@ def test_gemma4_parameters_equal_transformers(keys: dict) -> None:
     assert read_config(config, "test").counts.total == expected, f"{config} ({oracle.VERSIONS})"
 
 
+UNIFIED = {k: v for k, v in SMALL_4.items() if "per_layer_input" not in k} | {"model_type": "gemma4_unified_text"}
+
+
+GEMMA_4_PARTS = {"enable_moe_block", "hidden_size_per_layer_input"}  # what Gemma 4 Unified's text model has not
+
+
+@pytest.mark.parametrize("keys", [keys for keys in GEMMA_4 if not GEMMA_4_PARTS & set(keys)])
+def test_gemma4_unified_parameters_equal_transformers(keys: dict) -> None:
+    """Gemma 4 Unified's text model: Gemma 4's decoder without per-layer embeddings and the MoE block."""
+    config = {**UNIFIED, **keys}
+    expected = oracle.meta_total(config)
+    assert read_config(config, "test").counts.total == expected, f"{config} ({oracle.VERSIONS})"
+
+
 def test_gemma4_class_defaults_by_hand() -> None:
     """Gemma4TextConfig(): 30 layers (25 sliding, 5 full: 5, 11, 17, 23, 29), d = 2304, h = 8, V = 262,144,
     d_ff = 9216, per-layer embeddings of 256 from a table of 262,144 rows; sliding layers h_kv = 4, h_d = 256; full
