@@ -118,6 +118,8 @@ class _Reader:
             return self.integer(found[0], len(set(names)), spec.minimum)
         if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
             return self.summed(found[0], self.config[found[0]], spec, namespace)
+        if spec.same and found and isinstance(self.config[found[0]], list):  # one integer per layer, all equal
+            return self.same(found[0], self.config[found[0]], spec, namespace)
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
@@ -143,6 +145,26 @@ class _Reader:
         """The sum of a list of one size per layer (Laguna's heads per layer), each entry checked as a size."""
         if not isinstance(entries, list):
             raise self.fail(f"key '{key}' must be a list of integers, one per layer, got {describe(entries)}")
+        self.per_layer_list(key, entries, namespace)
+        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
+
+    def same(self, key: str, entries: list[Any], spec: SymbolSpec, namespace: dict[str, Any]) -> int:
+        """The one size a list of one size per layer gives every layer (Gemma 3n's intermediate_size); a list whose
+        entries differ describes layers of different sizes, which the record does not count."""
+        self.per_layer_list(key, entries, namespace)
+        sizes = [self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        if len(set(sizes)) > 1:
+            shown = ", ".join(f"{x:,}" for x in sorted(set(sizes))[:3])
+            raise RuleRefusal(
+                f"{self.source}: key '{key}' gives layers different sizes ({shown}); layers of different "
+                f"{spec.symbol.name} are not supported (model_type {self.family.name})"
+            )
+        if not sizes:
+            raise self.fail(f"key '{key}' is an empty list; it needs one entry per layer")
+        return sizes[0]
+
+    def per_layer_list(self, key: str, entries: list[Any], namespace: dict[str, Any]) -> None:
+        """A list of one entry per layer: as long as num_hidden_layers (read before it), and bounded."""
         layers = namespace.get("N")
         if isinstance(layers, int) and len(entries) != layers:
             raise self.fail(
@@ -150,7 +172,6 @@ class _Reader:
             )
         if len(entries) > MAX_LIST:
             raise self.fail(f"key '{key}' has {len(entries):,} entries, more than {MAX_LIST:,}")
-        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
 
     def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:
         """A default or null value computed from the symbols read before it."""
@@ -215,6 +236,75 @@ class _Reader:
                 raise self.fail(f"key '{key}' must be a list of integers or strings")
         return value
 
+    def overrides(self, namespace: Mapping[str, Any]) -> dict[int, tuple[str, dict[str, Any]]] | None:
+        """The config's per-layer object (``per_layer_config``: {layer index: {key: value}}) by layer, each entry with
+        the index as the config writes it; None when the config has none (null: no layer overrides anything).
+        Checked before it is used: indices of existing layers, once each, objects of the keys the record reads."""
+        key, family = self.family.per_layer, self.family
+        if key not in self.config:
+            return None
+        table = self.config[key]
+        if table is None:
+            return {}
+        if not isinstance(table, dict):
+            raise self.fail(f"key '{key}' must be a JSON object of layer indices and their keys, got {describe(table)}")
+        layers = namespace["N"]
+        if len(table) > layers:
+            raise self.fail(f"key '{key}' has {len(table):,} entries, more than the {layers:,} layers")
+        readable = sorted({spec.key for spec in family.symbols if spec.on is not None})
+        found: dict[int, tuple[str, dict[str, Any]]] = {}
+        for index, entry in table.items():
+            if not (index.isascii() and index.isdigit() and len(index) <= 9):
+                raise self.fail(f"key '{key}' has an entry {index[:20]!r} that is not a layer index")
+            where, layer = f"{key}['{index}']", int(index)
+            if layer >= layers:
+                raise self.fail(f'key "{where}": layer {layer} does not exist (num_hidden_layers: {layers})')
+            if layer in found:
+                raise self.fail(f"key '{key}' gives layer {layer} twice ('{found[layer][0]}' and '{index}')")
+            if not isinstance(entry, dict):
+                raise self.fail(f'key "{where}" must be a JSON object (the layer\'s keys), got {describe(entry)}')
+            other = sorted(set(entry) - set(readable))
+            if other:
+                raise RuleRefusal(
+                    f"{self.source}: key \"{where}\" gives layer {layer} its own '{other[0][:40]}'; {family.name}'s "
+                    f"record reads only {', '.join(readable)} per layer (model_type {family.name})"
+                )
+            found[layer] = (index, entry)
+        return found
+
+    def on_layers(
+        self,
+        spec: SymbolSpec,
+        layers: tuple[int, ...],
+        overrides: dict[int, tuple[str, dict[str, Any]]] | None,
+        namespace: Mapping[str, Any],
+    ) -> int | None:
+        """A symbol read ``on`` some layers: the one value its key takes on them (a layer's override, else the
+        record's value without a per-layer object, else the key's own); refused when they differ."""
+        value = namespace[spec.symbol.name]
+        if overrides is None and spec.absent is not None:
+            try:
+                value = spec.absent(namespace)
+            except _EVALUATION_ERRORS as exc:
+                raise self.fail(f"key '{spec.key}' on the {spec.on.name} layers cannot be computed: {exc}") from None
+            what = f"{spec.key} (without {self.family.per_layer}: {spec.absent_text})"
+            value = self.integer(what, value, spec.minimum)
+        seen: dict[Any, str] = {}
+        for layer in layers:
+            index, entry = (overrides or {}).get(layer, ("", {}))
+            given = entry.get(spec.key, value) if index else value
+            if index and spec.key in entry:
+                given = self.integer(f"{self.family.per_layer}['{index}'].{spec.key}", given, spec.minimum)
+            seen.setdefault(given, index or str(layer))
+        if len(seen) > 1:
+            shown = ", ".join(str(v) for v in list(seen)[:3])
+            raise RuleRefusal(
+                f"{self.source}: key '{self.family.per_layer}' gives the {spec.on.name} layers different "
+                f"{spec.key} ({shown}); layers of one kind with different {spec.symbol.name} are not supported "
+                f"(model_type {self.family.name})"
+            )
+        return next(iter(seen), value)
+
     def rule(self, rule: Rule, namespace: Mapping[str, Any]) -> bool:
         try:
             return bool(rule.test(namespace))
@@ -264,11 +354,13 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     for rule in family.refuse:
         if reader.rule(rule, namespace):
             raise RuleRefusal(f"{source}: {_message(rule, namespace)} (model_type {family.name})")
-    # a check that names a layer-count symbol (N_full + N_linear == N) is made once the layers are counted
-    counted = {symbol.name for symbol, _, _ in family.layers}
+    # a check that names a layer-count symbol (N_full + N_linear == N) or a symbol read on some layers is made once
+    # the layers are counted
+    counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
     late = [rule for rule in family.checks if counted & set(_condition_names(rule.text))]
     _check(reader, [rule for rule in family.checks if rule not in late], namespace)
     indices = _count_layers(reader, namespace, values)
+    _per_layer_symbols(reader, namespace, values, indices)
     _check(reader, late, namespace)
     try:
         terms = family.terms_for(namespace, values)
@@ -418,6 +510,24 @@ def _count_layers(
         indices[symbol] = tuple(chosen)
         values[symbol] = namespace[symbol.name] = scope[symbol.name] = len(chosen)
     return indices
+
+
+def _per_layer_symbols(
+    reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int], indices: Mapping[Symbol, tuple[int, ...]]
+) -> None:
+    """The symbols read ``on`` the layers of a kind (Gemma 4's head_dim on its full-attention layers), from the
+    config's per-layer object."""
+    specs = [spec for spec in reader.family.symbols if spec.on is not None]
+    if not specs:
+        return
+    overrides = reader.overrides(namespace)
+    for spec in specs:
+        value = reader.on_layers(spec, indices[spec.on], overrides, namespace)
+        namespace[spec.symbol.name] = value
+        if value is None:
+            values.pop(spec.symbol, None)
+        else:
+            values[spec.symbol] = value
 
 
 def find_family(model_type: Any, source: str, also: str = "") -> Family:

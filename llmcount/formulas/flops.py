@@ -137,7 +137,8 @@ def attention_spec(derivation: Derivation) -> Attention:
 def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
     """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
     record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
-    in reader's order ("": after the last term of its group). Refused by name when a layer kind
+    in reader's order ("": after the last term of its group); then the record's own ``[[flops]]``, each in its
+    layers. Refused by name when a layer kind
     of the record has no such formula, or when the record says neither how its layers attend nor what they keep."""
     family = derivation.architecture
     if family.attention is None and not family.states:
@@ -150,12 +151,13 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
             f"FLOPs are not derived for {family.title} ({family.name}) yet: {beside}its {kinds} layers ([[state]]) "
             "have no FLOPs formula (`llmcount memory` gives their state)"
         )
-    return [
+    scans = [
         (FlopTerm(op.path, op.expr / (B * S), op.note, state.layers), op.before)
         for state in family.states
         for op in state.flops or ()
         if state.layers != 0
     ]
+    return scans + [(FlopTerm(op.path, op.expr / (B * S), op.note, op.layers), op.before) for op in family.flops]
 
 
 def window_pairs(window: Expr) -> Expr:

@@ -60,7 +60,7 @@ def nbytes(elements: int, dtype_name: str) -> int:
 def kv_elements_per_token(spec: Attention, expanded: bool = False) -> Expr:
     """KV-cache elements per token over all attention layers (see the module docstring)."""
     per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
-    return spec.layers * per_layer
+    return spec.cache_layers * per_layer
 
 
 WINDOW_NOTE = (
@@ -110,13 +110,13 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
     if spec is not None:
         per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
         note = (spec.expanded_note if expanded and spec.kv_expanded is not None else spec.note) + ", for B·S tokens"
-        window = spec.window
+        window, layers = spec.window, spec.cache_layers
         if window is None or not window.free_symbols <= set(values):
-            kinds.append(LayerKind("full_attention", spec.layers, per_layer, S, Integer(0), note))
+            kinds.append(LayerKind("full_attention", layers, per_layer, S, Integer(0), note))
         else:
-            sliding = spec.layers if spec.sliding is None else spec.sliding
-            if sliding != spec.layers and sliding.subs(values) == spec.layers.subs(values):
-                sliding = spec.layers  # every layer slides: N, not N_sliding (as records write N for N_dense = N)
+            sliding = layers if spec.cache_sliding is None else spec.cache_sliding
+            if sliding != layers and sliding.subs(values) == layers.subs(values):
+                sliding = layers  # every layer slides: N, not N_sliding (as records write N for N_dense = N)
             name = "chunked_attention" if spec.chunked else "sliding_attention"
             if evaluate_int(sliding, values, "sliding layers") and evaluate_int(window, values, "window") < 2:
                 # DynamicSlidingWindowLayer keeps the last W - 1 tokens by slicing [-(W - 1):]: W = 1 keeps all
@@ -124,7 +124,7 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
                     f"{family.title} ({family.name}): a window of {window.subs(values)} on its {name.split('_')[0]} "
                     "layers is not modelled (transformers' cache then keeps every token); give a window of 2 or more"
                 )
-            kinds.append(LayerKind("full_attention", spec.layers - sliding, per_layer, S, Integer(0), note))
+            kinds.append(LayerKind("full_attention", layers - sliding, per_layer, S, Integer(0), note))
             windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, per_layer, Min(S, window - 1), Integer(0), windowed))
     for state in family.states:

@@ -47,6 +47,12 @@ class SymbolSpec:
     adjust_text: str = ""
     distinct: bool = False  # entries = "distinct": the key is a list of names, the symbol how many distinct ones
     summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
+    same: bool = False  # entries = "same": an integer, or a list of one per layer that must all be equal: that value
+    # on = "N_full": the key's value on the layers a [layers] symbol counts, as the record's per-layer object
+    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object
+    on: Symbol | None = None
+    absent: Any = None
+    absent_text: str = ""
 
     @property
     def minimum(self) -> int:
@@ -85,6 +91,20 @@ class Attention:
     window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
     sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
     chunked: bool = False  # the window is a chunk: a query sees the keys of its own chunk (Llama 4)
+    # the attention layers that keep keys and values of their own in the cache, and how many of those slide (default:
+    # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
+    cached: Expr | None = None
+    cached_sliding: Expr | None = None
+
+    @property
+    def cache_layers(self) -> Expr:
+        """The layers that keep keys and values in the cache."""
+        return self.layers if self.cached is None else self.cached
+
+    @property
+    def cache_sliding(self) -> Expr | None:
+        """How many of the caching layers slide (None: all of them, when there is a window)."""
+        return self.sliding if self.cached_sliding is None else self.cached_sliding
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,7 @@ class StateFlops:
     expr: Expr
     note: str
     before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
+    layers: Expr = ONE  # in how many layers (a record's [[flops]]; a state's operations are in each of its layers)
 
 
 @dataclass(frozen=True)
@@ -140,6 +161,10 @@ class Family:
     # the part of a larger model the count covers, and what it leaves out, in words (both empty: the whole model)
     counted: str = ""
     not_counted: str = ""
+    # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
+    # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
+    flops: tuple[StateFlops, ...] = ()
+    per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
     @property
     def cost_exprs(self) -> tuple[Expr, ...]:
@@ -147,9 +172,10 @@ class Family:
         exprs: list[Expr | None] = []
         if self.attention is not None:
             a = self.attention
-            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
+            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.cached, a.cached_sliding]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
+        exprs += [e for op in self.flops for e in (op.expr, op.layers)]
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -284,7 +310,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec)
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -302,13 +328,18 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same"):
         raise RecordError(
-            f'{where}.entries: "distinct" (how many distinct names the list holds) or "sum" (the sum of its integers)'
+            f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers) '
+            'or "same" (one integer for every layer, or a list of equal ones)'
         )
     adjust = spec.get("adjust")
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
+    on = _symbol(_text(spec, "on", where), f"{where}.on") if "on" in spec else None
+    if "absent" in spec and on is None:
+        raise RecordError(f"{where}.absent: only with 'on' (the value on those layers without a per-layer object)")
+    absent = _value_condition(spec["absent"], f"{where}.absent") if "absent" in spec else None
     return SymbolSpec(
         symbol,
         key,
@@ -321,6 +352,10 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         shown(spec.get("adjust", "")),
         spec.get("entries") == "distinct",
         spec.get("entries") == "sum",
+        spec.get("entries") == "same",
+        on,
+        absent,
+        shown(str(spec.get("absent", ""))),
     )
 
 
@@ -369,10 +404,11 @@ def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
     expanded = data.get("kv_expanded")
-    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "window", "sliding", "chunked"}
+    optional_fields = ("window", "sliding", "cached", "cached_sliding")
+    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "chunked", *optional_fields}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
-    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding") if f in data}
+    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in optional_fields if f in data}
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -407,14 +443,16 @@ def _state(data: Any, where: str) -> State:
     return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
 
 
-def _state_flops(data: Any, where: str) -> StateFlops:
+def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:
+    """One ``[[state.flops]]`` entry, or (with ``fields = {"layers"}``) one of a record's ``[[flops]]``."""
     data = _table(data, where)
-    unknown = set(data) - {"path", "expr", "note", "before"}
+    unknown = set(data) - {"path", "expr", "note", "before", *fields}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     path = _text(data, "path", where)
     expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
-    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""))
+    layers = formula(_text(data, "layers", where, "1"), f"{where} ({path}).layers")
+    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers)
 
 
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
@@ -452,6 +490,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted"}
     unknown = set(data) - fields - {"terms", "attention", "state", "activations", "tree"}
+    fields |= {"per_layer"}
+    unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -487,14 +527,31 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
+        flops=tuple(
+            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers"}))
+            for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
+        ),
+        per_layer=_text(data, "per_layer", where, ""),
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
     _check_names(family, where)
+    _check_per_layer(family, where)
     for key in family.nested:  # one level: "object.key", both plain names
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
+
+
+def _check_per_layer(family: Family, where: str) -> None:
+    """A symbol read `on` some layers names a [layers] symbol and needs the record's per-layer object, and the other
+    way round."""
+    counted = {symbol for symbol, _, _ in family.layers}
+    for spec in family.symbols:
+        if spec.on is not None and spec.on not in counted:
+            raise RecordError(f"{where} [symbols] {spec.symbol.name}.on: {spec.on.name} is not a [layers] symbol")
+    if bool(family.per_layer) != any(spec.on is not None for spec in family.symbols):
+        raise RecordError(f"{where}: 'per_layer' (the per-layer object) goes with symbols read 'on' some layers")
 
 
 def _check_names(family: Family, where: str) -> None:

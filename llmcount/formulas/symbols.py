@@ -115,6 +115,14 @@ n_rel = _size("n_rel")
 V_dec = _size("V_dec")
 d_enc = _size("d_enc")
 n_gram = _size("n_gram")
+V_pl = _size("V_pl")
+d_pl = _size("d_pl")
+n_alt = _size("n_alt")
+r_lau = _size("r_lau")
+N_shared = _count("N_shared")
+N_kv_sliding = _count("N_kv_sliding")
+h_d_full = _size("h_d_full")
+h_kv_full = _size("h_kv_full")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -327,6 +335,49 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{gram}}",
         "ngram",
         "future tokens predicted at each position, one embedding each (ProphetNet)",
+    ),
+    Entry(
+        V_pl,
+        r"V_{\mathrm{pl}}",
+        "vocab_size_per_layer_input",
+        "rows of the per-layer embedding table: each token gets a small embedding for every layer (Gemma 3n)",
+    ),
+    Entry(
+        d_pl, r"d_{\mathrm{pl}}", "hidden_size_per_layer_input", "width of one layer's per-layer embedding (Gemma 3n)"
+    ),
+    Entry(
+        n_alt,
+        r"n_{\mathrm{alt}}",
+        "altup_num_inputs",
+        "copies of the hidden state that AltUp (alternating updates) keeps and predicts; a layer updates one",
+    ),
+    Entry(
+        r_lau, r"r_{\mathrm{laurel}}", "laurel_rank", "rank of the low-rank learned residual (LAuReL) beside each layer"
+    ),
+    Entry(
+        N_shared,
+        r"N_{\mathrm{shared}}",
+        "num_kv_shared_layers",
+        "last layers that reuse the keys and values of an earlier layer of their kind (KV sharing): no k_proj, "
+        "v_proj or cache of their own",
+    ),
+    Entry(
+        N_kv_sliding,
+        r"N_{\mathrm{sliding}}^{\mathrm{kv}}",
+        "layer_types, num_kv_shared_layers",
+        "sliding-window layers that compute and cache keys and values of their own (before the shared layers)",
+    ),
+    Entry(
+        h_d_full,
+        r"h_{d}^{\mathrm{full}}",
+        "head_dim on the full-attention layers (Gemma 4: global_head_dim, or per_layer_config)",
+        "size of one attention head on the full-attention layers, when it differs from the sliding ones'",
+    ),
+    Entry(
+        h_kv_full,
+        r"h_{\mathrm{kv}}^{\mathrm{full}}",
+        "num_key_value_heads on the full-attention layers (Gemma 4: num_global_key_value_heads, or per_layer_config)",
+        "number of key/value heads on the full-attention layers, when it differs from the sliding ones'",
     ),
 )
 

@@ -389,12 +389,12 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     )
     expanded = None
     if spec.kv_expanded is not None:
-        expanded = [(spec.layers, [spec.kv_expanded])]
+        expanded = [(spec.cache_layers, [spec.kv_expanded])]
     return MemoryPart(
         **{
             **part.__dict__,
             "kv_dtype": kv_dtype,
-            "kv_groups": [(spec.layers, [spec.kv])],
+            "kv_groups": [(spec.cache_layers, [spec.kv])],
             "kv_elements": elements,
             "kv_bytes": memory.nbytes(elements, kv_dtype),
             "kv_seq_bytes": inference.bytes_of("kv_cache"),
