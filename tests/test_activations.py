@@ -33,6 +33,41 @@ from llmcount.sources import load
 
 HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
 
+# MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
+# settings each needs besides (None: a key drawn from the given choices)
+MOE = {
+    "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoeshared": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {"shared_intermediate_size": [0, 8, 24]},
+    ),
+    "phimoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "jetmoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "gpt_oss": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "glm4_moe": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "dots1": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "ernie4_5_moe": (
+        "moe_num_experts",
+        "moe_k",
+        "moe_intermediate_size",
+        {"moe_layer_start_index": [0, 1], "moe_num_shared_experts": [0, 1, 2]},
+    ),
+}
+
 
 def _config(model_type: str, rng: random.Random) -> dict:
     """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
@@ -87,6 +122,14 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["mlp_only_layers"] = rng.choice([[], [0]])
             if model_type == "qwen2_moe":
                 config["shared_expert_intermediate_size"] = rng.choice([8, 24])
+    if model_type in MOE:
+        # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
+        experts_key, k_key, width_key, settings = MOE[model_type]
+        config["hidden_size"] = 8 * h if h * config["head_dim"] % 8 else rng.choice([16, 24, 32])
+        config[experts_key] = rng.choice([3, 4, 5])
+        config[k_key] = rng.choice([1, 2, 3])
+        config[width_key] = rng.choice([8, 16])
+        config.update({key: rng.choice(choices) for key, choices in settings.items()})
     if model_type == "deepseek_v3":
         experts = rng.choice([4, 6])
         config.update(
