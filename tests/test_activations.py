@@ -47,7 +47,7 @@ MOE = {
     "phimoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "jetmoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "gpt_oss": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
-    "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {"rotary_dim": [None, 2, 4]}),
     "glm4_moe": (
         "n_routed_experts",
         "num_experts_per_tok",
