@@ -68,6 +68,29 @@ MOE = {
     ),
 }
 
+# MLA families besides DeepSeek-V3 (whose draws are its own, above): the latent ranks and head sizes are drawn for all,
+# then these keys from their choices (the experts of an MoE family; widths of multiples of 8 for bf16 grouped matmuls)
+MLA = {
+    "deepseek_v2": {
+        "first_k_dense_replace": [0, 1],
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "topk_method": ["greedy", "group_limited_greedy"],
+        "n_group": [2],
+        "topk_group": [1, 2],
+    },
+    "minicpm3": {},
+    "glm4_moe_lite": {
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "norm_topk_prob": [True, False],
+    },
+}
+
 
 def _config(model_type: str, rng: random.Random) -> dict:
     """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
@@ -154,6 +177,22 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type in MLA:
+        config.update(
+            {
+                "hidden_size": rng.choice([16, 24, 32]),
+                "q_lora_rank": rng.choice([8, 16, None]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rng.choice([4, 8]),
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+            }
+        )
+        config.update({key: rng.choice(choices) for key, choices in MLA[model_type].items()})
+        if config["hidden_size"] % h:
+            config["hidden_size"] = 8 * h
+        config.pop("head_dim")
+        config["num_key_value_heads"] = config["num_attention_heads"]
     return config
 
 
