@@ -33,6 +33,64 @@ from llmcount.sources import load
 
 HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
 
+# MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
+# settings each needs besides (None: a key drawn from the given choices)
+MOE = {
+    "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoeshared": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {"shared_intermediate_size": [0, 8, 24]},
+    ),
+    "phimoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "jetmoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "gpt_oss": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {"rotary_dim": [None, 2, 4]}),
+    "glm4_moe": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "dots1": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "ernie4_5_moe": (
+        "moe_num_experts",
+        "moe_k",
+        "moe_intermediate_size",
+        {"moe_layer_start_index": [0, 1], "moe_num_shared_experts": [0, 1, 2]},
+    ),
+}
+
+# MLA families besides DeepSeek-V3 (whose draws are its own, above): the latent ranks and head sizes are drawn for all,
+# then these keys from their choices (the experts of an MoE family; widths of multiples of 8 for bf16 grouped matmuls)
+MLA = {
+    "deepseek_v2": {
+        "first_k_dense_replace": [0, 1],
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "topk_method": ["greedy", "group_limited_greedy"],
+        "n_group": [2],
+        "topk_group": [1, 2],
+    },
+    "minicpm3": {},
+    "glm4_moe_lite": {
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "norm_topk_prob": [True, False],
+    },
+}
+
 
 def _config(model_type: str, rng: random.Random) -> dict:
     """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
@@ -87,6 +145,14 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["mlp_only_layers"] = rng.choice([[], [0]])
             if model_type == "qwen2_moe":
                 config["shared_expert_intermediate_size"] = rng.choice([8, 24])
+    if model_type in MOE:
+        # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
+        experts_key, k_key, width_key, settings = MOE[model_type]
+        config["hidden_size"] = 8 * h if h * config["head_dim"] % 8 else rng.choice([16, 24, 32])
+        config[experts_key] = rng.choice([3, 4, 5])
+        config[k_key] = rng.choice([1, 2, 3])
+        config[width_key] = rng.choice([8, 16])
+        config.update({key: rng.choice(choices) for key, choices in settings.items()})
     if model_type == "deepseek_v3":
         experts = rng.choice([4, 6])
         config.update(
@@ -111,6 +177,22 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type in MLA:
+        config.update(
+            {
+                "hidden_size": rng.choice([16, 24, 32]),
+                "q_lora_rank": rng.choice([8, 16, None]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rng.choice([4, 8]),
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+            }
+        )
+        config.update({key: rng.choice(choices) for key, choices in MLA[model_type].items()})
+        if config["hidden_size"] % h:
+            config["hidden_size"] = 8 * h
+        config.pop("head_dim")
+        config["num_key_value_heads"] = config["num_attention_heads"]
     return config
 
 

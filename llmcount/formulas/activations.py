@@ -45,7 +45,7 @@ from .symbols import B, N, S, V, d, d_ff, d_moe, h, h_kv, k
 
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
-DTYPES = ("compute", "fp32", "int64", "int32")
+DTYPES = ("compute", "fp32", "int64", "int32", "bool")
 PER = ("token", "position", "step")
 CORE = ("eager", "flash", "inputs")
 TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
@@ -73,11 +73,11 @@ class Saved:
     when: Condition | None = None  # kept only when this condition on the config holds
 
     def width(self, compute: str) -> int:
-        return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8, "int32": 4}[self.dtype]
+        return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8, "int32": 4, "bool": 1}[self.dtype]
 
     def split(self, tp: int, sequence_parallel: bool) -> Expr:
         """The part of :meth:`bytes_formula`'s elements one tensor-parallel rank keeps, as a factor per monomial."""
-        if tp == 1 or self.per != "token" or self.dtype in ("int64", "int32"):
+        if tp == 1 or self.per != "token" or self.dtype in ("int64", "int32", "bool"):
             return self.expr
         parts = Integer(0)
         for monomial in Add.make_args(self.expr.expand()):

@@ -145,7 +145,12 @@ GLOSSARY: tuple[Entry, ...] = (
     ),
     Entry(r_q, "r_{q}", "q_lora_rank", "rank of the low-rank query projection (MLA)"),
     Entry(r_kv, r"r_{\mathrm{kv}}", "kv_lora_rank", "rank of the compressed key/value latent (MLA)"),
-    Entry(d_rope, r"d_{\mathrm{rope}}", "qk_rope_head_dim", "per-head query/key size with RoPE (MLA)"),
+    Entry(
+        d_rope,
+        r"d_{\mathrm{rope}}",
+        "qk_rope_head_dim / partial_rotary_factor",
+        "per-head query/key size with RoPE (MLA; the rotated part of a head under partial RoPE)",
+    ),
     Entry(d_nope, r"d_{\mathrm{nope}}", "qk_nope_head_dim", "per-head query/key size without RoPE (MLA)"),
     Entry(d_v, "d_{v}", "v_head_dim", "per-head value size (MLA)"),
     Entry(S, "S", "(none: --seq)", "sequence length, tokens per sequence"),
