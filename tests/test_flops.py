@@ -172,6 +172,18 @@ SMALL = {
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
         **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
     },
+    # BERT as an untied decoder: the head's separate bias vector (cls.predictions.bias) is no matmul
+    "bert-decoder-untied": {
+        "model_type": "bert",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
+    },
+    # RoFormer without embedding_size: the embeddings are d wide (RoFormerConfig's None means hidden_size)
+    "roformer-decoder-untied": {
+        "model_type": "roformer",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model

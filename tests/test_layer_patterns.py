@@ -359,6 +359,10 @@ CASES = {
         "use_attention_gate": False,
         "use_sandwich_norm": False,
     },
+    "xlm sinusoidal positions, four languages, causal": {
+        **{"model_type": "xlm", "n_layers": 2, "emb_dim": 32, "n_heads": 4, "vocab_size": 64, "pad_token_id": 0},
+        **{"sinusoidal_embeddings": True, "n_langs": 4, "causal": True, "gelu_activation": False},
+    },
     "zaya default pattern": ZAYA,
     "zaya hybrid_sliding layers, CCA kernels 3 and 1": {
         **ZAYA,

@@ -175,6 +175,19 @@ SMALL = {
         **{"num_key_value_heads": 2, "intermediate_size": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
         "block_size": 4,
     },
+    "lfm3": {  # conv, conv, full, sliding, conv (the default pattern)
+        "model_type": "lfm3",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 5, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "conv_L_cache": 3},
+        **{"sliding_window": 3, "pad_token_id": 0},
+    },
+    "zaya": {
+        "model_type": "zaya",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "moe_intermediate_size": 8, "num_experts": 4},
+        **{"router_hidden_size": 6, "cca_time0": 3, "cca_time1": 2, "sliding_window": 3},
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid"],
+    },
 }
 # S = 1 and S = Q (one whole chunk), S < Q, S a multiple of Q plus some (padding), several chunks
 SIZES = [(1, 1), (1, 4), (1, 7), (2, 9), (3, 16)]

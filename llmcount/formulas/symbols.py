@@ -215,7 +215,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "width of the attention block: its keys, values and receptance (RWKV), its input (Zamba: 2·d)",
     ),
     Entry(N_recurrent, r"N_{\mathrm{recurrent}}", "block_types", "layers with a recurrent (RG-LRU) block"),
-    Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2)"),
+    Entry(N_conv, r"N_{\mathrm{conv}}", "layer_types", "layers with a gated short convolution (LFM2, LFM3)"),
     Entry(
         n_pk,
         r"n_{\mathrm{pk}}",
