@@ -128,6 +128,8 @@ def test_the_formula_says_what_is_not_counted(fmt: str) -> None:
     assert "not counted: the encoder that BartModel" in text
     data = json.loads(CliRunner().invoke(app, ["formula", "bart", "--json"]).output)
     assert data["scope"]["not_counted"] == records.family("bart").not_counted
+    # the keys are BART's own: its num_hidden_layers (an alias of encoder_layers) is not the decoder's N
+    assert data["symbols"]["N"] == "decoder_layers" and "num_hidden_layers" not in result.output
 
 
 def test_a_decoder_only_record_has_no_scope(tmp_path) -> None:
