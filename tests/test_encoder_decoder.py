@@ -128,6 +128,8 @@ def test_the_formula_says_what_is_not_counted(fmt: str) -> None:
     assert "not counted: the encoder that BartModel" in text
     data = json.loads(CliRunner().invoke(app, ["formula", "bart", "--json"]).output)
     assert data["scope"]["not_counted"] == records.family("bart").not_counted
+    # the keys are BART's own: its num_hidden_layers (an alias of encoder_layers) is not the decoder's N
+    assert data["symbols"]["N"] == "decoder_layers" and "num_hidden_layers" not in result.output
 
 
 def test_a_decoder_only_record_has_no_scope(tmp_path) -> None:
@@ -212,3 +214,15 @@ def test_the_count_is_the_decoder_of_the_whole_model(model_type: str) -> None:
     else:
         assert own_head == 0 and decoder == model.counts.total, oracle.VERSIONS
     assert whole - decoder > 0  # the encoder
+
+
+def test_the_module_tree_nests_the_cross_attention_and_names_the_head() -> None:
+    from llmcount.renderers.tree import module_tree
+
+    bart = module_tree(read_config(small("bart"), "bart"))
+    assert "(self_attn): Attention(" in bart and "(encoder_attn): Attention(" in bart
+    assert bart.index("(self_attn_layer_norm)") < bart.index("(encoder_attn)") < bart.index("(fc1)")
+    assert "(lm_head): Linear(in_features=16, out_features=40, bias=False)" in bart  # tied: the embedding's
+    whisper = module_tree(read_config(small("whisper", tie_word_embeddings=False), "whisper"))
+    assert "(proj_out): Linear(in_features=16, out_features=40, bias=False)" in whisper and "lm_head" not in whisper
+    assert "(output_projection): Linear(" in module_tree(read_config(small("trocr"), "trocr"))

@@ -6,6 +6,7 @@ give the JSON forms of a Derivation and of a model's counts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -43,7 +44,10 @@ def render(name: str, **context: Any) -> str:
 
 def render_formula(derivation: Derivation, fmt: str, activated: bool = False, title: str = "") -> str:
     """The family's formula (total, or activated) in one of FORMATS."""
-    glossary = [e for e in GLOSSARY if e.symbol in derivation.symbols]
+    family = derivation.architecture
+    glossary = [  # each symbol with the key this family reads it from (BART's N: decoder_layers, not num_hidden_layers)
+        replace(e, key=family.key_of(e.symbol) or e.key) for e in GLOSSARY if e.symbol in derivation.symbols
+    ]
     return render(
         f"formula.{_SUFFIX[fmt]}.j2",
         d=derivation,
@@ -75,7 +79,7 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
     for key, expr in parts.items():
         data[key] = str(expr)
     data["latex"] = {key: latex(expr) for key, expr in parts.items()}
-    data["symbols"] = {s.name: e.key for e in GLOSSARY if (s := e.symbol) in derivation.symbols}
+    data["symbols"] = {s.name: family.key_of(s) or e.key for e in GLOSSARY if (s := e.symbol) in derivation.symbols}
     data["activated_definition"] = ACTIVATED_DEFINITION
     return data
 

@@ -267,11 +267,11 @@ def module_tree(model: Model, lang: str = "en") -> str:
         lines.append(f"{INDENT * 2})")
     lines += [INDENT * 2 + leaf(t, model, biased, lang) for t in after]
     lines.append(f"{INDENT})")
-    lines += [INDENT + leaf(t, model, biased, lang) for t in heads]
+    lines += [INDENT + leaf(t, model, biased, lang, renamed=names.renamed) for t in heads]
     if not heads and model.tied and d in model.values and V in model.values:
-        lines.append(
-            f"{INDENT}(lm_head): Linear(in_features={model.values[d]}, out_features={model.values[V]}, bias=False)"
-        )
+        head = names.renamed.get("lm_head", "lm_head")
+        shape = f"in_features={model.values[d]}, out_features={model.values[V]}"
+        lines.append(f"{INDENT}({head}): Linear({shape}, bias=False)")
     lines.append(")")
     return "\n".join(lines)
 
