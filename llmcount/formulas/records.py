@@ -85,6 +85,35 @@ class Attention:
     window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
     sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
     chunked: bool = False  # the window is a chunk: a query sees the keys of its own chunk (Llama 4)
+    sliding_qk: Expr | None = None  # the widths of the sliding (chunked) layers where they differ from the full
+    sliding_v: Expr | None = None  # layers' (MiMo-V2-Flash: twice the key/value heads on its sliding layers);
+    sliding_kv: Expr | None = None  # None: the same as qk, v, kv
+    sliding_note: str = ""  # what the sliding layers cache, when sliding_kv is given
+
+    @property
+    def windowed(self) -> Expr:
+        """How many of the attention layers slide (or are chunked) when the config gives a window."""
+        return self.layers if self.sliding is None else self.sliding
+
+    @property
+    def per_kind(self) -> bool:
+        """Whether the sliding layers have widths of their own."""
+        return any(w is not None for w in (self.sliding_qk, self.sliding_v, self.sliding_kv))
+
+    def widths(self, sliding: bool) -> tuple[Expr, Expr, Expr]:
+        """(qk, v, kv) of one full layer, or of one sliding (chunked) layer."""
+        if not sliding:
+            return self.qk, self.v, self.kv
+        own = (self.sliding_qk, self.sliding_v, self.sliding_kv)
+        full = (self.qk, self.v, self.kv)
+        return tuple(mine if mine is not None else other for mine, other in zip(own, full, strict=True))
+
+    def total(self, width: str) -> Expr:
+        """A width summed over the attention layers (``qk``, ``v``, ``kv``): the full layers' and the sliding
+        layers' own where they have them."""
+        full = getattr(self, width)
+        own = getattr(self, f"sliding_{width}")
+        return self.layers * full if own is None else (self.layers - self.windowed) * full + self.windowed * own
 
 
 @dataclass(frozen=True)
@@ -144,7 +173,8 @@ class Family:
         exprs: list[Expr | None] = []
         if self.attention is not None:
             a = self.attention
-            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding]
+            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
+            exprs.append(a.sliding_kv)
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         return tuple(e for e in exprs if e is not None)
@@ -366,10 +396,16 @@ def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
     expanded = data.get("kv_expanded")
-    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "window", "sliding", "chunked"}
+    own = ("sliding_qk", "sliding_v", "sliding_kv")
+    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note"}
+    unknown = set(data) - {*parts, *own, *texts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
-    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding") if f in data}
+    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("window", "sliding", *own) if f in data}
+    if any(f in data for f in own) and not {"window", "sliding"} <= set(data):
+        raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
+    if any(f in data for f in own) and "kv_expanded" in data:
+        raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -380,6 +416,7 @@ def _attention(data: Any, where: str) -> Attention:
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
+        sliding_note=_text(data, "sliding_note", where, ""),
     )
 
 

@@ -359,6 +359,11 @@ class MemoryPart:
     states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
 
 
+def kv_groups(spec) -> list:
+    """KV-cache elements per token as ``[(layers, per-layer elements)]``: the full layers, then the sliding ones."""
+    return [(spec.layers - spec.windowed, spec.kv), (spec.windowed, spec.sliding_kv)]
+
+
 def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     from ..dtypes import BITS, lookup
     from ..formulas import memory
@@ -379,14 +384,21 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         return MemoryPart(**{**part.__dict__, "states": bool(family.states)})
     kv_dtype = "bf16"
     values = model.values
-    elements = evaluate_int(memory.kv_elements_per_token(spec), values, "KV cache per token")
+    elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
     inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
-    layer_bytes = memory.nbytes(evaluate_int(spec.kv, values, "KV cache per layer"), kv_dtype)
+
+    def layer_bytes(kind: str) -> int:
+        width = spec.widths(sliding=kind != "full_attention")[2]
+        return memory.nbytes(evaluate_int(width, values, "KV cache per layer"), kv_dtype)
+
     kinds = tuple(
-        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes))
+        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes(a.kind)))
         for a in inference.per_layer_kind
         if a.kind.endswith("_attention")
     )
+    groups = [(spec.layers, [spec.kv])]
+    if spec.sliding_kv is not None and spec.windowed.free_symbols <= set(values):
+        groups = [(layers, [kv]) for layers, kv in kv_groups(spec) if layers.subs(values) != 0]
     expanded = None
     if spec.kv_expanded is not None:
         expanded = [(spec.layers, [spec.kv_expanded])]
@@ -394,7 +406,7 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         **{
             **part.__dict__,
             "kv_dtype": kv_dtype,
-            "kv_groups": [(spec.layers, [spec.kv])],
+            "kv_groups": groups,
             "kv_elements": elements,
             "kv_bytes": memory.nbytes(elements, kv_dtype),
             "kv_seq_bytes": inference.bytes_of("kv_cache"),
