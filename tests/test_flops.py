@@ -148,6 +148,17 @@ SMALL = {
         "sliding_window": 5,
         "attention_bias": True,
     },
+    # layers 0 and 3 full, 1 and 2 sliding (window local_attention // 2 = 4); the prediction head's dense d to d
+    "modernbert-decoder": {
+        **BASE,
+        "model_type": "modernbert-decoder",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "local_attention": 8,
+        "pad_token_id": 0,  # the class's 50283 lies outside the small vocabulary
+        "attention_bias": True,
+        "tie_word_embeddings": False,
+    },
     "deepseek-v2-mla-no-q-lora-biases": {
         **BASE,
         "model_type": "deepseek_v2",

@@ -259,3 +259,28 @@ def test_sliding_widths_need_a_window_and_the_sliding_count() -> None:
         _attention(table, "test")
     spec = _attention({**table, "window": "W", "sliding": "N_sliding"}, "test")
     assert spec.widths(sliding=True)[2] != spec.widths(sliding=False)[2]
+
+
+# Laguna with 4 layers, layer_types full, sliding, sliding, full; h_kv = 8, h_d = 128 (class defaults); window 4:
+# a sliding layer keeps 3 tokens. Per layer and token 2 · 8 · 128 = 2,048 elements, 4 bytes each in fp32.
+LAGUNA = {
+    "model_type": "laguna",
+    **{"num_hidden_layers": 4, "hidden_size": 32, "num_attention_heads": 4, "vocab_size": 64, "sliding_window": 4},
+    "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    "num_attention_heads_per_layer": [4, 8, 8, 4],
+}
+
+
+def test_laguna_cache_per_layer_kind() -> None:
+    """S = 9: full layers 2 · 9 · 2,048 · 4 = 147,456 bytes; sliding layers 2 · 3 · 2,048 · 4 = 49,152."""
+    model = read_config(LAGUNA, "laguna")
+    result = memory.inference(model.derivation, model.values, "fp32", seq=9)
+    assert kinds(result) == {"full_attention": (2, 147_456), "sliding_attention": (2, 49_152)}
+
+
+def test_laguna_flops_are_refused_by_name(tmp_path) -> None:
+    # the query heads differ per layer (4, 8, 8, 4): one score width per kind of layer cannot state them
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LAGUNA))
+    for command in (["flops", str(path)], ["flops", str(path), "--conventions"]):
+        assert_refused(run(*command), "Laguna (laguna)", "num_attention_heads_per_layer")

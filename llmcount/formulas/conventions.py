@@ -23,7 +23,7 @@ from fractions import Fraction
 from ..errors import LlmcountError
 from .config import Model
 from .derivation import evaluate_int
-from .flops import Flops, attention_spec, is_matmul_weight, linear_flops
+from .flops import Flops, attention_spec, is_matmul_weight, linear_flops, state_flops
 from .symbols import V, d, h
 
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -69,6 +69,7 @@ def ingredients(model: Model, seq: int) -> Ingredients:
             f"models, and its {kinds} layers ([[state]]) are in none of them (`llmcount flops` counts them)"
         )
     spec = attention_spec(derivation)
+    state_flops(derivation)  # refuses a record whose attention widths cannot be stated (no_flops)
     weights = router = tables = 0
     for term in derivation.terms:
         if term.embedding and term.path != "head/lm_head":

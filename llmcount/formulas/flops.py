@@ -138,10 +138,13 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
     """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
     record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
     in reader's order ("": after the last term of its group). Refused by name when a layer kind
-    of the record has no such formula, or when the record says neither how its layers attend nor what they keep."""
+    of the record has no such formula, when its attention layers' widths cannot be stated (``no_flops``), or when the
+    record says neither how its layers attend nor what they keep."""
     family = derivation.architecture
     if family.attention is None and not family.states:
         attention_spec(derivation)  # raises, naming the family
+    if family.attention is not None and family.attention.no_flops:
+        raise LlmcountError(f"FLOPs are not derived for {family.title} ({family.name}): {family.attention.no_flops}")
     missing = [state.name for state in family.states if state.flops is None]
     if missing:
         kinds = ", ".join(dict.fromkeys(missing))

@@ -76,8 +76,8 @@ class Attention:
     """What FLOPs and the KV cache need: which layers attend, the score and value widths, the cache per token."""
 
     layers: Expr
-    qk: Expr
-    v: Expr
+    qk: Expr | None  # None: with ``no_flops``, the FLOPs are refused for the reason it gives
+    v: Expr | None
     kv: Expr
     note: str
     kv_expanded: Expr | None = None
@@ -89,6 +89,7 @@ class Attention:
     sliding_v: Expr | None = None  # layers' (MiMo-V2-Flash: twice the key/value heads on its sliding layers);
     sliding_kv: Expr | None = None  # None: the same as qk, v, kv
     sliding_note: str = ""  # what the sliding layers cache, when sliding_kv is given
+    no_flops: str = ""  # why the score widths cannot be stated (the cache still can): FLOPs are refused with it
 
     @property
     def windowed(self) -> Expr:
@@ -394,10 +395,12 @@ def _choice(data: Any, where: str) -> Choice:
 
 def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
-    parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
+    no_flops = _text(data, "no_flops", where, "")
+    widths = ("layers", "kv") if no_flops else ("layers", "qk", "v", "kv")
+    parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in widths}
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
-    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note"}
+    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
     unknown = set(data) - {*parts, *own, *texts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -409,8 +412,11 @@ def _attention(data: Any, where: str) -> Attention:
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
+    if no_flops and {"qk", "v"} & set(data):
+        raise RecordError(f"{where}: 'no_flops' says the score widths cannot be stated; give no 'qk' or 'v'")
     return Attention(
-        **parts,
+        **{"qk": None, "v": None, **parts},
+        no_flops=no_flops,
         **optional,
         chunked=chunked,
         note=_text(data, "note", where, ""),

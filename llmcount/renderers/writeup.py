@@ -300,7 +300,8 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     try:
         state_flops(model.derivation)  # refuses a kind of state layer without a formula
     except LlmcountError:
-        return FlopsPart(seq, refused="attention" if family.attention is None and not family.states else "states")
+        missing = any(state.flops is None for state in family.states)
+        return FlopsPart(seq, refused="states" if missing else "attention")
     flops = Flops(model.derivation)
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
