@@ -48,9 +48,10 @@ CAUSAL_CONVENTION = CONVENTION.replace(
 )
 STATE_CONVENTION = (
     "layers that keep a state: the depthwise convolution and the matmuls and einsums of transformers' torch scan, "
-    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's and Gated DeltaNet's chunks "
-    "padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and decays "
-    "and Gated DeltaNet's triangular solve not counted"
+    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's, Gated DeltaNet's and KDA's "
+    "chunks padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and "
+    "decays, Gated DeltaNet's triangular solve and KDA's intra-chunk matrices (elementwise products and sums) not "
+    "counted"
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
