@@ -81,6 +81,7 @@ def mfu_data(model: Model, u: Utilisation) -> dict[str, Any]:
         "convention": u.convention.name,
         "training_flops_per_token": _number(Fraction(u.convention.training_flops_per_token)),
         "formula": u.convention.formula,
+        "includes": u.convention.includes,
         "source": u.convention.source,
         "tokens_per_second": _number(u.tokens_per_second),
         "gpus": u.gpus,
