@@ -89,6 +89,11 @@ LAYOUTS = {
         .filter(lambda types: "full_attention" in types)
         .map(lambda types: {"layer_types": types})
     ),
+    # every layer full unless layer_types says otherwise: sliding layers are drawn (the query heads per layer, which
+    # the cache does not depend on, are left to their default: num_attention_heads on every layer)
+    "laguna": lambda n: st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=n, max_size=n).map(
+        lambda types: {"layer_types": types, "num_attention_heads_per_layer": None}
+    ),
     "qwen3_next": _every_interval,
     "qwen3_5_text": _every_interval,
     "qwen3_5_moe_text": _every_interval,

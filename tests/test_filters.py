@@ -42,6 +42,17 @@ def test_text_form():
     assert filters.text(3 * d * d_ff + Rational(23, 2) * d**2) == "23·d²/2 + 3·d·d_ff"
 
 
+def test_ceilings_and_floors_read_as_written_in_every_format():
+    from sympy import ceiling, floor
+
+    from llmcount.formulas.symbols import S, W
+
+    chunks = 2 * h * ceiling(S / 64) * 64**2 + floor(S / W) * W
+    assert filters.text(chunks) == "W·⌊S/W⌋ + 8192·h·⌈S/64⌉"
+    assert "ceiling" not in filters.decimal(chunks / 2) and "⌈" in filters.decimal(chunks / 2)
+    assert r"\left\lceil" in filters.latex(chunks) and r"\left\lfloor" in filters.latex(chunks)
+
+
 def test_ordered_sum_keeps_the_given_order():
     groups = [(1, [2 * V * d, d]), (N, [2 * d * h * h_d, 3 * d * d_ff, 2 * d])]
     assert filters.ordered_text(groups) == "2·V·d + d + N(2·d·h·h_d + 3·d·d_ff + 2·d)"

@@ -135,6 +135,30 @@ SMALL = {
         "n_group": 2,
         "topk_group": 1,
     },
+    # full layers 0 and 5, sliding layers with twice the key/value heads and a sink per head; q/k heads of 12, v of 5
+    "mimo-v2-flash-sliding-kv-heads": {
+        **GQA,
+        "model_type": "mimo_v2_flash",
+        "num_hidden_layers": 7,
+        "head_dim": 12,
+        "v_head_dim": 5,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 16,
+        "sliding_window": 5,
+        "attention_bias": True,
+    },
+    # layers 0 and 3 full, 1 and 2 sliding (window local_attention // 2 = 4); the prediction head's dense d to d
+    "modernbert-decoder": {
+        **BASE,
+        "model_type": "modernbert-decoder",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "local_attention": 8,
+        "pad_token_id": 0,  # the class's 50283 lies outside the small vocabulary
+        "attention_bias": True,
+        "tie_word_embeddings": False,
+    },
     "deepseek-v2-mla-no-q-lora-biases": {
         **BASE,
         "model_type": "deepseek_v2",

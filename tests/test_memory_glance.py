@@ -189,3 +189,28 @@ def test_a_batch_at_an_s_past_the_context_length_says_so() -> None:
     data = json.loads(run("memory", "llama-3-8b", "--gpu-memory", "80GiB", "--seq", "8k", "--json").stdout)
     assert data["seq_beyond_context"] is False
     assert "longer than the model's context" not in run("memory", "llama-3-8b", "--gpu-memory", "80GiB").stdout
+
+
+@pytest.mark.parametrize(
+    ("preset", "capacity", "seq"),
+    [
+        ("llama-3-8b", 24 * GIB, 8192),  # a context-length S that B = 1 fits
+        ("llama-3-8b", 31 * GIB // 2, 8192),  # S within the context length but past what B = 1 fits: no batch
+        ("llama-3.1-70b", 160 * GIB, 131072),
+        ("mistral-7b", 16 * GIB, 65536),  # sliding windows: the cache stops growing at W - 1 tokens
+        ("gpt-oss-20b", 40 * GIB, 131072),
+    ],
+)
+def test_largest_batch_agrees_with_the_longest_sequence(preset: str, capacity: int, seq: int) -> None:
+    """B = 1 fits at S exactly when S is within the longest S memory allows, and the largest B is the last batch
+    whose exact total fits: the two answers of --gpu-memory agree with each other and with memory itself."""
+    model = load(preset)
+    got = fit(model.derivation, model.values, capacity, seq=seq, max_positions=model.max_positions)
+    assert (got.max_batch >= 1) == (got.max_seq_by_memory is None or seq <= got.max_seq_by_memory)
+
+    def total(batch: int) -> int:
+        return memory.inference(model.derivation, model.values, "bf16", seq=seq, batch=batch).total_bytes
+
+    assert got.max_batch == 0 or total(got.max_batch) <= capacity
+    assert total(got.max_batch + 1) > capacity
+    assert got.seq_beyond_context == (seq > got.max_positions)

@@ -221,3 +221,66 @@ def test_a_window_beyond_the_context_length_never_applies(tmp_path) -> None:
     flat = " ".join(result.stdout.split())
     assert "the window W = 65,536 is not below the model's context length (max_position_embeddings 32,768)" in flat
     assert "it never applies" in flat
+
+
+# MiMo-V2-Flash (XiaomiMiMo/MiMo-V2-Flash): 48 layers, full attention on layer 0 and every sixth (5, 11, ..., 47:
+# 9 layers), sliding on the other 39; h_kv = 4 on a full layer and 2 · 4 = 8 on a sliding one (MiMoV2FlashAttention
+# doubles them), keys of head_dim 192 and values of v_head_dim 128; sliding_window_size 128, which
+# MiMoV2FlashConfig turns into sliding_window = 129: a sliding layer keeps 128 tokens.
+MIMO = {
+    "model_type": "mimo_v2_flash",
+    **{"num_hidden_layers": 48, "hidden_size": 4096, "num_attention_heads": 64, "num_key_value_heads": 4},
+    **{"head_dim": 192, "v_head_dim": 128, "vocab_size": 152576, "sliding_window_size": 128},
+}
+
+
+def test_mimo_v2_flash_sliding_layers_keep_twice_the_heads() -> None:
+    """S = 32,768 in bf16: full layers 9 · 32,768 · 4 · (192 + 128) · 2 bytes = 754,974,720; sliding layers
+    39 · 128 · 8 · (192 + 128) · 2 bytes = 25,559,040."""
+    result = cache("", 32768, config=MIMO)
+    assert kinds(result) == {"full_attention": (9, 754_974_720), "sliding_attention": (39, 25_559_040)}
+    assert result.bytes_of("kv_cache") == 754_974_720 + 25_559_040
+
+
+def test_mimo_v2_flash_window_from_sliding_window() -> None:
+    """Without sliding_window_size the window is sliding_window itself: 129 keeps 128 tokens, 33 keeps 32."""
+    config = {k: v for k, v in MIMO.items() if k != "sliding_window_size"}
+    assert kinds(cache("", 32768, config=config))["sliding_attention"] == (39, 25_559_040)
+    small = kinds(cache("", 32768, config={**config, "sliding_window": 33}))
+    assert small["sliding_attention"] == (39, 39 * 32 * 8 * 320 * 2)
+
+
+def test_sliding_widths_need_a_window_and_the_sliding_count() -> None:
+    from llmcount.formulas.expressions import RecordError
+    from llmcount.formulas.records import _attention
+
+    table = {"layers": "N", "qk": "h*h_d", "v": "h*h_d", "kv": "2*h_kv*h_d", "sliding_kv": "4*h_kv*h_d"}
+    with pytest.raises(RecordError, match="need 'window' and 'sliding'"):
+        _attention(table, "test")
+    spec = _attention({**table, "window": "W", "sliding": "N_sliding"}, "test")
+    assert spec.widths(sliding=True)[2] != spec.widths(sliding=False)[2]
+
+
+# Laguna with 4 layers, layer_types full, sliding, sliding, full; h_kv = 8, h_d = 128 (class defaults); window 4:
+# a sliding layer keeps 3 tokens. Per layer and token 2 · 8 · 128 = 2,048 elements, 4 bytes each in fp32.
+LAGUNA = {
+    "model_type": "laguna",
+    **{"num_hidden_layers": 4, "hidden_size": 32, "num_attention_heads": 4, "vocab_size": 64, "sliding_window": 4},
+    "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    "num_attention_heads_per_layer": [4, 8, 8, 4],
+}
+
+
+def test_laguna_cache_per_layer_kind() -> None:
+    """S = 9: full layers 2 · 9 · 2,048 · 4 = 147,456 bytes; sliding layers 2 · 3 · 2,048 · 4 = 49,152."""
+    model = read_config(LAGUNA, "laguna")
+    result = memory.inference(model.derivation, model.values, "fp32", seq=9)
+    assert kinds(result) == {"full_attention": (2, 147_456), "sliding_attention": (2, 49_152)}
+
+
+def test_laguna_flops_are_refused_by_name(tmp_path) -> None:
+    # the query heads differ per layer (4, 8, 8, 4): one score width per kind of layer cannot state them
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LAGUNA))
+    for command in (["flops", str(path)], ["flops", str(path), "--conventions"]):
+        assert_refused(run(*command), "Laguna (laguna)", "num_attention_heads_per_layer")

@@ -169,6 +169,29 @@ SMALL = {
         **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
         "shared_expert_intermediate_size": 8,
     },
+    "lfm2": {
+        "model_type": "lfm2",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "conv_L_cache": 3, "block_auto_adjust_ff_dim": False},
+        "layer_types": ["conv", "full_attention", "conv"],
+    },
+    "lfm2_moe": {
+        "model_type": "lfm2_moe",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "moe_intermediate_size": 8, "conv_L_cache": 3},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "num_dense_layers": 1},
+        "layer_types": ["conv", "full_attention", "conv"],
+    },
+    "kimi_linear": {
+        "model_type": "kimi_linear",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"q_lora_rank": None, "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5},
+        "num_key_value_heads": 4,  # MLA: every head reads the latent
+        **{"linear_num_heads": 2, "linear_head_dim": 6, "linear_conv_kernel_dim": 3},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "intermediate_size": 24},
+        "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+        "pad_token_id": 0,  # the class's lies outside the small vocabulary
+    },
     "minimax": {
         "model_type": "minimax",
         **{"vocab_size": 32, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
@@ -213,7 +236,7 @@ def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> No
 
 
 @pytest.mark.parametrize(("batch", "seq"), LONG_SIZES)
-@pytest.mark.parametrize("name", GATED_DELTA)
+@pytest.mark.parametrize("name", [*GATED_DELTA, "kimi_linear"])  # Kimi's delta attention: chunks of 64 too
 def test_gated_delta_chunks_of_64_equal_flop_counter(name: str, batch: int, seq: int) -> None:
     expected = counter_flops(SMALL[name], batch, seq)
     got = llmcount_flops(SMALL[name], batch, seq).forward
@@ -369,24 +392,99 @@ def test_minimax_lightning_blocks_by_hand() -> None:
     assert parts["linear_attention/block.state_update"] == linear * 2_097_152_000
 
 
-LFM2 = {
-    "model_type": "lfm2",
-    "vocab_size": 64,
-    "hidden_size": 32,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "num_hidden_layers": 2,
+ZAMBA2 = {
+    "model_type": "zamba2",
+    **{"vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+    "layers_block_type": ["mamba", "hybrid"],
 }
 
 
 def test_kinds_without_a_formula_are_refused_by_name(tmp_path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps(LFM2))
+    (tmp_path / "config.json").write_text(json.dumps(ZAMBA2))
     result = run("flops", str(tmp_path / "config.json"))
-    assert_refused(result, "LFM2", "conv layers ([[state]])", "no FLOPs formula", "llmcount memory")
+    assert_refused(result, "Zamba2", "mamba layers ([[state]])", "no FLOPs formula", "llmcount memory")
     assert "KV cache" not in result.stderr  # memory does give its cache: the state
 
 
-def test_conventions_are_refused_for_a_model_with_state_layers(tmp_path) -> None:
+# LiquidAI/LFM2-1.2B: hidden_size 2048, 16 layers of which 10 gated short convolutions (conv_L_cache 3). At B = 1,
+# S = 4,096 the convolution of one such layer: 2 · 2,048 · 3 · (4,096 + 2) = 50,356,224 FLOPs (its in_proj,
+# 2 · 4,096 · 2,048 · 6,144, and out_proj are linear weights); the gates B·x and C·y are elementwise.
+def test_lfm2_short_convolution_by_hand() -> None:
+    config = {
+        "model_type": "lfm2",
+        **{"vocab_size": 65536, "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32},
+        **{"num_key_value_heads": 8, "conv_L_cache": 3, "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
+    }
+    parts = {c.path: c.flops for c in llmcount_flops(config, 1, 4096).components}
+    assert parts["conv/conv"] == 10 * 50_356_224
+    assert parts["conv/in_proj"] == 10 * 2 * 4096 * 2048 * 6144
+
+
+# moonshotai/Kimi-Linear-48B-A3B: 27 layers, KDA on 20 of them (full_attn_layers 4, 8, ..., 24 and 27, 1-indexed),
+# 32 heads of 128, conv kernel 4. At B = 1, S = 4,096 (64 chunks of 64), per KDA layer:
+#   conv1d        2 · 3 · 32 · 128 · 4 · (4,096 + 3)  =    402,948,096
+#   values, cumdecay, intra   2 · 64 · 64² · 32 · 128 =  2,147,483,648 each
+#   state_read    4 · 64 · 64 · 32 · 128²            =  8,589,934,592
+#   state_update  2 · 64 · 64 · 32 · 128²            =  4,294,967,296
+def test_kimi_delta_attention_by_hand() -> None:
+    config = {
+        "model_type": "kimi_linear",
+        **{"vocab_size": 163840, "hidden_size": 2304, "num_hidden_layers": 27, "num_attention_heads": 32},
+        "linear_attn_config": {
+            **{"num_heads": 32, "head_dim": 128, "short_conv_kernel_size": 4},
+            **{"full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "kda_layers": []},
+        },
+    }
+    config["linear_attn_config"]["kda_layers"] = [i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27)]
+    parts = {c.path: c.flops for c in llmcount_flops(config, 1, 4096).components}
+    assert parts["linear_attention/conv1d"] == 20 * 402_948_096
+    for name in ("values", "cumdecay", "intra"):
+        assert parts[f"linear_attention/chunk.{name}"] == 20 * 2_147_483_648
+    assert parts["linear_attention/chunk.state_read"] == 20 * 8_589_934_592
+    assert parts["linear_attention/chunk.state_update"] == 20 * 4_294_967_296
+
+
+def test_conventions_of_a_model_with_state_layers_only(tmp_path) -> None:
+    """Mamba-2.8B: no attention layer (L = 0), so the papers' conventions are their parameter terms alone: Kaplan and
+    PaLM 6·N, torchtitan 6·P (tied: the embedding is the LM head, kept); llmcount's is 3 × its checked forward."""
+    from llmcount.formulas.conventions import conventions, not_given
+
+    model = read_config(MAMBA_2_8B, "mamba-2.8b")
+    got = {c.name: c.training_flops_per_token for c in conventions(model, 2048)}
+    non_embedding = model.counts.activated - model.counts.embedding
+    assert got["kaplan"] == got["palm"] == 6 * non_embedding
+    assert got["torchtitan"] == 6 * model.counts.activated
+    assert got["llmcount"] == 3 * Fraction(11_334_443_335_680, 2048)
+    assert "megatron" not in got and set(not_given(ingredients_of(model))) == {"megatron", "megatron-recompute"}
     config = tmp_path / "config.json"
     config.write_text(json.dumps(MAMBA_2_8B))
-    assert_refused(run("flops", str(config), "--conventions"), "Mamba (mamba)", "mamba layers")
+    assert_refused(
+        run("mfu", str(config), "--tokens-per-second", "1", "--gpu", "h100-sxm", "--convention", "megatron"),
+        "megatron convention is not given",
+        "hybrid_flops",
+    )
+
+
+def ingredients_of(model):
+    from llmcount.formulas.conventions import ingredients
+
+    return ingredients(model, 2048)
+
+
+def test_conventions_of_a_hybrid_count_attention_over_its_attention_layers() -> None:
+    """Qwen3-Next-80B-A3B: 48 layers, every 4th full attention (12), 16 heads of 256: h·d_qk = h·d_v = 4,096. The
+    papers' attention term runs over those 12 layers only: Kaplan's 2·n_layer·n_ctx·d_attn = 2 · 12 · S · 4,096."""
+    result = run("flops", "qwen3-next-80b-a3b", "--seq", "4096", "--conventions", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    x, got = data["ingredients"], {c["name"]: c for c in data["conventions"]}
+    assert (x["L_attention_layers"], x["h_d_qk"], x["state_layer_kinds"]) == (12, 4096, ["linear_attention"])
+    n = x["N_non_embedding_activated"]
+    assert got["kaplan"]["training_flops_per_token"] == 3 * (2 * n + 2 * 12 * 4096 * 4096)
+    assert got["palm"]["training_flops_per_token"] == 6 * n + 6 * 12 * (4096 + 4096) * 4096
+    assert "attention term runs over the L = 12 attention layers only" in " ".join(got["kaplan"]["includes"].split())
+    flops = json.loads(run("flops", "qwen3-next-80b-a3b", "--seq", "4096", "--json").stdout)["training_flops"]
+    assert got["llmcount"]["training_flops_per_token"] == flops / 4096
+    assert {entry["name"] for entry in data["not_given"]} == {"megatron", "megatron-recompute"}
+    mfu = run("mfu", "qwen3-next-80b-a3b", "--tokens-per-second", "5000", "--gpu", "h100-sxm", "--gpus", "8")
+    assert mfu.exit_code == 0 and "over the L = 12 attention layers only" in " ".join(mfu.stdout.split())

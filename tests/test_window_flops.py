@@ -106,3 +106,26 @@ def test_no_rows_for_a_kind_of_layer_the_model_does_not_have(tmp_path):
     data = json.loads(run("flops", "gpt-oss-120b", "--causal", "--seq", "8192", "--json").stdout)
     rows = {c["path"]: c["flops"] for c in data["components"]}
     assert rows["attention/scores"] > 0 and rows["attention/scores/sliding"] > 0
+
+
+def test_sliding_layers_of_their_own_widths_get_their_own_rows():
+    """A record whose sliding layers have other query/value widths (``sliding_qk``, ``sliding_v``): the eager count
+    splits scores and values per kind, 2·S·width per token on each, and --causal counts the window at their widths."""
+    from llmcount.formulas.flops import score_flops
+    from llmcount.formulas.records import _attention
+    from llmcount.formulas.symbols import N, N_sliding, h, h_d
+
+    spec = _attention(
+        {"layers": "N", "qk": "h*h_d", "v": "h*h_d", "kv": "2*h_d", "window": "W", "sliding": "N_sliding"}
+        | {"sliding_qk": "2*h*h_d", "sliding_v": "3*h*h_d"},
+        "test",
+    )
+    eager = {t.path: (t.layers, t.per_token) for t in score_flops(spec, causal=False)}
+    assert eager == {
+        "attention/scores": (N - N_sliding, 2 * S * h * h_d),
+        "attention/values": (N - N_sliding, 2 * S * h * h_d),
+        "attention/scores/sliding": (N_sliding, 4 * S * h * h_d),
+        "attention/values/sliding": (N_sliding, 6 * S * h * h_d),
+    }
+    causal = {t.path: t.per_token for t in score_flops(spec, causal=True)}
+    assert causal["attention/values/sliding"] == 2 * window_pairs(W) / S * 3 * h * h_d

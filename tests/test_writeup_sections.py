@@ -289,14 +289,24 @@ def test_a_mean_per_token_is_shown_as_the_exact_fraction(tmp_path):
     assert "QK^{\\top}" not in section(text, "Forward")  # no attention layer: no attention clause
 
 
-LFM2 = {"model_type": "lfm2", "vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2}
+ZAMBA2 = {"model_type": "zamba2", "vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4}
 
 
 def test_a_state_kind_without_a_formula_is_refused_by_name(tmp_path):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**LFM2, "num_hidden_layers": 2}))
+    path.write_text(json.dumps({**ZAMBA2, "num_hidden_layers": 2, "layers_block_type": ["mamba", "hybrid"]}))
     text = build(str(path), "markdown", "en", sections="flops").text
-    assert "FLOPs per token are not derived for LFM2" in text and "(conv)" in text
+    assert "FLOPs per token are not derived for Zamba2" in text and "(mamba)" in text
+
+
+def test_laguna_refusal_names_its_attention(tmp_path):
+    # Laguna's cache is derived but its FLOPs are not (query heads per layer): the attention reason, not a state's
+    path = tmp_path / "config.json"
+    path.write_text(
+        json.dumps({"model_type": "laguna", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4})
+    )
+    text = build(str(path), "markdown", "en", sections="flops").text
+    assert "FLOPs per token are not derived for Laguna" in text and "recurrent state" not in text
 
 
 def test_no_state_clause_when_the_config_has_no_state_layer(tmp_path):

@@ -440,6 +440,11 @@ def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symb
         return frozenset()
     symbols = spec.window.free_symbols | (spec.sliding.free_symbols if spec.sliding is not None else set())
     if not symbols <= set(values):
+        if spec.per_kind and spec.windowed.free_symbols <= set(values) and spec.windowed.subs(values) != 0:
+            raise LlmcountError(
+                f"{family.title} ({family.name}): a config without a sliding window whose sliding layers have "
+                "widths of their own is not modelled"
+            )
         return frozenset(symbols)
     if spec.sliding is not None and spec.sliding.subs(values) == 0:
         return frozenset(symbols)

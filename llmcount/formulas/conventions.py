@@ -17,13 +17,13 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import LlmcountError
 from .config import Model
 from .derivation import evaluate_int
-from .flops import Flops, attention_spec, is_matmul_weight, linear_flops
+from .flops import Flops, is_matmul_weight, linear_flops, state_flops
 from .symbols import V, d, h
 
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -50,8 +50,9 @@ class Ingredients:
     heads: int | None  # h (None: the family has no head count)
     hidden: int  # d
     vocab: int  # V
-    eager_forward: int  # llmcount's forward FLOPs per token, full S×S
-    causal_forward: int  # the same over the S(S+1)/2 causal pairs
+    eager_forward: int | Fraction  # llmcount's forward FLOPs per token, full S×S (a mean: a Fraction with state layers)
+    causal_forward: int | Fraction  # the same over the S(S+1)/2 causal pairs
+    state_kinds: tuple[str, ...] = ()  # the kinds of layer that keep a state instead of keys and values (mamba, ...)
 
     @property
     def padded_vocab(self) -> int:
@@ -62,13 +63,15 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     derivation, values = model.derivation, model.values
     counts = model.counts
     family = derivation.architecture
-    if family.states:
-        kinds = ", ".join(dict.fromkeys(state.name for state in family.states))
+    state_flops(derivation)  # refuses a state kind without a formula, widths that cannot be stated, no table at all
+    spec = family.attention
+    if spec is not None and spec.widths(sliding=True)[:2] != spec.widths(sliding=False)[:2]:
         raise LlmcountError(
-            f"the FLOPs conventions are not given for {family.title} ({family.name}): they count attention "
-            f"models, and its {kinds} layers ([[state]]) are in none of them (`llmcount flops` counts them)"
+            f"the FLOPs conventions are not given for {family.title} ({family.name}): its sliding layers have score "
+            "widths of their own, and the conventions state one attention width (`llmcount flops` counts them)"
         )
-    spec = attention_spec(derivation)
+    layers = 0 if spec is None else evaluate_int(spec.layers, values, "attention layers")
+    kinds = tuple(dict.fromkeys(s.name for s in family.states if evaluate_int(s.layers, values, s.name)))
     weights = router = tables = 0
     for term in derivation.terms:
         if term.embedding and term.path != "head/lm_head":
@@ -89,14 +92,15 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         tied=model.tied,
         weights=weights,
         router=router,
-        layers=evaluate_int(spec.layers, values, "attention layers"),
-        qk=evaluate_int(spec.qk, values, "h·d_qk"),
-        v=evaluate_int(spec.v, values, "h·d_v"),
+        layers=layers,
+        qk=evaluate_int(spec.qk, values, "h·d_qk") if layers else 0,
+        v=evaluate_int(spec.v, values, "h·d_v") if layers else 0,
         heads=values.get(h),
         hidden=values[d],
         vocab=values[V],
         eager_forward=Flops(derivation).evaluate(values, seq, 1).per_token,
         causal_forward=Flops(derivation, causal=True).evaluate(values, seq, 1).per_token,
+        state_kinds=kinds,
     )
 
 
@@ -105,7 +109,7 @@ class Convention:
     """One way of counting: its training FLOPs per token at S, the formula, where it comes from, what it counts."""
 
     name: str
-    training_flops_per_token: int
+    training_flops_per_token: int | Fraction  # a Fraction: llmcount's mean per token, with state layers
     formula: str
     source: str
     includes: str
@@ -125,10 +129,10 @@ def kaplan(x: Ingredients) -> Convention:
 
 def chinchilla(x: Ingredients) -> Convention:
     """Hoffmann et al. 2022, Appendix F: embeddings, projections, logits, softmax, values, dense, final logits."""
-    if x.heads is None:
+    if x.heads is None and x.layers:
         raise LlmcountError("the Chinchilla convention counts the softmax per head: this family has no head count h")
     S = x.seq
-    attention = x.layers * (2 * S * x.qk + 3 * x.heads * S + 2 * S * x.v)
+    attention = x.layers * (2 * S * x.qk + 3 * (x.heads or 0) * S + 2 * S * x.v)
     forward = 2 * x.vocab * x.hidden + 2 * x.weights + attention + 2 * x.hidden * x.vocab
     return Convention(
         "chinchilla",
@@ -235,18 +239,59 @@ CONVENTIONS = {
 """Every convention by name, in the order they are shown."""
 
 
+MEGATRON_HYBRID = (
+    "not given for a model with {kinds} layers: Megatron-LM counts hybrid models with a function of its own "
+    "(hybrid_flops in megatron/training/training.py: Mamba layers with a scan of 7·d_in·d_state FLOPs per token and "
+    "d_in = 2·d, Gated DeltaNet layers), which llmcount does not transcribe"
+)
+NOT_GIVEN_WITH_STATES = {"megatron": MEGATRON_HYBRID, "megatron-recompute": MEGATRON_HYBRID}
+"""The conventions not given for models with state layers, and why."""
+
+PAPER_WITH_STATES = (
+    "; with {kinds} layers (llmcount's reading, the source has no such layers): their weights count as parameters "
+    "like any other, their sequence mixing (convolution, scan, delta rule) has no term and is not counted, and the "
+    "attention term runs over the L = {layers} attention layers only"
+)
+LLMCOUNT_WITH_STATES = (
+    "; the {kinds} layers' sequence mixing as llmcount flops counts it (the matmuls and convolutions of "
+    "transformers' torch path, FlopCounterMode's count)"
+)
+
+
+def not_given(x: Ingredients) -> dict[str, str]:
+    """The conventions not given for these ingredients, with the reason (Megatron's for hybrid models)."""
+    if not x.state_kinds:
+        return {}
+    kinds = ", ".join(kind.replace("_", " ") for kind in x.state_kinds)
+    return {name: reason.format(kinds=kinds) for name, reason in NOT_GIVEN_WITH_STATES.items()}
+
+
+def _with_states(x: Ingredients, made: Convention) -> Convention:
+    """A convention's ``includes`` with what it does with state layers, when the model has some."""
+    if not x.state_kinds:
+        return made
+    kinds = ", ".join(kind.replace("_", " ") for kind in x.state_kinds)
+    note = LLMCOUNT_WITH_STATES if made.name.startswith("llmcount") else PAPER_WITH_STATES
+    return replace(made, includes=made.includes + note.format(kinds=kinds, layers=x.layers))
+
+
 def conventions(model: Model, seq: int) -> list[Convention]:
-    """Every convention's training FLOPs per token for ``model`` at S = ``seq``."""
+    """Every convention's training FLOPs per token for ``model`` at S = ``seq`` (those :func:`not_given` names left
+    out)."""
     x = ingredients(model, seq)
-    return [make(x) for make in CONVENTIONS.values()]
+    skipped = not_given(x)
+    return [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
 
 
 def convention(model: Model, seq: int, name: str) -> Convention:
-    """One convention by name; LlmcountError listing the names otherwise."""
+    """One convention by name; LlmcountError listing the names, or saying why it is not given for the model."""
     key = name.strip().lower()
     if key not in CONVENTIONS:
         raise LlmcountError(f"--convention: unknown convention {name!r}; choices: {', '.join(CONVENTIONS)}")
-    return CONVENTIONS[key](ingredients(model, seq))
+    x = ingredients(model, seq)
+    if key in not_given(x):
+        raise LlmcountError(f"the {key} convention is {not_given(x)[key]}; choose another with --convention")
+    return _with_states(x, CONVENTIONS[key](x))
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,10 @@ CAUSAL_CONVENTION = CONVENTION.replace(
 )
 STATE_CONVENTION = (
     "layers that keep a state: the depthwise convolution and the matmuls and einsums of transformers' torch scan, "
-    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's and Gated DeltaNet's chunks "
-    "padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and decays "
-    "and Gated DeltaNet's triangular solve not counted"
+    "as it computes them (the convolution over S + d_conv - 1 positions, Mamba-2's, Gated DeltaNet's and KDA's "
+    "chunks padded to whole chunks, MiniMax's last block as long as it is); their elementwise recurrences, gates and "
+    "decays, Gated DeltaNet's triangular solve and KDA's intra-chunk matrices (elementwise products and sums) not "
+    "counted"
 )
 TRAINING_DEFINITION = (
     "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
@@ -138,11 +139,13 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
     """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
     record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
     in reader's order ("": after the last term of its group); then the record's own ``[[flops]]``, each in its
-    layers. Refused by name when a layer kind
-    of the record has no such formula, or when the record says neither how its layers attend nor what they keep."""
+    layers. Refused by name when a layer kind of the record has no such formula, when its attention layers' widths
+    cannot be stated (``no_flops``), or when the record says neither how its layers attend nor what they keep."""
     family = derivation.architecture
     if family.attention is None and not family.states:
         attention_spec(derivation)  # raises, naming the family
+    if family.attention is not None and family.attention.no_flops:
+        raise LlmcountError(f"FLOPs are not derived for {family.title} ({family.name}): {family.attention.no_flops}")
     missing = [state.name for state in family.states if state.flops is None]
     if missing:
         kinds = ", ".join(dict.fromkeys(missing))
@@ -181,28 +184,35 @@ def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
     and on sliding or chunked layers twice their pairs (:func:`window_pairs`, :func:`chunk_pairs`) over S.
     The widths come from the record: :math:`h h_d` (GQA), :math:`d` (GPT-2), :math:`h(d_{nope}+d_{rope})` and
     :math:`h d_v` (MLA)."""
-    if not causal:
+    kind = "chunked" if spec.chunked else "sliding"
+    own = spec.widths(sliding=False)[:2] != spec.widths(sliding=True)[:2]  # sliding layers of other widths
+    if not causal and not own:
         span = "the full S×S matrix" + (", sliding layers too (eager masks the window)" if spec.window else "")
         return _scores(spec, spec.layers, 2 * S, span)
+    if not causal:
+        full = _scores(spec, spec.layers - spec.windowed, 2 * S, "the full S×S matrix", "full layers: ")
+        span = "the full S×S matrix (eager masks the window)"
+        return full + _scores(spec, spec.windowed, 2 * S, span, f"{kind} layers: ", f"/{kind}")
     if spec.window is None:
         return _scores(spec, spec.layers, S + 1, "the S(S+1)/2 causal pairs")
-    sliding = spec.layers if spec.sliding is None else spec.sliding
     if spec.chunked:
-        pairs, kind, span = chunk_pairs(spec.window), "chunked", "the causal pairs within each chunk of W tokens"
+        pairs, span = chunk_pairs(spec.window), "the causal pairs within each chunk of W tokens"
     else:
-        pairs, kind, span = window_pairs(spec.window), "sliding", "the causal pairs within the window of W keys"
-    full = _scores(spec, spec.layers - sliding, S + 1, "the S(S+1)/2 causal pairs", "full layers: ")
-    return full + _scores(spec, sliding, 2 * pairs / S, span, f"{kind} layers: ", f"/{kind}")
+        pairs, span = window_pairs(spec.window), "the causal pairs within the window of W keys"
+    full = _scores(spec, spec.layers - spec.windowed, S + 1, "the S(S+1)/2 causal pairs", "full layers: ")
+    return full + _scores(spec, spec.windowed, 2 * pairs / S, span, f"{kind} layers: ", f"/{kind}")
 
 
 def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str = "", suffix: str = "") -> list:
-    """The two attention matmuls of ``layers`` layers at ``pairs`` (twice the query-key pairs per token)."""
+    """The two attention matmuls of ``layers`` layers at ``pairs`` (twice the query-key pairs per token), at the
+    widths of the sliding layers when ``suffix`` names them."""
     if layers == 0:
         return []
+    qk, v, _ = spec.widths(sliding=bool(suffix))
     scores, values = f"{prefix}attention scores Q·K^T over {span}", f"{prefix}attention-weighted values A·V over {span}"
     return [
-        FlopTerm(f"attention/scores{suffix}", pairs * spec.qk, scores, layers),
-        FlopTerm(f"attention/values{suffix}", pairs * spec.v, values, layers),
+        FlopTerm(f"attention/scores{suffix}", pairs * qk, scores, layers),
+        FlopTerm(f"attention/values{suffix}", pairs * v, values, layers),
     ]
 
 

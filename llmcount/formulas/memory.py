@@ -13,6 +13,7 @@ Every amount is an exact number of bytes (a Python int); GiB = 2^30 bytes is mad
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sympy import Add, Expr, Integer, Min, Symbol, ceiling
@@ -57,10 +58,13 @@ def nbytes(elements: int, dtype_name: str) -> int:
     return -(-elements * BITS[dtype_name] // 8)
 
 
-def kv_elements_per_token(spec: Attention, expanded: bool = False) -> Expr:
-    """KV-cache elements per token over all attention layers (see the module docstring)."""
-    per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
-    return spec.cache_layers * per_layer
+def kv_elements_per_token(spec: Attention, expanded: bool = False, values: Mapping[Symbol, int] | None = None) -> Expr:
+    """KV-cache elements per token over the attention layers that cache (see the module docstring); a count of
+    sliding layers that ``values`` leaves out (a config without a window, or with no layer that slides) is 0."""
+    if expanded and spec.kv_expanded is not None:
+        return spec.cache_layers * spec.kv_expanded
+    idle = {symbol: 0 for symbol in spec.cache_windowed.free_symbols - set(values)} if values else {}
+    return spec.total("kv").subs(idle)
 
 
 WINDOW_NOTE = (
@@ -114,7 +118,7 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
         if window is None or not window.free_symbols <= set(values):
             kinds.append(LayerKind("full_attention", layers, per_layer, S, Integer(0), note))
         else:
-            sliding = layers if spec.cache_sliding is None else spec.cache_sliding
+            sliding = spec.cache_windowed
             if sliding != layers and sliding.subs(values) == layers.subs(values):
                 sliding = layers  # every layer slides: N, not N_sliding (as records write N for N_dense = N)
             name = "chunked_attention" if spec.chunked else "sliding_attention"
@@ -125,8 +129,10 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
                     "layers is not modelled (transformers' cache then keeps every token); give a window of 2 or more"
                 )
             kinds.append(LayerKind("full_attention", layers - sliding, per_layer, S, Integer(0), note))
-            windowed = f"{note}; " + WINDOW_NOTE.format(kind=name.split("_")[0])
-            kinds.append(LayerKind(name, sliding, per_layer, Min(S, window - 1), Integer(0), windowed))
+            own = spec.widths(sliding=True)[2] if not expanded or spec.kv_expanded is None else per_layer
+            windowed = f"{spec.sliding_note}, for B·S tokens; " if spec.sliding_note else f"{note}; "
+            windowed += WINDOW_NOTE.format(kind=name.split("_")[0])
+            kinds.append(LayerKind(name, sliding, own, Min(S, window - 1), Integer(0), windowed))
     for state in family.states:
         if state.recurrent_dtype == "fp32":
             note = f"{state.note}; the recurrent part in fp32 whatever the cache dtype, as transformers keeps it"
@@ -139,7 +145,8 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
 def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> int:
     """Bytes of keys and values one more token adds over all attention layers, no window binding."""
     assert family.attention is not None
-    return nbytes(evaluate_int(kv_elements_per_token(family.attention), env, "KV cache per token"), kv_dtype)
+    elements = kv_elements_per_token(family.attention, values=env)
+    return nbytes(evaluate_int(elements, env, "KV cache per token"), kv_dtype)
 
 
 def cache_family(derivation: Derivation) -> Family:

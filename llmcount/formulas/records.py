@@ -82,8 +82,8 @@ class Attention:
     """What FLOPs and the KV cache need: which layers attend, the score and value widths, the cache per token."""
 
     layers: Expr
-    qk: Expr
-    v: Expr
+    qk: Expr | None  # None: with ``no_flops``, the FLOPs are refused for the reason it gives
+    v: Expr | None
     kv: Expr
     note: str
     kv_expanded: Expr | None = None
@@ -91,10 +91,20 @@ class Attention:
     window: Expr | None = None  # the sliding window of the sliding layers; no value in a config: no window
     sliding: Expr | None = None  # how many of the attention layers slide (default: all of them)
     chunked: bool = False  # the window is a chunk: a query sees the keys of its own chunk (Llama 4)
+    sliding_qk: Expr | None = None  # the widths of the sliding (chunked) layers where they differ from the full
+    sliding_v: Expr | None = None  # layers' (MiMo-V2-Flash: twice the key/value heads on its sliding layers);
+    sliding_kv: Expr | None = None  # None: the same as qk, v, kv
+    sliding_note: str = ""  # what the sliding layers cache, when sliding_kv is given
+    no_flops: str = ""  # why the score widths cannot be stated (the cache still can): FLOPs are refused with it
     # the attention layers that keep keys and values of their own in the cache, and how many of those slide (default:
     # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
     cached: Expr | None = None
     cached_sliding: Expr | None = None
+
+    @property
+    def windowed(self) -> Expr:
+        """How many of the attention layers slide (or are chunked) when the config gives a window."""
+        return self.layers if self.sliding is None else self.sliding
 
     @property
     def cache_layers(self) -> Expr:
@@ -105,6 +115,32 @@ class Attention:
     def cache_sliding(self) -> Expr | None:
         """How many of the caching layers slide (None: all of them, when there is a window)."""
         return self.sliding if self.cached_sliding is None else self.cached_sliding
+
+    @property
+    def cache_windowed(self) -> Expr:
+        """How many of the caching layers slide (or are chunked) when the config gives a window."""
+        return self.cache_layers if self.cache_sliding is None else self.cache_sliding
+
+    @property
+    def per_kind(self) -> bool:
+        """Whether the sliding layers have widths of their own."""
+        return any(w is not None for w in (self.sliding_qk, self.sliding_v, self.sliding_kv))
+
+    def widths(self, sliding: bool) -> tuple[Expr, Expr, Expr]:
+        """(qk, v, kv) of one full layer, or of one sliding (chunked) layer."""
+        if not sliding:
+            return self.qk, self.v, self.kv
+        own = (self.sliding_qk, self.sliding_v, self.sliding_kv)
+        full = (self.qk, self.v, self.kv)
+        return tuple(mine if mine is not None else other for mine, other in zip(own, full, strict=True))
+
+    def total(self, width: str) -> Expr:
+        """A width summed over the attention layers (``qk``, ``v``; ``kv`` over the layers that cache): the full
+        layers' and the sliding layers' own where they have them."""
+        layers, windowed = (self.cache_layers, self.cache_windowed) if width == "kv" else (self.layers, self.windowed)
+        full = getattr(self, width)
+        own = getattr(self, f"sliding_{width}")
+        return layers * full if own is None else (layers - windowed) * full + windowed * own
 
 
 @dataclass(frozen=True)
@@ -172,7 +208,8 @@ class Family:
         exprs: list[Expr | None] = []
         if self.attention is not None:
             a = self.attention
-            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.cached, a.cached_sliding]
+            exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
@@ -402,23 +439,35 @@ def _choice(data: Any, where: str) -> Choice:
 
 def _attention(data: Any, where: str) -> Attention:
     data = _table(data, where)
-    parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in ("layers", "qk", "v", "kv")}
+    no_flops = _text(data, "no_flops", where, "")
+    widths = ("layers", "kv") if no_flops else ("layers", "qk", "v", "kv")
+    parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in widths}
     expanded = data.get("kv_expanded")
-    optional_fields = ("window", "sliding", "cached", "cached_sliding")
-    unknown = set(data) - {*parts, "note", "kv_expanded", "expanded_note", "chunked", *optional_fields}
+    own = ("sliding_qk", "sliding_v", "sliding_kv")
+    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
+    layer_counts = ("window", "sliding", "cached", "cached_sliding")
+    unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
-    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in optional_fields if f in data}
+    optional = {f: formula(_text(data, f, where), f"{where}.{f}") for f in (*layer_counts, *own) if f in data}
+    if any(f in data for f in own) and not {"window", "sliding"} <= set(data):
+        raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
+    if any(f in data for f in own) and "kv_expanded" in data:
+        raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
+    if no_flops and {"qk", "v"} & set(data):
+        raise RecordError(f"{where}: 'no_flops' says the score widths cannot be stated; give no 'qk' or 'v'")
     return Attention(
-        **parts,
+        **{"qk": None, "v": None, **parts},
+        no_flops=no_flops,
         **optional,
         chunked=chunked,
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
+        sliding_note=_text(data, "sliding_note", where, ""),
     )
 
 

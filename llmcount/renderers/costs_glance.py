@@ -8,7 +8,7 @@ from typing import Any
 
 from ..formulas.capacity import Fit, WeightRow
 from ..formulas.config import Model
-from ..formulas.conventions import Convention, Ingredients, Utilisation
+from ..formulas.conventions import Convention, Ingredients, Utilisation, not_given
 from . import render
 
 WIDTH = 80
@@ -21,7 +21,17 @@ def _number(value: Fraction) -> int | float:
 
 def render_conventions(model: Model, x: Ingredients, rows: list[Convention]) -> str:
     reference = next(c for c in rows if c.name == "llmcount").training_flops_per_token
-    return render("costs_conventions.txt.j2", model=model, seq=x.seq, x=x, rows=rows, reference=reference, width=WIDTH)
+    skipped = not_given(x)
+    return render(
+        "costs_conventions.txt.j2",
+        model=model,
+        seq=x.seq,
+        x=x,
+        rows=rows,
+        reference=reference,
+        width=WIDTH,
+        skipped=skipped,
+    )
 
 
 def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> dict[str, Any]:
@@ -44,17 +54,19 @@ def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> di
             "P_activated": x.activated,
             "input_embedding_tables": x.input_tables,
             "tied": x.tied,
+            "state_layer_kinds": list(x.state_kinds),
         },
         "conventions": [
             {
                 "name": c.name,
-                "training_flops_per_token": c.training_flops_per_token,
+                "training_flops_per_token": _number(Fraction(c.training_flops_per_token)),
                 "formula": c.formula,
                 "source": c.source,
                 "includes": c.includes,
             }
             for c in rows
         ],
+        "not_given": [{"name": name, "reason": reason} for name, reason in not_given(x).items()],
     }
 
 
@@ -67,8 +79,9 @@ def mfu_data(model: Model, u: Utilisation) -> dict[str, Any]:
         "model": model.name,
         "seq": u.seq,
         "convention": u.convention.name,
-        "training_flops_per_token": u.convention.training_flops_per_token,
+        "training_flops_per_token": _number(Fraction(u.convention.training_flops_per_token)),
         "formula": u.convention.formula,
+        "includes": u.convention.includes,
         "source": u.convention.source,
         "tokens_per_second": _number(u.tokens_per_second),
         "gpus": u.gpus,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
-from sympy import Add, Expr, Rational, sstr
+from sympy import Add, Expr, Rational
 from sympy import latex as sympy_latex
 from sympy.printing.precedence import precedence
 from sympy.printing.str import StrPrinter
@@ -32,9 +32,19 @@ def _terminal(out: str) -> str:
     return out.replace("**", "^").replace("*", "·")
 
 
+class _TextPrinter(StrPrinter):
+    """sympy's str printer, with ceilings and floors written as people do: ``⌈S/64⌉``, ``⌊S/C⌋``."""
+
+    def _print_ceiling(self, expr: Expr) -> str:
+        return f"⌈{self._print(expr.args[0])}⌉"
+
+    def _print_floor(self, expr: Expr) -> str:
+        return f"⌊{self._print(expr.args[0])}⌋"
+
+
 def text(expr: Expr) -> str:
-    """Plain-text form for terminals: ``3·d·d_ff + 2·d²``."""
-    return _terminal(sstr(expr))
+    """Plain-text form for terminals: ``3·d·d_ff + 2·d²``, ``⌈S/64⌉``."""
+    return _terminal(_TextPrinter().doprint(expr))
 
 
 def _ordered(groups: Sequence[tuple[Expr, Sequence[Expr]]], fmt, left: str, right: str) -> str:
@@ -304,7 +314,7 @@ def _terminating(value: Rational) -> str | None:
     return f"{'-' if p < 0 else ''}{whole}.{frac:0{places}d}"
 
 
-class _DecimalPrinter(StrPrinter):
+class _DecimalPrinter(_TextPrinter):
     """sympy's str printer, with coefficients such as 23/2 written 11.5 (exactly; 1/3 stays 1/3)."""
 
     def _print_Rational(self, expr: Rational) -> str:

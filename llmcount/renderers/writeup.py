@@ -300,7 +300,8 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     try:
         state_flops(model.derivation)  # refuses a kind of state layer without a formula
     except LlmcountError:
-        return FlopsPart(seq, refused="attention" if family.attention is None and not family.states else "states")
+        missing = any(state.flops is None for state in family.states)
+        return FlopsPart(seq, refused="states" if missing else "attention")
     flops = Flops(model.derivation)
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
@@ -359,6 +360,12 @@ class MemoryPart:
     states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
 
 
+def kv_groups(spec) -> list:
+    """KV-cache elements per token as ``[(layers, per-layer elements)]``: the full layers that cache, then the
+    sliding ones."""
+    return [(spec.cache_layers - spec.cache_windowed, spec.kv), (spec.cache_windowed, spec.sliding_kv)]
+
+
 def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     from ..dtypes import BITS, lookup
     from ..formulas import memory
@@ -379,14 +386,21 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         return MemoryPart(**{**part.__dict__, "states": bool(family.states)})
     kv_dtype = "bf16"
     values = model.values
-    elements = evaluate_int(memory.kv_elements_per_token(spec), values, "KV cache per token")
+    elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
     inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
-    layer_bytes = memory.nbytes(evaluate_int(spec.kv, values, "KV cache per layer"), kv_dtype)
+
+    def layer_bytes(kind: str) -> int:
+        width = spec.widths(sliding=kind != "full_attention")[2]
+        return memory.nbytes(evaluate_int(width, values, "KV cache per layer"), kv_dtype)
+
     kinds = tuple(
-        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes))
+        KvKind(a.kind, a.layers, a.bytes, a.bytes // (a.layers * layer_bytes(a.kind)))
         for a in inference.per_layer_kind
         if a.kind.endswith("_attention")
     )
+    groups = [(spec.cache_layers, [spec.kv])]
+    if spec.sliding_kv is not None and spec.cache_windowed.free_symbols <= set(values):
+        groups = [(layers, [kv]) for layers, kv in kv_groups(spec) if layers.subs(values) != 0]
     expanded = None
     if spec.kv_expanded is not None:
         expanded = [(spec.cache_layers, [spec.kv_expanded])]
@@ -394,7 +408,7 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         **{
             **part.__dict__,
             "kv_dtype": kv_dtype,
-            "kv_groups": [(spec.cache_layers, [spec.kv])],
+            "kv_groups": groups,
             "kv_elements": elements,
             "kv_bytes": memory.nbytes(elements, kv_dtype),
             "kv_seq_bytes": inference.bytes_of("kv_cache"),
