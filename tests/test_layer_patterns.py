@@ -257,6 +257,16 @@ BAILING_HYBRID = {  # four small layers; without linear_head_dim the KDA heads a
     "first_k_dense_replace": 1,
 }
 
+BLT = {  # small parts; the encoder's 2 · 8 patch states differ from the global width 12: a projection
+    "model_type": "blt",
+    "vocab_size": 24,
+    "encoder_hash_byte_group_vocab": 10,
+    "encoder_config": {"vocab_size": 20, "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 2},
+    "global_config": {"hidden_size": 12, "num_attention_heads": 3, "num_hidden_layers": 2, "intermediate_size": 20},
+    "decoder_config": {"hidden_size": 6, "num_attention_heads": 2, "num_hidden_layers": 3, "hidden_size_global": 12},
+    "patcher_config": {"vocab_size": 20, "hidden_size": 4, "num_attention_heads": 2, "num_hidden_layers": 1},
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -326,6 +336,9 @@ CASES = {
         "linear_conv_kernel_dim": 2,
         "attention_bias": True,
     },
+    "blt hash n-gram sizes": {**BLT, "encoder_hash_byte_group_size": [2, 3], "encoder_hash_byte_group_nb_functions": 2},
+    "blt empty hash n-gram sizes": {**BLT, "encoder_hash_byte_group_size": []},  # the config class's six sizes
+    "blt tied, no patcher": {**BLT, "tie_word_embeddings": True, "patch_in_forward": False},
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},

@@ -113,7 +113,7 @@ h_d_sw = _size("h_d_sw")
 d_rel = _size("d_rel")
 n_rel = _size("n_rel")
 V_dec = _size("V_dec")
-d_enc = _size("d_enc")
+d_cross = _size("d_cross")
 n_gram = _size("n_gram")
 V_pl = _size("V_pl")
 d_pl = _size("d_pl")
@@ -123,6 +123,32 @@ N_shared = _count("N_shared")
 N_kv_sliding = _count("N_kv_sliding")
 h_d_full = _size("h_d_full")
 h_kv_full = _size("h_kv_full")
+L_enc = _size("L_enc")
+d_enc = _size("d_enc")
+h_enc = _size("h_enc")
+h_kv_enc = _size("h_kv_enc")
+h_d_enc = _size("h_d_enc")
+d_ff_enc = _size("d_ff_enc")
+L_dec = _size("L_dec")
+d_dec = _size("d_dec")
+h_dec = _size("h_dec")
+h_kv_dec = _size("h_kv_dec")
+h_d_dec = _size("h_d_dec")
+d_ff_dec = _size("d_ff_dec")
+L_pat = _size("L_pat")
+d_pat = _size("d_pat")
+h_pat = _size("h_pat")
+h_kv_pat = _size("h_kv_pat")
+h_d_pat = _size("h_d_pat")
+d_ff_pat = _size("d_ff_pat")
+V_enc = _size("V_enc")
+V_pat = _size("V_pat")
+c_enc = _size("c_enc")
+c_dec = _size("c_dec")
+c_k = _size("c_k")
+d_hg = _size("d_hg")
+V_hash = _size("V_hash")
+n_hash = _size("n_hash")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -330,8 +356,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "vocabulary of the decoder's token embedding, when it differs from the LM head's V (Marian)",
     ),
     Entry(
-        d_enc,
-        r"d_{\mathrm{enc}}",
+        d_cross,
+        r"d_{\mathrm{cross}}",
         "cross_attention_hidden_size",
         "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
     ),
@@ -383,6 +409,89 @@ GLOSSARY: tuple[Entry, ...] = (
         r"h_{\mathrm{kv}}^{\mathrm{full}}",
         "num_key_value_heads on the full-attention layers (Gemma 4: num_global_key_value_heads, or per_layer_config)",
         "number of key/value heads on the full-attention layers, when it differs from the sliding ones'",
+    ),
+    Entry(L_enc, r"L_{\mathrm{enc}}", "encoder_config.num_hidden_layers", "layers of BLT's local encoder"),
+    Entry(d_enc, r"d_{\mathrm{enc}}", "encoder_config.hidden_size", "hidden size of BLT's local encoder"),
+    Entry(h_enc, r"h_{\mathrm{enc}}", "encoder_config.num_attention_heads", "attention heads of BLT's local encoder"),
+    Entry(
+        h_kv_enc, r"h_{\mathrm{kv,enc}}", "encoder_config.num_key_value_heads", "key/value heads of BLT's local encoder"
+    ),
+    Entry(
+        h_d_enc,
+        r"h_{d,\mathrm{enc}}",
+        "encoder_config.hidden_size // num_attention_heads",
+        "size of one attention head of BLT's local encoder",
+    ),
+    Entry(
+        d_ff_enc, r"d_{\mathrm{ff,enc}}", "encoder_config.intermediate_size", "MLP hidden size of BLT's local encoder"
+    ),
+    Entry(L_dec, r"L_{\mathrm{dec}}", "decoder_config.num_hidden_layers", "layers of BLT's local decoder"),
+    Entry(d_dec, r"d_{\mathrm{dec}}", "decoder_config.hidden_size", "hidden size of BLT's local decoder"),
+    Entry(h_dec, r"h_{\mathrm{dec}}", "decoder_config.num_attention_heads", "attention heads of BLT's local decoder"),
+    Entry(
+        h_kv_dec, r"h_{\mathrm{kv,dec}}", "decoder_config.num_key_value_heads", "key/value heads of BLT's local decoder"
+    ),
+    Entry(
+        h_d_dec,
+        r"h_{d,\mathrm{dec}}",
+        "decoder_config.hidden_size // num_attention_heads",
+        "size of one attention head of BLT's local decoder",
+    ),
+    Entry(
+        d_ff_dec, r"d_{\mathrm{ff,dec}}", "decoder_config.intermediate_size", "MLP hidden size of BLT's local decoder"
+    ),
+    Entry(L_pat, r"L_{\mathrm{pat}}", "patcher_config.num_hidden_layers", "layers of BLT's entropy patcher"),
+    Entry(d_pat, r"d_{\mathrm{pat}}", "patcher_config.hidden_size", "hidden size of BLT's entropy patcher"),
+    Entry(h_pat, r"h_{\mathrm{pat}}", "patcher_config.num_attention_heads", "attention heads of BLT's entropy patcher"),
+    Entry(
+        h_kv_pat,
+        r"h_{\mathrm{kv,pat}}",
+        "patcher_config.num_key_value_heads",
+        "key/value heads of BLT's entropy patcher",
+    ),
+    Entry(
+        h_d_pat,
+        r"h_{d,\mathrm{pat}}",
+        "patcher_config.hidden_size // num_attention_heads",
+        "size of one attention head of BLT's entropy patcher",
+    ),
+    Entry(
+        d_ff_pat, r"d_{\mathrm{ff,pat}}", "patcher_config.intermediate_size", "MLP hidden size of BLT's entropy patcher"
+    ),
+    Entry(V_enc, r"V_{\mathrm{enc}}", "encoder_config.vocab_size", "byte vocabulary of BLT's local encoder"),
+    Entry(V_pat, r"V_{\mathrm{pat}}", "patcher_config.vocab_size", "byte vocabulary of BLT's entropy patcher"),
+    Entry(
+        c_enc,
+        r"c_{\mathrm{enc}}",
+        "encoder_config.cross_attn_k",
+        "patch copies per patch in the cross attention of BLT's local encoder",
+    ),
+    Entry(
+        c_dec,
+        r"c_{\mathrm{dec}}",
+        "decoder_config.cross_attn_k",
+        "patch copies per patch in the cross attention of BLT's local decoder",
+    ),
+    Entry(
+        c_k, r"c_{k}", "cross_attn_k", "patch copies per patch the global transformer receives from BLT's local encoder"
+    ),
+    Entry(
+        d_hg,
+        r"d_{\mathrm{hg}}",
+        "decoder_config.hidden_size_global",
+        "width of the global patch states BLT's local decoder reads",
+    ),
+    Entry(
+        V_hash,
+        r"V_{\mathrm{hash}}",
+        "encoder_hash_byte_group_vocab",
+        "rows of one hashed byte n-gram embedding table (BLT)",
+    ),
+    Entry(
+        n_hash,
+        r"n_{\mathrm{hash}}",
+        "encoder_hash_byte_group_nb_functions × len(encoder_hash_byte_group_size)",
+        "hashed byte n-gram embedding tables (BLT): hash functions times n-gram sizes",
     ),
 )
 
