@@ -262,3 +262,39 @@ def test_mistral_7b_at_32k_keeps_its_window() -> None:
     result = memory.inference(load("mistral-7b").derivation, load("mistral-7b").values, seq=32768)
     assert result.bytes_of("kv_cache") == 4095 * 131_072
     assert "W - 1" in result.lines[1].note
+
+
+def test_attention_layers_summed_with_an_idle_sliding_count():
+    """[attention] layers = N_full + N_sliding on a config with no sliding layer: N_sliding is left out of the
+    values (no window applies) and counts 0, not a failure. LFM3's record, rewritten that way; two full layers of
+    2 · h_kv · h_d = 2 · 2 · 8 = 32 elements per token, S = 1024 tokens in bf16: 2 · 32 · 1024 · 2 = 131,072 bytes."""
+    from importlib.resources import files
+
+    import tomllib
+
+    from llmcount.formulas.records import parse_record
+
+    text = (files("llmcount.formulas") / "families" / "lfm3.toml").read_text()
+    full = "N_full = \"layer_types[i] == 'full_attention'\"\nN_attn = "
+    text = text.replace("[layers]\nN_attn = ", "[layers]\n" + full).replace(
+        '[attention]\nlayers = "N_attn"', '[attention]\nlayers = "N_full + N_sliding"'
+    )
+    family = parse_record(tomllib.loads(text), "lfm3 (N_full + N_sliding)")
+    config = {
+        "model_type": "lfm3",
+        "num_hidden_layers": 4,
+        "vocab_size": 64,
+        "hidden_size": 32,
+        "intermediate_size": 48,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "pad_token_id": 0,
+        "layer_types": ["conv", "full_attention", "conv", "full_attention"],
+    }
+    model = read_config(config, "test", None, family)
+    kinds = {
+        k.kind: k for k in memory.inference(model.derivation, model.values, "bf16", "bf16", 1024, 1).per_layer_kind
+    }
+    assert kinds["full_attention"].layers == 2
+    assert kinds["full_attention"].bytes == 131_072

@@ -116,7 +116,8 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
         note = (spec.expanded_note if expanded and spec.kv_expanded is not None else spec.note) + ", for B·S tokens"
         window, layers = spec.window, spec.cache_layers
         if window is None or not window.free_symbols <= set(values):
-            kinds.append(LayerKind("full_attention", layers, per_layer, S, Integer(0), note))
+            idle = {symbol: 0 for symbol in spec.cache_windowed.free_symbols - set(values)}  # no window: none slides
+            kinds.append(LayerKind("full_attention", layers.subs(idle), per_layer, S, Integer(0), note))
         else:
             sliding = spec.cache_windowed
             if sliding != layers and sliding.subs(values) == layers.subs(values):
