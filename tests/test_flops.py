@@ -208,6 +208,28 @@ SMALL = {
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
         **{"intermediate_size": 48, "is_decoder": True, "tie_word_embeddings": False},
     },
+    # heads that read another width than d: OPT-350m's word_embed_proj_dim (tied), RoFormer's and ELECTRA's
+    # embedding_size, RemBERT's output_embedding_size: the head costs 2 · width · V per token, not 2 · d · V
+    "opt-projected-embeddings": {
+        "model_type": "opt",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"ffn_dim": 48, "word_embed_proj_dim": 16, "max_position_embeddings": 64},
+    },
+    "roformer-narrow-embeddings": {
+        "model_type": "roformer",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "embedding_size": 16},
+    },
+    "electra-narrow-embeddings": {
+        "model_type": "electra",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "embedding_size": 16},
+    },
+    "rembert-output-width": {
+        "model_type": "rembert",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "is_decoder": True, "input_embedding_size": 16, "output_embedding_size": 24},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model

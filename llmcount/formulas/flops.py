@@ -216,9 +216,10 @@ def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str =
     ]
 
 
-def head_flops() -> FlopTerm:
-    """The LM head at every position, tied or not: :math:`2dV` per token."""
-    return FlopTerm("head/lm_head", 2 * d * V, "LM head, d to V at every position (tied or not)")
+def head_flops(head: Expr) -> FlopTerm:
+    """The LM head at every position, tied or not: :math:`2dV` per token (twice the record's ``head``)."""
+    width = "d" if head == d * V else str(head / V)
+    return FlopTerm("head/lm_head", 2 * head, f"LM head, {width} to V at every position (tied or not)")
 
 
 def _whole(value: Fraction) -> int | Fraction:
@@ -255,7 +256,7 @@ class Flops:
             if at is None:
                 at = max((i + 1 for i, t in enumerate(terms) if t.path.startswith(group)), default=len(terms))
             terms.insert(at, scan)
-        return (*terms, head_flops())
+        return (*terms, head_flops(self.derivation.architecture.head))
 
     @cached_property
     def per_token(self) -> Expr:

@@ -20,7 +20,7 @@ from sympy import Expr, Integer, Symbol
 
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
-from .symbols import BY_NAME, B, N, S
+from .symbols import BY_NAME, B, N, S, V, d
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -200,6 +200,7 @@ class Family:
     # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
     # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
     flops: tuple[StateFlops, ...] = ()
+    head: Expr = d * V  # the LM head's weight as a matmul, tied or not (d_emb · V where the head reads another width)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
     @property
@@ -213,6 +214,7 @@ class Family:
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
+        exprs.append(self.head)
         return tuple(e for e in exprs if e is not None)
 
     @cached_property
@@ -537,9 +539,7 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    fields |= {"counted", "not_counted"}
-    unknown = set(data) - fields - {"terms", "attention", "state", "activations", "tree"}
-    fields |= {"per_layer"}
+    fields |= {"counted", "not_counted", "per_layer", "head"}
     unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -574,6 +574,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
+        head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else d * V,
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
         flops=tuple(
