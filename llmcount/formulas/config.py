@@ -321,6 +321,8 @@ def _kind(default: Any) -> str:
         return "a number"
     if isinstance(default, list):
         return "a list"
+    if isinstance(default, dict):
+        return "a JSON object"
     return "a string" if isinstance(default, str) else "a value"
 
 
