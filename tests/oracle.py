@@ -218,6 +218,15 @@ REFUSED_DEFAULTS = {
     "dots1": ("n_routed_experts", 128, {"n_shared_experts": 2, "num_experts_per_tok": 6}),
     # Lfm2MoeConfig defaults layer_types to None, which its decoder layers index: LFM2-8B-A1B's pattern, 32 layers
     "lfm2_moe": ("layer_types", ["conv", "conv", "full_attention", "conv"] * 8),
+    # CohereCompassTextConfig defaults rope_parameters to {}, which has no entry for its full-attention layers (their
+    # rotary embedding raises a KeyError): the record refuses it; with an entry per layer type it builds
+    "cohere_compass_text": (
+        "rope_parameters",
+        {
+            "full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+    ),
 }
 
 
@@ -333,6 +342,8 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     if "num_key_value_heads" in unread and "num_attention_heads" in config:  # MLA: every head reads the latent
         config["num_key_value_heads"] = config["num_attention_heads"]
     refused = REFUSED_DEFAULTS.get(family.name)
+    if refused is not None and refused[0] in family.keys and not isinstance(refused[1], list):  # a switch: given
+        config[refused[0]] = refused[1]
     if refused is not None and isinstance(refused[1], list) and refused[0] not in config:  # a layer pattern: drawn
         layers = next(config.get(s.key, defaults.get(s.key)) for s in family.symbols if s.symbol.name == "N")
         if isinstance(layers, int):

@@ -153,14 +153,14 @@ class _Reader:
         entries differ describes layers of different sizes, which the record does not count."""
         self.per_layer_list(key, entries, namespace)
         sizes = [self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        if not sizes:
+            raise self.fail(f"key '{key}' is an empty list; it needs one entry per layer")
         if len(set(sizes)) > 1:
             shown = ", ".join(f"{x:,}" for x in sorted(set(sizes))[:3])
             raise RuleRefusal(
                 f"{self.source}: key '{key}' gives layers different sizes ({shown}); layers of different "
                 f"{spec.symbol.name} are not supported (model_type {self.family.name})"
             )
-        if not sizes:
-            raise self.fail(f"key '{key}' is an empty list; it needs one entry per layer")
         return sizes[0]
 
     def per_layer_list(self, key: str, entries: list[Any], namespace: dict[str, Any]) -> None:
@@ -292,10 +292,10 @@ class _Reader:
         seen: dict[Any, str] = {}
         for layer in layers:
             index, entry = (overrides or {}).get(layer, ("", {}))
-            given = entry.get(spec.key, value) if index else value
-            if index and spec.key in entry:
-                given = self.integer(f"{self.family.per_layer}['{index}'].{spec.key}", given, spec.minimum)
-            seen.setdefault(given, index or str(layer))
+            given = value
+            if spec.key in entry:
+                given = self.integer(f"{self.family.per_layer}['{index}'].{spec.key}", entry[spec.key], spec.minimum)
+            seen.setdefault(given, index)
         if len(seen) > 1:
             shown = ", ".join(str(v) for v in list(seen)[:3])
             raise RuleRefusal(
@@ -321,6 +321,8 @@ def _kind(default: Any) -> str:
         return "a number"
     if isinstance(default, list):
         return "a list"
+    if isinstance(default, dict):
+        return "a JSON object"
     return "a string" if isinstance(default, str) else "a value"
 
 

@@ -254,7 +254,7 @@ def _comparison(kind: type, left: Condition, right: Condition) -> Condition:
 
         def member(ns: Namespace) -> bool:
             container = right(ns)
-            if not isinstance(container, (list, str)):
+            if not isinstance(container, (list, str, dict)):  # a dict: its keys (Cohere Compass's rope_parameters)
                 raise TypeError(f"'in' needs a list, got {container!r}")
             return (left(ns) in container) != negate
 

@@ -149,6 +149,12 @@ c_k = _size("c_k")
 d_hg = _size("d_hg")
 V_hash = _size("V_hash")
 n_hash = _size("n_hash")
+m_csa = _size("m_csa")
+m_hca = _size("m_hca")
+g_o = _size("g_o")
+r_o = _size("r_o")
+N_csa = _count("N_csa")
+N_hca = _count("N_hca")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -493,6 +499,22 @@ GLOSSARY: tuple[Entry, ...] = (
         "encoder_hash_byte_group_nb_functions × len(encoder_hash_byte_group_size)",
         "hashed byte n-gram embedding tables (BLT): hash functions times n-gram sizes",
     ),
+    Entry(
+        m_csa,
+        r"m_{\mathrm{csa}}",
+        "compress_rates.compressed_sparse_attention",
+        "tokens a compressed-sparse-attention layer folds into one compressed key/value entry (DeepSeek-V4)",
+    ),
+    Entry(
+        m_hca,
+        r"m_{\mathrm{hca}}",
+        "compress_rates.heavily_compressed_attention",
+        "tokens a heavily-compressed-attention layer folds into one compressed key/value entry (DeepSeek-V4)",
+    ),
+    Entry(g_o, "g_{o}", "o_groups", "groups of heads whose outputs are projected apart (grouped output projection)"),
+    Entry(r_o, "r_{o}", "o_lora_rank", "width each head group's output is projected to before the output mixing"),
+    Entry(N_csa, r"N_{\mathrm{csa}}", "layer_types", "layers with compressed sparse attention (DeepSeek-V4)"),
+    Entry(N_hca, r"N_{\mathrm{hca}}", "layer_types", "layers with heavily compressed attention (DeepSeek-V4)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
