@@ -267,6 +267,44 @@ BLT = {  # small parts; the encoder's 2 · 8 patch states differ from the global
     "patcher_config": {"vocab_size": 20, "hidden_size": 4, "num_attention_heads": 2, "num_hidden_layers": 1},
 }
 
+DOTS3 = {  # six small layers (0, 1 and 5 global); the sliding layers' sizes as the released checkpoint's swa_* keys
+    "model_type": "dots3_note_text",
+    "num_hidden_layers": 6,
+    "vocab_size": 64,
+    "pad_token_id": 0,
+    "hidden_size": 32,
+    "intermediate_size": 40,
+    "moe_intermediate_size": 8,
+    "shared_experts_intermediate_size": 12,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "q_lora_rank": 16,
+    "kv_lora_rank": 12,
+    "qk_rope_head_dim": 4,
+    "qk_nope_head_dim": 6,
+    "v_head_dim": 10,
+    "head_dim": 10,
+    "index_n_heads": 2,
+    "index_head_dim": 8,
+    "swa_num_attention_heads": 2,
+    "swa_num_key_value_heads": 2,
+    "swa_head_dim": 8,
+    "swa_q_lora_rank": 6,
+    "swa_kv_lora_rank": 5,
+    "swa_qk_nope_head_dim": 6,
+    "swa_v_head_dim": 3,
+}
+DOTS3_TYPES = ["full_attention", "sliding_attention", "indexed_attention", "sliding_attention", "full_attention"]
+DOTS3_SLIDING = {
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "kv_lora_rank": 7,
+    "qk_nope_head_dim": 4,
+    "head_dim": 8,
+}
+
 CASES = {
     # indexers on layers 0, 1, 3, 5 (the class derives "full" where max(i - offset + 1, 0) % freq == 0)
     "glm_moe_dsa index_topk_freq": {**GLM_DSA, "index_topk_freq": 2},
@@ -339,6 +377,38 @@ CASES = {
     "blt hash n-gram sizes": {**BLT, "encoder_hash_byte_group_size": [2, 3], "encoder_hash_byte_group_nb_functions": 2},
     "blt empty hash n-gram sizes": {**BLT, "encoder_hash_byte_group_size": []},  # the config class's six sizes
     "blt tied, no patcher": {**BLT, "tie_word_embeddings": True, "patch_in_forward": False},
+    "dots3_note_text swa keys": DOTS3,
+    "dots3_note_text use_dsa false": {**DOTS3, "use_dsa": False},  # no indexers
+    "dots3_note_text no sliding window": {**DOTS3, "use_sliding_window": False},
+    "dots3_note_text layer_types, use_dsa": {
+        **DOTS3,
+        "use_dsa": True,
+        "layer_types": [*DOTS3_TYPES, "sliding_attention"],
+    },
+    "dots3_note_text layer_types, no dsa": {
+        **DOTS3,
+        "use_dsa": False,
+        "layer_types": [*DOTS3_TYPES, "sliding_attention"],
+    },
+    "dots3_note_text moe_layer_freq, legacy shared width, biases": {
+        **DOTS3,
+        "moe_layer_freq": 2,
+        "first_k_dense_replace": 2,
+        "moe_shared_expert_intermediate_size": 20,
+        "attention_bias": True,
+        "n_shared_experts": 2,
+    },
+    "dots3_note_text mlp_layer_types": {
+        **DOTS3,
+        "mlp_layer_types": ["sparse", "dense", "sparse", "dense", "dense", "sparse"],
+    },
+    "dots3_note_text per_layer_config": {  # a saved config: the sliding layers' overrides, indices as "03" or "3"
+        **{key: value for key, value in DOTS3.items() if not key.startswith("swa_")},
+        "layer_types": ["indexed_attention"] * 2
+        + ["sliding_attention"] * 2
+        + ["indexed_attention", "sliding_attention"],
+        "per_layer_config": {"2": DOTS3_SLIDING, "03": DOTS3_SLIDING, "5": DOTS3_SLIDING},
+    },
     "zamba attn_layer_period": {**ZAMBA, "attn_layer_period": 2, "attn_layer_offset": 1},  # hybrid: 2, 4, 6
     "zamba layers_block_type": {**ZAMBA, "layers_block_type": ["hybrid", "mamba", "mamba", "hybrid"] * 2},
     "zamba no hybrid layer": {**ZAMBA, "layers_block_type": ["mamba"] * 8},

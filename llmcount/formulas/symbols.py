@@ -110,6 +110,11 @@ k_gr = _size("k_gr")
 h_sw = _size("h_sw")
 h_kv_sw = _size("h_kv_sw")
 h_d_sw = _size("h_d_sw")
+r_q_sw = _size("r_q_sw")
+r_kv_sw = _size("r_kv_sw")
+d_rope_sw = _size("d_rope_sw")
+d_nope_sw = _size("d_nope_sw")
+d_v_sw = _size("d_v_sw")
 d_rel = _size("d_rel")
 n_rel = _size("n_rel")
 V_dec = _size("V_dec")
@@ -515,6 +520,31 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(r_o, "r_{o}", "o_lora_rank", "width each head group's output is projected to before the output mixing"),
     Entry(N_csa, r"N_{\mathrm{csa}}", "layer_types", "layers with compressed sparse attention (DeepSeek-V4)"),
     Entry(N_hca, r"N_{\mathrm{hca}}", "layer_types", "layers with heavily compressed attention (DeepSeek-V4)"),
+    Entry(
+        r_q_sw,
+        r"r_{q,\mathrm{sw}}",
+        "swa_q_lora_rank",
+        "rank of the low-rank query projection of a sliding-window layer (MLA)",
+    ),
+    Entry(
+        r_kv_sw,
+        r"r_{\mathrm{kv,sw}}",
+        "swa_kv_lora_rank",
+        "rank of the compressed key/value latent of a sliding-window layer (MLA)",
+    ),
+    Entry(
+        d_rope_sw,
+        r"d_{\mathrm{rope,sw}}",
+        "swa_qk_rope_head_dim",
+        "per-head query/key size with RoPE of a sliding-window layer (MLA)",
+    ),
+    Entry(
+        d_nope_sw,
+        r"d_{\mathrm{nope,sw}}",
+        "swa_qk_nope_head_dim",
+        "per-head query/key size without RoPE of a sliding-window layer (MLA)",
+    ),
+    Entry(d_v_sw, r"d_{v,\mathrm{sw}}", "swa_v_head_dim", "per-head value size of a sliding-window layer (MLA)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
