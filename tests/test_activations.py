@@ -32,6 +32,7 @@ from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
 HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
+PARTIAL_ROPE = {"glm", "glm4"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
@@ -177,6 +178,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type in PARTIAL_ROPE:
+        config["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if model_type in MLA:
         config.update(
             {
