@@ -31,8 +31,9 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
-PARTIAL_ROPE = {"glm", "glm4"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi"}
+PARTIAL_ROPE = {"glm", "glm4", "phi"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
+EVEN_ROTARY = {"phi"}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
@@ -111,6 +112,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
         config["hidden_size"] = 8 * h
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
+    if model_type in EVEN_ROTARY:
+        config["head_dim"] = rng.choice([4, 8])
     # Helium sizes o_proj by d whatever head_dim says; Cohere2Config requires head_dim = d / h
     if model_type in HEAD_DIM_FROM_WIDTH:
         config["hidden_size"] = h * config["head_dim"]
@@ -179,7 +182,9 @@ def _config(model_type: str, rng: random.Random) -> dict:
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
     if model_type in PARTIAL_ROPE:
-        config["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
+        config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
+    if model_type == "phi":  # LayerNorms of q and k per head
+        config["qk_layernorm"] = rng.choice([True, False])
     if model_type in MLA:
         config.update(
             {
