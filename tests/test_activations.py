@@ -32,8 +32,8 @@ from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
 HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi"}
-PARTIAL_ROPE = {"glm", "glm4", "phi"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
-EVEN_ROTARY = {"phi"}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
+PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
+EVEN_ROTARY = {"phi", "nemotron"}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
