@@ -31,9 +31,19 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi"}
-PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron"}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
-EVEN_ROTARY = {"phi", "nemotron"}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm"}
+PARTIAL_ROPE = {
+    "glm",
+    "glm4",
+    "phi",
+    "nemotron",
+    "stablelm",
+}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
+EVEN_ROTARY = {
+    "phi",
+    "nemotron",
+    "stablelm",
+}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
@@ -183,8 +193,10 @@ def _config(model_type: str, rng: random.Random) -> dict:
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
     if model_type in PARTIAL_ROPE:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
-    if model_type == "phi":  # LayerNorms of q and k per head
+    if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
         config["qk_layernorm"] = rng.choice([True, False])
+    if model_type == "stablelm":  # attention and the MLP on one norm's output
+        config["use_parallel_residual"] = rng.choice([True, False])
     if model_type in MLA:
         config.update(
             {
