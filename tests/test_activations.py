@@ -195,8 +195,12 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
     if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
         config["qk_layernorm"] = rng.choice([True, False])
-    if model_type == "stablelm":  # attention and the MLP on one norm's output
+    if model_type in ("stablelm", "gpt_neox"):  # attention and the MLP on one norm's output, or one after the other
         config["use_parallel_residual"] = rng.choice([True, False])
+    if model_type == "gpt_neox":  # RoPE on the first int(d / h · rotary_pct) of each head
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+        config["rotary_pct"] = rng.choice([0.5, 1.0])
+        config.pop("head_dim")  # its rotary embedding would read it, its attention d / h
     if model_type in MLA:
         config.update(
             {
