@@ -195,6 +195,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
     if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
         config["qk_layernorm"] = rng.choice([True, False])
+    if model_type == "olmo":  # q, k and v clamped in place
+        config["clip_qkv"] = rng.choice([None, 8.0])
     if model_type in ("stablelm", "gpt_neox"):  # attention and the MLP on one norm's output, or one after the other
         config["use_parallel_residual"] = rng.choice([True, False])
     if model_type == "gpt_neox":  # RoPE on the first int(d / h · rotary_pct) of each head
