@@ -32,18 +32,9 @@ from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
 HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm"}
-PARTIAL_ROPE = {
-    "glm",
-    "glm4",
-    "phi",
-    "nemotron",
-    "stablelm",
-}  # RoPE on the first int(h_d · partial_rotary_factor) of each head
-EVEN_ROTARY = {
-    "phi",
-    "nemotron",
-    "stablelm",
-}  # its rotary code needs an even int(h_d · partial_rotary_factor): h_d of 4 or 8
+# RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
+PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm"}
+EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
