@@ -63,6 +63,12 @@ MOE = {
         "moe_intermediate_size",
         {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
     ),
+    "solar_open": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
     "ernie4_5_moe": (
         "moe_num_experts",
         "moe_k",
