@@ -69,6 +69,12 @@ MOE = {
         "moe_intermediate_size",
         {"n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
     ),
+    "mellum": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"norm_topk_prob": [True, False], "num_hidden_layers": [2], "mlp_layer_types": [None, ["dense", "sparse"]]},
+    ),
     "ernie4_5_moe": (
         "moe_num_experts",
         "moe_k",
