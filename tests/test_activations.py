@@ -75,6 +75,12 @@ MOE = {
         "moe_intermediate_size",
         {"norm_topk_prob": [True, False], "num_hidden_layers": [2], "mlp_layer_types": [None, ["dense", "sparse"]]},
     ),
+    "exaone_moe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "num_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
     "ernie4_5_moe": (
         "moe_num_experts",
         "moe_k",
