@@ -40,7 +40,6 @@ EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
 # settings each needs besides (None: a key drawn from the given choices)
 MOE = {
     "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
-    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "granitemoeshared": (
         "num_local_experts",
         "num_experts_per_tok",
@@ -48,7 +47,6 @@ MOE = {
         {"shared_intermediate_size": [0, 8, 24]},
     ),
     "phimoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
-    "jetmoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "gpt_oss": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {"rotary_dim": [None, 2, 4]}),
     "glm4_moe": (
