@@ -133,6 +133,21 @@ def parallel_from(options: dict[str, object]):
     )
 
 
+def lora_from(options: dict[str, object]):
+    """The LoRA adapters --lora and --lora-targets ask for (None without --lora); a usage error for --lora-targets
+    alone, LlmcountError naming a bad rank or an empty target list."""
+    from .formulas import training as tr
+
+    if options["--lora"] is None:
+        if options["--lora-targets"] != DEFAULTS["--lora-targets"]:
+            raise click.UsageError("--lora-targets needs --lora")
+        return None
+    targets = tuple(t.strip() for t in str(options["--lora-targets"]).split(",") if t.strip())
+    if not targets:
+        raise LlmcountError("--lora-targets: give at least one group or module name")
+    return tr.Lora(_degree("--lora", options["--lora"]), targets)
+
+
 def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print."""
     from .cli_batch import terminal_width
@@ -143,14 +158,7 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         parallel = parallel_from(options)
-        lora = None
-        if options["--lora"] is not None:
-            targets = tuple(t.strip() for t in str(options["--lora-targets"]).split(",") if t.strip())
-            if not targets:
-                raise LlmcountError("--lora-targets: give at least one group or module name")
-            lora = tr.Lora(_degree("--lora", options["--lora"]), targets)
-        elif options["--lora-targets"] != DEFAULTS["--lora-targets"]:
-            raise click.UsageError("--lora-targets needs --lora")
+        lora = lora_from(options)
         model = load(spec)
         result = tr.estimate(
             model,

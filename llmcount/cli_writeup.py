@@ -14,6 +14,8 @@ from .cli_training import (
     AttentionOption,
     DpOption,
     EpOption,
+    LoraOption,
+    LoraTargetsOption,
     Optimizer,
     OptimizerOption,
     PpOption,
@@ -70,7 +72,11 @@ def writeup(
     ] = None,
     dtype: Annotated[
         str | None,
-        typer.Option("--dtype", help="The checkpoint's dtype for --index (default: the config's torch_dtype)."),
+        typer.Option(
+            "--dtype",
+            help="The checkpoint's dtype for --index (default: the config's torch_dtype); with --training, the "
+            "compute dtype, as for memory --training (default bf16).",
+        ),
     ] = None,
     sections: Annotated[
         str | None,
@@ -129,6 +135,8 @@ def writeup(
     attention: AttentionOption = AttentionKind.eager,
     recompute: RecomputeOption = Recompute.none,
     sequence_parallel: SequenceParallelOption = False,
+    lora: LoraOption = None,
+    lora_targets: LoraTargetsOption = "attention,mlp",
 ) -> None:
     """Write a blog-ready derivation of a model's parameter count: variables, one section per component,
     the total with the numbers substituted, activated parameters (MoE), the leading-order term per layer,
@@ -157,6 +165,8 @@ def writeup(
         "--attention": attention,
         "--recompute": recompute,
         "--sequence-parallel": sequence_parallel,
+        "--lora": lora,
+        "--lora-targets": lora_targets,
     }
     if family_sizes is not None:  # an option of one model's post is refused, not ignored
         one_post = (("--index", index), ("--dtype", dtype), ("--sections", sections), ("--training", training))
@@ -190,6 +200,8 @@ def writeup(
                 parallel=cli_training.parallel_from(given),
                 attention=attention.value,
                 recompute=recompute.value,
+                dtype=dtype or Settings.dtype,
+                lora=cli_training.lora_from(given),
             )
         post = build(
             spec,

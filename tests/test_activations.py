@@ -31,13 +31,15 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm"}
+# RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
+PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm"}
+EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
 MOE = {
     "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
-    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "granitemoeshared": (
         "num_local_experts",
         "num_experts_per_tok",
@@ -45,7 +47,6 @@ MOE = {
         {"shared_intermediate_size": [0, 8, 24]},
     ),
     "phimoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
-    "jetmoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "gpt_oss": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "minimax_m2": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {"rotary_dim": [None, 2, 4]}),
     "glm4_moe": (
@@ -59,6 +60,24 @@ MOE = {
         "num_experts_per_tok",
         "moe_intermediate_size",
         {"first_k_dense_replace": [0, 1], "n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "solar_open": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"n_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
+    ),
+    "mellum": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"norm_topk_prob": [True, False], "num_hidden_layers": [2], "mlp_layer_types": [None, ["dense", "sparse"]]},
+    ),
+    "exaone_moe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"first_k_dense_replace": [0, 1], "num_shared_experts": [1, 2], "norm_topk_prob": [True, False]},
     ),
     "ernie4_5_moe": (
         "moe_num_experts",
@@ -110,6 +129,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if config["hidden_size"] % h:  # some config classes check d % h (their default head_dim is d / h)
         config["hidden_size"] = 8 * h
     config["pad_token_id"] = 0  # some config classes default it past a small vocabulary
+    if model_type in EVEN_ROTARY:
+        config["head_dim"] = rng.choice([4, 8])
     # Helium sizes o_proj by d whatever head_dim says; Cohere2Config requires head_dim = d / h
     if model_type in HEAD_DIM_FROM_WIDTH:
         config["hidden_size"] = h * config["head_dim"]
@@ -177,6 +198,18 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type in PARTIAL_ROPE:
+        config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
+    if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
+        config["qk_layernorm"] = rng.choice([True, False])
+    if model_type == "olmo":  # q, k and v clamped in place
+        config["clip_qkv"] = rng.choice([None, 8.0])
+    if model_type in ("stablelm", "gpt_neox"):  # attention and the MLP on one norm's output, or one after the other
+        config["use_parallel_residual"] = rng.choice([True, False])
+    if model_type == "gpt_neox":  # RoPE on the first int(d / h · rotary_pct) of each head
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+        config["rotary_pct"] = rng.choice([0.5, 1.0])
+        config.pop("head_dim")  # its rotary embedding would read it, its attention d / h
     if model_type in MLA:
         config.update(
             {

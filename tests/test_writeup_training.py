@@ -12,7 +12,7 @@ from test_writeup_render import compile_all, katex_failures, math_spans
 from typer.testing import CliRunner
 
 from llmcount.cli import app
-from llmcount.formulas.training import Parallel
+from llmcount.formulas.training import Lora, Parallel
 from llmcount.renderers.filters import grouped, latex_int
 from llmcount.renderers.writeup import build
 from llmcount.renderers.writeup_training import Settings
@@ -120,11 +120,31 @@ def test_cli_writeup_training_prints_the_section() -> None:
     assert data["shown"] == ["params", "training"] and data["training"]["batch"] == 1
 
 
+def test_cli_writeup_training_takes_memorys_dtype_and_lora() -> None:
+    """--dtype fp32 --lora 16 as memory --training takes them: the frozen base in fp32 (4P), the adapters with their
+    gradients and AdamW moments, no master copy (16 bytes each); P_t = 41,943,040 for r = 16 on q, k, v, o, gate,
+    up, down (32·16·(2·(4096 + 4096) + 2·(4096 + 1024) + 3·(4096 + 14336)), as peft reports)."""
+    lora_parameters = 32 * 16 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 3 * (4096 + 14336))
+    assert lora_parameters == 41_943_040
+    args = ["llama-3-8b", "--training", "--dtype", "fp32", "--lora", "16", "--json"]
+    done = runner.invoke(app, ["writeup", *args])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert data["training"]["model_states_bytes_per_gpu"] == 4 * P + 16 * lora_parameters
+    assert "P_{\\mathrm{t}} = 41{,}943{,}040" in data["text"] and "plain fp32 training" in data["text"]
+    memory = json.loads(runner.invoke(app, ["memory", *args]).stdout)
+    assert memory["model_states_bytes_per_gpu"] == data["training"]["model_states_bytes_per_gpu"]
+    assert memory["total_bytes_per_gpu"] == data["training"]["total_bytes_per_gpu"]
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (["--batch", "4"], 2, "--batch needs --training"),
         (["--zero", "3"], 2, "--zero needs --training"),
+        (["--lora", "8"], 2, "--lora needs --training"),
+        (["--training", "--lora-targets", "q_proj"], 2, "--lora-targets needs --lora"),
+        (["--training", "--lora", "0"], 1, "--lora must be a positive integer"),
         (["--training", "--tp", "3"], 1, "--tp 3 does not divide num_attention_heads = 32"),
         (["--training", "--pp", "33"], 1, "--pp 33 is more than the number of layers N = 32"),
         (["--training", "--ep", "2"], 1, "--ep 2: llama-3-8b has no routed experts to divide"),
@@ -152,6 +172,7 @@ CASES = [  # (spec, lang, settings): one kind and two, parallel, recomputation, 
     ("qwen3-30b-a3b", "zh", {"recompute": "selective", "optimizer": "muon"}),
     ("qwen3-32b", "en", {"attention": "flash", "optimizer": "adamw8bit", "parallel": Parallel(tp=8, dp=4, zero=2)}),
     ("gpt2", "zh", {"optimizer": "adafactor"}),
+    ("llama-3-8b", "en", {"dtype": "fp32", "lora": Lora(8, ("q_proj", "v_proj"))}),
 ]
 
 

@@ -15,7 +15,7 @@ from sympy import Add, Expr, Integer, Rational, expand
 
 from ..formulas.config import Model
 from ..formulas.symbols import B, S
-from ..formulas.training import F, N_dp, P, P_m, P_o, P_t, Parallel, Training, estimate, held_values
+from ..formulas.training import F, Lora, N_dp, P, P_m, P_o, P_t, Parallel, Training, estimate, held_values
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ class Settings:
     parallel: Parallel = field(default_factory=Parallel)
     attention: str = "eager"
     recompute: str = "none"
-    dtype: str = "bf16"
+    dtype: str = "bf16"  # the compute dtype (bf16/fp16: mixed precision)
+    lora: Lora | None = None  # LoRA adapters: only they train
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def training_part(model: Model, settings: Settings, seq: int) -> TrainingPart:
         settings.batch,
         settings.optimizer,
         settings.parallel,
-        None,
+        settings.lora,
         settings.attention,
         settings.recompute,
     )
