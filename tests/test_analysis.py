@@ -335,3 +335,15 @@ def test_solve_heads_not_divisible_by_kv_heads():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [c["value"] for c in data["candidates"]] == [16, 32]
+
+
+def test_approx_of_a_family_without_a_query_head_count(tmp_path):
+    """JetMoE's record reads no h (its attention is a mixture of experts): h_kv stands as its number, and the exact
+    column is transformers' count of the class defaults."""
+    oracle = pytest.importorskip("oracle")
+    config = {**oracle.runnable_defaults("jetmoe"), "model_type": "jetmoe"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config, default=str))
+    result = CliRunner().invoke(app, ["approx", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert f"{oracle.meta_total(config):,}" in CliRunner().invoke(app, ["approx", str(path)]).stdout

@@ -238,3 +238,16 @@ def test_with_pipeline_stages_the_gpu_counted_is_one_stage_for_states_and_activa
     assert data["model_states_bytes_per_gpu"] == 16 * (8 * layer + EMBEDDING)
     assert "stage 1 of 4" in data["activations"]["per_gpu_note"] and "stage 1 of 4" in data["notes"][0]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"] + data["activations_bytes_per_gpu"]
+
+
+def test_a_norm_over_one_head_is_a_vector_not_a_matrix(tmp_path):
+    """Persimmon's q/k LayerNorms are d/h wide (one head): their size has a size in a denominator. Model states are
+    2 + 2 + 12 = 16 bytes per parameter under mixed-precision AdamW; the parameters are transformers' own."""
+    oracle = pytest.importorskip("oracle")
+    config = {"model_type": "persimmon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    config |= {"intermediate_size": 128, "vocab_size": 100, "qk_layernorm": True}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = CliRunner().invoke(app, ["memory", str(path), "--training", "--seq", "128", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model_states_bytes_per_gpu"] == 16 * oracle.hf_count(config)

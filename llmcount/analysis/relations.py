@@ -63,20 +63,21 @@ def config_ratios(values: dict[Symbol, int], used: Iterable[Symbol]) -> dict[Sym
     used = set(used)
     relations: dict[Symbol, Expr] = {}
 
-    def ratio(symbol: Symbol, base: Expr, base_value: int) -> None:
-        if symbol in used and symbol in values:
-            relations[symbol] = Rational(values[symbol], base_value) * base
+    def ratio(symbol: Symbol, base: Symbol) -> None:
+        if symbol in used and symbol in values and base in values:  # a record may read no h (JetMoE) or no d
+            relations[symbol] = Rational(values[symbol], values[base]) * base
 
     for symbol in (d_ff, d_moe, r_q, r_kv):
-        ratio(symbol, d, values[d])
+        ratio(symbol, d)
     head = next((s for s in (h_d, d_v) if s in used and s in values), None)
-    if head is not None and h in used:
+    if head is not None and h in used and {h, d} <= set(values):
         relations[h] = Rational(values[h] * values[head], values[d]) * d / head
-    if h_kv in used:
-        ratio(h_kv, h, values[h])
+    ratio(h_kv, h)
+    if h_kv in used and h_kv in values and h not in values:  # no query head count to relate it to: its number
+        relations[h_kv] = Integer(values[h_kv])
     if head == d_v:
         for symbol in (d_nope, d_rope):
-            ratio(symbol, d_v, values[d_v])
+            ratio(symbol, d_v)
     for symbol in (n, k, n_s):
         if symbol in used and symbol in values:
             relations[symbol] = Integer(values[symbol])

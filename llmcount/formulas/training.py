@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sympy import Expr, Integer, Poly, Symbol, cancel, ceiling, expand, factor
+from sympy import Expr, Integer, Symbol, cancel, ceiling, expand, factor
 
 from ..errors import LlmcountError
 from .blocks import Term
@@ -117,8 +117,8 @@ def _monomials(expr: Expr) -> list[Expr]:
 
 
 def _degree(monomial: Expr) -> int:
-    symbols = sorted(monomial.free_symbols, key=str)
-    return Poly(monomial, *symbols).total_degree() if symbols else 0
+    """The sum of the sizes' exponents: 2 for d·d_ff, 1 for d, 0 for d/h (one head's width)."""
+    return sum(int(power) for base, power in monomial.as_powers_dict().items() if base.free_symbols)
 
 
 def tp_split(term: Term, tp: int) -> tuple[Expr, Expr]:
