@@ -216,8 +216,9 @@ def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str =
     ]
 
 
-def head_flops(head: Expr) -> FlopTerm:
+def head_flops(head: Expr | None) -> FlopTerm:
     """The LM head at every position, tied or not: :math:`2dV` per token (twice the record's ``head``)."""
+    head = d * V if head is None else head
     width = "d" if head == d * V else str(head / V)
     return FlopTerm("head/lm_head", 2 * head, f"LM head, {width} to V at every position (tied or not)")
 

@@ -20,7 +20,7 @@ from sympy import Expr, Integer, Symbol
 
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
-from .symbols import BY_NAME, B, N, S, V, d
+from .symbols import BY_NAME, B, N, S
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -200,7 +200,7 @@ class Family:
     # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
     # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
     flops: tuple[StateFlops, ...] = ()
-    head: Expr = d * V  # the LM head's weight as a matmul, tied or not (d_emb · V where the head reads another width)
+    head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
     @property
@@ -574,7 +574,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
-        head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else d * V,
+        head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else None,
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
         flops=tuple(
