@@ -206,6 +206,27 @@ def test_dots3_note_counts_what_dots3_note_for_causal_lm_holds() -> None:
     assert encoders > 0
 
 
+def test_llama_3_2_11b_vision_language_model() -> None:
+    """MllamaTextConfig's defaults are Llama-3.2-11B-Vision's language model. By hand: embedding (128256 + 8)·4096 =
+    525,369,344, untied head 128256·4096 = 525,336,576; a self-attention layer: q, o 2·4096² + k, v 2·4096·1024 +
+    MLP 3·4096·14336 + two norms 2·4096 = 218,112,000; a cross-attention layer adds q/k norms 2·128 and two gates:
+    218,112,258; 32 + 8 layers (cross at 3, 8, …, 38) and the final norm 4096."""
+    config = {"model_type": "mllama", "text_config": {"model_type": "mllama_text_model"}}
+    model = read_config(config, "Llama-3.2-11B-Vision")
+    want = 525_369_344 + 525_336_576 + 32 * 218_112_000 + 8 * 218_112_258 + 4096
+    assert model.counts.total == want == 9_775_192_080 == expected(config), oracle.VERSIONS
+
+
+@pytest.mark.parametrize("layers", [[], [0], [1, 3], [0, 1, 2, 3, 4, 5], None])
+def test_mllama_cross_attention_layers(layers) -> None:
+    """The layers cross_attention_layers lists are cross-attention layers (an index beyond the layers names none;
+    null is MllamaTextConfig's default list)."""
+    text = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    text |= {"intermediate_size": 32, "vocab_size": 100, "pad_token_id": 0, "cross_attention_layers": layers}
+    config = {"model_type": "mllama", "text_config": text}
+    assert total(config) == expected(config), oracle.VERSIONS
+
+
 def test_an_auto_text_config_is_read_with_the_record_of_its_model_type() -> None:
     """LLaVA's text_config is any causal LM: its model_type picks the record (qwen2 here, llama when it names none)."""
     qwen = {"model_type": "llava", "text_config": {"model_type": "qwen2", "num_hidden_layers": 2, "hidden_size": 64}}

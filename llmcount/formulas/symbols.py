@@ -119,6 +119,7 @@ d_rel = _size("d_rel")
 n_rel = _size("n_rel")
 V_dec = _size("V_dec")
 d_cross = _size("d_cross")
+N_cross = _count("N_cross")
 n_gram = _size("n_gram")
 V_pl = _size("V_pl")
 d_pl = _size("d_pl")
@@ -371,6 +372,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{cross}}",
         "cross_attention_hidden_size",
         "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
+    ),
+    Entry(
+        N_cross,
+        r"N_{\mathrm{cross}}",
+        "cross_attention_layers",
+        "layers that cross-attend to the vision states instead of self-attending (Mllama)",
     ),
     Entry(
         n_gram,
