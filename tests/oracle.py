@@ -124,7 +124,18 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
 
 def _hf_config(config: dict[str, Any]):
     rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
+    outer = _built_through(config["model_type"])
+    if outer is not None:  # AutoModelForCausalLM maps only the composite type; it builds the text model from it
+        return AutoConfig.for_model(outer, text_config=rest)
     return AutoConfig.for_model(config["model_type"], **rest)
+
+
+def _built_through(model_type: Any) -> str | None:
+    """The composite type whose config AutoModelForCausalLM builds a text model_type's model from, when it maps no
+    class to the text type itself (emu3_text_model: Emu3ForCausalLM from an Emu3Config's text_config)."""
+    if model_type in transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return None
+    return next((c.name for c in records.composites() if c.text == model_type), None)
 
 
 def _meta_model(frozen: str):

@@ -51,6 +51,19 @@ GEMMA3_4B = {
 }
 
 
+# Composite classes that check a part llmcount leaves out against the text config: Dots3NoteConfig requires its vision
+# and audio adapters' output width (adapter_out_dim, 5120 by default) to be the text hidden_size.
+ADAPTERS = {"dots3_note": ("vision_config", "audio_config")}
+
+
+def with_adapters(config: dict, model_type: str, text: dict) -> dict:
+    """``config`` with the adapters of :data:`ADAPTERS` as wide as the drawn text config's hidden size."""
+    width = text.get("hidden_size")
+    if model_type not in ADAPTERS or width is None:
+        return config
+    return {**config, **{key: {"adapter_out_dim": width} for key in ADAPTERS[model_type]}}
+
+
 def total(config: dict) -> int:
     return read_config(config, "test config").counts.total
 
@@ -116,7 +129,7 @@ def test_text_defaults_are_the_text_config_classes_defaults() -> None:
 def test_drawn_text_configs(model_type: str, data) -> None:
     composite = records.composite(model_type)
     text = data.draw(oracle.drawn_config(records.family(composite.text)))
-    config = {"model_type": model_type, "text_config": text}
+    config = with_adapters({"model_type": model_type, "text_config": text}, model_type, text)
     for key, default in composite.top.items():
         if isinstance(default, bool) and data.draw(st.booleans()):
             config[key] = data.draw(st.booleans())
@@ -131,6 +144,87 @@ def test_drawn_text_configs(model_type: str, data) -> None:
     except LlmcountError as error:
         pytest.fail(f"{model_type}: refused a config transformers builds: {error}\n{config}")
     assert got == want, f"{model_type}: {config} ({oracle.VERSIONS})"
+
+
+FLAT = [c.name for c in records.composites() if c.text_at_top]
+
+
+@pytest.mark.parametrize("model_type", FLAT)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_text_configs_written_flat(model_type: str, data) -> None:
+    """A config.json written flat (no text_config, as dots.llm3-note's and Fuyu-8B's are): the composite class reads
+    its text config from the top-level keys (all of them, or the ones it names), and so does llmcount."""
+    composite = records.composite(model_type)
+    text = data.draw(oracle.drawn_config(records.family(composite.text)))
+    text.pop("model_type")
+    config = with_adapters({**text, "model_type": model_type}, model_type, text)
+    if data.draw(st.booleans()):
+        config["text_config"] = None
+    try:
+        want = expected(config)
+    except oracle.TransformersRejected:
+        assume(False)
+    try:
+        got = total(config)
+    except RuleRefusal:
+        assume(False)
+    except LlmcountError as error:
+        pytest.fail(f"{model_type}: refused a config transformers builds: {error}\n{config}")
+    assert got == want, f"{model_type}: {config} ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("model_type", FLAT)
+def test_class_defaults_written_flat(model_type: str) -> None:
+    """The text config class's defaults at the top level: the language model of the composite class's defaults."""
+    text = oracle.class_defaults(records.composite(model_type).text)
+    flat = {**text, "model_type": model_type}
+    assert total(flat) == expected(flat) == expected({"model_type": model_type}), oracle.VERSIONS
+
+
+def test_fuyu_reads_only_the_text_keys_it_names_from_the_top_level() -> None:
+    """FuyuConfig takes the text config's keys it lists from a flat config, PersimmonConfig's defaults for the rest
+    (not the Fuyu-8B sizes it uses without any); a key it does not list (qk_layernorm is listed, head_dim is not
+    a Persimmon key at all) stays at the top. By hand, d = 64, h = 2, V = 262144, N = 36, d_ff = 16384, untied:
+    V·d twice (33,554,432) + per layer 4·(64·64 + 64) + 2·(64·16384) + 16384 + 64 + 2·2·32 + 2·2·64 = 2,130,496
+    (QKV, dense, MLP with biases, q/k LayerNorms of head width 32, two LayerNorms), 36 layers, final LayerNorm 128."""
+    config = {"model_type": "fuyu", "hidden_size": 64, "num_attention_heads": 2}
+    per_layer = 4 * (64 * 64 + 64) + 2 * 64 * 16384 + 16384 + 64 + 2 * 2 * 32 + 2 * 2 * 64
+    assert total(config) == 2 * 262144 * 64 + 36 * per_layer + 128 == expected(config), oracle.VERSIONS
+
+
+def test_dots3_note_counts_what_dots3_note_for_causal_lm_holds() -> None:
+    """AutoModelForCausalLM builds Dots3NoteForCausalLM for dots3_note: the text model and the LM head, nothing of
+    the vision and audio encoders, which only Dots3NoteForConditionalGeneration holds (and llmcount leaves out)."""
+    text = {"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 100, "pad_token_id": None}
+    text |= {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "intermediate_size": 32}
+    config = with_adapters({"model_type": "dots3_note", **text}, "dots3_note", text)
+    model = read_config(config, "dots3_note")
+    assert model.architecture.name == "dots3_note_text" and model.composite.name == "dots3_note"
+    assert model.counts.total == oracle.composite_total(config, "Dots3NoteForCausalLM"), oracle.VERSIONS
+    encoders = oracle.composite_total(config, "Dots3NoteForConditionalGeneration") - model.counts.total
+    assert encoders > 0
+
+
+def test_llama_3_2_11b_vision_language_model() -> None:
+    """MllamaTextConfig's defaults are Llama-3.2-11B-Vision's language model. By hand: embedding (128256 + 8)·4096 =
+    525,369,344, untied head 128256·4096 = 525,336,576; a self-attention layer: q, o 2·4096² + k, v 2·4096·1024 +
+    MLP 3·4096·14336 + two norms 2·4096 = 218,112,000; a cross-attention layer adds q/k norms 2·128 and two gates:
+    218,112,258; 32 + 8 layers (cross at 3, 8, …, 38) and the final norm 4096."""
+    config = {"model_type": "mllama", "text_config": {"model_type": "mllama_text_model"}}
+    model = read_config(config, "Llama-3.2-11B-Vision")
+    want = 525_369_344 + 525_336_576 + 32 * 218_112_000 + 8 * 218_112_258 + 4096
+    assert model.counts.total == want == 9_775_192_080 == expected(config), oracle.VERSIONS
+
+
+@pytest.mark.parametrize("layers", [[], [0], [1, 3], [0, 1, 2, 3, 4, 5], None])
+def test_mllama_cross_attention_layers(layers) -> None:
+    """The layers cross_attention_layers lists are cross-attention layers (an index beyond the layers names none;
+    null is MllamaTextConfig's default list)."""
+    text = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    text |= {"intermediate_size": 32, "vocab_size": 100, "pad_token_id": 0, "cross_attention_layers": layers}
+    config = {"model_type": "mllama", "text_config": text}
+    assert total(config) == expected(config), oracle.VERSIONS
 
 
 def test_an_auto_text_config_is_read_with_the_record_of_its_model_type() -> None:

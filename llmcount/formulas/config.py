@@ -406,6 +406,8 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     """The language model of a composite config: its ``text_config`` read with the record of the text model_type,
     as transformers reads it (the keys of ``outer.top`` from the top level); the model says what is not counted."""
     text = config.get("text_config")
+    if text is None:
+        text = _text_at_top(config, outer)
     if text is None:  # absent or null: the composite config class's own text config
         text = dict(outer.absent or {})
     elif not isinstance(text, dict):
@@ -432,6 +434,15 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out
     named = f"{name or source} (language model)"
     return replace(read_config(inner, where, named, family), source=source, composite=outer)
+
+
+def _text_at_top(config: dict[str, Any], outer: Composite) -> dict[str, Any] | None:
+    """The text config a composite class builds from the top-level keys when text_config is absent or null (a
+    released config.json written flat): all of them, or the keys it names; None when it reads none of them."""
+    if outer.text_at_top is True:
+        return {key: value for key, value in config.items() if key not in ("model_type", "text_config")}
+    given = {key: config[key] for key in outer.text_at_top or () if key in config}
+    return given or None
 
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:

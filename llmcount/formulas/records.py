@@ -693,9 +693,11 @@ class Composite:
     top: Mapping[str, Any]  # keys read from the top level of the config, with the composite class's defaults
     either: tuple[str, ...]  # boolean keys of ``top`` that also hold when text_config sets them (LLaVA's tie)
     absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
+    # without text_config, the text config is the top-level keys: all of them (True) or these (a flat config.json)
+    text_at_top: bool | tuple[str, ...] = False
 
 
-_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent"}
+_COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -715,6 +717,11 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     absent = data.get("absent")
     if absent is not None:
         absent = {k: None if v == NULL else v for k, v in _table(absent, f"{where}.absent").items()}
+    text_at_top = data.get("text_at_top", False)
+    if isinstance(text_at_top, list) and all(isinstance(k, str) for k in text_at_top):
+        text_at_top = tuple(text_at_top)
+    elif not isinstance(text_at_top, bool):
+        raise RecordError(f"{where}.text_at_top: true, or a list of the top-level keys read as the text config")
     return Composite(
         name=name,
         title=_text(data, "title", where),
@@ -725,6 +732,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         top=top,
         either=tuple(either),
         absent=absent,
+        text_at_top=text_at_top,
     )
 
 

@@ -119,6 +119,14 @@ d_rel = _size("d_rel")
 n_rel = _size("n_rel")
 V_dec = _size("V_dec")
 d_cross = _size("d_cross")
+N_cross = _count("N_cross")
+N_vis = _size("N_vis")
+d_vis = _size("d_vis")
+d_ff_vis = _size("d_ff_vis")
+p_vis = _size("p_vis")
+n_patch = _size("n_patch")
+C_img = _size("C_img")
+n_img = _count("n_img")
 n_gram = _size("n_gram")
 V_pl = _size("V_pl")
 d_pl = _size("d_pl")
@@ -372,6 +380,24 @@ GLOSSARY: tuple[Entry, ...] = (
         "cross_attention_hidden_size",
         "width of the encoder outputs that the cross-attention's keys and values read (TrOCR)",
     ),
+    Entry(
+        N_cross,
+        r"N_{\mathrm{cross}}",
+        "cross_attention_layers",
+        "layers that cross-attend to the vision states instead of self-attending (Mllama)",
+    ),
+    Entry(N_vis, r"N_{\mathrm{vis}}", "vision_config.num_hidden_layers", "layers of the vision encoder (GIT)"),
+    Entry(d_vis, r"d_{\mathrm{vis}}", "vision_config.hidden_size", "hidden size of the vision encoder (GIT)"),
+    Entry(d_ff_vis, r"d_{\mathrm{ff,vis}}", "vision_config.intermediate_size", "MLP width of the vision encoder (GIT)"),
+    Entry(p_vis, r"p_{\mathrm{vis}}", "vision_config.patch_size", "side of one image patch, in pixels (GIT)"),
+    Entry(
+        n_patch,
+        r"n_{\mathrm{patch}}",
+        "(vision_config.image_size // patch_size)²",
+        "patches per image, one position each besides the class token's (GIT)",
+    ),
+    Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image (GIT)"),
+    Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
     Entry(
         n_gram,
         r"n_{\mathrm{gram}}",
