@@ -134,12 +134,16 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             windowed = f"{spec.sliding_note}, for B·S tokens; " if spec.sliding_note else f"{note}; "
             windowed += WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, own, Min(S, window - 1), Integer(0), windowed))
+    # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
+    idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
     for state in family.states:
-        if state.recurrent_dtype == "fp32":
-            note = f"{state.note}; the recurrent part in fp32 whatever the cache dtype, as transformers keeps it"
-            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.conv, note, state.recurrent))
-        else:
-            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.elements, state.note))
+        layers = state.layers.subs(idle)
+        kept = [part for part, dtype in (("conv", state.conv_dtype), ("recurrent", state.recurrent_dtype)) if dtype]
+        fp32 = sum((getattr(state, part) for part in kept), Integer(0))
+        note = state.note
+        if kept:
+            note += f"; the {' and '.join(kept)} part in fp32 whatever the cache dtype, as transformers keeps it"
+        kinds.append(LayerKind(state.name, layers, Integer(0), Integer(0), state.elements - fp32, note, fp32))
     return kinds
 
 

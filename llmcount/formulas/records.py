@@ -168,6 +168,7 @@ class State:
     recurrent: Expr
     note: str
     recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
+    conv_dtype: str | None = None  # "fp32": so is the conv part (Inkling's convolutions run in fp32)
     flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
 
     @property
@@ -475,7 +476,7 @@ def _attention(data: Any, where: str) -> Attention:
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype"}
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
@@ -488,10 +489,11 @@ def _state(data: Any, where: str) -> State:
             for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
         )
     )
-    kept = data.get("recurrent_dtype")
-    if kept not in (None, "fp32"):
-        raise RecordError(f"{where} ({name}): 'recurrent_dtype' is \"fp32\" or absent (the cache dtype), not {kept!r}")
-    return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
+    kept = {key: data.get(key) for key in ("recurrent_dtype", "conv_dtype")}
+    for key, value in kept.items():
+        if value not in (None, "fp32"):
+            raise RecordError(f"{where} ({name}): '{key}' is \"fp32\" or absent (the cache dtype), not {value!r}")
+    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **kept, **parts)
 
 
 def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:
