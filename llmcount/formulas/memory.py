@@ -64,7 +64,8 @@ def kv_elements_per_token(spec: Attention, expanded: bool = False, values: Mappi
     if expanded and spec.kv_expanded is not None:
         return spec.cache_layers * spec.kv_expanded
     idle = {symbol: 0 for symbol in spec.cache_windowed.free_symbols - set(values)} if values else {}
-    return spec.total("kv").subs(idle)
+    indexer = spec.indexed * spec.indexed_kv if spec.indexed is not None else Integer(0)
+    return (spec.total("kv") + indexer).subs(idle)
 
 
 WINDOW_NOTE = (
@@ -74,6 +75,7 @@ WINDOW_NOTE = (
 
 
 ZERO = Integer(0)
+INDEXER = "indexer"  # the kind of the indexer keys some attention layers cache besides their keys and values
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,9 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             windowed = f"{spec.sliding_note}, for B·S tokens; " if spec.sliding_note else f"{note}; "
             windowed += WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, own, Min(S, window - 1), Integer(0), windowed))
+    if spec is not None and spec.indexed is not None:
+        note = (spec.indexed_note or "indexer keys") + ", for B·S tokens"
+        kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, Integer(0), note))
     # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
     idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
     for state in family.states:
@@ -275,7 +280,7 @@ def inference(
         formula = Add(*(a.formula for a in states))
         note = "; ".join(f"{a.kind}: {a.note}" for a in states) + "; fixed per sequence, whatever S"
         lines.append(Line("state", formula, sum(a.bytes for a in states), note))
-    windowed = any(k.kind != "full_attention" and not k.is_state for k in kinds)
+    windowed = any(k.kind not in ("full_attention", INDEXER) and not k.is_state for k in kinds)
     if family.attention is not None and family.attention.kv_expanded is not None:
         expanded = Add(*(k.elements for k in layer_kinds(family, values, expanded=True) if not k.is_state))
         note = family.attention.expanded_note

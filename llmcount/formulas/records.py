@@ -100,6 +100,11 @@ class Attention:
     # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
     cached: Expr | None = None
     cached_sliding: Expr | None = None
+    # the attention layers that also cache the keys of a lightning indexer (MiniMax-M3's sparse layers), and the
+    # indexer's elements per token in one such layer: all S tokens, whatever the window
+    indexed: Expr | None = None
+    indexed_kv: Expr | None = None
+    indexed_note: str = ""
 
     @property
     def windowed(self) -> Expr:
@@ -211,7 +216,7 @@ class Family:
         if self.attention is not None:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
-            exprs += [a.sliding_kv, a.cached, a.cached_sliding]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
@@ -448,7 +453,8 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
-    layer_counts = ("window", "sliding", "cached", "cached_sliding")
+    texts.add("indexed_note")
+    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -457,6 +463,8 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
     if any(f in data for f in own) and "kv_expanded" in data:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
+    if ("indexed" in data) != ("indexed_kv" in data):
+        raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -471,6 +479,7 @@ def _attention(data: Any, where: str) -> Attention:
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
         sliding_note=_text(data, "sliding_note", where, ""),
+        indexed_note=_text(data, "indexed_note", where, ""),
     )
 
 
