@@ -91,6 +91,7 @@ class LayerKind:
     per_sequence: Expr
     note: str
     per_sequence_fp32: Expr = ZERO  # the part of the fixed state kept in fp32 whatever the cache dtype
+    per_token_fp32: Expr = ZERO  # elements per token kept in fp32 whatever the cache dtype (indexer keys)
 
     @property
     def elements(self) -> Expr:
@@ -100,7 +101,7 @@ class LayerKind:
     @property
     def elements_fp32(self) -> Expr:
         """Elements this kind keeps for B sequences in fp32."""
-        return B * self.layers * self.per_sequence_fp32
+        return B * self.layers * (self.tokens * self.per_token_fp32 + self.per_sequence_fp32)
 
     @property
     def is_state(self) -> bool:
@@ -138,7 +139,11 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             kinds.append(LayerKind(name, sliding, own, Min(S, window - 1), Integer(0), windowed))
     if spec is not None and spec.indexed is not None:
         note = (spec.indexed_note or "indexer keys") + ", for B·S tokens"
-        kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, Integer(0), note))
+        if spec.indexed_dtype == "fp32":
+            note += ", in fp32 whatever the cache dtype, as transformers keeps them"
+            kinds.append(LayerKind(INDEXER, spec.indexed, ZERO, S, ZERO, note, per_token_fp32=spec.indexed_kv))
+        else:
+            kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, ZERO, note))
     # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
     idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
     for state in family.states:
@@ -154,9 +159,13 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
 
 def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> int:
     """Bytes of keys and values one more token adds over all attention layers, no window binding."""
-    assert family.attention is not None
-    elements = kv_elements_per_token(family.attention, values=env)
-    return nbytes(evaluate_int(elements, env, "KV cache per token"), kv_dtype)
+    spec = family.attention
+    assert spec is not None
+    elements = evaluate_int(kv_elements_per_token(spec, values=env), env, "KV cache per token")
+    if spec.indexed is None or spec.indexed_dtype is None:
+        return nbytes(elements, kv_dtype)
+    indexer = evaluate_int(spec.indexed * spec.indexed_kv, env, "indexer keys per token")
+    return nbytes(elements - indexer, kv_dtype) + nbytes(indexer, spec.indexed_dtype)
 
 
 def cache_family(derivation: Derivation) -> Family:

@@ -105,6 +105,7 @@ class Attention:
     indexed: Expr | None = None
     indexed_kv: Expr | None = None
     indexed_note: str = ""
+    indexed_dtype: str | None = None  # "fp32": the indexer keys are kept in fp32 whatever the cache dtype
 
     @property
     def windowed(self) -> Expr:
@@ -453,7 +454,7 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
-    texts.add("indexed_note")
+    texts |= {"indexed_note", "indexed_dtype"}
     layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
@@ -465,6 +466,8 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
     if ("indexed" in data) != ("indexed_kv" in data):
         raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
+    if data.get("indexed_dtype") not in (None, "fp32"):
+        raise RecordError(f"{where}: 'indexed_dtype' is \"fp32\" or absent (the cache dtype)")
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -480,6 +483,7 @@ def _attention(data: Any, where: str) -> Attention:
         expanded_note=_text(data, "expanded_note", where, ""),
         sliding_note=_text(data, "sliding_note", where, ""),
         indexed_note=_text(data, "indexed_note", where, ""),
+        indexed_dtype=data.get("indexed_dtype"),
     )
 
 
