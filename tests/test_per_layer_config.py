@@ -205,11 +205,12 @@ def test_gemma4_costs_on_the_command_line(tmp_path) -> None:
         assert result.exit_code == 0 and result.stdout, (command, result.stderr)
 
 
+HEAD = {"N": "num_hidden_layers", "V": "vocab_size", "d": "hidden_size"}  # the LM head's FLOPs read V and d
 RECORD = {
     "model_type": "x",
     "title": "x",
     "per_layer": "per_layer_config",
-    "symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "on": "N_full"}},
+    "symbols": {**HEAD, "h_d": {"key": "head_dim", "on": "N_full"}},
     "layers": {"N_full": "i % 2 == 0"},
     "terms": [{"path": "attention/q_proj", "expr": "h_d", "layers": "N_full"}],
 }
@@ -218,10 +219,10 @@ RECORD = {
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "on": "N"}}}, "N is not a [layers] symbol"),
-        ({"symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "absent": 4}}}, "only with 'on'"),
+        ({"symbols": {**HEAD, "h_d": {"key": "head_dim", "on": "N"}}}, "N is not a [layers] symbol"),
+        ({"symbols": {**HEAD, "h_d": {"key": "head_dim", "absent": 4}}}, "only with 'on'"),
         ({"per_layer": ""}, "'per_layer' (the per-layer object) goes with symbols read 'on' some layers"),
-        ({"symbols": {"N": "num_hidden_layers", "h_d": "head_dim"}}, "'per_layer' (the per-layer object) goes with"),
+        ({"symbols": {**HEAD, "h_d": "head_dim"}}, "'per_layer' (the per-layer object) goes with"),
     ],
 )
 def test_records_with_per_layer_symbols_are_checked(change: dict, message: str) -> None:
@@ -231,7 +232,8 @@ def test_records_with_per_layer_symbols_are_checked(change: dict, message: str) 
 
 def test_a_record_reads_a_key_on_the_layers_of_a_kind() -> None:
     family = parse_record(RECORD, "x.toml")
-    config = {"model_type": "x", "num_hidden_layers": 4, "head_dim": 8, "per_layer_config": {"0": {"head_dim": 3}}}
+    config = {"model_type": "x", "num_hidden_layers": 4, "vocab_size": 5, "hidden_size": 2, "head_dim": 8}
+    config["per_layer_config"] = {"0": {"head_dim": 3}}
     with pytest.raises(RuleRefusal, match="different head_dim"):
         read_config(config, "test", family=family)
     config["per_layer_config"]["2"] = {"head_dim": 3}
