@@ -390,6 +390,7 @@ CACHE_STATE = (
     "rnn_state",  # xLSTMCache: per layer the mLSTM matrix memory, normalizer and stabilizer (a dict of tuples)
     "indexer_keys",
     "indexer_position_ids",  # DynamicIndexedLayer (DeepSeek-V3.2's indexer)
+    "idx_keys",  # MiniMaxM3VLSparseCacheLayer: the indexer keys of a sparse layer
 )
 CACHE_BOOKKEEPING = ("_sliding_window_tensor", "cumulative_length", "indexer_cumulative_length", "seqlen_offset")
 # Model outputs that carry the cache: past_key_values (most), cache_params (Mamba, Mamba-2, Falcon-Mamba) and

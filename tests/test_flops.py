@@ -148,6 +148,37 @@ SMALL = {
         "sliding_window": 5,
         "attention_bias": True,
     },
+    # Gemma 4: layers 2 and 5 full with wider heads (global_head_dim 12, one key/value head, keys that are the
+    # values), the others sliding with heads of 8; the last two layers reuse earlier keys and values; an MoE block
+    "gemma4-full-layers-wider-shared-kv": {
+        **GQA,
+        "model_type": "gemma4_text",
+        "num_hidden_layers": 6,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+        "head_dim": 8,
+        "global_head_dim": 12,
+        "attention_k_eq_v": True,
+        "num_global_key_value_heads": 1,
+        "num_kv_shared_layers": 2,
+        "vocab_size_per_layer_input": 97,
+        "hidden_size_per_layer_input": 4,
+        "sliding_window": 5,
+        "enable_moe_block": True,
+        "num_experts": 4,
+        "top_k_experts": 2,
+        "moe_intermediate_size": 16,
+    },
+    # Gemma 4 Unified's text model: full layers 3 and 4 with heads of 16 (per_layer_config), sliding ones of 8
+    "gemma4-unified-per-layer-config": {
+        **GQA,
+        "model_type": "gemma4_unified_text",
+        "num_hidden_layers": 5,
+        "layer_types": ["sliding_attention"] * 3 + ["full_attention"] * 2,
+        "head_dim": 8,
+        "per_layer_config": {"3": {"head_dim": 16}, "4": {"head_dim": 16}},
+        "sliding_window": 4,
+        "tie_word_embeddings": False,
+    },
     # layers 0 and 3 full, 1 and 2 sliding (window local_attention // 2 = 4); the prediction head's dense d to d
     "modernbert-decoder": {
         **BASE,

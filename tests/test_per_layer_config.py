@@ -15,7 +15,7 @@ import pytest
 from refusal import assert_refused, run
 
 from llmcount.errors import LlmcountError
-from llmcount.formulas import records
+from llmcount.formulas import memory, records
 from llmcount.formulas.config import RuleRefusal, read_config
 from llmcount.formulas.records import RecordError, parse_record
 
@@ -151,19 +151,66 @@ def test_gemma4_refusal_is_one_line(tmp_path) -> None:
     assert_refused(run("count", str(path)), "per_layer_config", "different head_dim")
 
 
-def test_gemma4_costs_are_refused_by_name(tmp_path) -> None:
-    """The full and sliding layers' heads differ: FLOPs and the KV cache are refused, not guessed."""
+CACHED_4 = {"vocab_size_per_layer_input": 64, "sliding_window": 3}  # token ids below V index both tables
+BIDIRECTIONAL = [  # use_bidirectional_attention "all": Gemma4TextConfig makes the window W // 2 + 1 (6: 4 tokens)
+    {"use_bidirectional_attention": "all", "sliding_window": 6},
+    {"use_bidirectional_attention": "all", "sliding_window": 5, "num_kv_shared_layers": 2},
+    {"use_bidirectional_attention": "vision"},
+]
+
+
+def _gemma4_configs() -> list[dict]:
+    cases = [*GEMMA_4, *BIDIRECTIONAL]
+    text = [{**SMALL_4, **CACHED_4, **keys} for keys in cases]
+    unified = [{**UNIFIED, "sliding_window": 3, **keys} for keys in cases if not GEMMA_4_PARTS & set(keys)]
+    return text + unified
+
+
+@pytest.mark.parametrize("config", _gemma4_configs())
+@pytest.mark.parametrize("seq", [2, 5])
+def test_gemma4_cache_equals_transformers(config: dict, seq: int) -> None:
+    """Full layers keep S tokens of their own (wider) heads, sliding layers min(S, W - 1) of theirs, the layers
+    that reuse an earlier layer's keys and values nothing."""
+    model = read_config(config, "test")
+    got = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=2).bytes_of("kv_cache")
+    assert got == oracle.cache_bytes(config, 2, seq), f"{config} S={seq} ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("config", [c for c in _gemma4_configs() if "use_bidirectional_attention" not in c])
+def test_gemma4_flops_equal_flop_counter(config: dict) -> None:
+    """Scores and values at the full layers' head width on the full layers, the sliding layers' on theirs; the
+    layers that share keys and values attend without k_proj or v_proj. (A bidirectional model does not run on the
+    meta device: its mask calls .item(); its FLOPs are the causal model's, eager computing S x S either way.)"""
+    from test_flops import assert_equal_to_counter
+
+    for batch, seq in ((1, 1), (2, 5)):
+        assert_equal_to_counter(config, batch, seq)
+
+
+def test_gemma4_class_defaults_cache_by_hand() -> None:
+    """Gemma4TextConfig(): 30 layers, 25 sliding (h_kv = 4, h_d = 256: 2 · 4 · 256 = 2,048 elements per token) and 5
+    full (h_kv = 4, global_head_dim 512: 4,096). bf16 at S = 32,768, W = 512: 5 · 4,096 · 32,768 · 2 =
+    1,342,177,280 bytes for the full layers, 25 · 2,048 · 511 · 2 = 52,326,400 for the sliding ones."""
+    model = read_config(oracle.class_defaults("gemma4_text"), "defaults")
+    result = memory.inference(model.derivation, model.values, "bf16", seq=32768, batch=1)
+    kinds = {k.kind: (k.layers, k.bytes) for k in result.per_layer_kind}
+    assert kinds == {"full_attention": (5, 1_342_177_280), "sliding_attention": (25, 52_326_400)}
+
+
+def test_gemma4_costs_on_the_command_line(tmp_path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(SMALL_4))
-    assert_refused(run("flops", str(path)), "gemma4_text")
-    assert_refused(run("memory", str(path)), "gemma4_text")
+    for command in ("flops", "memory"):
+        result = run(command, str(path))
+        assert result.exit_code == 0 and result.stdout, (command, result.stderr)
 
 
+HEAD = {"N": "num_hidden_layers", "V": "vocab_size", "d": "hidden_size"}  # the LM head's FLOPs read V and d
 RECORD = {
     "model_type": "x",
     "title": "x",
     "per_layer": "per_layer_config",
-    "symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "on": "N_full"}},
+    "symbols": {**HEAD, "h_d": {"key": "head_dim", "on": "N_full"}},
     "layers": {"N_full": "i % 2 == 0"},
     "terms": [{"path": "attention/q_proj", "expr": "h_d", "layers": "N_full"}],
 }
@@ -172,10 +219,10 @@ RECORD = {
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "on": "N"}}}, "N is not a [layers] symbol"),
-        ({"symbols": {"N": "num_hidden_layers", "h_d": {"key": "head_dim", "absent": 4}}}, "only with 'on'"),
+        ({"symbols": {**HEAD, "h_d": {"key": "head_dim", "on": "N"}}}, "N is not a [layers] symbol"),
+        ({"symbols": {**HEAD, "h_d": {"key": "head_dim", "absent": 4}}}, "only with 'on'"),
         ({"per_layer": ""}, "'per_layer' (the per-layer object) goes with symbols read 'on' some layers"),
-        ({"symbols": {"N": "num_hidden_layers", "h_d": "head_dim"}}, "'per_layer' (the per-layer object) goes with"),
+        ({"symbols": {**HEAD, "h_d": "head_dim"}}, "'per_layer' (the per-layer object) goes with"),
     ],
 )
 def test_records_with_per_layer_symbols_are_checked(change: dict, message: str) -> None:
@@ -185,7 +232,8 @@ def test_records_with_per_layer_symbols_are_checked(change: dict, message: str) 
 
 def test_a_record_reads_a_key_on_the_layers_of_a_kind() -> None:
     family = parse_record(RECORD, "x.toml")
-    config = {"model_type": "x", "num_hidden_layers": 4, "head_dim": 8, "per_layer_config": {"0": {"head_dim": 3}}}
+    config = {"model_type": "x", "num_hidden_layers": 4, "vocab_size": 5, "hidden_size": 2, "head_dim": 8}
+    config["per_layer_config"] = {"0": {"head_dim": 3}}
     with pytest.raises(RuleRefusal, match="different head_dim"):
         read_config(config, "test", family=family)
     config["per_layer_config"]["2"] = {"head_dim": 3}

@@ -64,7 +64,8 @@ def kv_elements_per_token(spec: Attention, expanded: bool = False, values: Mappi
     if expanded and spec.kv_expanded is not None:
         return spec.cache_layers * spec.kv_expanded
     idle = {symbol: 0 for symbol in spec.cache_windowed.free_symbols - set(values)} if values else {}
-    return spec.total("kv").subs(idle)
+    indexer = spec.indexed * spec.indexed_kv if spec.indexed is not None else Integer(0)
+    return (spec.total("kv") + indexer).subs(idle)
 
 
 WINDOW_NOTE = (
@@ -74,6 +75,7 @@ WINDOW_NOTE = (
 
 
 ZERO = Integer(0)
+INDEXER = "indexer"  # the kind of the indexer keys some attention layers cache besides their keys and values
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class LayerKind:
     per_sequence: Expr
     note: str
     per_sequence_fp32: Expr = ZERO  # the part of the fixed state kept in fp32 whatever the cache dtype
+    per_token_fp32: Expr = ZERO  # elements per token kept in fp32 whatever the cache dtype (indexer keys)
 
     @property
     def elements(self) -> Expr:
@@ -98,7 +101,7 @@ class LayerKind:
     @property
     def elements_fp32(self) -> Expr:
         """Elements this kind keeps for B sequences in fp32."""
-        return B * self.layers * self.per_sequence_fp32
+        return B * self.layers * (self.tokens * self.per_token_fp32 + self.per_sequence_fp32)
 
     @property
     def is_state(self) -> bool:
@@ -134,20 +137,35 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             windowed = f"{spec.sliding_note}, for B·S tokens; " if spec.sliding_note else f"{note}; "
             windowed += WINDOW_NOTE.format(kind=name.split("_")[0])
             kinds.append(LayerKind(name, sliding, own, Min(S, window - 1), Integer(0), windowed))
-    for state in family.states:
-        if state.recurrent_dtype == "fp32":
-            note = f"{state.note}; the recurrent part in fp32 whatever the cache dtype, as transformers keeps it"
-            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.conv, note, state.recurrent))
+    if spec is not None and spec.indexed is not None:
+        note = (spec.indexed_note or "indexer keys") + ", for B·S tokens"
+        if spec.indexed_dtype == "fp32":
+            note += ", in fp32 whatever the cache dtype, as transformers keeps them"
+            kinds.append(LayerKind(INDEXER, spec.indexed, ZERO, S, ZERO, note, per_token_fp32=spec.indexed_kv))
         else:
-            kinds.append(LayerKind(state.name, state.layers, Integer(0), Integer(0), state.elements, state.note))
+            kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, ZERO, note))
+    # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
+    idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
+    for state in family.states:
+        layers = state.layers.subs(idle)
+        kept = [part for part, dtype in (("conv", state.conv_dtype), ("recurrent", state.recurrent_dtype)) if dtype]
+        fp32 = sum((getattr(state, part) for part in kept), Integer(0))
+        note = state.note
+        if kept:
+            note += f"; the {' and '.join(kept)} part in fp32 whatever the cache dtype, as transformers keeps it"
+        kinds.append(LayerKind(state.name, layers, Integer(0), Integer(0), state.elements - fp32, note, fp32))
     return kinds
 
 
 def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> int:
     """Bytes of keys and values one more token adds over all attention layers, no window binding."""
-    assert family.attention is not None
-    elements = kv_elements_per_token(family.attention, values=env)
-    return nbytes(evaluate_int(elements, env, "KV cache per token"), kv_dtype)
+    spec = family.attention
+    assert spec is not None
+    elements = evaluate_int(kv_elements_per_token(spec, values=env), env, "KV cache per token")
+    if spec.indexed is None or spec.indexed_dtype is None:
+        return nbytes(elements, kv_dtype)
+    indexer = evaluate_int(spec.indexed * spec.indexed_kv, env, "indexer keys per token")
+    return nbytes(elements - indexer, kv_dtype) + nbytes(indexer, spec.indexed_dtype)
 
 
 def cache_family(derivation: Derivation) -> Family:
@@ -271,7 +289,7 @@ def inference(
         formula = Add(*(a.formula for a in states))
         note = "; ".join(f"{a.kind}: {a.note}" for a in states) + "; fixed per sequence, whatever S"
         lines.append(Line("state", formula, sum(a.bytes for a in states), note))
-    windowed = any(k.kind != "full_attention" and not k.is_state for k in kinds)
+    windowed = any(k.kind not in ("full_attention", INDEXER) and not k.is_state for k in kinds)
     if family.attention is not None and family.attention.kv_expanded is not None:
         expanded = Add(*(k.elements for k in layer_kinds(family, values, expanded=True) if not k.is_state))
         note = family.attention.expanded_note

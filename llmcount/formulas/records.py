@@ -100,6 +100,12 @@ class Attention:
     # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
     cached: Expr | None = None
     cached_sliding: Expr | None = None
+    # the attention layers that also cache the keys of a lightning indexer (MiniMax-M3's sparse layers), and the
+    # indexer's elements per token in one such layer: all S tokens, whatever the window
+    indexed: Expr | None = None
+    indexed_kv: Expr | None = None
+    indexed_note: str = ""
+    indexed_dtype: str | None = None  # "fp32": the indexer keys are kept in fp32 whatever the cache dtype
 
     @property
     def windowed(self) -> Expr:
@@ -168,6 +174,7 @@ class State:
     recurrent: Expr
     note: str
     recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
+    conv_dtype: str | None = None  # "fp32": so is the conv part (Inkling's convolutions run in fp32)
     flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
 
     @property
@@ -210,7 +217,7 @@ class Family:
         if self.attention is not None:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
-            exprs += [a.sliding_kv, a.cached, a.cached_sliding]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
@@ -447,7 +454,8 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
-    layer_counts = ("window", "sliding", "cached", "cached_sliding")
+    texts |= {"indexed_note", "indexed_dtype"}
+    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -456,6 +464,10 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
     if any(f in data for f in own) and "kv_expanded" in data:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
+    if ("indexed" in data) != ("indexed_kv" in data):
+        raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
+    if data.get("indexed_dtype") not in (None, "fp32"):
+        raise RecordError(f"{where}: 'indexed_dtype' is \"fp32\" or absent (the cache dtype)")
     chunked = data.get("chunked", False)
     if not isinstance(chunked, bool):
         raise RecordError(f"{where}: 'chunked' must be true or false")
@@ -470,12 +482,14 @@ def _attention(data: Any, where: str) -> Attention:
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
         sliding_note=_text(data, "sliding_note", where, ""),
+        indexed_note=_text(data, "indexed_note", where, ""),
+        indexed_dtype=data.get("indexed_dtype"),
     )
 
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype"}
+    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
@@ -488,10 +502,11 @@ def _state(data: Any, where: str) -> State:
             for i, f in enumerate(_list(data.get("flops", []), where, "[[state.flops]]"))
         )
     )
-    kept = data.get("recurrent_dtype")
-    if kept not in (None, "fp32"):
-        raise RecordError(f"{where} ({name}): 'recurrent_dtype' is \"fp32\" or absent (the cache dtype), not {kept!r}")
-    return State(name=name, note=_text(data, "note", where, ""), recurrent_dtype=kept, flops=flops, **parts)
+    kept = {key: data.get(key) for key in ("recurrent_dtype", "conv_dtype")}
+    for key, value in kept.items():
+        if value not in (None, "fp32"):
+            raise RecordError(f"{where} ({name}): '{key}' is \"fp32\" or absent (the cache dtype), not {value!r}")
+    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **kept, **parts)
 
 
 def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:

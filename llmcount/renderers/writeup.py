@@ -358,6 +358,7 @@ class MemoryPart:
     expanded_groups: list | None = None  # MLA: the keys and values expanded to h heads, elements per token
     expanded_elements: int = 0
     states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
+    kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
 
 
 def kv_groups(spec) -> list:
@@ -401,6 +402,8 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     groups = [(spec.cache_layers, [spec.kv])]
     if spec.sliding_kv is not None and spec.cache_windowed.free_symbols <= set(values):
         groups = [(layers, [kv]) for layers, kv in kv_groups(spec) if layers.subs(values) != 0]
+    if spec.indexed is not None and spec.indexed.subs(values) != 0:
+        groups.append((spec.indexed, [spec.indexed_kv]))  # the indexer keys some layers cache besides
     expanded = None
     if spec.kv_expanded is not None:
         expanded = [(spec.cache_layers, [spec.kv_expanded])]
@@ -410,7 +413,7 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
             "kv_dtype": kv_dtype,
             "kv_groups": groups,
             "kv_elements": elements,
-            "kv_bytes": memory.nbytes(elements, kv_dtype),
+            "kv_bytes": memory.per_token_bytes(family, values, kv_dtype),
             "kv_seq_bytes": inference.bytes_of("kv_cache"),
             "kinds": kinds,
             "expanded_groups": expanded,
@@ -418,6 +421,7 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
             if expanded is None
             else evaluate_int(memory.kv_elements_per_token(spec, expanded=True), values, "expanded KV cache"),
             "states": bool(family.states),
+            "kv_fp32_indexer": spec.indexed is not None and spec.indexed_dtype == "fp32" and len(groups) > 1,
         }
     )
 
