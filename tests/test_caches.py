@@ -33,6 +33,9 @@ EVEN = st.sampled_from([2, 4, 8])
 # xLSTMCache sizes its states from d · qk_dim_factor and d · v_dim_factor rounded up to a multiple of 64, which the
 # mLSTM's own states (int(d · factor)) fill only when they are multiples of 64: widths that run cached
 WIDTHS = {
+    # partial RoPE turns int(head · 0.25) channels, rounded to pairs: heads of 16 keep a rotated part the records read
+    "gpt_neox": st.just({"hidden_size": 32, "num_attention_heads": 2}),
+    "stablelm": st.just({"hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2}),
     "xlstm": st.sampled_from([64, 128]).map(
         lambda d: {"hidden_size": d, "embedding_dim": d, "qk_dim_factor": 0.5 if d == 128 else 1.0, "v_dim_factor": 1.0}
     ),

@@ -481,3 +481,14 @@ CASES = {
 def test_layer_pattern_equals_transformers(case: str) -> None:
     config = CASES[case]
     assert read_config(config, case).counts.total == oracle.meta_total(config), f"{case} ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("model_type", ["gpt_neox", "stablelm"])
+def test_partial_rope_that_turns_no_channel(model_type: str) -> None:
+    """Heads of 2 channels and a rotary fraction of 0.25: int(2 · 0.25) = 0 channels turn (d_rope = 0), a model
+    transformers builds; counted, not refused."""
+    config = {"model_type": model_type, "hidden_size": 16, "num_attention_heads": 8, "num_hidden_layers": 2}
+    config |= {"intermediate_size": 32, "vocab_size": 100, "num_key_value_heads": 8}
+    if model_type == "gpt_neox":
+        del config["num_key_value_heads"]
+    assert read_config(config, "test").counts.total == oracle.meta_total(config)
