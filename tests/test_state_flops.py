@@ -204,6 +204,15 @@ SMALL = {
         **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "conv_L_cache": 3},
         **{"sliding_window": 3, "pad_token_id": 0},
     },
+    "inkling_text": {  # sliding, full, sliding layers with their own heads; four short convolutions per layer
+        "model_type": "inkling_text",
+        **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 3, "intermediate_size": 12},
+        **{"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8},
+        **{"swa_num_attention_heads": 6, "swa_num_key_value_heads": 3, "swa_head_dim": 4, "sliding_window_size": 3},
+        **{"d_rel": 5, "rel_extent": 7, "conv_kernel_size": 3},
+        **{"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 6},
+        "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"],
+    },
     "zaya": {
         "model_type": "zaya",
         **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},

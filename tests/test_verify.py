@@ -69,11 +69,14 @@ def run(*args: str):
 # verify maps a checkpoint's tensor names to a record's paths; these families' names are not mapped yet (the
 # encoder-style prefixes bert./roformer./electra./rembert./roberta. and their attention.self.* modules, ModernBERT's
 # embeddings.tok_embeddings, OPT's project_in/out, Beam's sinks and gate_bias, MiMo-V2-Flash's attention_sink_bias and
-# the saved routing-bias buffer): their totals are checked, their names fail until the mapping learns them
+# the saved routing-bias buffer, Gemma 4's full-layer norms): their totals are checked, their names fail until the
+# mapping learns them
 NAMES_NOT_MAPPED = {
     "beam-sliding-gated-dense-then-moe",
     "bert-decoder-untied",
     "electra-narrow-embeddings",
+    "gemma4-full-layers-wider-shared-kv",
+    "gemma4-unified-per-layer-config",
     "mimo-v2-flash-sliding-kv-heads",
     "modernbert-decoder",
     "opt-projected-embeddings",
