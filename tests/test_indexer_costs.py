@@ -39,10 +39,7 @@ LAYOUTS = [
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_minimax_m3_cache_equals_transformers(keys: dict, seq: int, dtype: str) -> None:
     config = {**SMALL_M3, **keys}
-    model = read_config(config, "test")
-    got = memory.inference(model.derivation, model.values, dtype, seq=seq, batch=2).bytes_of("kv_cache")
-    torch_dtype = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}[dtype]
-    assert got == oracle.cache_bytes(config, 2, seq, torch_dtype), f"{config} {dtype} S={seq} ({oracle.VERSIONS})"
+    assert_cache_equals_transformers(config, seq, dtype)
 
 
 @pytest.mark.parametrize("keys", LAYOUTS)
@@ -111,10 +108,7 @@ def test_dots3_note_cache_equals_transformers(keys: dict, seq: int, dtype: str) 
     """The latent and the shared RoPE key per token (r_kv + d_rope; a sliding layer its own, for min(S, W - 1)
     tokens), and on an indexed layer the indexer's keys, d_idx per token in fp32."""
     config = {**SMALL_DOTS3, **keys}
-    model = read_config(config, "test")
-    got = memory.inference(model.derivation, model.values, dtype, seq=seq, batch=2).bytes_of("kv_cache")
-    torch_dtype = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}[dtype]
-    assert got == oracle.cache_bytes(config, 2, seq, torch_dtype), f"{config} {dtype} S={seq} ({oracle.VERSIONS})"
+    assert_cache_equals_transformers(config, seq, dtype)
 
 
 @pytest.mark.parametrize("keys", DOTS3)
@@ -147,3 +141,11 @@ def test_dots3_note_class_defaults_cache_by_hand() -> None:
         "sliding_attention": (sliding, sliding * 1088 * 511 * 2),
         "indexer": (indexed, indexed * 128 * 32768 * 4),
     }
+
+
+def assert_cache_equals_transformers(config: dict, seq: int, dtype: str) -> None:
+    """The KV cache of two sequences of ``seq`` tokens against the tensors transformers' cache holds."""
+    model = read_config(config, "test")
+    got = memory.inference(model.derivation, model.values, dtype, seq=seq, batch=2).bytes_of("kv_cache")
+    torch_dtype = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}[dtype]
+    assert got == oracle.cache_bytes(config, 2, seq, torch_dtype), f"{config} {dtype} S={seq} ({oracle.VERSIONS})"
