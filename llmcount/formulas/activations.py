@@ -276,7 +276,7 @@ def activations(
     def model_parts(entries, tp=1, sp=False):
         return tuple((e.path, int(e.layers) * e.width(compute) * _scale(e) * e.split(tp, sp), e) for e in entries)
 
-    layer_kinds = kinds((e.layers for e in layer_entries), values)
+    layer_kinds = kinds((e.layers for e in layer_entries), values, family, keys)
     full = [layer(k, layer_entries) for k in layer_kinds]
     model_level = tuple((p, f, evaluate(f, p)) for p, f, _ in model_parts(model_entries))
     if options.recompute == "full":

@@ -32,6 +32,7 @@ class Kind:
     count: int
     count_expr: Expr
     where: dict[Symbol, int]  # the substitution that gives a term's multiplicity in one layer of this kind
+    members: frozenset[str] | None = None  # when the counts overlap: the counts whose layers include this kind's
 
     def times(self, layers: Expr) -> int:
         """How many times one layer of this kind carries an amount spread over ``layers`` layers."""
@@ -46,27 +47,71 @@ def is_model_level(layers: Expr, counted: Iterable[Symbol]) -> bool:
     return not (layers.free_symbols & ({N} | set(counted)))
 
 
-def kinds(layer_exprs: Iterable[Expr], values: Mapping[Symbol, int]) -> tuple[Kind, ...]:
-    """The kinds of layer of one config, with at least one layer each; LlmcountError when the layer-count
-    symbols do not partition the N layers (some layer would be of two kinds)."""
+def kinds(
+    layer_exprs: Iterable[Expr],
+    values: Mapping[Symbol, int],
+    family: Family | None = None,
+    keys: Mapping[str, object] | None = None,
+) -> tuple[Kind, ...]:
+    """The kinds of layer of one config, with at least one layer each. When the layer-count symbols overlap (an
+    attention kind and an MLP kind), a kind is each combination of counts some layer is in, told layer by layer
+    from the ``family``'s [layers] conditions; LlmcountError when they cannot tell it."""
     exprs = list(layer_exprs)
     counted = sorted({s for e in exprs for s in e.free_symbols if s != N}, key=str)
     total = values[N]
-    found = []
     for symbol in counted:
         if symbol not in values:
             raise LlmcountError(f"no value for the layer count {symbol}")
-        if values[symbol] > 0:
-            where = {N: 1, **{c: int(c == symbol) for c in counted}}
-            found.append(Kind(str(symbol), values[symbol], symbol, where))
     rest = total - sum(values[c] for c in counted)
     if rest < 0:
-        names = " + ".join(map(str, counted))
-        raise LlmcountError(f"the layer counts {names} add up to more than N = {total}: layers of several kinds")
+        return _overlapping(counted, values, family, keys or {})
+    found = [Kind(str(c), values[c], c, {N: 1, **{o: int(o == c) for o in counted}}) for c in counted if values[c] > 0]
     if rest > 0:
         rest_expr = N - sum(counted, Integer(0))
         found.append(Kind(str(rest_expr), rest, rest_expr, {N: 1, **{c: 0 for c in counted}}))
     return tuple(found)
+
+
+def _overlapping(
+    counted: Sequence[Symbol], values: Mapping[Symbol, int], family: Family | None, keys: Mapping[str, object]
+) -> tuple[Kind, ...]:
+    names = [c.name for c in counted]
+    sets = None if family is None else _memberships(family, values, keys, names)
+    if sets is None or any(sum(c.name in s for s in sets) != values[c] for c in counted):
+        raise LlmcountError(
+            f"the layer counts {' + '.join(names)} add up to more than N = {values[N]} and the record's [layers] "
+            "conditions do not tell which layers are of which kinds"
+        )
+    found = []
+    for members in dict.fromkeys(sets):  # each combination once, in the order of its first layer
+        excluded = [n for n in names if n not in members and any(members | {n} <= s for s in sets)]
+        name = " & ".join(sorted(members)) if members else "none of " + ", ".join(names)
+        if members and excluded:
+            name += ", not " + ", ".join(excluded)
+        where = {N: 1, **{c: int(c.name in members) for c in counted}}
+        found.append(Kind(name, sets.count(members), Integer(sets.count(members)), where, members))
+    return tuple(found)
+
+
+def _memberships(
+    family: Family, values: Mapping[Symbol, int], keys: Mapping[str, object], names: Iterable[str]
+) -> list[frozenset[str]] | None:
+    """For each layer i, which of the counts ``names`` its [layers] condition puts it in; None when a count has no
+    condition or a condition needs what the config does not give."""
+    tests = [(symbol.name, test) for symbol, test, _ in family.layers if symbol.name in set(names)]
+    if len(tests) < len(set(names)):
+        return None
+    scope: dict[str, object] = dict(keys)
+    for spec in family.symbols:
+        scope[spec.symbol.name] = scope[spec.key] = values.get(spec.symbol)
+    sets = []
+    try:
+        for i in range(values[N]):
+            scope["i"] = i
+            sets.append(frozenset(name for name, test in tests if test(scope)))
+    except Exception:  # a condition the config cannot answer
+        return None
+    return sets
 
 
 def stages(layers: int, pp: int) -> list[range]:
@@ -85,23 +130,18 @@ def layer_sequence(
 ) -> list[str] | None:
     """The kind of each layer i (names of ``found``), from the record's [layers] conditions; None when it cannot
     be told (no condition for a kind, a layer of two kinds, a condition that needs what the config does not give)."""
+    if any(kind.members is not None for kind in found):  # overlapping counts: kinds() told each layer's already
+        by_members = {kind.members: kind.name for kind in found}
+        sets = _memberships(family, values, keys, {name for kind in found for name in kind.members or ()})
+        return None if sets is None else [by_members[s] for s in sets]
     names = {kind.name for kind in found}
-    tests = [(symbol.name, test) for symbol, test, _ in family.layers if symbol.name in names]
-    rest = [kind.name for kind in found if kind.name not in {name for name, _ in tests}]
+    tested = {symbol.name for symbol, _, _ in family.layers} & names
+    rest = [kind.name for kind in found if kind.name not in tested]
     if len(rest) > 1:
         return None
-    scope: dict[str, object] = dict(keys)
-    for spec in family.symbols:
-        scope[spec.symbol.name] = scope[spec.key] = values.get(spec.symbol)
-    sequence = []
-    try:
-        for i in range(values[N]):
-            scope["i"] = i
-            held = [name for name, test in tests if test(scope)]
-            if len(held) > 1 or (not held and not rest):
-                return None
-            sequence.append(held[0] if held else rest[0])
-    except Exception:  # a condition the config cannot answer: fall back to the stated bound
+    sets = _memberships(family, values, keys, tested)
+    if sets is None or any(len(s) > 1 or (not s and not rest) for s in sets):
         return None
+    sequence = [next(iter(s)) if s else rest[0] for s in sets]
     counts = {kind.name: kind.count for kind in found}
     return sequence if all(sequence.count(name) == count for name, count in counts.items()) else None

@@ -419,9 +419,6 @@ def training(
     def weigh(held: Held) -> int:
         return state_bytes(held, compute, optimizer)
 
-    layer_kinds = kinds((t.layers for t in layer_terms), values)
-    per_kind = [(kind, _layer_held(kind, layer_terms, values, parallel, optimizer, lora)) for kind in layer_kinds]
-
     def model_level(predicate) -> Held:
         held = Held()
         for term in model_terms:
@@ -433,9 +430,15 @@ def training(
     stage = 0
     if parallel.pp == 1:
         held = model_level(lambda t: True)
-        for kind, layer in per_kind:
-            held = held + layer.times(kind.count)
+        for term in layer_terms:
+            held = held + _held(term, values, parallel, optimizer, lora).times(int(term.layers.subs(values)))
     else:
+        try:
+            layer_kinds = kinds((t.layers for t in layer_terms), values, model.architecture, model.keys)
+            per_kind = [(k, _layer_held(k, layer_terms, values, parallel, optimizer, lora)) for k in layer_kinds]
+        except LlmcountError as exc:
+            message = f"--pp {parallel.pp}: the layers of {model.name} cannot be split in stages: {exc}"
+            raise LlmcountError(message) from None
         first = model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # Megatron keeps the tied head as a copy of the word embedding on the last stage
