@@ -149,3 +149,25 @@ def assert_cache_equals_transformers(config: dict, seq: int, dtype: str) -> None
     got = memory.inference(model.derivation, model.values, dtype, seq=seq, batch=2).bytes_of("kv_cache")
     torch_dtype = {"fp32": oracle.torch.float32, "bf16": oracle.torch.bfloat16}[dtype]
     assert got == oracle.cache_bytes(config, 2, seq, torch_dtype), f"{config} {dtype} S={seq} ({oracle.VERSIONS})"
+
+
+def test_the_write_up_names_every_part_of_the_cache_and_they_add_up_to_what_transformers_holds(tmp_path) -> None:
+    """The memory section's sentence lists each layer kind's bytes and the indexer keys'; at S = 5 (beyond the window
+    of 3) their sum is the bytes transformers' bf16 cache holds for one sequence."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL_DOTS3))
+    result = CliRunner().invoke(app, ["writeup", str(path), "--sections", "memory", "--seq", "5"])
+    assert result.exit_code == 0, result.output
+    sentence = next(line for line in result.stdout.splitlines() if "Sliding-window layers keep" in line)
+    assert "indexer keys of 2 layers" in sentence, sentence
+    parts = [int(n.replace(",", "")) for n in re.findall(r"\(([\d,]+) bytes\)", sentence)]
+    total = int(re.search(r": ([\d,]+) bytes \(", sentence).group(1).replace(",", ""))
+    expected = oracle.cache_bytes(SMALL_DOTS3, 1, 5, oracle.torch.bfloat16)
+    assert len(parts) == 3 and sum(parts) == total == expected, sentence

@@ -359,6 +359,7 @@ class MemoryPart:
     expanded_elements: int = 0
     states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
     kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
+    indexer: KvKind | None = None  # the indexer keys some layers cache besides, all S tokens
 
 
 def kv_groups(spec) -> list:
@@ -399,6 +400,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         for a in inference.per_layer_kind
         if a.kind.endswith("_attention")
     )
+    indexer = next(
+        (KvKind(a.kind, a.layers, a.bytes, seq) for a in inference.per_layer_kind if a.kind == "indexer"), None
+    )
     groups = [(spec.cache_layers, [spec.kv])]
     if spec.sliding_kv is not None and spec.cache_windowed.free_symbols <= set(values):
         groups = [(layers, [kv]) for layers, kv in kv_groups(spec) if layers.subs(values) != 0]
@@ -416,6 +420,7 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
             "kv_bytes": memory.per_token_bytes(family, values, kv_dtype),
             "kv_seq_bytes": inference.bytes_of("kv_cache"),
             "kinds": kinds,
+            "indexer": indexer,
             "expanded_groups": expanded,
             "expanded_elements": 0
             if expanded is None
