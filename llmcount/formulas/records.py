@@ -746,9 +746,14 @@ class Composite:
     absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
     # without text_config, the text config is the top-level keys: all of them (True) or these (a flat config.json)
     text_at_top: bool | tuple[str, ...] = False
+    # rules the composite class checks against the text config (the widths of parts not counted), over the text
+    # record's symbols and ``keys``: keys of the composite config (one level of dotted keys) with the class's defaults
+    keys: Mapping[str, Any] = field(default_factory=dict)
+    checks: tuple[Rule, ...] = ()
 
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
+_COMPOSITE_FIELDS |= {"keys", "checks"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -773,7 +778,12 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_at_top = tuple(text_at_top)
     elif not isinstance(text_at_top, bool):
         raise RecordError(f"{where}.text_at_top: true, or a list of the top-level keys read as the text config")
+    keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
+    if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
+        raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
     return Composite(
+        keys=keys,
+        checks=_rules(data.get("checks", []), f"{where}.checks"),
         name=name,
         title=_text(data, "title", where),
         model=_text(data, "model", where),
