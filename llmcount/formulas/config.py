@@ -89,9 +89,12 @@ class _Reader:
         return LlmcountError(f"{self.source}: {message}")
 
     def present(self, key: str) -> list[str]:
-        """The names (the key and its aliases) under which the config gives ``key``."""
+        """The names (the key and its aliases) under which the config gives ``key``; a key of an object (an alias
+        ``rope_parameters.partial_rotary_factor``) before the same key at the top level, which it overrides."""
         names = [key, *self.family.aliases.get(key, ())]
         found = [name for name in names if name in self.config]
+        nested = [name for name in found if "." in name]
+        found = nested or found
         if len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
             raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
         return found
