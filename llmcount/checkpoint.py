@@ -17,6 +17,7 @@ import math
 import os
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -394,17 +395,39 @@ _EXPERTS = ("experts", "input_linear", "output_linear")
 or JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor."""
 
 
-def component_path(name: str, layers: int, known: set[str]) -> str | None:
+@dataclass(frozen=True)
+class Paths:
+    """What tensor names are mapped to: the paths of a formula, a record's own names for checkpoint tensors (a dotted
+    ending of the name -> a path), its saved buffers, and the paths that some tensor's modules name in full
+    (``group.module``: BERT's ``attention.output.dense``), which a shorter name (``output.dense``) then does not
+    take."""
+
+    known: frozenset[str]
+    layered: frozenset[str] = frozenset()  # the known paths of terms in the layers (the others are once per model)
+    names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    buffers: tuple[str, ...] = ()
+    claimed: frozenset[str] = frozenset()
+
+
+_LAYER_LISTS = ("layers", "h", "layer")
+"""The module lists that hold the decoder layers: ``model.layers.3``, GPT-2's ``h.3``, BERT's ``encoder.layer.3``."""
+
+
+def component_path(name: str, layers: int, paths: Paths | set[str]) -> str | None:
     """The llmcount path of a checkpoint tensor (``model.layers.3.self_attn.q_proj.weight`` ->
     ``attention/q_proj``), or None when the name has no recognisable structure.
 
     Per-expert tensors map to ``moe/experts``; a bias to ``<path>.bias`` (a norm's shift to the norm itself; a fused
     tensor's ``<name>_bias``, as gpt-oss's ``experts.gate_up_proj_bias``, too); layers at or past
-    ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``; an unknown
-    top-level or per-layer module to ``other/<module>``, a multimodal checkpoint's vision tower to
-    ``other/<tower>``. Paths outside ``known`` are things the formula does not count (buffers, a second copy of a
-    tied head, a layer the model code leaves out).
+    ``num_hidden_layers`` to ``extra/layers.<i>``; quantisation scales to ``quantization/<leaf>``; a record's saved
+    buffers to ``buffer/<name>``; an unknown top-level or per-layer module to ``other/<module>``, a multimodal
+    checkpoint's vision tower to ``other/<tower>``. A name the usual module names do not place is matched by its
+    modules to the path whose module is their longest dotted ending (``bert.encoder.layer.0.attention.self.query``
+    -> ``attention/query``). Paths outside the known ones are things the formula does not count (buffers, a second
+    copy of a tied head, a layer the model code leaves out).
     """
+    if not isinstance(paths, Paths):
+        paths = Paths(frozenset(paths))
     parts = name.split(".")
     while parts[0] in _WRAPPERS and len(parts) > 1:
         parts = parts[1:]
@@ -413,20 +436,69 @@ def component_path(name: str, layers: int, known: set[str]) -> str | None:
         return f"quantization/{leaf}"
     if modules and modules[0] in _OTHER_TOWERS:
         return f"other/{modules[0]}"
-    if len(modules) >= 2 and modules[0] in ("layers", "h") and modules[1].isdigit():
-        if int(modules[1]) >= layers:
-            return f"extra/layers.{modules[1]}"
-        path = _layer_path(modules[2:], leaf, known)
-    elif len(modules) == 1:
-        module = modules[0]
-        tables = {"embed_tokens": "embedding", "wte": "embedding", "wpe": "embedding", "lm_head": "head"}
-        path = f"{tables[module]}/{module}" if module in tables else _norm_or_other(module, known)
+    at = next((i for i, m in enumerate(modules[:-1]) if m in _LAYER_LISTS and modules[i + 1].isdigit()), None)
+    if at is not None and int(modules[at + 1]) >= layers:
+        return f"extra/layers.{modules[at + 1]}"
+    own = _own_name(name, paths)
+    if own is not None:
+        return own
+    if at is not None:
+        modules = modules[at + 2 :]
+        path = _layer_path(modules, leaf, paths.known)
+    elif len(modules) == 1 and modules[0] in _TABLES:
+        path = f"{_TABLES[modules[0]]}/{modules[0]}"
     else:
-        return None
+        path = None
+    if path not in paths.known:
+        path = _by_name(modules, leaf, paths, at is not None) or path
+        if path is None and at is None and len(modules) == 1:
+            path = f"other/{modules[0]}"
     is_bias = leaf == "bias" or (leaf.endswith("_bias") and path is not None and path.endswith("/experts"))
-    if path is None or not is_bias or path.endswith(("/bias", ".bias")) or (is_norm(path) and path in known):
+    if path is None or not is_bias or path.endswith(("/bias", ".bias")) or (is_norm(path) and path in paths.known):
         return path
     return f"{path}.bias"
+
+
+_TABLES = {"embed_tokens": "embedding", "wte": "embedding", "wpe": "embedding", "lm_head": "head"}
+
+
+def _ends(name: str, ending: str) -> bool:
+    return name == ending or name.endswith("." + ending)
+
+
+def _own_name(name: str, paths: Paths) -> str | None:
+    """The path a record names for this tensor, or ``buffer/<name>`` for one of its saved buffers."""
+    for ending, path in paths.names.items():
+        if _ends(name, ending):
+            return path
+    for ending in paths.buffers:
+        if _ends(name, ending):
+            return f"buffer/{ending}"
+    return None
+
+
+def _by_name(modules: list[str], leaf: str, paths: Paths, in_layer: bool) -> str | None:
+    """The known path named by the longest dotted ending of the tensor's modules (first of its modules and leaf
+    when the leaf is not a weight: ``router.scale``, ``cls.predictions.bias``), as ``group.module`` or as
+    ``module`` alone (a path another tensor names in full not taken), among the paths of the layers for a tensor
+    of a layer and the others for the others; None when no ending or two paths match one."""
+    candidates = [p for p in paths.known if (p in paths.layered) == in_layer]
+    forms = {"weight": [modules], "bias": [modules, [*modules, leaf]]}.get(leaf, [[*modules, leaf], modules])
+    for form in forms:
+        for start in range(len(form)):
+            ending = ".".join(form[start:])
+            full = [p for p in candidates if p.replace("/", ".", 1) == ending]
+            named = [p for p in candidates if p.partition("/")[2] == ending and p not in paths.claimed]
+            found = full or named
+            if found:
+                return found[0] if len(found) == 1 else None
+    return None
+
+
+def claimed(names: list[str], known: set[str]) -> frozenset[str]:
+    """The known paths some tensor's modules name in full, ``group.module`` (layer and expert indices aside)."""
+    modules = {re.sub(r"\.\d+(?=\.|$)", "", name.rpartition(".")[0]) for name in names}
+    return frozenset(path for path in known if any(_ends(m, path.replace("/", ".", 1)) for m in modules))
 
 
 def _norm_or_other(module: str, known: set[str]) -> str:
@@ -465,7 +537,7 @@ def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 # what tensor names alone (an index) tell about a difference
 
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")
 _BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq", "e_score_correction_bias")
 _SCALES = ("_scale_inv", ".weight_scale", ".input_scale")
 
@@ -573,6 +645,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         )
     if path.startswith("quantization/"):
         return "quantisation scales or zero points, not parameters of the model"
+    if path.startswith("buffer/"):
+        return "a buffer of the model, saved with the weights: not a parameter"
     if path == "moe/router.e_score_correction_bias":
         return "a buffer in transformers' model (routing bias), not a parameter"
     if path.removeprefix("other/") in _OTHER_TOWERS:
@@ -712,6 +786,14 @@ def _gptq_awq_shape(qweight: Tensor, scales: Tensor | None, qzeros: Tensor | Non
     )
 
 
+def _shared(path: str, shared: Mapping[str, str]) -> str:
+    """The path whose tensors hold ``path`` (itself, unless the record says another; a bias follows its weight)."""
+    if path in shared:
+        return shared[path]
+    weight = path.removesuffix(".bias")
+    return f"{shared[weight]}.bias" if weight != path and weight in shared else path
+
+
 def _storage_path(name: str) -> str:
     """``quantization/<what>`` for a quantisation storage tensor: its leaf, or ``quant_state`` / ``mxfp4_scales``."""
     if ".quant_state." in name:
@@ -724,16 +806,31 @@ def _storage_path(name: str) -> str:
 
 def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Verification:
     """Count every tensor's elements under its component path and set them next to the formula's counts; a
-    quantised checkpoint's packed weights count as the weights they hold, its scales and zeros as storage."""
+    quantised checkpoint's packed weights count as the weights they hold, its scales and zeros as storage. Terms
+    the record says the checkpoint stores in another path's tensors (``shared``: the same module on layers of
+    another kind) are counted under that path."""
+    names = model.architecture.checkpoint
     formula: dict[str, int] = {}
-    for component in model.counts.components:
-        formula[component.path] = formula.get(component.path, 0) + component.count
+    layered: set[str] = set()
+    for term, component in zip(model.terms, model.counts.components, strict=True):
+        path = _shared(component.path, names.shared)
+        formula[path] = formula.get(path, 0) + component.count
+        if term.layers != 1:
+            layered.add(path)
     plain = dequantise(tensors)
+    known = frozenset(formula)
+    paths = Paths(
+        known,
+        frozenset(layered),
+        {ending: _shared(path, names.shared) for path, ending in names.names.items()},
+        names.buffers,
+        claimed([t.name for t in plain.tensors], known),
+    )
     found: dict[str, int] = {}
     rows: dict[str, set[int]] = {}
     unmapped = []
     for tensor in plain.tensors:
-        path = component_path(tensor.name, model.values[N], set(formula))
+        path = component_path(tensor.name, model.values[N], paths)
         if path is None:
             unmapped.append(tensor)
             continue

@@ -287,3 +287,38 @@ def assert_counted_as_transformers_builds(model_type: str, config: dict) -> None
     except LlmcountError as error:
         pytest.fail(f"{model_type}: refused a config transformers builds: {error}\n{config}")
     assert got == want, f"{model_type}: {config} ({oracle.VERSIONS})"
+
+
+DOTS3_TEXT = {"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 100, "pad_token_id": None}
+DOTS3_TEXT |= {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "intermediate_size": 32}
+
+
+@pytest.mark.parametrize(
+    ("adapters", "refused"),
+    [
+        ({}, "vision adapter"),  # both adapters keep Dots3NoteConfig's 5120, the text hidden_size is 64
+        ({"vision_config": {"adapter_out_dim": 64}}, "audio adapter"),
+        ({"vision_config": {"adapter_out_dim": 64}, "audio_config": {"adapter_out_dim": 64}}, None),
+        ({"vision_config": {"adapter_out_dim": 64}, "audio_config": {"whisper_adapter_out_dim": 64}}, None),
+        ({"vision_config": {"adapter_out_dim": 64}, "audio_config": {"adapter_output_size": 64}}, None),
+        (
+            {
+                "vision_config": {"adapter_out_dim": 64},
+                "audio_config": {"adapter_out_dim": 64, "adapter_output_size": 32},
+            },
+            "audio adapter",
+        ),
+        ({"vision_config": {"adapter_out_dim": 32}, "audio_config": {"adapter_out_dim": 64}}, "vision adapter"),
+    ],
+)
+def test_dots3_note_adapters_as_wide_as_the_text_model(adapters: dict, refused: str | None) -> None:
+    """Dots3NoteConfig refuses adapters whose output width is not the text hidden_size; llmcount refuses the same
+    configs naming the adapter, and counts the others as transformers does."""
+    config = {"model_type": "dots3_note", **DOTS3_TEXT, **adapters}
+    if refused is None:
+        assert total(config) == oracle.composite_total(config, "Dots3NoteForCausalLM"), oracle.VERSIONS
+        return
+    with pytest.raises(oracle.TransformersRejected, match="adapter output width must match the text hidden size"):
+        oracle.composite_total(config, "Dots3NoteForCausalLM")
+    with pytest.raises(RuleRefusal, match=f"the {refused}'s output width .* is not the text hidden_size \\(64\\)"):
+        total(config)

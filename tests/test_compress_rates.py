@@ -88,3 +88,30 @@ def test_deepseek_v4_refusals_are_one_line(tmp_path) -> None:
     assert_refused(run("memory", str(path)), "deepseek_v4")
     with pytest.raises(RuleRefusal):
         read_config({**SMALL_V4, "compress_rate_hca": 64}, "test")
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"compress_rates": {CSA: 3}},  # the default layout has both kinds: transformers' KeyError on the HCA layers
+        {"compress_rates": {HCA: 3}},
+        {"compress_rates": {}},
+        {"layer_types": [CSA] * 5, "compress_rates": {CSA: 3}},  # a rate only for the kind the layers have: built
+        {"layer_types": [SLIDING] * 4 + [HCA], "compress_rates": {HCA: 5}},
+        {"layer_types": [SLIDING] * 5, "compress_rates": {}},
+    ],
+)
+def test_a_rate_left_out_is_refused_where_transformers_refuses_it(keys: dict) -> None:
+    """DeepseekV4Config keeps compress_rates as given; each compressed layer reads its kind's rate, a KeyError when
+    the object leaves it out. llmcount refuses the config naming the rate (never the record's default), and counts
+    those whose layers need only the rates given."""
+    config = {**SMALL_V4, **keys}
+    try:
+        expected = oracle.meta_total(config)
+    except oracle.TransformersRejected as exc:
+        assert "KeyError" in str(exc)
+        missing = CSA if CSA not in keys["compress_rates"] else HCA
+        with pytest.raises(RuleRefusal, match=f"compress_rates has no {missing} rate"):
+            read_config(config, "test")
+    else:
+        assert read_config(config, "test").counts.total == expected, oracle.VERSIONS

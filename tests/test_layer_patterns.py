@@ -492,3 +492,43 @@ def test_partial_rope_that_turns_no_channel(model_type: str) -> None:
     if model_type == "gpt_neox":
         del config["num_key_value_heads"]
     assert read_config(config, "test").counts.total == oracle.meta_total(config)
+
+
+ROPE = {"rope_type": "default", "rope_theta": 10000.0}
+PARTIAL_ROPE = {  # a head of 16 channels in each
+    "glm": {"head_dim": 16, "pad_token_id": None},
+    "glm4": {"head_dim": 16, "pad_token_id": None},
+    "glm4_moe": {"head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
+    "minimax_m2": {"head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2},
+    "nemotron": {"head_dim": 16},
+    "phi": {},
+    "stablelm": {},
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(PARTIAL_ROPE))
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"partial_rotary_factor": 0.25},  # the released checkpoints' place
+        {"rope_parameters": {**ROPE, "partial_rotary_factor": 0.75}},  # transformers 5's
+        {"partial_rotary_factor": 0.25, "rope_parameters": {**ROPE, "partial_rotary_factor": 0.75}},  # nested wins
+        {"partial_rotary_factor": 0.25, "rope_parameters": ROPE},  # nested object without it: the top-level one
+        {"rope_parameters": ROPE},  # neither: the class default
+    ],
+    ids=["top", "nested", "both", "nested-object-without-it", "neither"],
+)
+def test_partial_rotary_factor_read_where_transformers_reads_it(model_type: str, keys: dict) -> None:
+    """d_rope, the rotated channels of a head, against the rotary embedding transformers builds: inv_freq holds one
+    frequency per pair of rotated channels, d_rope = 2 · len(inv_freq)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from llmcount.formulas.symbols import d_rope
+
+    config = {"model_type": model_type, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+    config |= {"intermediate_size": 80, "vocab_size": 97, "num_hidden_layers": 1, **PARTIAL_ROPE[model_type], **keys}
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(oracle._hf_config(config))
+    (inv_freq,) = [buffer for name, buffer in model.named_buffers() if name.endswith("rotary_emb.inv_freq")]
+    assert read_config(config, "test").values[d_rope] == 2 * inv_freq.shape[0], oracle.VERSIONS

@@ -66,24 +66,17 @@ def run(*args: str):
 # checkpoints exactly as transformers writes them
 
 
-# verify maps a checkpoint's tensor names to a record's paths; these families' names are not mapped yet (the
-# encoder-style prefixes bert./roformer./electra./rembert./roberta. and their attention.self.* modules, ModernBERT's
-# embeddings.tok_embeddings, OPT's project_in/out, Beam's sinks and gate_bias, MiMo-V2-Flash's attention_sink_bias and
-# the saved routing-bias buffer, Gemma 4's full-layer norms): their totals are checked, their names fail until the
-# mapping learns them
-NAMES_NOT_MAPPED = {
-    "beam-sliding-gated-dense-then-moe",
-    "bert-decoder-untied",
-    "electra-narrow-embeddings",
-    "gemma4-full-layers-wider-shared-kv",
-    "gemma4-unified-per-layer-config",
-    "mimo-v2-flash-sliding-kv-heads",
-    "modernbert-decoder",
-    "opt-projected-embeddings",
-    "rembert-output-width",
-    "roformer-decoder-untied",
-    "roformer-narrow-embeddings",
-    "xlm-roberta-xl-decoder-untied",
+# buffers the model code saves with the weights: listed as differences with a note, never parameters (counts by
+# hand from each config: the routing bias is n per MoE layer, Gemma 4's layer_scalar one per layer)
+SAVED_BUFFERS = {
+    # DeepSeek-V3: 3 layers, the first dense (first_k_dense_replace 1): 2 MoE layers · 8 experts
+    "deepseek-v3-mla-q-lora-shared-dense": {"moe/router.e_score_correction_bias": (0, 2 * 8)},
+    # Beam: 7 layers, the first min(3, N) dense (BeamConfig's mlp_layer_types): 4 MoE layers · 8 experts
+    "beam-sliding-gated-dense-then-moe": {"moe/router.e_score_correction_bias": (0, 4 * 8)},
+    # MiMo-V2-Flash: 7 layers, the first dense (MiMoV2FlashConfig's mlp_layer_types): 6 MoE layers · 4 experts
+    "mimo-v2-flash-sliding-kv-heads": {"moe/router.e_score_correction_bias": (0, 6 * 4)},
+    "gemma4-full-layers-wider-shared-kv": {"buffer/layer_scalar": (0, 6)},  # one per layer, 6 layers
+    "gemma4-unified-per-layer-config": {"buffer/layer_scalar": (0, 5)},  # 5 layers
 }
 
 
@@ -96,27 +89,19 @@ def test_checkpoint_written_by_transformers_has_the_formulas_total(tmp_path: Pat
     assert result.formula_total == meta_total(config), VERSIONS
 
 
-# (qwen3-moe: transformers 5.23 saves the expert count as num_local_experts, an alias the record must read)
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="verify does not map these names yet"))
-        if name in NAMES_NOT_MAPPED
-        else name
-        for name in sorted(SMALL)
-    ],
-)
+# every tensor name maps to a record path: decoder-style names, the encoder-style ones (bert.encoder.layer.3.attention
+# .self.query), and those a record's [checkpoint] table names (qwen3-moe: transformers 5.23 saves the expert count as
+# num_local_experts, an alias the record must read)
+@pytest.mark.parametrize("name", sorted(SMALL))
 def test_checkpoint_written_by_transformers_matches(tmp_path: Path, name: str) -> None:
     config = SMALL[name]
     folder = save_tiny(config, tmp_path / name)
     result = verify(str(folder))
     differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
-    if config["model_type"] == "deepseek_v3":
-        # DeepSeek-V3's routing bias is a buffer of n per MoE layer, saved with the weights: 2 layers · 8
-        assert differences == {"moe/router.e_score_correction_bias": (0, 2 * 8)}
-        assert "buffer" in result.differences[0].note
-    else:
-        assert differences == {} and not result.unmapped and result.match
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert differences == SAVED_BUFFERS.get(name, {})
+    assert all("buffer" in c.note for c in result.differences)
+    assert result.match == (name not in SAVED_BUFFERS)
 
 
 def test_sharded_checkpoint_with_index(tmp_path: Path) -> None:

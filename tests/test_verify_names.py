@@ -19,6 +19,8 @@ from oracle import meta_total
 from test_verify import elements_in, rewrite, save_tiny
 
 from llmcount.checkpoint import verify
+from llmcount.formulas import records
+from llmcount.formulas.expressions import RecordError
 
 GPT_OSS = {
     "model_type": "gpt_oss",
@@ -124,3 +126,21 @@ def test_llama4_multimodal_names_and_the_vision_tower(tmp_path: Path, prefix: st
     found = {c.path: c.checkpoint for c in result.components}
     assert {path: found.get(path) for path in EXPECTED["llama4_text"]} == EXPECTED["llama4_text"]
     assert result.checkpoint_total - result.formula_total == 16 * 12 + 32 * 16
+
+
+def test_a_checkpoint_table_names_paths_of_the_record() -> None:
+    """``[checkpoint]``'s names and shared take paths of the record's terms; a typo is named, never ignored."""
+    record = {
+        "model_type": "x",
+        "title": "X",
+        "symbols": {"V": "vocab_size", "d": "hidden_size"},
+        "terms": [{"path": "embedding/embed_tokens", "expr": "V*d", "note": "table"}],
+    }
+    parsed = records.parse_record({**record, "checkpoint": {"names": {"embedding/embed_tokens": "wte.weight"}}}, "x")
+    assert parsed.checkpoint.names == {"embedding/embed_tokens": "wte.weight"}
+    with pytest.raises(RecordError, match="'embedding/embed' is not a path of the record's terms"):
+        records.parse_record({**record, "checkpoint": {"names": {"embedding/embed": "wte.weight"}}}, "x")
+    with pytest.raises(RecordError, match="'head/lm_head' is not a path"):
+        records.parse_record({**record, "checkpoint": {"shared": {"embedding/embed_tokens": "head/lm_head"}}}, "x")
+    with pytest.raises(RecordError, match=r"unknown fields \['name'\]"):
+        records.parse_record({**record, "checkpoint": {"name": {}}}, "x")

@@ -89,9 +89,12 @@ class _Reader:
         return LlmcountError(f"{self.source}: {message}")
 
     def present(self, key: str) -> list[str]:
-        """The names (the key and its aliases) under which the config gives ``key``."""
+        """The names (the key and its aliases) under which the config gives ``key``; a key of an object (an alias
+        ``rope_parameters.partial_rotary_factor``) before the same key at the top level, which it overrides."""
         names = [key, *self.family.aliases.get(key, ())]
         found = [name for name in names if name in self.config]
+        nested = [name for name in found if "." in name]
+        found = nested or found
         if len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
             raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
         return found
@@ -433,7 +436,32 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
         inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})
     # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out
     named = f"{name or source} (language model)"
-    return replace(read_config(inner, where, named, family), source=source, composite=outer)
+    model = read_config(inner, where, named, family)
+    _check_composite(config, source, outer, model)
+    return replace(model, source=source, composite=outer)
+
+
+def _check_composite(config: dict[str, Any], source: str, outer: Composite, model: Model) -> None:
+    """Refuse a composite config at the first of its class's checks it fails (an adapter's width that is not the
+    text hidden size), over the text model's symbols and the composite's ``keys`` read from the config."""
+    namespace: dict[str, Any] = {symbol.name: value for symbol, value in model.values.items()}
+    for key, default in outer.keys.items():
+        head, _, leaf = key.rpartition(".")
+        outer_config = config
+        if head:
+            outer_config = config.get(head)
+            if outer_config is None:  # absent or null: the sub-config class's defaults
+                outer_config = {}
+            elif not isinstance(outer_config, dict):
+                raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(outer_config)}")
+        namespace[key] = outer_config.get(leaf, default)
+    for rule in outer.checks:
+        try:
+            holds = rule.test(namespace)
+        except _EVALUATION_ERRORS as exc:
+            raise LlmcountError(f"{source}: {rule.message} (cannot check {rule.text!r}: {exc})") from None
+        if not holds:
+            raise RuleRefusal(f"{source}: {_message(rule, namespace)} (model_type {outer.name})")
 
 
 def _text_at_top(config: dict[str, Any], outer: Composite) -> dict[str, Any] | None:

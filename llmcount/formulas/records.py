@@ -201,6 +201,7 @@ class Family:
     activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
     tree: Mapping[str, Any] | None = None  # the optional [tree] table: print(model)'s names, read by renderers/tree.py
+    checkpoint: CheckpointNames = field(default_factory=lambda: CheckpointNames())  # [checkpoint], read by verify
     # the part of a larger model the count covers, and what it leaves out, in words (both empty: the whole model)
     counted: str = ""
     not_counted: str = ""
@@ -521,6 +522,38 @@ def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) ->
     return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers)
 
 
+@dataclass(frozen=True)
+class CheckpointNames:
+    """The ``[checkpoint]`` table: how a checkpoint names what the record's paths do not say (read by verify)."""
+
+    names: Mapping[str, str] = field(default_factory=dict)  # a path -> the tensor name that holds it (a dotted ending)
+    shared: Mapping[str, str] = field(default_factory=dict)  # a path -> the path whose tensors also hold it
+    buffers: tuple[str, ...] = ()  # tensors saved with the weights that are buffers, not parameters (dotted endings)
+
+
+def _checkpoint(data: Any, where: str, paths: set[str]) -> CheckpointNames:
+    """The ``[checkpoint]`` table, checked: ``names`` and ``shared`` name paths of the record's terms."""
+    table = _table(data, where)
+    unknown = set(table) - {"names", "shared", "buffers"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    names = _table(table.get("names", {}), f"{where} names")
+    shared = _table(table.get("shared", {}), f"{where} shared")
+    for field_name, entries in (("names", names), ("shared", shared)):
+        if not all(isinstance(v, str) and v for v in entries.values()):
+            raise RecordError(f"{where} {field_name}: each path takes a name, a string")
+        strange = sorted(set(entries) - paths)
+        if strange:
+            raise RecordError(f"{where} {field_name}: {strange[0]!r} is not a path of the record's terms")
+    strange = sorted(set(shared.values()) - paths)
+    if strange:
+        raise RecordError(f"{where} shared: {strange[0]!r} is not a path of the record's terms")
+    buffers = _list(table.get("buffers", []), f"{where} buffers")
+    if not all(isinstance(x, str) and x for x in buffers):
+        raise RecordError(f"{where} buffers: a list of tensor names")
+    return CheckpointNames(names, shared, tuple(buffers))
+
+
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
 
 
@@ -555,7 +588,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
-    unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree"}
+    unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree", "checkpoint"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -600,6 +633,9 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
+    if "checkpoint" in data:
+        paths = {choice.term.path for choice in family.choices}
+        family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))
     _check_names(family, where)
     _check_per_layer(family, where)
     for key in family.nested:  # one level: "object.key", both plain names
@@ -710,9 +746,14 @@ class Composite:
     absent: Mapping[str, Any] | None  # the text config when text_config is absent or null (None: {})
     # without text_config, the text config is the top-level keys: all of them (True) or these (a flat config.json)
     text_at_top: bool | tuple[str, ...] = False
+    # rules the composite class checks against the text config (the widths of parts not counted), over the text
+    # record's symbols and ``keys``: keys of the composite config (one level of dotted keys) with the class's defaults
+    keys: Mapping[str, Any] = field(default_factory=dict)
+    checks: tuple[Rule, ...] = ()
 
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
+_COMPOSITE_FIELDS |= {"keys", "checks"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -737,7 +778,12 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_at_top = tuple(text_at_top)
     elif not isinstance(text_at_top, bool):
         raise RecordError(f"{where}.text_at_top: true, or a list of the top-level keys read as the text config")
+    keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
+    if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
+        raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
     return Composite(
+        keys=keys,
+        checks=_rules(data.get("checks", []), f"{where}.checks"),
         name=name,
         title=_text(data, "title", where),
         model=_text(data, "model", where),

@@ -127,6 +127,20 @@ p_vis = _size("p_vis")
 n_patch = _size("n_patch")
 C_img = _size("C_img")
 n_img = _count("n_img")
+N_aud = _size("N_aud")
+d_aud = _size("d_aud")
+d_ff_aud = _size("d_ff_aud")
+h_aud = _size("h_aud")
+h_d_aud = _size("h_d_aud")
+d_glu = _size("d_glu")
+d_sep = _size("d_sep")
+m_dw = _size("m_dw")
+k_aud = _size("k_aud")
+s_sub = _size("s_sub")
+f_sub = _size("f_sub")
+C_sub = _size("C_sub")
+n_bucket = _size("n_bucket")
+r_down = _size("r_down")
 n_gram = _size("n_gram")
 V_pl = _size("V_pl")
 d_pl = _size("d_pl")
@@ -398,6 +412,70 @@ GLOSSARY: tuple[Entry, ...] = (
     ),
     Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image (GIT)"),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
+    Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
+    Entry(d_aud, r"d_{\mathrm{aud}}", "audio_config.hidden_size", "hidden size of the audio encoder"),
+    Entry(
+        d_ff_aud,
+        r"d_{\mathrm{ff,aud}}",
+        "audio_config.intermediate_size",
+        "MLP width of the audio encoder's feed-forward modules (Phi-4-multimodal)",
+    ),
+    Entry(h_aud, r"h_{\mathrm{aud}}", "audio_config.num_attention_heads", "attention heads of the audio encoder"),
+    Entry(
+        h_d_aud,
+        r"h_{d,\mathrm{aud}}",
+        "audio_config.head_dim (hidden_size // num_attention_heads)",
+        "size of one attention head of the audio encoder (Phi-4-multimodal)",
+    ),
+    Entry(
+        d_glu,
+        r"d_{\mathrm{glu}}",
+        "audio_config.ext_pw_out_channel",
+        "channels of the conformer convolution module's GLU and output pointwise convolutions (Phi-4-multimodal)",
+    ),
+    Entry(
+        d_sep,
+        r"d_{\mathrm{sep}}",
+        "audio_config.depthwise_separable_out_channel",
+        "output channels of the conformer's depthwise-separable convolution (Phi-4-multimodal)",
+    ),
+    Entry(
+        m_dw,
+        r"m_{\mathrm{dw}}",
+        "audio_config.depthwise_multiplier",
+        "channels per input channel of the conformer's depthwise convolution (Phi-4-multimodal)",
+    ),
+    Entry(k_aud, r"k_{\mathrm{aud}}", "audio_config.kernel_size", "kernel of the conformer's depthwise convolution"),
+    Entry(
+        s_sub,
+        r"s_{\mathrm{sub}}",
+        "int(log2(audio_config.time_reduction))",
+        "stride-2 convolution stages of the audio encoder's subsampling (Phi-4-multimodal)",
+    ),
+    Entry(
+        f_sub,
+        r"f_{\mathrm{sub}}",
+        "audio_config.nemo_final_size (ceil(input_size / 2^s_sub))",
+        "feature bins left after the audio subsampling's stages (nemo_final_size, Phi-4-multimodal)",
+    ),
+    Entry(
+        C_sub,
+        r"C_{\mathrm{sub}}",
+        "audio_config.nemo_conv_channels",
+        "channels of the audio encoder's subsampling convolutions (Phi-4-multimodal)",
+    ),
+    Entry(
+        n_bucket,
+        r"n_{\mathrm{bucket}}",
+        "audio_config.bias_max_distance (twice, unless bias_symmetric)",
+        "relative-position buckets of the audio encoder's attention bias (Phi-4-multimodal)",
+    ),
+    Entry(
+        r_down,
+        r"r_{\mathrm{down}}",
+        "audio_config.downsample_rate",
+        "audio frames stacked into one before the projection to the language model (Phi-4-multimodal)",
+    ),
     Entry(
         n_gram,
         r"n_{\mathrm{gram}}",
