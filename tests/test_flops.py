@@ -372,6 +372,10 @@ def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) 
         reject()
     if model.counts.total > 50_000_000:  # a large class default left in place: too large to run on CPU
         reject()
+    named = {symbol.name: value for symbol, value in model.values.items()}
+    head = named.get("h_d") or named["d"] // named.get("h", 1)
+    if head % 2 or any(value % 2 for name, value in named.items() if name in ("h_d", "d_rope", "d_nope")):
+        reject()  # rotary embeddings turn pairs of a head's channels: heads of an even width
     try:
         expected = counter_flops(config, batch, seq)
     except Exception:  # transformers refuses the config (its config class, constructor or forward raises)
