@@ -269,6 +269,8 @@ SMALL = {
         "cross_attention_layers": [1],
         "pad_token_id": 0,  # the class's 128004 lies outside the small vocabulary
     },
+    # Moshi's text decoder: its cache slides (sliding_window), its mask does not: full attention is counted
+    "moshi-cache-window-only": {**GQA, "model_type": "moshi", "ffn_dim": 48, "sliding_window": 4},
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
@@ -350,7 +352,7 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 
 # records whose attention has widths or layers of its own, drawn as test_records draws them (switches flipped, small
 # sizes, a window and layer patterns within the drawn layers), counted on CPU (their forward reads tensor values)
-DRAWN = ["mllama_text_model"]
+DRAWN = ["mllama_text_model", "moshi"]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
 
 

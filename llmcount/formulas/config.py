@@ -447,7 +447,8 @@ def _text_at_top(config: dict[str, Any], outer: Composite) -> dict[str, Any] | N
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:
     """The symbols of a sliding window this config does not use (no window, or no layer that slides): left out of
-    the values, so that memory counts every layer full and a count does not list W = 131072, N_sliding = 0."""
+    the values, so that memory counts every layer full and a count does not list W = 131072, N_sliding = 0. A window
+    the cache alone slides by (``cached_sliding``) is used."""
     spec = family.attention
     if spec is None or spec.window is None:
         return frozenset()
@@ -459,8 +460,8 @@ def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symb
                 "widths of their own is not modelled"
             )
         return frozenset(symbols)
-    if spec.sliding is not None and spec.sliding.subs(values) == 0:
-        return frozenset(symbols)
+    if all(count is not None and count.subs(values) == 0 for count in (spec.sliding, spec.cache_sliding)):
+        return frozenset(symbols)  # no layer slides, in the scores or in the cache
     return frozenset()
 
 
