@@ -271,6 +271,13 @@ SMALL = {
     },
     # Moshi's text decoder: its cache slides (sliding_window), its mask does not: full attention is counted
     "moshi-cache-window-only": {**GQA, "model_type": "moshi", "ffn_dim": 48, "sliding_window": 4},
+    # GIT on text alone: the CLIP vision encoder does not run; the untied output layer with its bias
+    "git-text-only-untied": {
+        "model_type": "git",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "tie_word_embeddings": False},
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
@@ -352,7 +359,7 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 
 # records whose attention has widths or layers of its own, drawn as test_records draws them (switches flipped, small
 # sizes, a window and layer patterns within the drawn layers), counted on CPU (their forward reads tensor values)
-DRAWN = ["mllama_text_model", "moshi"]
+DRAWN = ["git", "mllama_text_model", "moshi"]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
 
 
