@@ -390,7 +390,8 @@ def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) 
     except Exception:  # transformers refuses the config (its config class, constructor or forward raises)
         reject()
     got = llmcount_forward(config, batch, seq)
-    assert got == expected, f"{model_type} B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+    message = f"{model_type} B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+    assert got == expected, message
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ class _Reader:
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
-            return None
+            return None if spec.null in (None, NONE) else self.derived(spec, spec.null, namespace)  # 0 reads as null
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null
@@ -179,6 +179,8 @@ class _Reader:
             value = rule(namespace)
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
+        if value is None:  # the expression's None: the symbol has no value for this config
+            return None
         what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
         if isinstance(value, int) and not isinstance(value, bool) and value < spec.minimum:
             # the other keys give a size no model has (head_dim = d // h with d < h): a stated reason, not a typo
