@@ -394,6 +394,16 @@ def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) 
     assert got == expected, message
 
 
+@pytest.mark.parametrize("model_type", DRAWN)
+def test_class_defaults_equal_flop_counter(model_type: str) -> None:
+    """The config class's defaults (a released size), on the meta device."""
+    from oracle import runnable_defaults
+
+    config = runnable_defaults(model_type)
+    for batch, seq in ((1, 7), (2, 33)):
+        assert_equal_to_counter(config, batch, seq)
+
+
 # ---------------------------------------------------------------------------------------------
 # the causal convention, training, per token: hand derivations
 
