@@ -125,7 +125,10 @@ def test_cache_equals_transformers(model_type: str, data) -> None:
     assert_cache_equals_transformers(model_type, data, "fp32")
 
 
-STATEFUL = [name for name in CACHED if records.family(name).states]
+NO_BF16 = {  # models transformers cannot run in bf16: the cache is compared in fp32 only
+    "inkling2_text": "Inkling2DynamicShortConvolution projects its taps in fp32 from bf16 weights (a dtype error)",
+}
+STATEFUL = [name for name in CACHED if records.family(name).states and name not in NO_BF16]
 
 
 @pytest.mark.parametrize("model_type", STATEFUL)

@@ -261,6 +261,23 @@ SMALL = {
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
         **{"intermediate_size": 48, "is_decoder": True, "input_embedding_size": 16, "output_embedding_size": 24},
     },
+    # Mllama's text model, layer 1 a cross-attention layer: without vision states it is skipped whole
+    "mllama-text-cross-layer-skipped": {
+        **GQA,
+        "model_type": "mllama_text_model",
+        "num_hidden_layers": 3,
+        "cross_attention_layers": [1],
+        "pad_token_id": 0,  # the class's 128004 lies outside the small vocabulary
+    },
+    # Moshi's text decoder: its cache slides (sliding_window), its mask does not: full attention is counted
+    "moshi-cache-window-only": {**GQA, "model_type": "moshi", "ffn_dim": 48, "sliding_window": 4},
+    # GIT on text alone: the CLIP vision encoder does not run; the untied output layer with its bias
+    "git-text-only-untied": {
+        "model_type": "git",
+        **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
+        **{"intermediate_size": 48, "tie_word_embeddings": False},
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
@@ -338,6 +355,53 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
         reject()
     got = llmcount_forward(config, batch, seq)
     assert got == expected, f"B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+
+
+# records whose attention has widths or layers of its own, drawn as test_records draws them (switches flipped, small
+# sizes, a window and layer patterns within the drawn layers), counted on CPU (their forward reads tensor values)
+DRAWN = ["git", "mllama_text_model", "moshi"]
+DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
+
+
+@pytest.mark.parametrize("model_type", DRAWN)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) -> None:
+    from oracle import drawn_config
+    from test_state_flops import counter_flops
+
+    config = data.draw(drawn_config(records.family(model_type), st.sampled_from([2, 4, 8])), label="config")
+    for key, choices in DRAWN_WINDOWS.items():
+        if isinstance(config.get(key), int):
+            config[key] = data.draw(st.sampled_from(choices))
+    batch, seq = data.draw(st.integers(1, 2), label="B"), data.draw(st.integers(1, 12), label="S")
+    try:
+        model = read_config(config, "drawn config")
+    except LlmcountError:
+        reject()
+    if model.counts.total > 50_000_000:  # a large class default left in place: too large to run on CPU
+        reject()
+    named = {symbol.name: value for symbol, value in model.values.items()}
+    head = named.get("h_d") or named["d"] // named.get("h", 1)
+    if head % 2 or any(value % 2 for name, value in named.items() if name in ("h_d", "d_rope", "d_nope")):
+        reject()  # rotary embeddings turn pairs of a head's channels: heads of an even width
+    try:
+        expected = counter_flops(config, batch, seq)
+    except Exception:  # transformers refuses the config (its config class, constructor or forward raises)
+        reject()
+    got = llmcount_forward(config, batch, seq)
+    message = f"{model_type} B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+    assert got == expected, message
+
+
+@pytest.mark.parametrize("model_type", DRAWN)
+def test_class_defaults_equal_flop_counter(model_type: str) -> None:
+    """The config class's defaults (a released size), on the meta device."""
+    from oracle import runnable_defaults
+
+    config = runnable_defaults(model_type)
+    for batch, seq in ((1, 7), (2, 33)):
+        assert_equal_to_counter(config, batch, seq)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -213,6 +213,20 @@ SMALL = {
         **{"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 6},
         "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"],
     },
+    "inkling2_text": {  # Inkling 2: sliding, full, sliding layers; blocks of two layers for the attention residuals
+        "model_type": "inkling2_text",
+        **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 8, "n_layers_per_attn_res_block": 2},
+        **{"swa_num_attention_heads": 6, "swa_num_key_value_heads": 3, "swa_head_dim": 4, "sliding_window_size": 3},
+        **{"d_rel": 5, "rel_extent": 7, "conv_kernel_size": 3},
+        **{"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 6},
+        "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"],
+    },
+    "cpmant": {  # three prompts of three tokens, prepended to every sequence (the third prompt's ids are read)
+        "model_type": "cpmant",
+        **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "dim_head": 6},
+        **{"dim_ff": 24, "prompt_types": 3, "prompt_length": 3, "segment_types": 4, "position_bias_num_buckets": 8},
+    },
     "zaya": {
         "model_type": "zaya",
         **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},

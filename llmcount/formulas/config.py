@@ -126,7 +126,7 @@ class _Reader:
         if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
-            return None
+            return None if spec.null in (None, NONE) else self.derived(spec, spec.null, namespace)  # 0 reads as null
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null
@@ -182,6 +182,8 @@ class _Reader:
             value = rule(namespace)
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
+        if value is None:  # the expression's None: the symbol has no value for this config
+            return None
         what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
         if isinstance(value, int) and not isinstance(value, bool) and value < spec.minimum:
             # the other keys give a size no model has (head_dim = d // h with d < h): a stated reason, not a typo
@@ -475,7 +477,8 @@ def _text_at_top(config: dict[str, Any], outer: Composite) -> dict[str, Any] | N
 
 def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symbol]:
     """The symbols of a sliding window this config does not use (no window, or no layer that slides): left out of
-    the values, so that memory counts every layer full and a count does not list W = 131072, N_sliding = 0."""
+    the values, so that memory counts every layer full and a count does not list W = 131072, N_sliding = 0. A window
+    the cache alone slides by (``cached_sliding``) is used."""
     spec = family.attention
     if spec is None or spec.window is None:
         return frozenset()
@@ -487,8 +490,8 @@ def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symb
                 "widths of their own is not modelled"
             )
         return frozenset(symbols)
-    if spec.sliding is not None and spec.sliding.subs(values) == 0:
-        return frozenset(symbols)
+    if all(count is not None and count.subs(values) == 0 for count in (spec.sliding, spec.cache_sliding)):
+        return frozenset(symbols)  # no layer slides, in the scores or in the cache
     return frozenset()
 
 

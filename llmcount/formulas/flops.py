@@ -187,7 +187,8 @@ def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
     kind = "chunked" if spec.chunked else "sliding"
     own = spec.widths(sliding=False)[:2] != spec.widths(sliding=True)[:2]  # sliding layers of other widths
     if not causal and not own:
-        span = "the full S×S matrix" + (", sliding layers too (eager masks the window)" if spec.window else "")
+        masked = spec.window is not None and spec.windowed != 0  # a window that masks some layers' scores
+        span = "the full S×S matrix" + (", sliding layers too (eager masks the window)" if masked else "")
         return _scores(spec, spec.layers, 2 * S, span)
     if not causal:
         full = _scores(spec, spec.layers - spec.windowed, 2 * S, "the full S×S matrix", "full layers: ")

@@ -120,6 +120,8 @@ n_rel = _size("n_rel")
 V_dec = _size("V_dec")
 d_cross = _size("d_cross")
 N_cross = _count("N_cross")
+N_bi = _count("N_bi")
+n_mem = _size("n_mem")
 N_vis = _size("N_vis")
 d_vis = _size("d_vis")
 d_ff_vis = _size("d_ff_vis")
@@ -400,6 +402,13 @@ GLOSSARY: tuple[Entry, ...] = (
         "cross_attention_layers",
         "layers that cross-attend to the vision states instead of self-attending (Mllama)",
     ),
+    Entry(
+        N_bi,
+        r"N_{\mathrm{bi}}",
+        "attn_type",
+        "layers whose relative positions run both ways, 2·S of them (XLNet's attn_type 'bi'; 'uni': S + 1)",
+    ),
+    Entry(n_mem, r"n_{\mathrm{mem}}", "mem_len / reuse_len", "past hidden states XLNet keeps per layer (mems)"),
     Entry(N_vis, r"N_{\mathrm{vis}}", "vision_config.num_hidden_layers", "layers of the vision encoder (GIT)"),
     Entry(d_vis, r"d_{\mathrm{vis}}", "vision_config.hidden_size", "hidden size of the vision encoder (GIT)"),
     Entry(d_ff_vis, r"d_{\mathrm{ff,vis}}", "vision_config.intermediate_size", "MLP width of the vision encoder (GIT)"),
