@@ -121,7 +121,7 @@ V_dec = _size("V_dec")
 d_cross = _size("d_cross")
 N_cross = _count("N_cross")
 N_bi = _count("N_bi")
-n_mem = _size("n_mem")
+S_mem = _size("S_mem")
 N_vis = _size("N_vis")
 d_vis = _size("d_vis")
 d_ff_vis = _size("d_ff_vis")
@@ -408,7 +408,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "attn_type",
         "layers whose relative positions run both ways, 2·S of them (XLNet's attn_type 'bi'; 'uni': S + 1)",
     ),
-    Entry(n_mem, r"n_{\mathrm{mem}}", "mem_len / reuse_len", "past hidden states XLNet keeps per layer (mems)"),
+    Entry(S_mem, r"S_{\mathrm{mem}}", "mem_len / reuse_len", "past hidden states XLNet keeps per layer (mems)"),
     Entry(N_vis, r"N_{\mathrm{vis}}", "vision_config.num_hidden_layers", "layers of the vision encoder (GIT)"),
     Entry(d_vis, r"d_{\mathrm{vis}}", "vision_config.hidden_size", "hidden size of the vision encoder (GIT)"),
     Entry(d_ff_vis, r"d_{\mathrm{ff,vis}}", "vision_config.intermediate_size", "MLP width of the vision encoder (GIT)"),
