@@ -158,6 +158,7 @@ def test_the_writeup_says_what_is_not_counted(lang: str) -> None:
     text = render_writeup(read_config(config, "bart"), "markdown", lang, present=set(config))
     assert "encoder-decoder" in text
     assert records.family("bart").not_counted in text.replace("\\_", "_")  # Markdown escapes the underscores
+    assert records.family("bart").attention.not_run in text.replace("\\_", "_")  # in the FLOPs section
     assert {"en": "## 3. Cross-attention", "zh": "## 3. 交叉注意力层"}[lang] in text
     assert r"P_{\mathrm{xattn}}" in text  # a subscript LaTeX can set (no underscore inside \mathrm)
 
