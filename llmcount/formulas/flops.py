@@ -16,6 +16,9 @@ multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :ma
   that mix their sequence in transformers' torch path (the depthwise convolution, a scan's einsums), each a formula
   in B, S and the record's sizes (``[[state.flops]]``); their elementwise recurrences are not counted;
 * the LM head projects every position: :math:`2 T d V`, tied to the embedding or not;
+* weights a record marks ``matmul = false`` are parameters no matmul uses for the input (gpt-oss's sinks, the
+  cross-attention of an encoder-decoder's decoder run on token ids alone): not counted; the record's
+  ``[attention].not_run`` says so in the convention;
 * not counted: embedding lookups, biases, norms, activations, softmax, RoPE, residual additions (elementwise).
 """
 
