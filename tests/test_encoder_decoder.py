@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from llmcount.cli import app
+from llmcount.errors import LlmcountError
 from llmcount.formulas import records, symbols
 from llmcount.formulas.config import read_config
 from llmcount.formulas.expressions import RecordError
@@ -19,9 +22,12 @@ transformers_mappings = pytest.importorskip("transformers.models.auto.modeling_a
 
 DECODERS = sorted(f.name for f in records.families() if f.kind == "encoder-decoder")
 
-SMALL = {  # a small decoder (and encoder, which AutoModelForCausalLM does not build) with every size distinct
+# A small decoder (and encoder, which AutoModelForCausalLM does not build) with every size distinct; as many encoder
+# layers as decoder layers: transformers 5.23 sizes the *ForCausalLM's DynamicCache by num_hidden_layers, which these
+# configs alias to encoder_layers, so a decoder with more layers than that fails its cached forward (IndexError)
+SMALL = {
     "decoder_layers": 2,
-    "encoder_layers": 1,
+    "encoder_layers": 2,
     "d_model": 16,
     "decoder_attention_heads": 4,
     "encoder_attention_heads": 4,
@@ -36,7 +42,7 @@ SMALL = {  # a small decoder (and encoder, which AutoModelForCausalLM does not b
 OWN_KEYS = {  # the same sizes under a config class's own names (instead of SMALL)
     "prophetnet": {
         "num_decoder_layers": 2,
-        "num_encoder_layers": 1,
+        "num_encoder_layers": 2,
         "hidden_size": 16,
         "num_decoder_attention_heads": 4,
         "num_encoder_attention_heads": 4,
@@ -152,19 +158,36 @@ def test_the_writeup_says_what_is_not_counted(lang: str) -> None:
     text = render_writeup(read_config(config, "bart"), "markdown", lang, present=set(config))
     assert "encoder-decoder" in text
     assert records.family("bart").not_counted in text.replace("\\_", "_")  # Markdown escapes the underscores
+    assert records.family("bart").attention.not_run in text.replace("\\_", "_")  # in the FLOPs section
     assert {"en": "## 3. Cross-attention", "zh": "## 3. 交叉注意力层"}[lang] in text
     assert r"P_{\mathrm{xattn}}" in text  # a subscript LaTeX can set (no underscore inside \mathrm)
 
 
-def test_costs_are_refused_by_name(tmp_path) -> None:
-    """The cross-attention's keys and values come from the encoder, whose length the decoder's config does not say:
-    FLOPs and the KV cache are refused, naming the family."""
+NOT_RUN = "is not run: {} given token ids alone has no encoder states"
+
+
+def cross_attention_sentence(model_type: str) -> str:
+    counted = records.family(model_type).counted
+    return NOT_RUN.format(next(word for word in counted.split() if word.endswith("ForCausalLM")))
+
+
+@pytest.mark.parametrize("model_type", DECODERS)
+def test_costs_say_that_cross_attention_is_not_run(model_type: str, tmp_path) -> None:
+    """flops and memory count the *ForCausalLM on token ids alone, and say in one sentence that its cross-attention is
+    not run and what it would add per encoder token: in the text, the FLOPs convention and the KV cache's note."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(small("bart")))
+    path.write_text(json.dumps(small(model_type)))
+    sentence = cross_attention_sentence(model_type)
     for command in ("flops", "memory"):
-        result = CliRunner().invoke(app, [command, str(path)])
-        assert result.exit_code == 1 and result.stdout == ""
-        assert "BART (bart)" in result.stderr
+        result = CliRunner().invoke(app, [command, str(path), "--seq", "8"])
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.stdout.split())
+        assert sentence in text and "per encoder token" in text
+    flops = json.loads(CliRunner().invoke(app, ["flops", str(path), "--seq", "8", "--json"]).stdout)
+    assert sentence in flops["convention"]
+    assert not any(c["path"].startswith("cross_attention/") for c in flops["components"])
+    memory = json.loads(CliRunner().invoke(app, ["memory", str(path), "--seq", "8", "--json"]).stdout)
+    assert [sentence in kind["note"] for kind in memory["per_layer_kind"]] == [True]
 
 
 def test_counted_and_not_counted_go_together() -> None:
@@ -228,3 +251,116 @@ def test_the_module_tree_nests_the_cross_attention_and_names_the_head() -> None:
     whisper = module_tree(read_config(small("whisper", tie_word_embeddings=False), "whisper"))
     assert "(proj_out): Linear(in_features=16, out_features=40, bias=False)" in whisper and "lm_head" not in whisper
     assert "(output_projection): Linear(" in module_tree(read_config(small("trocr"), "trocr"))
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs and the cache of the *ForCausalLM on token ids alone: no encoder states, so no cross-attention
+
+
+def counter_and_cache(config: dict, batch: int, seq: int, vocab: int | None = None) -> tuple[int, int]:
+    """FlopCounterMode's FLOPs of one forward pass without cache on CPU (eager attention), and the bytes of the
+    cache a forward pass with use_cache fills, for token ids below ``vocab`` (default: the config's vocab_size)."""
+    import warnings
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoModelForCausalLM
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(oracle._hf_config(config), attn_implementation="eager")
+        ids = torch.randint(0, vocab or model.config.vocab_size, (batch, seq))
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+        with torch.no_grad():
+            cache = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True).past_key_values
+    assert type(cache).__name__ == "DynamicCache", "no EncoderDecoderCache without encoder states"
+    return counter.get_total_flops(), sum(t.numel() * t.element_size() for t in oracle._cache_tensors(cache))
+
+
+def llmcount_flops_and_cache(config: dict, batch: int, seq: int) -> tuple[int, int]:
+    from llmcount.formulas import memory
+    from llmcount.formulas.flops import Flops
+
+    model = read_config(config, "test")
+    flops = Flops(model.derivation).evaluate(model.values, seq, batch).forward
+    cache = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=batch).bytes_of("kv_cache")
+    return flops, cache
+
+
+# S >= 2: at S = 1 torch turns ProphetNet's einsum A·V, which then contracts one key, into an elementwise product that
+# the counter does not see (llmcount counts the matmul it is)
+ON_TOKENS = [(name, keys) for name, keys in SWITCHES if "decoder_vocab_size" not in keys]
+
+
+@pytest.mark.parametrize(("model_type", "keys"), ON_TOKENS, ids=lambda x: x if isinstance(x, str) else "-".join(x))
+@pytest.mark.parametrize(("batch", "seq"), [(1, 2), (2, 7), (3, 12)])
+def test_flops_and_cache_equal_transformers(model_type: str, keys: dict, batch: int, seq: int) -> None:
+    config = small(model_type, **keys)
+    seq = min(seq, 7) if keys.get("max_target_positions") == 7 else seq  # a learned table of 7 positions
+    expected = counter_and_cache(config, batch, seq)
+    assert llmcount_flops_and_cache(config, batch, seq) == expected, f"B={batch} S={seq} {config} ({oracle.VERSIONS})"
+
+
+def test_marian_logits_are_as_wide_as_its_head() -> None:
+    """decoder_vocab_size 30, vocab_size 40: tied, the head is the 30-row embedding and the logits 30 wide; untied,
+    the head has vocab_size rows: 2 · B · S · d · (40 - 30) FLOPs more (token ids below the embedding's 30 rows)."""
+    batch, seq, d = 2, 5, 16
+    got = {}
+    for tied in (True, False):
+        config = small("marian", decoder_vocab_size=30, tie_word_embeddings=tied)
+        got[tied] = llmcount_flops_and_cache(config, batch, seq)
+        assert got[tied] == counter_and_cache(config, batch, seq, vocab=30), f"tied={tied} ({oracle.VERSIONS})"
+    assert got[False][0] - got[True][0] == 2 * batch * seq * d * (40 - 30)
+
+
+def test_bart_small_decoder_flops_by_hand() -> None:
+    """SMALL as BART: d = 16, N = 2, d_ff = 24, V = 40, B = 2, S = 7. Per token per layer: q, k, v and out
+    projections 4 · 2d² = 2,048, the MLP 2 · 2 · d · d_ff = 1,536, scores and values over the S keys 2 · 2 · S · d =
+    448; the tied head 2 · d · V = 1,280 per token; the cross-attention none (no encoder states). The cache: keys and
+    values of the self-attention, 2 · d per token per layer, in fp32."""
+    d, n_layers, d_ff, vocab, batch, seq = 16, 2, 24, 40, 2, 7
+    layer = 4 * 2 * d * d + 2 * 2 * d * d_ff + 2 * 2 * seq * d
+    forward = batch * seq * (n_layers * layer + 2 * d * vocab)
+    cache = n_layers * batch * seq * 2 * d * 4
+    assert (forward, cache) == (130_816, 3_584)
+    config = small("bart")
+    assert llmcount_flops_and_cache(config, batch, seq) == (forward, cache) == counter_and_cache(config, batch, seq)
+
+
+@pytest.mark.parametrize("model_type", DECODERS)
+def test_class_defaults_flops_equal_flop_counter(model_type: str) -> None:
+    """The config classes' defaults (BART-large's sizes, Whisper's, ...) on the meta device, at a real length."""
+    from test_flops import hf_forward_flops
+
+    config = {**oracle.class_defaults(model_type), "model_type": model_type}
+    for batch, seq in [(1, 256), (2, 33)]:
+        expected = hf_forward_flops(config, batch, seq)
+        assert llmcount_flops_and_cache(config, batch, seq)[0] == expected, f"B={batch} S={seq} ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("model_type", DECODERS)
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_config_flops_and_cache_equal_transformers(model_type: str, data) -> None:
+    """The record's sizes drawn and switches flipped (the drawing of test_records), S within the position table."""
+    config = data.draw(oracle.drawn_config(records.family(model_type), st.sampled_from([2, 4, 8])))
+    try:
+        model = read_config(config, "drawn config")
+    except LlmcountError:
+        assume(False)
+    # heads of one channel: torch turns ProphetNet's einsum Q·K^T into an elementwise product the counter does not see
+    assume(model.values[symbols.d] // model.values[symbols.h] > 1)
+    positions = model.values.get(symbols.n_pos, 64)
+    # ProphetNet's predicting streams read the positions after the main stream's: S within half the table
+    batch, seq = data.draw(st.integers(1, 2)), data.draw(st.integers(2, max(2, min(positions // 2, 12))))
+    got = llmcount_flops_and_cache(config, batch, seq)
+    try:
+        expected = counter_and_cache(config, batch, seq)
+    except AssertionError:
+        raise
+    except Exception:  # transformers refuses the config (its class, constructor or forward)
+        assume(False)
+    assert got == expected, f"{model_type} B={batch} S={seq}: {json.dumps(config)} ({oracle.VERSIONS})"

@@ -280,6 +280,20 @@ SMALL = {
     },
 }
 
+# the decoders of encoder-decoder models as their *ForCausalLM runs them on token ids alone: no encoder states, so no
+# cross-attention (its weights are parameters no matmul uses); position tables longer than the longest S drawn here
+DECODER = {
+    **{"vocab_size": 97, "d_model": 32, "decoder_layers": 2, "encoder_layers": 2, "decoder_attention_heads": 4},
+    **{"decoder_ffn_dim": 48, "max_position_embeddings": 64, "max_target_positions": 64, "pad_token_id": 1},
+}
+SMALL |= {
+    "bart-decoder": {**DECODER, "model_type": "bart"},
+    "whisper-decoder-untied": {**DECODER, "model_type": "whisper", "tie_word_embeddings": False},
+    "trocr-cross-attention-width": {**DECODER, "model_type": "trocr", "cross_attention_hidden_size": 24},
+    "bigbird-pegasus-biases": {**DECODER, "model_type": "bigbird_pegasus", "use_bias": True},
+    "marian-decoder": {**DECODER, "model_type": "marian"},
+}
+
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
 CPU_SMALL = {
     # XLM: an encoder (bidirectional), a language embedding, an untied prediction layer with bias

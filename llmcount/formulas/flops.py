@@ -16,6 +16,9 @@ multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :ma
   that mix their sequence in transformers' torch path (the depthwise convolution, a scan's einsums), each a formula
   in B, S and the record's sizes (``[[state.flops]]``); their elementwise recurrences are not counted;
 * the LM head projects every position: :math:`2 T d V`, tied to the embedding or not;
+* weights a record marks ``matmul = false`` are parameters no matmul uses for the input (gpt-oss's sinks, the
+  cross-attention of an encoder-decoder's decoder run on token ids alone): not counted; the record's
+  ``[attention].not_run`` says so in the convention;
 * not counted: embedding lookups, biases, norms, activations, softmax, RoPE, residual additions (elementwise).
 """
 
@@ -218,10 +221,12 @@ def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str =
 
 
 def head_flops(head: Expr | None) -> FlopTerm:
-    """The LM head at every position, tied or not: :math:`2dV` per token (twice the record's ``head``)."""
+    """The LM head at every position, tied or not: :math:`2dV` per token (twice the record's ``head``, whose
+    vocabulary is V or, where the logits have another width, the one symbol of ``head`` named V_...)."""
     head = d * V if head is None else head
-    width = "d" if head == d * V else str(head / V)
-    return FlopTerm("head/lm_head", 2 * head, f"LM head, {width} to V at every position (tied or not)")
+    rows = next((s for s in sorted(head.free_symbols, key=str) if s.name.startswith("V")), V)
+    width = "d" if head == d * rows else str(head / rows)
+    return FlopTerm("head/lm_head", 2 * head, f"LM head, {width} to {rows} at every position (tied or not)")
 
 
 def _whole(value: Fraction) -> int | Fraction:
@@ -238,8 +243,11 @@ class Flops:
 
     @property
     def convention(self) -> str:
+        family = self.derivation.architecture
         convention = CAUSAL_CONVENTION if self.causal else CONVENTION
-        return f"{convention}; {STATE_CONVENTION}" if self.derivation.architecture.states else convention
+        convention = f"{convention}; {STATE_CONVENTION}" if family.states else convention
+        not_run = family.attention.not_run if family.attention is not None else ""
+        return f"{convention}; {not_run}" if not_run else convention
 
     @cached_property
     def terms(self) -> tuple[FlopTerm, ...]:

@@ -117,6 +117,7 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
     if spec is not None:
         per_layer = spec.kv_expanded if expanded and spec.kv_expanded is not None else spec.kv
         note = (spec.expanded_note if expanded and spec.kv_expanded is not None else spec.note) + ", for B·S tokens"
+        note += f"; {spec.not_run}" if spec.not_run else ""
         window, layers = spec.window, spec.cache_layers
         if window is None or not window.free_symbols <= set(values):
             idle = {symbol: 0 for symbol in spec.cache_windowed.free_symbols - set(values)}  # no window: none slides

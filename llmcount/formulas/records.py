@@ -106,6 +106,9 @@ class Attention:
     indexed_kv: Expr | None = None
     indexed_note: str = ""
     indexed_dtype: str | None = None  # "fp32": the indexer keys are kept in fp32 whatever the cache dtype
+    # attention the layers have but do not run on token ids alone (an encoder-decoder's cross-attention, without
+    # encoder states), and what it would add: said under FLOPs and the KV cache
+    not_run: str = ""
 
     @property
     def windowed(self) -> Expr:
@@ -455,7 +458,7 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
-    texts |= {"indexed_note", "indexed_dtype"}
+    texts |= {"indexed_note", "indexed_dtype", "not_run"}
     layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
@@ -485,6 +488,7 @@ def _attention(data: Any, where: str) -> Attention:
         sliding_note=_text(data, "sliding_note", where, ""),
         indexed_note=_text(data, "indexed_note", where, ""),
         indexed_dtype=data.get("indexed_dtype"),
+        not_run=_text(data, "not_run", where, ""),
     )
 
 

@@ -118,6 +118,7 @@ d_v_sw = _size("d_v_sw")
 d_rel = _size("d_rel")
 n_rel = _size("n_rel")
 V_dec = _size("V_dec")
+V_out = _size("V_out")
 d_cross = _size("d_cross")
 N_cross = _count("N_cross")
 N_bi = _count("N_bi")
@@ -389,6 +390,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"V_{\mathrm{dec}}",
         "decoder_vocab_size",
         "vocabulary of the decoder's token embedding, when it differs from the LM head's V (Marian)",
+    ),
+    Entry(
+        V_out,
+        r"V_{\mathrm{out}}",
+        "vocab_size",
+        "logits per token, the LM head's rows: V, or V_dec when the head is the decoder's embedding (Marian, tied)",
     ),
     Entry(
         d_cross,
