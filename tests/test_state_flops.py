@@ -22,6 +22,12 @@ Per Mamba layer it sees, besides the projections:
 - MiniMax's lightning attention (a loop over blocks of Q tokens, the last one S - (⌈S/Q⌉ - 1)·Q long, not padded):
   per block of b tokens Q·Kᵀ and its product with V (2 · 2·B·h·b²·h_d), the read of the K^T·V state by the queries
   and the block's K^T·V (2 · 2·B·h·b·h_d²).
+- xLSTM's mLSTM (inference mode): the ⌊S/Q⌋ whole chunks through the chunkwise kernel (the gated kᵀ·v state,
+  q·kᵀ, the reads of the memory and normalizer by the queries, the gated block times v) and one recurrent step per
+  token left (k·vᵀ, q·C, q·n); a single token takes the step whatever Q.
+
+Zamba and Zamba2 (Mamba and Mamba-2 layers as above) run their shared blocks in every hybrid layer (a term's
+``runs``); OLMo-Hybrid's layers are Gated DeltaNet's, Bailing hybrid's are Kimi's delta attention.
 
 The models run on CPU (the Mamba-2 path calls ``.item()``, which meta tensors refuse), small and random.
 """
