@@ -292,6 +292,13 @@ SMALL |= {
     "trocr-cross-attention-width": {**DECODER, "model_type": "trocr", "cross_attention_hidden_size": 24},
     "bigbird-pegasus-biases": {**DECODER, "model_type": "bigbird_pegasus", "use_bias": True},
     "marian-decoder": {**DECODER, "model_type": "marian"},
+    # xLSTM with fused projections (its CPU build fails in transformers' weight init; the meta device skips it): the
+    # mLSTM's chunks of 4 and the single steps of the tokens left
+    "xlstm-fused-chunks-and-steps": {
+        "model_type": "xlstm",
+        **{"vocab_size": 97, "hidden_size": 32, "num_blocks": 2, "num_hidden_layers": 2, "num_heads": 4},
+        **{"weight_mode": "fused", "chunk_size": 4, "use_bias": True},
+    },
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model

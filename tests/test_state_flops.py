@@ -22,6 +22,12 @@ Per Mamba layer it sees, besides the projections:
 - MiniMax's lightning attention (a loop over blocks of Q tokens, the last one S - (⌈S/Q⌉ - 1)·Q long, not padded):
   per block of b tokens Q·Kᵀ and its product with V (2 · 2·B·h·b²·h_d), the read of the K^T·V state by the queries
   and the block's K^T·V (2 · 2·B·h·b·h_d²).
+- xLSTM's mLSTM (inference mode): the ⌊S/Q⌋ whole chunks through the chunkwise kernel (the gated kᵀ·v state,
+  q·kᵀ, the reads of the memory and normalizer by the queries, the gated block times v) and one recurrent step per
+  token left (k·vᵀ, q·C, q·n); a single token takes the step whatever Q.
+
+Zamba and Zamba2 (Mamba and Mamba-2 layers as above) run their shared blocks in every hybrid layer (a term's
+``runs``); OLMo-Hybrid's layers are Gated DeltaNet's, Bailing hybrid's are Kimi's delta attention.
 
 The models run on CPU (the Mamba-2 path calls ``.item()``, which meta tensors refuse), small and random.
 """
@@ -192,6 +198,15 @@ SMALL = {
         "layer_types": ["linear_attention", "full_attention", "linear_attention"],
         "pad_token_id": 0,  # the class's lies outside the small vocabulary
     },
+    "bailing_hybrid": {  # KDA layers of their own sizes around an MLA layer; MoE after one dense layer
+        "model_type": "bailing_hybrid",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
+        **{"num_key_value_heads": 4, "kv_lora_rank": 8, "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5},
+        **{"linear_num_heads": 2, "linear_head_dim": 6, "linear_conv_kernel_dim": 3, "intermediate_size": 24},
+        **{"num_experts": 4, "num_experts_per_token": 2, "moe_intermediate_size": 8, "first_k_dense_replace": 1},
+        **{"num_expert_group": 2, "topk_group": 1, "pad_token_id": 0},
+        "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+    },
     "minimax": {
         "model_type": "minimax",
         **{"vocab_size": 32, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
@@ -227,6 +242,33 @@ SMALL = {
         **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "dim_head": 6},
         **{"dim_ff": 24, "prompt_types": 3, "prompt_length": 3, "segment_types": 4, "position_bias_num_buckets": 8},
     },
+    "olmo_hybrid": {  # the last of two layers full, the first a Gated DeltaNet
+        "model_type": "olmo_hybrid",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "linear_num_key_heads": 2, "linear_num_value_heads": 4},
+        **{"linear_key_head_dim": 3, "linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+        "pad_token_id": 0,  # the class's lies outside the small vocabulary
+    },
+    "zamba": {  # hybrid layers 1 and 3 run the one shared block
+        "model_type": "zamba",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "intermediate_size": 24, "n_mamba_heads": 2, "mamba_dt_rank": 5},
+        **SMALL_MAMBA,
+        "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"],
+    },
+    "zamba2": {  # two shared blocks taken in turn by hybrid layers 1, 2 and 3, each with its own adapters
+        "model_type": "zamba2",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4},
+        **{"intermediate_size": 24, "n_mamba_heads": 4, "mamba_ngroups": 2, "chunk_size": 4, "adapter_rank": 3},
+        **SMALL_MAMBA,
+        **{"num_mem_blocks": 2, "use_shared_attention_adapter": True},
+        "layers_block_type": ["mamba", "hybrid", "hybrid", "hybrid"],
+    },
+    "xlstm": {  # heads of 4 (queries, keys) and 8 (values); chunks of 4: whole chunks, then one step per token left
+        "model_type": "xlstm",
+        **{"vocab_size": 32, "hidden_size": 16, "num_blocks": 2, "num_hidden_layers": 2, "num_heads": 2},
+        "chunk_size": 4,
+    },
     "zaya": {
         "model_type": "zaya",
         **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4},
@@ -244,7 +286,7 @@ def test_small_configs_cover_every_costed_state_family() -> None:
 
 
 # the Gated DeltaNet's chunks are 64 tokens whatever the config: one whole chunk, one token more, two chunks and a part
-GATED_DELTA = ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"]
+GATED_DELTA = ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid"]
 LONG_SIZES = [(1, 64), (1, 65), (2, 130)]
 
 
@@ -259,7 +301,7 @@ def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> No
 
 
 @pytest.mark.parametrize(("batch", "seq"), LONG_SIZES)
-@pytest.mark.parametrize("name", [*GATED_DELTA, "kimi_linear"])  # Kimi's delta attention: chunks of 64 too
+@pytest.mark.parametrize("name", [*GATED_DELTA, "kimi_linear", "bailing_hybrid"])  # Kimi's delta attention too
 def test_gated_delta_chunks_of_64_equal_flop_counter(name: str, batch: int, seq: int) -> None:
     expected = counter_flops(SMALL[name], batch, seq)
     got = llmcount_flops(SMALL[name], batch, seq).forward
@@ -415,18 +457,25 @@ def test_minimax_lightning_blocks_by_hand() -> None:
     assert parts["linear_attention/block.state_update"] == linear * 2_097_152_000
 
 
-ZAMBA2 = {
-    "model_type": "zamba2",
-    **{"vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
-    "layers_block_type": ["mamba", "hybrid"],
-}
+def test_kinds_without_a_formula_are_refused_by_name() -> None:
+    """Every record's state layers have a FLOPs formula today: Zamba2's record without its [[state.flops]] stands for
+    one that has none, and the FLOPs are refused by name (its memory is still derived)."""
+    from importlib.resources import files
 
+    import tomllib
 
-def test_kinds_without_a_formula_are_refused_by_name(tmp_path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps(ZAMBA2))
-    result = run("flops", str(tmp_path / "config.json"))
-    assert_refused(result, "Zamba2", "mamba layers ([[state]])", "no FLOPs formula", "llmcount memory")
-    assert "KV cache" not in result.stderr  # memory does give its cache: the state
+    from llmcount.errors import LlmcountError
+    from llmcount.formulas.derivation import Derivation
+    from llmcount.formulas.flops import state_flops
+
+    text = (files("llmcount.formulas") / "families" / "zamba2.toml").read_text()
+    family = records.parse_record(tomllib.loads(text[: text.index("\n[[state.flops]]")]), "zamba2 (no state FLOPs)")
+    with pytest.raises(LlmcountError) as refused:
+        state_flops(Derivation(family))
+    message = str(refused.value)
+    for needle in ("Zamba2", "mamba layers ([[state]])", "no FLOPs formula", "llmcount memory"):
+        assert needle in message, (needle, message)
+    assert "\n" not in message
 
 
 # LiquidAI/LFM2-1.2B: hidden_size 2048, 16 layers of which 10 gated short convolutions (conv_L_cache 3). At B = 1,
@@ -511,3 +560,46 @@ def test_conventions_of_a_hybrid_count_attention_over_its_attention_layers() -> 
     assert {entry["name"] for entry in data["not_given"]} == {"megatron", "megatron-recompute"}
     mfu = run("mfu", "qwen3-next-80b-a3b", "--tokens-per-second", "5000", "--gpu", "h100-sxm", "--gpus", "8")
     assert mfu.exit_code == 0 and "over the L = 12 attention layers only" in " ".join(mfu.stdout.split())
+
+
+# NX-AI's xLSTM 7B as xLSTMConfig's defaults: 32 blocks of d = 4,096, 8 heads, queries and keys int(0.5 · d) = 2,048
+# wide (heads of 256), values 4,096 (heads of 512), chunks of 64, the inference mode. At B = 1, S = 100 each block
+# runs one chunk of 64 tokens and 36 single steps:
+#   chunk.state_update  2 · 64 · 2,048 · 4,096 / 8         = 134,217,728   (gated keys^T · values)
+#   chunk.scores        2 · 64² · 2,048                    =  16,777,216   (q · k^T within the chunk)
+#   chunk.state_read    2 · 64 · (2,048 · 4,096 / 8 + 2,048) = 134,479,872 (q · C and q · n)
+#   chunk.values        2 · 64² · 4,096                    =  33,554,432   (the gated block times the values)
+#   steps               2 · 36 · (2 · 2,048 · 4,096 / 8 + 2,048) = 151,142,400 (k · v^T, q · C, q · n per token)
+# With S = 128, two whole chunks and no step.
+def test_xlstm_7b_chunks_and_steps_by_hand(tmp_path) -> None:
+    config = {"model_type": "xlstm", "vocab_size": 50304, "hidden_size": 4096, "num_blocks": 32}
+    parts = {c.path: c.flops for c in llmcount_flops(config, 1, 100).components}
+    assert parts["mlstm/chunk.state_update"] == 32 * 134_217_728
+    assert parts["mlstm/chunk.scores"] == 32 * 16_777_216
+    assert parts["mlstm/chunk.state_read"] == 32 * 134_479_872
+    assert parts["mlstm/chunk.values"] == 32 * 33_554_432
+    assert parts["mlstm/steps"] == 32 * 151_142_400
+    assert parts["mlstm/igate_preact"] == 32 * 2 * 100 * 4096 * 8  # its bias is no matmul
+    whole = {c.path: c.flops for c in llmcount_flops(config, 1, 128).components}
+    assert whole["mlstm/chunk.scores"] == 32 * 2 * 2 * 64**2 * 2048 and whole["mlstm/steps"] == 0
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = run("flops", str(tmp_path / "config.json"), "--seq", "100", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["forward_flops"] == llmcount_flops(config, 1, 100).forward
+
+
+# A single token takes the step kernel whatever the chunk size; in the train mode every token is in a chunk.
+@pytest.mark.parametrize(
+    ("change", "batch", "seq"),
+    [
+        ({"chunk_size": 1}, 1, 1),
+        ({"chunk_size": 1}, 2, 5),
+        ({"mode": "train"}, 2, 8),
+        ({"mode": "train", "chunk_size": 1}, 1, 1),
+    ],
+)
+def test_xlstm_modes_and_chunks_of_one_equal_flop_counter(change: dict, batch: int, seq: int) -> None:
+    config = {**SMALL["xlstm"], **change}
+    expected = counter_flops(config, batch, seq)
+    got = llmcount_flops(config, batch, seq).forward
+    assert got == expected, f"{change} B={batch} S={seq}: {got:,} != {expected:,} ({oracle.VERSIONS})"

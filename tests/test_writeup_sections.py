@@ -292,11 +292,15 @@ def test_a_mean_per_token_is_shown_as_the_exact_fraction(tmp_path):
 ZAMBA2 = {"model_type": "zamba2", "vocab_size": 64, "hidden_size": 32, "num_attention_heads": 4}
 
 
-def test_a_state_kind_without_a_formula_is_refused_by_name(tmp_path):
+def test_zamba2_flops_run_the_shared_block_in_every_hybrid_layer(tmp_path):
+    """Zamba2's shared block is parameters once but runs in each hybrid layer: its FLOPs are over N_attn layers, and
+    the Mamba-2 layers add their chunked scan."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**ZAMBA2, "num_hidden_layers": 2, "layers_block_type": ["mamba", "hybrid"]}))
     text = build(str(path), "markdown", "en", sections="flops").text
-    assert "FLOPs per token are not derived for Zamba2" in text and "(mamba)" in text
+    assert "not derived" not in text and "(mamba)" in text
+    assert r"F_{\mathrm{token}} &= N_{\mathrm{attn}}\left(2\,d_{\mathrm{att}}\,h\,h_{d}" in text
+    assert r"\left\lceil{\frac{S}{Q}}\right\rceil" in text
 
 
 def test_laguna_refusal_names_its_attention(tmp_path):

@@ -27,6 +27,12 @@ class Term:
     embedding: bool = False  # a vocabulary or position table, or an untied LM head (counted as embedding)
     text: str = field(default="", compare=False)  # expr as the record writes it: a weight's in·out factor order
     matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
+    runs: Expr | None = None  # the layers that run it, when a weight counted in ``layers`` is shared by more
+
+    @property
+    def run_layers(self) -> Expr:
+        """The layers that run the weight: ``runs`` for a weight several layers share, else ``layers``."""
+        return self.layers if self.runs is None else self.runs
 
     @property
     def group(self) -> str:

@@ -1,7 +1,7 @@
 """The two small languages of a family record, read with Python's ``ast`` and never evaluated as code.
 
 * A **formula** (a term's ``expr`` and ``layers``, attention widths) becomes a sympy expression over the
-  glossary's symbols: integers, ``+ - * / **``, parentheses and ``ceil(x)`` (a count of chunks).
+  glossary's symbols: integers, ``+ - * / **``, parentheses, ``ceil(x)`` and ``floor(x)`` (counts of chunks).
 * A **condition** (defaults, ``when``, ``[layers]``, ``checks``, ``refuse``) is compiled, node by node, into
   a Python closure over a namespace of values: symbols, config keys and the layer index ``i``. Floats (a config
   value such as ``block_ffn_dim_multiplier``) take part in ``+ - * / //`` as in the modeling code's Python, and
@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sympy import Expr, Integer, ceiling
+from sympy import Expr, Integer, ceiling, floor
 
 from .symbols import BY_NAME
 
@@ -54,7 +54,7 @@ _FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 
 
 def formula(text: str, where: str) -> Expr:
-    """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil(x)``."""
+    """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil``, ``floor``."""
 
     def build(node: ast.expr) -> Expr:
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value <= MAX_LITERAL:
@@ -72,8 +72,9 @@ def formula(text: str, where: str) -> Expr:
                 return ops[type(node.op)](left, right)
             if isinstance(node.op, ast.Pow) and right.is_Integer and 0 <= right <= 8:
                 return left**right
-        if _is_ceil(node):
-            return ceiling(build(node.args[0]))
+        rounding = _rounding(node)
+        if rounding is not None:
+            return rounding(build(node.args[0]))
         raise RecordError(f"{where}: {ast.unparse(node)!r} is not allowed in a formula")
 
     tree = _tree(text, where)
@@ -105,10 +106,15 @@ def _degree(node: ast.expr) -> int:
     return 0
 
 
-def _is_ceil(node: ast.expr) -> bool:
-    """``ceil(x)``: one argument, no keywords."""
+_ROUNDINGS = {"ceil": ceiling, "floor": floor}
+
+
+def _rounding(node: ast.expr) -> Callable[[Expr], Expr] | None:
+    """sympy's ``ceiling`` or ``floor`` for a call ``ceil(x)`` or ``floor(x)`` (one argument, no keywords)."""
     is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    return is_call and node.func.id == "ceil" and len(node.args) == 1 and not node.keywords
+    if is_call and len(node.args) == 1 and not node.keywords:
+        return _ROUNDINGS.get(node.func.id)
+    return None
 
 
 Namespace = Mapping[str, Any]

@@ -123,7 +123,7 @@ def is_matmul_weight(term: Term) -> bool:
 def linear_flops(term: Term) -> FlopTerm:
     """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed."""
     per_token = 2 * term.expr * k / n if term.routed else 2 * term.expr
-    return FlopTerm(term.path, per_token, term.note, term.layers)
+    return FlopTerm(term.path, per_token, term.note, term.run_layers)
 
 
 def attention_spec(derivation: Derivation) -> Attention:

@@ -307,14 +307,18 @@ class Family:
             layers = (
                 _substituted(choice.term.layers, tuple(replacements.items())) if replacements else choice.term.layers
             )
+            runs = choice.term.runs
+            if replacements and runs is not None:
+                runs = _substituted(runs, tuple(replacements.items()))
             if layers != 0:
-                chosen.append(replace(choice.term, layers=layers))
+                chosen.append(replace(choice.term, layers=layers, runs=runs))
         return tuple(chosen)
 
     @cached_property
     def choice_symbols(self) -> frozenset[Symbol]:
-        """The symbols the total counts of the record's terms use, any of them."""
-        return frozenset().union(*(c.term.total.free_symbols for c in self.choices))
+        """The symbols the total counts of the record's terms and the layers that run them use, any of them."""
+        totals = (c.term.total.free_symbols | c.term.run_layers.free_symbols for c in self.choices)
+        return frozenset().union(*totals)
 
 
 @lru_cache(maxsize=4096)
@@ -423,7 +427,7 @@ def shown(text: str) -> str:
     return " ".join(text.split())
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
+_TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul"}
 
 
 def _choice(data: Any, where: str) -> Choice:
@@ -441,6 +445,7 @@ def _choice(data: Any, where: str) -> Choice:
         expr=formula(_text(data, "expr", where), f"{where}.expr"),
         note=_text(data, "note", where, ""),
         layers=formula(_text(data, "layers", where, "1"), f"{where}.layers"),
+        runs=formula(_text(data, "runs", where), f"{where}.runs") if "runs" in data else None,
         **flags,
         text=_text(data, "expr", where),
     )

@@ -91,6 +91,7 @@ d_ad = _size("d_ad")
 d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 Q = _size("Q")
+p_train = _count("p_train")
 N_index = _count("N_index")
 n_zero = _count("n_zero")
 n_hc = _size("n_hc")
@@ -303,6 +304,13 @@ GLOSSARY: tuple[Entry, ...] = (
         "chunk_size / mamba_chunk_size / block_size",
         "chunk length of a chunked scan in transformers' torch path (Mamba-2's state space duality, MiniMax's "
         "lightning attention): FLOPs only",
+    ),
+    Entry(
+        p_train,
+        r"p_{\mathrm{train}}",
+        "mode",
+        "1 in xLSTM's train modes (a single token goes through the chunkwise kernel too), 0 in its inference mode (a "
+        "single token takes the recurrent step kernel): FLOPs only",
     ),
     Entry(
         N_index,
