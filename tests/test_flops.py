@@ -256,11 +256,21 @@ SMALL = {
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
         **{"intermediate_size": 48, "is_decoder": True, "embedding_size": 16},
     },
+    # Llama's attention with q_norm and k_norm; an ungated MLP whose xIELU scalars are no matmul
+    "apertus-qk-norm-xielu": {**GQA, "model_type": "apertus", "head_dim": 12, "attention_bias": True},
     "rembert-output-width": {
         "model_type": "rembert",
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
         **{"intermediate_size": 48, "is_decoder": True, "input_embedding_size": 16, "output_embedding_size": 24},
     },
+}
+
+# MLA with a lightning indexer (DeepSeek Sparse Attention), small: 3 layers, q and kv latents of 6 and 5, top-2 keys
+DSA = {
+    **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4, "pad_token_id": 0},
+    **{"num_key_value_heads": 4, "q_lora_rank": 6, "kv_lora_rank": 5, "qk_rope_head_dim": 2, "qk_nope_head_dim": 4},
+    **{"v_head_dim": 3, "index_n_heads": 3, "index_head_dim": 4, "index_topk": 2, "n_routed_experts": 4},
+    **{"num_experts_per_tok": 2, "moe_intermediate_size": 6, "intermediate_size": 10, "n_group": 1, "topk_group": 1},
 }
 
 # models whose forward reads tensor values (XLM asserts on the lengths with .item()): counted on a small CPU model
@@ -272,6 +282,13 @@ CPU_SMALL = {
         "tie_word_embeddings": False,
     },
     "xlm-causal": {"model_type": "xlm", "vocab_size": 97, "emb_dim": 48, "n_heads": 6, "n_layers": 3, "causal": True},
+    # MLA with DeepSeek Sparse Attention: the indexer's top-k mask (which meta tensors cannot compute) over the full
+    # eager scores; the indexer's own scores and head weighting are matmuls too
+    "deepseek-v32-indexer": {**DSA, "model_type": "deepseek_v32", "first_k_dense_replace": 1},
+    # A.X K2: DeepSeek-V3.2's attention with a fused query and gate projection, gated norms whose low-rank MLPs count
+    "axk2-gated-norms": {**DSA, "model_type": "axk2", "first_k_dense_replace": 1, "gated_norm_rank": 3},
+    # Hy-V4: an indexer on the "full" layers only, an output gate, sinks, hyper-connections of 2 streams
+    "hy-v4-shared-indexer": {**DSA, "model_type": "hy_v4", "hc_mult": 2, "indexer_types": ["full", "shared", "full"]},
 }
 
 
