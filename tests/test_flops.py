@@ -90,6 +90,8 @@ SIZES = [(1, 1), (1, 7), (2, 16), (3, 33)]
 
 BASE = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 80, "num_hidden_layers": 2}
 GQA = {**BASE, "num_attention_heads": 8, "num_key_value_heads": 2}
+FALCON = {"model_type": "falcon", "vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2}
+BIGCODE = {"model_type": "gpt_bigcode", "vocab_size": 97, "n_embd": 32, "n_head": 4, "n_layer": 2, "n_positions": 64}
 SMALL = {
     # GQA with head_dim != d/h (64/8 = 8, head_dim 12), biases on every projection, tied head
     "llama-gqa-head-dim-bias-tied": {
@@ -258,6 +260,13 @@ SMALL = {
     },
     # Llama's attention with q_norm and k_norm; an ungated MLP whose xIELU scalars are no matmul
     "apertus-qk-norm-xielu": {**GQA, "model_type": "apertus", "head_dim": 12, "attention_bias": True},
+    # Falcon's three layouts of the fused query_key_value: grouped heads (expanded to h), multi-query, h of each; ALiBi
+    "falcon-new-decoder-grouped": {**FALCON, "new_decoder_architecture": True, "num_kv_heads": 2},
+    "falcon-multi-query-alibi-sequential": {**FALCON, "alibi": True, "parallel_attn": False, "bias": True},
+    "falcon-rw-heads": {**FALCON, "multi_query": False, "alibi": True},
+    # GPTBigCode: one shared key/value head (multi_query), or h of each
+    "gpt-bigcode-multi-query": {**BIGCODE},
+    "gpt-bigcode-heads": {**BIGCODE, "multi_query": False, "tie_word_embeddings": False},
     "rembert-output-width": {
         "model_type": "rembert",
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},
