@@ -267,6 +267,11 @@ SMALL = {
     # GPTBigCode: one shared key/value head (multi_query), or h of each
     "gpt-bigcode-multi-query": {**BIGCODE},
     "gpt-bigcode-heads": {**BIGCODE, "multi_query": False, "tie_word_embeddings": False},
+    # HRM-Text: two stacks of 2 layers reused over c_H · (c_L + 1) = 2 · 3 passes, each weight once per pass
+    "hrm-text-cycles": {
+        **{"model_type": "hrm_text", "vocab_size": 97, "hidden_size": 32, "intermediate_size": 40, "head_dim": 6},
+        **{"num_hidden_layers": 2, "num_attention_heads": 4, "H_cycles": 2, "L_cycles": 2, "attention_bias": True},
+    },
     "rembert-output-width": {
         "model_type": "rembert",
         **{"vocab_size": 97, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2},

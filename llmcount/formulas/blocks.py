@@ -27,6 +27,7 @@ class Term:
     embedding: bool = False  # a vocabulary or position table, or an untied LM head (counted as embedding)
     text: str = field(default="", compare=False)  # expr as the record writes it: a weight's in·out factor order
     matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
+    passes: Expr | None = None  # FLOPs: the layer passes a token makes through it, when not `layers` (HRM's cycles)
 
     @property
     def group(self) -> str:

@@ -118,9 +118,10 @@ def is_matmul_weight(term: Term) -> bool:
 
 
 def linear_flops(term: Term) -> FlopTerm:
-    """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed."""
+    """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed, in
+    each of its layers, or in each of the layer passes a token makes through it (``passes``: layers run again)."""
     per_token = 2 * term.expr * k / n if term.routed else 2 * term.expr
-    return FlopTerm(term.path, per_token, term.note, term.layers)
+    return FlopTerm(term.path, per_token, term.note, term.layers if term.passes is None else term.passes)
 
 
 def attention_spec(derivation: Derivation) -> Attention:

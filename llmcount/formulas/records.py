@@ -221,6 +221,7 @@ class Family:
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
+        exprs += [c.term.passes for c in self.choices]
         exprs.append(self.head)
         return tuple(e for e in exprs if e is not None)
 
@@ -419,7 +420,7 @@ def shown(text: str) -> str:
     return " ".join(text.split())
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul"}
+_TERM_FIELDS = {"path", "expr", "layers", "note", "when", "routed", "embedding", "matmul", "passes"}
 
 
 def _choice(data: Any, where: str) -> Choice:
@@ -437,6 +438,7 @@ def _choice(data: Any, where: str) -> Choice:
         expr=formula(_text(data, "expr", where), f"{where}.expr"),
         note=_text(data, "note", where, ""),
         layers=formula(_text(data, "layers", where, "1"), f"{where}.layers"),
+        passes=formula(_text(data, "passes", where), f"{where}.passes") if "passes" in data else None,
         **flags,
         text=_text(data, "expr", where),
     )

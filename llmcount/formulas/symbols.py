@@ -169,6 +169,8 @@ r_o = _size("r_o")
 N_csa = _count("N_csa")
 N_hca = _count("N_hca")
 h_kv_c = _size("h_kv_c")
+c_H = _size("c_H")
+c_L = _count("c_L")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -578,6 +580,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "num_kv_heads (Falcon: num_attention_heads with new_decoder_architecture, 1 with multi_query)",
         "number of key/value heads the cache keeps, where it differs from h_kv (Falcon expands grouped heads to h)",
     ),
+    Entry(c_H, r"c_{H}", "H_cycles", "high-level cycles of HRM: passes through the H stack, each after c_L passes of the L"),
+    Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
