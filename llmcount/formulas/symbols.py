@@ -580,7 +580,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "num_kv_heads (Falcon: num_attention_heads with new_decoder_architecture, 1 with multi_query)",
         "number of key/value heads the cache keeps, where it differs from h_kv (Falcon expands grouped heads to h)",
     ),
-    Entry(c_H, r"c_{H}", "H_cycles", "high-level cycles of HRM: passes through the H stack, each after c_L through the L"),
+    Entry(c_H, r"c_{H}", "H_cycles", "high-level cycles of HRM: passes through its H stack (after c_L through the L)"),
     Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
 )
 
