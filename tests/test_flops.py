@@ -302,6 +302,13 @@ CPU_SMALL = {
     # A.X K2: DeepSeek-V3.2's attention with a fused query and gate projection, gated norms whose low-rank MLPs count
     "axk2-gated-norms": {**DSA, "model_type": "axk2", "first_k_dense_replace": 1, "gated_norm_rank": 3},
     # Hy-V4: an indexer on the "full" layers only, an output gate, sinks, hyper-connections of 2 streams
+    # GLM-MoE-DSA: an indexer on layer 0 only ("FSS"); the others reuse its selection
+    "glm-moe-dsa-shared-indexer": {
+        **DSA,
+        "model_type": "glm_moe_dsa",
+        "first_k_dense_replace": 1,
+        "index_topk_pattern": "FSS",
+    },
     "hy-v4-shared-indexer": {**DSA, "model_type": "hy_v4", "hc_mult": 2, "indexer_types": ["full", "shared", "full"]},
 }
 
