@@ -296,6 +296,13 @@ CPU_SMALL = {
         "tie_word_embeddings": False,
     },
     "xlm-causal": {"model_type": "xlm", "vocab_size": 97, "emb_dim": 48, "n_heads": 6, "n_layers": 3, "causal": True},
+    # JetMoE: k = 3 of 4 attention experts, each h_kv = 2 query heads of 6 against the repeated keys (the experts loop
+    # reads the routing's sizes with .tolist()); the MLP experts' output bias is no matmul
+    "jetmoe-mixture-of-attention": {
+        **{"model_type": "jetmoe", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "kv_channels": 6},
+        **{"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 3, "intermediate_size": 20},
+        "tie_word_embeddings": False,
+    },
     # MLA with DeepSeek Sparse Attention: the indexer's top-k mask (which meta tensors cannot compute) over the full
     # eager scores; the indexer's own scores and head weighting are matmuls too
     "deepseek-v32-indexer": {**DSA, "model_type": "deepseek_v32", "first_k_dense_replace": 1},
