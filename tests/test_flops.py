@@ -260,6 +260,14 @@ SMALL = {
     },
     # Llama's attention with q_norm and k_norm; an ungated MLP whose xIELU scalars are no matmul
     "apertus-qk-norm-xielu": {**GQA, "model_type": "apertus", "head_dim": 12, "attention_bias": True},
+    # differential attention: two eager calls over the same scores' inputs, each with half the value heads (repeated)
+    "diffllama-two-maps": {
+        **GQA,
+        "model_type": "diffllama",
+        "num_key_value_heads": 4,
+        "head_dim": 6,
+        "attention_bias": True,
+    },
     # Falcon's three layouts of the fused query_key_value: grouped heads (expanded to h), multi-query, h of each; ALiBi
     "falcon-new-decoder-grouped": {**FALCON, "new_decoder_architecture": True, "num_kv_heads": 2},
     "falcon-multi-query-alibi-sequential": {**FALCON, "alibi": True, "parallel_attn": False, "bias": True},
