@@ -16,10 +16,11 @@ import warnings
 from fractions import Fraction
 from typing import Any
 
+import oracle
 import pytest
 import sympy
 import torch
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, assume, given, reject, settings
 from hypothesis import strategies as st
 from oracle import VERSIONS, _hf_config
 from test_oracle import CONFIGS
@@ -30,7 +31,7 @@ from typer.testing import CliRunner
 from llmcount.cli import app
 from llmcount.errors import LlmcountError
 from llmcount.formulas import records
-from llmcount.formulas.config import read_config
+from llmcount.formulas.config import RuleRefusal, read_config
 from llmcount.formulas.derivation import Derivation
 from llmcount.formulas.flops import CAUSAL_CONVENTION, CONVENTION, Flops
 from llmcount.presets import presets
@@ -391,6 +392,63 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
         reject()
     got = llmcount_forward(config, batch, seq)
     assert got == expected, f"B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+
+
+# records checked on drawn configs here, on CPU (the indexers' top-k masks and JetMoE's expert loop read tensor values):
+# the drawing of test_records, switches flipped, small even sizes and heads of two channels or more (torch computes a
+# Q·Kᵀ over heads of one channel otherwise than as the matmul the counter sees for wider ones)
+DRAWN = [
+    *("apertus", "axk2", "deepseek_v32", "diffllama", "falcon", "glm_moe_dsa", "gpt_bigcode", "hrm_text", "hy_v4"),
+    "jetmoe",
+]
+MAX_PARAMETERS = 50_000_000
+
+
+@pytest.mark.parametrize("model_type", DRAWN)
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) -> None:
+    from test_state_flops import counter_flops
+
+    config = data.draw(oracle.drawn_config(records.family(model_type), st.sampled_from([2, 4, 8])), label="config")
+    batch, seq = data.draw(st.integers(1, 2), label="B"), data.draw(st.integers(1, 12), label="S")
+    try:
+        model = read_config(config, "drawn config")
+        got = llmcount_forward(config, batch, seq)
+    except RuleRefusal:
+        assume(False)
+    assume(model.counts.total <= MAX_PARAMETERS)  # the forward pass builds real weights
+    named = {symbol.name: value for symbol, value in model.values.items()}
+    assume((named.get("h_d") or named["d"] // named.get("h", 1)) > 1)  # heads of one channel: see above
+    try:
+        expected = counter_flops(config, batch, seq)
+    except Exception:  # transformers refuses the config (its config class, constructor or forward raises)
+        assume(False)
+    assert got == expected, (
+        f"{model_type} B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
+    )
+
+
+@pytest.mark.parametrize(("batch", "seq"), [(1, 5), (2, 33)])
+@pytest.mark.parametrize("model_type", [name for name in DRAWN if name != "jetmoe"])
+def test_class_defaults_equal_flop_counter(model_type: str, batch: int, seq: int) -> None:
+    """The config classes' defaults (the released models' sizes) on the meta device."""
+    assert_equal_to_counter(oracle.runnable_defaults(model_type), batch, seq)
+
+
+def test_jetmoe_class_defaults_by_hand() -> None:
+    """JetMoeConfig() (JetMoE-8B: N = 12, d = 2048, h_kv = 16 heads of 128, k = 2 of n = 8 experts, d_moe = 5632,
+    V = 32,000, tied), whose expert loop cannot run on the meta device. Per token and layer at S = 2048: the two
+    routers 2 · d · n each, the k attention experts' query and output maps 2 · k · 2 · d · h_kv · h_d, the shared
+    kv_proj 2 · d · 2 · h_kv · h_d, scores and values over k · h_kv heads 2 · 2 · S · k · h_kv · h_d, the k MLP
+    experts 2 · k · 3 · d · d_moe; the head 2 · d · V."""
+    N, V, d, h_kv, h_d, n, k, d_moe, S = 12, 32000, 2048, 16, 128, 8, 2, 5632, 2048
+    routers = 2 * (2 * d * n)
+    attention = 2 * k * 2 * d * h_kv * h_d + 2 * d * 2 * h_kv * h_d + 2 * 2 * S * k * h_kv * h_d
+    per_layer = routers + attention + 2 * k * 3 * d * d_moe
+    assert per_layer == 65_536 + 33_554_432 + 16_777_216 + 33_554_432 + 138_412_032
+    config = oracle.runnable_defaults("jetmoe")
+    assert llmcount_forward(config, 1, S) == S * (N * per_layer + 2 * d * V)
 
 
 # ---------------------------------------------------------------------------------------------
