@@ -171,3 +171,20 @@ def test_the_write_up_names_every_part_of_the_cache_and_they_add_up_to_what_tran
     total = int(re.search(r": ([\d,]+) bytes \(", sentence).group(1).replace(",", ""))
     expected = oracle.cache_bytes(SMALL_DOTS3, 1, 5, oracle.torch.bfloat16)
     assert len(parts) == 3 and sum(parts) == total == expected, sentence
+@pytest.mark.parametrize(
+    ("model_type", "latent"), [("deepseek_v32", 512 + 64), ("hy_v4", 512 + 64), ("axk2", 128 + 32)]
+)
+def test_dsa_class_defaults_cache_by_hand(model_type: str, latent: int) -> None:
+    """The config classes' defaults, bf16, S = 32,768: every layer keeps kv_lora_rank + qk_rope_head_dim elements per
+    token (DeepSeek-V3.2 and Hy-V4 512 + 64, A.X K2 128 + 32), the layers that run their own indexer index_head_dim
+    = 128 more (DeepSeek-V3.2's 61 and A.X K2's 48 layers all; Hy-V4's "full" ones of its indexer_types)."""
+    config = oracle.class_defaults(model_type)
+    layers = config["num_hidden_layers"]
+    indexed = layers if config.get("indexer_types") is None else config["indexer_types"].count("full")
+    model = read_config(config, "defaults")
+    result = memory.inference(model.derivation, model.values, "bf16", seq=32768, batch=1)
+    kinds = {k.kind: (k.layers, k.bytes) for k in result.per_layer_kind}
+    assert kinds == {
+        "full_attention": (layers, layers * latent * 32768 * 2),
+        "indexer": (indexed, indexed * 128 * 32768 * 2),
+    }

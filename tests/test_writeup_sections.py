@@ -109,32 +109,33 @@ def test_mla_caches_the_latent_and_says_what_expanding_would_cost():
     assert "71.1 times larger" in build("deepseek-v3", sections="memory").text
 
 
-# a Falcon config: its record has no [attention] (ALiBi and the multi-query variants are not described yet)
-FALCON = {
-    "model_type": "falcon",
+# a BigBird config: its record has no [attention] (block-sparse attention changes its costs with the sequence length)
+BIG_BIRD = {
+    "model_type": "big_bird",
     "num_hidden_layers": 4,
     "vocab_size": 1024,
     "hidden_size": 256,
     "num_attention_heads": 4,
+    "intermediate_size": 512,
 }
 
 
 @pytest.fixture
-def falcon(tmp_path):
-    path = tmp_path / "falcon.json"
-    path.write_text(json.dumps(FALCON))
+def big_bird(tmp_path):
+    path = tmp_path / "big_bird.json"
+    path.write_text(json.dumps(BIG_BIRD))
     return str(path)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_family_without_attention_leaves_flops_and_the_kv_cache_out(lang, falcon):
-    text = build(falcon, "markdown", lang, sections="flops,memory").text
+def test_a_family_without_attention_leaves_flops_and_the_kv_cache_out(lang, big_bird):
+    text = build(big_bird, "markdown", lang, sections="flops,memory").text
     assert "F_{\\mathrm{token}}" not in text and "E_{\\mathrm{KV}}" not in text
     assert (
-        "FLOPs per token are not derived for Falcon" if lang == "en" else "本文不推导 Falcon 的每 token 计算量"
+        "FLOPs per token are not derived for BigBird" if lang == "en" else "本文不推导 BigBird 的每 token 计算量"
     ) in text
     assert ("the KV cache is not derived here" if lang == "en" else "因此这里不推导 KV 缓存") in text
-    assert f"{2 * load(falcon).counts.total:,}" in text  # the weights table stays
+    assert f"{2 * load(big_bird).counts.total:,}" in text  # the weights table stays
 
 
 def test_chinese_sections_read_as_chinese():
@@ -233,12 +234,12 @@ def test_tree_matches_transformers_print_model(kind):
     assert len(leaves(ours)) >= 12
 
 
-def test_json_carries_the_sections_numbers(falcon):
+def test_json_carries_the_sections_numbers(big_bird):
     data = build("qwen3-32b", sections="flops,memory", seq=4096).data
     assert data["flops"]["per_token"] == 72_557_002_752 and data["seq"] == 4096
     assert data["memory"]["weights_bytes"]["bf16"] == 2 * 32_762_123_264
     assert data["memory"]["kv_bytes_per_token"] == 262_144
-    assert build(falcon, sections="flops").data["flops"] == {"refused": "attention"}
+    assert build(big_bird, sections="flops").data["flops"] == {"refused": "attention"}
 
 
 @pytest.mark.parametrize("chosen", ["tree,flops", "params", "flops,memory", "memory"])

@@ -121,7 +121,8 @@ def is_matmul_weight(term: Term) -> bool:
 
 
 def linear_flops(term: Term) -> FlopTerm:
-    """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed."""
+    """A weight of :math:`P` parameters per layer: :math:`2P` FLOPs per token, :math:`2\\tfrac{k}{n}P` if routed, in
+    each of its layers, or in each layer that runs it (``runs``: a weight several layers share, or layers run again)."""
     per_token = 2 * term.expr * k / n if term.routed else 2 * term.expr
     return FlopTerm(term.path, per_token, term.note, term.run_layers)
 

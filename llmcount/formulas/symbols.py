@@ -186,6 +186,9 @@ g_o = _size("g_o")
 r_o = _size("r_o")
 N_csa = _count("N_csa")
 N_hca = _count("N_hca")
+h_kv_c = _size("h_kv_c")
+c_H = _size("c_H")
+c_L = _count("c_L")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -673,6 +676,14 @@ GLOSSARY: tuple[Entry, ...] = (
         "per-head query/key size without RoPE of a sliding-window layer (MLA)",
     ),
     Entry(d_v_sw, r"d_{v,\mathrm{sw}}", "swa_v_head_dim", "per-head value size of a sliding-window layer (MLA)"),
+    Entry(
+        h_kv_c,
+        r"h_{\mathrm{kv}}^{\mathrm{cache}}",
+        "num_kv_heads (Falcon: num_attention_heads with new_decoder_architecture, 1 with multi_query)",
+        "number of key/value heads the cache keeps, where it differs from h_kv (Falcon expands grouped heads to h)",
+    ),
+    Entry(c_H, r"c_{H}", "H_cycles", "high-level cycles of HRM: passes through its H stack (after c_L through the L)"),
+    Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}

@@ -562,6 +562,8 @@ def features(model: Model) -> dict[str, Any]:
     paths = {t.path for t in model.derivation.terms}
     v = model.values
     heads, kv_heads = v.get(h), v.get(h_kv)
+    spec = model.architecture.attention
+    kv = spec.kv if spec is not None else None
     kind = None
     if kv_heads is not None and heads is not None:
         kind = "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
@@ -569,6 +571,9 @@ def features(model: Model) -> dict[str, Any]:
         "moe": model.architecture.is_moe,
         "learned_positions": "embedding/wpe" in paths,
         "fused": "attention/c_attn" in paths,
+        # what a layer caches per token, when it is one of the two the prose explains (others: the formula alone)
+        "kv_d": kv == 2 * d,
+        "kv_heads": kv == 2 * h_kv * h_d,
         "mla": "attention/kv_b_proj" in paths,
         "q_lora": "attention/q_a_proj" in paths,
         "qk_norm": "attention/q_norm" in paths,
