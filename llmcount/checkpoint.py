@@ -389,6 +389,8 @@ _WRAPPERS = ("model", "transformer", "language_model")
 _OTHER_TOWERS = ("vision_model", "vision_tower", "visual", "multi_modal_projector", "audio_tower")
 """Top-level modules of a multimodal checkpoint that a text model's formula does not count."""
 _ATTENTION = ("self_attn", "attn", "self_attention")
+_CROSS_ATTENTION = ("encoder_attn", "cross_attn")
+"""An encoder-decoder's cross-attention (BART's ``encoder_attn``) or Mllama's ``cross_attn``: group cross_attention."""
 _FFN = ("mlp", "block_sparse_moe", "feed_forward")
 _EXPERTS = ("experts", "input_linear", "output_linear")
 """Routed experts: per-expert modules (``experts.3.w1``), fused tensors (``experts.gate_up_proj``, gpt-oss and Llama 4),
@@ -512,6 +514,8 @@ def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
     if not modules:
         return None
     group, rest = modules[0], modules[1:]
+    if group in _CROSS_ATTENTION:
+        return f"cross_attention/{rest[0] if rest else leaf}"
     if group in _ATTENTION:
         if rest and rest[0] == "experts" and "attention/experts" in known:  # JetMoE's mixture of attention heads
             if rest[1:2] == ["router"]:
