@@ -111,6 +111,15 @@ MLA = {
 }
 
 
+# Families whose config names the drawn sizes otherwise: the key drawn -> the family's own (None: a size the family
+# does not have, dropped)
+MHA = {"num_key_value_heads": None, "head_dim": None}  # one key/value head per query head, of d / h
+KEYS = {
+    "gpt2": {"intermediate_size": "n_inner", **MHA},
+    "gpt-sw3": {"intermediate_size": "n_inner", **MHA},
+}
+
+
 def _config(model_type: str, rng: random.Random) -> dict:
     """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
     h_kv = rng.choice([2, 3])
@@ -226,6 +235,10 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["hidden_size"] = 8 * h
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
+    for key, own in KEYS.get(model_type, {}).items():
+        value = config.pop(key)
+        if own is not None:
+            config[own] = value
     return config
 
 
