@@ -117,6 +117,11 @@ MHA = {"num_key_value_heads": None, "head_dim": None}  # one key/value head per 
 KEYS = {
     "gpt2": {"intermediate_size": "n_inner", **MHA},
     "gpt-sw3": {"intermediate_size": "n_inner", **MHA},
+    "openai-gpt": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
+}
+# keys drawn from choices for some families
+CHOICES = {
+    "openai-gpt": {"afn": ["gelu", "relu", "silu"], "n_positions": [16, 40]},
 }
 
 
@@ -235,6 +240,7 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["hidden_size"] = 8 * h
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
+    config.update({key: rng.choice(choices) for key, choices in CHOICES.get(model_type, {}).items()})
     for key, own in KEYS.get(model_type, {}).items():
         value = config.pop(key)
         if own is not None:
