@@ -118,10 +118,15 @@ KEYS = {
     "gpt2": {"intermediate_size": "n_inner", **MHA},
     "gpt-sw3": {"intermediate_size": "n_inner", **MHA},
     "openai-gpt": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
+    "gpt_bigcode": {"intermediate_size": "n_inner", **MHA},
 }
+ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
 CHOICES = {
     "openai-gpt": {"afn": ["gelu", "relu", "silu"], "n_positions": [16, 40]},
+    "gpt2": {"activation_function": ACTIVATION_FUNCTIONS},
+    "gpt-sw3": {"activation_function": ACTIVATION_FUNCTIONS},
+    "gpt_bigcode": {"activation_function": ACTIVATION_FUNCTIONS, "multi_query": [True, False]},
 }
 
 
