@@ -119,6 +119,8 @@ KEYS = {
     "gpt-sw3": {"intermediate_size": "n_inner", **MHA},
     "openai-gpt": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
     "gpt_bigcode": {"intermediate_size": "n_inner", **MHA},
+    "gptj": {"intermediate_size": "n_inner", **MHA},
+    "codegen": {"intermediate_size": "n_inner", **MHA},
 }
 ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
@@ -127,6 +129,8 @@ CHOICES = {
     "gpt2": {"activation_function": ACTIVATION_FUNCTIONS},
     "gpt-sw3": {"activation_function": ACTIVATION_FUNCTIONS},
     "gpt_bigcode": {"activation_function": ACTIVATION_FUNCTIONS, "multi_query": [True, False]},
+    "gptj": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
+    "codegen": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
 }
 
 
@@ -246,6 +250,9 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
     config.update({key: rng.choice(choices) for key, choices in CHOICES.get(model_type, {}).items()})
+    if model_type == "codegen":  # its attention splits the heads in 4 groups
+        config["num_attention_heads"] = rng.choice([4, 8])
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 6, 8])
     for key, own in KEYS.get(model_type, {}).items():
         value = config.pop(key)
         if own is not None:
