@@ -121,6 +121,7 @@ KEYS = {
     "gpt_bigcode": {"intermediate_size": "n_inner", **MHA},
     "gptj": {"intermediate_size": "n_inner", **MHA},
     "codegen": {"intermediate_size": "n_inner", **MHA},
+    "gpt_neo": {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", **MHA},
 }
 ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
@@ -131,6 +132,13 @@ CHOICES = {
     "gpt_bigcode": {"activation_function": ACTIVATION_FUNCTIONS, "multi_query": [True, False]},
     "gptj": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
     "codegen": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
+    "gpt_neo": {
+        "activation_function": ACTIVATION_FUNCTIONS,
+        "max_position_embeddings": [16, 40],
+        "window_size": [3, 256],
+        "num_hidden_layers": [2],
+        "attention_types": [[[["global", "local"], 1]], [[["local"], 2]]],
+    },
 }
 
 
