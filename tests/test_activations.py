@@ -122,6 +122,7 @@ KEYS = {
     "gptj": {"intermediate_size": "n_inner", **MHA},
     "codegen": {"intermediate_size": "n_inner", **MHA},
     "gpt_neo": {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", **MHA},
+    "opt": {"intermediate_size": "ffn_dim", **MHA},
 }
 ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
@@ -138,6 +139,12 @@ CHOICES = {
         "window_size": [3, 256],
         "num_hidden_layers": [2],
         "attention_types": [[[["global", "local"], 1]], [[["local"], 2]]],
+    },
+    "opt": {
+        "activation_function": ACTIVATION_FUNCTIONS,
+        "do_layer_norm_before": [True, False],
+        "word_embed_proj_dim": [None, 16],
+        "_remove_final_layer_norm": [False, True],
     },
 }
 
