@@ -123,6 +123,14 @@ KEYS = {
     "codegen": {"intermediate_size": "n_inner", **MHA},
     "gpt_neo": {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", **MHA},
     "opt": {"intermediate_size": "ffn_dim", **MHA},
+    "biogpt": MHA,
+    "xglm": {
+        "num_hidden_layers": "num_layers",
+        "hidden_size": "d_model",
+        "num_attention_heads": "attention_heads",
+        "intermediate_size": "ffn_dim",
+        **MHA,
+    },
 }
 ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
@@ -146,6 +154,8 @@ CHOICES = {
         "word_embed_proj_dim": [None, 16],
         "_remove_final_layer_norm": [False, True],
     },
+    "biogpt": {"hidden_act": ACTIVATION_FUNCTIONS},
+    "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
 }
 
 
