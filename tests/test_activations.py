@@ -124,6 +124,7 @@ KEYS = {
     "gpt_neo": {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", **MHA},
     "opt": {"intermediate_size": "ffn_dim", **MHA},
     "biogpt": MHA,
+    "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
     "xglm": {
         "num_hidden_layers": "num_layers",
         "hidden_size": "d_model",
@@ -155,6 +156,7 @@ CHOICES = {
         "_remove_final_layer_norm": [False, True],
     },
     "biogpt": {"hidden_act": ACTIVATION_FUNCTIONS},
+    "bloom": {"apply_residual_connection_post_layernorm": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
 }
 
