@@ -125,6 +125,7 @@ KEYS = {
     "opt": {"intermediate_size": "ffn_dim", **MHA},
     "biogpt": MHA,
     "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
+    "mpt": {"intermediate_size": None, **MHA},
     "xglm": {
         "num_hidden_layers": "num_layers",
         "hidden_size": "d_model",
