@@ -126,6 +126,7 @@ KEYS = {
     "biogpt": MHA,
     "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
     "mpt": {"intermediate_size": None, **MHA},
+    "ctrl": {"intermediate_size": "dff", **MHA},
     "xglm": {
         "num_hidden_layers": "num_layers",
         "hidden_size": "d_model",
