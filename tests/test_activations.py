@@ -127,6 +127,7 @@ KEYS = {
     "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
     "mpt": {"intermediate_size": None, **MHA},
     "ctrl": {"intermediate_size": "dff", **MHA},
+    "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads", "head_dim": None},
     "xglm": {
         "num_hidden_layers": "num_layers",
         "hidden_size": "d_model",
@@ -135,6 +136,7 @@ KEYS = {
         **MHA,
     },
 }
+FALCON_LAYOUTS = [(False, True, None), (False, True, 1), (False, False, None), (True, True, None), (True, True, 1)]
 ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
 # keys drawn from choices for some families
 CHOICES = {
@@ -159,6 +161,7 @@ CHOICES = {
     },
     "biogpt": {"hidden_act": ACTIVATION_FUNCTIONS},
     "bloom": {"apply_residual_connection_post_layernorm": [False, True]},
+    "falcon": {"multi_query": [True, False], "bias": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
 }
 
@@ -279,6 +282,13 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
     config.update({key: rng.choice(choices) for key, choices in CHOICES.get(model_type, {}).items()})
+    if model_type == "falcon":  # the layouts FalconDecoderLayer runs: (new_decoder_architecture, parallel_attn, norms)
+        layout = rng.choice(FALCON_LAYOUTS)
+        keys = ("new_decoder_architecture", "parallel_attn", "num_ln_in_parallel_attn")
+        config.update(dict(zip(keys, layout, strict=True)))
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])  # RoPE over d / h: even
+        if not layout[0]:  # the old layout has h key/value heads, or one (multi_query)
+            config["num_key_value_heads"] = config["num_attention_heads"]
     if model_type == "codegen":  # its attention splits the heads in 4 groups
         config["num_attention_heads"] = rng.choice([4, 8])
         config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 6, 8])
