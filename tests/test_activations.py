@@ -31,10 +31,10 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon"}
 # RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
-PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm"}
-EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
+PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm", "persimmon"}
+EVEN_ROTARY = {"phi", "nemotron", "stablelm", "persimmon"}
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
@@ -127,6 +127,7 @@ KEYS = {
     "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
     "mpt": {"intermediate_size": None, **MHA},
     "ctrl": {"intermediate_size": "dff", **MHA},
+    "persimmon": {"num_key_value_heads": None},
     "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads", "head_dim": None},
     "xglm": {
         "num_hidden_layers": "num_layers",
@@ -255,7 +256,7 @@ def _config(model_type: str, rng: random.Random) -> dict:
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
     if model_type in PARTIAL_ROPE:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
-    if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
+    if model_type in ("phi", "stablelm", "persimmon"):  # LayerNorms of q and k per head
         config["qk_layernorm"] = rng.choice([True, False])
     if model_type == "olmo":  # q, k and v clamped in place
         config["clip_qkv"] = rng.choice([None, 8.0])
@@ -510,3 +511,23 @@ def test_uneven_pipeline_stages_keep_their_micro_batches() -> None:
     result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp), model.keys)
     assert result.per_gpu_bytes == first
     assert "stage 1 of 5" in result.per_gpu_note
+
+
+def test_a_symbol_only_the_activation_table_reads_is_kept() -> None:
+    """Persimmon without qk_layernorm: no parameter term reads h, the attention's h·S entries do; the reader keeps
+    h (and d_rope) for them, and the table equals autograd's storages."""
+    config = {
+        "model_type": "persimmon",
+        "num_hidden_layers": 2,
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "intermediate_size": 40,
+        "vocab_size": 67,
+        "qk_layernorm": False,
+        "tie_word_embeddings": False,
+    }
+    model = read_config(config, "random config")
+    assert {str(s) for s in model.values} >= {"h", "d_rope"}
+    for dtype in ("fp32", "bf16"):
+        result = activations(model.architecture, model.values, dtype, 2, 7, Options(), model.keys)
+        assert result.bytes == saved_bytes(config, 2, 7, dtype, "eager"), VERSIONS
