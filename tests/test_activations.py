@@ -128,6 +128,7 @@ KEYS = {
     "mpt": {"intermediate_size": None, **MHA},
     "ctrl": {"intermediate_size": "dff", **MHA},
     "persimmon": {"num_key_value_heads": None},
+    "gpt_neox_japanese": {"intermediate_size": None, **MHA},
     "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads", "head_dim": None},
     "xglm": {
         "num_hidden_layers": "num_layers",
@@ -162,6 +163,7 @@ CHOICES = {
     },
     "biogpt": {"hidden_act": ACTIVATION_FUNCTIONS},
     "bloom": {"apply_residual_connection_post_layernorm": [False, True]},
+    "gpt_neox_japanese": {"intermediate_multiple_size": [2, 3], "rotary_pct": [0.5, 1.0]},
     "falcon": {"multi_query": [True, False], "bias": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
 }
@@ -290,6 +292,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])  # RoPE over d / h: even
         if not layout[0]:  # the old layout has h key/value heads, or one (multi_query)
             config["num_key_value_heads"] = config["num_attention_heads"]
+    if model_type == "gpt_neox_japanese":  # RoPE over d / h: even halves
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
     if model_type == "codegen":  # its attention splits the heads in 4 groups
         config["num_attention_heads"] = rng.choice([4, 8])
         config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 6, 8])
