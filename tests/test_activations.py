@@ -128,6 +128,7 @@ KEYS = {
     "mpt": {"intermediate_size": None, **MHA},
     "ctrl": {"intermediate_size": "dff", **MHA},
     "persimmon": {"num_key_value_heads": None},
+    "bitnet": {"head_dim": None},  # its sub-norm over the attention output is d wide: h_d = d / h
     "gpt_neox_japanese": {"intermediate_size": None, **MHA},
     "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads", "head_dim": None},
     "xglm": {
