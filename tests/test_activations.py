@@ -540,7 +540,8 @@ def test_a_symbol_only_the_activation_table_reads_is_kept() -> None:
 
 def test_a_config_the_table_was_not_checked_for_is_refused_by_name() -> None:
     """A table's `refuse` rules: GPT-2's MLP is checked for gelu_new, gelu, gelu_pytorch_tanh, relu and silu only."""
-    config = {"model_type": "gpt2", "n_layer": 2, "n_embd": 24, "n_head": 3, "activation_function": "quick_gelu"}
+    config = {"model_type": "gpt2", "n_layer": 2, "n_embd": 24, "n_head": 3, "vocab_size": 67}
+    config["activation_function"] = "quick_gelu"
     model = read_config(config, "random config")
     with pytest.raises(LlmcountError, match=r"not derived for GPT-2 \(gpt2\): activation_function other than"):
         activations(model.architecture, model.values, "bf16", 2, 8, Options(), model.keys)
