@@ -35,6 +35,9 @@ DROPOUT_KEYS = (
     "resid_pdrop",
     "embd_pdrop",
     "attn_pdrop",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "activation_dropout",
 )
 
 

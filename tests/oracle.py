@@ -333,6 +333,7 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     some defaulted keys left out so that the record's defaults are exercised."""
     config = {"model_type": family.name}
     defaults = runnable_defaults(family.name)
+    positive = {spec.key for spec in family.symbols if spec.minimum}  # a key another symbol reads as a size stays >= 1
     for spec in family.symbols:
         if spec.default is not records.REQUIRED and draw(st.booleans()):
             continue  # absent: the record's default must be transformers' default
@@ -342,7 +343,7 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
             config[spec.key] = draw(st.sampled_from([16, 24, 32, 40]))
         else:
             value = draw(sizes)
-            config[spec.key] = value if spec.minimum or value > 1 else 0
+            config[spec.key] = value if spec.key in positive or value > 1 else 0
     for key, default in family.keys.items():
         if isinstance(default, bool):
             config[key] = draw(st.booleans())

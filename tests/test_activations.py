@@ -31,10 +31,10 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon"}
 # RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
-PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm"}
-EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
+PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm", "persimmon"}
+EVEN_ROTARY = {"phi", "nemotron", "stablelm", "persimmon"}
 
 # MoE families drawn by one rule: their config's keys for (routed experts, experts per token, expert width), and
 # settings each needs besides (None: a key drawn from the given choices)
@@ -108,6 +108,65 @@ MLA = {
         "moe_intermediate_size": [8, 16],
         "norm_topk_prob": [True, False],
     },
+}
+
+
+# Families whose config names the drawn sizes otherwise: the key drawn -> the family's own (None: a size the family
+# does not have, dropped)
+MHA = {"num_key_value_heads": None, "head_dim": None}  # one key/value head per query head, of d / h
+KEYS = {
+    "gpt2": {"intermediate_size": "n_inner", **MHA},
+    "gpt-sw3": {"intermediate_size": "n_inner", **MHA},
+    "openai-gpt": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
+    "gpt_bigcode": {"intermediate_size": "n_inner", **MHA},
+    "gptj": {"intermediate_size": "n_inner", **MHA},
+    "codegen": {"intermediate_size": "n_inner", **MHA},
+    "gpt_neo": {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads", **MHA},
+    "opt": {"intermediate_size": "ffn_dim", **MHA},
+    "biogpt": MHA,
+    "bloom": {"intermediate_size": None, **MHA},  # its MLP is 4·d wide
+    "mpt": {"intermediate_size": None, **MHA},
+    "ctrl": {"intermediate_size": "dff", **MHA},
+    "persimmon": {"num_key_value_heads": None},
+    "bitnet": {"head_dim": None},  # its sub-norm over the attention output is d wide: h_d = d / h
+    "gpt_neox_japanese": {"intermediate_size": None, **MHA},
+    "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads", "head_dim": None},
+    "xglm": {
+        "num_hidden_layers": "num_layers",
+        "hidden_size": "d_model",
+        "num_attention_heads": "attention_heads",
+        "intermediate_size": "ffn_dim",
+        **MHA,
+    },
+}
+FALCON_LAYOUTS = [(False, True, None), (False, True, 1), (False, False, None), (True, True, None), (True, True, 1)]
+ACTIVATION_FUNCTIONS = ["gelu_new", "gelu", "gelu_pytorch_tanh", "relu", "silu"]
+# keys drawn from choices for some families
+CHOICES = {
+    "openai-gpt": {"afn": ["gelu", "relu", "silu"], "n_positions": [16, 40]},
+    "gpt2": {"activation_function": ACTIVATION_FUNCTIONS},
+    "gpt-sw3": {"activation_function": ACTIVATION_FUNCTIONS},
+    "gpt_bigcode": {"activation_function": ACTIVATION_FUNCTIONS, "multi_query": [True, False]},
+    "gptj": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
+    "codegen": {"activation_function": ACTIVATION_FUNCTIONS, "rotary_dim": [2, 4]},
+    "gpt_neo": {
+        "activation_function": ACTIVATION_FUNCTIONS,
+        "max_position_embeddings": [16, 40],
+        "window_size": [3, 256],
+        "num_hidden_layers": [2],
+        "attention_types": [[[["global", "local"], 1]], [[["local"], 2]]],
+    },
+    "opt": {
+        "activation_function": ACTIVATION_FUNCTIONS,
+        "do_layer_norm_before": [True, False],
+        "word_embed_proj_dim": [None, 16],
+        "_remove_final_layer_norm": [False, True],
+    },
+    "biogpt": {"hidden_act": ACTIVATION_FUNCTIONS},
+    "bloom": {"apply_residual_connection_post_layernorm": [False, True]},
+    "gpt_neox_japanese": {"intermediate_multiple_size": [2, 3], "rotary_pct": [0.5, 1.0]},
+    "falcon": {"multi_query": [True, False], "bias": [False, True]},
+    "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
 }
 
 
@@ -200,7 +259,7 @@ def _config(model_type: str, rng: random.Random) -> dict:
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
     if model_type in PARTIAL_ROPE:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
-    if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
+    if model_type in ("phi", "stablelm", "persimmon"):  # LayerNorms of q and k per head
         config["qk_layernorm"] = rng.choice([True, False])
     if model_type == "olmo":  # q, k and v clamped in place
         config["clip_qkv"] = rng.choice([None, 8.0])
@@ -226,6 +285,23 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["hidden_size"] = 8 * h
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
+    config.update({key: rng.choice(choices) for key, choices in CHOICES.get(model_type, {}).items()})
+    if model_type == "falcon":  # the layouts FalconDecoderLayer runs: (new_decoder_architecture, parallel_attn, norms)
+        layout = rng.choice(FALCON_LAYOUTS)
+        keys = ("new_decoder_architecture", "parallel_attn", "num_ln_in_parallel_attn")
+        config.update(dict(zip(keys, layout, strict=True)))
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])  # RoPE over d / h: even
+        if not layout[0]:  # the old layout has h key/value heads, or one (multi_query)
+            config["num_key_value_heads"] = config["num_attention_heads"]
+    if model_type == "gpt_neox_japanese":  # RoPE over d / h: even halves
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+    if model_type == "codegen":  # its attention splits the heads in 4 groups
+        config["num_attention_heads"] = rng.choice([4, 8])
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 6, 8])
+    for key, own in KEYS.get(model_type, {}).items():
+        value = config.pop(key)
+        if own is not None:
+            config[own] = value
     return config
 
 
@@ -440,3 +516,32 @@ def test_uneven_pipeline_stages_keep_their_micro_batches() -> None:
     result = activations(model.architecture, model.values, "bf16", batch, seq, Options(pp=pp), model.keys)
     assert result.per_gpu_bytes == first
     assert "stage 1 of 5" in result.per_gpu_note
+
+
+def test_a_symbol_only_the_activation_table_reads_is_kept() -> None:
+    """Persimmon without qk_layernorm: no parameter term reads h, the attention's h·S entries do; the reader keeps
+    h (and d_rope) for them, and the table equals autograd's storages."""
+    config = {
+        "model_type": "persimmon",
+        "num_hidden_layers": 2,
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "intermediate_size": 40,
+        "vocab_size": 67,
+        "qk_layernorm": False,
+        "tie_word_embeddings": False,
+    }
+    model = read_config(config, "random config")
+    assert {str(s) for s in model.values} >= {"h", "d_rope"}
+    for dtype in ("fp32", "bf16"):
+        result = activations(model.architecture, model.values, dtype, 2, 7, Options(), model.keys)
+        assert result.bytes == saved_bytes(config, 2, 7, dtype, "eager"), VERSIONS
+
+
+def test_a_config_the_table_was_not_checked_for_is_refused_by_name() -> None:
+    """A table's `refuse` rules: GPT-2's MLP is checked for gelu_new, gelu, gelu_pytorch_tanh, relu and silu only."""
+    config = {"model_type": "gpt2", "n_layer": 2, "n_embd": 24, "n_head": 3, "vocab_size": 67}
+    config["activation_function"] = "quick_gelu"
+    model = read_config(config, "random config")
+    with pytest.raises(LlmcountError, match=r"not derived for GPT-2 \(gpt2\): activation_function other than"):
+        activations(model.architecture, model.values, "bf16", 2, 8, Options(), model.keys)

@@ -129,6 +129,7 @@ class Table:
 
     saved: tuple[Saved, ...]
     note: str = ""
+    refuse: tuple[tuple[Condition, str], ...] = ()  # (condition, reason): a config it holds for is refused
 
 
 @cache
@@ -137,13 +138,23 @@ def _parse(name: str, table: str) -> Table:
 
     data = json.loads(table)
     where = f"families/{name}.toml [activations]"
-    unknown = set(data) - {"saved", "note"}
+    unknown = set(data) - {"saved", "note", "refuse"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     items = data.get("saved")
     if not isinstance(items, list) or not items:
         raise RecordError(f"{where}: expected [[activations.saved]] entries")
-    return Table(tuple(_saved(item, f"{where} saved[{i}]") for i, item in enumerate(items)), str(data.get("note", "")))
+    saved = tuple(_saved(item, f"{where} saved[{i}]") for i, item in enumerate(items))
+    return Table(saved, str(data.get("note", "")), _refusals(data.get("refuse", []), f"{where} refuse"))
+
+
+def _refusals(data: Any, where: str) -> tuple[tuple[Condition, str], ...]:
+    pairs = isinstance(data, list) and all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r) for r in data
+    )
+    if not pairs:
+        raise RecordError(f"{where}: expected a list of [condition, reason] pairs")
+    return tuple((condition(text, f"{where} {text!r}"), reason) for text, reason in data)
 
 
 def table(family: Family) -> Table | None:
@@ -247,6 +258,9 @@ def activations(
     values = {**counts, **values}
     namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}}
     namespace.update({symbol.name: value for symbol, value in values.items()})
+    for test, reason in parsed.refuse:
+        if test(namespace):
+            raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")
     try:
         chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
     except LlmcountError as exc:

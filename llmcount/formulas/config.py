@@ -373,7 +373,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         terms = family.terms_for(namespace, values)
     except _EVALUATION_ERRORS as exc:
         raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
-    used = _used_symbols(terms) | family.cost_symbols
+    used = _used_symbols(terms) | family.cost_symbols | family.saved_symbols(namespace, values)
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}

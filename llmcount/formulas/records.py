@@ -240,6 +240,34 @@ class Family:
         """The symbols of :attr:`cost_exprs`."""
         return frozenset().union(*(e.free_symbols for e in self.cost_exprs))
 
+    @cached_property
+    def saved_sizes(self) -> tuple[tuple[Condition | None, Expr, Expr], ...]:
+        """(when, size, layers) of each entry of the optional ``[activations]`` table."""
+        sizes = []
+        for i, entry in enumerate((self.activations or {}).get("saved", [])):
+            if isinstance(entry, dict):
+                where = f"families/{self.name}.toml [activations] saved[{i}]"
+                when = condition(str(entry["when"]), f"{where}.when") if "when" in entry else None
+                expr, layers = (formula(str(entry.get(f, "1")), f"{where}.{f}") for f in ("expr", "layers"))
+                sizes.append((when, expr, layers))
+        return tuple(sizes)
+
+    def saved_symbols(self, namespace: Mapping[str, Any], values: Mapping[Symbol, int]) -> frozenset[Symbol]:
+        """The symbols of the ``[activations]`` entries a config keeps (its ``when`` holds, or cannot be told; its
+        layers are not none): the config keeps their values, as it keeps those of the terms it has (the [layers]
+        counts, which the config's keys carry, excepted)."""
+        used: set[Symbol] = set()
+        for when, expr, layers in self.saved_sizes:
+            try:
+                if when is not None and not when(namespace):
+                    continue
+            except (Unknown, ValueError, TypeError, ZeroDivisionError, IndexError):
+                pass
+            if layers.free_symbols <= set(values) and layers.subs(values) == 0:
+                continue
+            used |= expr.free_symbols | layers.free_symbols
+        return frozenset(used - {S, B} - {symbol for symbol, _, _ in self.layers})
+
     @property
     def is_moe(self) -> bool:
         return any(c.term.routed for c in self.choices)
