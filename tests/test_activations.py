@@ -85,6 +85,23 @@ MOE = {
         "moe_intermediate_size",
         {"moe_layer_start_index": [0, 1], "moe_num_shared_experts": [0, 1, 2]},
     ),
+    "cohere2_moe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "first_k_dense_replace": [0, 1],
+            "prefix_dense_intermediate_size": [8, 24],
+            "prefix_dense_sliding_window_pattern": [1, 2],
+            "sliding_window_pattern": [1, 2, 4],
+            "expert_selection_fn": ["softmax", "sigmoid"],
+            "norm_topk_prob": [True, False],
+            "num_shared_experts": [0, 1, 2],
+            "shared_expert_combination_strategy": ["sum", "average"],
+            "rms_norm_eps": [None, 1e-5],
+        },
+    ),
 }
 
 # MLA families besides DeepSeek-V3 (whose draws are its own, above): the latent ranks and head sizes are drawn for all,
@@ -277,6 +294,13 @@ CASES = [
     ("cohere", 45, "fp32", "sdpa"),
     ("hyperclovax", 44, "fp32", "eager"),  # with the post-norms
     ("hyperclovax", 47, "bf16", "eager"),  # without them
+    # seeds drawn to cover each family's variants (the comment names the variant of the drawn config)
+    ("cohere2_moe", 0, "bf16", "eager"),  # sigmoid router, renormalized; LayerNorms; no RoPE layer
+    ("cohere2_moe", 2, "bf16", "eager"),  # sigmoid router; RMSNorms; a dense layer
+    ("cohere2_moe", 10, "bf16", "eager"),  # sigmoid renormalized; RMSNorms; RoPE forced on the dense layer
+    ("cohere2_moe", 16, "fp32", "eager"),  # LayerNorms; two shared experts
+    ("cohere2_moe", 4, "fp32", "sdpa"),  # softmax router; LayerNorms
+    ("cohere2_moe", 23, "fp32", "sdpa"),  # RMSNorms; a dense layer
 ]
 
 
