@@ -40,6 +40,7 @@ EVEN_ROTARY = {"phi", "nemotron", "stablelm"}
 # settings each needs besides (None: a key drawn from the given choices)
 MOE = {
     "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "granitemoeshared": (
         "num_local_experts",
         "num_experts_per_tok",
