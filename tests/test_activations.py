@@ -217,6 +217,26 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type == "dbrx":  # attention and MoE sizes in nested objects; heads of d / h
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+        config["attn_config"] = {
+            "kv_n_heads": config.pop("num_key_value_heads"),
+            "clip_qkv": rng.choice([4.0, 8.0]),  # null fails in transformers (clamp without bounds)
+            "rope_theta": 10000.0,
+        }
+        config["ffn_config"] = {
+            "moe_num_experts": rng.choice([3, 4, 5]),
+            "moe_top_k": rng.choice([1, 2, 3]),
+            "ffn_hidden_size": rng.choice([8, 16]),
+            "moe_normalize_expert_weights": rng.choice([None, 1.0, 2.0]),
+        }
+        del config["head_dim"], config["intermediate_size"]
+        for key, name in (
+            ("hidden_size", "d_model"),
+            ("num_attention_heads", "n_heads"),
+            ("num_hidden_layers", "n_layers"),
+        ):
+            config[name] = config.pop(key)  # DbrxConfig mirrors d_model into ffn_config before reading the aliases
     if model_type in PARTIAL_ROPE:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
     if model_type in ("phi", "stablelm"):  # LayerNorms of q and k per head
