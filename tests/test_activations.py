@@ -87,6 +87,7 @@ MOE = {
         {"moe_layer_start_index": [0, 1], "moe_num_shared_experts": [0, 1, 2]},
     ),
     "hunyuan_v1_moe": ("num_experts", "moe_topk", "intermediate_size", {}),
+    "aria_text": ("moe_num_experts", "moe_topk", "intermediate_size", {"moe_num_shared_experts": [1, 2]}),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
