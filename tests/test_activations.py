@@ -88,6 +88,18 @@ MOE = {
     ),
     "hunyuan_v1_moe": ("num_experts", "moe_topk", "intermediate_size", {}),
     "aria_text": ("moe_num_experts", "moe_topk", "intermediate_size", {"moe_num_shared_experts": [1, 2]}),
+    "kolibri1": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "shared_expert_intermediate_size": [8, 24],
+            "norm_topk_prob": [True, False],
+            "num_hidden_layers": [2],
+            "layer_types": [None, ["sliding_attention", "full_attention"], ["full_attention"] * 2],
+            "sliding_window": [64],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
