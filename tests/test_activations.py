@@ -100,6 +100,17 @@ MOE = {
             "sliding_window": [64],
         },
     ),
+    "afmoe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "num_dense_layers": [0, 1],
+            "num_shared_experts": [1, 2],
+            "global_attn_every_n_layers": [1, 2],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
