@@ -111,6 +111,12 @@ MOE = {
             "global_attn_every_n_layers": [1, 2],
         },
     ),
+    "hy_v3": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"num_hidden_layers": [2], "num_shared_experts": [0, 1, 2], "enable_moe_fp32_combine": [True, False]},
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
