@@ -117,6 +117,18 @@ MOE = {
         "moe_intermediate_size",
         {"num_hidden_layers": [2], "num_shared_experts": [0, 1, 2], "enable_moe_fp32_combine": [True, False]},
     ),
+    "flint": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "shared_expert_intermediate_size": [8, 24],
+            "mlp_only_layers": [[], [0]],
+            "norm_topk_prob": [True, False],
+            "layer_types": [None, ["sliding_attention", "full_attention"]],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
