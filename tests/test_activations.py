@@ -129,6 +129,19 @@ MOE = {
             "layer_types": [None, ["sliding_attention", "full_attention"]],
         },
     ),
+    "llama4_text": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "intermediate_size_mlp": [8, 24],
+            "interleave_moe_layer_step": [1, 2],
+            "no_rope_layers": [[1, 1], [1, 0]],
+            "use_qk_norm": [True, False],
+            "attn_temperature_tuning": [True, False],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
