@@ -136,7 +136,7 @@ MOE = {
         {
             "num_hidden_layers": [2],
             "intermediate_size_mlp": [8, 24],
-            "interleave_moe_layer_step": [1, 2],
+            "interleave_moe_layer_step": [1],  # dense layers beside NoPE layers: kinds that overlap (refused)
             "no_rope_layers": [[1, 1], [1, 0]],
             "use_qk_norm": [True, False],
             "attn_temperature_tuning": [True, False],
