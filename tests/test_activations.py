@@ -40,6 +40,7 @@ EVEN_ROTARY = {"phi", "nemotron", "stablelm", "persimmon"}
 # settings each needs besides (None: a key drawn from the given choices)
 MOE = {
     "granitemoe": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
+    "granitemoe_swa": ("num_local_experts", "num_experts_per_tok", "intermediate_size", {}),
     "granitemoeshared": (
         "num_local_experts",
         "num_experts_per_tok",
@@ -84,6 +85,79 @@ MOE = {
         "moe_k",
         "moe_intermediate_size",
         {"moe_layer_start_index": [0, 1], "moe_num_shared_experts": [0, 1, 2]},
+    ),
+    "hunyuan_v1_moe": ("num_experts", "moe_topk", "intermediate_size", {}),
+    "aria_text": ("moe_num_experts", "moe_topk", "intermediate_size", {"moe_num_shared_experts": [1, 2]}),
+    "kolibri1": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "shared_expert_intermediate_size": [8, 24],
+            "norm_topk_prob": [True, False],
+            "num_hidden_layers": [2],
+            "layer_types": [None, ["sliding_attention", "full_attention"], ["full_attention"] * 2],
+            "sliding_window": [64],
+        },
+    ),
+    "afmoe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "num_dense_layers": [0, 1],
+            "num_shared_experts": [1, 2],
+            "global_attn_every_n_layers": [1, 2],
+        },
+    ),
+    "hy_v3": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {"num_hidden_layers": [2], "num_shared_experts": [0, 1, 2], "enable_moe_fp32_combine": [True, False]},
+    ),
+    "flint": (
+        "num_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "shared_expert_intermediate_size": [8, 24],
+            "mlp_only_layers": [[], [0]],
+            "norm_topk_prob": [True, False],
+            "layer_types": [None, ["sliding_attention", "full_attention"]],
+        },
+    ),
+    "llama4_text": (
+        "num_local_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "intermediate_size_mlp": [8, 24],
+            "interleave_moe_layer_step": [1],  # dense layers beside NoPE layers: kinds that overlap (refused)
+            "no_rope_layers": [[1, 1], [1, 0]],
+            "use_qk_norm": [True, False],
+            "attn_temperature_tuning": [True, False],
+        },
+    ),
+    "cohere2_moe": (
+        "num_experts",
+        "num_experts_per_tok",
+        "intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "first_k_dense_replace": [0, 1],
+            "prefix_dense_intermediate_size": [8, 24],
+            "prefix_dense_sliding_window_pattern": [1, 2],
+            "sliding_window_pattern": [1, 2, 4],
+            "expert_selection_fn": ["softmax", "sigmoid"],
+            "norm_topk_prob": [True, False],
+            "num_shared_experts": [0, 1, 2],
+            "shared_expert_combination_strategy": ["sum", "average"],
+            "rms_norm_eps": [None, 1e-5],
+        },
     ),
 }
 
@@ -257,6 +331,26 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type == "dbrx":  # attention and MoE sizes in nested objects; heads of d / h
+        config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+        config["attn_config"] = {
+            "kv_n_heads": config.pop("num_key_value_heads"),
+            "clip_qkv": rng.choice([4.0, 8.0]),  # null fails in transformers (clamp without bounds)
+            "rope_theta": 10000.0,
+        }
+        config["ffn_config"] = {
+            "moe_num_experts": rng.choice([3, 4, 5]),
+            "moe_top_k": rng.choice([1, 2, 3]),
+            "ffn_hidden_size": rng.choice([8, 16]),
+            "moe_normalize_expert_weights": rng.choice([None, 1.0, 2.0]),
+        }
+        del config["head_dim"], config["intermediate_size"]
+        for key, name in (
+            ("hidden_size", "d_model"),
+            ("num_attention_heads", "n_heads"),
+            ("num_hidden_layers", "n_layers"),
+        ):
+            config[name] = config.pop(key)  # DbrxConfig mirrors d_model into ffn_config before reading the aliases
     if model_type in PARTIAL_ROPE:
         config["partial_rotary_factor"] = rng.choice([0.5, 1.0] if model_type in EVEN_ROTARY else [0.25, 0.5, 1.0])
     if model_type in ("phi", "stablelm", "persimmon"):  # LayerNorms of q and k per head
@@ -353,6 +447,13 @@ CASES = [
     ("cohere", 45, "fp32", "sdpa"),
     ("hyperclovax", 44, "fp32", "eager"),  # with the post-norms
     ("hyperclovax", 47, "bf16", "eager"),  # without them
+    # seeds drawn to cover each family's variants (the comment names the variant of the drawn config)
+    ("cohere2_moe", 0, "bf16", "eager"),  # sigmoid router, renormalized; LayerNorms; no RoPE layer
+    ("cohere2_moe", 2, "bf16", "eager"),  # sigmoid router; RMSNorms; a dense layer
+    ("cohere2_moe", 10, "bf16", "eager"),  # sigmoid renormalized; RMSNorms; RoPE forced on the dense layer
+    ("cohere2_moe", 16, "fp32", "eager"),  # LayerNorms; two shared experts
+    ("cohere2_moe", 4, "fp32", "sdpa"),  # softmax router; LayerNorms
+    ("cohere2_moe", 23, "fp32", "sdpa"),  # RMSNorms; a dense layer
 ]
 
 
