@@ -136,7 +136,7 @@ MOE = {
         {
             "num_hidden_layers": [2],
             "intermediate_size_mlp": [8, 24],
-            "interleave_moe_layer_step": [1],  # dense layers beside NoPE layers: kinds that overlap (refused)
+            "interleave_moe_layer_step": [1, 2],  # with step 2 dense layers beside NoPE layers: kinds that overlap
             "no_rope_layers": [[1, 1], [1, 0]],
             "use_qk_norm": [True, False],
             "attn_temperature_tuning": [True, False],
@@ -646,3 +646,25 @@ def test_a_config_the_table_was_not_checked_for_is_refused_by_name() -> None:
     model = read_config(config, "random config")
     with pytest.raises(LlmcountError, match=r"not derived for GPT-2 \(gpt2\): activation_function other than"):
         activations(model.architecture, model.values, "bf16", 2, 8, Options(), model.keys)
+
+
+LLAMA4_MIXED = {
+    "model_type": "llama4_text",
+    **{"hidden_size": 16, "intermediate_size": 8, "intermediate_size_mlp": 24, "num_attention_heads": 4},
+    **{"num_key_value_heads": 2, "head_dim": 4, "vocab_size": 67, "num_local_experts": 3, "num_experts_per_tok": 1},
+    **{"num_hidden_layers": 4, "interleave_moe_layer_step": 2, "pad_token_id": 0, "tie_word_embeddings": False},
+}
+
+
+@pytest.mark.parametrize("no_rope_layers", [[1, 1, 1, 0], [1, 0, 1, 0], [0, 1, 1, 1]])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_layers_of_two_counted_kinds_are_counted_layer_by_layer(no_rope_layers: list[int], dtype: str) -> None:
+    """Llama 4 Maverick's layout: dense MLP layers between MoE layers (interleave_moe_layer_step 2) and NoPE layers
+    (no_rope_layers 0), so a layer is dense or MoE and, independently, RoPE or NoPE: the table's layer kinds
+    overlap, and each combination some layer is of is a kind of its own."""
+    config = {**LLAMA4_MIXED, "no_rope_layers": no_rope_layers}
+    expected = saved_bytes(config, 2, 7, dtype, "eager")
+    model = read_config(config, "Llama 4 mixed layers")
+    result = activations(model.architecture, model.values, dtype, 2, 7, Options(attention="eager"), model.keys)
+    assert result.bytes == expected, (config, dtype, VERSIONS)
+    assert sum(kind.count for kind in result.per_layer_kind) == 4

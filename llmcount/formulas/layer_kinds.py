@@ -63,8 +63,9 @@ def kinds(
         if symbol not in values:
             raise LlmcountError(f"no value for the layer count {symbol}")
     rest = total - sum(values[c] for c in counted)
-    if rest < 0:
-        return _overlapping(counted, values, family, keys or {})
+    sets = None if family is None else _memberships(family, values, keys or {}, [c.name for c in counted])
+    if rest < 0 or (sets is not None and any(len(s) > 1 for s in sets)):  # a layer of two counted kinds
+        return _overlapping(counted, values, sets)
     found = [Kind(str(c), values[c], c, {N: 1, **{o: int(o == c) for o in counted}}) for c in counted if values[c] > 0]
     if rest > 0:
         rest_expr = N - sum(counted, Integer(0))
@@ -73,10 +74,9 @@ def kinds(
 
 
 def _overlapping(
-    counted: Sequence[Symbol], values: Mapping[Symbol, int], family: Family | None, keys: Mapping[str, object]
+    counted: Sequence[Symbol], values: Mapping[Symbol, int], sets: list[frozenset[str]] | None
 ) -> tuple[Kind, ...]:
     names = [c.name for c in counted]
-    sets = None if family is None else _memberships(family, values, keys, names)
     if sets is None or any(sum(c.name in s for s in sets) != values[c] for c in counted):
         raise LlmcountError(
             f"the layer counts {' + '.join(names)} add up to more than N = {values[N]} and the record's [layers] "
