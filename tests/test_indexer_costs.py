@@ -171,6 +171,8 @@ def test_the_write_up_names_every_part_of_the_cache_and_they_add_up_to_what_tran
     total = int(re.search(r": ([\d,]+) bytes \(", sentence).group(1).replace(",", ""))
     expected = oracle.cache_bytes(SMALL_DOTS3, 1, 5, oracle.torch.bfloat16)
     assert len(parts) == 3 and sum(parts) == total == expected, sentence
+
+
 @pytest.mark.parametrize(
     ("model_type", "latent"), [("deepseek_v32", 512 + 64), ("hy_v4", 512 + 64), ("axk2", 128 + 32)]
 )
