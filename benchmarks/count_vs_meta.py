@@ -1,7 +1,7 @@
 """Time `llmcount count --json` for each preset against building the same model on the meta
 device with transformers, in the same run, and print the ratio.
 
-Run: python benchmarks/count_vs_meta.py [--repeat 3]
+Run: python benchmarks/count_vs_meta.py [--repeat 3] [--only falcon-7b,gemma-2-2b]
 Both sides run in fresh subprocesses so that import time is counted for each, as a user pays it.
 """
 
@@ -39,10 +39,15 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated presets (default: every preset)")
     args = parser.parse_args()
+    names = [name for name in args.only.split(",") if name] or list(presets())
+    unknown = [name for name in names if name not in presets()]
+    if unknown:
+        parser.error(f"unknown presets: {', '.join(unknown)} (see `llmcount list`)")
     print(f"{'preset':<18}{'llmcount s':>12}{'meta build s':>14}{'ratio':>8}  same total")
     ratios = []
-    for name in presets():
+    for name in names:
         ours = [timed([sys.executable, "-m", "llmcount", "count", name, "--json"]) for _ in range(args.repeat)]
         theirs = [timed([sys.executable, "-c", META, name]) for _ in range(args.repeat)]
         t_ours = statistics.median(t for t, _ in ours)
