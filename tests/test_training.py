@@ -181,8 +181,8 @@ def test_training_text_names_the_lines_and_the_lora_formula() -> None:
 
 
 def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed() -> None:
-    data = json.loads(run("memory", "llama-4-scout", "--training", "--json").stdout)
-    assert data["activations_bytes_per_gpu"] is None and "(llama4_text)" in data["activations_refused"]
+    data = json.loads(run("memory", "qwen3-next-80b-a3b", "--training", "--json").stdout)
+    assert data["activations_bytes_per_gpu"] is None and "(qwen3_next)" in data["activations_refused"]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"]
 
 
