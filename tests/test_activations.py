@@ -31,7 +31,7 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon", "cohere_compass_text"}
 # RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
 PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm", "persimmon"}
 EVEN_ROTARY = {"phi", "nemotron", "stablelm", "persimmon"}
@@ -272,6 +272,14 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if model_type == "cohere2":  # RoPE on the sliding layers only
         config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
         config["num_hidden_layers"] = 2
+    if model_type == "cohere_compass_text":  # RoPE tables per layer type; a null entry: that kind without RoPE
+        rope = {"rope_type": "default", "rope_theta": 10000.0}
+        config["num_hidden_layers"], config["sliding_window"] = 2, 64  # SDPA keeps a window's mask when S > window
+        config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
+        config["rope_parameters"] = {
+            "full_attention": rng.choice([rope, None]),
+            "sliding_attention": rng.choice([rope, None]),
+        }
     if model_type == "hyperclovax":  # norms after attention and after the MLP
         config["use_post_norm"] = rng.choice([True, False])
     if model_type in ("gemma2", "gemma3_text", "vaultgemma"):  # Gemma 3 reads attn_logit_softcapping but ignores it
