@@ -241,6 +241,7 @@ CHOICES = {
     "gpt_neox_japanese": {"intermediate_multiple_size": [2, 3], "rotary_pct": [0.5, 1.0]},
     "falcon": {"multi_query": [True, False], "bias": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
+    "doge": {"keep_window_size": [2, 4, 2048]},  # past keep_window_size keys the dynamic mask keeps its top-k
 }
 
 
