@@ -281,6 +281,9 @@ def _config(model_type: str, rng: random.Random) -> dict:
             "full_attention": rng.choice([rope, None]),
             "sliding_attention": rng.choice([rope, None]),
         }
+    if model_type == "diffllama":  # the value heads split in two halves: h_kv even
+        config["num_key_value_heads"], config["num_attention_heads"] = rng.choice([(2, 2), (2, 4), (4, 4)])
+        config["hidden_size"] = max(config["hidden_size"], 4 * config["num_attention_heads"])
     if model_type == "hyperclovax":  # norms after attention and after the MLP
         config["use_post_norm"] = rng.choice([True, False])
     if model_type in ("gemma2", "gemma3_text", "vaultgemma"):  # Gemma 3 reads attn_logit_softcapping but ignores it
