@@ -175,6 +175,7 @@ MLA = {
         "topk_group": [1, 2],
     },
     "minicpm3": {},
+    "youtu": {},
     "glm4_moe_lite": {
         "n_routed_experts": [4, 6],
         "num_experts_per_tok": [1, 2],
