@@ -242,7 +242,13 @@ CHOICES = {
     "gpt_neox_japanese": {"intermediate_multiple_size": [2, 3], "rotary_pct": [0.5, 1.0]},
     "falcon": {"multi_query": [True, False], "bias": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
-    "doge": {"keep_window_size": [2, 4, 2048]},  # past keep_window_size keys the dynamic mask keeps its top-k
+    # past keep_window_size keys the dynamic mask keeps its top-k; CDMoE picks k of floor(sqrt(n))² experts
+    "doge": {
+        "keep_window_size": [2, 4, 2048],
+        "is_moe": [True, False],
+        "num_experts": [9, 16],
+        "num_experts_per_tok": [1, 3],
+    },
 }
 
 
@@ -467,6 +473,11 @@ CASES = [
     ("cohere2_moe", 16, "fp32", "eager"),  # LayerNorms; two shared experts
     ("cohere2_moe", 4, "fp32", "sdpa"),  # softmax router; LayerNorms
     ("cohere2_moe", 23, "fp32", "sdpa"),  # RMSNorms; a dense layer
+    ("doge", 0, "fp32", "eager"),  # dense; S past keep_window_size (the top-k mask)
+    ("doge", 1, "bf16", "eager"),  # dense; S within keep_window_size
+    ("doge", 2, "bf16", "eager"),  # CDMoE, 9 experts, k = 1
+    ("doge", 17, "fp32", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size, grouped heads
+    ("doge", 25, "bf16", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size
 ]
 
 
@@ -659,6 +670,23 @@ def test_a_config_the_table_was_not_checked_for_is_refused_by_name() -> None:
     model = read_config(config, "random config")
     with pytest.raises(LlmcountError, match=r"not derived for GPT-2 \(gpt2\): activation_function other than"):
         activations(model.architecture, model.values, "bf16", 2, 8, Options(), model.keys)
+
+
+def test_a_config_transformers_cannot_train_is_refused_by_name() -> None:
+    """Doge's CDMoE with norm_topk_prob divides its softmax output in place: autograd's backward fails on it."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = {"model_type": "doge", "num_hidden_layers": 1, "hidden_size": 16, "intermediate_size": 8}
+    config |= {"num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 67, "pad_token_id": 0}
+    config |= {"is_moe": True, "num_experts": 9, "num_experts_per_tok": 2, "norm_topk_prob": True}
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config))
+    ids = torch.randint(0, 67, (2, 5))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(input_ids=ids, labels=ids).loss.backward()
+    record = read_config(config, "random config")
+    with pytest.raises(LlmcountError, match=r"not derived for Doge \(doge\): is_moe with norm_topk_prob"):
+        activations(record.architecture, record.values, "bf16", 2, 8, Options(), record.keys)
 
 
 LLAMA4_MIXED = {
