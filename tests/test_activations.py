@@ -31,7 +31,7 @@ from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon"}
+HEAD_DIM_FROM_WIDTH = {"helium", "cohere2", "phi", "stablelm", "persimmon", "cohere_compass_text"}
 # RoPE on the first int(h_d · partial_rotary_factor) of each head; some rotary codes need that even: h_d of 4 or 8
 PARTIAL_ROPE = {"glm", "glm4", "phi", "nemotron", "stablelm", "persimmon"}
 EVEN_ROTARY = {"phi", "nemotron", "stablelm", "persimmon"}
@@ -175,6 +175,7 @@ MLA = {
         "topk_group": [1, 2],
     },
     "minicpm3": {},
+    "youtu": {},
     "glm4_moe_lite": {
         "n_routed_experts": [4, 6],
         "num_experts_per_tok": [1, 2],
@@ -241,6 +242,13 @@ CHOICES = {
     "gpt_neox_japanese": {"intermediate_multiple_size": [2, 3], "rotary_pct": [0.5, 1.0]},
     "falcon": {"multi_query": [True, False], "bias": [False, True]},
     "xglm": {"activation_function": ACTIVATION_FUNCTIONS},
+    # past keep_window_size keys the dynamic mask keeps its top-k; CDMoE picks k of floor(sqrt(n))² experts
+    "doge": {
+        "keep_window_size": [2, 4, 2048],
+        "is_moe": [True, False],
+        "num_experts": [9, 16],
+        "num_experts_per_tok": [1, 3],
+    },
 }
 
 
@@ -272,6 +280,17 @@ def _config(model_type: str, rng: random.Random) -> dict:
     if model_type == "cohere2":  # RoPE on the sliding layers only
         config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
         config["num_hidden_layers"] = 2
+    if model_type == "cohere_compass_text":  # RoPE tables per layer type; a null entry: that kind without RoPE
+        rope = {"rope_type": "default", "rope_theta": 10000.0}
+        config["num_hidden_layers"], config["sliding_window"] = 2, 64  # SDPA keeps a window's mask when S > window
+        config["layer_types"] = rng.choice([["sliding_attention", "full_attention"], ["full_attention"] * 2])
+        config["rope_parameters"] = {
+            "full_attention": rng.choice([rope, None]),
+            "sliding_attention": rng.choice([rope, None]),
+        }
+    if model_type == "diffllama":  # the value heads split in two halves: h_kv even
+        config["num_key_value_heads"], config["num_attention_heads"] = rng.choice([(2, 2), (2, 4), (4, 4)])
+        config["hidden_size"] = max(config["hidden_size"], 4 * config["num_attention_heads"])
     if model_type == "hyperclovax":  # norms after attention and after the MLP
         config["use_post_norm"] = rng.choice([True, False])
     if model_type in ("gemma2", "gemma3_text", "vaultgemma"):  # Gemma 3 reads attn_logit_softcapping but ignores it
@@ -454,6 +473,11 @@ CASES = [
     ("cohere2_moe", 16, "fp32", "eager"),  # LayerNorms; two shared experts
     ("cohere2_moe", 4, "fp32", "sdpa"),  # softmax router; LayerNorms
     ("cohere2_moe", 23, "fp32", "sdpa"),  # RMSNorms; a dense layer
+    ("doge", 0, "fp32", "eager"),  # dense; S past keep_window_size (the top-k mask)
+    ("doge", 1, "bf16", "eager"),  # dense; S within keep_window_size
+    ("doge", 2, "bf16", "eager"),  # CDMoE, 9 experts, k = 1
+    ("doge", 17, "fp32", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size, grouped heads
+    ("doge", 25, "bf16", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size
 ]
 
 
@@ -646,6 +670,23 @@ def test_a_config_the_table_was_not_checked_for_is_refused_by_name() -> None:
     model = read_config(config, "random config")
     with pytest.raises(LlmcountError, match=r"not derived for GPT-2 \(gpt2\): activation_function other than"):
         activations(model.architecture, model.values, "bf16", 2, 8, Options(), model.keys)
+
+
+def test_a_config_transformers_cannot_train_is_refused_by_name() -> None:
+    """Doge's CDMoE with norm_topk_prob divides its softmax output in place: autograd's backward fails on it."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = {"model_type": "doge", "num_hidden_layers": 1, "hidden_size": 16, "intermediate_size": 8}
+    config |= {"num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 67, "pad_token_id": 0}
+    config |= {"is_moe": True, "num_experts": 9, "num_experts_per_tok": 2, "norm_topk_prob": True}
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config))
+    ids = torch.randint(0, 67, (2, 5))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(input_ids=ids, labels=ids).loss.backward()
+    record = read_config(config, "random config")
+    with pytest.raises(LlmcountError, match=r"not derived for Doge \(doge\): is_moe with norm_topk_prob"):
+        activations(record.architecture, record.values, "bf16", 2, 8, Options(), record.keys)
 
 
 LLAMA4_MIXED = {

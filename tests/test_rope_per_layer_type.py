@@ -73,3 +73,13 @@ def test_cohere_compass_cache_of_sliding_and_full_layers_equals_transformers(seq
     model = read_config(config, "test")
     got = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=2).bytes_of("kv_cache")
     assert got == oracle.cache_bytes(config, 2, seq), f"S={seq} ({oracle.VERSIONS})"
+
+
+def test_a_condition_reads_a_json_object_by_key() -> None:
+    """The activation table keeps a layer type's RoPE tables only where its entry is not null."""
+    from llmcount.formulas.expressions import condition
+
+    rotates = condition("rope_parameters['full_attention'] is not None", "test")
+    assert rotates({"rope_parameters": BOTH}) is True
+    assert rotates({"rope_parameters": {"full_attention": None}}) is False
+    assert rotates({"rope_parameters": {}}) is False  # a key it lacks reads as None

@@ -258,6 +258,7 @@ def activations(
     values = {**counts, **values}
     namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}}
     namespace.update({symbol.name: value for symbol, value in values.items()})
+    namespace[S.name] = seq  # a condition may read the sequence length (a mask kept only past a window)
     for test, reason in parsed.refuse:
         if test(namespace):
             raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")

@@ -177,6 +177,8 @@ def _compile(node: ast.expr, where: str) -> Condition:
 
         def item(ns: Namespace) -> Any:
             container = value(ns)
+            if isinstance(container, dict):  # a JSON object by key; a key it lacks reads as None
+                return container.get(index(ns))
             if not isinstance(container, (list, str)):
                 raise TypeError(f"cannot index {type(container).__name__}")
             return container[_int(index(ns))]
