@@ -142,6 +142,19 @@ MOE = {
             "attn_temperature_tuning": [True, False],
         },
     ),
+    "mimo_v2_flash": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "head_dim": [6, 12],  # RoPE on 2 or 4 dimensions of each head
+            "v_head_dim": [4, 8],
+            "layer_types": [None, ["full_attention", "sliding_attention"], ["sliding_attention"] * 2],
+            "mlp_layer_types": [None, ["sparse", "sparse"]],
+            "norm_topk_prob": [True, False],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
@@ -299,6 +312,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["mlp_only_layers"] = rng.choice([[], [0]])
             if model_type == "qwen2_moe":
                 config["shared_expert_intermediate_size"] = rng.choice([8, 24])
+    if model_type == "mimo_v2_flash":  # its sliding layers have 2 · h_kv key/value heads: h a multiple of that
+        config["num_attention_heads"] = h = 2 * h_kv * rng.choice([1, 2])
     if model_type in MOE:
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         experts_key, k_key, width_key, settings = MOE[model_type]
@@ -454,6 +469,10 @@ CASES = [
     ("cohere2_moe", 16, "fp32", "eager"),  # LayerNorms; two shared experts
     ("cohere2_moe", 4, "fp32", "sdpa"),  # softmax router; LayerNorms
     ("cohere2_moe", 23, "fp32", "sdpa"),  # RMSNorms; a dense layer
+    ("mimo_v2_flash", 4, "bf16", "eager"),  # a full and a sliding layer (K and V not repeated there); a dense layer
+    ("mimo_v2_flash", 7, "fp32", "eager"),  # a full and a sliding layer, h = 4 · h_kv; RoPE on 2 of 6
+    ("mimo_v2_flash", 1, "bf16", "eager"),  # sliding layers only, no renormalized top-k; RoPE on 4 of 12
+    ("mimo_v2_flash", 0, "fp32", "eager"),  # layer_types' default (full, then sliding), MoE in both layers
 ]
 
 
