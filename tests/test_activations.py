@@ -346,6 +346,26 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type == "longcat_flash":  # MLA (always a query latent) with h key/value heads; layers of two sublayers
+        rope = rng.choice([4, 8])
+        config.update(
+            {
+                "num_layers": config.pop("num_hidden_layers"),
+                "hidden_size": rng.choice([16, 24, 32]),
+                "ffn_hidden_size": config.pop("intermediate_size"),
+                "num_key_value_heads": h,
+                "head_dim": rope,  # the rotary tables' width, qk_rope_head_dim for the forward to run
+                "q_lora_rank": rng.choice([8, 16]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rope,
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+                "n_routed_experts": rng.choice([3, 4, 5]),
+                "zero_expert_num": 0,
+                "moe_topk": rng.choice([2, 3]),  # with 1 the expert loop fails (a squeeze drops the choice axis)
+                "expert_ffn_hidden_size": rng.choice([8, 16]),
+            }
+        )
     if model_type == "dbrx":  # attention and MoE sizes in nested objects; heads of d / h
         config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
         config["attn_config"] = {
@@ -687,3 +707,11 @@ def test_layers_of_two_counted_kinds_are_counted_layer_by_layer(no_rope_layers: 
     result = activations(model.architecture, model.values, dtype, 2, 7, Options(attention="eager"), model.keys)
     assert result.bytes == expected, (config, dtype, VERSIONS)
     assert sum(kind.count for kind in result.per_layer_kind) == 4
+
+
+def test_longcat_zero_experts_are_refused_by_name() -> None:
+    """LongCat-Flash's identity experts keep a pair's token and weight where a routed expert keeps its MLP's
+    tensors: the bytes depend on how many pairs the router sends to them, so a config with any is refused."""
+    model = read_config({"model_type": "longcat_flash"}, "LongCat-Flash defaults")  # 256 zero experts
+    with pytest.raises(LlmcountError, match=r"not derived for LongCat-Flash \(longcat_flash\): zero_expert_num > 0"):
+        activations(model.architecture, model.values, "bf16", 1, 4096, Options(), model.keys)
