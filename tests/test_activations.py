@@ -142,6 +142,19 @@ MOE = {
             "attn_temperature_tuning": [True, False],
         },
     ),
+    "mimo_v2_flash": (
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_intermediate_size",
+        {
+            "num_hidden_layers": [2],
+            "head_dim": [6, 12],  # RoPE on 2 or 4 dimensions of each head
+            "v_head_dim": [4, 8],
+            "layer_types": [None, ["full_attention", "sliding_attention"], ["sliding_attention"] * 2],
+            "mlp_layer_types": [None, ["sparse", "sparse"]],
+            "norm_topk_prob": [True, False],
+        },
+    ),
     "cohere2_moe": (
         "num_experts",
         "num_experts_per_tok",
@@ -318,6 +331,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["mlp_only_layers"] = rng.choice([[], [0]])
             if model_type == "qwen2_moe":
                 config["shared_expert_intermediate_size"] = rng.choice([8, 24])
+    if model_type == "mimo_v2_flash":  # its sliding layers have 2 · h_kv key/value heads: h a multiple of that
+        config["num_attention_heads"] = h = 2 * h_kv * rng.choice([1, 2])
     if model_type in MOE:
         # bf16 grouped matmuls on the CPU need rows of a multiple of 16 bytes: widths of multiples of 8
         experts_key, k_key, width_key, settings = MOE[model_type]
@@ -350,6 +365,26 @@ def _config(model_type: str, rng: random.Random) -> dict:
         config["num_key_value_heads"] = config[
             "num_attention_heads"
         ]  # MLA: k and v have h heads; transformers repeats by h / h_kv
+    if model_type == "longcat_flash":  # MLA (always a query latent) with h key/value heads; layers of two sublayers
+        rope = rng.choice([4, 8])
+        config.update(
+            {
+                "num_layers": config.pop("num_hidden_layers"),
+                "hidden_size": rng.choice([16, 24, 32]),
+                "ffn_hidden_size": config.pop("intermediate_size"),
+                "num_key_value_heads": h,
+                "head_dim": rope,  # the rotary tables' width, qk_rope_head_dim for the forward to run
+                "q_lora_rank": rng.choice([8, 16]),
+                "kv_lora_rank": rng.choice([8, 16]),
+                "qk_rope_head_dim": rope,
+                "qk_nope_head_dim": rng.choice([8, 16]),
+                "v_head_dim": rng.choice([8, 16]),
+                "n_routed_experts": rng.choice([3, 4, 5]),
+                "zero_expert_num": 0,
+                "moe_topk": rng.choice([2, 3]),  # with 1 the expert loop fails (a squeeze drops the choice axis)
+                "expert_ffn_hidden_size": rng.choice([8, 16]),
+            }
+        )
     if model_type == "dbrx":  # attention and MoE sizes in nested objects; heads of d / h
         config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
         config["attn_config"] = {
@@ -478,6 +513,10 @@ CASES = [
     ("doge", 2, "bf16", "eager"),  # CDMoE, 9 experts, k = 1
     ("doge", 17, "fp32", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size, grouped heads
     ("doge", 25, "bf16", "eager"),  # CDMoE, 16 experts, k = 3, past keep_window_size
+    ("mimo_v2_flash", 4, "bf16", "eager"),  # a full and a sliding layer (K and V not repeated there); a dense layer
+    ("mimo_v2_flash", 7, "fp32", "eager"),  # a full and a sliding layer, h = 4 · h_kv; RoPE on 2 of 6
+    ("mimo_v2_flash", 1, "bf16", "eager"),  # sliding layers only, no renormalized top-k; RoPE on 4 of 12
+    ("mimo_v2_flash", 0, "fp32", "eager"),  # layer_types' default (full, then sliding), MoE in both layers
 ]
 
 
@@ -709,3 +748,11 @@ def test_layers_of_two_counted_kinds_are_counted_layer_by_layer(no_rope_layers: 
     result = activations(model.architecture, model.values, dtype, 2, 7, Options(attention="eager"), model.keys)
     assert result.bytes == expected, (config, dtype, VERSIONS)
     assert sum(kind.count for kind in result.per_layer_kind) == 4
+
+
+def test_longcat_zero_experts_are_refused_by_name() -> None:
+    """LongCat-Flash's identity experts keep a pair's token and weight where a routed expert keeps its MLP's
+    tensors: the bytes depend on how many pairs the router sends to them, so a config with any is refused."""
+    model = read_config({"model_type": "longcat_flash"}, "LongCat-Flash defaults")  # 256 zero experts
+    with pytest.raises(LlmcountError, match=r"not derived for LongCat-Flash \(longcat_flash\): zero_expert_num > 0"):
+        activations(model.architecture, model.values, "bf16", 1, 4096, Options(), model.keys)
