@@ -189,6 +189,20 @@ MLA = {
     },
     "minicpm3": {},
     "youtu": {},
+    "axk1": {
+        "q_lora_rank": [8, 16],  # always a query latent
+        "num_hidden_layers": [2],
+        "mlp_layer_types": [None, ["dense", "sparse"], ["sparse", "sparse"]],
+        "first_k_dense_replace": [0, 1],  # read when mlp_layer_types is null
+        "moe_layer_freq": [1, 2],
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "n_group": [2],
+        "topk_group": [1, 2],
+        "norm_topk_prob": [True, False],
+    },
     "glm4_moe_lite": {
         "n_routed_experts": [4, 6],
         "num_experts_per_tok": [1, 2],
@@ -517,6 +531,10 @@ CASES = [
     ("mimo_v2_flash", 7, "fp32", "eager"),  # a full and a sliding layer, h = 4 · h_kv; RoPE on 2 of 6
     ("mimo_v2_flash", 1, "bf16", "eager"),  # sliding layers only, no renormalized top-k; RoPE on 4 of 12
     ("mimo_v2_flash", 0, "fp32", "eager"),  # layer_types' default (full, then sliding), MoE in both layers
+    ("axk1", 4, "fp32", "eager"),  # a dense then an MoE layer, renormalized top-k
+    ("axk1", 3, "bf16", "eager"),  # mlp_layer_types from moe_layer_freq 2: an MoE then a dense layer
+    ("axk1", 0, "bf16", "eager"),  # MoE on both layers, no renormalized top-k
+    ("axk1", 7, "fp32", "eager"),  # mlp_layer_types from first_k_dense_replace 0: MoE on both, renormalized
 ]
 
 
