@@ -203,6 +203,23 @@ MLA = {
         "topk_group": [1, 2],
         "norm_topk_prob": [True, False],
     },
+    "axk2": {
+        "q_lora_rank": [8, 16],  # always a query latent
+        "num_hidden_layers": [2],
+        "mlp_layer_types": [None, ["dense", "sparse"], ["sparse", "sparse"]],
+        "first_k_dense_replace": [0, 1],  # read when mlp_layer_types is null
+        "moe_layer_freq": [1, 2],
+        "n_routed_experts": [4, 6],
+        "num_experts_per_tok": [1, 2],
+        "n_shared_experts": [1, 2],
+        "moe_intermediate_size": [8, 16],
+        "n_group": [None, 2],
+        "norm_topk_prob": [True, False],
+        "gated_norm_rank": [4, 8],
+        "index_n_heads": [2, 3],
+        "index_head_dim": [12, 16],  # RoPE on its first qk_rope_head_dim
+        "index_topk": [4, 2048],  # fewer than S: the indexer's mask leaves keys out
+    },
     "glm4_moe_lite": {
         "n_routed_experts": [4, 6],
         "num_experts_per_tok": [1, 2],
@@ -447,6 +464,8 @@ def _config(model_type: str, rng: random.Random) -> dict:
             config["hidden_size"] = 8 * h
         config.pop("head_dim")
         config["num_key_value_heads"] = config["num_attention_heads"]
+    if model_type == "axk2":  # grouped routing or none: n_group and topk_group set together
+        config["topk_group"] = None if config["n_group"] is None else rng.choice([1, 2])
     config.update({key: rng.choice(choices) for key, choices in CHOICES.get(model_type, {}).items()})
     if model_type == "falcon":  # the layouts FalconDecoderLayer runs: (new_decoder_architecture, parallel_attn, norms)
         layout = rng.choice(FALCON_LAYOUTS)
@@ -535,6 +554,12 @@ CASES = [
     ("axk1", 3, "bf16", "eager"),  # mlp_layer_types from moe_layer_freq 2: an MoE then a dense layer
     ("axk1", 0, "bf16", "eager"),  # MoE on both layers, no renormalized top-k
     ("axk1", 7, "fp32", "eager"),  # mlp_layer_types from first_k_dense_replace 0: MoE on both, renormalized
+    ("axk2", 0, "fp32", "eager"),  # MoE on both layers, grouped routing; the indexer keeps 4 of 9 keys
+    ("axk2", 2, "bf16", "eager"),  # MoE on both, k = 2, grouped, no renormalized top-k
+    ("axk2", 3, "bf16", "eager"),  # mlp_layer_types from moe_layer_freq 2: an MoE then a dense layer
+    ("axk2", 6, "fp32", "eager"),  # MoE on both, ungrouped routing, no renormalized top-k
+    ("axk2", 8, "bf16", "eager"),  # a dense then an MoE layer, ungrouped; the indexer keeps 4 of 5 keys
+    ("axk2", 12, "fp32", "eager"),  # mlp_layer_types from first_k_dense_replace 1: a dense then an MoE layer
 ]
 
 
