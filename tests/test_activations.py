@@ -174,6 +174,19 @@ MOE = {
     ),
 }
 
+# A.X K1 and K2: DeepSeek-V3's MLA and MoE, the layer layout drawn (mlp_layer_types, or the dense-first rule)
+AXK_DRAWS = {
+    "q_lora_rank": [8, 16],  # always a query latent
+    "num_hidden_layers": [2],
+    "mlp_layer_types": [None, ["dense", "sparse"], ["sparse", "sparse"]],
+    "first_k_dense_replace": [0, 1],  # read when mlp_layer_types is null
+    "moe_layer_freq": [1, 2],
+    "n_routed_experts": [4, 6],
+    "num_experts_per_tok": [1, 2],
+    "n_shared_experts": [1, 2],
+    "moe_intermediate_size": [8, 16],
+}
+
 # MLA families besides DeepSeek-V3 (whose draws are its own, above): the latent ranks and head sizes are drawn for all,
 # then these keys from their choices (the experts of an MoE family; widths of multiples of 8 for bf16 grouped matmuls)
 MLA = {
@@ -189,30 +202,9 @@ MLA = {
     },
     "minicpm3": {},
     "youtu": {},
-    "axk1": {
-        "q_lora_rank": [8, 16],  # always a query latent
-        "num_hidden_layers": [2],
-        "mlp_layer_types": [None, ["dense", "sparse"], ["sparse", "sparse"]],
-        "first_k_dense_replace": [0, 1],  # read when mlp_layer_types is null
-        "moe_layer_freq": [1, 2],
-        "n_routed_experts": [4, 6],
-        "num_experts_per_tok": [1, 2],
-        "n_shared_experts": [1, 2],
-        "moe_intermediate_size": [8, 16],
-        "n_group": [2],
-        "topk_group": [1, 2],
-        "norm_topk_prob": [True, False],
-    },
+    "axk1": {**AXK_DRAWS, "n_group": [2], "topk_group": [1, 2], "norm_topk_prob": [True, False]},
     "axk2": {
-        "q_lora_rank": [8, 16],  # always a query latent
-        "num_hidden_layers": [2],
-        "mlp_layer_types": [None, ["dense", "sparse"], ["sparse", "sparse"]],
-        "first_k_dense_replace": [0, 1],  # read when mlp_layer_types is null
-        "moe_layer_freq": [1, 2],
-        "n_routed_experts": [4, 6],
-        "num_experts_per_tok": [1, 2],
-        "n_shared_experts": [1, 2],
-        "moe_intermediate_size": [8, 16],
+        **AXK_DRAWS,
         "n_group": [None, 2],
         "norm_topk_prob": [True, False],
         "gated_norm_rank": [4, 8],
