@@ -280,18 +280,9 @@ def test_attention_layers_summed_with_an_idle_sliding_count():
         '[attention]\nlayers = "N_attn"', '[attention]\nlayers = "N_full + N_sliding"'
     )
     family = parse_record(tomllib.loads(text), "lfm3 (N_full + N_sliding)")
-    config = {
-        "model_type": "lfm3",
-        "num_hidden_layers": 4,
-        "vocab_size": 64,
-        "hidden_size": 32,
-        "intermediate_size": 48,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 8,
-        "pad_token_id": 0,
-        "layer_types": ["conv", "full_attention", "conv", "full_attention"],
-    }
+    from test_layer_patterns import LFM3
+
+    config = {**LFM3, "num_hidden_layers": 4, "layer_types": ["conv", "full_attention", "conv", "full_attention"]}
     model = read_config(config, "test", None, family)
     kinds = {
         k.kind: k for k in memory.inference(model.derivation, model.values, "bf16", "bf16", 1024, 1).per_layer_kind
