@@ -25,6 +25,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from activation_oracle import VERSIONS, saved_bytes
+from draws import CASES as DRAWN_CASES
+from draws import DRAWS
 
 from llmcount.errors import LlmcountError
 from llmcount.formulas.activations import Options, activations
@@ -289,7 +291,10 @@ CHOICES = {
 
 
 def _config(model_type: str, rng: random.Random) -> dict:
-    """A small config with distinct sizes, so that a wrong coefficient on any symbol shows."""
+    """A small config with distinct sizes, so that a wrong coefficient on any symbol shows (a family that
+    tests/draws names is drawn there)."""
+    if model_type in DRAWS:
+        return DRAWS[model_type](rng)
     h_kv = rng.choice([2, 3])
     h = h_kv * rng.choice([1, 2])
     config = {
@@ -574,6 +579,7 @@ def _record_cases() -> list[tuple[str, int, str, str]]:
     return cases
 
 
+CASES += DRAWN_CASES
 CASES += _record_cases()
 
 
