@@ -1,0 +1,64 @@
+"""Draws for the encoder-style records trained as causal LMs (``is_decoder``): BERT and its relatives."""
+
+from __future__ import annotations
+
+import random
+
+# hidden_act values the tables are checked for (the others are refused by name)
+HIDDEN_ACTS = ["gelu", "relu", "gelu_new", "silu", "gelu_pytorch_tanh"]
+
+
+def bert_like(model_type: str, rng: random.Random) -> dict:
+    """A small BERT-style config: h heads of d/h, a learned position table longer than the drawn sequences."""
+    h = rng.choice([2, 3, 4])
+    return {
+        "model_type": model_type,
+        "num_hidden_layers": rng.choice([1, 2]),
+        "num_attention_heads": h,
+        "hidden_size": h * rng.choice([4, 6, 8]),
+        "intermediate_size": rng.choice([20, 28, 36]),
+        "vocab_size": rng.choice([67, 101]),
+        "max_position_embeddings": rng.choice([16, 40]),
+        "type_vocab_size": rng.choice([1, 2]),
+        "hidden_act": rng.choice(HIDDEN_ACTS),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "is_decoder": rng.choice([True, True, False]),  # a causal mask or none: the same storages
+    }
+
+
+def _with(model_type: str, **choices: list):
+    def draw(rng: random.Random) -> dict:
+        config = bert_like(model_type, rng)
+        config.update({key: rng.choice(values) for key, values in choices.items()})
+        return config
+
+    return draw
+
+
+DRAWS = {
+    name: _with(name)
+    for name in (
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "camembert",
+        "data2vec-text",
+        "bert-generation",
+        "megatron-bert",
+        "roberta-prelayernorm",
+        "xlm-roberta-xl",
+    )
+}
+DRAWS["ernie"] = _with("ernie", use_task_id=[True, False])
+
+
+def _electra(rng: random.Random) -> dict:
+    """ELECTRA: embeddings of d_emb, projected to d when d_emb differs from d."""
+    config = bert_like("electra", rng)
+    config["embedding_size"] = rng.choice([8, 16, config["hidden_size"]])
+    return config
+
+
+DRAWS["electra"] = _electra
+
+CASES = []
