@@ -62,3 +62,36 @@ def _electra(rng: random.Random) -> dict:
 DRAWS["electra"] = _electra
 
 CASES = []
+
+
+def _rembert(rng: random.Random) -> dict:
+    """RemBERT: input embeddings of d_emb, a head of d_out."""
+    config = bert_like("rembert", rng)
+    config["input_embedding_size"] = rng.choice([8, 12])
+    config["output_embedding_size"] = rng.choice([10, 20])
+    return config
+
+
+def _roc_bert(rng: random.Random) -> dict:
+    """RoCBert: shape and pronunciation embeddings concatenated to the word embeddings, or not."""
+    config = bert_like("roc_bert", rng)
+    config.update({"pronunciation_vocab_size": 20, "shape_vocab_size": 30})
+    config.update({"pronunciation_embed_dim": rng.choice([6, 10]), "shape_embed_dim": rng.choice([8, 12])})
+    config.update({key: rng.choice([True, False]) for key in ("concat_input", "enable_pronunciation", "enable_shape")})
+    return config
+
+
+DRAWS["rembert"] = _rembert
+DRAWS["roc_bert"] = _roc_bert
+
+
+def _roformer(rng: random.Random) -> dict:
+    """RoFormer: rotary positions on q and k (and v), embeddings of d_emb (null: d); heads of an even d/h."""
+    config = bert_like("roformer", rng)
+    config["hidden_size"] = config["num_attention_heads"] * rng.choice([4, 8])
+    config["embedding_size"] = rng.choice([None, 10, config["hidden_size"]])
+    config["rotary_value"] = rng.choice([True, False])
+    return config
+
+
+DRAWS["roformer"] = _roformer
