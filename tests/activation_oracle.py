@@ -64,7 +64,9 @@ def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32
     held: list[weakref.ref] = []
 
     def pack(tensor: torch.Tensor) -> _Held:
-        box = _Held(tensor)
+        # an alias without autograd history: a saved output holding its own grad_fn would make a reference cycle
+        # through the graph that keeps a dropped branch (BigBird's pooler) alive, which autograd itself does not
+        box = _Held(tensor.detach())
         held.append(weakref.ref(box))
         return box
 

@@ -46,7 +46,7 @@ from .symbols import B, N, S, V, d, d_ff, d_moe, h, h_kv, k
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
-PER = ("token", "position", "step")
+PER = ("token", "position", "sequence", "step")
 CORE = ("eager", "flash", "inputs")
 TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
 
@@ -59,7 +59,8 @@ ASSUMPTIONS = (
 
 @dataclass(frozen=True)
 class Saved:
-    """One saved tensor of the record: elements per token (per position, per step), its dtype, where kept."""
+    """One saved tensor of the record: elements per token (per position, per sequence, per step), its dtype, where
+    kept."""
 
     path: str
     expr: Expr
@@ -365,7 +366,7 @@ def _per_token(expr: Expr) -> Expr:
 
 
 def _scale(e: Saved) -> Expr:
-    return {"token": B * S, "position": S, "step": Integer(1)}[e.per]
+    return {"token": B * S, "position": S, "sequence": B, "step": Integer(1)}[e.per]
 
 
 def _ceil(expr: Expr, env: Mapping) -> int:

@@ -95,3 +95,51 @@ def _roformer(rng: random.Random) -> dict:
 
 
 DRAWS["roformer"] = _roformer
+
+
+def _big_bird(rng: random.Random) -> dict:
+    """BigBird: original_full attention, or block_sparse with blocks so long that it falls back to full attention."""
+    config = bert_like("big_bird", rng)
+    config["attention_type"] = rng.choice(["original_full", "block_sparse"])
+    config.update({"block_size": rng.choice([2, 64]), "num_random_blocks": 1})  # (5 + 2) · 2 = 14 > S
+    return config
+
+
+DRAWS["big_bird"] = _big_bird
+
+
+def _xmod(rng: random.Random) -> dict:
+    """X-MOD: one to three languages, the default one drawn; post- or pre-norm; the adapters' LayerNorm choices."""
+    config = bert_like("xmod", rng)
+    languages = ["en_XX", "de_DE", "fr_XX"][: rng.choice([1, 2, 3])]
+    config.update({"languages": languages, "default_language": rng.choice(languages)})
+    config["adapter_reduction_factor"] = rng.choice([2, 4])
+    for key in ("pre_norm", "adapter_layer_norm", "adapter_reuse_layer_norm", "ln_before_adapter"):
+        config[key] = rng.choice([True, False])
+    return config
+
+
+DRAWS["xmod"] = _xmod
+
+
+def _modernbert_decoder(rng: random.Random) -> dict:
+    """ModernBERT decoder: full and sliding layers (window W = local_attention // 2 on both sides of S)."""
+    h = rng.choice([2, 3])
+    config = {
+        "model_type": "modernbert-decoder",
+        "num_hidden_layers": rng.choice([1, 2, 3]),
+        "num_attention_heads": h,
+        "hidden_size": h * rng.choice([4, 8]),
+        "intermediate_size": rng.choice([20, 28]),
+        "vocab_size": rng.choice([67, 101]),
+        "global_attn_every_n_layers": rng.choice([1, 2, 3]),
+        "local_attention": rng.choice([4, 8, 16, 64]),
+        "hidden_activation": rng.choice(HIDDEN_ACTS),
+        "classifier_activation": rng.choice(HIDDEN_ACTS),
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+    config.update({"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "sep_token_id": 2, "cls_token_id": 1})
+    return config
+
+
+DRAWS["modernbert-decoder"] = _modernbert_decoder
