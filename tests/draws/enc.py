@@ -143,3 +143,23 @@ def _modernbert_decoder(rng: random.Random) -> dict:
 
 
 DRAWS["modernbert-decoder"] = _modernbert_decoder
+
+
+def _xlm(rng: random.Random) -> dict:
+    """XLM: causal or bidirectional, gelu or relu, an FFN of 4·d."""
+    h = rng.choice([2, 3, 4])
+    return {
+        "model_type": "xlm",
+        "n_layers": rng.choice([1, 2]),
+        "n_heads": h,
+        "emb_dim": h * rng.choice([4, 6, 8]),
+        "vocab_size": rng.choice([67, 101]),
+        "max_position_embeddings": rng.choice([16, 40]),
+        "n_langs": rng.choice([1, 2]),
+        "causal": rng.choice([True, False]),
+        "gelu_activation": rng.choice([True, False]),
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+
+
+DRAWS["xlm"] = _xlm
