@@ -260,6 +260,7 @@ def activations(
     namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}}
     namespace.update({symbol.name: value for symbol, value in values.items()})
     namespace[S.name] = seq  # a condition may read the sequence length (a mask kept only past a window)
+    namespace["compute_dtype"] = compute  # and the training dtype (a model whose forward fails in bf16)
     for test, reason in parsed.refuse:
         if test(namespace):
             raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")

@@ -61,8 +61,6 @@ def _electra(rng: random.Random) -> dict:
 
 DRAWS["electra"] = _electra
 
-CASES = []
-
 
 def _rembert(rng: random.Random) -> dict:
     """RemBERT: input embeddings of d_emb, a head of d_out."""
@@ -163,3 +161,67 @@ def _xlm(rng: random.Random) -> dict:
 
 
 DRAWS["xlm"] = _xlm
+
+
+def _xlnet(rng: random.Random) -> dict:
+    """XLNet: relative positions both ways (bi) or one way (uni); its table is fp32 only (see CASES)."""
+    h = rng.choice([2, 3, 4])
+    return {
+        "model_type": "xlnet",
+        "n_layer": rng.choice([1, 2]),
+        "n_head": h,
+        "d_model": h * rng.choice([4, 6, 8]),
+        "d_inner": rng.choice([20, 28, 36]),
+        "vocab_size": rng.choice([67, 101]),
+        "attn_type": rng.choice(["bi", "uni"]),
+        "ff_activation": rng.choice(HIDDEN_ACTS),
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+
+
+DRAWS["xlnet"] = _xlnet
+
+
+# seeds drawn to cover each family's variants (the comment names the variant of the drawn config); the families not
+# named here get test_activations' own fp32 and bf16 eager (and SDPA) cases
+CASES = [
+    ("bert", 7, "fp32", "eager"),  # gelu_new in the MLP and in the head's transform
+    ("bert", 8, "bf16", "eager"),  # relu: the activation's output is the next linear's input
+    ("bert", 0, "fp32", "sdpa"),  # silu
+    ("bert", 2, "bf16", "sdpa"),  # gelu_pytorch_tanh
+    ("ernie", 15, "bf16", "eager"),  # task-type ids (use_task_id)
+    ("ernie", 8, "fp32", "eager"),  # task-type ids, relu
+    ("ernie", 4, "fp32", "sdpa"),  # no task-type ids
+    ("electra", 2, "fp32", "eager"),  # d_emb = d: no embeddings_project
+    ("electra", 0, "bf16", "eager"),  # d_emb 8, d 12: projected
+    ("electra", 1, "fp32", "sdpa"),  # d_emb 16, d 12
+    ("roc_bert", 2, "fp32", "eager"),  # without concat_input: no shape or pronunciation embeddings
+    ("roc_bert", 11, "bf16", "eager"),  # concatenated word, pronunciation and shape embeddings
+    ("roc_bert", 6, "fp32", "eager"),  # concat_input with neither: a copy of the word embeddings
+    ("roc_bert", 4, "fp32", "sdpa"),  # word and pronunciation embeddings
+    ("roc_bert", 5, "bf16", "sdpa"),  # word and shape embeddings
+    ("roformer", 16, "fp32", "eager"),  # embedding_size null (d), rotary_value
+    ("roformer", 5, "bf16", "eager"),  # d_emb 10, projected to d; rotary_value
+    ("roformer", 27, "fp32", "eager"),  # d_emb 10, rotary on q and k only
+    ("big_bird", 16, "fp32", "eager"),  # block_sparse, falling back to full attention (S <= 14)
+    ("big_bird", 7, "bf16", "eager"),  # original_full, gelu_new
+    ("big_bird", 36, "bf16", "eager"),  # block_sparse with blocks of 64, relu
+    ("xmod", 0, "fp32", "eager"),  # pre-norm; the adapters' own LayerNorm; one language
+    ("xmod", 5, "bf16", "eager"),  # post-norm; both adapter LayerNorm flags; two languages
+    ("xmod", 8, "fp32", "eager"),  # post-norm; no LayerNorm before the adapters; relu
+    ("xmod", 11, "bf16", "eager"),  # pre-norm; two languages
+    ("xmod", 1, "bf16", "sdpa"),  # post-norm; the adapters' own LayerNorm; two languages
+    ("modernbert-decoder", 2, "fp32", "eager"),  # one full layer; gelu_new in the MLP
+    ("modernbert-decoder", 5, "bf16", "eager"),  # three layers, full and sliding; relu in the MLP
+    ("modernbert-decoder", 6, "fp32", "eager"),  # two full layers; gelu_new in the MLP and the head
+    ("modernbert-decoder", 31, "bf16", "sdpa"),  # a full and a sliding layer, S >= W: the sliding mask is kept
+    ("modernbert-decoder", 29, "bf16", "sdpa"),  # a full and a sliding layer, S < W: no mask
+    ("modernbert-decoder", 24, "fp32", "sdpa"),  # three layers, all full
+    ("xlm", 4, "fp32", "eager"),  # causal, gelu, two layers
+    ("xlm", 5, "bf16", "eager"),  # causal, gelu
+    ("xlm", 1, "bf16", "eager"),  # bidirectional, relu
+    ("xlm", 6, "fp32", "eager"),  # causal, relu
+    ("xlnet", 9, "fp32", "eager"),  # bi, gelu_new, two layers (fp32 only: bf16 fails in transformers)
+    ("xlnet", 4, "fp32", "eager"),  # uni (S + 1 relative positions), relu, two layers
+    ("xlnet", 3, "fp32", "eager"),  # bi, gelu_pytorch_tanh
+]
