@@ -61,3 +61,25 @@ def test_families_without_an_sdpa_path_refuse_the_fused_kernel(model_type: str) 
     model = read_config(config, "random config")
     with pytest.raises(LlmcountError, match=r"--attention flash is not derived"):
         activations(model.architecture, model.values, "fp32", 2, 8, Options("flash"), model.keys)
+
+
+# the draws pick hidden_act from gelu, relu, gelu_new, silu, gelu_pytorch_tanh; swish (nn.SiLU, not transformers'
+# SiLUActivation) is checked here, in each place a table reads an activation key
+SWISH = [("bert", ("hidden_act",)), ("xmod", ("hidden_act",)), ("xlnet", ("ff_activation",))]
+SWISH += [("modernbert-decoder", ("hidden_activation", "classifier_activation"))]
+
+
+@pytest.mark.parametrize(("model_type", "keys"), SWISH)
+def test_swish_keeps_what_silu_keeps(model_type: str, keys: tuple[str, ...]) -> None:
+    import random
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from activation_oracle import VERSIONS, saved_bytes
+    from draws import DRAWS
+
+    config = DRAWS[model_type](random.Random(3)) | dict.fromkeys(keys, "swish")
+    dtype = "fp32" if model_type == "xlnet" else "bf16"
+    model = read_config(config, "random config")
+    result = activations(model.architecture, model.values, dtype, 2, 7, Options(), model.keys)
+    assert result.bytes == saved_bytes(config, 2, 7, dtype, "eager"), (config, VERSIONS)
