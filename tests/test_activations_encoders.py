@@ -52,6 +52,8 @@ def test_xlnet_is_derived_in_fp32_only() -> None:
     _refused(config, "bf16", 8, r"not derived for XLNet \(xlnet\): training in a dtype other than fp32")
     record = read_config(config, "random config")
     assert activations(record.architecture, record.values, "fp32", 2, 8, Options(), record.keys).bytes > 0
+    _refused({**config, "bi_data": True}, "fp32", 8, r"not derived for XLNet \(xlnet\): bi_data=true")
+    _refused({**config, "use_mems_train": True}, "fp32", 8, r"not derived for XLNet \(xlnet\): use_mems_train=true")
 
 
 @pytest.mark.parametrize("model_type", ["megatron-bert", "rembert", "roformer", "big_bird", "xlm", "xlnet"])
