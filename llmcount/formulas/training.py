@@ -305,7 +305,8 @@ def states(held: Held, compute: str, optimizer: str) -> list[tuple[str, Expr, in
     """Model-state lines of ``held``: (name, bytes as a formula in P, P_t, P_m, P_o, F; the ZeRO stage from which
     it is sharded; note)."""
     width = BITS[compute] // 8
-    frozen = " (the base frozen)" if held.adapters else f" ({held.frozen:,} of them without gradient)" if held.frozen else ""
+    frozen = f" ({held.frozen:,} of them without gradient)" if held.frozen else ""
+    frozen = " (the base frozen)" if held.adapters else frozen
     lines = [("weights", width * P, 3, f"{compute} weights{frozen}")]
     lines.append(("gradients", width * P_t, 2, f"{compute} gradients of the trainable parameters"))
     if compute != "fp32":
@@ -360,7 +361,7 @@ class Training:
     notes: tuple[str, ...] = field(default_factory=tuple)
     stage: int = 0  # with pipeline parallelism, the stage (1 to pp) of the GPU counted; 0 without
     no_grad_paths: tuple[str, ...] = ()  # the terms that get no gradient (``grad = false``), ``group/*`` for a group
-    no_grad_parameters: int = 0  # their parameters in the whole model  # with pipeline parallelism, the stage (1 to pp) of the GPU counted; 0 without
+    no_grad_parameters: int = 0  # their parameters in the whole model
 
     @property
     def model_states_bytes(self) -> int:
