@@ -434,3 +434,14 @@ def test_lora_on_what_gets_no_gradient_is_refused_by_name(tmp_path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and result.stdout == ""
     assert "--lora on cross_attention/q_proj: it gets no gradient" in result.stderr
+
+
+def test_full_recomputation_keeps_every_stream_of_a_layer_input() -> None:
+    """ProphetNet's layers run the main stream and n_gram predicting streams together: a layer's input is
+    (1 + n_gram) · S tokens of d, so --recompute full keeps B · S · (1 + n_gram) · d values per layer (by hand:
+    B = 2, S = 8, n_gram = 3, d = 16, bf16: 2 · 8 · 4 · 16 · 2 = 2,048 bytes), not B · S · d."""
+    from llmcount.formulas.activations import Options, activations
+
+    model = read_config(small("prophetnet"), "prophetnet")
+    result = activations(model.architecture, model.values, "bf16", 2, 8, Options("eager", "full"), model.keys)
+    assert [kind.bytes for kind in result.per_layer_kind] == [2 * 8 * (1 + 3) * 16 * 2]

@@ -77,3 +77,37 @@ CASES = [
     ("trocr", 17, "bf16", "eager"),  # sinusoidal positions, no layernorm_embedding; two layers
     ("trocr", 16, "fp32", "eager"),  # sinusoidal positions, layernorm_embedding; relu, two layers
 ]
+
+
+def _prophetnet(rng: random.Random) -> dict:
+    """ProphetNet's own key names; S within half the position table (the predicting streams read positions + 1)."""
+    layers, heads = rng.choice([1, 2]), rng.choice([2, 4])
+    return {
+        "model_type": "prophetnet",
+        "num_decoder_layers": layers,
+        "num_encoder_layers": layers,
+        "hidden_size": heads * rng.choice([4, 6]),
+        "num_decoder_attention_heads": heads,
+        "num_encoder_attention_heads": heads,
+        "decoder_ffn_dim": rng.choice([22, 28, 36]),
+        "vocab_size": rng.choice([67, 101]),
+        "max_position_embeddings": 40,
+        "ngram": rng.choice([1, 2, 3]),
+        "num_buckets": rng.choice([5, 8]),
+        "relative_max_distance": rng.choice([12, 16]),  # past num_buckets / 2: transformers' buckets need it
+        "activation_function": rng.choice(ACTIVATIONS),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "disable_ngram_loss": rng.choice([True, False]),  # the other streams' targets ignored: the same storages
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["prophetnet"] = _prophetnet
+CASES += [
+    ("prophetnet", 5, "fp32", "eager"),  # three predicting streams, two layers, a fused GELU, untied
+    ("prophetnet", 9, "bf16", "eager"),  # three predicting streams, two layers, SiLU, disable_ngram_loss
+    ("prophetnet", 7, "fp32", "eager"),  # one predicting stream, two layers, SiLU
+    ("prophetnet", 1, "bf16", "eager"),  # gelu_new
+    ("prophetnet", 3, "fp32", "eager"),  # relu, untied
+    ("prophetnet", 11, "bf16", "eager"),  # one predicting stream, 8 buckets over a distance of 12
+]
