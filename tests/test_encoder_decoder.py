@@ -364,3 +364,84 @@ def test_drawn_config_flops_and_cache_equal_transformers(model_type: str, data) 
     except Exception:  # transformers refuses the config (its class, constructor or forward)
         assume(False)
     assert got == expected, f"{model_type} B={batch} S={seq}: {json.dumps(config)} ({oracle.VERSIONS})"
+
+
+# ---------------------------------------------------------------------------------------------
+# training: what gets no gradient on token ids alone (the cross-attention, fixed sinusoidal tables) has no states
+
+
+def trained_by_torch(config: dict, batch: int = 2, seq: int = 5) -> tuple[int, int, int]:
+    """Parameters of the model, those with a gradient after one backward of the loss on token ids alone (CPU,
+    eager), and the values AdamW keeps a first moment for after one step (PyTorch creates its state lazily, for
+    parameters with a gradient only)."""
+    import warnings
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(oracle._hf_config(config), attn_implementation="eager")
+        model.train()
+        ids = torch.randint(0, config.get("decoder_vocab_size") or model.config.vocab_size, (batch, seq))
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer = torch.optim.AdamW(model.parameters())
+        optimizer.step()
+    graded = sum(p.numel() for p in model.parameters() if p.grad is not None)
+    moments = sum(state["exp_avg"].numel() for state in optimizer.state.values())
+    return sum(p.numel() for p in model.parameters()), graded, moments
+
+
+# Marian with a tied head narrower than vocab_size cannot be trained: its loss views the logits as vocab_size wide
+TRAINED = [(name, keys) for name, keys in SWITCHES if keys != {"decoder_vocab_size": 30}]
+
+
+@pytest.mark.parametrize(("model_type", "keys"), TRAINED, ids=lambda x: x if isinstance(x, str) else "-".join(x))
+def test_training_states_only_for_parameters_with_a_gradient(model_type: str, keys: dict) -> None:
+    """memory --training: weights for every parameter, gradients, master copy and AdamW's moments only for those
+    torch gives a gradient on token ids alone; the others are named (grad = false in the record)."""
+    from llmcount.formulas import training as tr
+
+    config = small(model_type, **keys)
+    parameters, graded, moments = trained_by_torch(config)
+    result = tr.training(read_config(config, "test"), "bf16", "adamw")
+    assert (result.held.parameters, result.held.trainable) == (parameters, graded), oracle.VERSIONS
+    assert graded == moments and result.no_grad_parameters == parameters - graded
+    lines = {line.name: line.bytes for line in result.lines}
+    assert (lines["weights"], lines["gradients"], lines["adam_m"]) == (2 * parameters, 2 * graded, 4 * moments)
+    crossed = keys.get("add_cross_attention", True)  # ProphetNet can be built without its cross-attention
+    assert ("cross_attention/*" in result.no_grad_paths) == crossed == (graded < parameters)
+
+
+def test_training_output_names_what_gets_no_gradient(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small("marian")))
+    result = CliRunner().invoke(app, ["memory", str(path), "--training", "--seq", "8"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "no gradient: embedding/embed_positions, cross_attention/*, norms/encoder_attn_layer_norm" in text
+    data = json.loads(CliRunner().invoke(app, ["memory", str(path), "--training", "--seq", "8", "--json"]).stdout)
+    parameters, graded, _ = trained_by_torch(small("marian"))
+    assert data["no_gradient"]["parameters"] == parameters - graded
+    assert data["trainable_parameters_per_gpu"] == graded
+
+
+def test_lora_on_what_gets_no_gradient_is_refused_by_name(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small("bart")))
+    args = ["memory", str(path), "--training", "--lora", "8", "--lora-targets", "cross_attention"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "--lora on cross_attention/q_proj: it gets no gradient" in result.stderr
+
+
+def test_full_recomputation_keeps_every_stream_of_a_layer_input() -> None:
+    """ProphetNet's layers run the main stream and n_gram predicting streams together: a layer's input is
+    (1 + n_gram) · S tokens of d, so --recompute full keeps B · S · (1 + n_gram) · d values per layer (by hand:
+    B = 2, S = 8, n_gram = 3, d = 16, bf16: 2 · 8 · 4 · 16 · 2 = 2,048 bytes), not B · S · d."""
+    from llmcount.formulas.activations import Options, activations
+
+    model = read_config(small("prophetnet"), "prophetnet")
+    result = activations(model.architecture, model.values, "bf16", 2, 8, Options("eager", "full"), model.keys)
+    assert [kind.bytes for kind in result.per_layer_kind] == [2 * 8 * (1 + 3) * 16 * 2]

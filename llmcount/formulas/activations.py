@@ -131,6 +131,7 @@ class Table:
     saved: tuple[Saved, ...]
     note: str = ""
     refuse: tuple[tuple[Condition, str], ...] = ()  # (condition, reason): a config it holds for is refused
+    layer_input: Expr = d  # elements per token of a layer's input: what --recompute full keeps of each layer
 
 
 @cache
@@ -139,14 +140,16 @@ def _parse(name: str, table: str) -> Table:
 
     data = json.loads(table)
     where = f"families/{name}.toml [activations]"
-    unknown = set(data) - {"saved", "note", "refuse"}
+    unknown = set(data) - {"saved", "note", "refuse", "layer_input"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     items = data.get("saved")
     if not isinstance(items, list) or not items:
         raise RecordError(f"{where}: expected [[activations.saved]] entries")
     saved = tuple(_saved(item, f"{where} saved[{i}]") for i, item in enumerate(items))
-    return Table(saved, str(data.get("note", "")), _refusals(data.get("refuse", []), f"{where} refuse"))
+    refusals = _refusals(data.get("refuse", []), f"{where} refuse")
+    layer_input = formula(str(data.get("layer_input", "d")), f"{where}.layer_input")
+    return Table(saved, str(data.get("note", "")), refusals, layer_input)
 
 
 def _refusals(data: Any, where: str) -> tuple[tuple[Condition, str], ...]:
@@ -174,6 +177,8 @@ def table(family: Family) -> Table | None:
             raise RecordError(
                 f"families/{family.name}.toml [activations] {entry.path} uses {names}, not read by the record"
             )
+    if not parsed.layer_input.free_symbols <= known - {S}:
+        raise RecordError(f"families/{family.name}.toml [activations] layer_input uses a symbol not read by the record")
     return parsed
 
 
@@ -297,7 +302,7 @@ def activations(
     full = [layer(k, layer_entries) for k in layer_kinds]
     model_level = tuple((p, f, evaluate(f, p)) for p, f, _ in model_parts(model_entries))
     if options.recompute == "full":
-        checkpoint = BITS[compute] // 8 * B * S * d
+        checkpoint = BITS[compute] // 8 * B * S * parsed.layer_input
         kept = evaluate(checkpoint, "layer input")
         part = (("layer input", checkpoint, kept),)
         per_kind = tuple(LayerKind(k.name, k.count, checkpoint, kept, part, k.layers) for k in full)
@@ -314,7 +319,7 @@ def activations(
     tp, sp, pp = options.tp, options.sequence_parallel, options.pp
     split = [layer(k, layer_entries, tp, sp) for k in layer_kinds]
     if options.recompute == "full":
-        checkpoint_gpu = _ceil(BITS[compute] // 8 * B * S * d / (tp if sp else 1), env)
+        checkpoint_gpu = _ceil(BITS[compute] // 8 * B * S * parsed.layer_input / (tp if sp else 1), env)
         layers_gpu = [(lk.count, checkpoint_gpu) for lk in split]
         working_gpu = max(lk.bytes for lk in split)
     else:

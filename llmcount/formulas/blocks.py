@@ -28,6 +28,7 @@ class Term:
     text: str = field(default="", compare=False)  # expr as the record writes it: a weight's in·out factor order
     matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
     runs: Expr | None = None  # the layers that run it, when a weight counted in ``layers`` is shared by more
+    grad: bool = True  # false: no gradient in a training step of the counted model (not run, or requires_grad off)
 
     @property
     def run_layers(self) -> Expr:

@@ -455,7 +455,9 @@ def shown(text: str) -> str:
     return " ".join(text.split())
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul"}
+_TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul", "grad"}
+_FLAGS = ("routed", "embedding", "matmul", "grad")
+_TRUE_BY_DEFAULT = ("matmul", "grad")
 
 
 def _choice(data: Any, where: str) -> Choice:
@@ -465,9 +467,9 @@ def _choice(data: Any, where: str) -> Choice:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     path = _text(data, "path", where)
     where = f"{where} ({path})"
-    flags = {f: data.get(f, f == "matmul") for f in ("routed", "embedding", "matmul")}
+    flags = {f: data.get(f, f in _TRUE_BY_DEFAULT) for f in _FLAGS}
     if not all(isinstance(v, bool) for v in flags.values()):
-        raise RecordError(f"{where}: 'routed', 'embedding' and 'matmul' must be true or false")
+        raise RecordError(f"{where}: 'routed', 'embedding', 'matmul' and 'grad' must be true or false")
     term = Term(
         path=path,
         expr=formula(_text(data, "expr", where), f"{where}.expr"),

@@ -18,6 +18,9 @@ Model states, per trainable parameter (``--dtype`` is the compute dtype; bf16/fp
 * LoRA (``lora``): the base model is frozen, its weights in the compute dtype only; the adapters A (r × f_in) and
   B (f_out × r) of each adapted weight matrix, :math:`r (f_{in} + f_{out})` parameters, are the trainable
   parameters with the states above.
+* Parameters that get no gradient in a training step of the counted model (a record's ``grad = false`` terms: a
+  cross-attention that token ids alone do not run, a fixed sinusoidal table) are held as weights only, as frozen
+  ones: PyTorch leaves their ``.grad`` None and its optimizers create no state for them.
 
 ZeRO over ``dp`` data-parallel ranks (Rajbhandari et al. 2020): stage 1 shards the optimizer states (with the
 fp32 master weights), stage 2 also the gradients, stage 3 also the weights; a sharded amount takes
@@ -165,7 +168,8 @@ def matrix_sides(term: Term) -> tuple[Expr, Expr]:
 @dataclass(frozen=True)
 class Held:
     """Parameters held by one GPU, by how the optimizer treats them: hidden weight ``matrices``, ``others``
-    (embedding, head, norm scales, biases), ``frozen`` (the base under LoRA) and ``adapters`` (LoRA);
+    (embedding, head, norm scales, biases), ``frozen`` (no gradient: the base under LoRA, a record's
+    ``grad = false`` terms) and ``adapters`` (LoRA);
     with Adafactor, ``factored`` second-moment values."""
 
     matrices: int = 0
@@ -219,6 +223,8 @@ def lora_formula(terms: Iterable[Term], lora: Lora) -> Expr:
                 raise LlmcountError(
                     f"--lora on {term.path}: the record gives the routed experts as one block, not their matrices"
                 )
+            if not term.grad:
+                raise LlmcountError(f"--lora on {term.path}: it gets no gradient in a training step of this model")
             f_in, f_out = matrix_sides(term)
             total += term.layers * R * (f_in + f_out)
     return total
@@ -235,6 +241,8 @@ def _held(term: Term, values: dict[Symbol, int], parallel: Parallel, optimizer: 
     else:
         split, kept = tp_split(term, parallel.tp)
         count = -(-int(split.subs(env)) // parallel.tp) + int(kept.subs(env))
+    if not term.grad:
+        return Held(frozen=count)
     if lora is not None:
         adapters = 0
         if lora.adapted(term):
@@ -297,7 +305,9 @@ def states(held: Held, compute: str, optimizer: str) -> list[tuple[str, Expr, in
     """Model-state lines of ``held``: (name, bytes as a formula in P, P_t, P_m, P_o, F; the ZeRO stage from which
     it is sharded; note)."""
     width = BITS[compute] // 8
-    lines = [("weights", width * P, 3, f"{compute} weights" + (" (the base frozen)" if held.frozen else ""))]
+    frozen = f" ({held.frozen:,} of them without gradient)" if held.frozen else ""
+    frozen = " (the base frozen)" if held.adapters else frozen
+    lines = [("weights", width * P, 3, f"{compute} weights{frozen}")]
     lines.append(("gradients", width * P_t, 2, f"{compute} gradients of the trainable parameters"))
     if compute != "fp32":
         lines.append(("master_weights", 4 * P_t, 1, "fp32 master copy of the trainable weights"))
@@ -350,6 +360,8 @@ class Training:
     activations_refused: str = ""  # why activations are not derived
     notes: tuple[str, ...] = field(default_factory=tuple)
     stage: int = 0  # with pipeline parallelism, the stage (1 to pp) of the GPU counted; 0 without
+    no_grad_paths: tuple[str, ...] = ()  # the terms that get no gradient (``grad = false``), ``group/*`` for a group
+    no_grad_parameters: int = 0  # their parameters in the whole model
 
     @property
     def model_states_bytes(self) -> int:
@@ -376,6 +388,20 @@ def _state_lines(held: Held, compute: str, optimizer: str, parallel: Parallel) -
             note += f", sharded over N_dp = {parallel.dp} ranks (ZeRO-{parallel.zero})"
         lines.append(Line(name, formula, size, note))
     return lines
+
+
+def no_grad_paths(terms: Sequence[Term]) -> tuple[str, ...]:
+    """The paths of the terms that get no gradient, a group of several such terms and no other as ``group/*``."""
+    paths = []
+    for term in terms:
+        if term.grad:
+            continue
+        group = [t for t in terms if t.group == term.group]
+        whole = len(group) > 1 and not any(t.grad for t in group)
+        path = f"{term.group}/*" if whole else term.path
+        if path not in paths:
+            paths.append(path)
+    return tuple(paths)
 
 
 def compute_dtype(name: str) -> str:
@@ -479,6 +505,14 @@ def training(
             + bound
         )
 
+    no_grad = [t for t in terms if not t.grad]
+    no_grad_total = sum(int(t.total.subs(values)) for t in no_grad)
+    if no_grad:
+        notes.append(
+            f"no gradient: {', '.join(no_grad_paths(terms))} ({no_grad_total:,} parameters of the model) get none in "
+            "a training step of this model (its record marks them grad = false): held as weights only, without "
+            "gradients, master copy or optimizer states"
+        )
     lines = _state_lines(held, compute, optimizer, parallel)
     return Training(
         dtype=compute,
@@ -494,6 +528,8 @@ def training(
         activations_refused=activations_refused,
         notes=tuple(notes),
         stage=stage,
+        no_grad_paths=no_grad_paths(terms),
+        no_grad_parameters=no_grad_total,
     )
 
 

@@ -127,6 +127,9 @@ def training_data(model: Model, t: Training, seq: int, batch: int) -> dict[str, 
         "parameters": t.parameters,
         "parameters_per_gpu": t.held.parameters,
         "trainable_parameters_per_gpu": t.held.trainable,
+        "no_gradient": None
+        if not t.no_grad_paths
+        else {"parameters": t.no_grad_parameters, "paths": list(t.no_grad_paths)},
         "lora": None
         if t.lora is None
         else {
