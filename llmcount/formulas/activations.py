@@ -2,7 +2,7 @@
 optional ``[activations]`` table (format in ``families/README.md``).
 
 The table lists, in reader's order, every tensor that autograd saves during the forward pass of the family's
-transformers code: its size per token (or per position, or once per step) as a formula over the glossary's
+transformers code: its size per token (or per sequence, per position, or once per step) as a formula over the glossary's
 symbols and S, its dtype (the compute dtype, fp32 where the code upcasts, int64 for token ids), and which
 attention implementation keeps it. A tensor saved by several operations is listed once, so the sum is the sum
 of distinct storages, as the oracle measures it (``tests/test_activations.py``: ``saved_tensors_hooks`` on a
@@ -46,7 +46,7 @@ from .symbols import B, N, S, V, d, d_ff, d_moe, h, h_kv, k
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
-PER = ("token", "position", "step")
+PER = ("token", "sequence", "position", "step")
 CORE = ("eager", "flash", "inputs")
 TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
 
@@ -365,7 +365,7 @@ def _per_token(expr: Expr) -> Expr:
 
 
 def _scale(e: Saved) -> Expr:
-    return {"token": B * S, "position": S, "step": Integer(1)}[e.per]
+    return {"token": B * S, "sequence": B, "position": S, "step": Integer(1)}[e.per]
 
 
 def _ceil(expr: Expr, env: Mapping) -> int:
