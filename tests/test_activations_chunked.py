@@ -2,9 +2,10 @@
 
 transformers' torch path pads S up to whole chunks of 64 and runs a loop over the chunks, so what it keeps depends
 on ceil(S / 64) and on whether there is more than one chunk. ``tests/test_activations.py`` draws S below one chunk;
-here S is one whole chunk, one past it, and past two (64, 65, 130), on configs drawn by ``tests/draws/gdn.py``
-(seeds chosen so that together they have linear layers with and without grouped value heads, with and without a
-cache). The expected numbers come from transformers (``activation_oracle.saved_bytes``), never from llmcount.
+here S is one whole chunk, one past it, two whole chunks and past two (64, 65, 128, 130), on configs drawn by
+``tests/draws/gdn.py`` (seeds chosen so that together they have linear layers with and without grouped value heads,
+with and without a cache). The expected numbers come from transformers (``activation_oracle.saved_bytes``), never
+from llmcount.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ from draws.gdn import DRAWS
 from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
 
+# linear layers: without grouped value heads, no cache (6) and with a cache (7); grouped, with a cache (11) and without
+# (23): in fp32 with S a whole number of chunks the grouped heads' layout makes the matmuls copy (the table's
+# strided entries)
 SEEDS = {
-    "qwen3_next": [5, 6, 7],  # a full then a linear layer, no cache; two linear layers; a linear then a full layer
+    "qwen3_next": [6, 7, 11, 23],
+    "qwen3_5_text": [6, 7, 10, 23],
+    "olmo_hybrid": [3, 14, 0, 11],
+    "qwen3_5_moe_text": [3, 6, 11, 23],  # 3: a full then a linear layer, no grouped heads, a cache
 }
+LENGTHS = ((64, "fp32"), (65, "bf16"), (128, "fp32"), (130, "fp32"))
 CASES = [
-    (model_type, seed, seq, dtype)
-    for model_type, seeds in SEEDS.items()
-    for seed in seeds
-    for seq, dtype in ((64, "fp32"), (65, "bf16"), (130, "fp32"))
+    (model_type, seed, seq, dtype) for model_type, seeds in SEEDS.items() for seed in seeds for seq, dtype in LENGTHS
 ]
 
 
@@ -40,3 +45,16 @@ def test_chunked_linear_attention_equals_what_autograd_saves(model_type: str, se
     model = read_config(config, "random config")
     result = activations(model.architecture, model.values, dtype, 2, seq, Options(), model.keys)
     assert result.bytes == expected, (config, seq, dtype, VERSIONS)
+
+
+@pytest.mark.parametrize("seq", [64, 128])
+@pytest.mark.parametrize("seed", [6, 7, 23])
+def test_one_sequence_folds_into_the_batched_matmuls(seed: int, seq: int) -> None:
+    """B = 1, fp32, S a whole number of chunks: whether the chunks' batched matmuls copy q and k depends on the batch
+    (6: one key head, no grouping; 7: two heads, no grouping; 23: grouped heads). The oracle keeps S + 1 labels when
+    B = 1 (8 bytes more, tests/test_activations.py)."""
+    config = DRAWS["qwen3_next"](random.Random(seed))
+    expected = saved_bytes(config, 1, seq, "fp32", "eager")
+    model = read_config(config, "random config")
+    result = activations(model.architecture, model.values, "fp32", 1, seq, Options(), model.keys)
+    assert expected - result.bytes == 8, (config, seq, VERSIONS)

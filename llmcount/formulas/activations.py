@@ -259,6 +259,7 @@ def activations(
     namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}}
     namespace.update({symbol.name: value for symbol, value in values.items()})
     namespace[S.name] = seq  # a condition may read the sequence length (a mask kept only past a window)
+    namespace[B.name] = batch  # and the batch (a copy made only when the batch cannot be folded into a view)
     for test, reason in parsed.refuse:
         if test(namespace):
             raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")

@@ -59,7 +59,43 @@ def qwen3_next(rng: random.Random) -> dict:
     return _cache(config, rng)
 
 
-DRAWS = {"qwen3_next": qwen3_next}
+def qwen3_5_text(rng: random.Random) -> dict:
+    config = {"model_type": "qwen3_5_text", **_gdn(rng)}
+    config["layer_types"] = rng.choice([*LAYOUTS, None])  # None: full_attention_interval
+    config["full_attention_interval"] = rng.choice([1, 2])
+    config["intermediate_size"] = rng.choice([20, 28])
+    config["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
+    return _cache(config, rng)
+
+
+def qwen3_5_moe_text(rng: random.Random) -> dict:
+    config = {"model_type": "qwen3_5_moe_text", **_gdn(rng)}
+    config["layer_types"] = rng.choice([*LAYOUTS, None])  # None: full_attention_interval
+    config["full_attention_interval"] = rng.choice([1, 2])
+    config["num_experts"] = rng.choice([4, 6])
+    config["num_experts_per_tok"] = rng.choice([1, 2])
+    config["moe_intermediate_size"] = rng.choice([8, 16])
+    config["shared_expert_intermediate_size"] = rng.choice([8, 12])
+    config["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
+    return _cache(config, rng)
+
+
+def olmo_hybrid(rng: random.Random) -> dict:
+    """OLMo Hybrid needs a layer of each kind; None: every fourth layer full (the last one of fewer than four)."""
+    config = {"model_type": "olmo_hybrid", **_gdn(rng)}
+    config["layer_types"] = rng.choice([*LAYOUTS[:2], None])
+    config["num_hidden_layers"] = rng.choice([2, 3]) if config["layer_types"] is None else 2
+    config["intermediate_size"] = rng.choice([20, 28])
+    config["linear_allow_neg_eigval"] = rng.choice([True, False])
+    return _cache(config, rng)
+
+
+DRAWS = {
+    "olmo_hybrid": olmo_hybrid,
+    "qwen3_next": qwen3_next,
+    "qwen3_5_text": qwen3_5_text,
+    "qwen3_5_moe_text": qwen3_5_moe_text,
+}
 
 CASES = [
     ("qwen3_next", 3, "fp32", "eager"),  # a full then a linear layer without grouped value heads (fp32 views), cache
@@ -68,4 +104,21 @@ CASES = [
     ("qwen3_next", 7, "fp32", "sdpa"),  # a linear then a full layer: the fused kernel's output and its copy
     ("qwen3_next", 0, "bf16", "eager"),  # full_attention_interval 1: full layers only; a dense then an MoE layer
     ("qwen3_next", 4, "fp32", "sdpa"),  # full_attention_interval 2: a linear then a full layer, MoE on both
+    ("qwen3_5_text", 3, "fp32", "eager"),  # a full then a linear layer without grouped value heads (fp32 views), cache
+    ("qwen3_5_text", 11, "bf16", "eager"),  # a full then a linear layer with grouped value heads, no cache
+    ("qwen3_5_text", 23, "fp32", "eager"),  # two linear layers with grouped value heads, no cache
+    ("qwen3_5_text", 7, "fp32", "sdpa"),  # a linear then a full layer of one head (the kernel's output not copied)
+    ("qwen3_5_text", 5, "fp32", "sdpa"),  # a full then a linear layer, four heads
+    ("qwen3_5_text", 0, "bf16", "eager"),  # full_attention_interval 1: full layers only
+    ("qwen3_5_moe_text", 3, "fp32", "eager"),  # a full then a linear layer without grouped value heads, cache
+    ("qwen3_5_moe_text", 11, "bf16", "eager"),  # a full then a linear layer with grouped value heads, cache
+    ("qwen3_5_moe_text", 23, "fp32", "eager"),  # two linear layers with grouped value heads, no cache
+    ("qwen3_5_moe_text", 5, "fp32", "sdpa"),  # a full then a linear layer, four heads
+    ("qwen3_5_moe_text", 0, "bf16", "eager"),  # full_attention_interval 1: full layers only
+    ("olmo_hybrid", 0, "fp32", "eager"),  # default layout (a linear then a full layer), grouped heads, cache
+    ("olmo_hybrid", 3, "bf16", "eager"),  # a linear then a full layer without grouped heads, no cache
+    ("olmo_hybrid", 4, "fp32", "eager"),  # default layout of 3 layers: two linear then a full one
+    ("olmo_hybrid", 5, "fp32", "sdpa"),  # a linear then a full layer, four heads
+    ("olmo_hybrid", 17, "bf16", "eager"),  # default layout of 3 layers, grouped heads, no cache
+    ("olmo_hybrid", 14, "fp32", "eager"),  # a full then a linear layer without grouped heads, cache
 ]
