@@ -58,3 +58,22 @@ def test_one_sequence_folds_into_the_batched_matmuls(seed: int, seq: int) -> Non
     model = read_config(config, "random config")
     result = activations(model.architecture, model.values, "fp32", 1, seq, Options(), model.keys)
     assert expected - result.bytes == 8, (config, seq, VERSIONS)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "change", "reason"),
+    [
+        ("qwen3_next", {"output_router_logits": True}, "output_router_logits"),
+        ("qwen3_5_moe_text", {"output_router_logits": True}, "output_router_logits"),
+        ("qwen3_5_text", {"hidden_act": "relu"}, "hidden_act other than silu"),
+        ("olmo_hybrid", {"hidden_act": "gelu"}, "hidden_act other than silu"),
+        ("olmo_hybrid", {"rope_parameters": {"rope_type": "default", "rope_theta": None}}, "rope_parameters without"),
+    ],
+)
+def test_configs_the_tables_were_not_checked_for_are_refused_by_name(model_type: str, change: dict, reason: str):
+    from llmcount.errors import LlmcountError
+
+    config = {**DRAWS[model_type](random.Random(3)), **change}
+    model = read_config(config, "random config")
+    with pytest.raises(LlmcountError, match=rf"not derived for .* \({model_type}\): {reason}"):
+        activations(model.architecture, model.values, "bf16", 2, 64, Options(), model.keys)
