@@ -180,9 +180,18 @@ def test_training_text_names_the_lines_and_the_lora_formula() -> None:
     assert "41,943,040 trainable parameters" in out and "r·(d + d_ff)" in out.replace("3·N·r", "r")
 
 
-def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed() -> None:
-    data = json.loads(run("memory", "qwen3-next-80b-a3b", "--training", "--json").stdout)
-    assert data["activations_bytes_per_gpu"] is None and "(qwen3_next)" in data["activations_refused"]
+JETMOE = {  # a small JetMoE: its record has no [activations] table
+    "model_type": "jetmoe",
+    **{"num_hidden_layers": 2, "hidden_size": 64, "num_key_value_heads": 4, "kv_channels": 16},
+    **{"intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 101},
+}
+
+
+def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(JETMOE))
+    data = json.loads(run("memory", str(path), "--training", "--json").stdout)
+    assert data["activations_bytes_per_gpu"] is None and "(jetmoe)" in data["activations_refused"]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"]
 
 

@@ -2,7 +2,7 @@
 optional ``[activations]`` table (format in ``families/README.md``).
 
 The table lists, in reader's order, every tensor that autograd saves during the forward pass of the family's
-transformers code: its size per token (or per position, or once per step) as a formula over the glossary's
+transformers code: its size per token (or per sequence, per position, or once per step) as a formula over the glossary's
 symbols and S, its dtype (the compute dtype, fp32 where the code upcasts, int64 for token ids), and which
 attention implementation keeps it. A tensor saved by several operations is listed once, so the sum is the sum
 of distinct storages, as the oracle measures it (``tests/test_activations.py``: ``saved_tensors_hooks`` on a
@@ -266,6 +266,7 @@ def activations(
     namespace.update({symbol.name: value for symbol, value in values.items()})
     namespace[S.name] = seq  # a condition may read the sequence length (a mask kept only past a window)
     namespace["compute_dtype"] = compute  # and the training dtype (a model whose forward fails in bf16)
+    namespace[B.name] = batch  # and the batch (a copy made only when the batch cannot be folded into a view)
     for test, reason in parsed.refuse:
         if test(namespace):
             raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")
