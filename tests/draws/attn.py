@@ -1,0 +1,60 @@
+"""Draws for the activation tables of DeepSeek-V3.2's family (MLA, MoE, the DSA indexer), the Gemma 3n / Gemma 4
+families, Inkling, dots3-note, Mllama's text model, GIT, Moshi, Laguna and MiniMax (lightning attention)."""
+
+from __future__ import annotations
+
+import random
+
+
+def _dsa(model_type: str, rng: random.Random) -> dict:
+    """MLA with a query latent, MoE with shared experts (widths of multiples of 8 for bf16 grouped matmuls), the
+    indexer keeping fewer keys than S (its mask leaves keys out) or all of them; two layers, dense or MoE each."""
+    h = rng.choice([2, 3, 4])
+    config = {
+        "model_type": model_type,
+        "num_hidden_layers": 2,
+        "hidden_size": rng.choice([16, 24, 32]),
+        "intermediate_size": rng.choice([22, 28, 36]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h,
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": False,
+        "pad_token_id": 0,
+        "q_lora_rank": rng.choice([8, 16]),
+        "kv_lora_rank": rng.choice([8, 16]),
+        "qk_rope_head_dim": rng.choice([4, 8]),
+        "qk_nope_head_dim": rng.choice([8, 16]),
+        "v_head_dim": rng.choice([8, 16]),
+        "mlp_layer_types": rng.choice([["dense", "sparse"], ["sparse", "sparse"], ["sparse", "dense"]]),
+        "n_routed_experts": rng.choice([4, 6]),
+        "num_experts_per_tok": rng.choice([1, 2]),
+        "n_shared_experts": rng.choice([1, 2]),
+        "moe_intermediate_size": rng.choice([8, 16]),
+        "norm_topk_prob": rng.choice([True, False]),
+        "index_n_heads": rng.choice([2, 3]),
+        "index_head_dim": rng.choice([12, 16]),  # RoPE on its first qk_rope_head_dim
+        "index_topk": rng.choice([4, 2048]),  # fewer than S: the indexer's mask leaves keys out
+    }
+    config["n_group"], config["topk_group"] = rng.choice([(1, 1), (2, 1), (2, 2)])
+    if model_type == "glm_moe_dsa":  # the second layer runs its own indexer or reuses the first's selection
+        config["indexer_types"] = rng.choice([["full", "full"], ["full", "shared"]])
+    return config
+
+
+DRAWS = {
+    "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
+    "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
+}
+
+CASES = [
+    ("deepseek_v32", 0, "fp32", "eager"),  # an MoE then a dense layer, one expert group, renormalized top-k
+    ("deepseek_v32", 1, "bf16", "eager"),  # a dense then an MoE layer, two groups, k = 2
+    ("deepseek_v32", 2, "bf16", "eager"),  # the indexer keeps 4 of 7 keys
+    ("deepseek_v32", 3, "fp32", "eager"),  # MoE on both layers, the indexer keeps 4 of 9 keys
+    ("deepseek_v32", 5, "bf16", "eager"),  # renormalized top-k, the indexer keeps 4 of 5 keys
+    ("glm_moe_dsa", 0, "fp32", "eager"),  # an MoE then a dense layer, renormalized top-k, an indexer per layer
+    ("glm_moe_dsa", 1, "bf16", "eager"),  # a dense then an MoE layer, two groups, k = 2
+    ("glm_moe_dsa", 2, "bf16", "eager"),  # the second layer reuses the first's selection of 4 of 7 keys
+    ("glm_moe_dsa", 3, "fp32", "eager"),  # MoE on both layers, the second reusing the first's selection
+    ("glm_moe_dsa", 5, "bf16", "eager"),  # renormalized top-k, the second layer reusing the selection
+]
