@@ -41,9 +41,27 @@ def _dsa(model_type: str, rng: random.Random) -> dict:
     return config
 
 
+def _mllama(rng: random.Random) -> dict:
+    """Three layers, one or none of them a cross-attention layer (skipped whole without vision states)."""
+    h_kv = rng.choice([2, 3])
+    h = h_kv * rng.choice([1, 2])
+    return {
+        "model_type": "mllama_text_model",
+        "num_hidden_layers": 3,
+        "hidden_size": h * rng.choice([4, 6]),
+        "intermediate_size": rng.choice([22, 28, 36]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "vocab_size": rng.choice([67, 101]),
+        "pad_token_id": 0,
+        "cross_attention_layers": rng.choice([[1], [0], [2], []]),
+    }
+
+
 DRAWS = {
     "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
     "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
+    "mllama_text_model": _mllama,
 }
 
 CASES = [
@@ -57,4 +75,8 @@ CASES = [
     ("glm_moe_dsa", 2, "bf16", "eager"),  # the second layer reuses the first's selection of 4 of 7 keys
     ("glm_moe_dsa", 3, "fp32", "eager"),  # MoE on both layers, the second reusing the first's selection
     ("glm_moe_dsa", 5, "bf16", "eager"),  # renormalized top-k, the second layer reusing the selection
+    ("mllama_text_model", 0, "fp32", "eager"),  # no cross-attention layer, h = 2 · h_kv
+    ("mllama_text_model", 6, "bf16", "eager"),  # the first layer a cross-attention layer, skipped
+    ("mllama_text_model", 2, "fp32", "sdpa"),  # the last layer skipped
+    ("mllama_text_model", 5, "bf16", "sdpa"),  # the middle layer skipped, h = 2 · h_kv
 ]
