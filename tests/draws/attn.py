@@ -58,10 +58,29 @@ def _mllama(rng: random.Random) -> dict:
     }
 
 
+def _moshi(rng: random.Random) -> dict:
+    """Moshi's text decoder: grouped or one key/value head per query head; ffn_dim is twice the MLP width."""
+    h_kv = rng.choice([2, 3])
+    h = h_kv * rng.choice([1, 2])
+    return {
+        "model_type": "moshi",
+        "num_hidden_layers": rng.choice([1, 2]),
+        "hidden_size": h * rng.choice([4, 5, 8]),  # MoshiConfig checks d % h
+        "ffn_dim": 2 * rng.choice([11, 14, 18]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "vocab_size": rng.choice([67, 101]),
+        "num_codebooks": 2,
+        "sliding_window": rng.choice([3, 3000]),  # the cache's window only: the scores are not masked
+    }
+
+
 DRAWS = {
     "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
     "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
     "mllama_text_model": _mllama,
+    "moshi": _moshi,
 }
 
 CASES = [
@@ -79,4 +98,8 @@ CASES = [
     ("mllama_text_model", 6, "bf16", "eager"),  # the first layer a cross-attention layer, skipped
     ("mllama_text_model", 2, "fp32", "sdpa"),  # the last layer skipped
     ("mllama_text_model", 5, "bf16", "sdpa"),  # the middle layer skipped, h = 2 · h_kv
+    ("moshi", 0, "fp32", "eager"),  # h = 2 · h_kv; the norms' scale is the parameter itself in fp32
+    ("moshi", 1, "bf16", "eager"),  # two layers, each with its RoPE tables; the scale's fp32 copy per step
+    ("moshi", 2, "fp32", "sdpa"),  # a cache window of 3 (the scores are not masked)
+    ("moshi", 3, "bf16", "sdpa"),
 ]
