@@ -76,11 +76,49 @@ def _moshi(rng: random.Random) -> dict:
     }
 
 
+# Gemma 3n layouts: (layer_types, num_kv_shared_layers), each shared layer after a layer of its kind with its own K/V
+GEMMA3N_LAYOUTS = [
+    (["sliding_attention", "full_attention"], 0),
+    (["sliding_attention", "full_attention", "sliding_attention"], 1),
+    (["sliding_attention", "full_attention", "sliding_attention", "full_attention"], 2),
+    (["full_attention", "full_attention", "full_attention"], 1),
+]
+
+
+def _gemma3n(rng: random.Random) -> dict:
+    """AltUp with 2 to 4 copies, LAuReL, per-layer inputs, KV sharing, activation sparsity drawn per layer."""
+    layer_types, shared = rng.choice(GEMMA3N_LAYOUTS)
+    h_kv = rng.choice([1, 2])
+    h = h_kv * rng.choice([1, 2])
+    return {
+        "model_type": "gemma3n_text",
+        "num_hidden_layers": len(layer_types),
+        "layer_types": layer_types,
+        "num_kv_shared_layers": shared,
+        "hidden_size": 4 * rng.choice([4, 5, 6]),
+        "intermediate_size": rng.choice([22, 28]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "vocab_size": rng.choice([67, 101]),
+        "vocab_size_per_layer_input": rng.choice([53, 67]),  # ids past it index row 0
+        "hidden_size_per_layer_input": rng.choice([3, 4]),
+        "altup_num_inputs": rng.choice([2, 3, 4]),
+        "laurel_rank": rng.choice([3, 5]),
+        "sliding_window": rng.choice([3, 64]),
+        "activation_sparsity_pattern": [rng.choice([0.0, 0.95, 0.5]) for _ in layer_types],
+        "altup_correct_scale": rng.choice([True, False]),
+        "final_logit_softcapping": rng.choice([30.0, 15.0]),  # a float: Gemma3nTextConfig refuses null
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+
+
 DRAWS = {
     "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
     "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
     "mllama_text_model": _mllama,
     "moshi": _moshi,
+    "gemma3n_text": _gemma3n,
 }
 
 CASES = [
@@ -102,4 +140,11 @@ CASES = [
     ("moshi", 1, "bf16", "eager"),  # two layers, each with its RoPE tables; the scale's fp32 copy per step
     ("moshi", 2, "fp32", "sdpa"),  # a cache window of 3 (the scores are not masked)
     ("moshi", 3, "bf16", "sdpa"),
+    ("gemma3n_text", 0, "fp32", "eager"),  # full layers only, the last reusing the second's K/V as they are (h = h_kv)
+    ("gemma3n_text", 1, "bf16", "eager"),  # a shared sliding layer repeating K/V to h = 2 · h_kv; every MLP sparse
+    ("gemma3n_text", 4, "bf16", "eager"),  # two AltUp copies, a shared layer with h = h_kv; tied embeddings
+    ("gemma3n_text", 5, "fp32", "eager"),  # four layers, two shared; the scaled clone into per_layer_input_gate
+    ("gemma3n_text", 6, "fp32", "eager"),  # no KV sharing, h = 2 · h_kv, the second MLP sparse
+    ("gemma3n_text", 7, "bf16", "eager"),  # two shared layers repeating K/V, S past the window, scaled clone
+    ("gemma3n_text", 11, "bf16", "eager"),  # full layers only, the shared one repeating K/V
 ]
