@@ -113,12 +113,55 @@ def _gemma3n(rng: random.Random) -> dict:
     }
 
 
+# Gemma 4 layouts: (layer_types, num_kv_shared_layers); the last layer is always full
+GEMMA4_LAYOUTS = [
+    (["sliding_attention", "full_attention"], 0),
+    (["sliding_attention", "full_attention", "sliding_attention", "full_attention"], 2),
+    (["sliding_attention", "full_attention", "full_attention"], 1),
+    (["full_attention", "sliding_attention", "full_attention"], 1),
+]
+
+
+def _gemma4(model_type: str, rng: random.Random) -> dict:
+    """Sliding and full layers of their own head sizes (global_head_dim, num_global_key_value_heads with
+    attention_k_eq_v), KV sharing (double-wide MLPs), per-layer inputs (Gemma 4 only) or none."""
+    layer_types, shared = rng.choice(GEMMA4_LAYOUTS)
+    h_kv = rng.choice([1, 2])
+    h = 2 * rng.choice([1, 2])
+    config = {
+        "model_type": model_type,
+        "num_hidden_layers": len(layer_types),
+        "layer_types": layer_types,
+        "num_kv_shared_layers": shared,
+        "hidden_size": 4 * rng.choice([4, 5, 6]),
+        "intermediate_size": rng.choice([22, 28]),
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "global_head_dim": rng.choice([8, 12]),
+        "attention_k_eq_v": rng.choice([True, False]),
+        "num_global_key_value_heads": rng.choice([None, 1, 2]),
+        "use_double_wide_mlp": rng.choice([True, False]),
+        "vocab_size": rng.choice([67, 101]),
+        "sliding_window": rng.choice([3, 64]),
+        "final_logit_softcapping": rng.choice([None, 30.0]),
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+    if model_type == "gemma4_text":  # its per-layer table must cover every id
+        config["vocab_size_per_layer_input"] = config["vocab_size"]
+        # none (0) only without KV sharing: transformers' forward fails on that pair (refused by name)
+        config["hidden_size_per_layer_input"] = rng.choice([0, 3, 4] if shared == 0 else [3, 4])
+    return config
+
+
 DRAWS = {
     "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
     "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
     "mllama_text_model": _mllama,
     "moshi": _moshi,
     "gemma3n_text": _gemma3n,
+    "gemma4_text": lambda rng: _gemma4("gemma4_text", rng),
+    "gemma4_unified_text": lambda rng: _gemma4("gemma4_unified_text", rng),
 }
 
 CASES = [
@@ -147,4 +190,14 @@ CASES = [
     ("gemma3n_text", 6, "fp32", "eager"),  # no KV sharing, h = 2 · h_kv, the second MLP sparse
     ("gemma3n_text", 7, "bf16", "eager"),  # two shared layers repeating K/V, S past the window, scaled clone
     ("gemma3n_text", 11, "bf16", "eager"),  # full layers only, the shared one repeating K/V
+    ("gemma4_text", 0, "fp32", "eager"),  # the shared full layer reusing K/V as they are; double-wide MLP
+    ("gemma4_text", 1, "bf16", "eager"),  # two shared layers repeating K/V to h; soft-capped logits
+    ("gemma4_text", 2, "fp32", "eager"),  # attention_k_eq_v with num_global_key_value_heads on the full layer
+    ("gemma4_text", 8, "bf16", "eager"),  # attention_k_eq_v, two shared layers repeating K/V
+    ("gemma4_text", 10, "bf16", "eager"),  # no per-layer inputs (hidden_size_per_layer_input 0)
+    ("gemma4_text", 11, "fp32", "eager"),  # attention_k_eq_v, a shared full layer, MLPs of one width
+    ("gemma4_unified_text", 2, "fp32", "eager"),  # attention_k_eq_v, no sharing
+    ("gemma4_unified_text", 3, "bf16", "eager"),  # two shared layers repeating K/V, double-wide MLPs
+    ("gemma4_unified_text", 4, "fp32", "eager"),  # attention_k_eq_v, shared layers reusing K/V as they are
+    ("gemma4_unified_text", 12, "bf16", "eager"),  # a shared full layer repeating K/V
 ]
