@@ -154,6 +154,37 @@ def _gemma4(model_type: str, rng: random.Random) -> dict:
     return config
 
 
+def _minimax_m3(rng: random.Random) -> dict:
+    """Full-attention layers and layers with the lightning indexer (blocks of 2 or 3 keys, S a multiple or not), a
+    dense or MoE MLP each (widths of multiples of 8 for bf16 grouped matmuls), RoPE on rotary_dim of each head."""
+    h_kv = rng.choice([1, 2])
+    return {
+        "model_type": "minimax_m3_vl_text",
+        "num_hidden_layers": 2,
+        "layer_types": rng.choice(
+            [["full_attention", "minimax_m3_sparse"], ["minimax_m3_sparse"] * 2, ["full_attention"] * 2]
+        ),
+        "index_n_heads": rng.choice([1, h_kv]),  # one selection per key/value group: a divisor of h
+        "index_head_dim": rng.choice([4, 6]),
+        "index_block_size": rng.choice([2, 3]),
+        "index_topk_blocks": rng.choice([1, 2]),
+        "index_local_blocks": rng.choice([0, 1, 2]),
+        "mlp_layer_types": rng.choice([["dense", "sparse"], ["sparse", "sparse"], ["sparse", "dense"]]),
+        "hidden_size": rng.choice([16, 24, 32]),
+        "num_attention_heads": h_kv * rng.choice([1, 2]),
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([6, 8]),
+        "rotary_dim": rng.choice([2, 4]),
+        "intermediate_size": rng.choice([8, 16]),
+        "dense_intermediate_size": rng.choice([22, 28]),
+        "shared_intermediate_size": rng.choice([8, 24]),
+        "num_local_experts": rng.choice([3, 4, 5]),
+        "num_experts_per_tok": rng.choice([1, 2]),
+        "vocab_size": rng.choice([67, 101]),
+        "pad_token_id": 0,
+    }
+
+
 DRAWS = {
     "deepseek_v32": lambda rng: _dsa("deepseek_v32", rng),
     "glm_moe_dsa": lambda rng: _dsa("glm_moe_dsa", rng),
@@ -162,6 +193,7 @@ DRAWS = {
     "gemma3n_text": _gemma3n,
     "gemma4_text": lambda rng: _gemma4("gemma4_text", rng),
     "gemma4_unified_text": lambda rng: _gemma4("gemma4_unified_text", rng),
+    "minimax_m3_vl_text": _minimax_m3,
 }
 
 CASES = [
@@ -200,4 +232,10 @@ CASES = [
     ("gemma4_unified_text", 3, "bf16", "eager"),  # two shared layers repeating K/V, double-wide MLPs
     ("gemma4_unified_text", 4, "fp32", "eager"),  # attention_k_eq_v, shared layers reusing K/V as they are
     ("gemma4_unified_text", 12, "bf16", "eager"),  # a shared full layer repeating K/V
+    ("minimax_m3_vl_text", 0, "fp32", "eager"),  # indexer on both layers, blocks of 3 keys (S = 9), MoE on both
+    ("minimax_m3_vl_text", 4, "bf16", "eager"),  # indexer on both, blocks of 3 padding S = 5, no local blocks
+    ("minimax_m3_vl_text", 7, "fp32", "eager"),  # a full layer, then a sparse one with two indexer heads
+    ("minimax_m3_vl_text", 12, "bf16", "eager"),  # indexer on both, two indexer heads, grouped keys and values
+    ("minimax_m3_vl_text", 3, "bf16", "eager"),  # full layers only, a dense then an MoE layer
+    ("minimax_m3_vl_text", 15, "fp32", "eager"),  # a full then a sparse layer, blocks of 2 padding S = 5
 ]
