@@ -21,7 +21,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch
 import transformers
-from transformers import AutoConfig, AutoModelForCausalLM
+from oracle import _hf_config
+from transformers import AutoModelForCausalLM
 
 transformers.logging.set_verbosity_error()
 
@@ -52,11 +53,12 @@ class _Held:
 
 def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32", attention: str = "eager") -> int:
     """Bytes of the distinct non-parameter storages saved for backward (module docstring)."""
-    settings = {k: v for k, v in config.items() if k != "model_type"}
-    hf_config = AutoConfig.for_model(config["model_type"], **settings)
+    hf_config = _hf_config(config)  # a text type AutoModelForCausalLM maps no class to: through its composite
+    text_config = hf_config.get_text_config()
     for key in DROPOUT_KEYS:
-        if hasattr(hf_config, key):
-            setattr(hf_config, key, 0.0)
+        for target in (hf_config, text_config):
+            if hasattr(target, key):
+                setattr(target, key, 0.0)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(hf_config, attn_implementation=attention, dtype=DTYPES[dtype])
     model.train()
@@ -70,7 +72,7 @@ def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32
         held.append(weakref.ref(box))
         return box
 
-    ids = torch.randint(0, hf_config.vocab_size, (batch, seq))
+    ids = torch.randint(0, text_config.vocab_size, (batch, seq))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda box: box.tensor):
         output = model(input_ids=ids, labels=ids)
     gc.collect()

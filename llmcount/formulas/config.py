@@ -237,8 +237,8 @@ class _Reader:
         if isinstance(value, list):
             if len(value) > MAX_LIST:
                 raise self.fail(f"key '{key}' has {len(value):,} entries, more than {MAX_LIST:,}")
-            if not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
-                raise self.fail(f"key '{key}' must be a list of integers or strings")
+            if not all(_list_entry(x) for x in value):
+                raise self.fail(f"key '{key}' must be a list of numbers or strings")
         return value
 
     def overrides(self, namespace: Mapping[str, Any]) -> dict[int, tuple[str, dict[str, Any]]] | None:
@@ -315,6 +315,13 @@ class _Reader:
             return bool(rule.test(namespace))
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"{rule.message} (cannot check {rule.text!r}: {exc})") from None
+
+
+def _list_entry(value: Any) -> bool:
+    """An entry a list key may hold: an integer, a finite number (a per-layer rate) or a string."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def _kind(default: Any) -> str:

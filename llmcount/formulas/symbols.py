@@ -152,6 +152,10 @@ n_alt = _size("n_alt")
 r_lau = _size("r_lau")
 N_shared = _count("N_shared")
 N_kv_sliding = _count("N_kv_sliding")
+N_act_sparse = _count("N_act_sparse")
+N_kv = _count("N_kv")
+Q_idx = _size("Q_idx")
+n_loc = _count("n_loc")
 h_d_full = _size("h_d_full")
 h_kv_full = _size("h_kv_full")
 L_enc = _size("L_enc")
@@ -539,6 +543,30 @@ GLOSSARY: tuple[Entry, ...] = (
         r"N_{\mathrm{sliding}}^{\mathrm{kv}}",
         "layer_types, num_kv_shared_layers",
         "sliding-window layers that compute and cache keys and values of their own (before the shared layers)",
+    ),
+    Entry(
+        N_kv,
+        r"N^{\mathrm{kv}}",
+        "num_kv_shared_layers",
+        "layers that compute keys and values of their own: the N - N_shared before the KV-shared ones",
+    ),
+    Entry(
+        Q_idx,
+        r"Q_{\mathrm{idx}}",
+        "index_block_size",
+        "key block length of a block-sparse lightning indexer (MiniMax-M3): each query scores blocks of Q_idx keys",
+    ),
+    Entry(
+        n_loc,
+        r"n_{\mathrm{local}}",
+        "index_local_blocks",
+        "key blocks next to each query that a block-sparse indexer always keeps (MiniMax-M3)",
+    ),
+    Entry(
+        N_act_sparse,
+        r"N_{\mathrm{sparse}}^{\mathrm{act}}",
+        "activation_sparsity_pattern",
+        "layers whose MLP zeroes the gate outputs below a Gaussian quantile cutoff (activation sparsity > 0)",
     ),
     Entry(
         h_d_full,
