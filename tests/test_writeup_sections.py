@@ -304,14 +304,14 @@ def test_zamba2_flops_run_the_shared_block_in_every_hybrid_layer(tmp_path):
     assert r"\left\lceil{\frac{S}{Q}}\right\rceil" in text
 
 
-def test_laguna_refusal_names_its_attention(tmp_path):
-    # Laguna's cache is derived but its FLOPs are not (query heads per layer): the attention reason, not a state's
+def test_laguna_flops_sum_the_query_heads_per_layer(tmp_path):
+    # heads 4 and 8 on two full layers of h_d = 8: the scores and values cost 4 · S · 8 · 12 per token, no state part
+    config = {"model_type": "laguna", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4}
     path = tmp_path / "config.json"
-    path.write_text(
-        json.dumps({"model_type": "laguna", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4})
-    )
+    path.write_text(json.dumps({**config, "head_dim": 8, "num_attention_heads_per_layer": [4, 8]}))
     text = build(str(path), "markdown", "en", sections="flops").text
-    assert "FLOPs per token are not derived for Laguna" in text and "recurrent state" not in text
+    assert "not derived" not in text and "recurrent state" not in text
+    assert f"{4 * 4096 * 8 * 12:,} (" in text  # the attention part at S = 4,096
 
 
 def test_no_state_clause_when_the_config_has_no_state_layer(tmp_path):

@@ -65,6 +65,14 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     family = derivation.architecture
     state_flops(derivation)  # refuses a state kind without a formula, widths that cannot be stated, no table at all
     spec = family.attention
+    if spec is not None and spec.summed:
+        widths = spec.total("qk").free_symbols | spec.total("v").free_symbols
+        keys = ", ".join(dict.fromkeys(s.key for s in family.symbols if s.summed and s.symbol in widths))
+        raise LlmcountError(
+            f"the FLOPs conventions are not given for {family.title} ({family.name}): its layers' score widths "
+            f"differ one from another ({keys}), and the conventions state one attention width per layer "
+            "(`llmcount flops` counts them)"
+        )
     if spec is not None and spec.widths(sliding=True)[:2] != spec.widths(sliding=False)[:2]:
         raise LlmcountError(
             f"the FLOPs conventions are not given for {family.title} ({family.name}): its sliding layers have score "

@@ -49,7 +49,9 @@ class SymbolSpec:
     summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
     same: bool = False  # entries = "same": an integer, or a list of one per layer that must all be equal: that value
     # on = "N_full": the key's value on the layers a [layers] symbol counts, as the record's per-layer object
-    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object
+    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object.
+    # With entries = "sum": the sum of the list's entries on those layers (default and null: computed once the
+    # layers are counted, so they may name the [layers] symbols)
     on: Symbol | None = None
     absent: Any = None
     absent_text: str = ""
@@ -57,6 +59,16 @@ class SymbolSpec:
     @property
     def minimum(self) -> int:
         return 1 if self.symbol.is_positive else 0
+
+    @property
+    def summed_on(self) -> bool:
+        """A sum of one entry per layer over the layers of one kind (``entries = "sum"`` with ``on``)."""
+        return self.summed and self.on is not None
+
+    @property
+    def overridden(self) -> bool:
+        """A value the record's per-layer object may override on the layers of one kind (``on`` without a sum)."""
+        return self.on is not None and not self.summed
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,9 @@ class Attention:
     sliding_kv: Expr | None = None  # None: the same as qk, v, kv
     sliding_note: str = ""  # what the sliding layers cache, when sliding_kv is given
     no_flops: str = ""  # why the score widths cannot be stated (the cache still can): FLOPs are refused with it
+    # qk and v (sliding_qk, sliding_v) are summed over the full (sliding) layers, not one layer's: layers whose query
+    # heads differ one from another (Laguna's num_attention_heads_per_layer); kv stays one layer's
+    summed: bool = False
     # the attention layers that keep keys and values of their own in the cache, and how many of those slide (default:
     # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
     cached: Expr | None = None
@@ -149,6 +164,8 @@ class Attention:
         layers, windowed = (self.cache_layers, self.cache_windowed) if width == "kv" else (self.layers, self.windowed)
         full = getattr(self, width)
         own = getattr(self, f"sliding_{width}")
+        if self.summed and width != "kv":
+            return full + own
         return layers * full if own is None else (layers - windowed) * full + windowed * own
 
 
@@ -419,7 +436,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
     on = _symbol(_text(spec, "on", where), f"{where}.on") if "on" in spec else None
-    if "absent" in spec and on is None:
+    if "absent" in spec and (on is None or spec.get("entries") == "sum"):
         raise RecordError(f"{where}.absent: only with 'on' (the value on those layers without a per-layer object)")
     absent = _value_condition(spec["absent"], f"{where}.absent") if "absent" in spec else None
     return SymbolSpec(
@@ -490,7 +507,8 @@ def _attention(data: Any, where: str) -> Attention:
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in widths}
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
-    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
+    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "summed", "sliding_note"}
+    texts |= {"no_flops"}
     texts |= {"indexed_note", "indexed_dtype", "not_run"}
     layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
@@ -505,9 +523,11 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
     if data.get("indexed_dtype") not in (None, "fp32"):
         raise RecordError(f"{where}: 'indexed_dtype' is \"fp32\" or absent (the cache dtype)")
-    chunked = data.get("chunked", False)
-    if not isinstance(chunked, bool):
-        raise RecordError(f"{where}: 'chunked' must be true or false")
+    chunked, summed = data.get("chunked", False), data.get("summed", False)
+    if not isinstance(chunked, bool) or not isinstance(summed, bool):
+        raise RecordError(f"{where}: 'chunked' and 'summed' must be true or false")
+    if summed and not {"sliding_qk", "sliding_v"} <= set(data):
+        raise RecordError(f"{where}: 'summed' widths need the sliding layers' own sums, 'sliding_qk' and 'sliding_v'")
     if no_flops and {"qk", "v"} & set(data):
         raise RecordError(f"{where}: 'no_flops' says the score widths cannot be stated; give no 'qk' or 'v'")
     return Attention(
@@ -515,6 +535,7 @@ def _attention(data: Any, where: str) -> Attention:
         no_flops=no_flops,
         **optional,
         chunked=chunked,
+        summed=summed,
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
@@ -682,13 +703,13 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
 
 
 def _check_per_layer(family: Family, where: str) -> None:
-    """A symbol read `on` some layers names a [layers] symbol and needs the record's per-layer object, and the other
-    way round."""
+    """A symbol read `on` some layers names a [layers] symbol; one the per-layer object may override (not a sum of
+    one entry per layer) needs the record's per-layer object, and the other way round."""
     counted = {symbol for symbol, _, _ in family.layers}
     for spec in family.symbols:
         if spec.on is not None and spec.on not in counted:
             raise RecordError(f"{where} [symbols] {spec.symbol.name}.on: {spec.on.name} is not a [layers] symbol")
-    if bool(family.per_layer) != any(spec.on is not None for spec in family.symbols):
+    if bool(family.per_layer) != any(spec.overridden for spec in family.symbols):
         raise RecordError(f"{where}: 'per_layer' (the per-layer object) goes with symbols read 'on' some layers")
 
 

@@ -99,6 +99,7 @@ r_g = _size("r_g")
 n_mem = _size("n_mem")
 r_a = _size("r_a")
 h_tot = _size("h_tot")
+h_tot_sw = _count("h_tot_sw")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
 d_router = _size("d_router")
@@ -346,6 +347,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"h_{\mathrm{tot}}",
         "num_attention_heads_per_layer (summed)",
         "attention (query) heads summed over the layers, when each layer has its own count",
+    ),
+    Entry(
+        h_tot_sw,
+        r"h_{\mathrm{tot,sw}}",
+        "num_attention_heads_per_layer (summed over the sliding layers)",
+        "attention (query) heads summed over the sliding-window layers, when each layer has its own count",
     ),
     Entry(
         d_hk,
