@@ -182,6 +182,17 @@ class StateFlops:
 
 
 @dataclass(frozen=True)
+class MegatronLayer:
+    """A state layer as Megatron-LM's ``num_floating_point_operations`` counts it: ``expr``, forward FLOPs per token
+    of one such layer (its projections included), transcribed from ``function`` in megatron/training/training.py;
+    ``note`` says what it counts and leaves out."""
+
+    expr: Expr
+    function: str
+    note: str
+
+
+@dataclass(frozen=True)
 class State:
     """A fixed per-sequence state that layers of one kind keep instead of a KV cache (Mamba, linear attention):
     ``conv`` and ``recurrent`` elements per sequence in each of ``layers`` layers; ``flops``: the operations that
@@ -196,6 +207,12 @@ class State:
     recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
     conv_dtype: str | None = None  # "fp32": so is the conv part (Inkling's convolutions run in fp32)
     flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
+    megatron: MegatronLayer | None = None  # how Megatron-LM's FLOPs count counts such a layer (None: it has none)
+
+    @property
+    def groups(self) -> frozenset[str]:
+        """The groups of the paths of its sequence mixing (``mamba``, ``linear_attention``): the layer's own terms."""
+        return frozenset(op.path.partition("/")[0] for op in self.flops or ())
 
     @property
     def elements(self) -> Expr:
@@ -241,6 +258,7 @@ class Family:
             exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
+            exprs += [state.megatron.expr] if state.megatron is not None else []
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
         exprs.append(self.head)
         return tuple(e for e in exprs if e is not None)
@@ -548,7 +566,8 @@ def _attention(data: Any, where: str) -> Attention:
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype"}
+    fields = {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype", "megatron"}
+    unknown = set(data) - fields
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
@@ -565,7 +584,21 @@ def _state(data: Any, where: str) -> State:
     for key, value in kept.items():
         if value not in (None, "fp32"):
             raise RecordError(f"{where} ({name}): '{key}' is \"fp32\" or absent (the cache dtype), not {value!r}")
-    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **kept, **parts)
+    megatron = _megatron(data["megatron"], f"{where} ({name}).megatron") if "megatron" in data else None
+    if megatron is not None and flops == ():
+        raise RecordError(f"{where} ({name}): 'megatron' replaces the layer's own terms, named by its [[state.flops]]")
+    return State(name=name, note=_text(data, "note", where, ""), flops=flops, megatron=megatron, **kept, **parts)
+
+
+def _megatron(data: Any, where: str) -> MegatronLayer:
+    data = _table(data, where)
+    unknown = set(data) - {"expr", "function", "note"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    expr = formula(_text(data, "expr", where), f"{where}.expr")
+    if {B, S} & expr.free_symbols:
+        raise RecordError(f"{where}.expr: FLOPs per token of one layer, without B or S")
+    return MegatronLayer(expr, _text(data, "function", where), _text(data, "note", where))
 
 
 def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:
