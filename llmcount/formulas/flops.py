@@ -315,7 +315,10 @@ class Flops:
         config has none of (full layers when every layer slides, sliding layers when none does) is left out."""
         values = {**values, S: seq, B: batch}
         terms = self.terms  # refuses a record without [attention] before its window is read
-        spec = self.derivation.architecture.attention
+        family = self.derivation.architecture
+        spec = family.attention
+        if spec is not None:
+            spec.check_seq(f"{family.title} ({family.name})", seq, values)
         if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)

@@ -18,6 +18,7 @@ from typing import Any
 
 from sympy import Expr, Integer, Symbol
 
+from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
 from .symbols import BY_NAME, B, N, S
@@ -124,6 +125,25 @@ class Attention:
     # attention the layers have but do not run on token ids alone (an encoder-decoder's cross-attention, without
     # encoder states), and what it would add: said under FLOPs and the KV cache
     not_run: str = ""
+    # the longest S this section describes (no value in a config: any S), and what the model runs beyond it: FLOPs
+    # and the cache are refused there with it (BigBird's block-sparse attention beyond (5 + 2·r)·b tokens)
+    longest: Expr | None = None
+    beyond: str = ""
+
+    def limit(self, values: Mapping[Symbol, int]) -> int | None:
+        """The longest S this section describes for a config (None: any S)."""
+        if self.longest is None or not self.longest.free_symbols <= set(values):
+            return None
+        return int(self.longest.subs(values))
+
+    def check_seq(self, family: str, seq: int, values: Mapping[Symbol, int]) -> None:
+        """Refuse, by name, a sequence longer than the section describes."""
+        limit = self.limit(values)
+        if limit is not None and seq > limit:
+            raise LlmcountError(
+                f"FLOPs and the KV cache are not derived for {family} at S = {seq:,}: beyond S = {limit:,} "
+                f"{self.beyond}"
+            )
 
     @property
     def windowed(self) -> Expr:
@@ -255,7 +275,7 @@ class Family:
         if self.attention is not None:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
-            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv, a.longest]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
             exprs += [state.megatron.expr] if state.megatron is not None else []
@@ -526,9 +546,9 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "summed", "sliding_note"}
-    texts |= {"no_flops"}
+    texts |= {"no_flops", "beyond"}
     texts |= {"indexed_note", "indexed_dtype", "not_run"}
-    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
+    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv", "longest")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -537,6 +557,8 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
     if any(f in data for f in own) and "kv_expanded" in data:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
+    if ("longest" in data) != ("beyond" in data):
+        raise RecordError(f"{where}: 'longest' (the longest S described) and 'beyond' (what runs past it) go together")
     if ("indexed" in data) != ("indexed_kv" in data):
         raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
     if data.get("indexed_dtype") not in (None, "fp32"):
@@ -561,6 +583,7 @@ def _attention(data: Any, where: str) -> Attention:
         indexed_note=_text(data, "indexed_note", where, ""),
         indexed_dtype=data.get("indexed_dtype"),
         not_run=_text(data, "not_run", where, ""),
+        beyond=_text(data, "beyond", where, ""),
     )
 
 
