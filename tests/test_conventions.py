@@ -240,3 +240,76 @@ def test_moe_conventions_of_qwen3_30b_a3b_by_hand() -> None:
     assert got["palm"] == 6 * non_embedding + 12 * layers * h * h_d * seq
     # torchtitan: activated parameters (router and shared in full, experts k/n) less the embedding table
     assert got["torchtitan"] == 6 * (non_embedding + vocab * d) + 6 * layers * h * 2 * h_d * seq
+
+
+# Megatron-LM's count of state layers, transcribed from megatron/training/training.py at commit d98e8a64dd:
+#   mamba_layer_flops (called by hybrid_flops), per token: 2·d·(2·d_in + 2·G·N + nheads) (in_proj) + 7·d_in·N (scan)
+#   + 2·d_in·d (out_proj), d_in = 2·d; gdn_layer_flops, per token: 2·(d·(2·qk_dim + 2·v_dim + 2·h_v) (in_proj)
+#   + conv_k·(2·qk_dim + v_dim) + 4·h_v·d_v² (the delta rule) + d·v_dim (out_proj)); the rest as for a transformer:
+#   3 × (its layers + 2·d·V_pad), V_pad the vocabulary padded to a multiple of 128; recompute: the layers 4 times.
+MAMBA2 = {
+    "model_type": "mamba2",
+    **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "state_size": 4, "conv_kernel": 3},
+    **{"expand": 2, "num_heads": 4, "head_dim": 8, "n_groups": 2, "chunk_size": 4},
+}
+
+
+def megatron_of(config: dict, seq: int = 8) -> tuple[int, int]:
+    from llmcount.formulas.config import read_config
+
+    got = {c.name: c.training_flops_per_token for c in conventions(read_config(config, "t"), seq)}
+    return got["megatron"], got["megatron-recompute"]
+
+
+def test_megatron_counts_a_mamba_2_layer_as_mamba_layer_flops() -> None:
+    """d = 16, d_in = 2·16 = 32, G = 2 groups, N = 4, 4 heads: in_proj 2·16·(64 + 16 + 4) = 2,688, the scan
+    7·32·4 = 896, out_proj 2·32·16 = 1,024: 4,608 per layer, 9,216 for two; logits 2·16·128 = 4,096 (V = 32
+    padded). With expand 4 (8 heads of 8) Megatron still takes d_in = 2·d: in_proj 2·16·(64 + 16 + 8) = 2,816,
+    4,736 per layer."""
+    assert megatron_of(MAMBA2) == (3 * (9_216 + 4_096), 4 * 9_216 + 3 * 4_096)
+    assert megatron_of({**MAMBA2, "expand": 4, "num_heads": 8}) == (3 * (9_472 + 4_096), 4 * 9_472 + 3 * 4_096)
+
+
+def test_megatron_counts_a_gated_deltanet_layer_as_gdn_layer_flops() -> None:
+    """Qwen3.5, two layers: layer 0 Gated DeltaNet (2 key heads of 3, 4 value heads of 5, kernel 3), layer 1 full
+    attention (4 heads of 4 with the output gate, 2 key/value heads), a gated MLP of 24 in both; d = 16, S = 8.
+    GDN: 2·(16·(12 + 40 + 8) + 3·(12 + 20) + 4·4·25 + 16·20) = 2·(960 + 96 + 400 + 320) = 3,552;
+    attention: 2·(16·(16 + 16 + 8 + 8) + 16·16) = 2,048 (q, gate, k, v, o) and the causal core 2·8·16 = 256;
+    MLPs 2 · 2·3·16·24 = 4,608; logits 4,096. Forward 14,560 per token."""
+    config = {
+        "model_type": "qwen3_5_text",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "intermediate_size": 24, "full_attention_interval": 2},
+        **{"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3},
+        **{"linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+    }
+    layers = 3_552 + 2_048 + 256 + 4_608
+    assert megatron_of(config) == (3 * (layers + 4_096), 4 * layers + 3 * 4_096)
+
+
+def test_megatron_is_not_given_for_state_layers_it_does_not_count(tmp_path) -> None:
+    """Mamba-1 (x_proj, dt_proj) has no Megatron count: the two conventions are left out, named, with the reason."""
+    config = {"model_type": "mamba", "vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "state_size": 4}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("flops", str(path), "--seq", "8", "--conventions", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [entry["name"] for entry in data["not_given"]] == ["megatron", "megatron-recompute"]
+    reason = data["not_given"][0]["reason"]
+    assert "mamba layers" in reason and "mamba_layer_flops" in reason and "d98e8a64dd" in reason
+    assert {c["name"] for c in data["conventions"]}.isdisjoint({"megatron", "megatron-recompute"})
+
+
+def test_a_megatron_layer_formula_is_per_token_and_needs_the_layer_terms() -> None:
+    from llmcount.formulas.expressions import RecordError
+    from llmcount.formulas.records import _state
+
+    state = {"name": "mamba", "layers": "N", "flops": [], "megatron": {"expr": "2*d", "function": "f", "note": "n"}}
+    with pytest.raises(RecordError, match=r"named by its \[\[state.flops\]\]"):
+        _state(state, "test")
+    op = {"path": "mamba/scan", "expr": "2*B*S*d"}
+    with pytest.raises(RecordError, match="without B or S"):
+        _state({**state, "flops": [op], "megatron": {"expr": "2*S*d", "function": "f", "note": "n"}}, "test")
+    with pytest.raises(RecordError, match="unknown fields"):
+        _state({**state, "flops": [op], "megatron": {"expr": "2*d", "source": "f"}}, "test")

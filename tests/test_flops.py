@@ -303,6 +303,15 @@ SMALL = {
         **{"intermediate_size": 48, "tie_word_embeddings": False},
         "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
     },
+    # Laguna: query heads per layer (2 to 8 against h_kv = 2), sliding and full layers, a dense first layer, a gate
+    # per channel of every head
+    "laguna-heads-per-layer": {
+        **{"model_type": "laguna", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 4, "head_dim": 8},
+        **{"num_attention_heads": 4, "num_key_value_heads": 2, "num_attention_heads_per_layer": [4, 8, 2, 6]},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "intermediate_size": 16},
+        **{"shared_expert_intermediate_size": 12, "sliding_window": 3, "gating": "per-element"},
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+    },
 }
 
 # the decoders of encoder-decoder models as their *ForCausalLM runs them on token ids alone: no encoder states, so no
@@ -475,6 +484,34 @@ def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) 
         reject()
     message = f"{model_type} B={batch} S={seq}: {got:,} != {expected:,} ({VERSIONS})\n{json.dumps(config)}"
     assert got == expected, message
+
+
+@st.composite
+def laguna_config(draw: st.DrawFn) -> dict[str, Any]:
+    """Laguna with 1 to 4 layers, each with its own query heads (a multiple of h_kv), kind of attention and MLP."""
+    layers, h_kv, head = draw(st.integers(1, 4)), draw(st.sampled_from([1, 2])), draw(st.sampled_from([2, 4, 8]))
+    per_layer = st.lists(st.integers(1, 4).map(lambda g: g * h_kv), min_size=layers, max_size=layers)
+    kinds = st.lists(st.sampled_from(["sliding_attention", "full_attention"]), min_size=layers, max_size=layers)
+    mlps = st.lists(st.sampled_from(["dense", "sparse"]), min_size=layers, max_size=layers)
+    config = {"model_type": "laguna", "vocab_size": 40, "hidden_size": draw(st.sampled_from([16, 24]))}
+    config |= {"head_dim": head}
+    config |= {"num_hidden_layers": layers, "num_attention_heads": 2 * h_kv, "num_key_value_heads": h_kv}
+    config |= {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "intermediate_size": 12}
+    config |= {"shared_expert_intermediate_size": 8, "sliding_window": draw(st.integers(2, 6))}
+    config |= {"gating": draw(st.sampled_from([True, False, "per-head", "per-element"]))}
+    lists = {"num_attention_heads_per_layer": per_layer, "layer_types": kinds, "mlp_layer_types": mlps}
+    for key, values in lists.items():
+        if draw(st.booleans()):
+            config[key] = draw(values)
+    return config
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(config=laguna_config(), batch=st.integers(1, 2), seq=st.integers(1, 12))
+def test_drawn_laguna_equals_flop_counter(config: dict[str, Any], batch: int, seq: int) -> None:
+    """Query heads that differ per layer, summed over the full and over the sliding layers, at S below, at and above
+    the window (eager computes the full matrix on the sliding layers too)."""
+    assert_equal_to_counter(config, batch, seq)
 
 
 @pytest.mark.parametrize(("batch", "seq"), [(1, 5), (2, 33)])

@@ -278,9 +278,58 @@ def test_laguna_cache_per_layer_kind() -> None:
     assert kinds(result) == {"full_attention": (2, 147_456), "sliding_attention": (2, 49_152)}
 
 
-def test_laguna_flops_are_refused_by_name(tmp_path) -> None:
-    # the query heads differ per layer (4, 8, 8, 4): one score width per kind of layer cannot state them
+def laguna_flops(seq: int, causal: bool, config: dict[str, Any] = LAGUNA) -> dict[str, int]:
+    from llmcount.formulas.flops import Flops
+
+    model = read_config(config, "laguna")
+    counts = Flops(model.derivation, causal=causal).evaluate(model.values, seq, 1)
+    return {c.path: c.flops for c in counts.components if c.path.startswith("attention/scores")}
+
+
+def test_laguna_scores_sum_the_query_heads_of_each_kind() -> None:
+    """Heads 4, 8, 8, 4: the full layers have 4 + 4 = 8 query heads, the sliding ones 8 + 8 = 16, each of h_d = 128.
+    S = 9, eager (the full matrix on every layer): 2 · 81 · 128 · 8 = 165,888 and 2 · 81 · 128 · 16 = 331,776.
+    Causal: a full layer's head sees 9 · 10 / 2 = 45 pairs, 2 · 45 · 128 · 8 = 92,160; a sliding one (W = 4) sees
+    4 · 5 / 2 + (9 - 4) · 4 = 30, 2 · 30 · 128 · 16 = 122,880."""
+    assert laguna_flops(9, False) == {"attention/scores": 165_888, "attention/scores/sliding": 331_776}
+    assert laguna_flops(9, True) == {"attention/scores": 92_160, "attention/scores/sliding": 122_880}
+    every_full = {k: v for k, v in LAGUNA.items() if k != "layer_types"}  # no layer_types: every layer full
+    assert laguna_flops(9, False, every_full) == {"attention/scores": 2 * 81 * 128 * 24}
+    every_head = {**every_full, "num_attention_heads_per_layer": None}  # null: num_attention_heads (4) everywhere
+    assert laguna_flops(9, True, every_head) == {"attention/scores": 2 * 45 * 128 * 16}
+
+
+def test_laguna_conventions_are_refused_by_name(tmp_path) -> None:
+    # the query heads differ per layer (4, 8, 8, 4): the conventions state one attention width per layer
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LAGUNA))
-    for command in (["flops", str(path)], ["flops", str(path), "--conventions"]):
-        assert_refused(run(*command), "Laguna (laguna)", "num_attention_heads_per_layer")
+    assert_refused(run("flops", str(path), "--conventions"), "Laguna (laguna)", "num_attention_heads_per_layer")
+
+
+def test_a_record_that_cannot_state_its_score_widths_is_refused_by_name(tmp_path) -> None:
+    """A record's ``no_flops`` (no record has one today): FLOPs refused with its reason, the cache still derived."""
+    from llmcount.errors import LlmcountError
+    from llmcount.formulas import records
+    from llmcount.formulas.flops import Flops
+
+    text = (records.resources.files("llmcount.formulas") / "families" / "laguna.toml").read_text()
+    start = text.index("summed = true")
+    text = text[:start] + 'no_flops = "its widths are not stated"\n'
+    draft = tmp_path / "laguna.toml"
+    draft.write_text(text)
+    family = records.load(draft)
+    model = read_config(LAGUNA, "laguna", family=family)
+    assert kinds(memory.inference(model.derivation, model.values, "fp32", seq=9))["sliding_attention"] == (2, 49_152)
+    with pytest.raises(LlmcountError, match=r"FLOPs are not derived for Laguna \(laguna\): its widths are not stated"):
+        _ = Flops(model.derivation).terms
+
+
+def test_summed_widths_need_the_sliding_layers_own_sums() -> None:
+    from llmcount.formulas.expressions import RecordError
+    from llmcount.formulas.records import _attention
+
+    table = {"layers": "N", "qk": "h_tot*h_d", "v": "h_tot*h_d", "kv": "2*h_kv*h_d", "summed": True}
+    with pytest.raises(RecordError, match="'summed' widths need the sliding layers' own sums"):
+        _attention({**table, "window": "W", "sliding": "N_sliding"}, "test")
+    with pytest.raises(RecordError, match="'chunked' and 'summed' must be true or false"):
+        _attention({**table, "summed": "yes"}, "test")

@@ -109,7 +109,8 @@ def test_mla_caches_the_latent_and_says_what_expanding_would_cost():
     assert "71.1 times larger" in build("deepseek-v3", sections="memory").text
 
 
-# a BigBird config: its record has no [attention] (block-sparse attention changes its costs with the sequence length)
+# a BigBird config: its record describes its full attention up to S = (5 + 2 · 3) · 64 = 704 tokens (block-sparse
+# attention beyond); the write-ups' S = 4,096 is beyond
 BIG_BIRD = {
     "model_type": "big_bird",
     "num_hidden_layers": 4,
@@ -128,14 +129,19 @@ def big_bird(tmp_path):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_family_without_attention_leaves_flops_and_the_kv_cache_out(lang, big_bird):
+def test_a_sequence_beyond_the_described_attention_leaves_flops_and_the_kv_cache_out(lang, big_bird):
     text = build(big_bird, "markdown", lang, sections="flops,memory").text
     assert "F_{\\mathrm{token}}" not in text and "E_{\\mathrm{KV}}" not in text
     assert (
-        "FLOPs per token are not derived for BigBird" if lang == "en" else "本文不推导 BigBird 的每 token 计算量"
+        "FLOPs per token are not derived for BigBird at $S = 4{,}096$"
+        if lang == "en"
+        else "本文不推导 BigBird 在 $S = 4{,}096$ 时的每 token 计算量"
     ) in text
-    assert ("the KV cache is not derived here" if lang == "en" else "因此这里不推导 KV 缓存") in text
+    assert "$S = 704$" in text
+    assert ("the KV cache at $S = 4{,}096$ is not derived here" if lang == "en" else "时的 KV 缓存") in text
     assert f"{2 * load(big_bird).counts.total:,}" in text  # the weights table stays
+    short = build(big_bird, "markdown", lang, sections="flops,memory", seq=704).text
+    assert "F_{\\mathrm{token}}" in short and "E_{\\mathrm{KV}}" in short
 
 
 def test_chinese_sections_read_as_chinese():
@@ -239,7 +245,7 @@ def test_json_carries_the_sections_numbers(big_bird):
     assert data["flops"]["per_token"] == 72_557_002_752 and data["seq"] == 4096
     assert data["memory"]["weights_bytes"]["bf16"] == 2 * 32_762_123_264
     assert data["memory"]["kv_bytes_per_token"] == 262_144
-    assert build(big_bird, sections="flops").data["flops"] == {"refused": "attention"}
+    assert build(big_bird, sections="flops").data["flops"] == {"refused": "longest"}
 
 
 @pytest.mark.parametrize("chosen", ["tree,flops", "params", "flops,memory", "memory"])
@@ -304,14 +310,14 @@ def test_zamba2_flops_run_the_shared_block_in_every_hybrid_layer(tmp_path):
     assert r"\left\lceil{\frac{S}{Q}}\right\rceil" in text
 
 
-def test_laguna_refusal_names_its_attention(tmp_path):
-    # Laguna's cache is derived but its FLOPs are not (query heads per layer): the attention reason, not a state's
+def test_laguna_flops_sum_the_query_heads_per_layer(tmp_path):
+    # heads 4 and 8 on two full layers of h_d = 8: the scores and values cost 4 · S · 8 · 12 per token, no state part
+    config = {"model_type": "laguna", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4}
     path = tmp_path / "config.json"
-    path.write_text(
-        json.dumps({"model_type": "laguna", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4})
-    )
+    path.write_text(json.dumps({**config, "head_dim": 8, "num_attention_heads_per_layer": [4, 8]}))
     text = build(str(path), "markdown", "en", sections="flops").text
-    assert "FLOPs per token are not derived for Laguna" in text and "recurrent state" not in text
+    assert "not derived" not in text and "recurrent state" not in text
+    assert f"{4 * 4096 * 8 * 12:,} (" in text  # the attention part at S = 4,096
 
 
 def test_no_state_clause_when_the_config_has_no_state_layer(tmp_path):

@@ -151,6 +151,24 @@ class _Reader:
         self.per_layer_list(key, entries, namespace)
         return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
 
+    def summed_on_layers(self, spec: SymbolSpec, layers: tuple[int, ...], namespace: dict[str, Any]) -> int | None:
+        """The sum of a list of one size per layer over the given layers; absent or null: the record's default or
+        null, computed once the layers are counted (``N_sliding * h``)."""
+        found = self.present(spec.key)
+        entries = self.config[found[0]] if found else None
+        if entries is None:
+            rule = spec.null if found else spec.default
+            if rule is REQUIRED or (found and rule is None):
+                return self.symbol(replace(spec, on=None), namespace)  # refused as the key's other readings are
+            if rule == NONE:
+                return None
+            return self.derived(spec, rule, namespace)
+        if not isinstance(entries, list):
+            raise self.fail(f"key '{found[0]}' must be a list of integers, one per layer, got {describe(entries)}")
+        self.per_layer_list(found[0], entries, namespace)
+        sizes = [self.integer(f"{found[0]}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        return sum(sizes[i] for i in layers)
+
     def same(self, key: str, entries: list[Any], spec: SymbolSpec, namespace: dict[str, Any]) -> int:
         """The one size a list of one size per layer gives every layer (Gemma 3n's intermediate_size); a list whose
         entries differ describes layers of different sizes, which the record does not count."""
@@ -256,7 +274,7 @@ class _Reader:
         layers = namespace["N"]
         if len(table) > layers:
             raise self.fail(f"key '{key}' has {len(table):,} entries, more than the {layers:,} layers")
-        readable = sorted({spec.key for spec in family.symbols if spec.on is not None})
+        readable = sorted({spec.key for spec in family.symbols if spec.overridden})
         found: dict[int, tuple[str, dict[str, Any]]] = {}
         for index, entry in table.items():
             if not (index.isascii() and index.isdigit() and len(index) <= 9):
@@ -358,6 +376,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         namespace[key] = reader.key(key, default)
     values: dict[Symbol, int] = {}
     for spec in family.symbols:
+        if spec.summed_on:  # read once the layers are counted (_per_layer_symbols)
+            continue
         value = reader.symbol(spec, namespace)
         namespace[spec.key] = value
         if value is not None and spec.adjust is not None:
@@ -571,14 +591,17 @@ def _count_layers(
 def _per_layer_symbols(
     reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int], indices: Mapping[Symbol, tuple[int, ...]]
 ) -> None:
-    """The symbols read ``on`` the layers of a kind (Gemma 4's head_dim on its full-attention layers), from the
-    config's per-layer object."""
+    """The symbols read ``on`` the layers of a kind: Gemma 4's head_dim on its full-attention layers, from the
+    config's per-layer object; Laguna's query heads summed over its sliding layers, from its list of one per layer."""
     specs = [spec for spec in reader.family.symbols if spec.on is not None]
     if not specs:
         return
-    overrides = reader.overrides(namespace)
+    overrides = reader.overrides(namespace) if any(spec.overridden for spec in specs) else None
     for spec in specs:
-        value = reader.on_layers(spec, indices[spec.on], overrides, namespace)
+        if spec.summed_on:
+            value = reader.summed_on_layers(spec, indices[spec.on], namespace)
+        else:
+            value = reader.on_layers(spec, indices[spec.on], overrides, namespace)
         namespace[spec.symbol.name] = value
         if value is None:
             values.pop(spec.symbol, None)

@@ -53,6 +53,12 @@ class Ingredients:
     eager_forward: int | Fraction  # llmcount's forward FLOPs per token, full S×S (a mean: a Fraction with state layers)
     causal_forward: int | Fraction  # the same over the S(S+1)/2 causal pairs
     state_kinds: tuple[str, ...] = ()  # the kinds of layer that keep a state instead of keys and values (mamba, ...)
+    # state layers as Megatron-LM counts them (a record's [[state]] megatron): the part of W in their own terms, which
+    # Megatron's layer formula replaces, that formula summed over the layers, and (kind, function, note) of each kind
+    state_weights: int = 0
+    megatron_states: int = 0
+    megatron_kinds: tuple[tuple[str, str, str], ...] = ()
+    megatron_missing: tuple[str, ...] = ()  # kinds of state layer Megatron-LM has no count for
 
     @property
     def padded_vocab(self) -> int:
@@ -65,14 +71,25 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     family = derivation.architecture
     state_flops(derivation)  # refuses a state kind without a formula, widths that cannot be stated, no table at all
     spec = family.attention
+    if spec is not None and spec.summed:
+        widths = spec.total("qk").free_symbols | spec.total("v").free_symbols
+        keys = ", ".join(dict.fromkeys(s.key for s in family.symbols if s.summed and s.symbol in widths))
+        raise LlmcountError(
+            f"the FLOPs conventions are not given for {family.title} ({family.name}): its layers' score widths "
+            f"differ one from another ({keys}), and the conventions state one attention width per layer "
+            "(`llmcount flops` counts them)"
+        )
     if spec is not None and spec.widths(sliding=True)[:2] != spec.widths(sliding=False)[:2]:
         raise LlmcountError(
             f"the FLOPs conventions are not given for {family.title} ({family.name}): its sliding layers have score "
             "widths of their own, and the conventions state one attention width (`llmcount flops` counts them)"
         )
     layers = 0 if spec is None else evaluate_int(spec.layers, values, "attention layers")
-    kinds = tuple(dict.fromkeys(s.name for s in family.states if evaluate_int(s.layers, values, s.name)))
-    weights = router = tables = 0
+    present = [s for s in family.states if evaluate_int(s.layers, values, s.name)]
+    kinds = tuple(dict.fromkeys(s.name for s in present))
+    megatron = [s for s in present if s.megatron is not None]
+    groups = frozenset().union(*(s.groups for s in megatron))
+    weights = router = tables = state_weights = 0
     for term in derivation.terms:
         if term.embedding and term.path != "head/lm_head":
             tables += evaluate_int(term.layers * term.expr, values, term.path)
@@ -82,6 +99,8 @@ def ingredients(model: Model, seq: int) -> Ingredients:
             weights += per_token
             if term.path.startswith("moe/router"):
                 router += per_token
+            if term.group in groups:
+                state_weights += per_token
     if V not in values or d not in values:
         raise LlmcountError(f"{model.name}: the FLOPs conventions need the vocabulary V and the hidden size d")
     return Ingredients(
@@ -101,6 +120,12 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         eager_forward=Flops(derivation).evaluate(values, seq, 1).per_token,
         causal_forward=Flops(derivation, causal=True).evaluate(values, seq, 1).per_token,
         state_kinds=kinds,
+        state_weights=state_weights,
+        megatron_states=sum(
+            evaluate_int(s.layers * s.megatron.expr, values, f"{s.name} layers (Megatron)") for s in megatron
+        ),
+        megatron_kinds=tuple((s.name, s.megatron.function, s.megatron.note) for s in megatron),
+        megatron_missing=tuple(dict.fromkeys(s.name for s in present if s.megatron is None)),
     )
 
 
@@ -157,8 +182,21 @@ def palm(x: Ingredients) -> Convention:
 
 
 def _megatron_layers(x: Ingredients) -> int:
-    """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core."""
-    return 2 * (x.weights - x.router) + x.layers * x.seq * (x.qk + x.v)
+    """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core; state
+    layers by Megatron's own formula for them (``hybrid_flops``) instead of their weights."""
+    return 2 * (x.weights - x.router - x.state_weights) + x.megatron_states + x.layers * x.seq * (x.qk + x.v)
+
+
+def _megatron_formula(x: Ingredients, passes: int) -> str:
+    weights = "2·(W - W_router - W_state) + M_state" if x.megatron_kinds else "2·(W - W_router)"
+    return f"{passes}·({weights}) + 3·2·d·V_pad + {passes}·2·L·S·(h·d_qk + h·d_v)/2"
+
+
+def _megatron_source(x: Ingredients) -> str:
+    functions = ", ".join(dict.fromkeys(function for _, function, _ in x.megatron_kinds))
+    hybrid = f" and, for the state layers, hybrid_flops's {functions}" if functions else ""
+    where = "Megatron-LM megatron/training/training.py, num_floating_point_operations"
+    return f"{where}{hybrid} (commit {MEGATRON_COMMIT[:10]})"
 
 
 def megatron(x: Ingredients) -> Convention:
@@ -167,8 +205,8 @@ def megatron(x: Ingredients) -> Convention:
     return Convention(
         "megatron",
         training,
-        "3·2·(W - W_router) + 3·2·d·V_pad + 3·2·L·S·(h·d_qk + h·d_v)/2",
-        f"Megatron-LM megatron/training/training.py, num_floating_point_operations (commit {MEGATRON_COMMIT[:10]})",
+        _megatron_formula(x, 3),
+        _megatron_source(x),
         "3 passes of every GEMM at 2 FLOPs per multiply-add: attention projections, MLP/shared and k routed "
         "experts (the router is not counted), logits over the vocabulary padded to a multiple of 128; core "
         "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation",
@@ -181,9 +219,9 @@ def megatron_recompute(x: Ingredients) -> Convention:
     return Convention(
         "megatron-recompute",
         training,
-        "4·2·(W - W_router) + 3·2·d·V_pad + 4·2·L·S·(h·d_qk + h·d_v)/2",
+        _megatron_formula(x, 4),
         "Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters Using "
-        f"Megatron-LM, Appendix (arXiv:2104.04473), on Megatron-LM's count (commit {MEGATRON_COMMIT[:10]})",
+        f"Megatron-LM, Appendix (arXiv:2104.04473), on {_megatron_source(x)}",
         "as megatron, with full activation recomputation: the layers' forward runs again in the backward, "
         "4 passes instead of 3 (hardware FLOPs, not model FLOPs); the logit layer is not recomputed",
     )
@@ -240,12 +278,14 @@ CONVENTIONS = {
 
 
 MEGATRON_HYBRID = (
-    "not given for a model with {kinds} layers: Megatron-LM counts hybrid models with a function of its own "
-    "(hybrid_flops in megatron/training/training.py: Mamba layers with a scan of 7·d_in·d_state FLOPs per token and "
-    "d_in = 2·d, Gated DeltaNet layers), which llmcount does not transcribe"
+    "not given for a model with {kinds} layers (llmcount's [[state]] kinds without a Megatron formula): "
+    "Megatron-LM's num_floating_point_operations "
+    "(megatron/training/training.py, commit {commit}) counts state layers of three kinds only, Mamba-2 "
+    "(mamba_layer_flops), Gated Delta Product (gated_delta_product_layer_flops) and Gated DeltaNet "
+    "(gdn_layer_flops), in hybrid_flops"
 )
 NOT_GIVEN_WITH_STATES = {"megatron": MEGATRON_HYBRID, "megatron-recompute": MEGATRON_HYBRID}
-"""The conventions not given for models with state layers, and why."""
+"""The conventions not given for models with state layers Megatron-LM has no count for, and why."""
 
 PAPER_WITH_STATES = (
     "; with {kinds} layers (llmcount's reading, the source has no such layers): their weights count as parameters "
@@ -256,14 +296,20 @@ LLMCOUNT_WITH_STATES = (
     "; the {kinds} layers' sequence mixing as llmcount flops counts it (the matmuls and convolutions of "
     "transformers' torch path, FlopCounterMode's count)"
 )
+MEGATRON_WITH_STATES = (
+    "; the {kind} layers as Megatron's {function} counts them (M_state, in place of their own weights W_state): {note}"
+)
 
 
 def not_given(x: Ingredients) -> dict[str, str]:
-    """The conventions not given for these ingredients, with the reason (Megatron's for hybrid models)."""
-    if not x.state_kinds:
+    """The conventions not given for these ingredients, with the reason (Megatron's for state layers it has no
+    count for)."""
+    if not x.megatron_missing:
         return {}
-    kinds = ", ".join(kind.replace("_", " ") for kind in x.state_kinds)
-    return {name: reason.format(kinds=kinds) for name, reason in NOT_GIVEN_WITH_STATES.items()}
+    kinds = ", ".join(kind.replace("_", " ") for kind in x.megatron_missing)
+    return {
+        name: reason.format(kinds=kinds, commit=MEGATRON_COMMIT[:10]) for name, reason in NOT_GIVEN_WITH_STATES.items()
+    }
 
 
 def _with_states(x: Ingredients, made: Convention) -> Convention:
@@ -271,6 +317,12 @@ def _with_states(x: Ingredients, made: Convention) -> Convention:
     if not x.state_kinds:
         return made
     kinds = ", ".join(kind.replace("_", " ") for kind in x.state_kinds)
+    if made.name.startswith("megatron"):
+        notes = "".join(
+            MEGATRON_WITH_STATES.format(kind=kind.replace("_", " "), function=function, note=note)
+            for kind, function, note in x.megatron_kinds
+        )
+        return replace(made, includes=made.includes + notes)
     note = LLMCOUNT_WITH_STATES if made.name.startswith("llmcount") else PAPER_WITH_STATES
     return replace(made, includes=made.includes + note.format(kinds=kinds, layers=x.layers))
 

@@ -71,6 +71,12 @@ class FlopTerm:
     per_token: Expr
     note: str
     layers: Expr = ONE
+    kind: Expr | None = None  # the layers of its kind, when ``per_token`` is summed over them (``layers`` is then 1)
+
+    @property
+    def present(self) -> Expr:
+        """How many layers of its kind a config has: none, and the term is left out."""
+        return self.layers if self.kind is None else self.kind
 
     @property
     def forward(self) -> Expr:
@@ -189,7 +195,7 @@ def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
     The widths come from the record: :math:`h h_d` (GQA), :math:`d` (GPT-2), :math:`h(d_{nope}+d_{rope})` and
     :math:`h d_v` (MLA)."""
     kind = "chunked" if spec.chunked else "sliding"
-    own = spec.widths(sliding=False)[:2] != spec.widths(sliding=True)[:2]  # sliding layers of other widths
+    own = spec.summed or spec.widths(sliding=False)[:2] != spec.widths(sliding=True)[:2]  # sliding: other widths
     if not causal and not own:
         masked = spec.window is not None and spec.windowed != 0  # a window that masks some layers' scores
         span = "the full S×S matrix" + (", sliding layers too (eager masks the window)" if masked else "")
@@ -210,11 +216,18 @@ def score_flops(spec: Attention, causal: bool) -> list[FlopTerm]:
 
 def _scores(spec: Attention, layers: Expr, pairs: Expr, span: str, prefix: str = "", suffix: str = "") -> list:
     """The two attention matmuls of ``layers`` layers at ``pairs`` (twice the query-key pairs per token), at the
-    widths of the sliding layers when ``suffix`` names them."""
+    widths of the sliding layers when ``suffix`` names them; widths the record sums over those layers (``summed``)
+    make one term whose width is the sum."""
     if layers == 0:
         return []
     qk, v, _ = spec.widths(sliding=bool(suffix))
     scores, values = f"{prefix}attention scores Q·K^T over {span}", f"{prefix}attention-weighted values A·V over {span}"
+    if spec.summed:
+        summed = ", at the query heads summed over those layers"
+        return [
+            FlopTerm(f"attention/scores{suffix}", pairs * qk, scores + summed, ONE, layers),
+            FlopTerm(f"attention/values{suffix}", pairs * v, values + summed, ONE, layers),
+        ]
     return [
         FlopTerm(f"attention/scores{suffix}", pairs * qk, scores, layers),
         FlopTerm(f"attention/values{suffix}", pairs * v, values, layers),
@@ -302,7 +315,10 @@ class Flops:
         config has none of (full layers when every layer slides, sliding layers when none does) is left out."""
         values = {**values, S: seq, B: batch}
         terms = self.terms  # refuses a record without [attention] before its window is read
-        spec = self.derivation.architecture.attention
+        family = self.derivation.architecture
+        spec = family.attention
+        if spec is not None:
+            spec.check_seq(f"{family.title} ({family.name})", seq, values)
         if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)
@@ -311,7 +327,7 @@ class Flops:
         components = tuple(
             FlopComponent(t.path, t.forward, evaluate_int(t.forward, values, f"{t.path} FLOPs"))
             for t in terms
-            if evaluate_int(t.layers, values, f"{t.path} layers") != 0  # no layer of that kind in this config
+            if evaluate_int(t.present, values, f"{t.path} layers") != 0  # no layer of that kind in this config
         )
         forward = sum(c.flops for c in components)
         return FlopCounts(

@@ -262,6 +262,8 @@ def inference(
     parameters = derivation.evaluate(values).total
     env = {**values, P: parameters, S: seq, B: batch}
     family = cache_family(derivation)
+    if family.attention is not None:
+        family.attention.check_seq(f"{family.title} ({family.name})", seq, values)
 
     lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
     if group_size is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sympy import Expr, Integer, Symbol
 
+from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
 from .symbols import BY_NAME, B, N, S
@@ -49,7 +50,9 @@ class SymbolSpec:
     summed: bool = False  # entries = "sum": the key is a list of one integer per layer, the symbol their sum
     same: bool = False  # entries = "same": an integer, or a list of one per layer that must all be equal: that value
     # on = "N_full": the key's value on the layers a [layers] symbol counts, as the record's per-layer object
-    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object
+    # (per_layer) overrides it there; absent: the value on those layers when the config has no per-layer object.
+    # With entries = "sum": the sum of the list's entries on those layers (default and null: computed once the
+    # layers are counted, so they may name the [layers] symbols)
     on: Symbol | None = None
     absent: Any = None
     absent_text: str = ""
@@ -57,6 +60,16 @@ class SymbolSpec:
     @property
     def minimum(self) -> int:
         return 1 if self.symbol.is_positive else 0
+
+    @property
+    def summed_on(self) -> bool:
+        """A sum of one entry per layer over the layers of one kind (``entries = "sum"`` with ``on``)."""
+        return self.summed and self.on is not None
+
+    @property
+    def overridden(self) -> bool:
+        """A value the record's per-layer object may override on the layers of one kind (``on`` without a sum)."""
+        return self.on is not None and not self.summed
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,9 @@ class Attention:
     sliding_kv: Expr | None = None  # None: the same as qk, v, kv
     sliding_note: str = ""  # what the sliding layers cache, when sliding_kv is given
     no_flops: str = ""  # why the score widths cannot be stated (the cache still can): FLOPs are refused with it
+    # qk and v (sliding_qk, sliding_v) are summed over the full (sliding) layers, not one layer's: layers whose query
+    # heads differ one from another (Laguna's num_attention_heads_per_layer); kv stays one layer's
+    summed: bool = False
     # the attention layers that keep keys and values of their own in the cache, and how many of those slide (default:
     # layers and sliding); the others reuse an earlier layer's (Gemma 3n's KV sharing) and keep nothing
     cached: Expr | None = None
@@ -109,6 +125,25 @@ class Attention:
     # attention the layers have but do not run on token ids alone (an encoder-decoder's cross-attention, without
     # encoder states), and what it would add: said under FLOPs and the KV cache
     not_run: str = ""
+    # the longest S this section describes (no value in a config: any S), and what the model runs beyond it: FLOPs
+    # and the cache are refused there with it (BigBird's block-sparse attention beyond (5 + 2·r)·b tokens)
+    longest: Expr | None = None
+    beyond: str = ""
+
+    def limit(self, values: Mapping[Symbol, int]) -> int | None:
+        """The longest S this section describes for a config (None: any S)."""
+        if self.longest is None or not self.longest.free_symbols <= set(values):
+            return None
+        return int(self.longest.subs(values))
+
+    def check_seq(self, family: str, seq: int, values: Mapping[Symbol, int]) -> None:
+        """Refuse, by name, a sequence longer than the section describes."""
+        limit = self.limit(values)
+        if limit is not None and seq > limit:
+            raise LlmcountError(
+                f"FLOPs and the KV cache are not derived for {family} at S = {seq:,}: beyond S = {limit:,} "
+                f"{self.beyond}"
+            )
 
     @property
     def windowed(self) -> Expr:
@@ -149,6 +184,8 @@ class Attention:
         layers, windowed = (self.cache_layers, self.cache_windowed) if width == "kv" else (self.layers, self.windowed)
         full = getattr(self, width)
         own = getattr(self, f"sliding_{width}")
+        if self.summed and width != "kv":
+            return full + own
         return layers * full if own is None else (layers - windowed) * full + windowed * own
 
 
@@ -162,6 +199,17 @@ class StateFlops:
     note: str
     before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
     layers: Expr = ONE  # in how many layers (a record's [[flops]]; a state's operations are in each of its layers)
+
+
+@dataclass(frozen=True)
+class MegatronLayer:
+    """A state layer as Megatron-LM's ``num_floating_point_operations`` counts it: ``expr``, forward FLOPs per token
+    of one such layer (its projections included), transcribed from ``function`` in megatron/training/training.py;
+    ``note`` says what it counts and leaves out."""
+
+    expr: Expr
+    function: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -179,6 +227,12 @@ class State:
     recurrent_dtype: str | None = None  # "fp32": the recurrent part is kept in fp32 whatever the cache dtype
     conv_dtype: str | None = None  # "fp32": so is the conv part (Inkling's convolutions run in fp32)
     flops: tuple[StateFlops, ...] | None = None  # () : no matmul-type work (an elementwise recurrence)
+    megatron: MegatronLayer | None = None  # how Megatron-LM's FLOPs count counts such a layer (None: it has none)
+
+    @property
+    def groups(self) -> frozenset[str]:
+        """The groups of the paths of its sequence mixing (``mamba``, ``linear_attention``): the layer's own terms."""
+        return frozenset(op.path.partition("/")[0] for op in self.flops or ())
 
     @property
     def elements(self) -> Expr:
@@ -221,9 +275,10 @@ class Family:
         if self.attention is not None:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
-            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv, a.longest]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
+            exprs += [state.megatron.expr] if state.megatron is not None else []
         exprs += [e for op in self.flops for e in (op.expr, op.layers)]
         exprs.append(self.head)
         return tuple(e for e in exprs if e is not None)
@@ -419,7 +474,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if adjust is not None:
         adjust = condition(_text(spec, "adjust", where), f"{where}.adjust")
     on = _symbol(_text(spec, "on", where), f"{where}.on") if "on" in spec else None
-    if "absent" in spec and on is None:
+    if "absent" in spec and (on is None or spec.get("entries") == "sum"):
         raise RecordError(f"{where}.absent: only with 'on' (the value on those layers without a per-layer object)")
     absent = _value_condition(spec["absent"], f"{where}.absent") if "absent" in spec else None
     return SymbolSpec(
@@ -492,9 +547,10 @@ def _attention(data: Any, where: str) -> Attention:
     parts = {f: formula(_text(data, f, where), f"{where}.{f}") for f in widths}
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
-    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "sliding_note", "no_flops"}
+    texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "summed", "sliding_note"}
+    texts |= {"no_flops", "beyond"}
     texts |= {"indexed_note", "indexed_dtype", "not_run"}
-    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv")
+    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv", "longest")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -503,13 +559,17 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers ({', '.join(own)}) need 'window' and 'sliding'")
     if any(f in data for f in own) and "kv_expanded" in data:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
+    if ("longest" in data) != ("beyond" in data):
+        raise RecordError(f"{where}: 'longest' (the longest S described) and 'beyond' (what runs past it) go together")
     if ("indexed" in data) != ("indexed_kv" in data):
         raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
     if data.get("indexed_dtype") not in (None, "fp32"):
         raise RecordError(f"{where}: 'indexed_dtype' is \"fp32\" or absent (the cache dtype)")
-    chunked = data.get("chunked", False)
-    if not isinstance(chunked, bool):
-        raise RecordError(f"{where}: 'chunked' must be true or false")
+    chunked, summed = data.get("chunked", False), data.get("summed", False)
+    if not isinstance(chunked, bool) or not isinstance(summed, bool):
+        raise RecordError(f"{where}: 'chunked' and 'summed' must be true or false")
+    if summed and not {"sliding_qk", "sliding_v"} <= set(data):
+        raise RecordError(f"{where}: 'summed' widths need the sliding layers' own sums, 'sliding_qk' and 'sliding_v'")
     if no_flops and {"qk", "v"} & set(data):
         raise RecordError(f"{where}: 'no_flops' says the score widths cannot be stated; give no 'qk' or 'v'")
     return Attention(
@@ -517,6 +577,7 @@ def _attention(data: Any, where: str) -> Attention:
         no_flops=no_flops,
         **optional,
         chunked=chunked,
+        summed=summed,
         note=_text(data, "note", where, ""),
         kv_expanded=None if expanded is None else formula(_text(data, "kv_expanded", where), f"{where}.kv_expanded"),
         expanded_note=_text(data, "expanded_note", where, ""),
@@ -524,12 +585,14 @@ def _attention(data: Any, where: str) -> Attention:
         indexed_note=_text(data, "indexed_note", where, ""),
         indexed_dtype=data.get("indexed_dtype"),
         not_run=_text(data, "not_run", where, ""),
+        beyond=_text(data, "beyond", where, ""),
     )
 
 
 def _state(data: Any, where: str) -> State:
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype"}
+    fields = {"name", "layers", "conv", "recurrent", "note", "flops", "recurrent_dtype", "conv_dtype", "megatron"}
+    unknown = set(data) - fields
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
@@ -546,7 +609,21 @@ def _state(data: Any, where: str) -> State:
     for key, value in kept.items():
         if value not in (None, "fp32"):
             raise RecordError(f"{where} ({name}): '{key}' is \"fp32\" or absent (the cache dtype), not {value!r}")
-    return State(name=name, note=_text(data, "note", where, ""), flops=flops, **kept, **parts)
+    megatron = _megatron(data["megatron"], f"{where} ({name}).megatron") if "megatron" in data else None
+    if megatron is not None and flops == ():
+        raise RecordError(f"{where} ({name}): 'megatron' replaces the layer's own terms, named by its [[state.flops]]")
+    return State(name=name, note=_text(data, "note", where, ""), flops=flops, megatron=megatron, **kept, **parts)
+
+
+def _megatron(data: Any, where: str) -> MegatronLayer:
+    data = _table(data, where)
+    unknown = set(data) - {"expr", "function", "note"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    expr = formula(_text(data, "expr", where), f"{where}.expr")
+    if {B, S} & expr.free_symbols:
+        raise RecordError(f"{where}.expr: FLOPs per token of one layer, without B or S")
+    return MegatronLayer(expr, _text(data, "function", where), _text(data, "note", where))
 
 
 def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) -> StateFlops:
@@ -684,13 +761,13 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
 
 
 def _check_per_layer(family: Family, where: str) -> None:
-    """A symbol read `on` some layers names a [layers] symbol and needs the record's per-layer object, and the other
-    way round."""
+    """A symbol read `on` some layers names a [layers] symbol; one the per-layer object may override (not a sum of
+    one entry per layer) needs the record's per-layer object, and the other way round."""
     counted = {symbol for symbol, _, _ in family.layers}
     for spec in family.symbols:
         if spec.on is not None and spec.on not in counted:
             raise RecordError(f"{where} [symbols] {spec.symbol.name}.on: {spec.on.name} is not a [layers] symbol")
-    if bool(family.per_layer) != any(spec.on is not None for spec in family.symbols):
+    if bool(family.per_layer) != any(spec.overridden for spec in family.symbols):
         raise RecordError(f"{where}: 'per_layer' (the per-layer object) goes with symbols read 'on' some layers")
 
 

@@ -99,6 +99,8 @@ r_g = _size("r_g")
 n_mem = _size("n_mem")
 r_a = _size("r_a")
 h_tot = _size("h_tot")
+h_tot_sw = _count("h_tot_sw")
+S_full = _size("S_full")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
 d_router = _size("d_router")
@@ -350,6 +352,18 @@ GLOSSARY: tuple[Entry, ...] = (
         r"h_{\mathrm{tot}}",
         "num_attention_heads_per_layer (summed)",
         "attention (query) heads summed over the layers, when each layer has its own count",
+    ),
+    Entry(
+        S_full,
+        r"S_{\mathrm{full}}",
+        "(5 + 2·num_random_blocks)·block_size (BigBird, attention_type block_sparse)",
+        "the longest sequence run with full attention; beyond it the model runs another attention (block-sparse)",
+    ),
+    Entry(
+        h_tot_sw,
+        r"h_{\mathrm{tot,sw}}",
+        "num_attention_heads_per_layer (summed over the sliding layers)",
+        "attention (query) heads summed over the sliding-window layers, when each layer has its own count",
     ),
     Entry(
         d_hk,

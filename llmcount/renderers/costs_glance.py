@@ -55,6 +55,8 @@ def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> di
             "input_embedding_tables": x.input_tables,
             "tied": x.tied,
             "state_layer_kinds": list(x.state_kinds),
+            "W_state_megatron": x.state_weights,
+            "M_state_megatron": x.megatron_states,
         },
         "conventions": [
             {

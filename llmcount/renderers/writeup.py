@@ -270,7 +270,8 @@ class FlopsPart:
     """Forward FLOPs per token at S (eager attention over the full S×S matrix, :data:`flops.CONVENTION`; layers that
     keep a state: their sequence mixing as transformers' torch path computes it, :data:`flops.STATE_CONVENTION`);
     or, for a family the FLOPs formula refuses, why: ``refused`` is "attention" (no [attention] and no [[state]] in
-    its record) or "states" (a kind of state layer without a FLOPs formula)."""
+    its record), "states" (a kind of state layer without a FLOPs formula) or "longest" (S beyond the longest sequence
+    its [attention] describes, ``longest``)."""
 
     seq: int
     groups: list | None = None  # [(layers, [per-layer exprs])] of FLOPs per token, for the derive macro
@@ -282,6 +283,7 @@ class FlopsPart:
     state: int | Fraction = 0  # of which the sequence mixing of the state layers (convolutions, scans)
     state_kinds: tuple[str, ...] = ()  # the state layers' kinds (mamba, linear_attention, ...)
     refused: str | None = None
+    longest: int | None = None  # refused "longest": the longest S the record's attention describes
 
     @property
     def attention_share(self) -> Fraction:
@@ -302,6 +304,9 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     except LlmcountError:
         missing = any(state.flops is None for state in family.states)
         return FlopsPart(seq, refused="states" if missing else "attention")
+    limit = family.attention.limit(model.values) if family.attention is not None else None
+    if limit is not None and seq > limit:  # beyond it the model runs an attention the record does not describe
+        return FlopsPart(seq, refused="longest", longest=limit)
     flops = Flops(model.derivation)
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
@@ -360,6 +365,7 @@ class MemoryPart:
     states: bool = False  # some layers keep a fixed recurrent state instead (not derived here)
     kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
     indexer: KvKind | None = None  # the indexer keys some layers cache besides, all S tokens
+    longest: int | None = None  # not derived: S is longer than the record's attention describes (this S)
 
 
 def kv_groups(spec) -> list:
@@ -386,6 +392,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     spec = family.attention
     if spec is None:
         return MemoryPart(**{**part.__dict__, "states": bool(family.states)})
+    limit = spec.limit(model.values)
+    if limit is not None and seq > limit:
+        return MemoryPart(**{**part.__dict__, "longest": limit})
     kv_dtype = "bf16"
     values = model.values
     elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
