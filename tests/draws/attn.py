@@ -182,6 +182,7 @@ def _minimax_m3(rng: random.Random) -> dict:
         "num_experts_per_tok": rng.choice([1, 2]),
         "vocab_size": rng.choice([67, 101]),
         "pad_token_id": 0,
+        "use_cache": rng.choice([True, False]),  # the cache holds the indexer key, and so its norm's graph
     }
 
 
@@ -237,5 +238,5 @@ CASES = [
     ("minimax_m3_vl_text", 7, "fp32", "eager"),  # a full layer, then a sparse one with two indexer heads
     ("minimax_m3_vl_text", 12, "bf16", "eager"),  # indexer on both, two indexer heads, grouped keys and values
     ("minimax_m3_vl_text", 3, "bf16", "eager"),  # full layers only, a dense then an MoE layer
-    ("minimax_m3_vl_text", 15, "fp32", "eager"),  # a full then a sparse layer, blocks of 2 padding S = 5
+    ("minimax_m3_vl_text", 15, "fp32", "eager"),  # a full then a sparse layer, blocks of 2 padding S = 5, no cache
 ]
