@@ -66,6 +66,13 @@ class Model:
         return has_head and all(t.path != "head/lm_head" for t in self.terms)
 
 
+def _list_item(value: Any) -> bool:
+    """An entry a config's list may hold: an integer, a finite float (a per-layer RoPE base) or a string."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -237,8 +244,8 @@ class _Reader:
         if isinstance(value, list):
             if len(value) > MAX_LIST:
                 raise self.fail(f"key '{key}' has {len(value):,} entries, more than {MAX_LIST:,}")
-            if not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
-                raise self.fail(f"key '{key}' must be a list of integers or strings")
+            if not all(_list_item(x) for x in value):
+                raise self.fail(f"key '{key}' must be a list of numbers or strings")
         return value
 
     def overrides(self, namespace: Mapping[str, Any]) -> dict[int, tuple[str, dict[str, Any]]] | None:

@@ -1,0 +1,43 @@
+"""Draws for Granite SWA, Emu3, JetMoE, HunYuan V4, HRM, LFM2/LFM2-MoE/LFM3, ZAYA, BEAM, CPM-Ant, RecurrentGemma,
+RWKV and xLSTM: small configs whose layer layouts reach every layer kind and every `when` of their tables."""
+
+from __future__ import annotations
+
+import random
+
+
+def _heads(rng: random.Random) -> dict:
+    h_kv = rng.choice([1, 2])
+    return {"num_attention_heads": h_kv * rng.choice([1, 2]), "num_key_value_heads": h_kv}
+
+
+def granite_swa(rng: random.Random) -> dict:
+    layers = rng.choice([2, 3])
+    kinds = ["full_attention", "sliding_attention"]
+    config = {
+        "model_type": "granite_swa",
+        "num_hidden_layers": layers,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "head_dim": rng.choice([4, 8]),
+        "vocab_size": 67,
+        "sliding_window": rng.choice([2, 3, 64]),
+        "layer_types": rng.choice([None, [rng.choice(kinds) for _ in range(layers)]]),
+        "layer_rope_theta": rng.choice(
+            [None, [rng.choice([0, 10000]) for _ in range(layers)], [0] * layers, [500000] * layers]
+        ),
+        "tie_word_embeddings": rng.choice([True, False]),
+        **_heads(rng),
+    }
+    return config
+
+
+DRAWS = {"granite_swa": granite_swa}
+
+CASES = [
+    ("granite_swa", 0, "fp32", "eager"),
+    ("granite_swa", 1, "bf16", "eager"),
+    ("granite_swa", 2, "fp32", "eager"),
+    ("granite_swa", 3, "bf16", "eager"),
+    ("granite_swa", 4, "bf16", "eager"),
+]
