@@ -41,3 +41,28 @@ CASES = [
     ("granite_swa", 3, "bf16", "eager"),
     ("granite_swa", 4, "bf16", "eager"),
 ]
+
+
+def emu3_text_model(rng: random.Random) -> dict:
+    """Emu3's text model, built (as AutoModelForCausalLM builds it) from an Emu3Config's text_config."""
+    text = {
+        "num_hidden_layers": 2,
+        "attention_dropout": 0.0,
+        "pad_token_id": 0,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "vocab_size": 67,
+        "attention_bias": rng.choice([True, False]),
+        "mlp_bias": rng.choice([True, False]),
+        **_heads(rng),
+    }
+    return {"model_type": "emu3", "text_config": text, "vocab_size": text["vocab_size"]}  # the oracle reads vocab_size
+
+
+DRAWS["emu3_text_model"] = emu3_text_model
+CASES += [
+    ("emu3_text_model", 0, "fp32", "eager"),
+    ("emu3_text_model", 1, "bf16", "eager"),
+    ("emu3_text_model", 2, "bf16", "sdpa"),
+    ("emu3_text_model", 3, "fp32", "sdpa"),
+]
