@@ -66,3 +66,30 @@ CASES += [
     ("emu3_text_model", 2, "bf16", "sdpa"),
     ("emu3_text_model", 3, "fp32", "sdpa"),
 ]
+
+
+def jetmoe(rng: random.Random) -> dict:
+    experts = rng.choice([3, 4])
+    return {
+        "model_type": "jetmoe",
+        "num_hidden_layers": 2,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 12]),
+        "num_key_value_heads": rng.choice([1, 2]),
+        "kv_channels": rng.choice([4, 8]),
+        "num_local_experts": experts,
+        "num_experts_per_tok": rng.choice([1, 2, experts]),
+        "activation_function": rng.choice(["silu", "gelu"]),
+        "vocab_size": 67,
+        "tie_word_embeddings": rng.choice([True, False]),
+    }
+
+
+DRAWS["jetmoe"] = jetmoe
+CASES += [
+    ("jetmoe", 0, "fp32", "eager"),
+    ("jetmoe", 1, "bf16", "eager"),
+    ("jetmoe", 2, "bf16", "eager"),
+    ("jetmoe", 3, "fp32", "sdpa"),
+    ("jetmoe", 4, "bf16", "sdpa"),
+]
