@@ -93,3 +93,32 @@ CASES += [
     ("jetmoe", 3, "fp32", "sdpa"),
     ("jetmoe", 4, "bf16", "sdpa"),
 ]
+
+
+def hrm_text(rng: random.Random) -> dict:
+    """num_hidden_layers: the cache's slots, one per layer pass (N · H_cycles · (L_cycles + 1))."""
+    layers, high, low = rng.choice([1, 2]), rng.choice([1, 2, 3]), rng.choice([2, 3])
+    return {
+        "model_type": "hrm_text",
+        "num_layers_per_stack": layers,
+        "num_hidden_layers": layers * high * (low + 1),
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "num_attention_heads": rng.choice([2, 4]),
+        "head_dim": rng.choice([4, 8]),
+        "H_cycles": high,
+        "L_cycles": low,
+        "attention_bias": rng.choice([True, False]),
+        "vocab_size": 67,
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["hrm_text"] = hrm_text
+CASES += [
+    ("hrm_text", 0, "fp32", "eager"),
+    ("hrm_text", 1, "bf16", "eager"),
+    ("hrm_text", 2, "bf16", "eager"),
+    ("hrm_text", 3, "fp32", "sdpa"),
+    ("hrm_text", 4, "bf16", "sdpa"),
+]
