@@ -122,3 +122,38 @@ CASES += [
     ("hrm_text", 3, "fp32", "sdpa"),
     ("hrm_text", 4, "bf16", "sdpa"),
 ]
+
+
+def _lfm_layers(rng: random.Random, layers: int) -> list[str]:
+    """Conv and attention layers, each kind at least once (a model of conv layers only fails in transformers: its
+    cache has no attention layer to tell the sequence length)."""
+    kinds = [rng.choice(["conv", "full_attention"]) for _ in range(layers)]
+    kinds[:2] = rng.choice([["conv", "full_attention"], ["full_attention", "conv"]])
+    return kinds
+
+
+def lfm2(rng: random.Random) -> dict:
+    layers = rng.choice([2, 3])
+    return {
+        "model_type": "lfm2",
+        "num_hidden_layers": layers,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([24, 36]),
+        "block_auto_adjust_ff_dim": rng.choice([True, False]),
+        "block_multiple_of": rng.choice([4, 8]),
+        "conv_L_cache": rng.choice([2, 3, 4]),
+        "conv_bias": rng.choice([True, False]),
+        "layer_types": _lfm_layers(rng, layers),
+        "vocab_size": 67,
+        **_heads(rng),
+    }
+
+
+DRAWS["lfm2"] = lfm2
+CASES += [
+    ("lfm2", 0, "fp32", "eager"),
+    ("lfm2", 1, "bf16", "eager"),
+    ("lfm2", 2, "bf16", "eager"),
+    ("lfm2", 3, "fp32", "sdpa"),
+    ("lfm2", 4, "bf16", "sdpa"),
+]
