@@ -157,3 +157,31 @@ CASES += [
     ("lfm2", 3, "fp32", "sdpa"),
     ("lfm2", 4, "bf16", "sdpa"),
 ]
+
+
+def lfm2_moe(rng: random.Random) -> dict:
+    """Sizes of multiples of 8 (the grouped matmul wants 16-byte strides); dense then MoE layers."""
+    layers = rng.choice([2, 3])
+    experts = rng.choice([3, 4])
+    return {
+        "model_type": "lfm2_moe",
+        "num_hidden_layers": layers,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "moe_intermediate_size": rng.choice([8, 16]),
+        "num_experts": experts,
+        "num_experts_per_tok": rng.choice([1, 2, experts]),
+        "num_dense_layers": rng.choice([0, 1]),
+        "norm_topk_prob": rng.choice([True, False]),
+        "use_expert_bias": rng.choice([True, False]),
+        "conv_L_cache": rng.choice([2, 3]),
+        "layer_types": _lfm_layers(rng, layers),
+        "vocab_size": 67,
+        **_heads(rng),
+    }
+
+
+DRAWS["lfm2_moe"] = lfm2_moe
+# every mix of norm_topk_prob and use_expert_bias, dense or not first, conv or attention first
+CASES += [("lfm2_moe", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
+CASES += [("lfm2_moe", 6, "fp32", "sdpa"), ("lfm2_moe", 7, "bf16", "sdpa")]
