@@ -141,7 +141,7 @@ def lfm2(rng: random.Random) -> dict:
         "intermediate_size": rng.choice([24, 36]),
         "block_auto_adjust_ff_dim": rng.choice([True, False]),
         "block_multiple_of": rng.choice([4, 8]),
-        "conv_L_cache": rng.choice([2, 3, 4]),
+        "conv_L_cache": rng.choice([2, 3, 6, 8]),  # S >= k_conv and S < k_conv (a padded sequence)
         "conv_bias": rng.choice([True, False]),
         "layer_types": _lfm_layers(rng, layers),
         "vocab_size": 67,
@@ -174,7 +174,7 @@ def lfm2_moe(rng: random.Random) -> dict:
         "num_dense_layers": rng.choice([0, 1]),
         "norm_topk_prob": rng.choice([True, False]),
         "use_expert_bias": rng.choice([True, False]),
-        "conv_L_cache": rng.choice([2, 3]),
+        "conv_L_cache": rng.choice([3, 8]),
         "layer_types": _lfm_layers(rng, layers),
         "vocab_size": 67,
         **_heads(rng),
