@@ -185,3 +185,41 @@ DRAWS["lfm2_moe"] = lfm2_moe
 # every mix of norm_topk_prob and use_expert_bias, dense or not first, conv or attention first
 CASES += [("lfm2_moe", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
 CASES += [("lfm2_moe", 6, "fp32", "sdpa"), ("lfm2_moe", 7, "bf16", "sdpa")]
+
+
+def lfm3(rng: random.Random) -> dict:
+    """Conv, full and sliding layers in some order; the gate and sandwich norms on or off."""
+    layers = rng.choice([2, 3])
+    kinds = ["conv", "full_attention", "sliding_attention"]
+    layer_types = [rng.choice(kinds) for _ in range(layers)]
+    layer_types[:2] = rng.sample(kinds, 2)
+    if "conv" not in layer_types or not set(layer_types) - {"conv"}:
+        layer_types[0], layer_types[1] = "conv", rng.choice(kinds[1:])
+    return {
+        "model_type": "lfm3",
+        "num_hidden_layers": layers,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "head_dim": rng.choice([4, 8]),
+        "conv_L_cache": rng.choice([3, 7]),  # 7 (the default) above S = 5
+        "conv_bias": rng.choice([True, False]),
+        "attention_bias": rng.choice([True, False]),
+        "use_attention_gate": rng.choice([True, False]),
+        "use_sandwich_norm": rng.choice([True, False]),
+        "sliding_window": rng.choice([2, 3, 64]),
+        "layer_types": layer_types,
+        "vocab_size": 67,
+        "pad_token_id": 0,
+        **_heads(rng),
+    }
+
+
+DRAWS["lfm3"] = lfm3
+CASES += [("lfm3", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
+# SDPA: sliding layers past their window (a mask kept per layer) and within it (none)
+CASES += [
+    ("lfm3", 6, "fp32", "sdpa"),
+    ("lfm3", 7, "bf16", "sdpa"),
+    ("lfm3", 12, "bf16", "sdpa"),
+    ("lfm3", 14, "fp32", "sdpa"),
+]
