@@ -223,3 +223,32 @@ CASES += [
     ("lfm3", 12, "bf16", "sdpa"),
     ("lfm3", 14, "fp32", "sdpa"),
 ]
+
+
+def beam(rng: random.Random) -> dict:
+    """Sliding (RoPE) and full (NoPE) layers, dense and MoE MLPs; sizes of multiples of 8 (grouped matmuls)."""
+    experts, groups = rng.choice([(4, 2), (8, 4), (4, 1)])
+    return {
+        "model_type": "beam",
+        "num_hidden_layers": 2,
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([8, 24]),
+        "moe_intermediate_size": rng.choice([8, 16]),
+        "num_experts": experts,
+        "n_group": groups,
+        "topk_group": rng.choice([1, groups]),
+        "num_experts_per_tok": rng.choice([1, 2]),
+        "norm_topk_prob": rng.choice([True, False]),
+        "final_logit_softcapping": rng.choice([None, 30.0]),
+        "head_dim": rng.choice([4, 8]),
+        "sliding_window": rng.choice([3, 64]),
+        "layer_types": rng.choice([["sliding_attention", "full_attention"], ["full_attention", "sliding_attention"]]),
+        "mlp_layer_types": rng.choice([["dense", "sparse"], ["sparse", "sparse"], ["sparse", "dense"]]),
+        "vocab_size": 67,
+        "pad_token_id": 0,
+        **_heads(rng),
+    }
+
+
+DRAWS["beam"] = beam
+CASES += [("beam", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
