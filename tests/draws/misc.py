@@ -252,3 +252,24 @@ def beam(rng: random.Random) -> dict:
 
 DRAWS["beam"] = beam
 CASES += [("beam", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
+
+
+def cpmant(rng: random.Random) -> dict:
+    """prompt_types >= 3: the model's prompt ids are those of the third prompt type."""
+    return {
+        "model_type": "cpmant",
+        "num_hidden_layers": rng.choice([1, 2]),
+        "hidden_size": 16,
+        "dim_ff": rng.choice([8, 24]),
+        "num_attention_heads": rng.choice([1, 2, 4]),
+        "dim_head": rng.choice([4, 8]),
+        "prompt_types": rng.choice([3, 4]),
+        "prompt_length": rng.choice([1, 3]),
+        "segment_types": 4,
+        "position_bias_num_buckets": rng.choice([8, 16]),
+        "vocab_size": 67,
+    }
+
+
+DRAWS["cpmant"] = cpmant
+CASES += [("cpmant", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 2)]
