@@ -273,3 +273,28 @@ def cpmant(rng: random.Random) -> dict:
 
 DRAWS["cpmant"] = cpmant
 CASES += [("cpmant", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 2)]
+
+
+def recurrent_gemma(rng: random.Random) -> dict:
+    """block_types repeated over the layers, each with an attention layer (transformers fails without one: its cache
+    has no attention layer to tell the sequence length)."""
+    block_types = rng.choice(
+        [["recurrent", "attention"], ["attention", "recurrent"], ["recurrent", "recurrent", "attention"]]
+    )
+    return {
+        "model_type": "recurrent_gemma",
+        "num_hidden_layers": len(block_types) + rng.choice([0, 1]),
+        "hidden_size": 16,
+        "intermediate_size": rng.choice([16, 24]),
+        "num_attention_heads": rng.choice([1, 2]),
+        "num_key_value_heads": 1,
+        "lru_width": rng.choice([16, 24]),
+        "conv1d_width": rng.choice([2, 4, 6]),
+        "attention_window_size": rng.choice([3, 64]),
+        "block_types": block_types,
+        "vocab_size": 67,
+    }
+
+
+DRAWS["recurrent_gemma"] = recurrent_gemma
+CASES += [("recurrent_gemma", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
