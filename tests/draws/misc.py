@@ -298,3 +298,21 @@ def recurrent_gemma(rng: random.Random) -> dict:
 
 DRAWS["recurrent_gemma"] = recurrent_gemma
 CASES += [("recurrent_gemma", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
+
+
+def rwkv(rng: random.Random) -> dict:
+    """At least two layers (its weight init divides by num_hidden_layers - 1)."""
+    return {
+        "model_type": "rwkv",
+        "num_hidden_layers": rng.choice([2, 3]),
+        "hidden_size": 16,
+        "attention_hidden_size": rng.choice([8, 16, 24]),
+        "intermediate_size": rng.choice([24, 32]),
+        "context_length": 64,
+        "rescale_every": rng.choice([0, 1, 6]),
+        "vocab_size": 67,
+    }
+
+
+DRAWS["rwkv"] = rwkv
+CASES += [("rwkv", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 2)]
