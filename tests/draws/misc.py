@@ -216,12 +216,14 @@ def lfm3(rng: random.Random) -> dict:
 
 DRAWS["lfm3"] = lfm3
 CASES += [("lfm3", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 3)]
-# SDPA: sliding layers past their window (a mask kept per layer) and within it (none)
+# SDPA: sliding layers past their window (a mask kept per layer, K and V repeated to h heads) and within it (none)
 CASES += [
     ("lfm3", 6, "fp32", "sdpa"),
     ("lfm3", 7, "bf16", "sdpa"),
     ("lfm3", 12, "bf16", "sdpa"),
     ("lfm3", 14, "fp32", "sdpa"),
+    ("lfm3", 8, "bf16", "sdpa"),  # h = 4, h_kv = 2: K and V repeated past the window
+    ("lfm3", 11, "fp32", "sdpa"),  # h = 2, h_kv = 1: the one head expanded as a view
 ]
 
 
@@ -316,3 +318,5 @@ def rwkv(rng: random.Random) -> dict:
 
 DRAWS["rwkv"] = rwkv
 CASES += [("rwkv", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 2)]
+# SDPA: a sliding layer within its window (6) and past it with h_kv = 2 (7: K and V repeated) and h_kv = 1 (8, 9)
+CASES += [("beam", seed, dtype, "sdpa") for seed, dtype in zip(range(6, 10), ["fp32", "bf16"] * 2)]
