@@ -319,4 +319,4 @@ def rwkv(rng: random.Random) -> dict:
 DRAWS["rwkv"] = rwkv
 CASES += [("rwkv", seed, dtype, "eager") for seed, dtype in enumerate(["fp32", "bf16"] * 2)]
 # SDPA: a sliding layer within its window (6) and past it with h_kv = 2 (7: K and V repeated) and h_kv = 1 (8, 9)
-CASES += [("beam", seed, dtype, "sdpa") for seed, dtype in zip(range(6, 10), ["fp32", "bf16"] * 2)]
+CASES += [("beam", seed, dtype, "sdpa") for seed, dtype in zip(range(6, 10), ["fp32", "bf16"] * 2, strict=True)]
