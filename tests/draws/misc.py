@@ -288,8 +288,13 @@ def recurrent_gemma(rng: random.Random) -> dict:
         "num_hidden_layers": len(block_types) + rng.choice([0, 1]),
         "hidden_size": 16,
         "intermediate_size": rng.choice([16, 24]),
-        "num_attention_heads": rng.choice([1, 2]),
-        "num_key_value_heads": 1,
+        **rng.choice(
+            [
+                {"num_attention_heads": 1},
+                {"num_attention_heads": 2},
+                {"num_attention_heads": 4, "num_key_value_heads": 2},
+            ]
+        ),
         "lru_width": rng.choice([16, 24]),
         "conv1d_width": rng.choice([2, 4, 6]),
         "attention_window_size": rng.choice([3, 64]),
