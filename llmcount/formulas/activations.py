@@ -229,7 +229,7 @@ def choose(
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
     core = "inputs" if recompute == "selective" else attention
-    if not any(s.core == core for s in saved):
+    if any(s.core for s in saved) and not any(s.core == core for s in saved):  # a table without attention fits all
         what = "--recompute selective" if core == "inputs" else f"--attention {attention}"
         raise LlmcountError(f"activations: {what} is not derived for this family: no entries checked against autograd")
     return [

@@ -66,6 +66,13 @@ class Model:
         return has_head and all(t.path != "head/lm_head" for t in self.terms)
 
 
+def _list_item(value: Any) -> bool:
+    """An entry a config's list may hold: an integer, a finite float (a per-layer RoPE base) or a string."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def describe(value: Any) -> str:
     if value is None:
         return "null"
@@ -255,7 +262,7 @@ class _Reader:
         if isinstance(value, list):
             if len(value) > MAX_LIST:
                 raise self.fail(f"key '{key}' has {len(value):,} entries, more than {MAX_LIST:,}")
-            if not all(_list_entry(x) for x in value):
+            if not all(_list_item(x) for x in value):
                 raise self.fail(f"key '{key}' must be a list of numbers or strings")
         return value
 
@@ -333,13 +340,6 @@ class _Reader:
             return bool(rule.test(namespace))
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"{rule.message} (cannot check {rule.text!r}: {exc})") from None
-
-
-def _list_entry(value: Any) -> bool:
-    """An entry a list key may hold: an integer, a finite number (a per-layer rate) or a string."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def _kind(default: Any) -> str:

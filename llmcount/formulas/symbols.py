@@ -195,6 +195,8 @@ N_hca = _count("N_hca")
 h_kv_c = _size("h_kv_c")
 c_H = _size("c_H")
 c_L = _count("c_L")
+N_rope = _count("N_rope")
+N_nope = _count("N_nope")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -726,6 +728,8 @@ GLOSSARY: tuple[Entry, ...] = (
     ),
     Entry(c_H, r"c_{H}", "H_cycles", "high-level cycles of HRM: passes through its H stack (after c_L through the L)"),
     Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
+    Entry(N_rope, r"N_{\mathrm{rope}}", "layer_rope_theta", "layers with RoPE at the largest base"),
+    Entry(N_nope, r"N_{\mathrm{nope}}", "layer_rope_theta", "layers without rotary position embedding (a base of 0)"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
