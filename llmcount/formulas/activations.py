@@ -223,7 +223,8 @@ def choose(
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
     core = "inputs" if recompute == "selective" else attention
-    if not any(s.core == core for s in saved):
+    attention_free = not any(s.core for s in saved)  # eager is then the plain forward: nothing depends on it
+    if not any(s.core == core for s in saved) and not (attention_free and core == "eager"):
         what = "--recompute selective" if core == "inputs" else f"--attention {attention}"
         raise LlmcountError(f"activations: {what} is not derived for this family: no entries checked against autograd")
     return [
