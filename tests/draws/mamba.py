@@ -64,6 +64,43 @@ def _mamba2(rng: random.Random) -> dict:
 
 DRAWS["mamba2"] = _mamba2
 
+
+def _attention(rng: random.Random) -> dict:
+    """Attention heads that divide hidden_size (a multiple of 8, for bf16 grouped matmuls), grouped or not."""
+    h_kv = rng.choice([1, 2])
+    h = h_kv * rng.choice([1, 2])
+    return {"hidden_size": rng.choice([16, 24, 32]), "num_attention_heads": h, "num_key_value_heads": h_kv}
+
+
+def _jamba(rng: random.Random) -> dict:
+    # four layers: Mamba and attention alternate (or one attention layer), MoE every 2 or 3 layers from 0 or 1: every
+    # combination of mixer and MLP kind appears in some draw
+    return {
+        "model_type": "jamba",
+        **_attention(rng),
+        "num_hidden_layers": 4,
+        "attn_layer_period": rng.choice([2, 4]),
+        "attn_layer_offset": 1,
+        "expert_layer_period": rng.choice([2, 3]),
+        "expert_layer_offset": rng.choice([0, 1]),
+        "intermediate_size": rng.choice([8, 16]),
+        "num_experts": rng.choice([3, 4]),
+        "num_experts_per_tok": rng.choice([1, 2]),
+        "mamba_expand": rng.choice([1, 2]),
+        "mamba_d_state": rng.choice([3, 4, 6]),
+        "mamba_d_conv": rng.choice([2, 3, 4]),
+        "mamba_dt_rank": rng.choice([2, 3]),
+        "mamba_conv_bias": rng.choice([True, False]),
+        "mamba_proj_bias": rng.choice([True, False]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["jamba"] = _jamba
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -78,4 +115,8 @@ CASES = [
     ("mamba2", 6, "bf16", "eager"),  # two layers, S a whole number of chunks, two heads per group
     ("mamba2", 2, "fp32", "eager"),  # two layers, S padded to whole chunks
     ("mamba2", 5, "bf16", "eager"),  # S padded, four heads in two groups, residual stream in the compute dtype
+    ("jamba", 5, "fp32", "eager"),  # Mamba + MoE, attention + dense, Mamba + dense, attention + MoE; grouped heads
+    ("jamba", 20, "bf16", "eager"),  # the same layout, two experts per token, grouped heads
+    ("jamba", 5, "bf16", "sdpa"),  # the fused attention kernel
+    ("jamba", 12, "bf16", "eager"),  # one attention layer, MoE in the attention layer and the last Mamba layer
 ]
