@@ -101,6 +101,42 @@ def _jamba(rng: random.Random) -> dict:
 DRAWS["jamba"] = _jamba
 
 
+def _mamba2_mixer(rng: random.Random, d: int, prefix: str = "mamba_", chunk: str = "chunk_size") -> dict:
+    """Mamba-2 mixer keys of a hybrid of width d: h_m heads of E·d / h_m in groups; S padded to chunks or one chunk."""
+    h_m, g = rng.choice([(2, 1), (2, 2), (4, 2)])
+    expand = rng.choice([1, 2])
+    return {
+        f"{prefix}expand": expand,
+        f"{prefix}n_heads": h_m,
+        f"{prefix}d_head": expand * d // h_m,
+        f"{prefix}n_groups": g,
+        f"{prefix}d_state": rng.choice([3, 4, 6]),
+        f"{prefix}d_conv": rng.choice([2, 3, 4]),
+        f"{prefix}{chunk}": rng.choice([2, 4, 16]),
+        f"{prefix}conv_bias": rng.choice([True, False]),
+        f"{prefix}proj_bias": rng.choice([True, False]),
+    }
+
+
+def _bamba(rng: random.Random) -> dict:
+    attention = _attention(rng)
+    return {
+        "model_type": "bamba",
+        **attention,
+        "head_dim": rng.choice([4, 8]),  # RoPE on its first half
+        "num_hidden_layers": 2,
+        "attn_layer_indices": rng.choice([[0], [1]]),  # none: transformers cannot train it (refused)
+        "intermediate_size": rng.choice([8, 24]),
+        **_mamba2_mixer(rng, attention["hidden_size"]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["bamba"] = _bamba
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -119,4 +155,9 @@ CASES = [
     ("jamba", 20, "bf16", "eager"),  # the same layout, two experts per token, grouped heads
     ("jamba", 5, "bf16", "sdpa"),  # the fused attention kernel
     ("jamba", 12, "bf16", "eager"),  # one attention layer, MoE in the attention layer and the last Mamba layer
+    ("bamba", 5, "fp32", "eager"),  # Mamba-2 then attention (grouped heads), S padded to chunks
+    ("bamba", 6, "bf16", "eager"),  # attention then Mamba-2 (four heads in two groups), S padded
+    ("bamba", 4, "bf16", "eager"),  # Mamba-2 in one chunk, then attention
+    ("bamba", 1, "fp32", "sdpa"),  # the fused attention kernel, RoPE on 2 of 4
+    ("bamba", 2, "bf16", "sdpa"),  # the fused attention kernel first, RoPE on 4 of 8; one chunk
 ]
