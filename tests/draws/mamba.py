@@ -137,6 +137,54 @@ def _bamba(rng: random.Random) -> dict:
 DRAWS["bamba"] = _bamba
 
 
+def _nemotron_h(rng: random.Random) -> dict:
+    attention = _attention(rng)
+    d = attention["hidden_size"]
+    mixer = _mamba2_mixer(rng, d)
+    kinds = ["mamba", "moe", "attention", "mlp"]
+    rng.shuffle(kinds)
+    return {
+        "model_type": "nemotron_h",
+        **attention,
+        "head_dim": rng.choice([4, 8]),
+        "num_hidden_layers": 4,
+        # every kind of block once, in a drawn order; or the same as hybrid_override_pattern
+        **rng.choice(
+            [
+                {"layers_block_type": kinds},
+                {
+                    "hybrid_override_pattern": "".join(
+                        "M*E-"[["mamba", "attention", "moe", "mlp"].index(x)] for x in kinds
+                    )
+                },
+            ]
+        ),
+        "mamba_num_heads": mixer["mamba_n_heads"],
+        "mamba_head_dim": mixer["mamba_d_head"],
+        "n_groups": mixer["mamba_n_groups"],
+        "ssm_state_size": mixer["mamba_d_state"],
+        "conv_kernel": mixer["mamba_d_conv"],
+        "chunk_size": mixer["mamba_chunk_size"],
+        "use_conv_bias": mixer["mamba_conv_bias"],
+        "use_bias": mixer["mamba_proj_bias"],
+        "intermediate_size": rng.choice([8, 24]),
+        "n_routed_experts": 4,
+        "num_experts_per_tok": rng.choice([1, 2]),
+        "n_group": rng.choice([1, 2]),
+        "topk_group": 1,
+        "norm_topk_prob": rng.choice([True, False]),
+        "routed_scaling_factor": rng.choice([1.0, 2.5]),
+        "moe_intermediate_size": rng.choice([8, 16]),
+        "moe_shared_expert_intermediate_size": rng.choice([8, 24]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["nemotron_h"] = _nemotron_h
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -160,4 +208,9 @@ CASES = [
     ("bamba", 4, "bf16", "eager"),  # Mamba-2 in one chunk, then attention
     ("bamba", 1, "fp32", "sdpa"),  # the fused attention kernel, RoPE on 2 of 4
     ("bamba", 2, "bf16", "sdpa"),  # the fused attention kernel first, RoPE on 4 of 8; one chunk
+    ("nemotron_h", 4, "fp32", "eager"),  # layers_block_type: Mamba-2, MoE (renormalized), attention, MLP
+    ("nemotron_h", 6, "bf16", "eager"),  # layers_block_type: MLP, MoE (k = 1, not renormalized), Mamba-2, attention
+    ("nemotron_h", 2, "bf16", "eager"),  # hybrid_override_pattern E-*M: grouped routing, S padded to chunks
+    ("nemotron_h", 7, "fp32", "eager"),  # hybrid_override_pattern -*ME: not renormalized
+    ("nemotron_h", 8, "bf16", "sdpa"),  # the fused attention kernel, grouped routing
 ]
