@@ -66,8 +66,9 @@ DRAWS["mamba2"] = _mamba2
 
 
 def _attention(rng: random.Random) -> dict:
-    """Attention heads that divide hidden_size (a multiple of 8, for bf16 grouped matmuls), grouped or not."""
-    h_kv = rng.choice([1, 2])
+    """Attention heads that divide hidden_size (a multiple of 8, for bf16 grouped matmuls), grouped or not; two
+    key/value heads (with one, transformers' SDPA path repeats them to h heads: test_activations' MQA case)."""
+    h_kv = 2
     h = h_kv * rng.choice([1, 2])
     return {"hidden_size": rng.choice([16, 24, 32]), "num_attention_heads": h, "num_key_value_heads": h_kv}
 
@@ -118,20 +119,27 @@ def _mamba2_mixer(rng: random.Random, d: int, prefix: str = "mamba_", chunk: str
     }
 
 
+def _without_cache(config: dict, attention_free: bool) -> dict:
+    """Without attention layers transformers 5.23 trains only with use_cache false (with a cache of Mamba layers only
+    the forward asks it for a sequence length and fails); the cache does not change what autograd keeps."""
+    return {**config, "use_cache": False} if attention_free else config
+
+
 def _bamba(rng: random.Random) -> dict:
     attention = _attention(rng)
-    return {
+    config = {
         "model_type": "bamba",
         **attention,
         "head_dim": rng.choice([4, 8]),  # RoPE on its first half
         "num_hidden_layers": 2,
-        "attn_layer_indices": rng.choice([[0], [1]]),  # none: transformers cannot train it (refused)
+        "attn_layer_indices": rng.choice([None, [0], [1]]),
         "intermediate_size": rng.choice([8, 24]),
         **_mamba2_mixer(rng, attention["hidden_size"]),
         "vocab_size": rng.choice([67, 101]),
         "tie_word_embeddings": rng.choice([True, False]),
         "pad_token_id": 0,
     }
+    return _without_cache(config, config["attn_layer_indices"] is None)
 
 
 DRAWS["bamba"] = _bamba
@@ -185,6 +193,32 @@ def _nemotron_h(rng: random.Random) -> dict:
 DRAWS["nemotron_h"] = _nemotron_h
 
 
+def _granitemoehybrid(rng: random.Random) -> dict:
+    attention = _attention(rng)
+    config = {
+        "model_type": "granitemoehybrid",
+        **attention,
+        "num_hidden_layers": 2,
+        "layer_types": rng.choice([["mamba", "attention"], ["attention", "mamba"], ["mamba", "mamba"]]),
+        "position_embedding_type": rng.choice([None, "rope"]),
+        "intermediate_size": rng.choice([8, 16]),
+        "shared_intermediate_size": rng.choice([8, 24]),
+        "num_local_experts": rng.choice([3, 4]),  # 0 (no MoE) is refused by the record
+        "num_experts_per_tok": rng.choice([1, 2]),
+        **_mamba2_mixer(rng, attention["hidden_size"]),
+        "embedding_multiplier": rng.choice([1.0, 12.0]),
+        "residual_multiplier": rng.choice([1.0, 0.22]),
+        "logits_scaling": rng.choice([1.0, 8.0]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "pad_token_id": 0,
+    }
+    return _without_cache(config, "attention" not in config["layer_types"])
+
+
+DRAWS["granitemoehybrid"] = _granitemoehybrid
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -199,18 +233,33 @@ CASES = [
     ("mamba2", 6, "bf16", "eager"),  # two layers, S a whole number of chunks, two heads per group
     ("mamba2", 2, "fp32", "eager"),  # two layers, S padded to whole chunks
     ("mamba2", 5, "bf16", "eager"),  # S padded, four heads in two groups, residual stream in the compute dtype
-    ("jamba", 5, "fp32", "eager"),  # Mamba + MoE, attention + dense, Mamba + dense, attention + MoE; grouped heads
-    ("jamba", 20, "bf16", "eager"),  # the same layout, two experts per token, grouped heads
-    ("jamba", 5, "bf16", "sdpa"),  # the fused attention kernel
-    ("jamba", 12, "bf16", "eager"),  # one attention layer, MoE in the attention layer and the last Mamba layer
-    ("bamba", 5, "fp32", "eager"),  # Mamba-2 then attention (grouped heads), S padded to chunks
-    ("bamba", 6, "bf16", "eager"),  # attention then Mamba-2 (four heads in two groups), S padded
-    ("bamba", 4, "bf16", "eager"),  # Mamba-2 in one chunk, then attention
-    ("bamba", 1, "fp32", "sdpa"),  # the fused attention kernel, RoPE on 2 of 4
-    ("bamba", 2, "bf16", "sdpa"),  # the fused attention kernel first, RoPE on 4 of 8; one chunk
+    (
+        "jamba",
+        1,
+        "fp32",
+        "eager",
+    ),  # all four mixer and MLP combinations; two experts per token
+    ("jamba", 2, "bf16", "eager"),  # the same layout, one expert per token
+    ("jamba", 5, "fp32", "eager"),  # one attention layer, MoE there and in the last Mamba layer; grouped heads
+    ("jamba", 9, "bf16", "eager"),  # one attention layer, MoE in the first and the last layer; grouped heads
+    ("jamba", 1, "bf16", "sdpa"),  # the fused attention kernel
+    ("bamba", 1, "fp32", "eager"),  # attention then Mamba-2, S padded to chunks
+    ("bamba", 4, "bf16", "eager"),  # Mamba-2 (S padded) then attention
+    ("bamba", 6, "bf16", "eager"),  # Mamba-2 layers only (use_cache false)
+    ("bamba", 10, "fp32", "eager"),  # Mamba-2 in one chunk, then attention
+    ("bamba", 5, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
+    ("bamba", 13, "bf16", "sdpa"),  # the fused attention kernel, grouped heads; Mamba-2 in one chunk
+    ("bamba", 10, "bf16", "sdpa"),  # the fused attention kernel, as many key/value heads as query heads
     ("nemotron_h", 4, "fp32", "eager"),  # layers_block_type: Mamba-2, MoE (renormalized), attention, MLP
     ("nemotron_h", 6, "bf16", "eager"),  # layers_block_type: MLP, MoE (k = 1, not renormalized), Mamba-2, attention
-    ("nemotron_h", 2, "bf16", "eager"),  # hybrid_override_pattern E-*M: grouped routing, S padded to chunks
+    ("nemotron_h", 2, "bf16", "eager"),  # hybrid_override_pattern -M*E: grouped routing, Mamba-2 in one chunk
     ("nemotron_h", 7, "fp32", "eager"),  # hybrid_override_pattern -*ME: not renormalized
     ("nemotron_h", 8, "bf16", "sdpa"),  # the fused attention kernel, grouped routing
+    ("nemotron_h", 12, "fp32", "sdpa"),  # the fused attention kernel, grouped routing, renormalized
+    ("granitemoehybrid", 1, "fp32", "eager"),  # Mamba-2 (S padded) then attention with RoPE; two experts per token
+    ("granitemoehybrid", 5, "bf16", "eager"),  # attention without RoPE, then Mamba-2
+    ("granitemoehybrid", 3, "bf16", "eager"),  # Mamba-2 layers only (use_cache false)
+    ("granitemoehybrid", 12, "fp32", "eager"),  # Mamba-2 layers only, one chunk
+    ("granitemoehybrid", 9, "bf16", "sdpa"),  # the fused attention kernel with RoPE
+    ("granitemoehybrid", 10, "fp32", "sdpa"),  # the fused attention kernel without RoPE
 ]
