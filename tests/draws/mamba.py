@@ -219,6 +219,30 @@ def _granitemoehybrid(rng: random.Random) -> dict:
 DRAWS["granitemoehybrid"] = _granitemoehybrid
 
 
+def _falcon_h1(rng: random.Random) -> dict:
+    attention = _attention(rng)
+    d = attention["hidden_size"]
+    mixer = _mamba2_mixer(rng, d)
+    return {
+        "model_type": "falcon_h1",
+        **attention,
+        "head_dim": rng.choice([4, 8]),
+        "num_hidden_layers": rng.choice([1, 2]),
+        "intermediate_size": rng.choice([8, 24]),
+        **{key: value for key, value in mixer.items() if key != "mamba_expand"},
+        "mamba_d_ssm": mixer["mamba_n_heads"] * mixer["mamba_d_head"],
+        "mlp_multipliers": rng.choice([[1.0, 1.0], [0.5, 2.0]]),
+        "ssm_multipliers": rng.choice([[1.0] * 5, [0.5, 1.0, 2.0, 0.25, 1.5]]),
+        "key_multiplier": rng.choice([1.0, 0.5]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": rng.choice([True, False]),
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["falcon_h1"] = _falcon_h1
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -262,4 +286,9 @@ CASES = [
     ("granitemoehybrid", 12, "fp32", "eager"),  # Mamba-2 layers only, one chunk
     ("granitemoehybrid", 9, "bf16", "sdpa"),  # the fused attention kernel with RoPE
     ("granitemoehybrid", 10, "fp32", "sdpa"),  # the fused attention kernel without RoPE
+    ("falcon_h1", 3, "fp32", "eager"),  # two layers, S padded to chunks, muP multipliers
+    ("falcon_h1", 5, "bf16", "eager"),  # two layers in one chunk, grouped heads
+    ("falcon_h1", 6, "bf16", "eager"),  # one chunk, unit SSM multipliers
+    ("falcon_h1", 7, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
+    ("falcon_h1", 8, "bf16", "sdpa"),  # the fused attention kernel, S padded
 ]
