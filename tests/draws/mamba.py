@@ -234,6 +234,8 @@ def _falcon_h1(rng: random.Random) -> dict:
         "mlp_multipliers": rng.choice([[1.0, 1.0], [0.5, 2.0]]),
         "ssm_multipliers": rng.choice([[1.0] * 5, [0.5, 1.0, 2.0, 0.25, 1.5]]),
         "key_multiplier": rng.choice([1.0, 0.5]),
+        "mamba_rms_norm": rng.choice([True, False]),
+        "mamba_norm_before_gate": rng.choice([True, False]),
         "vocab_size": rng.choice([67, 101]),
         "tie_word_embeddings": rng.choice([True, False]),
         "pad_token_id": 0,
@@ -286,9 +288,11 @@ CASES = [
     ("granitemoehybrid", 12, "fp32", "eager"),  # Mamba-2 layers only, one chunk
     ("granitemoehybrid", 9, "bf16", "sdpa"),  # the fused attention kernel with RoPE
     ("granitemoehybrid", 10, "fp32", "sdpa"),  # the fused attention kernel without RoPE
-    ("falcon_h1", 3, "fp32", "eager"),  # two layers, S padded to chunks, muP multipliers
-    ("falcon_h1", 5, "bf16", "eager"),  # two layers in one chunk, grouped heads
-    ("falcon_h1", 6, "bf16", "eager"),  # one chunk, unit SSM multipliers
-    ("falcon_h1", 7, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
-    ("falcon_h1", 8, "bf16", "sdpa"),  # the fused attention kernel, S padded
+    ("falcon_h1", 3, "fp32", "eager"),  # two layers, S padded to chunks, muP multipliers, SiLU gate
+    ("falcon_h1", 1, "bf16", "eager"),  # gated RMSNorm after the gate, S padded
+    ("falcon_h1", 4, "fp32", "eager"),  # two layers, gated RMSNorm before the gate
+    ("falcon_h1", 5, "bf16", "eager"),  # two layers in one chunk, gated RMSNorm before the gate, grouped heads
+    ("falcon_h1", 2, "bf16", "eager"),  # one chunk, SiLU gate
+    ("falcon_h1", 9, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
+    ("falcon_h1", 10, "bf16", "sdpa"),  # the fused attention kernel, two layers with the gated RMSNorm
 ]
