@@ -245,6 +245,34 @@ def _falcon_h1(rng: random.Random) -> dict:
 DRAWS["falcon_h1"] = _falcon_h1
 
 
+def _zamba(rng: random.Random) -> dict:
+    h = rng.choice([2, 4])
+    layout = rng.choice([["mamba", "hybrid", "hybrid"], ["hybrid", "mamba", "hybrid"], ["hybrid", "hybrid", "hybrid"]])
+    return {
+        "model_type": "zamba",
+        "num_hidden_layers": 3,
+        "layers_block_type": layout,  # two hybrid layers or more: one shared block, tied
+        "hidden_size": rng.choice([16, 24]),
+        "num_attention_heads": h,
+        "num_key_value_heads": rng.choice([h, 2]),
+        "intermediate_size": rng.choice([8, 24]),
+        "hidden_act": rng.choice(["gelu", "silu"]),
+        "n_mamba_heads": rng.choice([1, 2]),
+        "mamba_expand": rng.choice([1, 2]),
+        "mamba_d_state": rng.choice([3, 4, 6]),
+        "mamba_d_conv": rng.choice([2, 3, 4]),
+        "mamba_dt_rank": rng.choice([2, 3]),
+        "mamba_conv_bias": rng.choice([True, False]),
+        "mamba_proj_bias": rng.choice([True, False]),
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": True,
+        "pad_token_id": 0,
+    }
+
+
+DRAWS["zamba"] = _zamba
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -295,4 +323,11 @@ CASES = [
     ("falcon_h1", 2, "bf16", "eager"),  # one chunk, SiLU gate
     ("falcon_h1", 9, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
     ("falcon_h1", 10, "bf16", "sdpa"),  # the fused attention kernel, two layers with the gated RMSNorm
+    ("zamba", 2, "fp32", "eager"),  # a Mamba layer, then two hybrid layers running the shared block; two Mamba heads
+    ("zamba", 4, "bf16", "eager"),  # hybrid, Mamba, hybrid; one Mamba head (plain x_proj and dt_proj matmuls)
+    ("zamba", 6, "fp32", "eager"),  # hybrid, Mamba, hybrid; two Mamba heads, GELU MLP
+    ("zamba", 9, "bf16", "eager"),  # hybrid layers only, one Mamba head, grouped attention heads
+    ("zamba", 11, "fp32", "eager"),  # hybrid layers only, two Mamba heads, grouped attention heads
+    ("zamba", 7, "bf16", "sdpa"),  # the fused attention kernel
+    ("zamba", 9, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
 ]
