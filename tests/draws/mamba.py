@@ -273,6 +273,43 @@ def _zamba(rng: random.Random) -> dict:
 DRAWS["zamba"] = _zamba
 
 
+def _zamba2(rng: random.Random) -> dict:
+    h = rng.choice([2, 4])
+    d = rng.choice([16, 24])
+    mixer = _mamba2_mixer(rng, d)
+    layout = rng.choice([["mamba", "hybrid", "hybrid"], ["hybrid", "mamba", "hybrid"], ["hybrid", "hybrid", "hybrid"]])
+    config = {
+        "model_type": "zamba2",
+        "num_hidden_layers": 3,
+        "layers_block_type": layout,
+        "num_mem_blocks": rng.choice([1, 2]),
+        "hidden_size": d,
+        "num_attention_heads": h,
+        "num_key_value_heads": rng.choice([h, 2]),
+        "intermediate_size": rng.choice([8, 24]),
+        "hidden_act": rng.choice(["gelu", "silu"]),
+        "adapter_rank": rng.choice([4, 6]),
+        "use_shared_attention_adapter": rng.choice([True, False]),
+        "use_mem_rope": rng.choice([True, False]),
+        "mamba_expand": mixer["mamba_expand"],
+        "n_mamba_heads": mixer["mamba_n_heads"],
+        "mamba_headdim": mixer["mamba_d_head"],
+        "mamba_ngroups": mixer["mamba_n_groups"],
+        "mamba_d_state": mixer["mamba_d_state"],
+        "mamba_d_conv": mixer["mamba_d_conv"],
+        "chunk_size": mixer["mamba_chunk_size"],
+        "vocab_size": rng.choice([67, 101]),
+        "tie_word_embeddings": True,
+        "pad_token_id": 0,
+    }
+    if config["use_shared_attention_adapter"]:  # the k and v adapters are h heads wide: no grouped heads (refused)
+        config["num_key_value_heads"] = h
+    return config
+
+
+DRAWS["zamba2"] = _zamba2
+
+
 CASES = [
     ("mamba", 1, "fp32", "eager"),  # residual stream in the compute dtype, intermediate_size given
     ("mamba", 2, "bf16", "eager"),  # fp32 residual stream, expand 2
@@ -330,4 +367,12 @@ CASES = [
     ("zamba", 11, "fp32", "eager"),  # hybrid layers only, two Mamba heads, grouped attention heads
     ("zamba", 7, "bf16", "sdpa"),  # the fused attention kernel
     ("zamba", 9, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
+    ("zamba2", 1, "fp32", "eager"),  # a Mamba-2 layer, two hybrid layers on two shared blocks; S padded to chunks
+    ("zamba2", 3, "bf16", "eager"),  # hybrid, Mamba-2, hybrid on one shared block, RoPE and q/k/v adapters
+    ("zamba2", 4, "fp32", "eager"),  # two shared blocks, RoPE and adapters
+    ("zamba2", 9, "bf16", "eager"),  # hybrid layers only, grouped heads, no RoPE
+    ("zamba2", 11, "fp32", "eager"),  # two shared blocks, RoPE, no q/k/v adapters
+    ("zamba2", 2, "bf16", "eager"),  # hybrid layers only, Mamba-2 in one chunk
+    ("zamba2", 5, "bf16", "sdpa"),  # the fused attention kernel with RoPE and adapters
+    ("zamba2", 9, "fp32", "sdpa"),  # the fused attention kernel, grouped heads
 ]
