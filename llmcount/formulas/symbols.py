@@ -268,7 +268,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(d_state, r"d_{\mathrm{state}}", "state_size / mamba_d_state", "SSM state size per channel"),
     Entry(r_dt, r"r_{\Delta}", "time_step_rank / mamba_dt_rank", "rank of the time-step (Δ) projection"),
     Entry(d_ssm, r"d_{\mathrm{ssm}}", "mamba_d_ssm / intermediate_size", "inner width of the Mamba mixer"),
-    Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads", "number of Mamba-2 heads"),
+    Entry(h_m, r"h_{\mathrm{m}}", "mamba_n_heads / num_heads / n_mamba_heads", "number of Mamba heads"),
     Entry(g, "g", "mamba_n_groups / n_groups", "number of groups sharing the Mamba-2 B and C"),
     Entry(d_mh, r"d_{\mathrm{mh}}", "mamba_head_dim / head_dim", "size of one Mamba-2 head"),
     Entry(d_lat, r"d_{\mathrm{lat}}", "moe_latent_size", "latent width the routed experts work in"),
