@@ -180,19 +180,34 @@ def test_training_text_names_the_lines_and_the_lora_formula() -> None:
     assert "41,943,040 trainable parameters" in out and "r·(d + d_ff)" in out.replace("3·N·r", "r")
 
 
-JETMOE = {  # a small JetMoE: its record has no [activations] table
-    "model_type": "jetmoe",
-    **{"num_hidden_layers": 2, "hidden_size": 64, "num_key_value_heads": 4, "kv_channels": 16},
-    **{"intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 101},
+NO_TABLE = {  # a small MiniMax: its record has no [activations] table (lightning attention is not derived)
+    "model_type": "minimax",
+    **{"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8},
+    **{"intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 101},
 }
 
 
 def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed(tmp_path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(JETMOE))
+    path.write_text(json.dumps(NO_TABLE))
     data = json.loads(run("memory", str(path), "--training", "--json").stdout)
-    assert data["activations_bytes_per_gpu"] is None and "(jetmoe)" in data["activations_refused"]
+    assert data["activations_bytes_per_gpu"] is None and "(minimax)" in data["activations_refused"]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"]
+
+
+def test_a_config_its_table_was_not_checked_for_gets_its_model_states_and_the_reason(tmp_path) -> None:
+    """Jamba's table refuses its load-balancing loss (output_router_logits): the model states stay, as without a
+    table; 2 + 2 + 12 bytes per parameter, the same as with the loss off."""
+    jamba = {"model_type": "jamba", "num_hidden_layers": 2, "hidden_size": 32, "intermediate_size": 48}
+    jamba |= {"num_attention_heads": 4, "num_key_value_heads": 2, "num_experts": 4, "vocab_size": 101}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**jamba, "output_router_logits": True}))
+    data = json.loads(run("memory", str(path), "--training", "--json").stdout)
+    assert data["activations_bytes_per_gpu"] is None and "output_router_logits" in data["activations_refused"]
+    path.write_text(json.dumps(jamba))
+    plain = json.loads(run("memory", str(path), "--training", "--json").stdout)
+    assert plain["activations_bytes_per_gpu"] > 0
+    assert data["model_states_bytes_per_gpu"] == plain["model_states_bytes_per_gpu"] == 16 * plain["parameters"]
 
 
 @pytest.mark.parametrize(

@@ -91,15 +91,15 @@ def test_layer_kinds_get_one_derivation_each_and_a_bracketed_count() -> None:
 
 def test_a_family_without_an_activation_table_gets_its_model_states_and_one_sentence(tmp_path) -> None:
     oracle = pytest.importorskip("oracle")
-    from test_training import JETMOE
+    from test_training import NO_TABLE
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(JETMOE))
+    path.write_text(json.dumps(NO_TABLE))
     result = post(str(path), batch=2)
-    assert "Activations are not derived for JetMoE" in result.text
+    assert "Activations are not derived for MiniMax" in result.text
     assert result.data["training"]["activations_bytes_per_gpu"] is None
     states = result.data["training"]["model_states_bytes_per_gpu"]
-    assert states == 16 * oracle.meta_total(JETMOE)  # 2 + 2 + 12 bytes each
+    assert states == 16 * oracle.meta_total(NO_TABLE)  # 2 + 2 + 12 bytes each
     assert f"**{grouped(states)}** bytes per GPU" in result.text
 
 

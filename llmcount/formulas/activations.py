@@ -57,6 +57,15 @@ ASSUMPTIONS = (
 )
 
 
+class NotDerived(LlmcountError):
+    """The family has no table, or the config is one its table was not checked for: activations are refused by
+    name (``memory --training`` still gives the model states)."""
+
+    def __init__(self, family: Family, reason: str) -> None:
+        self.why = f"not derived for {family.title} ({family.name}): {reason}"
+        super().__init__(f"activations: {self.why}")
+
+
 @dataclass(frozen=True)
 class Saved:
     """One saved tensor of the record: elements per token (per position, per sequence, per step), its dtype, where
@@ -255,10 +264,7 @@ def activations(
     options = options or Options()
     parsed = table(family)
     if parsed is None:
-        raise LlmcountError(
-            f"activations: not derived for {family.title} ({family.name}): its record has no [activations] "
-            "table checked against autograd"
-        )
+        raise NotDerived(family, "its record has no [activations] table checked against autograd")
     keys = dict(keys or {})
     counts = {symbol: keys[symbol.name] for symbol, _, _ in family.layers if symbol.name in keys}
     values = {**counts, **values}
@@ -269,7 +275,7 @@ def activations(
     namespace[B.name] = batch  # and the batch (a copy made only when the batch cannot be folded into a view)
     for test, reason in parsed.refuse:
         if test(namespace):
-            raise LlmcountError(f"activations: not derived for {family.title} ({family.name}): {reason}")
+            raise NotDerived(family, reason)
     try:
         chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
     except LlmcountError as exc:

@@ -545,16 +545,14 @@ def estimate(
     recompute: str = "none",
 ) -> Training:
     """Model states and activations of B × S tokens per GPU, as ``llmcount memory --training`` gives them; the
-    activations are left out, and said so, for a record without an ``[activations]`` table."""
+    activations are left out, and said so, for a record without an ``[activations]`` table or a config its
+    table was not checked for."""
     from . import activations as act
 
     parallel = parallel or Parallel()
     compute = compute_dtype(dtype_name)
     check_parallel(model, parallel)
     family = model.architecture
-    if act.table(family) is None:
-        refused = f"not derived for {family.title} ({family.name}): its record has no [activations] table checked "
-        return training(model, compute, optimizer, parallel, lora, None, refused + "against autograd")
     settings = act.Options(
         attention=attention,
         recompute=recompute,
@@ -562,5 +560,8 @@ def estimate(
         pp=parallel.pp,
         sequence_parallel=parallel.sequence_parallel,
     )
-    activations = act.activations(family, model.values, compute, batch, seq, settings, model.keys)
+    try:
+        activations = act.activations(family, model.values, compute, batch, seq, settings, model.keys)
+    except act.NotDerived as refused:
+        return training(model, compute, optimizer, parallel, lora, None, refused.why)
     return training(model, compute, optimizer, parallel, lora, activations)
