@@ -284,6 +284,8 @@ def activations(
     counted = {s for e in chosen for s in e.layers.free_symbols}
     layer_entries = [e for e in chosen if not is_model_level(e.layers, counted)]
     model_entries = [e for e in chosen if is_model_level(e.layers, counted)]
+    if options.pp > 1 or options.recompute == "full":
+        _refuse_summed(family, model_entries, options)
 
     def evaluate(expr: Expr, what: str) -> int:
         value = expr.subs(env)
@@ -370,6 +372,17 @@ def activations(
         per_gpu_note=note,
         per_stage_bytes=tuple(candidates) if pp > 1 else (),
     )
+
+
+def _refuse_summed(family: Family, entries: list[Saved], options: Options) -> None:
+    """A model-level entry whose size sums a per-layer list (a symbol read with ``entries = "sum"``: query heads that
+    differ per layer) holds every layer's tensors at once: it cannot be split into pipeline stages or left out layer
+    by layer, so --pp and --recompute full are refused for it by name."""
+    summed = {spec.symbol for spec in family.symbols if spec.summed}
+    for e in entries:
+        if e.expr.free_symbols & summed:
+            what = f"--pp {options.pp}" if options.pp > 1 else "--recompute full"
+            raise NotDerived(family, f"{what}: {e.path} is summed over the layers (their sizes differ per layer)")
 
 
 def _per_token(expr: Expr) -> Expr:
