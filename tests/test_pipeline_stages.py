@@ -63,3 +63,19 @@ def test_the_stage_counted_holds_its_layers_parameters(model_type: str, data, tm
     stage = int(re.search(r"stage (\d+) of", " ".join(out["notes"])).group(1))
     assert out["parameters_per_gpu"] == _stage_parameters(config, pp, stage)
     assert "upper bound" not in " ".join(out["notes"])  # every layer's kinds were told, none guessed
+
+
+def test_a_sum_over_the_layers_own_sizes_refuses_pipeline_stages_by_name(tmp_path) -> None:
+    """Laguna's query projections are counted as one sum over the layers (their heads may differ per layer): no stage
+    can be told its part, so --pp is refused by name rather than put on one stage; without --pp it is counted."""
+    config = {
+        **{"model_type": "laguna", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 4, "head_dim": 8},
+        **{"num_attention_heads": 4, "num_key_value_heads": 2, "num_attention_heads_per_layer": [4, 8, 2, 6]},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "intermediate_size": 16},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    refused = CliRunner().invoke(app, ["memory", str(path), "--training", "--pp", "2"])
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert "--pp 2: attention/q_proj" in refused.stderr and "summed over the layers" in refused.stderr
+    assert CliRunner().invoke(app, ["memory", str(path), "--training"]).exit_code == 0

@@ -459,6 +459,13 @@ def training(
         for term in layer_terms:
             held = held + _held(term, values, parallel, optimizer, lora).times(int(term.layers.subs(values)))
     else:
+        summed = {spec.symbol for spec in model.architecture.symbols if spec.summed}
+        for term in model_terms:  # a sum over the layers' own sizes: no stage can be told its part
+            if term.expr.free_symbols & summed:
+                raise LlmcountError(
+                    f"--pp {parallel.pp}: {term.path} of {model.name} is summed over the layers (their sizes differ "
+                    "per layer), so its stages cannot be told apart"
+                )
         try:
             layer_kinds = kinds((t.layers for t in layer_terms), values, model.architecture, model.keys)
             per_kind = [(k, _layer_held(k, layer_terms, values, parallel, optimizer, lora)) for k in layer_kinds]
