@@ -1,4 +1,4 @@
-"""Activations of Kimi Linear's chunked KDA against autograd at lengths around the chunk.
+"""Activations of the chunked KDA (Kimi Linear, Bailing hybrid) against autograd at lengths around the chunk.
 
 transformers' torch path (``chunk_kimi_delta_attention``) pads S up to whole chunks of 64, keeps 64 × 64 × d_k
 blocks of per-channel decays per chunk and head, the clones of its forward-substitution loop, and a loop over the
@@ -25,20 +25,24 @@ from llmcount.formulas.config import read_config
 
 # 0: an MLA then a KDA layer of one head, no cache; 3: two KDA layers of two heads; 4: MLA of one head then KDA
 # of one head, a cache; 7: KDA of two heads then MLA, a cache
-SEEDS = [0, 3, 4, 7]
+# Bailing hybrid 3: KDA (softplus gate) of four heads then MLA, a cache; 6: two KDA layers of one head, no cache
+SEEDS = {"kimi_linear": [0, 3, 4, 7], "bailing_hybrid": [3, 6]}
 LENGTHS = ((64, "fp32"), (65, "bf16"), (128, "fp32"), (130, "fp32"))
-CASES = [(seed, seq, dtype) for seed in SEEDS for seq, dtype in LENGTHS]
+CASES = [
+    (model_type, seed, seq, dtype) for model_type, seeds in SEEDS.items() for seed in seeds for seq, dtype in LENGTHS
+]
 
 
-@pytest.mark.parametrize(("seed", "seq", "dtype"), CASES)
-def test_chunked_kda_equals_what_autograd_saves(seed: int, seq: int, dtype: str) -> None:
-    config = DRAWS["kimi_linear"](random.Random(seed))
+@pytest.mark.parametrize(("model_type", "seed", "seq", "dtype"), CASES)
+def test_chunked_kda_equals_what_autograd_saves(model_type: str, seed: int, seq: int, dtype: str) -> None:
+    config = DRAWS[model_type](random.Random(seed))
     expected = saved_bytes(config, 2, seq, dtype, "eager")
     model = read_config(config, "random config")
     result = activations(model.architecture, model.values, dtype, 2, seq, Options(), model.keys)
     assert result.bytes == expected, (config, seq, dtype, VERSIONS)
 
 
+@pytest.mark.parametrize("model_type", ["kimi_linear", "bailing_hybrid"])
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
@@ -46,10 +50,10 @@ def test_chunked_kda_equals_what_autograd_saves(seed: int, seq: int, dtype: str)
         ({"hidden_act": "gelu"}, "hidden_act other than silu"),
     ],
 )
-def test_configs_the_table_was_not_checked_for_are_refused_by_name(change: dict, reason: str) -> None:
+def test_configs_the_tables_were_not_checked_for_are_refused_by_name(model_type: str, change: dict, reason: str):
     from llmcount.errors import LlmcountError
 
-    config = {**DRAWS["kimi_linear"](random.Random(3)), **change}
+    config = {**DRAWS[model_type](random.Random(3)), **change}
     model = read_config(config, "random config")
-    with pytest.raises(LlmcountError, match=rf"not derived for .* \(kimi_linear\): {reason}"):
+    with pytest.raises(LlmcountError, match=rf"not derived for .* \({model_type}\): {reason}"):
         activations(model.architecture, model.values, "bf16", 2, 64, Options(), model.keys)
