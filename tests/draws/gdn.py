@@ -1,5 +1,5 @@
-"""Linear-attention hybrids: Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) and KDA (Kimi Linear, Bailing hybrid)
-layers beside full-attention layers, with MoE or dense MLPs. The layer layouts are drawn so that every layer kind
+"""Linear-attention hybrids: Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo Hybrid) layers beside full-attention layers,
+with MoE or dense MLPs (KDA hybrids: tests/draws/kda.py). The layer layouts are drawn so that every layer kind
 (linear or full attention; MoE or dense) occurs in some case; the chunked delta rule's sizes in S past one chunk
 are checked in tests/test_activations_chunked.py."""
 
