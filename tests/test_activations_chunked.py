@@ -3,9 +3,9 @@
 transformers' torch path pads S up to whole chunks of 64 and runs a loop over the chunks, so what it keeps depends
 on ceil(S / 64) and on whether there is more than one chunk. ``tests/test_activations.py`` draws S below one chunk;
 here S is one whole chunk, one past it, two whole chunks and past two (64, 65, 128, 130), on configs drawn by
-``tests/draws/gdn.py`` (seeds chosen so that together they have linear layers with and without grouped value heads,
-with and without a cache). The expected numbers come from transformers (``activation_oracle.saved_bytes``), never
-from llmcount.
+``tests/draws/gdn.py`` and ``tests/draws/kda.py`` (seeds chosen so that together they have linear layers with and
+without grouped value heads, with and without a cache). The expected numbers come from transformers
+(``activation_oracle.saved_bytes``), never from llmcount.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from activation_oracle import VERSIONS, saved_bytes
-from draws.gdn import DRAWS
+from draws import DRAWS
 
 from llmcount.formulas.activations import Options, activations
 from llmcount.formulas.config import read_config
@@ -31,6 +31,12 @@ SEEDS = {
     "qwen3_5_text": [6, 7, 10, 23],
     "olmo_hybrid": [3, 14, 0, 11],
     "qwen3_5_moe_text": [3, 6, 11, 23],  # 3: a full then a linear layer, no grouped heads, a cache
+    # KDA (its per-channel decays, the forward substitution's clones): Kimi 0: an MLA then a KDA layer of one head, no
+    # cache; 3: two KDA layers of two heads; 4: MLA of one head then KDA of one head, a cache; 7: KDA of two heads then
+    # MLA, a cache. Bailing hybrid 3: KDA (softplus gate) of four heads then MLA, a cache; 6: two KDA layers of one
+    # head, no cache
+    "kimi_linear": [0, 3, 4, 7],
+    "bailing_hybrid": [3, 6],
 }
 LENGTHS = ((64, "fp32"), (65, "bf16"), (128, "fp32"), (130, "fp32"))
 CASES = [
