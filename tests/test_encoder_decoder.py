@@ -445,3 +445,27 @@ def test_full_recomputation_keeps_every_stream_of_a_layer_input() -> None:
     model = read_config(small("prophetnet"), "prophetnet")
     result = activations(model.architecture, model.values, "bf16", 2, 8, Options("eager", "full"), model.keys)
     assert [kind.bytes for kind in result.per_layer_kind] == [2 * 8 * (1 + 3) * 16 * 2]
+
+
+@pytest.mark.parametrize(
+    ("buckets", "distance", "named"),
+    [
+        (32, 16, "relative_max_distance (16)"),
+        (33, 16, "relative_max_distance (16)"),
+        (10, 4, "relative_max_distance (4)"),
+        (1, 1, "num_buckets (1)"),
+    ],
+)
+def test_buckets_transformers_cannot_run_are_refused(buckets: int, distance: int, named: str) -> None:
+    """ProphetNet buckets a relative position past num_buckets // 2 by the log of its ratio to relative_max_distance /
+    (num_buckets // 2): at a distance of at most num_buckets // 2 (or fewer than 2 buckets) that ratio's log is zero
+    or negative, and the forward pass fails in transformers; llmcount refuses the config naming the key."""
+    import torch
+
+    config = small("prophetnet", num_buckets=buckets, relative_max_distance=distance)
+    model = oracle.AutoModelForCausalLM.from_config(oracle._hf_config(config))
+    ids = torch.arange(40).reshape(1, 40)
+    with pytest.raises((RuntimeError, IndexError, ZeroDivisionError, ValueError)):
+        model(ids)
+    with pytest.raises(LlmcountError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        read_config(config, "test")
