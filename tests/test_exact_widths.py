@@ -251,3 +251,22 @@ def test_laguna_sums_the_heads_per_layer_and_refuses_bad_lists() -> None:
         read_config({**LAGUNA, "num_attention_heads_per_layer": [2, 0, 4]}, "t")
     with pytest.raises(LlmcountError, match="must be a list of integers, one per layer"):
         read_config({**LAGUNA, "num_attention_heads_per_layer": 4}, "t")
+
+
+@pytest.mark.parametrize("entry", ["full_attention", "sliding_attention"])
+def test_laguna_null_rotary_fraction_is_refused_as_transformers_fails(entry: str) -> None:
+    """An explicit null partial_rotary_factor reaches the rotary embedding, which multiplies by it (a TypeError when
+    transformers builds the model); an entry without the key is read as 1."""
+    rope = {kind: {"rope_type": "default", "rope_theta": 10000.0} for kind in ("full_attention", "sliding_attention")}
+    rope[entry]["partial_rotary_factor"] = None
+    config = {
+        **LAGUNA,
+        "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+        "rope_parameters": rope,
+    }
+    with pytest.raises(TypeError):  # building the rotary embedding
+        oracle.AutoModelForCausalLM.from_config(oracle._hf_config(config))
+    with pytest.raises(LlmcountError, match=f"{entry} entry has partial_rotary_factor null"):
+        read_config(config, "t")
+    del rope[entry]["partial_rotary_factor"]
+    assert read_config(config, "t").counts.total == oracle.meta_total(config)
