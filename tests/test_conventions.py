@@ -14,6 +14,7 @@ import pytest
 from refusal import assert_refused, run
 
 from llmcount.formulas import records
+from llmcount.formulas.config import read_config
 from llmcount.formulas.conventions import CONVENTIONS, conventions, ingredients
 from llmcount.presets import presets
 from llmcount.sources import load
@@ -313,3 +314,23 @@ def test_a_megatron_layer_formula_is_per_token_and_needs_the_layer_terms() -> No
         _state({**state, "flops": [op], "megatron": {"expr": "2*S*d", "function": "f", "note": "n"}}, "test")
     with pytest.raises(RecordError, match="unknown fields"):
         _state({**state, "flops": [op], "megatron": {"expr": "2*d", "source": "f"}}, "test")
+
+
+def test_sliding_layers_with_widths_of_their_own_sum_over_the_layers(tmp_path) -> None:
+    """Gemma 4 as its config class builds it: 30 layers, 25 sliding with 8 heads of 256, 5 full with 8 heads of 512
+    (every sixth, per_layer_config). By hand: Σ h·d_qk = Σ h·d_v = 25 · 8 · 256 + 5 · 8 · 512 = 71,680; PaLM's
+    attention term at S = 4,096 is 6 · 4,096 · (71,680 + 71,680) FLOPs per token."""
+    full = [f"{i:02d}" for i in range(5, 30, 6)]
+    config = {
+        **{"model_type": "gemma4_text", "num_hidden_layers": 30, "hidden_size": 1536, "intermediate_size": 6144},
+        **{"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262144},
+        "layer_types": ["full_attention" if f"{i:02d}" in full else "sliding_attention" for i in range(30)],
+        "per_layer_config": {i: {"head_dim": 512} for i in full},
+    }
+    model = read_config(config, "gemma4")
+    x = ingredients(model, 4096)
+    assert (x.qk_sum, x.v_sum, x.qk, x.layers) == (71_680, 71_680, None, 30)
+    assert x.uneven == "the sliding layers have widths of their own"
+    got = {c.name: c.training_flops_per_token for c in conventions(model, 4096)}
+    assert got["palm"] - 6 * x.non_embedding == 6 * 4096 * 2 * 71_680
+    assert "chinchilla" not in got

@@ -299,11 +299,31 @@ def test_laguna_scores_sum_the_query_heads_of_each_kind() -> None:
     assert laguna_flops(9, True, every_head) == {"attention/scores": 2 * 45 * 128 * 16}
 
 
-def test_laguna_conventions_are_refused_by_name(tmp_path) -> None:
-    # the query heads differ per layer (4, 8, 8, 4): the conventions state one attention width per layer
+def test_laguna_conventions_sum_the_widths_over_the_layers(tmp_path) -> None:
+    """The query heads differ per layer (4, 8, 8, 4; head_dim 128): the conventions' attention term runs over
+    Σ h·d_qk = Σ h·d_v = 24 · 128 = 3,072 where one width would be L·h·d_qk. At S = 9, by hand: PaLM's attention is
+    6 · 9 · (3,072 + 3,072), Kaplan's 3 · 2 · 9 · 3,072, and recomputation adds one forward of the layers, whose core
+    is 9 · (3,072 + 3,072). Chinchilla's per-head softmax needs each layer's head count: not given, with the reason."""
+    from llmcount.formulas.conventions import conventions, ingredients, not_given
+
+    model = read_config(LAGUNA, "laguna")
+    x = ingredients(model, 9)
+    assert (x.qk_sum, x.v_sum, x.qk, x.v, x.layers) == (3_072, 3_072, None, None, 4)
+    got = {c.name: c.training_flops_per_token for c in conventions(model, 9)}
+    N = model.counts.activated - model.counts.embedding
+    assert got["palm"] - 6 * N == 6 * 9 * (3_072 + 3_072)
+    assert got["kaplan"] - 6 * N == 3 * 2 * 9 * 3_072
+    assert got["megatron-recompute"] - got["megatron"] == 2 * (x.weights - x.router) + 9 * (3_072 + 3_072)
+    assert "chinchilla" not in got and "num_attention_heads_per_layer" in not_given(x)["chinchilla"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LAGUNA))
-    assert_refused(run("flops", str(path), "--conventions"), "Laguna (laguna)", "num_attention_heads_per_layer")
+    result = run("flops", str(path), "--conventions", "--seq", "9", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ingredients"]["sum_h_d_qk"] == 3_072 and data["ingredients"]["h_d_qk"] is None
+    assert [c["name"] for c in data["not_given"]] == ["chinchilla"]
+    refused = run("mfu", str(path), "--tokens-per-second", "10", "--gpu", "h100-sxm", "--convention", "chinchilla")
+    assert_refused(refused, "chinchilla", "num_attention_heads_per_layer")
 
 
 def test_a_record_that_cannot_state_its_score_widths_is_refused_by_name(tmp_path) -> None:

@@ -12,6 +12,8 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
   without the token embedding, a learned position table and an untied LM head; routed experts k of n);
 * ``W``: the weights of the linear maps (no biases, norms, tables or head), routed experts k of n;
 * ``L``: attention layers; ``h·d_qk`` and ``h·d_v``: the widths of Q·Kᵀ and A·V (the record's ``[attention]``);
+  the attention terms use their sums over the L layers (``L·h·d_qk`` when every layer has the same widths; the
+  per-layer sums where the layers' query heads or sliding layers' widths differ);
 * ``V``, ``d``: vocabulary and hidden size; ``h``: attention heads.
 """
 
@@ -45,8 +47,10 @@ class Ingredients:
     weights: int  # W: linear-map weights per token, routed experts k of n, no head
     router: int  # the part of W that is MoE routers
     layers: int  # L: attention layers
-    qk: int  # h·d_qk
-    v: int  # h·d_v
+    qk: int | None  # h·d_qk of one layer (None: the layers' widths differ)
+    v: int | None  # h·d_v of one layer
+    qk_sum: int  # h·d_qk summed over the L attention layers
+    v_sum: int  # h·d_v summed over the L attention layers
     heads: int | None  # h (None: the family has no head count)
     hidden: int  # d
     vocab: int  # V
@@ -59,6 +63,7 @@ class Ingredients:
     megatron_states: int = 0
     megatron_kinds: tuple[tuple[str, str, str], ...] = ()
     megatron_missing: tuple[str, ...] = ()  # kinds of state layer Megatron-LM has no count for
+    uneven: str = ""  # why the layers' score widths differ one from another ("": they do not)
 
     @property
     def padded_vocab(self) -> int:
@@ -71,19 +76,7 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     family = derivation.architecture
     state_flops(derivation)  # refuses a state kind without a formula, widths that cannot be stated, no table at all
     spec = family.attention
-    if spec is not None and spec.summed:
-        widths = spec.total("qk").free_symbols | spec.total("v").free_symbols
-        keys = ", ".join(dict.fromkeys(s.key for s in family.symbols if s.summed and s.symbol in widths))
-        raise LlmcountError(
-            f"the FLOPs conventions are not given for {family.title} ({family.name}): its layers' score widths "
-            f"differ one from another ({keys}), and the conventions state one attention width per layer "
-            "(`llmcount flops` counts them)"
-        )
-    if spec is not None and spec.widths(sliding=True)[:2] != spec.widths(sliding=False)[:2]:
-        raise LlmcountError(
-            f"the FLOPs conventions are not given for {family.title} ({family.name}): its sliding layers have score "
-            "widths of their own, and the conventions state one attention width (`llmcount flops` counts them)"
-        )
+    uneven = "" if spec is None else _uneven(family)
     layers = 0 if spec is None else evaluate_int(spec.layers, values, "attention layers")
     present = [s for s in family.states if evaluate_int(s.layers, values, s.name)]
     kinds = tuple(dict.fromkeys(s.name for s in present))
@@ -112,8 +105,10 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         weights=weights,
         router=router,
         layers=layers,
-        qk=evaluate_int(spec.qk, values, "h·d_qk") if layers else 0,
-        v=evaluate_int(spec.v, values, "h·d_v") if layers else 0,
+        qk=None if uneven else evaluate_int(spec.qk, values, "h·d_qk") if layers else 0,
+        v=None if uneven else evaluate_int(spec.v, values, "h·d_v") if layers else 0,
+        qk_sum=evaluate_int(spec.total("qk"), values, "Σ h·d_qk") if layers else 0,
+        v_sum=evaluate_int(spec.total("v"), values, "Σ h·d_v") if layers else 0,
         heads=values.get(h),
         hidden=values[d],
         vocab=values[V],
@@ -126,7 +121,20 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         ),
         megatron_kinds=tuple((s.name, s.megatron.function, s.megatron.note) for s in megatron),
         megatron_missing=tuple(dict.fromkeys(s.name for s in present if s.megatron is None)),
+        uneven=uneven,
     )
+
+
+def _uneven(family) -> str:
+    """Why the attention layers' score widths differ one from another, naming the keys; "" when they do not."""
+    spec = family.attention
+    if spec.summed:
+        widths = spec.total("qk").free_symbols | spec.total("v").free_symbols
+        keys = ", ".join(dict.fromkeys(s.key for s in family.symbols if s.summed and s.symbol in widths))
+        return f"their query heads differ: {keys}"
+    if spec.widths(sliding=True)[:2] != spec.widths(sliding=False)[:2]:
+        return "the sliding layers have widths of their own"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,7 @@ def kaplan(x: Ingredients) -> Convention:
     """Kaplan et al. 2020, §2.1 (Table 1): :math:`C_{fwd} = 2N + 2 n_{layer} n_{ctx} d_{attn}`, training 3×."""
     return Convention(
         "kaplan",
-        3 * (2 * x.non_embedding + 2 * x.layers * x.seq * x.qk),
+        3 * (2 * x.non_embedding + 2 * x.seq * x.qk_sum),
         "3·C_fwd, C_fwd = 2·N + 2·n_layer·n_ctx·d_attn (N non-embedding, d_attn = h·d_qk)",
         "Kaplan et al. 2020, Scaling Laws for Neural Language Models, §2.1 and Table 1 (arXiv:2001.08361)",
         "2 FLOPs per non-embedding parameter (norms included, embeddings and the LM head not); one attention "
@@ -157,7 +165,7 @@ def chinchilla(x: Ingredients) -> Convention:
     if x.heads is None and x.layers:
         raise LlmcountError("the Chinchilla convention counts the softmax per head: this family has no head count h")
     S = x.seq
-    attention = x.layers * (2 * S * x.qk + 3 * (x.heads or 0) * S + 2 * S * x.v)
+    attention = 2 * S * x.qk_sum + x.layers * 3 * (x.heads or 0) * S + 2 * S * x.v_sum
     forward = 2 * x.vocab * x.hidden + 2 * x.weights + attention + 2 * x.hidden * x.vocab
     return Convention(
         "chinchilla",
@@ -173,7 +181,7 @@ def palm(x: Ingredients) -> Convention:
     """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`."""
     return Convention(
         "palm",
-        6 * x.non_embedding + 6 * x.layers * (x.qk + x.v) * x.seq,
+        6 * x.non_embedding + 6 * (x.qk_sum + x.v_sum) * x.seq,
         "6·N + 12·L·H·Q·T (N non-embedding; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
         "Chowdhery et al. 2022, PaLM: Scaling Language Modeling with Pathways, Appendix B (arXiv:2204.02311)",
         "6 FLOPs per non-embedding parameter (the LM head's matmul not counted); Q·Kᵀ and A·V over the full "
@@ -184,7 +192,7 @@ def palm(x: Ingredients) -> Convention:
 def _megatron_layers(x: Ingredients) -> int:
     """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core; state
     layers by Megatron's own formula for them (``hybrid_flops``) instead of their weights."""
-    return 2 * (x.weights - x.router - x.state_weights) + x.megatron_states + x.layers * x.seq * (x.qk + x.v)
+    return 2 * (x.weights - x.router - x.state_weights) + x.megatron_states + x.seq * (x.qk_sum + x.v_sum)
 
 
 def _megatron_formula(x: Ingredients, passes: int) -> str:
@@ -232,7 +240,7 @@ def torchtitan(x: Ingredients) -> Convention:
     matmul = x.activated if x.tied else x.activated - x.input_tables
     return Convention(
         "torchtitan",
-        6 * matmul + 6 * x.layers * (x.qk + x.v) * x.seq,
+        6 * matmul + 6 * (x.qk_sum + x.v_sum) * x.seq,
         "6·(P_activated - nn.Embedding params, if untied) + 6·L·h·(d_qk + d_v)·S",
         f"torchtitan torchtitan/models/utils.py, get_dense_model_nparams_and_flops (commit {TORCHTITAN_COMMIT[:10]})",
         "6 FLOPs per parameter except the input embedding table (with tied embeddings it is kept: it is the LM "
@@ -301,15 +309,24 @@ MEGATRON_WITH_STATES = (
 )
 
 
+CHINCHILLA_UNEVEN = (
+    "not given: it counts the softmax at 3 FLOPs per score of each head (3·h·S per layer), and the layers' widths "
+    "differ ({uneven}); the record states them as h·d_qk and h·d_v, not as each layer's head count"
+)
+
+
 def not_given(x: Ingredients) -> dict[str, str]:
-    """The conventions not given for these ingredients, with the reason (Megatron's for state layers it has no
-    count for)."""
-    if not x.megatron_missing:
-        return {}
-    kinds = ", ".join(kind.replace("_", " ") for kind in x.megatron_missing)
-    return {
-        name: reason.format(kinds=kinds, commit=MEGATRON_COMMIT[:10]) for name, reason in NOT_GIVEN_WITH_STATES.items()
-    }
+    """The conventions not given for these ingredients, with the reason: Megatron's for state layers it has no
+    count for, Chinchilla's per-head softmax where the layers' widths differ."""
+    skipped = {}
+    if x.megatron_missing:
+        kinds = ", ".join(kind.replace("_", " ") for kind in x.megatron_missing)
+        skipped |= {
+            name: why.format(kinds=kinds, commit=MEGATRON_COMMIT[:10]) for name, why in NOT_GIVEN_WITH_STATES.items()
+        }
+    if x.uneven:
+        skipped["chinchilla"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
+    return skipped
 
 
 def _with_states(x: Ingredients, made: Convention) -> Convention:
