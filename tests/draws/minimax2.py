@@ -35,6 +35,7 @@ def minimax(rng: random.Random) -> dict:
         "num_experts_per_tok": rng.choice([1, 2, 3]),
         "block_size": rng.choice([2, 3, 4, 5, 7, 9, 16]),
         "use_cache": rng.choice([True, False]),
+        "router_jitter_noise": rng.choice([0.0, 0.1]),  # in training: uniform factors on the MoE block's input
         "vocab_size": rng.choice([67, 101]),
         "tie_word_embeddings": False,
         "pad_token_id": 0,
@@ -43,22 +44,26 @@ def minimax(rng: random.Random) -> dict:
 
 DRAWS = {"minimax": minimax}
 
-# (the comment: the drawn layout, F full / L lightning; heads; S against block_size Q; cache)
+# (the comment: the drawn layout, F full / L lightning; heads; S against block_size Q; cache; jitter)
 CASES = [
     ("minimax", 2, "fp32", "eager"),  # L F, one head; S = 9, three whole blocks of 3; cache
-    ("minimax", 48, "bf16", "eager"),  # F L, 6 heads (grouped K/V); three whole blocks of 3; cache
-    ("minimax", 0, "fp32", "eager"),  # L F, 4 heads (grouped); S = 5, a block of 4 and one of 1; cache
-    ("minimax", 5, "fp32", "eager"),  # L L, 6 heads; S = 7 in blocks of 2 (four blocks, the last of 1); cache
-    ("minimax", 74, "bf16", "eager"),  # L L, 3 heads; S = 7 in blocks of 2; no cache (the last update freed)
-    ("minimax", 12, "bf16", "eager"),  # layer_types null, 3 layers: F L F; S = 9 in blocks of 4 and 1; no cache
-    ("minimax", 15, "bf16", "eager"),  # layer_types null: F L, one head; S = 7 in blocks of 3 and 1; no cache
-    ("minimax", 1, "bf16", "eager"),  # L L, one head; S = Q = 5 (one whole block); cache
-    ("minimax", 29, "fp32", "eager"),  # L L, 3 heads; S = Q = 5; no cache
-    ("minimax", 3, "fp32", "eager"),  # L L, one head; S = 5 < Q = 16 (one short block); no cache
-    ("minimax", 17, "bf16", "eager"),  # L L, 6 heads; S = 5 < Q = 7; no cache
+    ("minimax", 62, "bf16", "eager"),  # L F, 3 heads; three whole blocks of 3; cache
+    ("minimax", 78, "bf16", "eager"),  # L L, one head; three whole blocks of 3; no cache (the last update freed)
+    ("minimax", 36, "fp32", "eager"),  # L F, 2 heads; three whole blocks of 3; cache; router jitter
+    ("minimax", 0, "fp32", "eager"),  # L F, 4 heads (grouped K/V); S = 5, a block of 4 and one of 1; cache
+    ("minimax", 5, "fp32", "eager"),  # L L, 6 heads; S = 5 in blocks of 2 (the last of 1); cache
+    ("minimax", 63, "bf16", "eager"),  # L L, 4 heads; S = 9 in five blocks of 2 (the last of 1); cache
+    ("minimax", 74, "bf16", "eager"),  # L L, 3 heads; S = 5 in blocks of 2; no cache; router jitter
+    ("minimax", 12, "bf16", "eager"),  # layer_types null, 3 layers: F L F; S = 7 in blocks of 4 and 3; no cache
+    ("minimax", 15, "bf16", "eager"),  # layer_types null: F L, one head; S = 7 in blocks of 3, 3 and 1; no cache
+    ("minimax", 9, "bf16", "eager"),  # L L, 4 heads; S = Q = 5 (one whole block); cache; router jitter
+    ("minimax", 50, "fp32", "eager"),  # L L, 4 heads; S = Q = 7; no cache
+    ("minimax", 3, "fp32", "eager"),  # L L, one head; S = 9 < Q = 16 (one short block); no cache; router jitter
+    ("minimax", 79, "bf16", "eager"),  # L L, 2 heads (grouped K/V); S = 5 < Q = 9; no cache
     ("minimax", 7, "fp32", "eager"),  # F F: no lightning layer; cache
-    ("minimax", 24, "fp32", "sdpa"),  # layer_types null: F L, 6 heads; S = Q = 9; cache
-    ("minimax", 35, "fp32", "sdpa"),  # F L, 6 heads; S = 9 in blocks of 4 and 1; cache
+    ("minimax", 24, "fp32", "sdpa"),  # layer_types null: F L, 6 heads; S = 7 < Q = 9; cache
+    ("minimax", 13, "fp32", "sdpa"),  # F L, 4 heads; S = Q = 9; cache
+    ("minimax", 35, "fp32", "sdpa"),  # F L, 6 heads; S = 7 in blocks of 4 and 3; cache; router jitter
     ("minimax", 42, "bf16", "sdpa"),  # L F, 3 heads; S = 5 < Q = 9; cache
     ("minimax", 66, "bf16", "sdpa"),  # F F, grouped K/V; no cache
 ]
