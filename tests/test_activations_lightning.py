@@ -4,8 +4,8 @@ transformers' torch path runs a loop over blocks of block_size tokens (the last 
 keeps depends on ceil(S / block_size) and on the last block's length. ``tests/test_activations.py`` draws small block
 sizes around S in 5 to 9; here the block size is the config class's default (256) and S is below one block, one
 whole block, one past it, two whole blocks and past two (200, 256, 257, 512, 600), on configs drawn by
-``tests/draws/minimax2.py``. The expected numbers come from transformers (``activation_oracle.saved_bytes``), never
-from llmcount.
+``tests/draws/minimax2.py``; then one sequence, and a sliding window on the softmax layers (under SDPA a mask).
+The expected numbers come from transformers (``activation_oracle.saved_bytes``), never from llmcount.
 """
 
 from __future__ import annotations
@@ -55,6 +55,27 @@ def test_one_sequence_keeps_views_of_the_blocks(seq: int) -> None:
     model = read_config(config, "random config")
     result = activations(model.architecture, model.values, "fp32", 1, seq, Options(), model.keys)
     assert expected - result.bytes == 8, (config, seq, VERSIONS)
+
+
+# (seed, window, S, dtype, attention): 13 full then lightning, 4 heads of 2 key/value heads; 66 two full layers, 2 heads
+# of one key/value head (expanded as a view); 0 lightning then full, 4 heads of 2
+WINDOWS = [
+    (13, 4, 9, "fp32", "sdpa"),  # the window shorter than S: its mask, K and V repeated to h heads
+    (13, 9, 9, "bf16", "sdpa"),  # the window as long as S: still a mask
+    (13, 10, 9, "fp32", "sdpa"),  # the window longer than S: no mask
+    (66, 3, 7, "bf16", "sdpa"),  # one key/value head: a mask, K and V not copied
+    (0, 3, 9, "bf16", "eager"),  # eager: the window only masks the scores
+]
+
+
+@pytest.mark.parametrize(("seed", "window", "seq", "dtype", "attention"), WINDOWS)
+def test_a_sliding_window_on_the_softmax_layers(seed: int, window: int, seq: int, dtype: str, attention: str) -> None:
+    config = {**DRAWS["minimax"](random.Random(seed)), "sliding_window": window}
+    expected = saved_bytes(config, 2, seq, dtype, attention)
+    model = read_config(config, "random config")
+    options = Options(attention="eager" if attention == "eager" else "flash")
+    result = activations(model.architecture, model.values, dtype, 2, seq, options, model.keys)
+    assert result.bytes == expected, (config, seq, dtype, attention, VERSIONS)
 
 
 @pytest.mark.parametrize(
