@@ -180,10 +180,10 @@ def test_training_text_names_the_lines_and_the_lora_formula() -> None:
     assert "41,943,040 trainable parameters" in out and "r·(d + d_ff)" in out.replace("3·N·r", "r")
 
 
-NO_TABLE = {  # a small MiniMax: its record has no [activations] table (lightning attention is not derived)
-    "model_type": "minimax",
-    **{"num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8},
-    **{"intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 101},
+NO_TABLE = {  # a small GIT: its record has no [activations] table (transformers cannot train it on text alone)
+    "model_type": "git",
+    **{"num_hidden_layers": 1, "hidden_size": 16, "intermediate_size": 20, "num_attention_heads": 2},
+    **{"vocab_size": 67, "vision_config": {"image_size": 4, "patch_size": 4}},
 }
 
 
@@ -191,7 +191,7 @@ def test_a_family_without_an_activation_table_is_refused_by_name_not_guessed(tmp
     path = tmp_path / "config.json"
     path.write_text(json.dumps(NO_TABLE))
     data = json.loads(run("memory", str(path), "--training", "--json").stdout)
-    assert data["activations_bytes_per_gpu"] is None and "(minimax)" in data["activations_refused"]
+    assert data["activations_bytes_per_gpu"] is None and "(git)" in data["activations_refused"]
     assert data["total_bytes_per_gpu"] == data["model_states_bytes_per_gpu"]
 
 
