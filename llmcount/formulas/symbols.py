@@ -315,7 +315,7 @@ GLOSSARY: tuple[Entry, ...] = (
         "Q",
         "chunk_size / mamba_chunk_size / block_size",
         "chunk length of a chunked scan in transformers' torch path (Mamba-2's state space duality, MiniMax's "
-        "lightning attention): FLOPs only",
+        "lightning attention, xLSTM's mLSTM): FLOPs, and the activations of Mamba-2 mixers and of xLSTM",
     ),
     Entry(
         p_train,
