@@ -92,6 +92,7 @@ d_rnn = _size("d_rnn")
 k_conv = _size("k_conv")
 Q = _size("Q")
 p_train = _count("p_train")
+p_pad = _count("p_pad")
 N_index = _count("N_index")
 n_zero = _count("n_zero")
 n_hc = _size("n_hc")
@@ -314,14 +315,21 @@ GLOSSARY: tuple[Entry, ...] = (
         "Q",
         "chunk_size / mamba_chunk_size / block_size",
         "chunk length of a chunked scan in transformers' torch path (Mamba-2's state space duality, MiniMax's "
-        "lightning attention): FLOPs only",
+        "lightning attention, xLSTM's mLSTM): FLOPs, and the activations of Mamba-2 mixers and of xLSTM",
     ),
     Entry(
         p_train,
         r"p_{\mathrm{train}}",
         "mode",
         "1 in xLSTM's train modes (a single token goes through the chunkwise kernel too), 0 in its inference mode (a "
-        "single token takes the recurrent step kernel): FLOPs only",
+        "single token takes the recurrent step kernel): FLOPs and activations",
+    ),
+    Entry(
+        p_pad,
+        r"p_{\mathrm{pad}}",
+        "mode",
+        "1 in xLSTM's train_with_padding mode (whose training forward fails in transformers), 0 in its other modes: "
+        "activations only",
     ),
     Entry(
         N_index,
