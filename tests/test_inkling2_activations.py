@@ -89,3 +89,8 @@ def test_options_that_need_each_layer_s_own_bytes_are_refused_by_name(options: O
     what = "--pp 2" if options.pp > 1 else "--recompute full"
     with pytest.raises(LlmcountError, match=TITLE + f": {what}: residual/block_states is summed over the layers"):
         _bytes(SMALL, "fp32", 2, 8, options)
+
+
+def test_a_router_score_function_not_checked_is_refused_by_name() -> None:
+    with pytest.raises(LlmcountError, match=TITLE + ": scoring_func other than sigmoid"):
+        _bytes({**SMALL, "scoring_func": "softmax"}, "fp32", 2, 8)
