@@ -1,10 +1,13 @@
 """Inkling 2's activation table beyond the drawn cases of tests/test_activations.py (draws in tests/draws/ink2.py):
-the dtype transformers cannot train it in, the logits cut to unpadded_vocab_size, the closed form of the block states
-the attention residuals keep, and the options that need each layer's own bytes."""
+bf16 as from_pretrained loads the model (from_config cannot train it in bf16), the logits cut to
+unpadded_vocab_size, the closed form of the block states the attention residuals keep, and the options that need
+each layer's own bytes."""
 
 from __future__ import annotations
 
 import math
+import random
+import re
 
 import pytest
 
@@ -29,8 +32,25 @@ def _bytes(config: dict, dtype: str, batch: int, seq: int, options: Options | No
     return activations(model.architecture, model.values, dtype, batch, seq, options or Options(), model.keys)
 
 
-def test_bf16_training_fails_in_transformers_and_is_refused_by_name() -> None:
-    """from_config leaves the router weight in bf16, and Inkling2TopKRouter multiplies its fp32 input by it."""
+class _AsFromPretrained:
+    """AutoModelForCausalLM whose from_config leaves the dtypes as from_pretrained does: the parameters and buffers of
+    the modules the class's _keep_in_fp32_modules_strict names in fp32, whatever the model's dtype."""
+
+    @staticmethod
+    def from_config(config, **kwargs):
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_config(config, **kwargs)
+        kept = [re.compile(rf"(^|\.){re.escape(name)}($|\.)") for name in model._keep_in_fp32_modules_strict]
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if any(pattern.search(name) for pattern in kept):
+                tensor.data = tensor.data.float()
+        return model
+
+
+def test_from_config_cannot_train_in_bf16() -> None:
+    """from_config leaves the router weight in bf16, and Inkling2TopKRouter multiplies its fp32 input by it: the
+    bf16 cases below load the model's dtypes as from_pretrained does instead."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     settings = {key: value for key, value in SMALL.items() if key != "model_type"}
@@ -39,9 +59,29 @@ def test_bf16_training_fails_in_transformers_and_is_refused_by_name() -> None:
     ids = torch.randint(0, 67, (2, 5))
     with pytest.raises(RuntimeError, match="same dtype"):
         model(input_ids=ids, labels=ids)
-    with pytest.raises(LlmcountError, match=TITLE + ": training in a dtype other than fp32"):
-        _bytes(SMALL, "bf16", 2, 8)
-    assert _bytes(SMALL, "fp32", 2, 8).bytes > 0
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        6,  # the class's pattern (layer 5 of 7 full), blocks of 2
+        10,  # a full layer 0, blocks of 3, one head, W = 3 < S = 9
+        12,  # every layer a block, the last layer full, n_rel = 5 < S = 9
+        21,  # full, sliding, full: blocks of 2, h_sw = 2 · h_kv_sw
+        32,  # two layers (full, sliding), L_res = 1, k = 1
+    ],
+)
+def test_bf16_with_the_fp32_modules_from_pretrained_keeps(seed: int, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    import activation_oracle
+    from draws import DRAWS
+
+    rng = random.Random(seed)  # the draws of tests/test_activations.py's fp32 cases
+    config = DRAWS["inkling2_text"](rng)
+    batch, seq = rng.choice([2, 3]), rng.choice([5, 7, 9])
+    monkeypatch.setattr(activation_oracle, "AutoModelForCausalLM", _AsFromPretrained)
+    expected = activation_oracle.saved_bytes(config, batch, seq, "bf16", "eager")
+    assert _bytes(config, "bf16", batch, seq).bytes == expected, (config, batch, seq, activation_oracle.VERSIONS)
 
 
 def test_the_loss_keeps_the_logits_cut_to_unpadded_vocab_size(monkeypatch) -> None:

@@ -4,8 +4,9 @@ number of block states each residual attends over grows differently with the lay
 relative extent shorter or longer than S. The logits are not cut here (the oracle's token ids reach V - 1, past
 unpadded_vocab_size, where the loss fails): tests/test_inkling2_activations.py cuts them with ids below it.
 
-Only fp32: transformers 5.23 cannot run the model in bf16 (the router's fp32 input meets a bf16 weight), and the
-table refuses bf16 by name (tests/test_inkling2_activations.py)."""
+fp32 only here: from_config leaves the router weight in bf16, where the router's fp32 input fails to meet it; the
+bf16 cases (the same draws, the modules _keep_in_fp32_modules_strict names in fp32 as from_pretrained loads them)
+are in tests/test_inkling2_activations.py."""
 
 from __future__ import annotations
 
