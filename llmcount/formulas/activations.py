@@ -79,6 +79,7 @@ class Saved:
     core: str = ""  # "" (always), "eager", "flash" or "inputs" (kept under selective recomputation)
     cast: bool = False  # a copy made only when the compute dtype is not fp32 (in fp32 the same storage as another)
     fp32_only: bool = False  # kept only in fp32 training (the rest of a storage an fp32 view above belongs to)
+    summed: bool = False  # a model-level entry that sums tensors of every layer (their sizes differ layer by layer)
     note: str = ""
     when: Condition | None = None  # kept only when this condition on the config holds
 
@@ -100,7 +101,7 @@ class Saved:
         return parts
 
 
-_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "fp32_only", "note", "when"}
+_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "fp32_only", "summed", "note", "when"}
 
 
 def _saved(data: Any, where: str) -> Saved:
@@ -116,7 +117,7 @@ def _saved(data: Any, where: str) -> Saved:
     for name, choices in (("dtype", DTYPES), ("per", PER), ("core", CORE)):
         if name in data and data[name] not in choices:
             raise RecordError(f"{where}: {name} must be one of {', '.join(choices)}")
-    for flag in ("cast", "fp32_only"):
+    for flag in ("cast", "fp32_only", "summed"):
         if not isinstance(data.get(flag, False), bool):
             raise RecordError(f"{where}: '{flag}' must be true or false")
     return Saved(
@@ -128,6 +129,7 @@ def _saved(data: Any, where: str) -> Saved:
         core=data.get("core", ""),
         cast=data.get("cast", False),
         fp32_only=data.get("fp32_only", False),
+        summed=data.get("summed", False),
         note=str(data.get("note", "")),
         when=condition(str(data["when"]), f"{where}.when") if "when" in data else None,
     )
@@ -376,11 +378,12 @@ def activations(
 
 def _refuse_summed(family: Family, entries: list[Saved], options: Options) -> None:
     """A model-level entry whose size sums a per-layer list (a symbol read with ``entries = "sum"``: query heads that
-    differ per layer) holds every layer's tensors at once: it cannot be split into pipeline stages or left out layer
-    by layer, so --pp and --recompute full are refused for it by name."""
+    differ per layer) or that says ``summed`` (sizes that grow with the layer index) holds every layer's tensors at
+    once: it cannot be split into pipeline stages or left out layer by layer, so --pp and --recompute full are
+    refused for it by name."""
     summed = {spec.symbol for spec in family.symbols if spec.summed}
     for e in entries:
-        if e.expr.free_symbols & summed:
+        if e.summed or e.expr.free_symbols & summed:
             what = f"--pp {options.pp}" if options.pp > 1 else "--recompute full"
             raise NotDerived(family, f"{what}: {e.path} is summed over the layers (their sizes differ per layer)")
 

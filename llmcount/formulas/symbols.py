@@ -198,6 +198,8 @@ c_H = _size("c_H")
 c_L = _count("c_L")
 N_rope = _count("N_rope")
 N_nope = _count("N_nope")
+L_res = _size("L_res")
+V_u = _size("V_u")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -738,6 +740,18 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
     Entry(N_rope, r"N_{\mathrm{rope}}", "layer_rope_theta", "layers with RoPE at the largest base"),
     Entry(N_nope, r"N_{\mathrm{nope}}", "layer_rope_theta", "layers without rotary position embedding (a base of 0)"),
+    Entry(
+        L_res,
+        r"L_{\mathrm{res}}",
+        "n_layers_per_attn_res_block",
+        "layers per block of the attention residuals: each block's input joins the states later layers attend over",
+    ),
+    Entry(
+        V_u,
+        r"V_{u}",
+        "unpadded_vocab_size",
+        "logits kept for the loss: the first min(unpadded_vocab_size, V), the rows that hold real tokens",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
