@@ -48,6 +48,8 @@ from .symbols import (
     V_dec,
     d,
     d_ff,
+    d_idx,
+    d_lat,
     d_moe,
     d_rope,
     d_rope_sw,
@@ -56,6 +58,7 @@ from .symbols import (
     d_ssm,
     g,
     h,
+    h_idx,
     h_kv,
     h_kv_full,
     h_kv_sw,
@@ -91,9 +94,11 @@ ADAM8BIT_BLOCK = 256
 TP_SPLIT = (h, h_kv, h_sw, h_kv_sw, h_kv_full, d_ff, d_moe, d_sh, d_s, V, V_dec, h_lk, h_lv, d_ssm, h_m, g)
 """Sizes tensor parallelism splits wherever they appear: attention heads (of every kind of layer), MLP and
 shared-expert widths, the vocabulary, linear-attention heads, and Mamba's inner width, heads and B/C groups."""
-TP_REPLICATED = (r_q, r_kv, d_rope, r_q_sw, r_kv_sw, d_rope_sw, n, n_pos, n_type)
+TP_REPLICATED = (r_q, r_kv, d_rope, r_q_sw, r_kv_sw, d_rope_sw, n, n_pos, n_type, d_lat, d_idx, h_idx)
 """Sizes of weights tensor parallelism keeps whole: MLA's down-projections (to r_q, r_kv; d_rope: the shared RoPE
-key of its kv down-projection), the router (n), a learned position table, a token-type table."""
+key of its kv down-projection), the router (n), a learned position table, a token-type table, the latent MoE's
+projections (d_lat) and the sparse-attention indexer (d_idx, h_idx), both ``parallel_mode="duplicated"`` in
+Megatron-LM (moe/moe_layer.py, experimental_attention_variant/dsa.py)."""
 TP_PADDED = (V, V_dec)
 """Split sizes padded to a multiple of tp rather than refused (Megatron-LM pads the vocabulary, by default to a
 multiple of 128·tp; the count takes the fewest rows, ⌈V / tp⌉ per rank, and no padded rows elsewhere)."""
@@ -105,8 +110,9 @@ PARALLEL_ASSUMPTIONS = (
     "vocabulary rows; a Mamba-2 layer's in_proj, conv1d, dt_bias, A_log, D and gated norm and a Gated DeltaNet "
     "layer's projections, conv and per-head vectors, as megatron/core/ssm/mamba_mixer.py and "
     "gated_delta_net/gdn.py split them), or that its record marks tp = split (a size written in d: GPT-2's 3·d²), "
-    "and replicates the rest: norm scales, row-parallel biases of size d, routers, MLA's down-projections, learned "
-    "position and token-type tables (torch.nn.Embedding in Megatron's LanguageModelEmbedding), weights its record "
+    "and replicates the rest: norm scales, row-parallel biases of size d, routers, MLA's down-projections, the latent "
+    "MoE's and the sparse-attention indexer's projections (duplicated in Megatron-LM), learned position and "
+    "token-type tables (torch.nn.Embedding in Megatron's LanguageModelEmbedding), weights its record "
     "marks tp = replicated (BERT's head transform, a plain Linear in Megatron's BertLMHead); every size it splits "
     "must be divisible by tp, and a weight neither its sizes nor its record place is refused by name; routed "
     "experts are not split by tp "
@@ -143,7 +149,8 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
         raise LlmcountError("--sequence-parallel splits activations over tensor-parallel ranks: give --tp > 1")
     if parallel.tp > 1:
         for symbol, key in ((h, "num_attention_heads"), (h_kv, "num_key_value_heads")):
-            if symbol in values and values[symbol] % parallel.tp:
+            if values.get(symbol) is not None and values[symbol] % parallel.tp:
+                key = model.architecture.key_of(symbol) or key
                 raise LlmcountError(f"--tp {parallel.tp} does not divide {key} = {values[symbol]}")
         for term in model.derivation.terms:
             if not term.routed:
