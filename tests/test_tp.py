@@ -11,6 +11,8 @@ Each expected number below is derived from the configs' sizes, not read from llm
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
@@ -95,8 +97,6 @@ def test_gpt2_activations_per_gpu_split_the_heads_and_widths_and_with_sp_the_res
 def test_gpt2_memory_json_at_tp_2() -> None:
     result = CliRunner().invoke(app, ["memory", "gpt2", "--training", "--tp", "2", "--json"])
     assert result.exit_code == 0, result.output
-    import json
-
     data = json.loads(result.stdout)
     d, d_ff, v, n, n_pos = 768, 3072, 50257, 12, 1024  # GPT-2 small's published config
     split = n * (4 * d * d + 3 * d + 2 * d * d_ff + d_ff)
@@ -189,6 +189,17 @@ def test_a_weight_megatron_has_no_layer_for_is_refused_by_name() -> None:
     with pytest.raises(LlmcountError, match=r"--tp 2: cannot tell how tensor parallelism splits attention/key "):
         rwkv = {"model_type": "rwkv", "num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 1000}
         tr.training(read_config(rwkv, "test config"), parallel=tr.Parallel(tp=2))
+
+
+def test_the_cli_refuses_in_one_line_on_stderr(tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**BAMBA, "mamba_n_groups": 1}))
+    result = CliRunner().invoke(app, ["memory", str(config), "--training", "--tp", "2"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "llmcount: error: --tp 2 does not divide mamba_n_groups = 1 (g in mamba/in_proj)"
+    ]
 
 
 def test_a_record_tp_field_must_be_split_or_replicated() -> None:
