@@ -185,6 +185,16 @@ def test_a_split_width_that_tp_does_not_divide_is_refused_naming_its_key() -> No
         tr.training(model, parallel=tr.Parallel(tp=2))
 
 
+def test_a_head_count_the_record_adjusts_is_named_with_its_adjustment() -> None:
+    config = {"model_type": "gpt_bigcode", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 1000}
+    model = read_config({**config, "multi_query": True}, "test config")  # one key/value head shared by the 4
+    with pytest.raises(
+        LlmcountError, match=r"^--tp 2 does not divide n_head \(h_kv = 1 if multi_query else h_kv\) = 1$"
+    ):
+        tr.training(model, parallel=tr.Parallel(tp=2))
+    assert tr.training(read_config({**config, "multi_query": False}, "test config"), parallel=tr.Parallel(tp=2))
+
+
 def test_a_weight_megatron_has_no_layer_for_is_refused_by_name() -> None:
     with pytest.raises(LlmcountError, match=r"--tp 2: cannot tell how tensor parallelism splits attention/key "):
         rwkv = {"model_type": "rwkv", "num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 1000}

@@ -151,8 +151,7 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
     if parallel.tp > 1:
         for symbol, key in ((h, "num_attention_heads"), (h_kv, "num_key_value_heads")):
             if values.get(symbol) is not None and values[symbol] % parallel.tp:
-                key = model.architecture.key_of(symbol) or key
-                raise LlmcountError(f"--tp {parallel.tp} does not divide {key} = {values[symbol]}")
+                raise LlmcountError(f"--tp {parallel.tp} does not divide {_key(model, symbol, key)} = {values[symbol]}")
         for term in model.derivation.terms:
             if not term.routed:
                 check_split(model, term, parallel.tp)
@@ -172,11 +171,21 @@ def check_split(model: Model, term: Term, tp: int) -> None:
     for symbol in sorted(split.free_symbols & (set(TP_SPLIT) - set(TP_PADDED)), key=str):
         value = model.values.get(symbol)
         if value is not None and value % tp:
-            key = model.architecture.key_of(symbol) or str(symbol)
-            raise LlmcountError(f"--tp {tp} does not divide {key} = {value} ({symbol} in {term.path})")
+            raise LlmcountError(
+                f"--tp {tp} does not divide {_key(model, symbol, str(symbol))} = {value} ({symbol} in {term.path})"
+            )
     count = split.subs(padded(model.values, tp))
     if count.is_Integer and int(count) % tp:
         raise LlmcountError(f"--tp {tp} does not divide the {int(count):,} parameters of {term.path} it splits")
+
+
+def _key(model: Model, symbol: Symbol, default: str) -> str:
+    """The config key a record reads ``symbol`` from, with the record's adjustment when the value is not the key's
+    own (GPT-BigCode's h_kv: 1 with multi_query)."""
+    for spec in model.architecture.symbols:
+        if spec.symbol == symbol:
+            return f"{spec.key} ({symbol} = {spec.adjust_text})" if spec.adjust is not None else spec.key
+    return model.architecture.key_of(symbol) or default
 
 
 def padded(values: dict[Symbol, int], tp: int) -> dict[Symbol, int]:
