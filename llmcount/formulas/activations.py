@@ -17,11 +17,13 @@ Options:
   (QK^T, softmax, attention over V) in the backward pass and keeps only its inputs q, k, v; ``full`` keeps
   each layer's input (d values per token in the compute dtype) and recomputes the layer, so one layer's
   activations are alive again during its backward (counted once, the heaviest layer);
-* tensor parallelism divides by tp every saved tensor whose size has a head count or an MLP width (or the
-  vocabulary) in it; with ``sequence_parallel`` also the others of the layers (norm inputs, projections'
-  inputs); token ids and per-position tensors are replicated; tensors of token-expert pairs (sizes with k in
-  them) are divided only with ``sequence_parallel`` (experts are not split by tp; each rank routes its own tokens,
-  and with balanced routing every GPU of an expert-parallel group computes as many pairs as it sends);
+* tensor parallelism (Korthikanti et al. 2022) divides by tp every saved tensor whose size has a size it splits
+  in it (:data:`.training.TP_SPLIT`: heads, MLP widths, the vocabulary, ...) or that its entry marks
+  ``tp = "split"`` (a column-parallel layer's output written in d); the others (a column-parallel layer's input,
+  norm inputs: B·S·d) are replicated, and divided only with ``sequence_parallel``; token ids and
+  per-position tensors are replicated; tensors of token-expert pairs (sizes with k in them) are divided only
+  with ``sequence_parallel`` (experts are not split by tp; each rank routes its own tokens, and with balanced
+  routing every GPU of an expert-parallel group computes as many pairs as it sends);
 * pipeline parallelism (1F1B): stage s (1 to pp) keeps pp - s + 1 micro-batches of its layers in flight (the first
   pp, the last one), stages as in :mod:`.training`; the GPU counted is on the heaviest stage.
 """
@@ -40,15 +42,15 @@ from .blocks import ONE
 from .expressions import Condition, RecordError, condition, formula
 from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
 from .memory import BITS
-from .records import Family
-from .symbols import B, N, S, V, d, d_ff, d_moe, h, h_kv, k
+from .records import TP_CHOICES, Family
+from .symbols import B, N, S, d, k
+from .training import TP_SPLIT
 
 ATTENTION = ("eager", "flash")
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
 PER = ("token", "position", "sequence", "step")
 CORE = ("eager", "flash", "inputs")
-TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
 
 ASSUMPTIONS = (
     "tensors autograd keeps for backward in one training step, each storage once, as the family's transformers "
@@ -82,6 +84,7 @@ class Saved:
     summed: bool = False  # a model-level entry that sums tensors of every layer (their sizes differ layer by layer)
     note: str = ""
     when: Condition | None = None  # kept only when this condition on the config holds
+    tp: str = ""  # "split" or "replicated": how tensor parallelism treats it, where its size does not tell
 
     def width(self, compute: str) -> int:
         return {"compute": BITS[compute] // 8, "fp32": 4, "int64": 8, "int32": 4, "bool": 1}[self.dtype]
@@ -90,6 +93,8 @@ class Saved:
         """The part of :meth:`bytes_formula`'s elements one tensor-parallel rank keeps, as a factor per monomial."""
         if tp == 1 or self.per != "token" or self.dtype in ("int64", "int32", "bool"):
             return self.expr
+        if self.tp:
+            return self.expr / tp if self.tp == "split" or sequence_parallel else self.expr
         parts = Integer(0)
         for monomial in Add.make_args(self.expr.expand()):
             if k in monomial.free_symbols:  # token-expert pairs: experts are not split by tp, tokens are with sp
@@ -101,7 +106,7 @@ class Saved:
         return parts
 
 
-_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "fp32_only", "summed", "note", "when"}
+_FIELDS = {"path", "expr", "dtype", "layers", "per", "core", "cast", "fp32_only", "summed", "note", "when", "tp"}
 
 
 def _saved(data: Any, where: str) -> Saved:
@@ -114,7 +119,7 @@ def _saved(data: Any, where: str) -> Saved:
     if not isinstance(path, str):
         raise RecordError(f"{where}: 'path' must be a string")
     where = f"{where} ({path})"
-    for name, choices in (("dtype", DTYPES), ("per", PER), ("core", CORE)):
+    for name, choices in (("dtype", DTYPES), ("per", PER), ("core", CORE), ("tp", TP_CHOICES)):
         if name in data and data[name] not in choices:
             raise RecordError(f"{where}: {name} must be one of {', '.join(choices)}")
     for flag in ("cast", "fp32_only", "summed"):
@@ -132,6 +137,7 @@ def _saved(data: Any, where: str) -> Saved:
         summed=data.get("summed", False),
         note=str(data.get("note", "")),
         when=condition(str(data["when"]), f"{where}.when") if "when" in data else None,
+        tp=data.get("tp", ""),
     )
 
 

@@ -29,6 +29,7 @@ class Term:
     matmul: bool = True  # false: parameters no matrix multiplication uses (gpt-oss's per-head sink logits)
     runs: Expr | None = None  # the layers that run it, when a weight counted in ``layers`` is shared by more
     grad: bool = True  # false: no gradient in a training step of the counted model (not run, or requires_grad off)
+    tp: str = ""  # "split" or "replicated": how tensor parallelism treats it, where its sizes do not tell ("": they do)
 
     @property
     def run_layers(self) -> Expr:

@@ -510,7 +510,8 @@ def shown(text: str) -> str:
     return " ".join(text.split())
 
 
-_TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul", "grad"}
+_TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul", "grad", "tp"}
+TP_CHOICES = ("split", "replicated")
 _FLAGS = ("routed", "embedding", "matmul", "grad")
 _TRUE_BY_DEFAULT = ("matmul", "grad")
 
@@ -525,6 +526,8 @@ def _choice(data: Any, where: str) -> Choice:
     flags = {f: data.get(f, f in _TRUE_BY_DEFAULT) for f in _FLAGS}
     if not all(isinstance(v, bool) for v in flags.values()):
         raise RecordError(f"{where}: 'routed', 'embedding', 'matmul' and 'grad' must be true or false")
+    if data.get("tp", "split") not in TP_CHOICES:
+        raise RecordError(f"{where}: 'tp' must be one of {', '.join(TP_CHOICES)}")
     term = Term(
         path=path,
         expr=formula(_text(data, "expr", where), f"{where}.expr"),
@@ -533,6 +536,7 @@ def _choice(data: Any, where: str) -> Choice:
         runs=formula(_text(data, "runs", where), f"{where}.runs") if "runs" in data else None,
         **flags,
         text=_text(data, "expr", where),
+        tp=data.get("tp", ""),
     )
     when = data.get("when")
     if when is None:

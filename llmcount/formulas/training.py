@@ -42,7 +42,38 @@ from ..errors import LlmcountError
 from .blocks import Term
 from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
 from .memory import BITS, FLOAT_16, Line, dtype
-from .symbols import N, V, d, d_ff, d_moe, d_rope, h, h_kv, n, n_pos, r_kv, r_q
+from .symbols import (
+    N,
+    V,
+    V_dec,
+    d,
+    d_ff,
+    d_idx,
+    d_lat,
+    d_moe,
+    d_rope,
+    d_rope_sw,
+    d_s,
+    d_sh,
+    d_ssm,
+    g,
+    h,
+    h_idx,
+    h_kv,
+    h_kv_full,
+    h_kv_sw,
+    h_lk,
+    h_lv,
+    h_m,
+    h_sw,
+    n,
+    n_pos,
+    n_type,
+    r_kv,
+    r_kv_sw,
+    r_q,
+    r_q_sw,
+)
 
 if TYPE_CHECKING:
     from .activations import Activations
@@ -60,17 +91,32 @@ ZERO_STAGES = (0, 1, 2, 3)
 LORA_DEFAULT_TARGETS = ("attention", "mlp")
 ADAM8BIT_BLOCK = 256
 
-TP_SPLIT = (h, h_kv, d_ff, d_moe, V)
-"""Sizes tensor parallelism splits: heads, MLP widths and the vocabulary."""
-TP_REPLICATED = (r_q, r_kv, d_rope, n, n_pos)
-"""Sizes of weights tensor parallelism keeps whole: MLA's down-projections (to r_q, r_kv), the router, a
-learned position table (d_rope: the shared RoPE key of MLA's kv down-projection)."""
+TP_SPLIT = (h, h_kv, h_sw, h_kv_sw, h_kv_full, d_ff, d_moe, d_sh, d_s, V, V_dec, h_lk, h_lv, d_ssm, h_m, g)
+"""Sizes tensor parallelism splits wherever they appear: attention heads (of every kind of layer), MLP and
+shared-expert widths, the vocabulary, linear-attention heads, and Mamba's inner width, heads and B/C groups."""
+TP_REPLICATED = (r_q, r_kv, d_rope, r_q_sw, r_kv_sw, d_rope_sw, n, n_pos, n_type, d_lat, d_idx, h_idx)
+"""Sizes of weights tensor parallelism keeps whole: MLA's down-projections (to r_q, r_kv; d_rope: the shared RoPE
+key of its kv down-projection), the router (n), a learned position table, a token-type table, the latent MoE's
+projections (d_lat) and the sparse-attention indexer (d_idx, h_idx), both ``parallel_mode="duplicated"`` in
+Megatron-LM (moe/moe_layer.py, experimental_attention_variant/dsa.py)."""
+TP_PADDED = (V, V_dec)
+"""Split sizes padded to a multiple of tp rather than refused (Megatron-LM pads the vocabulary, by default to a
+multiple of 128·tp; the count takes the fewest rows, ⌈V / tp⌉ per rank, and no padded rows elsewhere)."""
 
 PARALLEL_ASSUMPTIONS = (
-    "tp (Megatron tensor parallel) splits every weight whose size has a head count, an MLP width or the "
-    "vocabulary in it (q/k/v/o projections by heads, gate/up/down by d_ff, the embedding and head by vocabulary "
-    "rows, biases of column-parallel layers) and replicates the rest: norm scales, row-parallel biases of size d, "
-    "routers, MLA's down-projections, learned position tables; routed experts are not split by tp "
+    "tp (Megatron-LM tensor parallel, Shoeybi et al. 2019) splits every weight whose size has a head count, an MLP "
+    "or shared-expert width, the vocabulary, linear-attention heads or Mamba's inner width, heads or groups in it "
+    "(column-parallel q/k/v and gate/up with their biases, row-parallel o and down; the embedding and head by "
+    "vocabulary rows; a Mamba-2 layer's in_proj, conv1d, dt_bias, A_log, D and gated norm and a Gated DeltaNet "
+    "layer's projections, conv and per-head vectors, as megatron/core/ssm/mamba_mixer.py and "
+    "gated_delta_net/gdn.py split them; a Mamba-1 layer, which Megatron-LM has none of, the same way over "
+    "d_inner, its x_proj row-parallel), or that its record marks tp = split (a size written in d: GPT-2's 3·d²), "
+    "and replicates the rest: norm scales, row-parallel biases of size d, routers, MLA's down-projections, the latent "
+    "MoE's and the sparse-attention indexer's projections (duplicated in Megatron-LM), learned position and "
+    "token-type tables (torch.nn.Embedding in Megatron's LanguageModelEmbedding), weights its record "
+    "marks tp = replicated (BERT's head transform, a plain Linear in Megatron's BertLMHead); every size it splits "
+    "must be divisible by tp (the vocabulary is padded to a multiple of tp instead), and a weight neither its "
+    "sizes nor its record place is refused by name; routed experts are not split by tp "
     "(expert-tensor-parallel size 1) but divided among ep ranks (n/ep experts each); pp splits the N layers into "
     "contiguous stages as even as possible (the first N mod pp stages one layer longer), the embedding on the first "
     "stage, the final norm and head on the last (a tied head is a second copy of the embedding there), and the GPU "
@@ -104,8 +150,11 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
         raise LlmcountError("--sequence-parallel splits activations over tensor-parallel ranks: give --tp > 1")
     if parallel.tp > 1:
         for symbol, key in ((h, "num_attention_heads"), (h_kv, "num_key_value_heads")):
-            if symbol in values and values[symbol] % parallel.tp:
-                raise LlmcountError(f"--tp {parallel.tp} does not divide {key} = {values[symbol]}")
+            if values.get(symbol) is not None and values[symbol] % parallel.tp:
+                raise LlmcountError(f"--tp {parallel.tp} does not divide {_key(model, symbol, key)} = {values[symbol]}")
+        for term in model.derivation.terms:
+            if not term.routed:
+                check_split(model, term, parallel.tp)
     if parallel.ep > 1:
         if not model.architecture.is_moe or n not in values:
             raise LlmcountError(f"--ep {parallel.ep}: {model.name} has no routed experts to divide")
@@ -113,6 +162,35 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
             raise LlmcountError(f"--ep {parallel.ep} does not divide the number of routed experts n = {values[n]}")
     if parallel.pp > values[N]:
         raise LlmcountError(f"--pp {parallel.pp} is more than the number of layers N = {values[N]}")
+
+
+def check_split(model: Model, term: Term, tp: int) -> None:
+    """LlmcountError naming the config key (or the term) and both numbers when ``tp`` does not divide a size of
+    ``term`` that it splits."""
+    split, _ = tp_split(term, tp)
+    for symbol in sorted(split.free_symbols & (set(TP_SPLIT) - set(TP_PADDED)), key=str):
+        value = model.values.get(symbol)
+        if value is not None and value % tp:
+            raise LlmcountError(
+                f"--tp {tp} does not divide {_key(model, symbol, str(symbol))} = {value} ({symbol} in {term.path})"
+            )
+    count = split.subs(padded(model.values, tp))
+    if count.is_Integer and int(count) % tp:
+        raise LlmcountError(f"--tp {tp} does not divide the {int(count):,} parameters of {term.path} it splits")
+
+
+def _key(model: Model, symbol: Symbol, default: str) -> str:
+    """The config key a record reads ``symbol`` from, with the record's adjustment when the value is not the key's
+    own (GPT-BigCode's h_kv: 1 with multi_query)."""
+    for spec in model.architecture.symbols:
+        if spec.symbol == symbol:
+            return f"{spec.key} ({symbol} = {spec.adjust_text})" if spec.adjust is not None else spec.key
+    return model.architecture.key_of(symbol) or default
+
+
+def padded(values: dict[Symbol, int], tp: int) -> dict[Symbol, int]:
+    """``values`` with the vocabulary sizes (``TP_PADDED``) rounded up to a multiple of ``tp``."""
+    return {**values, **{s: -(-values[s] // tp) * tp for s in TP_PADDED if values.get(s) is not None}}
 
 
 def _monomials(expr: Expr) -> list[Expr]:
@@ -125,8 +203,13 @@ def _degree(monomial: Expr) -> int:
 
 
 def tp_split(term: Term, tp: int) -> tuple[Expr, Expr]:
-    """A term's per-layer expression as (the part tp splits, the part it replicates); LlmcountError when tp > 1
-    and a weight matrix has none of the sizes that tell (``TP_SPLIT``, ``TP_REPLICATED``)."""
+    """A term's per-layer expression as (the part tp splits, the part it replicates): all of it as its record's
+    ``tp`` says, else by monomial as its sizes tell (``TP_SPLIT``, ``TP_REPLICATED``; a vector is replicated);
+    LlmcountError when tp > 1 and a weight matrix has none of those sizes."""
+    if term.tp == "split":
+        return term.expr, Integer(0)
+    if term.tp == "replicated":
+        return Integer(0), term.expr
     split, kept = Integer(0), Integer(0)
     for monomial in _monomials(term.expr):
         symbols = monomial.free_symbols
@@ -136,8 +219,9 @@ def tp_split(term: Term, tp: int) -> tuple[Expr, Expr]:
             kept += monomial
         else:
             raise LlmcountError(
-                f"--tp {tp}: cannot tell how tensor parallelism splits {term.path} ({term.expr}): "
-                "it has no head count, MLP width or vocabulary in its size"
+                f"--tp {tp}: cannot tell how tensor parallelism splits {term.path} ({term.expr}): its size has no "
+                "head count, MLP width, vocabulary or Mamba/linear-attention width and its record gives no tp "
+                "(a weight Megatron-LM has no tensor-parallel layer for)"
             )
     return split, kept
 
@@ -240,7 +324,7 @@ def _held(term: Term, values: dict[Symbol, int], parallel: Parallel, optimizer: 
         count //= parallel.ep
     else:
         split, kept = tp_split(term, parallel.tp)
-        count = -(-int(split.subs(env)) // parallel.tp) + int(kept.subs(env))
+        count = int(split.subs(padded(env, parallel.tp))) // parallel.tp + int(kept.subs(env))
     if not term.grad:
         return Held(frozen=count)
     if lora is not None:
