@@ -2,7 +2,8 @@
 model.embed_tokens_extend, a SigLIP-style vision encoder and a conformer audio encoder. The record's vision and audio
 groups against the parameters of those modules as transformers builds them, the whole against the model, for the
 class defaults and hand-set small configs that flip every size of the encoders; what the config classes refuse is
-refused by name."""
+refused by name. On token ids alone (what flops and memory count) no encoder module runs, the encoders get no
+gradient, and the FLOPs and the cache are the decoder's."""
 
 from __future__ import annotations
 
