@@ -153,3 +153,22 @@ def test_cache_on_token_ids_alone_equals_transformers(keys: dict) -> None:
     model = read_config(config, "test")
     result = memory.inference(model.derivation, model.values, "fp32", seq=6, batch=2)
     assert result.bytes_of("kv_cache") == oracle.cache_bytes(config, 2, 6), oracle.VERSIONS
+
+
+@pytest.mark.parametrize("command", [["flops", "--seq", "16"], ["memory", "--seq", "16"], ["memory", "--training"]])
+def test_the_output_says_image_and_audio_input_is_not_counted(tmp_path, command: list[str]) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "phi4_multimodal", **CONFIGS["small"]}))
+    result = CliRunner().invoke(app, [command[0], str(path), *command[1:]])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    if command[-1] == "--training":
+        assert "no gradient: vision/*, audio/*" in text
+    else:
+        assert "so image and audio input is not counted" in text
