@@ -1,6 +1,7 @@
 """Draws for Phi-4-multimodal (phi4_multimodal) on token ids alone: the Phi-3 decoder with grouped heads, partial
-RoPE (Phi-4-multimodal-instruct turns 0.75 of each head), a window on every layer or on the layers layer_types marks,
-a tied or untied head; small encoders, which do not run on token ids alone and keep nothing."""
+RoPE (Phi-4-multimodal-instruct turns 0.75 of each head) with or without longrope, a window on every layer or on the
+layers layer_types marks, a tied or untied head; small encoders, which do not run on token ids alone and keep
+nothing."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def phi4_multimodal(rng: random.Random) -> dict:
         "vision_config": VISION,
         "audio_config": AUDIO,
     }
+    if rng.random() < 0.5:  # Phi-4-multimodal-instruct's longrope, its long factors from S > 4 on (no tensor more kept)
+        factor = config.pop("partial_rotary_factor")
+        rotated = int(head * factor) // 2  # validate_rope: one factor per frequency of int(d // h · factor) channels
+        config["original_max_position_embeddings"] = 4
+        config["rope_parameters"] = {
+            **{"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": factor},
+            **{"short_factor": [1.0] * rotated, "long_factor": [2.0] * rotated, "original_max_position_embeddings": 4},
+        }
     if window is not None:  # a sliding layer without a window fails in transformers' cache, built in training too
         config["layer_types"] = rng.choice([None, [rng.choice(kinds) for _ in range(layers)]])
     return config
@@ -41,11 +50,12 @@ DRAWS = {"phi4_multimodal": phi4_multimodal}
 
 # each seed's draw, by what it exercises (B >= 2 in every one; printed from phi4_multimodal(random.Random(seed)))
 CASES = [
-    ("phi4_multimodal", 2, "fp32", "eager"),  # heads of 6 at 0.5: int(3) channels, a rotary table 4 wide; no window
-    ("phi4_multimodal", 3, "bf16", "eager"),  # tied head, grouped heads, 0.75 of heads of 8, a window of 3 below S = 9
-    ("phi4_multimodal", 5, "fp32", "eager"),  # 3 layers that layer_types marks sliding, 6 query heads on 3 kv heads
-    ("phi4_multimodal", 7, "bf16", "eager"),  # 2 layers, grouped heads, 0.5 of heads of 8, no window
-    ("phi4_multimodal", 10, "fp32", "eager"),  # a full and two sliding layers (layer_types), 0.75 of heads of 6
+    ("phi4_multimodal", 2, "fp32", "eager"),  # longrope, heads of 6 at 0.5: int(3) channels, a table 4 wide; S = 9 > 4
+    ("phi4_multimodal", 3, "bf16", "eager"),  # longrope, tied, grouped heads, 0.75 of heads of 8, a window of 3, B = 3
+    ("phi4_multimodal", 5, "fp32", "eager"),  # 3 layers, two sliding and a full one (layer_types), 6 query heads on 3
+    ("phi4_multimodal", 7, "bf16", "eager"),  # longrope, 2 layers, grouped heads, 0.5 of heads of 8, no window
+    ("phi4_multimodal", 10, "fp32", "eager"),  # default RoPE at 0.75 of heads of 6, sliding and full layers
     ("phi4_multimodal", 10, "bf16", "eager"),
-    ("phi4_multimodal", 11, "bf16", "eager"),  # 2 sliding layers, heads of 8 at 0.5, the largest draw
+    ("phi4_multimodal", 11, "bf16", "eager"),  # 2 sliding layers, 0.5 of heads of 8, B = 3
+    ("phi4_multimodal", 14, "fp32", "eager"),  # longrope at 0.75, a window that layer_types leaves unused
 ]
