@@ -36,6 +36,18 @@ WIDTHS = {
     # partial RoPE turns int(head · 0.25) channels, rounded to pairs: heads of 16 keep a rotated part the records read
     "gpt_neox": st.just({"hidden_size": 32, "num_attention_heads": 2}),
     "stablelm": st.just({"hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2}),
+    # the encoders never run on token ids alone: small ones keep the CPU build small (the text model is drawn)
+    "phi4_multimodal": st.just(
+        {
+            "vision_config": {
+                "num_hidden_layers": 1,
+                "hidden_size": 8,
+                "intermediate_size": 8,
+                "num_attention_heads": 2,
+            },
+            "audio_config": {"num_blocks": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+        }
+    ),
     "xlstm": st.sampled_from([64, 128]).map(
         lambda d: {"hidden_size": d, "embedding_dim": d, "qk_dim_factor": 0.5 if d == 128 else 1.0, "v_dim_factor": 1.0}
     ),

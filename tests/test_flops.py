@@ -303,6 +303,15 @@ SMALL = {
         **{"intermediate_size": 48, "tie_word_embeddings": False},
         "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
     },
+    # Phi-4-multimodal on token ids alone: neither the vision nor the audio encoder runs; every layer slides (W = 5)
+    "phi4-multimodal-text-only-sliding": {
+        **GQA,
+        "model_type": "phi4_multimodal",
+        "sliding_window": 5,
+        "pad_token_id": 0,  # the class's 199999 lies outside the small vocabulary
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+        "audio_config": {"num_blocks": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+    },
     # Laguna: query heads per layer (2 to 8 against h_kv = 2), sliding and full layers, a dense first layer, a gate
     # per channel of every head
     "laguna-heads-per-layer": {
@@ -443,13 +452,20 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 
 # records checked on drawn configs here, counted on CPU (their forward reads tensor values: the indexers' top-k masks,
 # JetMoE's expert loop, Mllama's cross-attention layers): the drawing of test_records, switches flipped, small even
-# sizes, windows within the drawn lengths, and heads of an even width of two channels or more (rotary embeddings turn
-# pairs of channels; torch computes a Q·Kᵀ over heads of one channel otherwise than as the matmul the counter sees)
+# sizes, windows within the drawn lengths, encoders that do not run made small (SMALL_ENCODERS), and heads of an even
+# width of two channels or more (rotary embeddings turn pairs of channels; torch computes a Q·Kᵀ over heads of one
+# channel otherwise than as the matmul the counter sees)
 DRAWN = [
     *("apertus", "axk2", "deepseek_v32", "diffllama", "falcon", "git", "glm_moe_dsa", "gpt_bigcode", "hrm_text"),
-    *("hy_v4", "jetmoe", "mllama_text_model", "moshi"),
+    *("hy_v4", "jetmoe", "mllama_text_model", "moshi", "phi4_multimodal"),
 ]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
+SMALL_ENCODERS = {  # encoders that do not run on token ids alone: small ones keep the CPU build small
+    "phi4_multimodal": {
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+        "audio_config": {"num_blocks": 1, "hidden_size": 8, "intermediate_size": 8, "num_attention_heads": 2},
+    },
+}
 MAX_PARAMETERS = 50_000_000
 
 
@@ -463,6 +479,7 @@ def test_drawn_config_equals_flop_counter(model_type: str, data: st.DataObject) 
     for key, choices in DRAWN_WINDOWS.items():
         if isinstance(config.get(key), int):
             config[key] = data.draw(st.sampled_from(choices))
+    config.update(SMALL_ENCODERS.get(model_type, {}))
     batch, seq = data.draw(st.integers(1, 2), label="B"), data.draw(st.integers(1, 12), label="S")
     try:
         model = read_config(config, "drawn config")

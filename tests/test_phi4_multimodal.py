@@ -2,7 +2,8 @@
 model.embed_tokens_extend, a SigLIP-style vision encoder and a conformer audio encoder. The record's vision and audio
 groups against the parameters of those modules as transformers builds them, the whole against the model, for the
 class defaults and hand-set small configs that flip every size of the encoders; what the config classes refuse is
-refused by name."""
+refused by name. On token ids alone (what flops and memory count) no encoder module runs, the encoders get no
+gradient, and the FLOPs and the cache are the decoder's."""
 
 from __future__ import annotations
 
@@ -79,3 +80,95 @@ def test_what_transformers_refuses_is_refused_by_name(keys: dict, message: str) 
         oracle.meta_total(config)
     with pytest.raises(RuleRefusal, match=message):
         read_config(config, "test")
+
+
+# ---------------------------------------------------------------------------------------------
+# costs on token ids alone: the encoders do not run, get no gradient, keep nothing
+
+
+def train_on_token_ids(config: dict, batch: int = 2, seq: int = 5) -> tuple[set[str], int, int]:
+    """The encoder modules that ran in one training step on token ids alone (CPU, eager), the parameters of the
+    model and those with a gradient after the backward."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(oracle._hf_config(config), attn_implementation="eager")
+    model.train()
+    ran: set[str] = set()
+    for name, module in model.model.embed_tokens_extend.named_modules():
+        if name:  # the feature embedding itself runs: it finds no image and no audio to embed
+            module.register_forward_hook(lambda *_, name=name: ran.add(name))
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq))
+    model(input_ids=ids, labels=ids).loss.backward()
+    graded = sum(p.numel() for p in model.parameters() if p.grad is not None)
+    return ran, sum(p.numel() for p in model.parameters()), graded
+
+
+def test_on_token_ids_alone_the_encoders_do_not_run_and_get_no_gradient() -> None:
+    """Phi4MultimodalFeatureEmbedding runs an encoder only when image_pixel_values (audio_input_features) are given:
+    no encoder module runs, and exactly the vision and audio groups (grad = false) are left without a gradient, so
+    memory --training keeps no gradient and no optimizer state for them."""
+    from llmcount.formulas import training
+
+    config = {"model_type": "phi4_multimodal", **CONFIGS["small"]}
+    ran, parameters, graded = train_on_token_ids(config)
+    assert ran == set(), oracle.VERSIONS
+    encoders = parts(config)
+    assert parameters - graded == encoders["vision"] + encoders["audio"]
+    result = training.training(read_config(config, "test"), "bf16", "adamw")
+    assert (result.held.parameters, result.held.trainable) == (parameters, graded)
+    assert result.no_grad_parameters == parameters - graded
+
+
+def test_flops_on_token_ids_alone_by_hand() -> None:
+    """The small config (N = 2, d = 64, h = 4, h_kv = 2, h_d = 16, d_ff = 48, V = 100) at B = 2, S = 7: per token
+    and layer qkv_proj 2·64·(4 + 4)·16, o_proj 2·64·64, the MLP 2·3·64·48, scores and values 2·2·7·4·16; the head
+    2·64·100; the encoders nothing. The counter agrees (tests/test_flops.py)."""
+    from llmcount.formulas.flops import Flops
+
+    per_layer = 2 * 64 * 8 * 16 + 2 * 64 * 64 + 2 * 3 * 64 * 48 + 2 * 2 * 7 * 4 * 16
+    model = read_config({"model_type": "phi4_multimodal", **CONFIGS["small"]}, "test")
+    counts = Flops(model.derivation).evaluate(model.values, 7, 2)
+    assert counts.forward == 2 * 7 * (2 * per_layer + 2 * 64 * 100) == 1_433_600
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"sliding_window": 3},  # every layer keeps W - 1 = 2 tokens
+        {"sliding_window": 3, "layer_types": ["full_attention", "sliding_attention"]},
+        {"sliding_window": 3, "num_hidden_layers": 3, "layer_types": ["sliding_attention"] * 3},
+        {},
+    ],
+)
+def test_cache_on_token_ids_alone_equals_transformers(keys: dict) -> None:
+    """Keys and values of the decoder's layers only (2 · h_kv · h_d per token, S or W - 1 of them), what
+    transformers' cache holds after a forward of B = 2 sequences of S = 6 tokens."""
+    from llmcount.formulas import memory
+
+    config = {"model_type": "phi4_multimodal", **CONFIGS["small"], **keys}
+    model = read_config(config, "test")
+    result = memory.inference(model.derivation, model.values, "fp32", seq=6, batch=2)
+    assert result.bytes_of("kv_cache") == oracle.cache_bytes(config, 2, 6), oracle.VERSIONS
+
+
+@pytest.mark.parametrize("command", [["flops", "--seq", "16"], ["memory", "--seq", "16"], ["memory", "--training"]])
+def test_the_output_says_image_and_audio_input_is_not_counted(tmp_path, command: list[str]) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "phi4_multimodal", **CONFIGS["small"]}))
+    result = CliRunner().invoke(app, [command[0], str(path), *command[1:]])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    if command[-1] == "--training":
+        assert "no gradient: vision/*, audio/*" in text
+    else:
+        assert "so image and audio input is not counted" in text
