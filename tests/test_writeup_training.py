@@ -96,11 +96,42 @@ def test_a_family_without_an_activation_table_gets_its_model_states_and_one_sent
     path = tmp_path / "config.json"
     path.write_text(json.dumps(NO_TABLE))
     result = post(str(path), batch=2)
-    assert "Activations are not derived for MiniMax" in result.text
+    assert "Activations are not derived for GIT: its llmcount record has no table" in result.text
     assert result.data["training"]["activations_bytes_per_gpu"] is None
     states = result.data["training"]["model_states_bytes_per_gpu"]
     assert states == 16 * oracle.meta_total(NO_TABLE)  # 2 + 2 + 12 bytes each
     assert f"**{grouped(states)}** bytes per GPU" in result.text
+
+
+XLSTM = {  # transformers' xLSTM in its default inference mode: a chunk of 4 tokens, one whole chunk at S = 8
+    "model_type": "xlstm",
+    **{"num_blocks": 1, "hidden_size": 32, "num_heads": 2, "vocab_size": 50, "chunk_size": 4},
+}
+
+
+def test_a_config_the_table_refuses_gets_the_reason(tmp_path) -> None:
+    """xLSTM's chunkwise kernel fails in bf16 (its fp32 zero states meet bf16 keys and values), so its table refuses
+    that setting with the reason, which the section gives instead of saying the record has no table."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(XLSTM))
+    for lang, said in (
+        ("en", "Activations are not derived for xLSTM in this setting: mode inference"),
+        ("zh", "xLSTM 的激活值在这个设定下不做推导"),
+    ):
+        result = build(str(path), "markdown", lang, sections="training", seq=8, training=Settings(batch=2))
+        assert said in result.text and "chunkwise kernel fails" in result.text
+        assert "no table" not in result.text and "没有经 autograd 核对过" not in result.text
+    fp32 = build(str(path), sections="training", seq=8, training=Settings(batch=2, dtype="fp32"))
+    assert fp32.data["training"]["activations_bytes_per_gpu"] > 0
+
+
+@pytest.mark.parametrize("options", [{}, {"recompute": "selective"}, {"attention": "flash"}])
+def test_a_family_without_attention_says_no_score_matrix_is_kept(tmp_path, options: dict) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mamba", "num_hidden_layers": 2, "hidden_size": 16, "vocab_size": 50}))
+    text = build(str(path), sections="training", seq=8, training=Settings(batch=2, **options)).text
+    assert "Mamba's layers have no softmax attention" in text
+    assert "eager attention" not in text and "core attention" not in text and "fused attention kernel" not in text
 
 
 def test_the_section_is_in_the_full_post_only_when_asked() -> None:

@@ -64,8 +64,13 @@ class NotDerived(LlmcountError):
     name (``memory --training`` still gives the model states)."""
 
     def __init__(self, family: Family, reason: str) -> None:
-        self.why = f"not derived for {family.title} ({family.name}): {reason}"
+        self.why = f"{self.prefix(family)}{reason}"
         super().__init__(f"activations: {self.why}")
+
+    @staticmethod
+    def prefix(family: Family) -> str:
+        """What every refusal's ``why`` starts with, before its reason."""
+        return f"not derived for {family.title} ({family.name}): "
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 from sympy import Add, Expr, Integer, Rational, expand
 
+from ..formulas.activations import NotDerived, table
 from ..formulas.config import Model
 from ..formulas.symbols import B, S
 from ..formulas.training import F, Lora, N_dp, P, P_m, P_o, P_t, Parallel, Training, estimate, held_values
@@ -76,7 +77,8 @@ class TrainingPart:
     model_bytes: int = 0
     total_groups: list | None = None  # the activations of the model: each kind's count times its layer + the rest
     values: dict = field(default_factory=dict)  # the config's values with B and S
-    refused: str = ""  # why the activations are not derived
+    refused: str = ""  # why the activations are not derived for this config ("": the record has no table)
+    attention_free: bool = False  # the table has no attention entries: no S×S tensor under any option
 
     @property
     def activations(self):
@@ -99,6 +101,18 @@ def ordered(formulas: list[Expr]) -> list:
         if terms:
             groups.append((scale, terms))
     return groups
+
+
+def _refusal(model: Model, why: str) -> str:
+    """The reason a table refuses this config; "" when the activations are refused for want of a table."""
+    if not why or table(model.architecture) is None:
+        return ""
+    return why.removeprefix(NotDerived.prefix(model.architecture))
+
+
+def _attention_free(model: Model) -> bool:
+    parsed = table(model.architecture)
+    return parsed is not None and not any(saved.core for saved in parsed.saved)
 
 
 def training_part(model: Model, settings: Settings, seq: int) -> TrainingPart:
@@ -137,7 +151,8 @@ def training_part(model: Model, settings: Settings, seq: int) -> TrainingPart:
         symbols=symbols,
         trainable_is_all=trainable_is_all,
         values={**model.values, B: settings.batch, S: seq},
-        refused=t.activations_refused,
+        refused=_refusal(model, t.activations_refused),
+        attention_free=_attention_free(model),
     )
     a = t.activations
     if a is None:
