@@ -447,7 +447,7 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 # pairs of channels; torch computes a Q·Kᵀ over heads of one channel otherwise than as the matmul the counter sees)
 DRAWN = [
     *("apertus", "axk2", "deepseek_v32", "diffllama", "falcon", "git", "glm_moe_dsa", "gpt_bigcode", "hrm_text"),
-    *("hy_v4", "jetmoe", "mllama_text_model", "moshi"),
+    *("deepseek_v4", "hy_v4", "jetmoe", "mllama_text_model", "moshi"),
 ]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
 MAX_PARAMETERS = 50_000_000

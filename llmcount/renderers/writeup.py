@@ -366,6 +366,7 @@ class MemoryPart:
     kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
     indexer: KvKind | None = None  # the indexer keys some layers cache besides, all S tokens
     longest: int | None = None  # not derived: S is longer than the record's attention describes (this S)
+    grown: bool = False  # some layers keep more than keys and values per token (a record's [[cache]]): kv_seq_bytes
 
 
 def kv_groups(spec) -> list:
@@ -397,6 +398,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         return MemoryPart(**{**part.__dict__, "longest": limit})
     kv_dtype = "bf16"
     values = model.values
+    if family.caches:  # no per-token formula: the bytes of one sequence at S, as `llmcount memory` gives them
+        inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
+        return MemoryPart(**{**part.__dict__, "grown": True, "kv_seq_bytes": inference.bytes_of("kv_cache")})
     elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
     inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
 
