@@ -172,3 +172,56 @@ def test_bad_configs_are_refused_in_one_line(tmp_path, keys: dict, command: str,
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**CONFIGS["mixed"], **keys}))
     assert_refused(run(command, str(path)), needle)
+
+
+def test_class_defaults_by_hand() -> None:
+    """DeepseekV4Config() (43 layers: 20 CSA, 23 HCA; one key/value head of h_d = 512, indexer keys of d_idx = 128;
+    W = 128, m_csa = 4, m_hca = 128) at S = 65,536 = 16,384 · 4 = 512 · 128, bf16, one sequence: a CSA layer keeps
+    127 sliding keys, 16,384 entries of 512 + 128 and the overlapping half of its last window, 2 · 4 · (512 + 128)
+    (no token waits for a window); an HCA layer 127 sliding keys and 512 entries of 512."""
+    config = {"model_type": "deepseek_v4", "num_hidden_layers": 43, "hidden_size": 4096, "num_attention_heads": 64}
+    model = read_config({**config, "vocab_size": 129280}, "defaults")
+    result = memory.inference(model.derivation, model.values, "bf16", seq=65536, batch=1)
+    csa = 127 * 512 + 16384 * (512 + 128) + 2 * 4 * (512 + 128)
+    hca = 127 * 512 + 512 * 512
+    kinds = {k.kind: (k.layers, k.bytes) for k in result.per_layer_kind}
+    assert kinds == {CSA: (20, 2 * 20 * csa), HCA: (23, 2 * 23 * hca)}
+
+
+RECORD = {
+    "model_type": "x",
+    "title": "x",
+    "symbols": {"N": "num_hidden_layers", "d": "hidden_size"},
+    "terms": [{"path": "attention/q_proj", "expr": "d*d", "layers": "N"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"cache": [{"name": "k", "layers": "N", "expr": "B*S*d"}]}, "elements of one sequence, without B"),
+        ({"cache": [{"name": "k", "layers": "N", "expr": "S*d", "per": "token"}]}, r"unknown fields \['per'\]"),
+        ({"cache": [{"name": "k", "layers": "N", "expr": "max(S, d)"}]}, "is not allowed in a formula"),
+        ({"cache": [{"name": "k", "layers": "N", "expr": "min(S, d, 2)"}]}, "is not allowed in a formula"),
+        ({"flops": [{"path": "attention/x", "expr": "2*B*S*d", "causal": "2*B*S*q"}]}, "'q' is not a glossary symbol"),
+    ],
+)
+def test_cache_and_causal_fields_are_checked(table: dict, message: str) -> None:
+    from llmcount.formulas.records import RecordError, parse_record
+
+    with pytest.raises(RecordError, match=message):
+        parse_record({**RECORD, **table}, "x.toml")
+
+
+def test_gpu_memory_is_refused_where_the_cache_shrinks(tmp_path) -> None:
+    """The compressed layers release the tokens of a window when it fills (at S = 11 an HCA layer of m_hca = 4 holds
+    2 entries and 3 tokens' keys and gates, at S = 12 3 entries): the search for the longest S that fits is refused
+    by name; a config whose layers all slide is searched."""
+    model = read_config(CONFIGS["mixed"], "test")
+    at = {s: memory.inference(model.derivation, model.values, "fp32", seq=s).bytes_of("kv_cache") for s in (11, 12)}
+    assert at[12] < at[11]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["mixed"]))
+    assert_refused(run("memory", str(path), "--gpu-memory", "80GiB"), "--gpu-memory is not derived for DeepSeek-V4")
+    path.write_text(json.dumps(CONFIGS["sliding"]))
+    assert run("memory", str(path), "--gpu-memory", "80GiB").exit_code == 0

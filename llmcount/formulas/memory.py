@@ -7,7 +7,8 @@ Every amount is an exact number of bytes (a Python int); GiB = 2^30 bytes is mad
   parameters, :math:`\\lceil P/G \\rceil` scales (zero points, when a scheme has them, are not counted);
 * KV cache, elements per token: :math:`2 N h_{kv} h_d` (MHA/GQA/MQA; GPT-2: :math:`2Nd`); MLA stores the
   latent, :math:`N (r_{kv} + d_{rope})`, as serving engines and transformers' own DeepSeek cache do; the
-  expanded keys and values would be :math:`N h (d_{nope} + d_{rope} + d_v)`. Times :math:`B S` tokens;
+  expanded keys and values would be :math:`N h (d_{nope} + d_{rope} + d_v)`. Times :math:`B S` tokens; what a
+  record's ``[[cache]]`` states per sequence (a formula in S), times :math:`B`;
 * training (``TRAINING_ASSUMPTIONS``): 16 bytes per parameter.
 """
 
@@ -112,6 +113,7 @@ class LayerKind:
 def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = False) -> list[LayerKind]:
     """The cache of each kind of layer a record describes. Full layers keep S tokens; sliding and chunked layers
     min(S, W - 1) when the config gives the window W (transformers' convention: :data:`WINDOW_NOTE`); the
+    layers of a ``[[cache]]`` keep its formula in S (compressed entries, the tokens of an unfinished window); the
     layers of a ``[[state]]`` keep their fixed state, whatever S."""
     kinds = []
     spec = family.attention
