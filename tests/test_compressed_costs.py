@@ -225,3 +225,17 @@ def test_gpu_memory_is_refused_where_the_cache_shrinks(tmp_path) -> None:
     assert_refused(run("memory", str(path), "--gpu-memory", "80GiB"), "--gpu-memory is not derived for DeepSeek-V4")
     path.write_text(json.dumps(CONFIGS["sliding"]))
     assert run("memory", str(path), "--gpu-memory", "80GiB").exit_code == 0
+
+
+def test_the_write_up_counts_the_compressed_scores_as_attention(tmp_path) -> None:
+    """The scores over compressed entries and the indexer's grow with S: the write-up counts them with the attention
+    scores and values, and gives the cache of one sequence at S as memory does."""
+    from llmcount.renderers.writeup import flops_part, memory_part
+
+    model = read_config(CONFIGS["mixed"], "test")
+    part = flops_part(model, seq=13)
+    components = Flops(model.derivation).evaluate(model.values, 13, 1).components
+    scores = sum(c.flops for c in components if "scores" in c.path or "values" in c.path)
+    assert part.attention == scores // 13 and part.head == 2 * 16 * 40
+    kv = memory_part(model, seq=13)
+    assert kv.grown and kv.kv_seq_bytes == memory.inference(model.derivation, model.values, seq=13).bytes_of("kv_cache")

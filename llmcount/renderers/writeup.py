@@ -315,7 +315,7 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     for c in counts.components:  # a kind of layer this config has none of has no component
         if c.path in scans:
             kind = "state"
-        elif c.path.startswith("attention/scores") or c.path.startswith("attention/values"):
+        elif c.path.startswith(("attention/scores", "attention/values")) or _extra_scores(c.path):
             kind = "attention"
         else:
             kind = "head" if c.path == "head/lm_head" else "linear"
@@ -324,6 +324,12 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
     kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
     return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
+
+
+def _extra_scores(path: str) -> bool:
+    """Scores of a record's ``[[flops]]`` in the attention (an indexer's, those over compressed entries): they grow
+    with S as the attention scores do."""
+    return path.startswith("attention/") and path.endswith(".scores")
 
 
 def _whole(value: Fraction) -> int | Fraction:
