@@ -392,6 +392,11 @@ CACHE_STATE = (
     "indexer_keys",
     "indexer_position_ids",  # DynamicIndexedLayer (DeepSeek-V3.2's indexer)
     "idx_keys",  # MiniMaxM3VLSparseCacheLayer: the indexer keys of a sparse layer
+    "compressed_kv",  # DeepseekV4HCACache, DeepseekV4CSACache: per compressor (and indexer) its compressed entries,
+    "buffer_kv",  # the keys and gates of the tokens since its last full window,
+    "buffer_gate",
+    "overlap_kv",  # and (CSA) the overlapping half of its last full window
+    "overlap_gate",
 )
 CACHE_BOOKKEEPING = ("_sliding_window_tensor", "cumulative_length", "indexer_cumulative_length", "seqlen_offset")
 # Model outputs that carry the cache: past_key_values (most), cache_params (Mamba, Mamba-2, Falcon-Mamba) and

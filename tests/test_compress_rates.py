@@ -1,6 +1,7 @@
 """DeepSeek-V4's compressed attention: layer kinds from layer_types and the compression rates from the compress_rates
 object (dotted keys, one level), against transformers for hand-set configs that flip every part; bad values of the
-object refused naming the key, the legacy keys DeepseekV4Config folds in refused by name."""
+object refused naming the key, the legacy keys DeepseekV4Config folds in refused by name. Its FLOPs and cache:
+test_compressed_costs.py."""
 
 from __future__ import annotations
 
@@ -83,9 +84,8 @@ def test_deepseek_v4_refusals_are_one_line(tmp_path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**SMALL_V4, "compress_rates": {CSA: True}}))
     assert_refused(run("count", str(path)), f"compress_rates.{CSA}")
-    path.write_text(json.dumps(SMALL_V4))
-    assert_refused(run("flops", str(path)), "deepseek_v4")
-    assert_refused(run("memory", str(path)), "deepseek_v4")
+    assert_refused(run("flops", str(path)), f"compress_rates.{CSA}")
+    assert_refused(run("memory", str(path)), f"compress_rates.{CSA}")
     with pytest.raises(RuleRefusal):
         read_config({**SMALL_V4, "compress_rate_hca": 64}, "test")
 

@@ -21,7 +21,7 @@ from sympy import Symbol
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
 from . import memory
-from .derivation import Derivation
+from .derivation import Derivation, evaluate_int
 
 TABLE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 GROUP = 128
@@ -112,7 +112,17 @@ def fit(
     max_positions: int | None = None,
 ) -> Fit:
     """The longest S (B = 1), at most ``max_positions`` (the model's context length) when given, and the largest B
-    (at ``seq``) that fit; LlmcountError when the weights alone don't."""
+    (at ``seq``) that fit; LlmcountError when the weights alone don't, or when the config has layers that keep what
+    a record's ``[[cache]]`` states (the search needs a total that does not decrease as S grows)."""
+    family = derivation.architecture
+    present = [kept.name for kept in family.caches if evaluate_int(kept.layers, values, kept.name)]
+    if present:
+        kinds = ", ".join(name.replace("_", " ") for name in present)
+        raise LlmcountError(
+            f"--gpu-memory is not derived for {family.title} ({family.name}): the cache of its {kinds} layers "
+            "shrinks when a window of tokens is folded into one entry, so the longest S that fits is not searched; "
+            "memory --seq gives the bytes at one S"
+        )
 
     def total(s: int, b: int) -> memory.Memory:
         return memory.inference(

@@ -1,7 +1,8 @@
 """The two small languages of a family record, read with Python's ``ast`` and never evaluated as code.
 
 * A **formula** (a term's ``expr`` and ``layers``, attention widths) becomes a sympy expression over the
-  glossary's symbols: integers, ``+ - * / **``, parentheses, ``ceil(x)`` and ``floor(x)`` (counts of chunks).
+  glossary's symbols: integers, ``+ - * / **``, parentheses, ``ceil(x)`` and ``floor(x)`` (counts of chunks),
+  ``min(a, b)`` (what a window keeps).
 * A **condition** (defaults, ``when``, ``[layers]``, ``checks``, ``refuse``) is compiled, node by node, into
   a Python closure over a namespace of values: symbols, config keys and the layer index ``i``. Floats (a config
   value such as ``block_ffn_dim_multiplier``) take part in ``+ - * / //`` as in the modeling code's Python, and
@@ -16,7 +17,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sympy import Expr, Integer, ceiling, floor
+from sympy import Expr, Integer, Min, ceiling, floor
 
 from .symbols import BY_NAME
 
@@ -54,7 +55,8 @@ _FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 
 
 def formula(text: str, where: str) -> Expr:
-    """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil``, ``floor``."""
+    """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil``, ``floor``,
+    ``min`` of two."""
 
     def build(node: ast.expr) -> Expr:
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value <= MAX_LITERAL:
@@ -75,6 +77,8 @@ def formula(text: str, where: str) -> Expr:
         rounding = _rounding(node)
         if rounding is not None:
             return rounding(build(node.args[0]))
+        if _is_min(node):
+            return Min(*(build(arg) for arg in node.args))
         raise RecordError(f"{where}: {ast.unparse(node)!r} is not allowed in a formula")
 
     tree = _tree(text, where)
@@ -102,7 +106,7 @@ def _degree(node: ast.expr) -> int:
             return left * node.right.value
         return max(left, right) if isinstance(node.op, (ast.Add, ast.Sub)) else left + right
     if isinstance(node, ast.Call):
-        return _degree(node.args[0])
+        return max(_degree(arg) for arg in node.args)
     return 0
 
 
@@ -115,6 +119,12 @@ def _rounding(node: ast.expr) -> Callable[[Expr], Expr] | None:
     if is_call and len(node.args) == 1 and not node.keywords:
         return _ROUNDINGS.get(node.func.id)
     return None
+
+
+def _is_min(node: ast.expr) -> bool:
+    """A call ``min(a, b)`` of two formulas (what a sliding window keeps: ``min(S, W - 1)``)."""
+    is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"
+    return is_call and len(node.args) == 2 and not node.keywords
 
 
 Namespace = Mapping[str, Any]

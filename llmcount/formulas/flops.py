@@ -145,12 +145,13 @@ def attention_spec(derivation: Derivation) -> Attention:
     return spec
 
 
-def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
+def state_flops(derivation: Derivation, causal: bool = False) -> list[tuple[FlopTerm, str]]:
     """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
     record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
     in reader's order ("": after the last term of its group); then the record's own ``[[flops]]``, each in its
-    layers. Refused by name when a layer kind of the record has no such formula, when its attention layers' widths
-    cannot be stated (``no_flops``), or when the record says neither how its layers attend nor what they keep."""
+    layers (``causal``: over the causal pairs, where the record gives that formula). Refused by name when a layer
+    kind of the record has no such formula, when its attention layers' widths cannot be stated (``no_flops``), or
+    when the record says neither how its layers attend nor what they keep."""
     family = derivation.architecture
     if family.attention is None and not family.states:
         attention_spec(derivation)  # raises, naming the family
@@ -170,7 +171,8 @@ def state_flops(derivation: Derivation) -> list[tuple[FlopTerm, str]]:
         for op in state.flops or ()
         if state.layers != 0
     ]
-    return scans + [(FlopTerm(op.path, op.expr / (B * S), op.note, op.layers), op.before) for op in family.flops]
+    own = [(op, op.causal if causal and op.causal is not None else op.expr) for op in family.flops]
+    return scans + [(FlopTerm(op.path, expr / (B * S), op.note, op.layers), op.before) for op, expr in own]
 
 
 def window_pairs(window: Expr) -> Expr:
@@ -268,7 +270,8 @@ class Flops:
         """Linear weights in reader's order, attention scores and values after the attention projections, a state
         layer's sequence mixing before the term its record names (``before``) or after the last of its group, the LM
         head last."""
-        scans = state_flops(self.derivation)  # refuses a kind without a formula, or a record without either table
+        # refuses a kind without a formula, or a record without either table
+        scans = state_flops(self.derivation, self.causal)
         terms = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
         spec = self.derivation.architecture.attention
         if spec is not None:

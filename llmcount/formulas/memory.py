@@ -7,7 +7,8 @@ Every amount is an exact number of bytes (a Python int); GiB = 2^30 bytes is mad
   parameters, :math:`\\lceil P/G \\rceil` scales (zero points, when a scheme has them, are not counted);
 * KV cache, elements per token: :math:`2 N h_{kv} h_d` (MHA/GQA/MQA; GPT-2: :math:`2Nd`); MLA stores the
   latent, :math:`N (r_{kv} + d_{rope})`, as serving engines and transformers' own DeepSeek cache do; the
-  expanded keys and values would be :math:`N h (d_{nope} + d_{rope} + d_v)`. Times :math:`B S` tokens;
+  expanded keys and values would be :math:`N h (d_{nope} + d_{rope} + d_v)`. Times :math:`B S` tokens; what a
+  record's ``[[cache]]`` states per sequence (a formula in S), times :math:`B`;
 * training (``TRAINING_ASSUMPTIONS``): 16 bytes per parameter.
 """
 
@@ -92,11 +93,12 @@ class LayerKind:
     note: str
     per_sequence_fp32: Expr = ZERO  # the part of the fixed state kept in fp32 whatever the cache dtype
     per_token_fp32: Expr = ZERO  # elements per token kept in fp32 whatever the cache dtype (indexer keys)
+    grown: Expr = ZERO  # elements per sequence as a formula in S, beside keys and values (a record's [[cache]])
 
     @property
     def elements(self) -> Expr:
         """Elements this kind keeps for B sequences in the cache dtype."""
-        return B * self.layers * (self.tokens * self.per_token + self.per_sequence)
+        return B * self.layers * (self.tokens * self.per_token + self.per_sequence + self.grown)
 
     @property
     def elements_fp32(self) -> Expr:
@@ -111,6 +113,7 @@ class LayerKind:
 def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = False) -> list[LayerKind]:
     """The cache of each kind of layer a record describes. Full layers keep S tokens; sliding and chunked layers
     min(S, W - 1) when the config gives the window W (transformers' convention: :data:`WINDOW_NOTE`); the
+    layers of a ``[[cache]]`` keep its formula in S (compressed entries, the tokens of an unfinished window); the
     layers of a ``[[state]]`` keep their fixed state, whatever S."""
     kinds = []
     spec = family.attention
@@ -145,6 +148,9 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             kinds.append(LayerKind(INDEXER, spec.indexed, ZERO, S, ZERO, note, per_token_fp32=spec.indexed_kv))
         else:
             kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, ZERO, note))
+    for kept in family.caches:
+        _check_window(family, kept.expr, kept.layers, values)
+        kinds.append(LayerKind(kept.name, kept.layers, ZERO, ZERO, ZERO, kept.note, grown=kept.expr))
     # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
     idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
     for state in family.states:
@@ -156,6 +162,19 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             note += f"; the {' and '.join(kept)} part in fp32 whatever the cache dtype, as transformers keeps it"
         kinds.append(LayerKind(state.name, layers, Integer(0), Integer(0), state.elements - fp32, note, fp32))
     return kinds
+
+
+def _check_window(family: Family, expr: Expr, layers: Expr, values: dict[Symbol, int]) -> None:
+    """Refuse, by name, a window below 2 in what some layers keep (a ``[[cache]]`` formula that reads the window):
+    transformers' sliding cache then keeps every token, which min(S, W - 1) does not say."""
+    window = family.attention.window if family.attention is not None else None
+    if window is None or not window.free_symbols & expr.free_symbols or not window.free_symbols <= set(values):
+        return
+    if evaluate_int(layers, values, "layers") and evaluate_int(window, values, "window") < 2:
+        raise LlmcountError(
+            f"{family.title} ({family.name}): a window of {window.subs(values)} is not modelled (transformers' cache "
+            "then keeps every token); give a window of 2 or more"
+        )
 
 
 def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> int:
@@ -172,7 +191,7 @@ def per_token_bytes(family: Family, env: dict[Symbol, int], kv_dtype: str) -> in
 def cache_family(derivation: Derivation) -> Family:
     """The derivation's family, when its record says what its layers keep; refused by name otherwise."""
     family = derivation.architecture
-    if family.attention is None and not family.states:
+    if family.attention is None and not family.states and not family.caches:
         attention_spec(derivation)  # raises, naming the family
     return family
 

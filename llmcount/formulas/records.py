@@ -199,6 +199,7 @@ class StateFlops:
     note: str
     before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
     layers: Expr = ONE  # in how many layers (a record's [[flops]]; a state's operations are in each of its layers)
+    causal: Expr | None = None  # a record's [[flops]]: the FLOPs over the causal pairs only (None: expr, whatever)
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,18 @@ class State:
 
 
 @dataclass(frozen=True)
+class Cache:
+    """What each of ``layers`` layers of one kind keeps per sequence besides the keys and values of ``[attention]``
+    (a record's ``[[cache]]``): ``expr`` elements in the cache dtype after a forward pass of S tokens, a formula in S
+    (DeepSeek-V4's compressed entries, and the tokens its compressors hold until a window is full)."""
+
+    name: str
+    layers: Expr
+    expr: Expr
+    note: str
+
+
+@dataclass(frozen=True)
 class Family:
     """One family record, parsed and checked."""
 
@@ -265,6 +278,7 @@ class Family:
     # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
     # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
     flops: tuple[StateFlops, ...] = ()
+    caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
@@ -279,7 +293,8 @@ class Family:
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
             exprs += [state.megatron.expr] if state.megatron is not None else []
-        exprs += [e for op in self.flops for e in (op.expr, op.layers)]
+        exprs += [e for op in self.flops for e in (op.expr, op.layers, op.causal)]
+        exprs += [e for kept in self.caches for e in (kept.layers, kept.expr)]
         exprs.append(self.head)
         return tuple(e for e in exprs if e is not None)
 
@@ -639,7 +654,21 @@ def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) ->
     path = _text(data, "path", where)
     expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
     layers = formula(_text(data, "layers", where, "1"), f"{where} ({path}).layers")
-    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers)
+    causal = formula(_text(data, "causal", where), f"{where} ({path}).causal") if "causal" in data else None
+    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers, causal)
+
+
+def _cache(data: Any, where: str) -> Cache:
+    """One ``[[cache]]`` entry: a kind of layer, how many, and the elements one such layer keeps per sequence."""
+    data = _table(data, where)
+    unknown = set(data) - {"name", "layers", "expr", "note"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    name = _text(data, "name", where)
+    layers, expr = (formula(_text(data, f, where), f"{where} ({name}).{f}") for f in ("layers", "expr"))
+    if B in expr.free_symbols:
+        raise RecordError(f"{where} ({name}).expr: elements of one sequence, without B")
+    return Cache(name, layers, expr, _text(data, "note", where, ""))
 
 
 @dataclass(frozen=True)
@@ -708,7 +737,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
-    unknown = set(data) - fields - {"terms", "attention", "state", "flops", "activations", "tree", "checkpoint"}
+    tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint"}
+    unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
@@ -746,8 +776,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
         flops=tuple(
-            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers"}))
+            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers", "causal"}))
             for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
+        ),
+        caches=tuple(
+            _cache(c, f"{where} cache[{i}]") for i, c in enumerate(_list(data.get("cache", []), where, "[[cache]]"))
         ),
         per_layer=_text(data, "per_layer", where, ""),
     )

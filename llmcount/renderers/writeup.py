@@ -315,7 +315,7 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     for c in counts.components:  # a kind of layer this config has none of has no component
         if c.path in scans:
             kind = "state"
-        elif c.path.startswith("attention/scores") or c.path.startswith("attention/values"):
+        elif c.path.startswith(("attention/scores", "attention/values")) or _extra_scores(c.path):
             kind = "attention"
         else:
             kind = "head" if c.path == "head/lm_head" else "linear"
@@ -324,6 +324,12 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
     kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
     return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
+
+
+def _extra_scores(path: str) -> bool:
+    """Scores of a record's ``[[flops]]`` in the attention (an indexer's, those over compressed entries): they grow
+    with S as the attention scores do."""
+    return path.startswith("attention/") and path.endswith(".scores")
 
 
 def _whole(value: Fraction) -> int | Fraction:
@@ -366,6 +372,7 @@ class MemoryPart:
     kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
     indexer: KvKind | None = None  # the indexer keys some layers cache besides, all S tokens
     longest: int | None = None  # not derived: S is longer than the record's attention describes (this S)
+    grown: bool = False  # some layers keep more than keys and values per token (a record's [[cache]]): kv_seq_bytes
 
 
 def kv_groups(spec) -> list:
@@ -397,6 +404,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         return MemoryPart(**{**part.__dict__, "longest": limit})
     kv_dtype = "bf16"
     values = model.values
+    if family.caches:  # no per-token formula: the bytes of one sequence at S, as `llmcount memory` gives them
+        inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
+        return MemoryPart(**{**part.__dict__, "grown": True, "kv_seq_bytes": inference.bytes_of("kv_cache")})
     elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
     inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
 
