@@ -197,6 +197,7 @@ c_H = _size("c_H")
 c_L = _count("c_L")
 N_rope = _count("N_rope")
 N_nope = _count("N_nope")
+n_sk = _count("n_sk")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -730,6 +731,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
     Entry(N_rope, r"N_{\mathrm{rope}}", "layer_rope_theta", "layers with RoPE at the largest base"),
     Entry(N_nope, r"N_{\mathrm{nope}}", "layer_rope_theta", "layers without rotary position embedding (a base of 0)"),
+    Entry(
+        n_sk,
+        r"n_{\mathrm{sk}}",
+        "hc_sinkhorn_iters",
+        "Sinkhorn iterations that make a hyper-connection's mixing matrix doubly stochastic (DeepSeek-V4)",
+    ),
 )
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
