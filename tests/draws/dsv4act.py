@@ -57,3 +57,27 @@ def deepseek_v4(rng: random.Random) -> dict:
 
 
 DRAWS = {"deepseek_v4": deepseek_v4}
+
+CASES = [
+    ("deepseek_v4", 0, "fp32", "eager"),  # three CSA layers (4 entries of 2 tokens, S = 9), two heads, three streams,
+    #                                       one Sinkhorn iteration, index_topk above the entries; no cache
+    ("deepseek_v4", 1, "bf16", "eager"),  # two CSA layers, one head (keys and values one storage), hash_moe routing,
+    #                                       index_topk 1 of 4 entries; no cache
+    ("deepseek_v4", 3, "fp32", "eager"),  # layer_types' default (two HCA), three heads, 2 entries of 3 tokens (S = 7,
+    #                                       not a multiple); a cache; qk_rope_head_dim 4
+    ("deepseek_v4", 10, "bf16", "eager"),  # sliding, sliding, CSA, CSA: 3 entries of 3 tokens (S = 9, a multiple);
+    #                                        index_topk 2 of 3; a cache (the indexer's compressed keys kept)
+    ("deepseek_v4", 19, "fp32", "eager"),  # sliding, CSA, CSA, HCA: one head, three streams, three Sinkhorn iterations;
+    #                                        the HCA rate 10 above S = 5 (no entry, nothing kept by its compressor)
+    ("deepseek_v4", 26, "bf16", "eager"),  # HCA, HCA, sliding, sliding: one head, 3 entries of 3 tokens (S = 9);
+    #                                        a cache
+    ("deepseek_v4", 24, "fp32", "eager"),  # layer_types' default over 4 layers (HCA ×3, then CSA): one entry of 4
+    #                                        tokens (S = 7), index_topk above it; a cache
+    ("deepseek_v4", 34, "bf16", "eager"),  # sliding, CSA, CSA, sliding: one head, index_topk 1 of 2 entries; a cache
+    ("deepseek_v4", 38, "fp32", "eager"),  # sliding, CSA, HCA, CSA: three heads and streams, both rates 3 (S = 5); a
+    #                                        cache
+    ("deepseek_v4", 9, "fp32", "eager"),  # HCA, sliding, CSA: one head, one stream; the CSA rate 8 above S = 7 (no
+    #                                       entry), the HCA rate 3 (2 entries)
+    ("deepseek_v4", 5, "fp32", "eager"),  # HCA ×3 then sliding, the HCA rate at S = 5 (one entry), a cache; qk_rope 6
+    ("deepseek_v4", 18, "bf16", "eager"),  # sliding only, S = 7 at the window; hash_moe then moe; a cache
+]
