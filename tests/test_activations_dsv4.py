@@ -49,6 +49,7 @@ def test_hash_routing_keeps_the_same_bytes_whatever_its_token_table(monkeypatch:
         ("scoring_func", "sigmoid", "scoring_func other than sqrtsoftplus"),
         ("hidden_act", "gelu", "hidden_act other than silu"),
         ("hc_sinkhorn_iters", 0, "hc_sinkhorn_iters below 1"),
+        ("output_router_logits", True, "output_router_logits"),
         (
             "rope_parameters",
             {"main": {"rope_type": "default"}, "compress": {"rope_type": "default"}},
