@@ -200,6 +200,7 @@ N_rope = _count("N_rope")
 N_nope = _count("N_nope")
 L_res = _size("L_res")
 V_u = _size("V_u")
+n_sk = _count("n_sk")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -751,6 +752,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"V_{u}",
         "unpadded_vocab_size",
         "logits kept for the loss: the first min(unpadded_vocab_size, V), the rows that hold real tokens",
+    ),
+    Entry(
+        n_sk,
+        r"n_{\mathrm{sk}}",
+        "hc_sinkhorn_iters",
+        "Sinkhorn iterations that make a hyper-connection's mixing matrix doubly stochastic (DeepSeek-V4)",
     ),
 )
 
