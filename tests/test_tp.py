@@ -254,8 +254,22 @@ def test_tp_2_works_or_refuses_by_name_for_every_record(name: str) -> None:
         assert "\n" not in message
         paths = {term.path for term in model.derivation.terms}
         keys = {spec.key for spec in model.architecture.symbols}
-        assert any(p in message for p in paths) or any(f"does not divide {k}" in message for k in keys), message
+        named = any(f"does not divide {k}" in message or f"reads {k} per layer" in message for k in keys)
+        assert any(p in message for p in paths) or named, message
         return
     assert whole.model_states_bytes / 2 <= per_gpu.model_states_bytes <= whole.model_states_bytes
     if whole.activations is not None:  # a table's split tensors halve, the rest stays whole
         assert whole.activations_bytes / 2 <= per_gpu.activations_bytes <= whole.activations_bytes
+
+
+def test_heads_summed_over_the_layers_are_refused_naming_the_key() -> None:
+    """Laguna's query heads differ per layer (4, 8, 8, 4 here); its record keeps their sum, not each layer's, so
+    whether tp divides every layer's heads cannot be told from the sum (3 heads in one layer and 5 in another sum to 8,
+    which 2 divides): refused by name."""
+    config = {
+        "model_type": "laguna",
+        **{"num_hidden_layers": 4, "hidden_size": 32, "num_attention_heads": 4, "vocab_size": 64},
+        "num_attention_heads_per_layer": [4, 8, 8, 4],
+    }
+    with pytest.raises(LlmcountError, match=r"--tp 2: Laguna \(laguna\) reads num_attention_heads_per_layer per layer"):
+        tr.estimate(read_config(config, "laguna"), "bf16", 8, 1, parallel=tr.Parallel(tp=2))

@@ -152,6 +152,7 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
         for symbol, key in ((h, "num_attention_heads"), (h_kv, "num_key_value_heads")):
             if values.get(symbol) is not None and values[symbol] % parallel.tp:
                 raise LlmcountError(f"--tp {parallel.tp} does not divide {_key(model, symbol, key)} = {values[symbol]}")
+        _refuse_summed_sizes(model, parallel.tp)
         for term in model.derivation.terms:
             if not term.routed:
                 check_split(model, term, parallel.tp)
@@ -162,6 +163,19 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
             raise LlmcountError(f"--ep {parallel.ep} does not divide the number of routed experts n = {values[n]}")
     if parallel.pp > values[N]:
         raise LlmcountError(f"--pp {parallel.pp} is more than the number of layers N = {values[N]}")
+
+
+def _refuse_summed_sizes(model: Model, tp: int) -> None:
+    """Sizes a record sums over the layers (query heads that differ per layer) hide each layer's own, which tp must
+    divide: refused by name."""
+    family = model.architecture
+    used = set().union(*(term.expr.free_symbols for term in model.derivation.terms))
+    for spec in family.symbols:
+        if spec.summed and spec.symbol in used:
+            raise LlmcountError(
+                f"--tp {tp}: {family.title} ({family.name}) reads {spec.key} per layer and its record keeps their sum "
+                f"({spec.symbol}), so whether tp divides each layer's is not checked: not derived"
+            )
 
 
 def check_split(model: Model, term: Term, tp: int) -> None:
