@@ -334,3 +334,33 @@ def test_sliding_layers_with_widths_of_their_own_sum_over_the_layers(tmp_path) -
     got = {c.name: c.training_flops_per_token for c in conventions(model, 4096)}
     assert got["palm"] - 6 * x.non_embedding == 6 * 4096 * 2 * 71_680
     assert "chinchilla" not in got
+
+
+def test_the_records_own_operations_are_said_where_they_count(tmp_path) -> None:
+    """DeepSeek-V3.2's indexer scores are a record's own [[flops]] operation: llmcount's rows count them (F_ops in the
+    formula, their FLOPs in the number: the difference from the same config without an indexer, index_topk past S);
+    the papers' conventions and Megatron's do not, and say so."""
+    import dataclasses
+
+    from llmcount.formulas.flops import Flops
+
+    config = {
+        "model_type": "deepseek_v32",
+        **{"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32},
+        **{"num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128, "first_k_dense_replace": 1},
+        **{"n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1},
+        **{"kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
+        **{"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4},
+    }
+    model = read_config(config, "ds32")
+    x = ingredients(model, 32)
+    assert x.own_ops == ("attention/indexer.scores",)
+    rows = {c.name: c for c in conventions(model, 32)}
+    assert rows["llmcount"].formula.endswith("+ F_ops)") and "attention/indexer.scores" in rows["llmcount"].includes
+    assert "attention/indexer.scores" in rows["palm"].includes and "not in this convention" in rows["palm"].includes
+    # by hand, one sequence of S = 32: in each of the 2 layers the indexer's Q·Kᵀ over 2 heads of 16 (2·S·S·2·16) and
+    # the heads' weighting of those scores (2·S·S·2): 2 · 2 · 32 · 32 · 2 · (16 + 1) = 139,264 FLOPs
+    counts = Flops(model.derivation).evaluate(model.values, 32, 1)
+    assert sum(c.flops for c in counts.components if c.path == "attention/indexer.scores") == 139_264
+    without = dataclasses.replace(x, own_ops=())
+    assert "F_ops" not in CONVENTIONS["llmcount"](without).formula

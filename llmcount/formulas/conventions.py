@@ -64,6 +64,7 @@ class Ingredients:
     megatron_kinds: tuple[tuple[str, str, str], ...] = ()
     megatron_missing: tuple[str, ...] = ()  # kinds of state layer Megatron-LM has no count for
     uneven: str = ""  # why the layers' score widths differ one from another ("": they do not)
+    own_ops: tuple[str, ...] = ()  # the record's own [[flops]] operations (indexer scores, compressed entries...)
 
     @property
     def padded_vocab(self) -> int:
@@ -122,6 +123,7 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         megatron_kinds=tuple((s.name, s.megatron.function, s.megatron.note) for s in megatron),
         megatron_missing=tuple(dict.fromkeys(s.name for s in present if s.megatron is None)),
         uneven=uneven,
+        own_ops=tuple(op.path for op in family.flops if evaluate_int(op.layers, values, op.path)),
     )
 
 
@@ -329,8 +331,24 @@ def not_given(x: Ingredients) -> dict[str, str]:
     return skipped
 
 
+OWN_OPS = "; F_ops: {paths} (the record's own operations), per token as llmcount flops counts them"
+OWN_OPS_LEFT = "; {paths} (the record's own operations, as llmcount flops counts them) are not in this convention"
+
+
+def _with_own_ops(x: Ingredients, made: Convention) -> Convention:
+    """A convention with what it does with the record's own operations: llmcount's count them (F_ops)."""
+    if not x.own_ops:
+        return made
+    paths = ", ".join(x.own_ops)
+    if not made.name.startswith("llmcount"):
+        return replace(made, includes=made.includes + OWN_OPS_LEFT.format(paths=paths))
+    return replace(made, formula=made.formula[:-1] + " + F_ops)", includes=made.includes + OWN_OPS.format(paths=paths))
+
+
 def _with_states(x: Ingredients, made: Convention) -> Convention:
-    """A convention's ``includes`` with what it does with state layers, when the model has some."""
+    """A convention's ``includes`` with what it does with state layers, when the model has some, and with the
+    record's own operations."""
+    made = _with_own_ops(x, made)
     if not x.state_kinds:
         return made
     kinds = ", ".join(kind.replace("_", " ") for kind in x.state_kinds)
