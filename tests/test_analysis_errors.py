@@ -1,5 +1,7 @@
 """Bad input to approx, check, compare, solve, sweep: one line on stderr naming the problem, exit 1, no number."""
 
+import time
+
 import pytest
 from typer.testing import CliRunner
 
@@ -219,6 +221,39 @@ def test_sweep_nothing_to_sweep():
 )
 def test_formula_with_a_bad_exponent_or_value(formula, needles):
     assert_refused(run("check", "qwen3-8b", formula), *needles)
+
+
+# A formula is bounded in degree and in the terms of its expansion before anything expands or solves it:
+# (d+V+N+1)**60 has C(63, 3) = 39,711 terms and took a minute to expand; d**17 passes every exponent limit.
+EXPANDING = [
+    ("(d+V+N+1)**60", ("degree", "60", "at most 16")),
+    ("d**17", ("degree", "17")),
+    ("d/(h+h_kv)**16", ("degree", "17")),  # a denominator's degree counts
+    ("(d+V+N+d_ff+h+h_kv+1)**4", ("more than 200 terms",)),  # C(10, 4) = 210 terms, degree 4
+]
+
+
+@pytest.mark.parametrize(("formula", "needles"), EXPANDING)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("check", "qwen3-8b"),
+        (*SOLVE, "--set"),
+        ("approx", "qwen3-8b", "--assume"),
+        (*SWEEP, "--set", "d=1024,2048", "--set"),
+    ],
+    ids=["check", "solve", "approx", "sweep"],
+)
+def test_a_formula_that_would_expand_past_the_bounds_is_refused_quickly(command, formula, needles):
+    value = formula if command[0] == "check" else f"d_ff={formula}"
+    start = time.process_time()
+    result = run(*command, value)
+    assert time.process_time() - start < 2
+    assert_refused(result, *needles)
+
+
+def test_a_formula_at_the_bounds_is_read():
+    assert run("check", "qwen3-8b", "d**16 + (d+V+N+1)**8").exit_code == 0  # degree 16; 1 + C(11, 3) = 166 terms
 
 
 @pytest.mark.parametrize("formula", ["d d", "d = 3", "d; import os"])

@@ -11,6 +11,7 @@ import ast
 import operator
 import re
 from dataclasses import dataclass
+from math import comb, prod
 
 from sympy import Expr, Integer, Pow, Rational, Symbol, nan, oo, zoo
 
@@ -23,6 +24,8 @@ MAX_EXPONENT = 64  # d**2, 10**12; a bigger power is a typo or a denial of servi
 MAX_NUMBER = 10**60  # far beyond any count; a bigger number (or value) is a typo or a denial of service
 MAX_VALUES = 10**8  # values on one axis of a sweep; the grid's own limit is checked later
 MAX_COUNT = 10**30  # a target count
+MAX_DEGREE = 16  # a count is a polynomial of low degree (the records reach 8); solving or expanding more is slow
+MAX_TERMS = 200  # terms of the expanded formula (a hand-written one has a few): (d+V+N+1)**60 has 39,711
 
 # Conveniences of hand-written formulas: d·d_ff, d², |V|, the unicode minus.
 _CONVENIENCES = (("·", "*"), ("×", "*"), ("−", "-"), ("²", "**2"), ("³", "**3"), ("|V|", "V"))
@@ -77,7 +80,37 @@ def parse_formula(text: str, label: str = "formula") -> Expr:
         raise LlmcountError(f"{where}: nested too deeply") from None
     if expr.has(zoo, nan, oo, -oo):
         raise LlmcountError(f"{where}: division by zero")
+    _bounded_shape(expr, where)
     return expr
+
+
+def _bounded_shape(expr: Expr, where: str) -> None:
+    """Refuse a formula whose degree or expansion is too large, before anything expands or solves it."""
+    try:
+        degree, terms = _shape(expr)
+    except RecursionError:
+        raise LlmcountError(f"{where}: nested too deeply") from None
+    if degree > MAX_DEGREE:
+        raise LlmcountError(f"{where}: the degree is too large ({degree}, at most {MAX_DEGREE})")
+    if terms > MAX_TERMS:
+        raise LlmcountError(f"{where}: too large, it expands to more than {MAX_TERMS:,} terms")
+
+
+def _shape(expr: Expr) -> tuple[int, int]:
+    """Upper bounds of ``expr``'s degree in the symbols (a denominator's counts too) and of the number of terms
+    its expansion has; the count of terms is capped just above :data:`MAX_TERMS`."""
+    if expr.is_Symbol:
+        return 1, 1
+    if expr.is_Pow and expr.exp.is_Integer:
+        degree, terms = _shape(expr.base)
+        power = abs(int(expr.exp))
+        return degree * power, min(comb(terms + power - 1, power), MAX_TERMS + 1)
+    shapes = [_shape(arg) for arg in expr.args]
+    if expr.is_Add:
+        return max(d for d, _ in shapes), min(sum(t for _, t in shapes), MAX_TERMS + 1)
+    if expr.is_Mul:
+        return sum(d for d, _ in shapes), min(prod(t for _, t in shapes), MAX_TERMS + 1)
+    return max((d for d, _ in shapes), default=0), 1
 
 
 def _glued(source: str) -> bool:
