@@ -1,6 +1,7 @@
 """Bad input to approx, check, compare, solve, sweep: one line on stderr naming the problem, exit 1, no number."""
 
 import time
+import tracemalloc
 
 import pytest
 from typer.testing import CliRunner
@@ -285,3 +286,28 @@ def test_sweep_huge_range_is_refused_before_it_is_built():
 def test_solve_huge_target():
     result = run(*SOLVE, "--set", "d_ff=8/3*d", "--target", "1e300")
     assert_refused(result, "--target")
+
+
+def test_a_target_past_pythons_digit_limit_is_one_short_line():
+    result = run(*SOLVE, "--target", "9" * 5000)
+    assert_refused(result, "--target", "not a count")
+    assert len(result.stderr) < 300
+
+
+def test_a_listed_axis_is_bounded_before_each_value_is_read():
+    start = time.process_time()
+    result = run(*SWEEP, "--set", "d=" + ",".join(["1024"] * 100_000))
+    assert time.process_time() - start < 2
+    assert_refused(result, "100,000 values listed", "more than 1,000", "START:STOP:STEP")
+    assert len(result.stderr) < 300
+
+
+def test_a_range_past_the_grid_limit_is_refused_without_building_it():
+    tracemalloc.start()
+    try:
+        result = run(*SWEEP, "--set", "d=1:99999999")  # as a tuple: 100 million ints, 3 GB
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_refused(result, "99,999,999 rows", "--force")
+    assert peak < 100 * 2**20
