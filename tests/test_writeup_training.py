@@ -96,7 +96,7 @@ def test_a_family_without_an_activation_table_gets_its_model_states_and_one_sent
     path = tmp_path / "config.json"
     path.write_text(json.dumps(NO_TABLE))
     result = post(str(path), batch=2)
-    assert "Activations are not derived for MiniMax" in result.text
+    assert "Activations are not derived for GIT" in result.text  # NO_TABLE is a GIT config
     assert result.data["training"]["activations_bytes_per_gpu"] is None
     states = result.data["training"]["model_states_bytes_per_gpu"]
     assert states == 16 * oracle.meta_total(NO_TABLE)  # 2 + 2 + 12 bytes each
