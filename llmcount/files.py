@@ -186,6 +186,10 @@ def json_text(raw: bytes, where: str) -> str:
 
 def parse_text(text: str, where: str) -> Any:
     """Strict JSON from text that passed :func:`json_text`."""
+    if not text.strip():
+        raise LlmcountError(f"{where}: empty; expected a JSON object")
+    if text.startswith("\ufeff"):  # transformers' json.loads refuses it too
+        raise LlmcountError(f"{where}: starts with a byte-order mark (BOM); save it as UTF-8 without one")
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:

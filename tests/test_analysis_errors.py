@@ -1,5 +1,8 @@
 """Bad input to approx, check, compare, solve, sweep: one line on stderr naming the problem, exit 1, no number."""
 
+import time
+import tracemalloc
+
 import pytest
 from typer.testing import CliRunner
 
@@ -221,6 +224,39 @@ def test_formula_with_a_bad_exponent_or_value(formula, needles):
     assert_refused(run("check", "qwen3-8b", formula), *needles)
 
 
+# A formula is bounded in degree and in the terms of its expansion before anything expands or solves it:
+# (d+V+N+1)**60 has C(63, 3) = 39,711 terms and took a minute to expand; d**17 passes every exponent limit.
+EXPANDING = [
+    ("(d+V+N+1)**60", ("degree", "60", "at most 16")),
+    ("d**17", ("degree", "17")),
+    ("d/(h+h_kv)**16", ("degree", "17")),  # a denominator's degree counts
+    ("(d+V+N+d_ff+h+h_kv+1)**4", ("more than 200 terms",)),  # C(10, 4) = 210 terms, degree 4
+]
+
+
+@pytest.mark.parametrize(("formula", "needles"), EXPANDING)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("check", "qwen3-8b"),
+        (*SOLVE, "--set"),
+        ("approx", "qwen3-8b", "--assume"),
+        (*SWEEP, "--set", "d=1024,2048", "--set"),
+    ],
+    ids=["check", "solve", "approx", "sweep"],
+)
+def test_a_formula_that_would_expand_past_the_bounds_is_refused_quickly(command, formula, needles):
+    value = formula if command[0] == "check" else f"d_ff={formula}"
+    start = time.process_time()
+    result = run(*command, value)
+    assert time.process_time() - start < 2
+    assert_refused(result, *needles)
+
+
+def test_a_formula_at_the_bounds_is_read():
+    assert run("check", "qwen3-8b", "d**16 + (d+V+N+1)**8").exit_code == 0  # degree 16; 1 + C(11, 3) = 166 terms
+
+
 @pytest.mark.parametrize("formula", ["d d", "d = 3", "d; import os"])
 def test_write_2_times_d_hint_only_for_a_number_glued_to_a_symbol(formula):
     result = run("check", "qwen3-8b", formula)
@@ -250,3 +286,28 @@ def test_sweep_huge_range_is_refused_before_it_is_built():
 def test_solve_huge_target():
     result = run(*SOLVE, "--set", "d_ff=8/3*d", "--target", "1e300")
     assert_refused(result, "--target")
+
+
+def test_a_target_past_pythons_digit_limit_is_one_short_line():
+    result = run(*SOLVE, "--target", "9" * 5000)
+    assert_refused(result, "--target", "not a count")
+    assert len(result.stderr) < 300
+
+
+def test_a_listed_axis_is_bounded_before_each_value_is_read():
+    start = time.process_time()
+    result = run(*SWEEP, "--set", "d=" + ",".join(["1024"] * 100_000))
+    assert time.process_time() - start < 2
+    assert_refused(result, "100,000 values listed", "more than 1,000", "START:STOP:STEP")
+    assert len(result.stderr) < 300
+
+
+def test_a_range_past_the_grid_limit_is_refused_without_building_it():
+    tracemalloc.start()
+    try:
+        result = run(*SWEEP, "--set", "d=1:99999999")  # as a tuple: 100 million ints, 3 GB
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_refused(result, "99,999,999 rows", "--force")
+    assert peak < 100 * 2**20

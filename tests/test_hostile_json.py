@@ -135,8 +135,9 @@ def test_duplicate_key_llmcount_reads_is_not_silently_last_wins(tmp_path: Path) 
     [
         ("invalid_utf8", b'{"a": "\xff\xfe"}', "not UTF-8"),
         ("utf16", '{"a": 1}'.encode("utf-16"), "not UTF-8"),
-        ("empty", b"", "invalid JSON"),
-        ("whitespace_only", b"   \n", "invalid JSON"),
+        ("empty", b"", "empty"),
+        ("whitespace_only", b"   \n", "empty"),
+        ("utf8_bom", b"\xef\xbb\xbf" + json.dumps(LLAMA).encode(), "byte-order mark (BOM)"),
         ("two_documents", b"{} {}", "invalid JSON"),
         ("nul_bytes", b"\0" * 64, "invalid JSON"),
     ],

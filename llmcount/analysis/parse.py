@@ -10,11 +10,14 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from math import comb, prod
 
 from sympy import Expr, Integer, Pow, Rational, Symbol, nan, oo, zoo
 
 from ..errors import LlmcountError
+from ..files import short
 from ..formulas.symbols import BY_NAME
 
 KNOWN = ", ".join(BY_NAME)
@@ -22,7 +25,11 @@ MAX_LENGTH = 2000
 MAX_EXPONENT = 64  # d**2, 10**12; a bigger power is a typo or a denial of service
 MAX_NUMBER = 10**60  # far beyond any count; a bigger number (or value) is a typo or a denial of service
 MAX_VALUES = 10**8  # values on one axis of a sweep; the grid's own limit is checked later
+MAX_LISTED = 1000  # values listed one by one on an axis (each is read as a formula); more is a range's job
+MAX_COUNT_TEXT = 60  # characters of a target count such as 7B or 6738415616
 MAX_COUNT = 10**30  # a target count
+MAX_DEGREE = 16  # a count is a polynomial of low degree (the records reach 8); solving or expanding more is slow
+MAX_TERMS = 200  # terms of the expanded formula (a hand-written one has a few): (d+V+N+1)**60 has 39,711
 
 # Conveniences of hand-written formulas: d·d_ff, d², |V|, the unicode minus.
 _CONVENIENCES = (("·", "*"), ("×", "*"), ("−", "-"), ("²", "**2"), ("³", "**3"), ("|V|", "V"))
@@ -59,7 +66,7 @@ def parse_formula(text: str, label: str = "formula") -> Expr:
     Numbers are exact: ``11.5`` is 23/2 and ``1e9`` is 10**9.
     """
     source = _normalise(text)
-    where = f"{label} {text!r}"
+    where = f"{label} {short(text)}"
     if not source:
         raise LlmcountError(f"{label} is empty; {ALLOWED}")
     if len(source) > MAX_LENGTH:
@@ -77,7 +84,37 @@ def parse_formula(text: str, label: str = "formula") -> Expr:
         raise LlmcountError(f"{where}: nested too deeply") from None
     if expr.has(zoo, nan, oo, -oo):
         raise LlmcountError(f"{where}: division by zero")
+    _bounded_shape(expr, where)
     return expr
+
+
+def _bounded_shape(expr: Expr, where: str) -> None:
+    """Refuse a formula whose degree or expansion is too large, before anything expands or solves it."""
+    try:
+        degree, terms = _shape(expr)
+    except RecursionError:
+        raise LlmcountError(f"{where}: nested too deeply") from None
+    if degree > MAX_DEGREE:
+        raise LlmcountError(f"{where}: the degree is too large ({degree}, at most {MAX_DEGREE})")
+    if terms > MAX_TERMS:
+        raise LlmcountError(f"{where}: too large, it expands to more than {MAX_TERMS:,} terms")
+
+
+def _shape(expr: Expr) -> tuple[int, int]:
+    """Upper bounds of ``expr``'s degree in the symbols (a denominator's counts too) and of the number of terms
+    its expansion has; the count of terms is capped just above :data:`MAX_TERMS`."""
+    if expr.is_Symbol:
+        return 1, 1
+    if expr.is_Pow and expr.exp.is_Integer:
+        degree, terms = _shape(expr.base)
+        power = abs(int(expr.exp))
+        return degree * power, min(comb(terms + power - 1, power), MAX_TERMS + 1)
+    shapes = [_shape(arg) for arg in expr.args]
+    if expr.is_Add:
+        return max(d for d, _ in shapes), min(sum(t for _, t in shapes), MAX_TERMS + 1)
+    if expr.is_Mul:
+        return sum(d for d, _ in shapes), min(prod(t for _, t in shapes), MAX_TERMS + 1)
+    return max((d for d, _ in shapes), default=0), 1
 
 
 def _glued(source: str) -> bool:
@@ -163,14 +200,14 @@ class Setting:
 
     symbol: Symbol
     text: str
-    numbers: tuple[int, ...] = ()
+    numbers: Sequence[int] = ()
     relation: Expr | None = None
 
 
 def parse_setting(text: str, option: str, grid: bool = False) -> Setting:
     """Read ``d_ff=8/3*d``, ``N=32`` or, with ``grid``, ``d=1024:8192:1024`` (stop included) and ``N=24,32,48``."""
     name, sep, value = text.partition("=")
-    label = f"{option} {text!r}"
+    label = f"{option} {short(text)}"
     if not sep or not name.strip() or not value.strip():
         raise LlmcountError(f"{label}: expected SYMBOL=VALUE, e.g. d_ff=4*d or N=32")
     symbol = symbol_named(name, label)
@@ -178,7 +215,12 @@ def parse_setting(text: str, option: str, grid: bool = False) -> Setting:
     if grid and ":" in value:
         return Setting(symbol, text, numbers=_range(symbol, value, label))
     if grid and "," in value:
-        return Setting(symbol, text, numbers=tuple(_integer(symbol, item, label) for item in value.split(",")))
+        items = value.split(",")
+        if len(items) > MAX_LISTED:
+            raise LlmcountError(
+                f"{label}: {len(items):,} values listed, more than {MAX_LISTED:,}; give a range START:STOP:STEP"
+            )
+        return Setting(symbol, text, numbers=tuple(_integer(symbol, item, label) for item in items))
     if not grid and (":" in value or "," in value):
         raise LlmcountError(f"{label}: ranges and lists are for `llmcount sweep`; give one value or a relation")
     expr = parse_formula(value, label)
@@ -212,7 +254,7 @@ def _integer(symbol: Symbol, text: str, label: str, expr: Expr | None = None) ->
     return value
 
 
-def _range(symbol: Symbol, text: str, label: str) -> tuple[int, ...]:
+def _range(symbol: Symbol, text: str, label: str) -> range:
     parts = text.split(":")
     if len(parts) not in (2, 3):
         raise LlmcountError(f"{label}: a range is start:stop:step (stop included), e.g. d=1024:8192:1024")
@@ -224,7 +266,7 @@ def _range(symbol: Symbol, text: str, label: str) -> tuple[int, ...]:
         raise LlmcountError(f"{label}: reversed range, start {start} is greater than stop {stop}")
     if (stop - start) // step + 1 > MAX_VALUES:
         raise LlmcountError(f"{label}: the range has {(stop - start) // step + 1:,} values, more than {MAX_VALUES:,}")
-    return tuple(range(start, stop + 1, step))
+    return range(start, stop + 1, step)  # not a tuple: the grid's size is checked before anything is built
 
 
 _COUNT = re.compile(r"^\s*(\d[\d_,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([KMBTkmbt]?)\s*$")
@@ -233,12 +275,12 @@ _UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 def parse_count(text: str, label: str) -> Rational:
     """A parameter count as a user writes it: ``7B``, ``1.5T``, ``6.7e9``, ``6738415616`` (exact)."""
-    match = _COUNT.match(text)
+    match = _COUNT.match(text) if len(text) <= MAX_COUNT_TEXT else None
     if not match:
-        raise LlmcountError(f"{label} {text!r}: not a count; write e.g. 7B, 1.5T, 6.7e9 or 6738415616")
+        raise LlmcountError(f"{label} {short(text)}: not a count; write e.g. 7B, 1.5T, 6.7e9 or 6738415616")
     value = Rational(match.group(1).replace(",", "").replace("_", "")) * _UNITS[match.group(2).upper()]
     if value <= 0:
-        raise LlmcountError(f"{label} {text!r}: a count must be positive")
+        raise LlmcountError(f"{label} {short(text)}: a count must be positive")
     if value > MAX_COUNT:
-        raise LlmcountError(f"{label} {text!r}: a count must be at most 10**30")
+        raise LlmcountError(f"{label} {short(text)}: a count must be at most 10**30")
     return value

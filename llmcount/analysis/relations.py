@@ -7,7 +7,7 @@ expressions in the symbols no relation defines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +106,9 @@ def head_dim_convention(derivation: Derivation, given: Iterable[Symbol]) -> dict
     return {}
 
 
-def split(settings: Iterable[Setting]) -> tuple[dict[Symbol, tuple[int, ...]], dict[Symbol, Expr]]:
+def split(settings: Iterable[Setting]) -> tuple[dict[Symbol, Sequence[int]], dict[Symbol, Expr]]:
     """Settings as ``(numbers, relations)``; a symbol set twice is refused."""
-    numbers: dict[Symbol, tuple[int, ...]] = {}
+    numbers: dict[Symbol, Sequence[int]] = {}
     relations: dict[Symbol, Expr] = {}
     for setting in settings:
         if setting.symbol in numbers or setting.symbol in relations:

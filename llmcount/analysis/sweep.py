@@ -32,7 +32,7 @@ INT64_LIMIT = 2**63
 @dataclass(frozen=True)
 class Sweep:
     title: str
-    axes: tuple[tuple[Symbol, tuple[int, ...]], ...]  # the first varies slowest
+    axes: tuple[tuple[Symbol, Sequence[int]], ...]  # the first varies slowest
     fixed: dict[Symbol, int]
     relations: dict[Symbol, Expr]
     assumed: dict[Symbol, Expr]
@@ -117,7 +117,7 @@ def sweep(
     return Sweep(name, tuple((s, axes[s]) for s in symbols), fixed, relations, assumed, formulas, columns, grid.backend)
 
 
-def _dense_layers(axes: dict[Symbol, tuple[int, ...]], fixed: dict[Symbol, int]) -> dict[Symbol, int]:
+def _dense_layers(axes: dict[Symbol, Sequence[int]], fixed: dict[Symbol, int]) -> dict[Symbol, int]:
     """The fixed ones of N and N_dense when the other is swept: they go onto the grid (one value each, so no
     more rows), where :meth:`_Grid.cap` makes N_dense ``min(N_dense, N)`` on each row, as ``count`` reads more
     dense layers than layers (first_k_dense_replace > num_hidden_layers) as every layer dense."""
@@ -141,7 +141,7 @@ def _numpy():
 class _Grid:
     """The grid's columns (numpy int64 arrays, or Python lists) and exact evaluation over them."""
 
-    def __init__(self, symbols: list[Symbol], values: list[tuple[int, ...]], size: int, backend: str):
+    def __init__(self, symbols: list[Symbol], values: list[Sequence[int]], size: int, backend: str):
         self.symbols, self.values, self.size = symbols, values, size
         self.np = _numpy() if backend in ("auto", "numpy") else None
         if backend == "numpy" and self.np is None:

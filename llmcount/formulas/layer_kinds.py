@@ -19,6 +19,8 @@ from sympy import Expr, Integer, Symbol
 from ..errors import LlmcountError
 from .symbols import N
 
+MAX_LAYERS = 10_000  # layers walked one by one (pipeline stages); the same bound as the config reader's
+
 if TYPE_CHECKING:
     from .records import Family
 
@@ -63,7 +65,9 @@ def kinds(
         if symbol not in values:
             raise LlmcountError(f"no value for the layer count {symbol}")
     rest = total - sum(values[c] for c in counted)
-    sets = None if family is None else _memberships(family, values, keys or {}, [c.name for c in counted])
+    sets = (
+        None if family is None or not counted else _memberships(family, values, keys or {}, [c.name for c in counted])
+    )
     if rest < 0 or (sets is not None and any(len(s) > 1 for s in sets)):  # a layer of two counted kinds
         return _overlapping(counted, values, sets)
     found = [Kind(str(c), values[c], c, {N: 1, **{o: int(o == c) for o in counted}}) for c in counted if values[c] > 0]
@@ -115,7 +119,10 @@ def _memberships(
 
 
 def stages(layers: int, pp: int) -> list[range]:
-    """Pipeline stages: contiguous runs of layers, as even as possible, the first ``layers mod pp`` one longer."""
+    """Pipeline stages: contiguous runs of layers, as even as possible, the first ``layers mod pp`` one longer.
+    A stage's layers are then walked one by one: LlmcountError past :data:`MAX_LAYERS` layers."""
+    if layers > MAX_LAYERS:
+        raise LlmcountError(f"--pp {pp}: {layers:,} layers; layers are split in pipeline stages up to {MAX_LAYERS:,}")
     size, extra = divmod(layers, pp)
     runs, start = [], 0
     for stage in range(pp):

@@ -574,8 +574,8 @@ def training(
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # Megatron keeps the tied head as a copy of the word embedding on the last stage
             last = last + model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
-        sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
         runs = stages(values[N], parallel.pp)
+        sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
         by_name = {kind.name: layer for kind, layer in per_kind}
         bound = ""
         if sequence is None:  # the layers' order cannot be told: every stage's layers of the heaviest kind

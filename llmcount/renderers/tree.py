@@ -47,6 +47,7 @@ CONTAINERS = {
 }
 INDENT = "  "
 MAX_RUNS = 6
+MAX_LAYERS = 10_000  # layers the tree walks one by one to group them; past it, one block per count
 """Up to this many runs of identical layers are listed as transformers lists them ((0-2): 3 x ...); more (layers
 of two kinds alternating) are listed once per kind, with their indices."""
 
@@ -198,20 +199,21 @@ def _ranges(indices: Sequence[int]) -> str:
     return ", ".join(texts)
 
 
-def _layer_indices(model: Model, layers: Expr) -> tuple[int, ...] | None:
-    """The indices of the layers a term's ``layers`` expression counts, when the config says which."""
+def _layer_indices(model: Model, layers: Expr) -> frozenset[int] | None:
+    """The indices of the layers a term's ``layers`` expression counts, when the config says which (and has at
+    most :data:`MAX_LAYERS` layers: the tree walks them one by one)."""
     total = model.values.get(N)
-    if total is None:
+    if total is None or total > MAX_LAYERS:
         return None
-    every = tuple(range(total))
-    known = {symbol: tuple(indices) for symbol, indices in model.layer_indices.items()}
+    every = frozenset(range(total))
+    known = {symbol: frozenset(indices) for symbol, indices in model.layer_indices.items()}
     if layers == N:
         return every
     if layers in known and len(known[layers]) == _int(layers, model.values):
         return known[layers]
     rest = expand(N - layers)
     if rest in known and len(known[rest]) == _int(rest, model.values):
-        return tuple(i for i in every if i not in known[rest])
+        return every - known[rest]
     return None
 
 
