@@ -17,7 +17,7 @@ from refusal import assert_refused, run
 from test_state_flops import counter_flops
 
 from llmcount.errors import LlmcountError
-from llmcount.formulas import memory
+from llmcount.formulas import memory, records
 from llmcount.formulas.config import read_config
 from llmcount.formulas.flops import Flops
 
@@ -145,3 +145,21 @@ def test_block_sparse_decoder_caches_nothing(batch: int, seq: int) -> None:
     line = next(line for line in lines if line.name == "kv_cache")
     assert line.bytes == 0 == oracle.cache_bytes(DECODER, batch, seq), oracle.VERSIONS
     assert "neither read nor fill the cache" in line.note
+
+
+def test_a_record_with_beyond_entries_needs_the_longest_s_they_are_beyond() -> None:
+    from pathlib import Path
+
+    import tomllib
+
+    from llmcount.formulas.records import RecordError, parse_record
+
+    record = tomllib.loads((Path(records.__file__).parent / "families" / "big_bird.toml").read_text())
+    parse_record(record, "big_bird.toml")
+    without = {**record, "attention": {k: v for k, v in record["attention"].items() if "beyond" not in k}}
+    del without["attention"]["longest"]
+    with pytest.raises(RecordError, match="marked 'beyond' need \\[attention\\] 'longest'"):
+        parse_record(without, "big_bird.toml")
+    flag = {**record, "flops": [{**record["flops"][1], "beyond": "yes"}]}
+    with pytest.raises(RecordError, match="beyond: true or false"):
+        parse_record(flag, "big_bird.toml")

@@ -802,6 +802,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
+    if any(op.beyond for op in family.flops) and (family.attention is None or family.attention.longest is None):
+        raise RecordError(f"{where}: [[flops]] marked 'beyond' need [attention] 'longest' (the S they are beyond)")
     if "checkpoint" in data:
         paths = {choice.term.path for choice in family.choices}
         family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))
