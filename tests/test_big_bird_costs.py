@@ -115,6 +115,21 @@ def test_block_sparse_causal_and_conventions_are_refused_by_name(tmp_path) -> No
     for command in (["flops", str(path), "--seq", "29"], ["memory", str(path), "--seq", "29"]):
         assert run(*command).exit_code == 0
     assert run("flops", str(path), "--seq", "28", "--conventions").exit_code == 0
+    decoder = tmp_path / "decoder.json"
+    decoder.write_text(json.dumps(DECODER))
+    refused = run("memory", str(decoder), "--gpu-memory", "1GiB")  # the cache drops to nothing past S = 28
+    assert_refused(refused, "--gpu-memory", "BigBird (big_bird)", "S = 28")
+
+
+def test_the_flops_command_shows_the_formula_that_holds_at_s(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL))
+    beyond = run("flops", str(path), "--seq", "35").stdout
+    assert "⌈S/b_blk⌉" in beyond and "4·S·d" not in beyond and f"{forward(SMALL, 1, 35):,}" in beyond
+    full = run("flops", str(path), "--seq", "28").stdout
+    assert "b_blk" not in full and "4·S·d" in full
+    data = json.loads(run("flops", str(path), "--seq", "35", "--json").stdout)
+    assert data["forward_flops"] == forward(SMALL, 1, 35) and "block-sparse" in data["convention"]
 
 
 def test_class_defaults_run_full_attention_up_to_704_tokens() -> None:

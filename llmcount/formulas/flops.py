@@ -296,6 +296,14 @@ class Flops:
             terms.insert(at, scan)
         return (*terms, head_flops(self.derivation.architecture.head))
 
+    def at(self, values: dict[Symbol, int], seq: int) -> Flops:
+        """The formula that holds at S for a config: this one, or past [attention]'s longest S the one of the
+        record's [[flops]] marked beyond (refused by name when there is none)."""
+        spec = self.derivation.architecture.attention
+        if spec is None or self.beyond or not spec.is_beyond(seq, values):
+            return self
+        return self._beyond(spec, seq, values)
+
     def _beyond(self, spec: Attention, seq: int, values: dict[Symbol, int]) -> Flops:
         """The formula for S past [attention]'s longest: the record's [[flops]] marked beyond instead of the scores;
         refused by name when the record has none, or when ``causal`` and one of them has no causal formula."""
@@ -343,8 +351,8 @@ class Flops:
         terms = self.terms  # refuses a record without [attention] before its window is read
         family = self.derivation.architecture
         spec = family.attention
-        if spec is not None and not self.beyond and spec.is_beyond(seq, values):
-            return self._beyond(spec, seq, values).evaluate(values, seq, batch)
+        if self.at(values, seq) is not self:
+            return self.at(values, seq).evaluate(values, seq, batch)
         if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)
