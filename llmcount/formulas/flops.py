@@ -351,8 +351,9 @@ class Flops:
         terms = self.terms  # refuses a record without [attention] before its window is read
         family = self.derivation.architecture
         spec = family.attention
-        if self.at(values, seq) is not self:
-            return self.at(values, seq).evaluate(values, seq, batch)
+        held = self.at(values, seq)  # past [attention]'s longest S, the formula of what runs there
+        if held is not self:
+            return held.evaluate(values, seq, batch)
         if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)

@@ -305,11 +305,10 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     except LlmcountError:
         missing = any(state.flops is None for state in family.states)
         return FlopsPart(seq, refused="states" if missing else "attention")
-    spec = family.attention
-    beyond = spec is not None and spec.is_beyond(seq, model.values)
-    if beyond and not any(op.beyond for op in family.flops):  # the model runs an attention the record does not describe
-        return FlopsPart(seq, refused="longest", longest=spec.limit(model.values))
-    flops = Flops(model.derivation, beyond=beyond)
+    try:
+        flops = Flops(model.derivation).at(model.values, seq)  # past the longest S: what the record says runs there
+    except LlmcountError:  # the model runs an attention the record does not describe
+        return FlopsPart(seq, refused="longest", longest=family.attention.limit(model.values))
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
     by_kind["state"] = Fraction(0)
@@ -325,7 +324,7 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     assert sum(by_kind.values()) == counts.per_token
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
     kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
-    past = spec.limit(model.values) if beyond else None
+    past = family.attention.limit(model.values) if flops.beyond else None
     part = FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
     return replace(part, beyond=past)
 
