@@ -89,7 +89,7 @@ def flops(
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         model = load(spec)
-        formula = Flops(model.derivation, causal=causal)
+        formula = Flops(model.derivation, causal=causal).at(model.values, seq_)  # the one that holds at S
         counts = formula.evaluate(model.values, seq_, batch_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

@@ -113,7 +113,8 @@ def fit(
 ) -> Fit:
     """The longest S (B = 1), at most ``max_positions`` (the model's context length) when given, and the largest B
     (at ``seq``) that fit; LlmcountError when the weights alone don't, or when the config has layers that keep what
-    a record's ``[[cache]]`` states (the search needs a total that does not decrease as S grows)."""
+    a record's ``[[cache]]`` states or another cache beyond the longest S its [attention] describes (the search
+    needs a total that does not decrease as S grows)."""
     family = derivation.architecture
     present = [kept.name for kept in family.caches if evaluate_int(kept.layers, values, kept.name)]
     if present:
@@ -135,6 +136,14 @@ def fit(
             group_size=group_size,
             scale_dtype=scale_dtype,
             overhead_percent=overhead_percent,
+        )
+
+    spec = family.attention
+    if spec is not None and spec.beyond_kv is not None and spec.limit(values) is not None:
+        raise LlmcountError(
+            f"--gpu-memory is not derived for {family.title} ({family.name}): its cache changes beyond S = "
+            f"{spec.limit(values):,} ({spec.beyond_note or spec.beyond}), so the total is not searched as S grows; "
+            "memory --seq gives the bytes at one S"
         )
 
     first = total(1, 1)

@@ -77,6 +77,9 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     family = derivation.architecture
     state_flops(derivation)  # refuses a state kind without a formula, widths that cannot be stated, no table at all
     spec = family.attention
+    if spec is not None:  # past the attention the record describes, the conventions' full S×S is not what runs
+        what = "the FLOPs conventions (full attention over S×S, their causal half) are"
+        spec.check_seq(f"{family.title} ({family.name})", seq, values, what)
     uneven = "" if spec is None else _uneven(family)
     layers = 0 if spec is None else evaluate_int(spec.layers, values, "attention layers")
     present = [s for s in family.states if evaluate_int(s.layers, values, s.name)]

@@ -24,7 +24,7 @@ multiplications only, 2 FLOPs per multiply-add, so an :math:`m{\\times}k` by :ma
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property
 
@@ -42,6 +42,10 @@ CONVENTION = (
     "attention scores QK^T and values AV over the full S×S matrix, as eager attention computes them "
     "(on sliding-window layers too: eager attention masks the window); "
     "LM head at every position; biases, norms, activations, softmax, RoPE and embedding lookups not counted"
+)
+FULL_SCORES = (
+    "attention scores QK^T and values AV over the full S×S matrix, as eager attention computes them "
+    "(on sliding-window layers too: eager attention masks the window)"
 )
 CAUSAL_CONVENTION = CONVENTION.replace(
     "over the full S×S matrix, as eager attention computes them "
@@ -145,11 +149,12 @@ def attention_spec(derivation: Derivation) -> Attention:
     return spec
 
 
-def state_flops(derivation: Derivation, causal: bool = False) -> list[tuple[FlopTerm, str]]:
+def state_flops(derivation: Derivation, causal: bool = False, beyond: bool = False) -> list[tuple[FlopTerm, str]]:
     """The sequence-mixing operations of the layers that keep a state (``[[state.flops]]``), per token: each
     record formula (FLOPs of one layer for B sequences of S tokens) over B·S, with the path of the term it precedes
     in reader's order ("": after the last term of its group); then the record's own ``[[flops]]``, each in its
-    layers (``causal``: over the causal pairs, where the record gives that formula). Refused by name when a layer
+    layers (``causal``: over the causal pairs, where the record gives that formula; those marked ``beyond`` only
+    when ``beyond``: S past [attention]'s longest). Refused by name when a layer
     kind of the record has no such formula, when its attention layers' widths cannot be stated (``no_flops``), or
     when the record says neither how its layers attend nor what they keep."""
     family = derivation.architecture
@@ -171,7 +176,8 @@ def state_flops(derivation: Derivation, causal: bool = False) -> list[tuple[Flop
         for op in state.flops or ()
         if state.layers != 0
     ]
-    own = [(op, op.causal if causal and op.causal is not None else op.expr) for op in family.flops]
+    ops = [op for op in family.flops if beyond or not op.beyond]
+    own = [(op, op.causal if causal and op.causal is not None else op.expr) for op in ops]
     return scans + [(FlopTerm(op.path, expr / (B * S), op.note, op.layers), op.before) for op, expr in own]
 
 
@@ -256,11 +262,16 @@ class Flops:
 
     derivation: Derivation
     causal: bool = False
+    beyond: bool = False  # S past [attention]'s longest: its [[flops]] marked beyond instead of the scores
 
     @property
     def convention(self) -> str:
         family = self.derivation.architecture
         convention = CAUSAL_CONVENTION if self.causal else CONVENTION
+        if self.beyond:  # the record's words for the attention run beyond the longest S of its [attention]
+            convention = convention.replace(
+                FULL_SCORES, f"attention beyond the longest S of full attention {family.attention.beyond}"
+            )
         convention = f"{convention}; {STATE_CONVENTION}" if family.states else convention
         not_run = family.attention.not_run if family.attention is not None else ""
         return f"{convention}; {not_run}" if not_run else convention
@@ -271,10 +282,10 @@ class Flops:
         layer's sequence mixing before the term its record names (``before``) or after the last of its group, the LM
         head last."""
         # refuses a kind without a formula, or a record without either table
-        scans = state_flops(self.derivation, self.causal)
+        scans = state_flops(self.derivation, self.causal, self.beyond)
         terms = [linear_flops(t) for t in self.derivation.terms if is_matmul_weight(t)]
         spec = self.derivation.architecture.attention
-        if spec is not None:
+        if spec is not None and not self.beyond:
             after_attention = max((i + 1 for i, t in enumerate(terms) if t.path.startswith("attention/")), default=0)
             terms[after_attention:after_attention] = score_flops(spec, self.causal)
         for scan, before in scans:
@@ -284,6 +295,26 @@ class Flops:
                 at = max((i + 1 for i, t in enumerate(terms) if t.path.startswith(group)), default=len(terms))
             terms.insert(at, scan)
         return (*terms, head_flops(self.derivation.architecture.head))
+
+    def at(self, values: dict[Symbol, int], seq: int) -> Flops:
+        """The formula that holds at S for a config: this one, or past [attention]'s longest S the one of the
+        record's [[flops]] marked beyond (refused by name when there is none)."""
+        spec = self.derivation.architecture.attention
+        if spec is None or self.beyond or not spec.is_beyond(seq, values):
+            return self
+        return self._beyond(spec, seq, values)
+
+    def _beyond(self, spec: Attention, seq: int, values: dict[Symbol, int]) -> Flops:
+        """The formula for S past [attention]'s longest: the record's [[flops]] marked beyond instead of the scores;
+        refused by name when the record has none, or when ``causal`` and one of them has no causal formula."""
+        family = self.derivation.architecture
+        name = f"{family.title} ({family.name})"
+        ops = [op for op in family.flops if op.beyond]
+        if not ops:
+            spec.check_seq(name, seq, values)
+        if self.causal and any(op.causal is None for op in ops):
+            spec.check_seq(name, seq, values, "FLOPs over the causal pairs (--causal) are")
+        return replace(self, beyond=True)
 
     @cached_property
     def per_token(self) -> Expr:
@@ -320,8 +351,9 @@ class Flops:
         terms = self.terms  # refuses a record without [attention] before its window is read
         family = self.derivation.architecture
         spec = family.attention
-        if spec is not None:
-            spec.check_seq(f"{family.title} ({family.name})", seq, values)
+        held = self.at(values, seq)  # past [attention]'s longest S, the formula of what runs there
+        if held is not self:
+            return held.evaluate(values, seq, batch)
         if spec is not None and spec.window is not None and not spec.window.free_symbols <= set(values):
             # no window in the config: no layer slides, every layer attends to the whole sequence
             missing = (spec.sliding.free_symbols if spec.sliding is not None else set()) - set(values)

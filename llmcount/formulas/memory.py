@@ -15,7 +15,7 @@ Every amount is an exact number of bytes (a Python int); GiB = 2^30 bytes is mad
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sympy import Add, Expr, Integer, Min, Symbol, ceiling
 
@@ -196,6 +196,19 @@ def cache_family(derivation: Derivation) -> Family:
     return family
 
 
+def beyond_family(family: Family, seq: int, values: Mapping[Symbol, int]) -> Family:
+    """The family as its cache is at S: past [attention]'s longest S, its layers keep ``beyond_kv`` per token
+    (BigBird's block-sparse layers: nothing); refused by name there when the record does not say."""
+    spec = family.attention
+    if spec is None or not spec.is_beyond(seq, values):
+        return family
+    if spec.beyond_kv is None:
+        spec.check_seq(f"{family.title} ({family.name})", seq, values)
+    note = spec.beyond_note or spec.beyond
+    beyond = replace(spec, kv=spec.beyond_kv, note=note, kv_expanded=None, longest=None, beyond_kv=None)
+    return replace(family, attention=beyond)
+
+
 @dataclass(frozen=True)
 class Line:
     """One amount of memory: its formula (in the glossary's symbols, ``P`` and ``S``, ``B``) and exact bytes;
@@ -280,9 +293,7 @@ def inference(
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
     parameters = derivation.evaluate(values).total
     env = {**values, P: parameters, S: seq, B: batch}
-    family = cache_family(derivation)
-    if family.attention is not None:
-        family.attention.check_seq(f"{family.title} ({family.name})", seq, values)
+    family = beyond_family(cache_family(derivation), seq, values)
 
     lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
     if group_size is not None:

@@ -125,10 +125,14 @@ class Attention:
     # attention the layers have but do not run on token ids alone (an encoder-decoder's cross-attention, without
     # encoder states), and what it would add: said under FLOPs and the KV cache
     not_run: str = ""
-    # the longest S this section describes (no value in a config: any S), and what the model runs beyond it: FLOPs
-    # and the cache are refused there with it (BigBird's block-sparse attention beyond (5 + 2·r)·b tokens)
+    # the longest S this section describes (no value in a config: any S), and what the model runs beyond it: there
+    # FLOPs are the record's [[flops]] marked beyond instead of the scores, the cache beyond_kv; without them, both
+    # are refused with it (BigBird's block-sparse attention beyond (5 + 2·r)·b tokens)
     longest: Expr | None = None
     beyond: str = ""
+    # the cache beyond that S: elements per token per layer, and what they are (None: the cache is refused there)
+    beyond_kv: Expr | None = None
+    beyond_note: str = ""
 
     def limit(self, values: Mapping[Symbol, int]) -> int | None:
         """The longest S this section describes for a config (None: any S)."""
@@ -136,13 +140,17 @@ class Attention:
             return None
         return int(self.longest.subs(values))
 
-    def check_seq(self, family: str, seq: int, values: Mapping[Symbol, int]) -> None:
-        """Refuse, by name, a sequence longer than the section describes."""
+    def is_beyond(self, seq: int, values: Mapping[Symbol, int]) -> bool:
+        """Whether S is longer than the section describes (the model runs what ``beyond`` says)."""
         limit = self.limit(values)
-        if limit is not None and seq > limit:
+        return limit is not None and seq > limit
+
+    def check_seq(self, family: str, seq: int, values: Mapping[Symbol, int], what: str = "") -> None:
+        """Refuse, by name, a sequence longer than the section describes (``what``: which count is refused)."""
+        if self.is_beyond(seq, values):
+            what = what or "FLOPs and the KV cache are"
             raise LlmcountError(
-                f"FLOPs and the KV cache are not derived for {family} at S = {seq:,}: beyond S = {limit:,} "
-                f"{self.beyond}"
+                f"{what} not derived for {family} at S = {seq:,}: beyond S = {self.limit(values):,} {self.beyond}"
             )
 
     @property
@@ -200,6 +208,7 @@ class StateFlops:
     before: str = ""  # the path of the term it precedes in reader's order (default: after the last of its group)
     layers: Expr = ONE  # in how many layers (a record's [[flops]]; a state's operations are in each of its layers)
     causal: Expr | None = None  # a record's [[flops]]: the FLOPs over the causal pairs only (None: expr, whatever)
+    beyond: bool = False  # a record's [[flops]]: counted only beyond [attention]'s longest S, instead of its scores
 
 
 @dataclass(frozen=True)
@@ -289,7 +298,7 @@ class Family:
         if self.attention is not None:
             a = self.attention
             exprs += [a.layers, a.qk, a.v, a.kv, a.kv_expanded, a.window, a.sliding, a.sliding_qk, a.sliding_v]
-            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv, a.longest]
+            exprs += [a.sliding_kv, a.cached, a.cached_sliding, a.indexed, a.indexed_kv, a.longest, a.beyond_kv]
         for state in self.states:
             exprs += [state.layers, state.conv, state.recurrent, *(f.expr for f in state.flops or ())]
             exprs += [state.megatron.expr] if state.megatron is not None else []
@@ -567,9 +576,9 @@ def _attention(data: Any, where: str) -> Attention:
     expanded = data.get("kv_expanded")
     own = ("sliding_qk", "sliding_v", "sliding_kv")
     texts = {"note", "kv_expanded", "expanded_note", "window", "sliding", "chunked", "summed", "sliding_note"}
-    texts |= {"no_flops", "beyond"}
+    texts |= {"no_flops", "beyond", "beyond_note"}
     texts |= {"indexed_note", "indexed_dtype", "not_run"}
-    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv", "longest")
+    layer_counts = ("window", "sliding", "cached", "cached_sliding", "indexed", "indexed_kv", "longest", "beyond_kv")
     unknown = set(data) - {*parts, *own, *texts, *layer_counts}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -580,6 +589,8 @@ def _attention(data: Any, where: str) -> Attention:
         raise RecordError(f"{where}: widths of the sliding layers and 'kv_expanded' together are not supported")
     if ("longest" in data) != ("beyond" in data):
         raise RecordError(f"{where}: 'longest' (the longest S described) and 'beyond' (what runs past it) go together")
+    if "beyond_kv" in data and "longest" not in data:
+        raise RecordError(f"{where}: 'beyond_kv' (the cache beyond the longest S described) needs 'longest'")
     if ("indexed" in data) != ("indexed_kv" in data):
         raise RecordError(f"{where}: 'indexed' (the layers with indexer keys) and 'indexed_kv' go together")
     if data.get("indexed_dtype") not in (None, "fp32"):
@@ -605,6 +616,7 @@ def _attention(data: Any, where: str) -> Attention:
         indexed_dtype=data.get("indexed_dtype"),
         not_run=_text(data, "not_run", where, ""),
         beyond=_text(data, "beyond", where, ""),
+        beyond_note=_text(data, "beyond_note", where, ""),
     )
 
 
@@ -655,7 +667,11 @@ def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) ->
     expr = formula(_text(data, "expr", f"{where} ({path})"), f"{where} ({path}).expr")
     layers = formula(_text(data, "layers", where, "1"), f"{where} ({path}).layers")
     causal = formula(_text(data, "causal", where), f"{where} ({path}).causal") if "causal" in data else None
-    return StateFlops(path, expr, _text(data, "note", where, ""), _text(data, "before", where, ""), layers, causal)
+    beyond = data.get("beyond", False)
+    if not isinstance(beyond, bool):
+        raise RecordError(f"{where} ({path}).beyond: true or false")
+    note, before = _text(data, "note", where, ""), _text(data, "before", where, "")
+    return StateFlops(path, expr, note, before, layers, causal, beyond)
 
 
 def _cache(data: Any, where: str) -> Cache:
@@ -776,7 +792,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
         flops=tuple(
-            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers", "causal"}))
+            _state_flops(f, f"{where} flops[{i}]", frozenset({"layers", "causal", "beyond"}))
             for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
         ),
         caches=tuple(
@@ -786,6 +802,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
+    if any(op.beyond for op in family.flops) and (family.attention is None or family.attention.longest is None):
+        raise RecordError(f"{where}: [[flops]] marked 'beyond' need [attention] 'longest' (the S they are beyond)")
     if "checkpoint" in data:
         paths = {choice.term.path for choice in family.choices}
         family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))

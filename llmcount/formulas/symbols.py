@@ -102,6 +102,8 @@ r_a = _size("r_a")
 h_tot = _size("h_tot")
 h_tot_sw = _count("h_tot_sw")
 S_full = _size("S_full")
+b_blk = _size("b_blk")
+r_blk = _count("r_blk")
 d_hk = _size("d_hk")
 d_hv = _size("d_hv")
 d_router = _size("d_router")
@@ -372,6 +374,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "(5 + 2·num_random_blocks)·block_size (BigBird, attention_type block_sparse)",
         "the longest sequence run with full attention; beyond it the model runs another attention (block-sparse)",
     ),
+    Entry(b_blk, r"b_{\mathrm{blk}}", "block_size (BigBird)", "tokens per block of block-sparse attention"),
+    Entry(r_blk, r"r_{\mathrm{blk}}", "num_random_blocks (BigBird)", "random key blocks per query block"),
     Entry(
         h_tot_sw,
         r"h_{\mathrm{tot,sw}}",

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -284,6 +284,7 @@ class FlopsPart:
     state_kinds: tuple[str, ...] = ()  # the state layers' kinds (mamba, linear_attention, ...)
     refused: str | None = None
     longest: int | None = None  # refused "longest": the longest S the record's attention describes
+    beyond: int | None = None  # S is past that longest S and the record's [[flops]] say what runs there
 
     @property
     def attention_share(self) -> Fraction:
@@ -304,10 +305,10 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     except LlmcountError:
         missing = any(state.flops is None for state in family.states)
         return FlopsPart(seq, refused="states" if missing else "attention")
-    limit = family.attention.limit(model.values) if family.attention is not None else None
-    if limit is not None and seq > limit:  # beyond it the model runs an attention the record does not describe
-        return FlopsPart(seq, refused="longest", longest=limit)
-    flops = Flops(model.derivation)
+    try:
+        flops = Flops(model.derivation).at(model.values, seq)  # past the longest S: what the record says runs there
+    except LlmcountError:  # the model runs an attention the record does not describe
+        return FlopsPart(seq, refused="longest", longest=family.attention.limit(model.values))
     counts = flops.evaluate(model.values, seq, 1)
     by_kind: dict[str, Fraction] = {"attention": Fraction(0), "head": Fraction(0), "linear": Fraction(0)}
     by_kind["state"] = Fraction(0)
@@ -323,7 +324,9 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     assert sum(by_kind.values()) == counts.per_token
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
     kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
-    return FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
+    past = family.attention.limit(model.values) if flops.beyond else None
+    part = FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
+    return replace(part, beyond=past)
 
 
 def _extra_scores(path: str) -> bool:
@@ -372,6 +375,7 @@ class MemoryPart:
     kv_fp32_indexer: bool = False  # the indexer keys in the cache are kept in fp32 (4 bytes per element)
     indexer: KvKind | None = None  # the indexer keys some layers cache besides, all S tokens
     longest: int | None = None  # not derived: S is longer than the record's attention describes (this S)
+    beyond_empty: bool = False  # ... and the record says the layers keep nothing in the cache there
     grown: bool = False  # some layers keep more than keys and values per token (a record's [[cache]]): kv_seq_bytes
 
 
@@ -400,8 +404,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     if spec is None:
         return MemoryPart(**{**part.__dict__, "states": bool(family.states)})
     limit = spec.limit(model.values)
-    if limit is not None and seq > limit:
-        return MemoryPart(**{**part.__dict__, "longest": limit})
+    if limit is not None and seq > limit:  # beyond_kv 0: the layers the model runs there keep nothing
+        empty = spec.beyond_kv is not None and evaluate_int(spec.beyond_kv, model.values, "KV cache beyond") == 0
+        return MemoryPart(**{**part.__dict__, "longest": limit, "beyond_empty": empty})
     kv_dtype = "bf16"
     values = model.values
     if family.caches:  # no per-token formula: the bytes of one sequence at S, as `llmcount memory` gives them
