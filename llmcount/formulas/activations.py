@@ -392,9 +392,8 @@ def _refuse_summed(family: Family, entries: list[Saved], options: Options) -> No
     differ per layer) or that says ``summed`` (sizes that grow with the layer index) holds every layer's tensors at
     once: it cannot be split into pipeline stages or left out layer by layer, so --pp and --recompute full are
     refused for it by name."""
-    summed = {spec.symbol for spec in family.symbols if spec.summed}
     for e in entries:
-        if e.summed or e.expr.free_symbols & summed:
+        if e.summed or e.expr.free_symbols & family.summed:
             what = f"--pp {options.pp}" if options.pp > 1 else "--recompute full"
             raise NotDerived(family, f"{what}: {e.path} is summed over the layers (their sizes differ per layer)")
 

@@ -292,6 +292,11 @@ class Family:
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
 
     @property
+    def summed(self) -> frozenset[Symbol]:
+        """The symbols the record sums over the layers (one value per layer in the config, their sum here)."""
+        return frozenset(spec.symbol for spec in self.symbols if spec.summed)
+
+    @property
     def cost_exprs(self) -> tuple[Expr, ...]:
         """The expressions of ``[attention]`` and ``[[state]]``: what the cost formulas read besides the terms."""
         exprs: list[Expr | None] = []

@@ -557,9 +557,8 @@ def training(
         for term in layer_terms:
             held = held + _held(term, values, parallel, optimizer, lora).times(int(term.layers.subs(values)))
     else:
-        summed = {spec.symbol for spec in model.architecture.symbols if spec.summed}
         for term in model_terms:  # a sum over the layers' own sizes: no stage can be told its part
-            if term.expr.free_symbols & summed:
+            if term.expr.free_symbols & model.architecture.summed:
                 raise LlmcountError(
                     f"--pp {parallel.pp}: {term.path} of {model.name} is summed over the layers (their sizes differ "
                     "per layer), so its stages cannot be told apart"
