@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -325,8 +325,8 @@ def flops_part(model: Model, seq: int = DEFAULT_SEQ) -> FlopsPart:
     parts = {kind: _whole(value) for kind, value in by_kind.items()}
     kinds = tuple(dict.fromkeys(scans[c.path] for c in counts.components if c.path in scans))
     past = family.attention.limit(model.values) if flops.beyond else None
-    part = FlopsPart(seq, flops.grouped(), {**model.values, S: seq}, counts.per_token, **parts, state_kinds=kinds)
-    return replace(part, beyond=past)
+    values = {**model.values, S: seq}
+    return FlopsPart(seq, flops.grouped(), values, counts.per_token, **parts, state_kinds=kinds, beyond=past)
 
 
 def _extra_scores(path: str) -> bool:
@@ -409,11 +409,10 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
         return MemoryPart(**{**part.__dict__, "longest": limit, "beyond_empty": empty})
     kv_dtype = "bf16"
     values = model.values
+    inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
     if family.caches:  # no per-token formula: the bytes of one sequence at S, as `llmcount memory` gives them
-        inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
         return MemoryPart(**{**part.__dict__, "grown": True, "kv_seq_bytes": inference.bytes_of("kv_cache")})
     elements = evaluate_int(memory.kv_elements_per_token(spec, values=values), values, "KV cache per token")
-    inference = memory.inference(model.derivation, values, name if BITS[name] >= 16 else "bf16", kv_dtype, seq, 1)
 
     def layer_bytes(kind: str) -> int:
         width = spec.widths(sliding=kind != "full_attention")[2]
