@@ -9,17 +9,10 @@ LAYER_TYPES = [["hybrid", "hybrid_sliding"], ["hybrid_sliding", "hybrid"], ["hyb
 MLP_LAYER_TYPES = [["dense", "sparse"], ["sparse", "sparse"], ["sparse", "dense"]]
 
 
-def _inkling(model_type: str, rng: random.Random) -> dict:
-    """Two layers; the window and the relative extent shorter or longer than S; one or two shared experts."""
-    h_kv, h_kv_sw = rng.choice([1, 2]), rng.choice([1, 2])
+def attention_and_experts(rng: random.Random, h_kv: int, h_kv_sw: int) -> dict:
+    """Inkling's (and Inkling 2's) attention of either kind of layer, its relative positions, short convolutions and
+    routed experts: grouped heads of h_kv (h_kv_sw on sliding layers) key/value heads."""
     return {
-        "model_type": model_type,
-        "num_hidden_layers": 2,
-        "layer_types": rng.choice(LAYER_TYPES),
-        "mlp_layer_types": rng.choice(MLP_LAYER_TYPES),
-        "hidden_size": rng.choice([16, 24, 32]),
-        "intermediate_size": rng.choice([22, 28]),
-        "moe_intermediate_size": rng.choice([8, 16]),
         "num_attention_heads": h_kv * rng.choice([1, 2]),
         "num_key_value_heads": h_kv,
         "head_dim": rng.choice([4, 6]),
@@ -32,6 +25,21 @@ def _inkling(model_type: str, rng: random.Random) -> dict:
         "conv_kernel_size": rng.choice([2, 3, 4]),
         "n_routed_experts": rng.choice([4, 6]),
         "num_experts_per_tok": rng.choice([1, 2]),
+    }
+
+
+def _inkling(model_type: str, rng: random.Random) -> dict:
+    """Two layers; the window and the relative extent shorter or longer than S; one or two shared experts."""
+    h_kv, h_kv_sw = rng.choice([1, 2]), rng.choice([1, 2])
+    return {
+        "model_type": model_type,
+        "num_hidden_layers": 2,
+        "layer_types": rng.choice(LAYER_TYPES),
+        "mlp_layer_types": rng.choice(MLP_LAYER_TYPES),
+        "hidden_size": rng.choice([16, 24, 32]),
+        "intermediate_size": rng.choice([22, 28]),
+        "moe_intermediate_size": rng.choice([8, 16]),
+        **attention_and_experts(rng, h_kv, h_kv_sw),
         "n_shared_experts": rng.choice([1, 2]),
         "vocab_size": rng.choice([67, 101]),
         "pad_token_id": 0,

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 
+from .ink import attention_and_experts
+
 
 def _layer_types(rng: random.Random, layers: int) -> list[str] | None:
     """None (every 6th layer full), or each layer sliding or full at random."""
@@ -30,18 +32,7 @@ def _inkling2(rng: random.Random) -> dict:
         "layer_types": _layer_types(rng, layers),
         "n_layers_per_attn_res_block": rng.choice([1, 2, 3, 4]),
         "hidden_size": rng.choice([16, 24]),
-        "num_attention_heads": h_kv * rng.choice([1, 2]),
-        "num_key_value_heads": h_kv,
-        "head_dim": rng.choice([4, 6]),
-        "swa_num_attention_heads": h_kv_sw * rng.choice([1, 2]),
-        "swa_num_key_value_heads": h_kv_sw,
-        "swa_head_dim": rng.choice([4, 6, 8]),
-        "sliding_window_size": rng.choice([3, 16]),
-        "d_rel": rng.choice([2, 3]),
-        "rel_extent": rng.choice([5, 12]),
-        "conv_kernel_size": rng.choice([2, 3, 4]),
-        "n_routed_experts": rng.choice([4, 6]),
-        "num_experts_per_tok": rng.choice([1, 2]),
+        **attention_and_experts(rng, h_kv, h_kv_sw),
         "moe_intermediate_size": rng.choice([8, 16]),
         "vocab_size": vocab,
         "pad_token_id": 0,
