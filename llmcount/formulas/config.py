@@ -21,11 +21,11 @@ from . import records
 from .blocks import Term
 from .derivation import Counts, Derivation
 from .expressions import Unknown, condition_names
+from .layer_kinds import MAX_LAYERS
 from .records import NONE, REQUIRED, Composite, Family, Rule, SymbolSpec
 from .symbols import GLOSSARY
 
 MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
-MAX_LAYERS = 10_000  # layers walked one by one to count the layers of each kind (real models have < 300)
 MAX_LIST = 100_000  # entries of a list-valued key (layer_types, mlp_only_layers)
 _EVALUATION_ERRORS = (Unknown, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError)
 

@@ -34,6 +34,7 @@ from ..formulas.blocks import Term
 from ..formulas.config import Model
 from ..formulas.expressions import RecordError, formula
 from ..formulas.flops import is_norm
+from ..formulas.layer_kinds import MAX_LAYERS
 from ..formulas.symbols import N, V, d, d_ff, d_moe, d_nope, d_rope, d_v, h_d, n_pos, r_kv, r_q
 
 IN_WIDTHS = (V, d, d_ff, h_d, n_pos, d_moe, r_q, r_kv, d_rope, d_nope, d_v)
@@ -47,7 +48,6 @@ CONTAINERS = {
 }
 INDENT = "  "
 MAX_RUNS = 6
-MAX_LAYERS = 10_000  # layers the tree walks one by one to group them; past it, one block per count
 """Up to this many runs of identical layers are listed as transformers lists them ((0-2): 3 x ...); more (layers
 of two kinds alternating) are listed once per kind, with their indices."""
 
