@@ -1,7 +1,6 @@
 """Inkling 2's activation table beyond the drawn cases of tests/test_activations.py (draws in tests/draws/ink2.py):
-bf16 as from_pretrained loads the model (from_config cannot train it in bf16), the logits cut to
-unpadded_vocab_size, the closed form of the block states the attention residuals keep, and the options that need
-each layer's own bytes."""
+bf16 as from_pretrained loads the model, the logits of unpadded_vocab_size columns, the closed form of the block
+states the attention residuals keep, and the options that need each layer's own bytes."""
 
 from __future__ import annotations
 
@@ -48,17 +47,20 @@ class _AsFromPretrained:
         return model
 
 
-def test_from_config_cannot_train_in_bf16() -> None:
-    """from_config leaves the router weight in bf16, and Inkling2TopKRouter multiplies its fp32 input by it: the
-    bf16 cases below load the model's dtypes as from_pretrained does instead."""
+def test_from_config_keeps_the_fp32_modules_in_bf16() -> None:
+    """transformers 5.24's from_config keeps the modules _keep_in_fp32_modules_strict names in fp32 (the router's
+    weight among them, which Inkling2TopKRouter multiplies its fp32 input by), as from_pretrained does, and trains in
+    bf16: the same dtypes as :class:`_AsFromPretrained` gives (5.23's from_config left them in bf16 and failed)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     settings = {key: value for key, value in SMALL.items() if key != "model_type"}
     hf_config = transformers.AutoConfig.for_model("inkling2_text", **settings)
     model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
+    kept = _AsFromPretrained.from_config(hf_config, dtype=torch.bfloat16)
+    assert {n: p.dtype for n, p in model.named_parameters()} == {n: p.dtype for n, p in kept.named_parameters()}
+    assert model.model.layers[0].mlp.gate.weight.dtype == torch.float32
     ids = torch.randint(0, 67, (2, 5))
-    with pytest.raises(RuntimeError, match="same dtype"):
-        model(input_ids=ids, labels=ids)
+    assert model(input_ids=ids, labels=ids).loss.dtype == torch.float32
 
 
 @pytest.mark.parametrize(
@@ -84,9 +86,10 @@ def test_bf16_with_the_fp32_modules_from_pretrained_keeps(seed: int, monkeypatch
     assert _bytes(config, "bf16", batch, seq).bytes == expected, (config, batch, seq, activation_oracle.VERSIONS)
 
 
-def test_the_loss_keeps_the_logits_cut_to_unpadded_vocab_size(monkeypatch) -> None:
-    """unpadded_vocab_size < V: the log-softmax covers the first V_u logits only. Token ids stay below V_u, as a
-    tokenizer's do (the oracle's ids up to V - 1 would be labels the cut logits have no row for)."""
+def test_the_logits_and_the_loss_have_unpadded_vocab_size_columns(monkeypatch) -> None:
+    """unpadded_vocab_size < V: the LM head has V_u rows, so the softcapped logits and the log-softmax have V_u
+    columns. Token ids stay below V_u, as a tokenizer's do (the oracle's ids up to V - 1 would be labels the logits
+    have no column for)."""
     torch = pytest.importorskip("torch")
     from activation_oracle import VERSIONS, saved_bytes
 
@@ -96,7 +99,7 @@ def test_the_loss_keeps_the_logits_cut_to_unpadded_vocab_size(monkeypatch) -> No
     expected = saved_bytes(config, 2, 7, "fp32", "eager")
     assert _bytes(config, "fp32", 2, 7).bytes == expected, VERSIONS
     uncut = _bytes(SMALL, "fp32", 2, 7).bytes
-    assert uncut - expected == 2 * 7 * 7 * 4  # 7 fewer fp32 log-probabilities per token
+    assert uncut - expected == 2 * (2 * 7 * 7 * 4)  # per token 7 fewer fp32 tanh outputs and log-probabilities
 
 
 def _states_by_layer(layers: int, block: int) -> int:

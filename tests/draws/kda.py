@@ -50,7 +50,8 @@ def kimi_linear(rng: random.Random) -> dict:
 
 
 def bailing_hybrid(rng: random.Random) -> dict:
-    """Bailing hybrid: the KDA heads are the attention heads, of head_dim; kda_safe_gate drawn."""
+    """Bailing hybrid: the KDA heads are the attention heads, of head_dim; kda_safe_gate drawn, and the MLA layers'
+    query latent (q_lora_rank, drawn last so that the other keys of a seed stay as they were)."""
     layers = rng.choice(LAYOUTS)
     return {
         "model_type": "bailing_hybrid",
@@ -79,6 +80,7 @@ def bailing_hybrid(rng: random.Random) -> dict:
         "pad_token_id": 0,
         "eos_token_id": 2,
         "use_cache": rng.choice([True, False]) if "full_attention" in layers else False,
+        "q_lora_rank": rng.choice([None, 8, 12]),
     }
 
 
