@@ -102,7 +102,7 @@ class _Reader:
         found = [name for name in names if name in self.config]
         nested = [name for name in found if "." in name]
         found = nested or found
-        if len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
+        if len(found) > 1 and len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
             raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
         return found
 

@@ -342,16 +342,24 @@ class Family:
         layers are not none): the config keeps their values, as it keeps those of the terms it has (the [layers]
         counts, which the config's keys carry, excepted)."""
         used: set[Symbol] = set()
-        for when, expr, layers in self.saved_sizes:
+        for (when, _expr, layers), (symbols, layer_symbols) in zip(self.saved_sizes, self._saved_free, strict=True):
             try:
                 if when is not None and not when(namespace):
                     continue
             except (Unknown, ValueError, TypeError, ZeroDivisionError, IndexError):
                 pass
-            if layers.free_symbols <= set(values) and value_at(layers, values) == 0:
+            if layer_symbols <= values.keys() and value_at(layers, values) == 0:
                 continue
-            used |= expr.free_symbols | layers.free_symbols
+            used |= symbols
         return frozenset(used - {S, B} - {symbol for symbol, _, _ in self.layers})
+
+    @cached_property
+    def _saved_free(self) -> tuple[tuple[frozenset[Symbol], frozenset[Symbol]], ...]:
+        """The symbols of each ``[activations]`` entry (its size's and its layers'), and those of its layers."""
+        return tuple(
+            (frozenset(expr.free_symbols | layers.free_symbols), frozenset(layers.free_symbols))
+            for _, expr, layers in self.saved_sizes
+        )
 
     @property
     def is_moe(self) -> bool:
