@@ -16,8 +16,10 @@ from .errors import LlmcountError
 
 try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
     from typer._click import exceptions as click
+    from typer._click import utils as click_formatting
 except ImportError:  # pragma: no cover - older typer, on the real click
     from click import exceptions as click
+    from click import utils as click_formatting
 
 ACTIVATED_HELP = (
     "Activated (MoE) = every parameter except the routed experts, plus k/n of the routed experts; "
@@ -29,6 +31,34 @@ class _OneLineErrors(typer.core.TyperGroup):
     """The root command, wherever it is entered from (the console script, ``python -m llmcount``, ``app()``,
     typer's ``CliRunner``): usage errors exit 2 and bad input exits 1, each as one line on stderr; never a
     traceback (set LLMCOUNT_DEBUG=1 to see one for an internal error)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        names = super().list_commands(ctx)
+        return names + [name for name in COMMAND_MODULES if name not in names]
+
+    def get_command(self, ctx, name: str):
+        found = super().get_command(ctx, name)
+        if found is None and name in COMMAND_MODULES:
+            found = _load_command(name)
+            self.commands[name] = found
+        return found
+
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list of ``--help``: a command not imported yet by the summary read from its module's source
+        (its docstring, as click shortens it), so that listing the commands imports none of them."""
+        names = [name for name in self.list_commands(ctx) if name in self.commands or name in COMMAND_MODULES]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            if name in self.commands:
+                if not self.commands[name].hidden:
+                    rows.append((name, self.commands[name].get_short_help_str(limit)))
+            else:
+                rows.append((name, click_formatting.make_default_short_help(_summaries().get(name, ""), limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
@@ -273,9 +303,84 @@ def list_(
     typer.echo(rendered.rstrip())
 
 
-# Commands of the other subjects live in their own modules and register themselves on `app`.
-# (Imported here, at the bottom, so that `app` and the helpers above exist when they load.)
-from . import _pipes, cli_analysis, cli_batch, cli_costs, cli_shell, cli_writeup  # noqa: E402, F401
+# The commands of the other subjects live in their own modules, which register them on `app` when imported: each
+# module is imported only when one of its commands runs (or is completed, or its --help is asked for), so that
+# `llmcount --help` and `llmcount count` import none of them and nothing heavy (sympy, torch, numpy, matplotlib).
+COMMAND_MODULES: dict[str, str] = {
+    "scan": "cli_batch",
+    "approx": "cli_analysis",
+    "check": "cli_analysis",
+    "compare": "cli_analysis",
+    "solve": "cli_analysis",
+    "sweep": "cli_analysis",
+    "flops": "cli_costs",
+    "memory": "cli_costs",
+    "verify": "cli_costs",
+    "mfu": "cli_glance",
+    "completion": "cli_shell",
+    "writeup": "cli_writeup",
+    "chart": "cli_writeup",
+}
+"""Command name -> the module of this package that registers it."""
+
+
+def _registered(name: str):
+    """The CommandInfo registered on `app` under ``name``, or None."""
+    for info in app.registered_commands:
+        if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+            return info
+    return None
+
+
+def _load_command(name: str):
+    """The click command ``name``, its module imported now."""
+    import importlib
+
+    importlib.import_module(f"{__package__}.{COMMAND_MODULES[name]}")
+    info = _registered(name)
+    if info is None:  # pragma: no cover - COMMAND_MODULES names a module that does not register it
+        raise LookupError(f"llmcount.{COMMAND_MODULES[name]} registers no command {name!r}")
+    return typer.main.get_command_from_info(
+        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+    )
+
+
+def load_commands() -> list[str]:
+    """Import every command module (for what lists the commands with their options: docs, completion, tests);
+    the names of all commands, in the order ``--help`` lists them."""
+    for name in COMMAND_MODULES:
+        if _registered(name) is None:
+            _load_command(name)
+    return [info.name or typer.main.get_command_name(info.callback.__name__) for info in app.registered_commands]
+
+
+def _summaries() -> dict[str, str]:
+    """Each command's docstring as its module's source states it, read with ``ast`` (the module is not imported):
+    a function decorated ``@app.command()`` (or ``@app.command(name=...)``)."""
+    import ast
+    import importlib.util
+
+    found: dict[str, str] = {}
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        spec = importlib.util.find_spec(f"{__package__}.{module}")
+        if spec is None or spec.origin is None:
+            continue
+        with open(spec.origin, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                if call is None or ast.unparse(call.func) != "app.command":
+                    continue
+                named = [k.value.value for k in call.keywords if k.arg == "name" and isinstance(k.value, ast.Constant)]
+                name = named[0] if named else typer.main.get_command_name(node.name)
+                found[name] = ast.get_docstring(node) or ""
+    return found
+
+
+from . import _pipes  # noqa: E402
 
 
 def usage_message(exc: click.UsageError, args: list[str]) -> str:
@@ -294,4 +399,6 @@ def usage_message(exc: click.UsageError, args: list[str]) -> str:
 @_pipes.quiet_broken_pipe
 def main(args: list[str] | None = None) -> None:
     """Console entry point; the root command (`_OneLineErrors`) turns every error into one line and an exit code."""
+    if os.environ.get("_LLMCOUNT_COMPLETE"):  # the shell asks for completions (cli_shell): every command's options
+        load_commands()
     typer.main.get_command(app).main(args, prog_name="llmcount")

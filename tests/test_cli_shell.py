@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 import llmcount
-from llmcount.cli import app
+from llmcount.cli import app, load_commands
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = [c.name or c.callback.__name__ for c in app.registered_commands]
+COMMANDS = load_commands()
 
 
 def run(*args):

@@ -174,8 +174,9 @@ USAGE_COMMANDS = {command: True for command, *_ in USAGE_CASES if command}
 def test_the_table_covers_every_command() -> None:
     import typer
 
-    from llmcount.cli import app
+    from llmcount.cli import app, load_commands
 
+    load_commands()
     registered = set(typer.main.get_command(app).commands)
     assert registered == set(USAGE_COMMANDS), registered ^ set(USAGE_COMMANDS)
 

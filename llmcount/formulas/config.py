@@ -102,7 +102,7 @@ class _Reader:
         found = [name for name in names if name in self.config]
         nested = [name for name in found if "." in name]
         found = nested or found
-        if len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
+        if len(found) > 1 and len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
             raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
         return found
 
@@ -400,7 +400,9 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         terms = family.terms_for(namespace, values)
     except _EVALUATION_ERRORS as exc:
         raise reader.fail(f"a key has a value {family.name}'s record cannot use: {exc}") from None
-    used = _used_symbols(terms) | family.cost_symbols | family.saved_symbols(namespace, values)
+    used = _used_symbols(terms) | family.cost_symbols
+    if family.choice_symbols - used:  # the activation tables keep a symbol only the terms left out would use
+        used |= family.saved_symbols(namespace, values)
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
     ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
@@ -511,13 +513,13 @@ def _idle_window(family: Family, values: Mapping[Symbol, int]) -> frozenset[Symb
         return frozenset()
     symbols = spec.window.free_symbols | (spec.sliding.free_symbols if spec.sliding is not None else set())
     if not symbols <= set(values):
-        if spec.per_kind and spec.windowed.free_symbols <= set(values) and spec.windowed.subs(values) != 0:
+        if spec.per_kind and spec.windowed.free_symbols <= set(values) and records.value_at(spec.windowed, values) != 0:
             raise LlmcountError(
                 f"{family.title} ({family.name}): a config without a sliding window whose sliding layers have "
                 "widths of their own is not modelled"
             )
         return frozenset(symbols)
-    if all(count is not None and count.subs(values) == 0 for count in (spec.sliding, spec.cache_sliding)):
+    if all(count is not None and records.value_at(count, values) == 0 for count in (spec.sliding, spec.cache_sliding)):
         return frozenset(symbols)  # no layer slides, in the scores or in the cache
     return frozenset()
 

@@ -3,15 +3,14 @@ counts as sympy expressions, and their exact values for a config."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from sympy import Add, Expr, Integer, Symbol, expand
 
+from .. import evaluate
 from ..errors import LlmcountError
 from .blocks import Term
 from .symbols import GLOSSARY, N
@@ -92,72 +91,17 @@ def _is_layer_count(layers: Expr) -> bool:
     return layers.is_Symbol and layers != N
 
 
-class _NotCompiled(Exception):
-    """An expression (or a value) the plain-Python evaluator does not take: sympy's ``subs`` evaluates it."""
-
-
-Evaluator = Callable[[dict], "int | Fraction"]
-
-
-def _compile(expr: Expr) -> Evaluator:
-    """A plain-Python evaluator of a polynomial in integer symbols, built once from the expression tree as nested
-    closures (no source text): each symbol looked up in the values (which must be ints: a missing value, a sympy
-    number or a bool raises :class:`_NotCompiled`, and sympy decides), the arithmetic in Python's exact ints and
-    Fractions (k/n, h_d/2). Integer, rational, symbol, sum, product and integer power nodes only; anything else
-    raises :class:`_NotCompiled` here."""
-    if expr.is_Integer:
-        number = int(expr)
-        return lambda values: number
-    if expr.is_Rational:
-        fraction = Fraction(int(expr.p), int(expr.q))
-        return lambda values: fraction
-    if expr.is_Symbol:
-        symbol = expr
-
-        def lookup(values: dict) -> int:
-            value = values.get(symbol)
-            if type(value) is not int:
-                raise _NotCompiled
-            return value
-
-        return lookup
-    if expr.is_Add or expr.is_Mul:
-        parts = tuple(_compile(arg) for arg in expr.args)
-        if expr.is_Add:
-            return lambda values: sum(part(values) for part in parts)
-        return lambda values: math.prod(part(values) for part in parts)
-    if expr.is_Pow and expr.exp.is_Integer:
-        base, exponent = _compile(expr.base), int(expr.exp)
-        if exponent >= 0:
-            return lambda values: base(values) ** exponent
-        return lambda values: Fraction(1, base(values)) ** -exponent
-    raise _NotCompiled
-
-
-@lru_cache(maxsize=4096)
-def _evaluator(expr: Expr) -> Evaluator | None:
-    """The compiled evaluator of ``expr``, once per expression: every config of a family shares its terms'."""
-    try:
-        return _compile(expr)
-    except _NotCompiled:
-        return None
-
-
 def evaluate_int(expr: Expr, values: dict[Symbol, int], what: str) -> int:
-    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact. Polynomials with
-    int values are evaluated by a plain-Python evaluator built once per expression (exact, many times faster
-    than ``subs``); anything else by sympy's ``subs``."""
-    evaluator = _evaluator(expr)
-    if evaluator is not None:
-        try:
-            result = evaluator(values)
-        except (_NotCompiled, ZeroDivisionError):
-            pass
-        else:
-            if type(result) is int:
-                return result
-            if result.denominator == 1:
-                return int(result)
+    """``expr`` at ``values``, which must be a whole number: counts, FLOPs and bytes stay exact. With int values, the
+    expression's compiled form (:mod:`llmcount.evaluate`, built once per expression) computes it in Python's ints;
+    anything else (a sympy value, a missing value, a zero divisor) goes to sympy's ``subs``, which words the error."""
+    by_name = evaluate.named(values)
+    if by_name is not None:
+        result = evaluate.value(expr, by_name)
+        if result is not None:
+            number = evaluate.whole(result)
+            if number is not None:
+                return number
     value = expr.subs(values)
     if not value.is_Integer:
         raise ValueError(f"{what}: does not evaluate to an integer: {expr} = {value}")
@@ -261,15 +205,15 @@ _COMPILED: dict[int, tuple[tuple[Term, ...], list | None]] = {}
 
 
 def _compiled_terms(terms: tuple[Term, ...]) -> list[tuple[str, Expr, Callable, Callable, bool]] | None:
-    """Each term's path, total, compiled evaluators (total, activated) and embedding flag; None if a term is not
-    a polynomial. Once per tuple of terms: the configs of a family that select the same terms share one tuple
-    (see ``Family.terms_for``), so a batch of thousands of configs compiles a handful."""
+    """Each term's path, total, compiled forms (total, activated) and embedding flag; None if a term has a node the
+    numeric path does not take. Once per tuple of terms: the configs of a family that select the same terms share
+    one tuple (see ``Family.terms_for``), so a batch of thousands of configs compiles a handful."""
     hit = _COMPILED.get(id(terms))
     if hit is not None and hit[0] is terms:
         return hit[1]
     compiled: list | None = []
     for t in terms:
-        total, activated = _evaluator(t.total), _evaluator(t.activated)
+        total, activated = evaluate.compiled(t.total), evaluate.compiled(t.activated)
         if total is None or activated is None:
             compiled = None
             break
@@ -280,24 +224,19 @@ def _compiled_terms(terms: tuple[Term, ...]) -> list[tuple[str, Expr, Callable, 
 
 
 def _evaluate_compiled(terms: tuple[Term, ...], values: dict[Symbol, int]) -> Counts | None:
-    """:meth:`Derivation.evaluate` by the compiled evaluators, or None (then ``subs`` decides, and words any error)
-    when a term is not a polynomial, a value is missing or not an int, or a count is not a whole number."""
+    """:meth:`Derivation.evaluate` by the compiled forms, or None (then ``subs`` decides, and words any error) when
+    a term is not compiled, a value is missing or not an int, a divisor is zero or a count is not a whole number."""
     compiled = _compiled_terms(terms)
-    if compiled is None:
+    by_name = evaluate.named(values) if compiled is not None else None
+    if by_name is None:
         return None
     components = []
     try:
         for path, formula, total, activated, embedding in compiled:
-            count, active = total(values), activated(values)
-            if type(count) is not int:
-                if count.denominator != 1:
-                    return None
-                count = int(count)
-            if type(active) is not int:
-                if active.denominator != 1:
-                    return None
-                active = int(active)
+            count, active = evaluate.whole(total(by_name)), evaluate.whole(activated(by_name))
+            if count is None or active is None:
+                return None
             components.append(Component(path, formula, count, active, embedding))
-    except _NotCompiled:
+    except (KeyError, ZeroDivisionError):
         return None
     return Counts.of(components, values)

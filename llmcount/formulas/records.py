@@ -18,6 +18,7 @@ from typing import Any
 
 from sympy import Expr, Integer, Symbol
 
+from .. import evaluate
 from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
@@ -138,7 +139,7 @@ class Attention:
         """The longest S this section describes for a config (None: any S)."""
         if self.longest is None or not self.longest.free_symbols <= set(values):
             return None
-        return int(self.longest.subs(values))
+        return int(value_at(self.longest, values))
 
     def is_beyond(self, seq: int, values: Mapping[Symbol, int]) -> bool:
         """Whether S is longer than the section describes (the model runs what ``beyond`` says)."""
@@ -341,16 +342,24 @@ class Family:
         layers are not none): the config keeps their values, as it keeps those of the terms it has (the [layers]
         counts, which the config's keys carry, excepted)."""
         used: set[Symbol] = set()
-        for when, expr, layers in self.saved_sizes:
+        for (when, _expr, layers), (symbols, layer_symbols) in zip(self.saved_sizes, self._saved_free, strict=True):
             try:
                 if when is not None and not when(namespace):
                     continue
             except (Unknown, ValueError, TypeError, ZeroDivisionError, IndexError):
                 pass
-            if layers.free_symbols <= set(values) and layers.subs(values) == 0:
+            if layer_symbols <= values.keys() and value_at(layers, values) == 0:
                 continue
-            used |= expr.free_symbols | layers.free_symbols
+            used |= symbols
         return frozenset(used - {S, B} - {symbol for symbol, _, _ in self.layers})
+
+    @cached_property
+    def _saved_free(self) -> tuple[tuple[frozenset[Symbol], frozenset[Symbol]], ...]:
+        """The symbols of each ``[activations]`` entry (its size's and its layers'), and those of its layers."""
+        return tuple(
+            (frozenset(expr.free_symbols | layers.free_symbols), frozenset(layers.free_symbols))
+            for _, expr, layers in self.saved_sizes
+        )
 
     @property
     def is_moe(self) -> bool:
@@ -431,6 +440,13 @@ class Family:
         """The symbols the total counts of the record's terms and the layers that run them use, any of them."""
         totals = (c.term.total.free_symbols | c.term.run_layers.free_symbols for c in self.choices)
         return frozenset().union(*totals)
+
+
+def value_at(expr: Expr, values: Mapping[Symbol, int]) -> Any:
+    """``expr`` at ``values`` by its compiled form when the values are plain ints, else by sympy's ``subs``."""
+    by_name = evaluate.named(values)
+    found = evaluate.value(expr, by_name) if by_name is not None else None
+    return expr.subs(values) if found is None else found
 
 
 @lru_cache(maxsize=4096)

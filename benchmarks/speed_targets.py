@@ -1,0 +1,128 @@
+"""The speed targets of the numeric path, measured as ratios in one run (a busy machine slows both sides alike).
+
+Run: python benchmarks/speed_targets.py [--preset qwen3-32b] [--repeat 5] [--configs 2000]
+
+1. Whole process: ``llmcount count PRESET`` against transformers building the same model on the meta device
+   (``AutoModelForCausalLM.from_config`` under ``torch.device("meta")``, its parameters summed), each the median of
+   --repeat fresh processes, with Python's own start (``python -c pass``) and ``llmcount --help`` beside them.
+   Target: count at least 25x faster than the meta build.
+2. Many configs in one call: ``llmcount count <N config files> --csv`` against ``llmcount count <1 file> --csv``,
+   whole processes. Target: N = 2,000 files cost at most 0.5 s more than one (4,000 configs/s).
+3. Through the API, in this process: ``llmcount.load(path).counts`` for each file, and the library's reader on
+   configs already parsed (``read_config``), once every family's record is loaded. Target: 50,000 configs/s.
+
+The config files are the bundled presets (every family they cover), each written N / len(presets) times with its
+vocab_size moved by a few rows so that no two files are the same model. Every total is checked against the first
+pass, and the count of the preset against the meta build's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from llmcount.presets import presets
+
+META = """
+import sys, torch, transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+from llmcount.presets import presets
+transformers.logging.set_verbosity_error()
+config = presets()[sys.argv[1]].config()
+model_type = config.pop("model_type")
+cfg = AutoConfig.for_model(model_type, **config)
+with torch.device("meta"):
+    model = AutoModelForCausalLM.from_config(cfg)
+print(sum(p.numel() for p in model.parameters()))
+"""
+
+
+def timed(cmd: list[str], repeat: int) -> tuple[float, str]:
+    """The median wall time of ``repeat`` runs of ``cmd``, and the first run's stdout."""
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        times.append(time.perf_counter() - start)
+        out = done.stdout if out is None else out
+    return statistics.median(times), out
+
+
+def write_configs(folder: Path, count: int) -> list[str]:
+    specs = list(presets().values())
+    paths = []
+    for i in range(count):
+        config = specs[i % len(specs)].config()
+        if isinstance(config.get("vocab_size"), int):
+            config["vocab_size"] += i % 97
+        path = folder / f"{i:05d}-{specs[i % len(specs)].name}.json"
+        path.write_text(json.dumps(config))
+        paths.append(str(path))
+    return paths
+
+
+def whole_process(preset: str, repeat: int) -> None:
+    llmcount = [sys.executable, "-m", "llmcount"]
+    python, _ = timed([sys.executable, "-c", "pass"], repeat)
+    helped, _ = timed([*llmcount, "--help"], repeat)
+    ours, out = timed([*llmcount, "count", preset, "--json"], repeat)
+    theirs, total = timed([sys.executable, "-c", META, preset], repeat)
+    same = json.loads(out)["total"] == int(total)
+    print(f"1. whole process, {preset} (median of {repeat}):")
+    print(f"   python -c pass {python:.3f} s; llmcount --help {helped:.3f} s; llmcount count {ours:.3f} s")
+    print(f"   transformers meta build {theirs:.3f} s; same total: {same}")
+    print(f"   ratio {theirs / ours:.1f}x (target >= 25x)")
+
+
+def many_configs(paths: list[str], repeat: int) -> None:
+    llmcount = [sys.executable, "-m", "llmcount", "count"]
+    one, _ = timed([*llmcount, paths[0], "--csv"], repeat)
+    many, out = timed([*llmcount, *paths, "--csv"], repeat)
+    rows = len(out.splitlines()) - 1
+    extra = many - one
+    print(f"2. {len(paths):,} config files in one call (median of {repeat}): one {one:.3f} s, all {many:.3f} s")
+    print(f"   {rows:,} rows; {extra:.3f} s more than one (target <= 0.5 s for 2,000)")
+    print(f"   {(len(paths) - 1) / extra:,.0f} configs/s through the CLI (target >= 4,000)")
+
+
+def through_api(paths: list[str]) -> None:
+    import llmcount
+    from llmcount.formulas.config import read_config
+
+    configs = [json.loads(Path(path).read_text()) for path in paths]
+    first = [llmcount.load(path).counts.total for path in paths]  # every record loaded, every selection compiled
+    start = time.perf_counter()
+    again = [llmcount.load(path).counts.total for path in paths]
+    loaded = time.perf_counter() - start
+    start = time.perf_counter()
+    parsed = [read_config(config, "bench").counts.total for config in configs]
+    read = time.perf_counter() - start
+    assert first == again == parsed
+    print(f"3. through the API, {len(paths):,} configs, records loaded:")
+    print(f"   llmcount.load(path).counts: {len(paths) / loaded:,.0f} configs/s")
+    print(f"   read_config(parsed).counts: {len(paths) / read:,.0f} configs/s (target >= 50,000)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="qwen3-32b")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--configs", type=int, default=2000)
+    args = parser.parse_args()
+    if args.preset not in presets():
+        parser.error(f"unknown preset {args.preset} (see `llmcount list`)")
+    whole_process(args.preset, args.repeat)
+    with tempfile.TemporaryDirectory() as folder:
+        paths = write_configs(Path(folder), args.configs)
+        many_configs(paths, max(1, args.repeat // 2))
+        through_api(paths)
+
+
+if __name__ == "__main__":
+    main()
