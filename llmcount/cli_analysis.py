@@ -45,13 +45,16 @@ def approx(
     """
     from .analysis import subject
     from .analysis.approx import approximate
-    from .analysis.parse import parse_setting
+    from .analysis.parse import Vocabulary, parse_setting
     from .renderers import render
     from .sources import load
 
     try:
         derivation, model = subject(spec)
-        settings = [parse_setting(text, "--assume") for text in assume or []]
+        known = Vocabulary.of(
+            derivation.symbols, model.name if model else f"the {derivation.architecture.title} formula"
+        )
+        settings = [parse_setting(text, "--assume", known=known) for text in assume or []]
         others = [load(name) for name in _split(over)]
         result = approximate(derivation, model, settings, others, activated=activated, embedding=not no_embedding)
     except LlmcountError as exc:
@@ -66,14 +69,17 @@ def approx(
 def check(
     spec: ModelArgument,
     formula: Annotated[
-        str, typer.Argument(help="Your formula: numbers, the glossary's symbols, + - * / ** and parentheses.")
+        str,
+        typer.Argument(
+            help="Your formula as you write it: 12 N d^2, 12·N·d², 2(d+1), 12*N*d**2 (symbols: see `glossary`)."
+        ),
     ],
     activated: ActivatedOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Check a hand-written formula against the exact count: the error, and what it leaves out, by component.
 
-    Example: llmcount check qwen3-8b "2*V*d + 11.5*d**2*N"
+    Example: llmcount check qwen3-8b "2 V d + 11.5 d^2 N"
     """
     from .analysis.check import check as check_formula
     from .renderers import render
@@ -135,13 +141,14 @@ def solve(
     Example: llmcount solve llama --target 7B --for d --set N=32 --set V=32000 --set d_ff=8/3*d --set h_kv=h
     """
     from .analysis import subject_and_base
-    from .analysis.parse import parse_count, parse_setting
+    from .analysis.parse import Vocabulary, parse_count, parse_setting
     from .analysis.solve import solve as solve_for
     from .renderers import render
 
     try:
         derivation, base, title = subject_and_base(spec, from_)
-        settings = [parse_setting(text, "--set") for text in set_ or []]
+        known = Vocabulary.of(derivation.symbols, title)
+        settings = [parse_setting(text, "--set", known=known) for text in set_ or []]
         count = parse_count(target, "--target")
         result = solve_for(derivation, for_, count, settings, base, activated, multiple_of, title)
     except LlmcountError as exc:
@@ -169,14 +176,15 @@ def sweep(
     Example: llmcount sweep qwen3 --set d=1024:8192:1024 --set N=24,32,48 --from qwen3-8b --csv
     """
     from .analysis import subject_and_base
-    from .analysis.parse import parse_setting
+    from .analysis.parse import Vocabulary, parse_setting
     from .analysis.sweep import sweep as sweep_grid
     from .analysis.sweep import write_csv
     from .renderers import render
 
     try:
         derivation, base, title = subject_and_base(spec, from_)
-        settings = [parse_setting(text, "--set", grid=True) for text in set_ or []]
+        known = Vocabulary.of(derivation.symbols, title)
+        settings = [parse_setting(text, "--set", grid=True, known=known) for text in set_ or []]
         result = sweep_grid(derivation, settings, base, force=force, title=title)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

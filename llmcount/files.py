@@ -6,9 +6,12 @@ only regular files are opened (a device, FIFO or folder is refused from its ``st
 could block), at most :data:`MAX_BYTES`; then the text must be UTF-8 JSON with at most :data:`MAX_VALUES` values
 and :data:`MAX_CONTAINERS` arrays and objects, nested at most :data:`MAX_DEPTH` levels, integers of at most
 :data:`MAX_DIGITS` digits, finite numbers (no ``NaN``, ``Infinity``, ``1e999``), no key twice in one object and no
-unpaired ``\\u`` surrogate. Every rule holds for the whole document, under keys llmcount never reads too. Depth is
-checked after parsing (a RecursionError past ~1000 levels is caught): a bracket pre-scan that skips strings cost more
-than the parse itself on a 100 MB index (1.5 s against 0.3 s).
+unpaired ``\\u`` surrogate. Every rule holds for the whole document, under keys llmcount never reads too, but one: a
+config is read as transformers reads it (Python's ``json``), so ``NaN``, ``Infinity`` and ``-Infinity`` (and a number
+too large for a float, which json reads as infinity) are read as floats with ``constants=True``; transformers' own
+configs hold them (``time_step_limit: [0.0, Infinity]``), and the config reader refuses one only in a key it reads,
+by name. Depth is checked after parsing (a RecursionError past ~1000 levels is caught): a bracket pre-scan that skips
+strings cost more than the parse itself on a 100 MB index (1.5 s against 0.3 s).
 """
 
 from __future__ import annotations
@@ -99,12 +102,12 @@ def read_bytes(path: Path | str, what: str = "file", limit: int = MAX_BYTES) -> 
     return raw
 
 
-def read_json(path: Path | str, what: str = "JSON file") -> Any:
-    """A JSON file, read strictly (see the module's docstring)."""
+def read_json(path: Path | str, what: str = "JSON file", constants: bool = False) -> Any:
+    """A JSON file, read strictly (see the module's docstring); ``constants``: NaN and ±Infinity are floats."""
     raw = read_bytes(path, what)
     text = json_text(raw, str(path))
     del raw
-    return parse_text(text, str(path))
+    return parse_text(text, str(path), constants)
 
 
 def short(value: Any, limit: int = 80) -> str:
@@ -144,6 +147,16 @@ def _constant(text: str) -> float:
     raise _Refused(f"{text} is not a JSON number (NaN and Infinity are refused)", text)
 
 
+def _float_or_infinity(text: str) -> float:
+    """A JSON number as Python's json reads it: a number too large for a float is infinity."""
+    if len(text) > MAX_DIGITS:
+        raise _Refused(f"a number of {len(text):,} characters (at most {MAX_DIGITS} are read)", text[:MAX_DIGITS])
+    return float(text)
+
+
+_CONSTANTS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
@@ -158,6 +171,13 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(
     parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_object, strict=True
 )
+_LENIENT_DECODER = json.JSONDecoder(  # a config, as transformers reads it: NaN and ±Infinity are floats
+    parse_int=_int,
+    parse_float=_float_or_infinity,
+    parse_constant=_CONSTANTS.__getitem__,
+    object_pairs_hook=_object,
+    strict=True,
+)
 
 
 def _where(text: str, index: int) -> str:
@@ -165,9 +185,10 @@ def _where(text: str, index: int) -> str:
     return f"line {line}, column {index - text.rfind(chr(10), 0, index)}"
 
 
-def parse_json(raw: bytes, where: str) -> Any:
-    """Strict JSON from UTF-8 bytes; ``where`` (a file, a file's header) starts every message."""
-    return parse_text(json_text(raw, where), where)
+def parse_json(raw: bytes, where: str, constants: bool = False) -> Any:
+    """Strict JSON from UTF-8 bytes; ``where`` (a file, a file's header) starts every message; ``constants``: NaN
+    and ±Infinity are floats."""
+    return parse_text(json_text(raw, where), where, constants)
 
 
 def json_text(raw: bytes, where: str) -> str:
@@ -184,14 +205,14 @@ def json_text(raw: bytes, where: str) -> str:
         raise LlmcountError(f"{where}: not UTF-8 text (byte {exc.start:,} is invalid)") from None
 
 
-def parse_text(text: str, where: str) -> Any:
-    """Strict JSON from text that passed :func:`json_text`."""
+def parse_text(text: str, where: str, constants: bool = False) -> Any:
+    """Strict JSON from text that passed :func:`json_text` (with ``constants``, NaN and ±Infinity are floats)."""
     if not text.strip():
         raise LlmcountError(f"{where}: empty; expected a JSON object")
     if text.startswith("\ufeff"):  # transformers' json.loads refuses it too
         raise LlmcountError(f"{where}: starts with a byte-order mark (BOM); save it as UTF-8 without one")
     try:
-        value = _DECODER.decode(text)
+        value = (_LENIENT_DECODER if constants else _DECODER).decode(text)
     except json.JSONDecodeError as exc:
         raise LlmcountError(f"{where}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except _Refused as exc:

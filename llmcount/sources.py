@@ -64,8 +64,9 @@ def _model_name(path: Path) -> str:
 
 
 def read_json(path: Path, what: str = "config") -> Any:
-    """A config.json or an index, read strictly: see :mod:`llmcount.files`."""
-    return files.read_json(path, what)
+    """A config.json or an index, read strictly: see :mod:`llmcount.files` (a config as transformers reads it,
+    NaN and ±Infinity included: the config reader refuses them in the keys it reads)."""
+    return files.read_json(path, what, constants=what == "config")
 
 
 HUB_TIMEOUT = 2.0
@@ -90,7 +91,7 @@ def read_stdin(stream: Any = None) -> Any:
         raise LlmcountError(f"stdin: more than {STDIN_LIMIT // 2**20} MiB; a config.json is a few KB")
     if not raw.strip():
         raise LlmcountError("stdin: empty; pipe a config.json into it")
-    return files.parse_json(raw, "stdin")
+    return files.parse_json(raw, "stdin", constants=True)
 
 
 def _hub_config(repo_id: str) -> Path:

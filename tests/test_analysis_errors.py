@@ -46,9 +46,7 @@ def test_code_in_a_formula_is_refused_never_run(tmp_path):
 @pytest.mark.parametrize(
     ("formula", "needles"),
     [
-        ("2*V*x", ("unknown symbol 'x'", "known symbols: N, V, d, d_ff")),
-        ("d^2", ("'^'", "**")),
-        ("2d", ("cannot read", "2*d")),
+        ("2*V*x", ("'x' is not a symbol of qwen3-8b", "its symbols: N, V, d, d_ff")),
         ("d/0", ("division by zero",)),
         ("V.real", ("attribute",)),
         ("d if N else V", ("not understood",)),
@@ -73,7 +71,7 @@ def test_formula_symbol_the_model_has_no_value_for():
 @pytest.mark.parametrize(
     ("assume", "needles"),
     [
-        ("x=3*d", ("unknown symbol 'x'", "known symbols")),
+        ("x=3*d", ("'x' is not a symbol of qwen3-8b", "its symbols")),
         ("d_ff=-1", ("d_ff", "at least 1")),
         ("d_ff=-d", ("d_ff must be positive",)),
         ("d_ff=0*d", ("d_ff must be at least 1",)),
@@ -119,7 +117,7 @@ def test_compare_unknown_model():
         (("--set", "d_ff=-1"), ("d_ff", "at least 1")),
         (("--set", "d_ff=d/0"), ("division by zero",)),
         (("--set", "d_ff=-d"), ("d_ff must be positive",)),
-        (("--set", "q=3"), ("unknown symbol 'q'", "known symbols")),
+        (("--set", "q=3"), ("'q' is not a symbol of Llama", "its symbols")),
         (("--set", "d_ff=1:3"), ("ranges and lists are for `llmcount sweep`",)),
         (("--set", "d=4096"), ("cannot also be set",)),
         (("--set", "N=64"), ("N is set twice",)),
@@ -153,7 +151,7 @@ def test_solve_target_below_the_smallest_whole_value():
 
 
 def test_solve_unknown_or_absent_symbol():
-    assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--for", "zz"), "unknown symbol 'zz'")
+    assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--for", "zz"), "'zz' is not a symbol of Llama")
     assert_refused(run(*SOLVE, "--set", "d_ff=4*d", "--for", "d_v"), "d_v is not in the Llama formula")
 
 
@@ -175,7 +173,7 @@ def test_solve_count_that_does_not_depend_on_the_symbol():
         ("d=0:1024:512", ("at least 1",)),
         ("d=1024,,2048", ("empty",)),
         ("d=1.5,2", ("whole number",)),
-        ("x=1:3", ("unknown symbol 'x'",)),
+        ("x=1:3", ("'x' is not a symbol",)),
     ],
 )
 def test_sweep_bad_range(setting, needles):
@@ -257,11 +255,9 @@ def test_a_formula_at_the_bounds_is_read():
     assert run("check", "qwen3-8b", "d**16 + (d+V+N+1)**8").exit_code == 0  # degree 16; 1 + C(11, 3) = 166 terms
 
 
-@pytest.mark.parametrize("formula", ["d d", "d = 3", "d; import os"])
-def test_write_2_times_d_hint_only_for_a_number_glued_to_a_symbol(formula):
-    result = run("check", "qwen3-8b", formula)
-    assert_refused(result, "cannot read")
-    assert "2*d" not in result.stderr
+@pytest.mark.parametrize("formula", ["d = 3", "d; import os", "d 2", "d²2"])
+def test_text_that_is_no_formula_cannot_be_read(formula):
+    assert_refused(run("check", "qwen3-8b", formula), "cannot read")
 
 
 def test_sweep_more_experts_per_token_than_experts():

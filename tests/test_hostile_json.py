@@ -90,10 +90,19 @@ HOSTILE = {
 }
 
 
+# A config is read as transformers reads it (Python's json): these are floats there, refused only in a key llmcount
+# reads (tests/test_config_constants.py). An index and a header stay strict, as the safetensors library is.
+NON_FINITE = {"nan", "infinity", "minus_infinity", "float_overflowing_to_infinity", "negative_float_overflowing"}
+
+
 @pytest.mark.parametrize("carrier", CARRIERS)
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_value_under_an_unread_key(tmp_path: Path, carrier: str, name: str) -> None:
     hostile, needles = HOSTILE[name]
+    if carrier == "config" and name in NON_FINITE:
+        result, _ = attack(tmp_path, carrier, document(carrier, hostile))
+        assert result.exit_code == 0, result.output
+        return
     start = time.process_time()
     result, file = attack(tmp_path, carrier, document(carrier, hostile))
     assert time.process_time() - start < 2

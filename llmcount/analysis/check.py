@@ -18,7 +18,7 @@ from ..errors import LlmcountError
 from ..formulas.config import Model
 from ..formulas.symbols import d_ff, d_moe
 from . import number, relative
-from .parse import bounded, parse_formula
+from .parse import Vocabulary, bounded, parse_formula
 from .relations import config_ratios, resolve
 
 
@@ -81,7 +81,8 @@ class Check:
 
 def check(model: Model, formula: str, activated: bool = False) -> Check:
     """Compare ``formula`` (the user's) with the model's exact total, or activated, count."""
-    claimed_formula, notes = _expert_width(model, parse_formula(formula))
+    known = Vocabulary.of(model.values, model.name)
+    claimed_formula, notes = _expert_width(model, parse_formula(formula, known=known))
     _require_values(model, claimed_formula)
     where = f"formula {formula!r} on {model.name}"
     for term in (claimed_formula, *_monomials(expand(claimed_formula))):

@@ -32,7 +32,7 @@ from sympy import real_roots as sympy_real_roots
 from ..errors import LlmcountError
 from ..formulas.derivation import Derivation
 from . import number
-from .parse import Setting, minimum, symbol_named
+from .parse import Setting, Vocabulary, minimum, symbol_named
 from .relations import CONSTRAINTS, head_dim_convention, resolve, split, unknown
 
 MAX_STEPS = 10_000  # how far from a root to look for an admissible value
@@ -130,8 +130,8 @@ def solve(
     title: str = "",
 ) -> Solution:
     """Solve ``count = target`` for ``symbol``; every other symbol comes from ``settings`` or ``base``."""
-    x = symbol_named(symbol, "--for")
     name = title or derivation.architecture.title
+    x = symbol_named(symbol, f"--for {symbol}", Vocabulary.of(derivation.symbols, name))
     if x not in derivation.symbols:
         used = ", ".join(s.name for s in derivation.symbols)
         raise LlmcountError(f"--for {symbol}: {x} is not in the {name} formula; its symbols: {used}")
