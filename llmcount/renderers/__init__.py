@@ -163,7 +163,10 @@ def count_data(model: Model) -> dict[str, Any]:
     if model.parts:
         data["parts"] = [
             _part_data(model, "language model", model.architecture.name, "text_config"),
-            *(_part_data(p.model, p.role, p.model.architecture.name, p.config_key or "(whole config)") for p in model.parts),
+            *(
+                _part_data(p.model, p.role, p.model.architecture.name, p.config_key or "(whole config)")
+                for p in model.parts
+            ),
         ]
     return data
 
