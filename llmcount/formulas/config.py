@@ -467,6 +467,8 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     given |= {key for key, names in family.aliases.items() if given & {key, *names}}
     defaults = {key: value for key, value in records.text_defaults(text_type, outer).items() if key not in given}
     inner = {**defaults, **text, "model_type": text_type}
+    for key in outer.text_ignores:  # a key the composite's text config class does not have: its model ignores it
+        inner.pop(key, None)
     for key, default in outer.top.items():
         value = config.get(key, default)
         if type(value) is not type(default):

@@ -961,6 +961,8 @@ class Composite:
     projector: str = ""
     # the text config class's defaults for this composite's text_config, where they differ from the shared table's
     text_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # keys the text record reads that the composite's text config class does not have (its model ignores them)
+    text_ignores: tuple[str, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -970,6 +972,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
+_COMPOSITE_FIELDS |= {"text_ignores"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1005,6 +1008,9 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     own_defaults = _table(data.get("text_defaults", {}), f"{where}.text_defaults")
     if not all(type(v) is int for v in own_defaults.values()):
         raise RecordError(f"{where}.text_defaults: each key takes an integer")
+    ignores = data.get("text_ignores", [])
+    if not isinstance(ignores, list) or not all(isinstance(k, str) for k in ignores):
+        raise RecordError(f"{where}.text_ignores: a list of keys")
     vision = _text(data, "vision", where, "")
     if not vision and "left_out" not in data:
         raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
@@ -1032,6 +1038,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         vision_absent=vision_absent,
         projector=_text(data, "projector", where, ""),
         text_defaults=own_defaults,
+        text_ignores=tuple(ignores),
     )
 
 
