@@ -226,27 +226,53 @@ def formula(
         bool, typer.Option("--flops", help="The forward FLOPs formula (in S and B) instead of the parameters.")
     ] = False,
     discover: DiscoverOption = False,
+    part: Annotated[
+        str,
+        typer.Option(
+            "--part", help="Of a multimodal model: language (default), vision (the tower) or projector.", metavar="PART"
+        ),
+    ] = "language",
 ) -> None:
     """Print the symbolic parameter formula of a family, or of the switches a model's config sets.
 
     Example: llmcount formula qwen3 --format latex
+
+    Example: llmcount formula qwen2_5_vl --part vision
     """
     from .formulas import records
     from .formulas.derivation import Derivation
     from .renderers import formula_data, render_formula
     from .sources import load
 
+    roles = {"language": "language model", "vision": "vision tower", "projector": "projector"}
+    if part not in roles:
+        from .cli_batch import usage_error
+
+        raise usage_error(f"--part: {part[:40]!r} is not one of {', '.join(roles)}")
     try:
         family, outer = records.family(spec), records.composite(spec)
-        if family is None and outer is not None:  # a multimodal type: its language model's formula
-            family = records.family(outer.text)
+        if family is None and outer is not None:  # a multimodal type: the formula of one of its parts
+            name = {"language": outer.text, "vision": outer.vision, "projector": outer.projector}[part]
+            if not name and part == "projector" and outer.vision:
+                raise LlmcountError(f"--part projector: {spec}'s vision tower holds its projector (--part vision)")
+            if not name:
+                raise LlmcountError(f"--part {part}: {spec} has no {roles[part]} record (llmcount list)")
+            family = records.family(name) if part == "language" else records.tower(name)
+        elif part != "language" and family is not None:
+            raise LlmcountError(f"--part {part}: {spec} is a language model's family; --part takes a multimodal type")
         if family is not None:
             derivation, title = Derivation(family), family.title
             if outer is not None:
-                title = f"{outer.title}, the language model only ({family.name})"
+                scope = "the language model only" if part == "language" and not outer.whole else roles[part]
+                title = f"{outer.title}, {scope} ({family.name})"
         else:
             model = load(spec, discover)
             derivation, title = model.derivation, model.name
+            if part != "language":
+                chosen = [p for p in model.parts if p.role == roles[part]]
+                if not chosen:
+                    raise LlmcountError(f"--part {part}: {spec} has no {roles[part]} that llmcount counts")
+                derivation, title = chosen[0].model.derivation, chosen[0].model.name
         if flops:
             from .cli_costs import flops_formula
 
@@ -286,7 +312,14 @@ def list_(
             {
                 "families": [{"name": a.name, "title": a.title, "kind": a.kind, "moe": a.is_moe} for a in families()],
                 "composites": [
-                    {"name": c.name, "title": c.title, "text": c.text, "not_counted": c.left_out} for c in composites()
+                    {
+                        "name": c.name,
+                        "title": c.title,
+                        "text": c.text,
+                        **({"vision": c.vision, "projector": c.projector or None} if c.vision else {}),
+                        "not_counted": c.left_out,
+                    }
+                    for c in composites()
                 ],
                 "presets": [
                     {"name": p.name, "hub_id": p.hub_id, "model": p.model, "published": p.published, "source": p.source}

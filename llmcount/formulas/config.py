@@ -48,8 +48,18 @@ class Model:
     keys: Mapping[str, Any] = field(default_factory=dict)
     layer_indices: Mapping[Symbol, tuple[int, ...]] = field(default_factory=dict)  # which layers each kind counted
     max_positions: int | None = None  # the config's max_position_embeddings (n_positions), when it gives one
-    # a composite config (multimodal): only its language model, read from text_config, is counted
+    # a composite config (multimodal): the language model, read from text_config, is this model's terms; ``parts``
+    # are the other parts counted (vision tower, projector), each read with its own record
     composite: Composite | None = None
+    parts: tuple[Any, ...] = ()  # formulas.parts.Part
+    whole_name: str = ""  # the whole composite model's name (``name`` is its language model's)
+
+    @property
+    def whole_total(self) -> int | None:
+        """The parameters of the whole composite model (language model and parts); None when a part is left out."""
+        if self.composite is None or not self.composite.whole:
+            return None
+        return self.counts.total + sum(part.model.counts.total for part in self.parts)
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -126,6 +136,12 @@ class _Reader:
             if len(names) > MAX_LIST:
                 raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
             return self.integer(found[0], len(set(names)), spec.minimum)
+        if spec.length and found and isinstance(self.config[found[0]], list):  # a list: how many entries it holds
+            if len(self.config[found[0]]) > MAX_LIST:
+                raise self.fail(f"key '{found[0]}' has {len(self.config[found[0]]):,} entries, more than {MAX_LIST:,}")
+            return self.integer(found[0], len(self.config[found[0]]), spec.minimum)
+        if spec.length and found and type(self.config[found[0]]) is int:  # a single entry
+            return 1
         if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
             return self.summed(found[0], self.config[found[0]], spec, namespace)
         if spec.same and found and isinstance(self.config[found[0]], list):  # one integer per layer, all equal
@@ -451,8 +467,10 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     family = find_family(text_type, where)
     given = {name for key in text for name in (key, *family.aliases.get(key, ()))}
     given |= {key for key, names in family.aliases.items() if given & {key, *names}}
-    defaults = {key: value for key, value in records.text_defaults(text_type).items() if key not in given}
+    defaults = {key: value for key, value in records.text_defaults(text_type, outer).items() if key not in given}
     inner = {**defaults, **text, "model_type": text_type}
+    for key in outer.text_ignores:  # a key the composite's text config class does not have: its model ignores it
+        inner.pop(key, None)
     for key, default in outer.top.items():
         value = config.get(key, default)
         if type(value) is not type(default):
@@ -468,14 +486,24 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out
     named = f"{name or source} (language model)"
     model = read_config(inner, where, named, family)
-    _check_composite(config, source, outer, model)
-    return replace(model, source=source, composite=outer)
+    parts: tuple[Any, ...] = ()
+    if outer.vision:
+        from .parts import read_parts
+
+        parts = read_parts(config, source, name or source, outer, model)
+    _check_composite(config, source, outer, model, parts)
+    return replace(model, source=source, composite=outer, parts=parts, whole_name=name or source)
 
 
-def _check_composite(config: dict[str, Any], source: str, outer: Composite, model: Model) -> None:
+def _check_composite(
+    config: dict[str, Any], source: str, outer: Composite, model: Model, parts: tuple[Any, ...] = ()
+) -> None:
     """Refuse a composite config at the first of its class's checks it fails (an adapter's width that is not the
-    text hidden size), over the text model's symbols and the composite's ``keys`` read from the config."""
-    namespace: dict[str, Any] = {symbol.name: value for symbol, value in model.values.items()}
+    text hidden size), over the text model's symbols, its parts' and the composite's ``keys`` read from the config."""
+    namespace: dict[str, Any] = {}
+    for part in parts:
+        namespace.update({symbol.name: value for symbol, value in part.model.values.items()})
+    namespace.update({symbol.name: value for symbol, value in model.values.items()})
     for key, default in outer.keys.items():
         head, _, leaf = key.rpartition(".")
         outer_config = config

@@ -138,6 +138,11 @@ class Derivation:
         return tuple(sorted(counted, key=str))
 
     @property
+    def has_layers(self) -> bool:
+        """Whether some term lies on the N layers (a tower record counts its layers with N_vis: no "one layer" of N)."""
+        return any(N in t.layers.free_symbols for t in self.terms)
+
+    @property
     def one_layer_kind(self) -> bool:
         """Whether "one layer" is well defined: the layers are all alike, or of two kinds split by one count."""
         return len(self.layer_counts) <= 1

@@ -57,6 +57,7 @@ class SymbolSpec:
     on: Symbol | None = None
     absent: Any = None
     absent_text: str = ""
+    length: bool = False  # entries = "length": a list, the symbol how many entries it holds (a single integer: 1)
 
     @property
     def minimum(self) -> int:
@@ -510,10 +511,11 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum", "same"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length"):
         raise RecordError(
-            f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers) '
-            'or "same" (one integer for every layer, or a list of equal ones)'
+            f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers), '
+            '"same" (one integer for every layer, or a list of equal ones) or "length" (how many entries a list holds; '
+            "a single integer is one)"
         )
     adjust = spec.get("adjust")
     if adjust is not None:
@@ -538,6 +540,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         on,
         absent,
         shown(str(spec.get("absent", ""))),
+        spec.get("entries") == "length",
     )
 
 
@@ -881,8 +884,31 @@ def family(model_type: str) -> Family | None:
     """The record of ``model_type``, loaded once; None when there is none."""
     if model_type not in names():
         return None
-    text = resources.files(__package__).joinpath(_FOLDER).joinpath(f"{model_type}.toml").read_text("utf-8")
-    where = f"families/{model_type}.toml"
+    return _bundled(_FOLDER, model_type)
+
+
+_TOWERS = "towers"
+
+
+@cache
+def tower_names() -> tuple[str, ...]:
+    """Every tower and projector record (``towers/``: the parts of a composite besides its language model), sorted."""
+    folder = resources.files(__package__).joinpath(_TOWERS)
+    return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+@cache
+def tower(name: str) -> Family | None:
+    """The tower or projector record ``name`` (a vision config's model_type, or a projector's name), loaded once;
+    None when there is none. Same format as a family record."""
+    if name not in tower_names():
+        return None
+    return _bundled(_TOWERS, name)
+
+
+def _bundled(folder: str, model_type: str) -> Family:
+    text = resources.files(__package__).joinpath(folder).joinpath(f"{model_type}.toml").read_text("utf-8")
+    where = f"{folder}/{model_type}.toml"
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -942,10 +968,27 @@ class Composite:
     # record's symbols and ``keys``: keys of the composite config (one level of dotted keys) with the class's defaults
     keys: Mapping[str, Any] = field(default_factory=dict)
     checks: tuple[Rule, ...] = ()
+    # the parts besides the language model, each a record of towers/: the vision tower read from vision_config (the
+    # record named by ``vision``, or by vision_config's own model_type with ``any_vision``), and the projector read
+    # from the whole config with vision_config and text_config holding the tower's and the language model's values
+    vision: str = ""
+    any_vision: bool = False
+    vision_absent: Mapping[str, Any] | None = None  # vision_config when it is absent or null (None: {})
+    projector: str = ""
+    # the text config class's defaults for this composite's text_config, where they differ from the shared table's
+    text_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # keys the text record reads that the composite's text config class does not have (its model ignores them)
+    text_ignores: tuple[str, ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        """Whether every part of the model is counted (nothing is left out)."""
+        return not self.left_out
 
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
-_COMPOSITE_FIELDS |= {"keys", "checks"}
+_COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
+_COMPOSITE_FIELDS |= {"text_ignores"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -970,6 +1013,26 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_at_top = tuple(text_at_top)
     elif not isinstance(text_at_top, bool):
         raise RecordError(f"{where}.text_at_top: true, or a list of the top-level keys read as the text config")
+    vision_types = data.get("vision_types", "fixed")
+    if vision_types not in ("any", "fixed"):
+        raise RecordError(f'{where}.vision_types: "any" or "fixed"')
+    vision_absent = data.get("vision_absent")
+    if vision_absent is not None:
+        vision_absent = {
+            k: None if v == NULL else v for k, v in _table(vision_absent, f"{where}.vision_absent").items()
+        }
+    own_defaults = _table(data.get("text_defaults", {}), f"{where}.text_defaults")
+    if not all(type(v) is int for v in own_defaults.values()):
+        raise RecordError(f"{where}.text_defaults: each key takes an integer")
+    ignores = data.get("text_ignores", [])
+    if not isinstance(ignores, list) or not all(isinstance(k, str) for k in ignores):
+        raise RecordError(f"{where}.text_ignores: a list of keys")
+    vision = _text(data, "vision", where, "")
+    if not vision and "left_out" not in data:
+        raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
+    for part in (vision, _text(data, "projector", where, "")):
+        if part and part not in tower_names():
+            raise RecordError(f"{where}: {part!r} is not a record of towers/")
     keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
     if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
         raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
@@ -981,11 +1044,17 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         model=_text(data, "model", where),
         text=_text(data, "text", where),
         any_text=text_types == "any",
-        left_out=_text(data, "left_out", where),
+        left_out=_text(data, "left_out", where, ""),
         top=top,
         either=tuple(either),
         absent=absent,
         text_at_top=text_at_top,
+        vision=vision,
+        any_vision=vision_types == "any",
+        vision_absent=vision_absent,
+        projector=_text(data, "projector", where, ""),
+        text_defaults=own_defaults,
+        text_ignores=tuple(ignores),
     )
 
 
@@ -1020,9 +1089,12 @@ def composite(model_type: str) -> Composite | None:
     return _composites()[0].get(model_type)
 
 
-def text_defaults(model_type: str) -> Mapping[str, int]:
+def text_defaults(model_type: str, outer: Composite | None = None) -> Mapping[str, int]:
     """The config class's defaults of the keys the record of ``model_type`` requires, for a config nested in a
-    composite's ``text_config`` (where transformers fills them in); empty when the table has none."""
+    composite's ``text_config`` (where transformers fills them in); empty when the table has none. ``outer``: the
+    composite, whose own text config class may default them otherwise (Qwen2-VL's text config is Qwen2's)."""
+    if outer is not None and outer.text_defaults:
+        return outer.text_defaults
     return _composites()[1].get(model_type, {})
 
 
@@ -1045,4 +1117,6 @@ __all__ = [
     "load",
     "names",
     "parse_record",
+    "tower",
+    "tower_names",
 ]

@@ -135,6 +135,13 @@ d_ff_vis = _size("d_ff_vis")
 p_vis = _size("p_vis")
 n_patch = _size("n_patch")
 C_img = _size("C_img")
+h_vis = _size("h_vis")
+p_t = _size("p_t")
+m_vis = _size("m_vis")
+d_vout = _size("d_vout")
+N_ds = _count("N_ds")
+n_feat = _size("n_feat")
+n_pos_vis = _size("n_pos_vis")
 n_img = _count("n_img")
 N_aud = _size("N_aud")
 d_aud = _size("d_aud")
@@ -462,17 +469,54 @@ GLOSSARY: tuple[Entry, ...] = (
         "layers whose relative positions run both ways, 2·S of them (XLNet's attn_type 'bi'; 'uni': S + 1)",
     ),
     Entry(S_mem, r"S_{\mathrm{mem}}", "mem_len / reuse_len", "past hidden states XLNet keeps per layer (mems)"),
-    Entry(N_vis, r"N_{\mathrm{vis}}", "vision_config.num_hidden_layers", "layers of the vision encoder (GIT)"),
-    Entry(d_vis, r"d_{\mathrm{vis}}", "vision_config.hidden_size", "hidden size of the vision encoder (GIT)"),
-    Entry(d_ff_vis, r"d_{\mathrm{ff,vis}}", "vision_config.intermediate_size", "MLP width of the vision encoder (GIT)"),
-    Entry(p_vis, r"p_{\mathrm{vis}}", "vision_config.patch_size", "side of one image patch, in pixels (GIT)"),
+    Entry(N_vis, r"N_{\mathrm{vis}}", "vision_config.num_hidden_layers", "layers of the vision encoder"),
+    Entry(d_vis, r"d_{\mathrm{vis}}", "vision_config.hidden_size", "hidden size of the vision encoder"),
+    Entry(d_ff_vis, r"d_{\mathrm{ff,vis}}", "vision_config.intermediate_size", "MLP width of the vision encoder"),
+    Entry(h_vis, r"h_{\mathrm{vis}}", "vision_config.num_attention_heads", "attention heads of the vision encoder"),
+    Entry(p_vis, r"p_{\mathrm{vis}}", "vision_config.patch_size", "side of one image patch, in pixels"),
     Entry(
         n_patch,
         r"n_{\mathrm{patch}}",
         "(vision_config.image_size // patch_size)²",
-        "patches per image, one position each besides the class token's (GIT)",
+        "patches per image at the config's image size, one learned position each (SigLIP, CLIP, GIT)",
     ),
-    Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image (GIT)"),
+    Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image"),
+    Entry(
+        p_t,
+        r"p_{t}",
+        "vision_config.temporal_patch_size",
+        "frames one patch spans in time: the patch convolution is 3-D (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)",
+    ),
+    Entry(
+        m_vis,
+        r"m_{\mathrm{vis}}",
+        "vision_config.spatial_merge_size",
+        "side of the square of patches the merger folds into one token: m_vis² patches per image token (Qwen-VL)",
+    ),
+    Entry(
+        d_vout,
+        r"d_{\mathrm{vout}}",
+        "vision_config.out_hidden_size (Qwen2-VL: hidden_size)",
+        "width of the vision tower's output tokens, which must be the language model's hidden size (Qwen-VL)",
+    ),
+    Entry(
+        N_ds,
+        r"N_{\mathrm{ds}}",
+        "vision_config.deepstack_visual_indexes",
+        "vision layers whose features a DeepStack merger of their own feeds to the language model (Qwen3-VL)",
+    ),
+    Entry(
+        n_feat,
+        r"n_{\mathrm{feat}}",
+        "vision_feature_layer",
+        "vision layers whose features the projector concatenates: 1 for a single layer, else the list's length (LLaVA)",
+    ),
+    Entry(
+        n_pos_vis,
+        r"n_{\mathrm{pos,vis}}",
+        "vision_config.num_position_embeddings",
+        "rows of the vision tower's learned position table, interpolated to the image's grid (Qwen3-VL)",
+    ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
     Entry(d_aud, r"d_{\mathrm{aud}}", "audio_config.hidden_size", "hidden size of the audio encoder"),

@@ -59,8 +59,10 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
 
 def render_count(model: Model, width: int | None = None) -> str:
     """The table of a model's components, formulas and exact counts, for a terminal: lines of at most
-    ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``)."""
-
+    ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``). A composite
+    model counted whole shows each part (language model, vision tower, projector) and the whole model's total."""
+    if model.parts:
+        return render("count_parts.txt.j2", model=model, summary=summary_data(model), width=width)
     return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width)
 
 
@@ -85,7 +87,9 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
 
 
 def summary_data(model: Model) -> dict[str, Any]:
-    """The model and its four counts, exact integers: how the JSON of ``count`` and ``writeup`` begins."""
+    """The model and its four counts, exact integers: how the JSON of ``count`` and ``writeup`` begins. A composite
+    model's counts are the whole model's when every part is counted; when a part is left out, they are the language
+    model's and their keys say so (``language_model_total``, ...): no partial count under ``total``."""
     counts = model.counts
     data = {
         "model": model.name,
@@ -96,7 +100,25 @@ def summary_data(model: Model) -> dict[str, Any]:
         "embedding": counts.embedding,
         "non_embedding": counts.non_embedding,
     }
-    if model.composite is not None:  # a multimodal config: the counts are its language model's
+    if model.composite is not None and model.whole_total is not None:  # every part counted: the whole model
+        whole = model.whole_total
+        data["model"] = model.whole_name or model.name
+        others = [part.model.counts for part in model.parts]
+        embedding = counts.embedding + sum(c.embedding for c in others)
+        data.update(
+            total=whole,
+            activated=counts.activated + sum(c.activated for c in others),
+            embedding=embedding,
+            non_embedding=whole - embedding,
+        )
+        data["composite"] = {
+            "model_type": model.composite.name,
+            "title": model.composite.title,
+            "counted": f"the whole model, as {model.composite.model} builds it",
+        }
+    elif model.composite is not None:  # a multimodal config with a part left out: the counts are its language model's
+        for key in ("total", "activated", "embedding", "non_embedding"):
+            data[f"language_model_{key}"] = data.pop(key)
         data["composite"] = {
             "model_type": model.composite.name,
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
@@ -107,10 +129,28 @@ def summary_data(model: Model) -> dict[str, Any]:
     return data
 
 
-def count_data(model: Model) -> dict[str, Any]:
-    """The JSON form of ``count``: exact integers, components in reader's order."""
+def _part_data(model: Model, part: str, record: str, config: str) -> dict[str, Any]:
     counts = model.counts
     return {
+        "part": part,
+        "record": record,
+        "config": config,
+        "total": counts.total,
+        "components": [
+            {"path": c.path, "formula": str(c.formula), "count": c.count, "activated": c.activated}
+            for c in counts.components
+        ],
+        "values": counts.values,
+        "formula": str(model.derivation.total),
+    }
+
+
+def count_data(model: Model) -> dict[str, Any]:
+    """The JSON form of ``count``: exact integers, components in reader's order. A composite model counted whole
+    adds ``parts``: the language model, the vision tower and the projector, each with its record, components,
+    values and formula (the components, values and formula at the top level are the language model's)."""
+    counts = model.counts
+    data = {
         **summary_data(model),
         "components": [
             {"path": c.path, "formula": str(c.formula), "count": c.count, "activated": c.activated}
@@ -120,6 +160,15 @@ def count_data(model: Model) -> dict[str, Any]:
         "formula": {"total": str(model.derivation.total), "activated": str(model.derivation.activated)},
         "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
     }
+    if model.parts:
+        data["parts"] = [
+            _part_data(model, "language model", model.architecture.name, "text_config"),
+            *(
+                _part_data(p.model, p.role, p.model.architecture.name, p.config_key or "(whole config)")
+                for p in model.parts
+            ),
+        ]
+    return data
 
 
 # --- costs: flops, memory, verify (issue 5) --------------------------------------------------------------------------

@@ -1,0 +1,87 @@
+"""The parts of a composite model besides its language model: the vision tower read from ``vision_config`` with a
+record of ``towers/``, and the projector read from the whole config, as ``composites.toml`` composes them.
+
+Each part is a :class:`~llmcount.formulas.config.Model` of its own record (same format as a family's), so that its
+formula, components and values are shown like a language model's; the whole model is the language model plus them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LlmcountError
+from . import records
+
+if TYPE_CHECKING:
+    from .config import Model
+    from .records import Composite, Family
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a composite model besides the language model."""
+
+    role: str  # "vision tower", "projector"
+    config_key: str  # where the config gives it: "vision_config", or "" (the whole config)
+    model: Model
+
+
+def settled(family: Family, model: Model, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` (a config as given) with the keys of the symbols ``model`` read set to their values (defaults filled
+    in): what a projector reads of a sub-config. A symbol computed from its key (``adjust``) keeps the key as given."""
+    out = dict(raw)
+    for spec in family.symbols:
+        if spec.adjust is None and not spec.length and "." not in spec.key and spec.symbol in model.values:
+            out[spec.key] = model.values[spec.symbol]
+    return out
+
+
+def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite, language: Model) -> tuple[Part, ...]:
+    """The vision tower and the projector of the composite config ``config`` (empty when the composite names none)."""
+    from .config import describe, read_config
+
+    parts: list[Part] = []
+    if not outer.vision:
+        return ()
+    vision = config.get("vision_config")
+    if vision is None:  # absent or null: the composite config class's own vision config
+        vision = dict(outer.vision_absent or {})
+    elif not isinstance(vision, dict):
+        raise LlmcountError(f"{source}: key 'vision_config' must be a JSON object, got {describe(vision)}")
+    vision_type = vision.get("model_type", outer.vision) if outer.any_vision else outer.vision
+    tower = records.tower(vision_type) if isinstance(vision_type, str) else None
+    if tower is None:
+        known = ", ".join(n for n in records.tower_names() if not n.endswith("_projector"))
+        raise LlmcountError(
+            f"{source}: vision_config has model_type {vision_type!r}, a vision tower llmcount has no record of "
+            f"(towers: {known})"
+        )
+    tower_model = read_config(
+        {**vision, "model_type": vision_type}, f"{source}, vision_config", f"{name} (vision tower)", tower
+    )
+    parts.append(Part("vision tower", "vision_config", tower_model))
+    if outer.projector:
+        record = records.tower(outer.projector)
+        assert record is not None  # checked when composites.toml is loaded
+        whole = {key: value for key, value in config.items() if key not in ("text_config", "vision_config")}
+        whole["vision_config"] = settled(tower, tower_model, vision)
+        whole["text_config"] = settled(language.architecture, language, {})
+        whole["model_type"] = outer.projector
+        parts.append(Part("projector", "", read_config(whole, source, f"{name} (projector)", record)))
+    return tuple(parts)
+
+
+def tower_families(outer: Composite) -> tuple[tuple[str, Family], ...]:
+    """The records of a composite's parts besides the language model, without a config (its formula): the vision
+    tower the composite reads vision_config as by default, and the projector."""
+    out = []
+    for role, part in (("vision", outer.vision), ("projector", outer.projector)):
+        record = records.tower(part) if part else None
+        if record is not None:
+            out.append((role, record))
+    return tuple(out)
+
+
+__all__ = ["Part", "read_parts", "settled", "tower_families"]
