@@ -151,3 +151,68 @@ def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path: Path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
     assert_refused(run("memory", str(path)), "quantization_config.bits")
+
+
+def write_index(folder: Path, config: dict, names: list[str], total: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    index = folder / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": dict.fromkeys(names, "a")}))
+    return index
+
+
+def test_index_mode_predicts_the_schemes_bytes(tmp_path: Path):
+    from llmcount.checkpoint import verify
+
+    index = write_index(tmp_path / "m", GPT_OSS_20B, ["lm_head.weight"], GPT_OSS_20B_TOTAL_SIZE)
+    result = verify(str(tmp_path / "m"), index=str(index))
+    assert result.match and result.unit == "bytes" and "MXFP4" in result.note
+
+
+DSV3_SMALL = {
+    "model_type": "deepseek_v3",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "moe_intermediate_size": 128,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "q_lora_rank": 128,
+    "kv_lora_rank": 128,
+    "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "vocab_size": 1024,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic"},
+}
+
+
+def test_index_mode_names_every_difference(tmp_path: Path):
+    """A DeepSeek-V3-shaped index with the routing-bias buffers and an MTP layer: the difference is attributed to
+    them (the buffers' bytes by name and count, the MTP layer the remainder), never left unnamed."""
+    from llmcount.checkpoint import verify
+
+    predicted = stored(DSV3_SMALL)
+    names = ["lm_head.weight", "model.layers.1.mlp.gate.e_score_correction_bias"]
+    names += ["model.layers.2.eh_proj.weight", "model.layers.2.embed_tokens.weight"]
+    mtp = 12345
+    index = write_index(tmp_path / "m", DSV3_SMALL, names, predicted + 4 * 4 + mtp)
+    result = verify(str(tmp_path / "m"), index=str(index))
+    assert not result.match
+    found = {c.path: c.checkpoint for c in result.differences}
+    assert found == {"buffer/e_score_correction_bias": 16, "extra/layers.2": mtp}
+
+
+def test_plain_index_differences_are_never_empty(tmp_path: Path):
+    from llmcount.checkpoint import verify
+
+    config = {k: v for k, v in QWEN3.items()}
+    model = read_config(config, "t")
+    index = write_index(tmp_path / "p", config, ["lm_head.weight"], (model.counts.total + 10) * 2)
+    result = verify(str(tmp_path / "p"), index=str(index))
+    assert not result.match and [(c.path, c.checkpoint) for c in result.differences] == [("unexplained", 10)]
