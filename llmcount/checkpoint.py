@@ -617,6 +617,7 @@ class Verification:
     components: tuple[ComponentCheck, ...]
     unmapped: tuple[Tensor, ...] = ()
     note: str = ""
+    unit: str = "parameters"  # "bytes": an index's total_size against a quantisation scheme's predicted bytes
 
     @property
     def match(self) -> bool:
@@ -884,13 +885,18 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
             "verify its safetensors headers instead"
         )
     checkpoint = size * 8 // bits
+    from .quant.index import explain
+
+    names = list(read_index(path)["weight_map"])
+    bias = 32 // bits if 32 % bits == 0 else None
+    checks = explain(model, names, checkpoint - model.counts.total, 1, bias, name)
     return Verification(
         model=model.name,
         source=str(path),
         mode="index",
         formula_total=model.counts.total,
         checkpoint_total=checkpoint,
-        components=(),
+        components=tuple(checks),
         note=f"metadata.total_size {size:,} bytes at {bits} bits per element ({name}): "
         "assumes every tensor is stored in that dtype",
     )
@@ -910,6 +916,13 @@ def verify(
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
     if index is not None:
+        from .quant.config import read_quant
+
+        quant = read_quant(config, source)
+        if quant is not None:
+            from .quant.index import verify_index as verify_stored
+
+            return verify_stored(model, user_path(index, "index"), quant, dtype_name)
         return verify_index(model, user_path(index, "index"), dtype_name, model.dtype)
     if hub:
         preset = find(spec)

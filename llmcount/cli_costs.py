@@ -102,7 +102,26 @@ def flops(
 @app.command()
 def memory(
     spec: ModelArgument,
-    dtype: Annotated[str, typer.Option("--dtype", help="Weights' dtype: " + DTYPES_HELP)] = "bf16",
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="Weights' dtype (default bf16; with a quantisation scheme, the dtype of what it leaves alone, "
+            "default the config's): " + DTYPES_HELP,
+        ),
+    ] = None,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="Weights as a quantisation scheme stores them: fp8-block, fp8, fbgemm-fp8, mxfp4, gptq, awq, nf4, "
+            "nf4-double, fp4, int8, nvfp4, mlx; none: ignore the config's own (the default when it has one).",
+            metavar="SCHEME",
+        ),
+    ] = None,
+    bits: Annotated[
+        str | None, typer.Option("--bits", help="With --quant gptq, awq or mlx: bits per weight.", metavar="INT")
+    ] = None,
     kv_dtype: Annotated[
         str | None,
         typer.Option("--kv-dtype", help="KV cache dtype (default: the weights' dtype; bf16 for fp8/int8/int4)."),
@@ -157,7 +176,6 @@ def memory(
     from . import cli_training
     from .formulas import memory as mem
     from .renderers import memory_data, render_memory
-    from .sources import load
 
     given = {
         "--optimizer": optimizer,
@@ -173,7 +191,7 @@ def memory(
         "--sequence-parallel": sequence_parallel,
     }
     if training and not (table or gpu_memory is not None):
-        cli_training.run(spec, dtype, seq, batch, given, as_json)
+        cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json)
         return
     if table or gpu_memory is not None:
         from .cli_glance import print_fit, print_weights_table
@@ -183,31 +201,61 @@ def memory(
         cli_training.refuse_without_training(given)
         if table:
             return print_weights_table(spec, as_json)
-        return print_fit(spec, gpu_memory, dtype, kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
+        return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
+    from .quant import report
+
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         groups = positive_int("--group-size", group_size) if group_size is not None else None
+        bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
-        model = load(spec)
+        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype)
+        stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
+        weights, rows = (None, ()) if stored is None else report.lines(stored)
         result = mem.inference(
             model.derivation,
             model.values,
-            dtype,
+            (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype),
             kv_dtype,
             seq_,
             batch_,
-            groups,
+            groups if scheme is None else None,
             scale_dtype,
             percent,
             model.max_positions,
+            weights=weights,
+            scheme=scheme.label if scheme is not None else "",
+            stored=rows,
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
-        print_json(memory_data(model, result))
+        data = memory_data(model, result)
+        if rows:
+            data["scheme"] = result.scheme
+            data["stored"] = report.rows_data(rows)
+        print_json(data)
     else:
         typer.echo(render_memory(model, result, terminal_width()).rstrip())
+
+
+def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
+    """The model ``spec`` names and the quantisation scheme ``memory`` sizes its weights in: ``--quant``, else the
+    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate."""
+    from .dtypes import lookup
+    from .formulas.config import read_config
+    from .quant.report import scheme_for
+    from .sources import resolve
+
+    name, source, config = resolve(spec)
+    model = read_config(config, source, name)
+    uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
+    if quant is None and uniform:
+        return model, None
+    if quant is not None and groups is not None and quant not in ("gptq", "awq", "mlx"):
+        raise LlmcountError(f"--group-size: the scheme {quant} has no choice of group size")
+    return model, scheme_for(config, source, quant, bits, groups)
 
 
 @app.command()

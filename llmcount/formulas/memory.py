@@ -251,6 +251,8 @@ class Memory:
     batch: int | None = None
     kv_per_token_bytes: int | None = None
     per_layer_kind: tuple[KindAmount, ...] = ()
+    scheme: str = ""  # the quantisation scheme the weights are stored in ("": every parameter in dtype)
+    stored: tuple = ()  # rows of llmcount.quant.report.Row: each tensor group as the scheme stores it
 
     @property
     def total_bytes(self) -> int:
@@ -282,12 +284,16 @@ def inference(
     scale_dtype: str = "fp16",
     overhead_percent: int = 0,
     max_positions: int | None = None,
+    weights: tuple[Line, ...] | None = None,
+    scheme: str = "",
+    stored: tuple = (),
 ) -> Memory:
     """Weights (+ quantisation scales) + KV cache for B × S tokens (+ a stated overhead), in bytes.
 
     ``kv_dtype`` defaults to the weights' dtype for fp32/bf16/fp16 and to bf16 for quantised weights
     (weight quantisation leaves the cache in 16 bits). A sliding window that S (or the model's context length,
-    ``max_positions``) never reaches is said so in the note of its layers.
+    ``max_positions``) never reaches is said so in the note of its layers. ``weights``: the lines of weights as a
+    quantisation ``scheme`` stores them (:mod:`llmcount.quant.report`), in place of every parameter in one dtype.
     """
     dtype_name = dtype(dtype_name)
     kv_dtype = dtype(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
@@ -296,7 +302,9 @@ def inference(
     family = beyond_family(cache_family(derivation), seq, values)
 
     lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
-    if group_size is not None:
+    if weights is not None:
+        lines = list(weights)
+    elif group_size is not None:
         scale_dtype = dtype(scale_dtype)
         note = f"one {scale_dtype} scale per group of G = {group_size} parameters (no zero points)"
         lines.append(_amount("quantisation_scales", ceiling(P / group_size), scale_dtype, env, note))
@@ -344,7 +352,15 @@ def inference(
         lines=tuple(lines),
         kv_per_token_bytes=None if windowed or family.attention is None else per_token_bytes(family, env, kv_dtype),
         per_layer_kind=amounts,
-        assumptions=INFERENCE_ASSUMPTIONS
+        scheme=scheme,
+        stored=stored,
+        assumptions=(
+            INFERENCE_ASSUMPTIONS
+            if not scheme
+            else INFERENCE_ASSUMPTIONS.replace(
+                "every parameter stored in the weights' dtype", f"the weights as stored by {scheme}"
+            )
+        )
         + (f"; {STATE_ASSUMPTION.format(kinds=', '.join(a.kind.replace('_', ' ') for a in states))}" if states else ""),
     )
 

@@ -286,6 +286,7 @@ def verify_data(verification: Verification) -> dict[str, Any]:
         "model": v.model,
         "source": v.source,
         "mode": v.mode,
+        "unit": v.unit,
         "formula_total": v.formula_total,
         "checkpoint_total": v.checkpoint_total,
         "match": v.match,

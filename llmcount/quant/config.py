@@ -1,0 +1,378 @@
+"""A config's quantisation: ``quantization_config`` (transformers) or ``quantization`` (MLX) read into a
+:class:`Quant`: the scheme record, its sizes and flags, and the modules it leaves alone. Every key is checked; a
+config that contradicts itself is refused naming the key, an unknown ``quant_method`` by name.
+
+The keys read, per method (as each method's config class in transformers 5.24 ``utils/quantization_config.py``
+names them):
+
+* ``fp8``: ``weight_block_size`` ([rows, cols] or null for one scale per tensor), ``activation_scheme``
+  (dynamic | static), ``modules_to_not_convert``;
+* ``fbgemm_fp8``, ``mxfp4``: ``modules_to_not_convert``;
+* ``gptq``: ``bits`` (2, 4, 8), ``group_size`` (-1: one group), ``desc_act``, ``sym``, ``modules_to_not_convert``;
+  ``checkpoint_format`` gptq (v1 and gptq_v2 store the same tensors);
+* ``awq``: ``bits`` (4), ``group_size``, ``version`` gemm (gemv and exllama layouts are refused by name),
+  ``modules_to_not_convert``;
+* ``bitsandbytes``: ``load_in_4bit`` / ``load_in_8bit``, ``bnb_4bit_quant_type`` (nf4, fp4),
+  ``bnb_4bit_use_double_quant``, ``llm_int8_skip_modules``;
+* ``compressed-tensors``: ``format`` (pack-quantized, float-quantized, naive-quantized, nvfp4-pack-quantized),
+  ``config_groups`` (one group: ``targets`` ["Linear"], ``weights`` {num_bits, type, strategy, group_size,
+  block_structure, symmetric}, ``input_activations`` {dynamic}), ``ignore`` (names and ``re:`` patterns);
+* MLX's ``quantization``: ``group_size``, ``bits``, ``mode`` (affine), and per-module overrides (a module path ->
+  {group_size, bits}, or false: left unquantised).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LlmcountError
+from .schemes import BY_NAME, Scheme
+
+METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "bitsandbytes", "compressed-tensors", "mlx")
+"""The quant_method values read; any other is refused by name."""
+
+SCALE_DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "bf16": "BF16", "fp16": "F16", "fp32": "F32"}
+
+
+@dataclass(frozen=True)
+class Quant:
+    """A scheme with the sizes and flags one config gives it."""
+
+    scheme: Scheme
+    sizes: Mapping[str, int]
+    flags: frozenset[str] = frozenset()  # asym, static
+    skip: tuple[str, ...] = ()  # module names or globs (modules_to_not_convert, llm_int8_skip_modules)
+    ignore: tuple[str, ...] = ()  # compressed-tensors' ignore: names and re: patterns
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # MLX per-module {bits, group_size} or False
+    scale_dtype: str | None = None  # a safetensors code; None: the checkpoint dtype
+    strategy: str = ""  # compressed-tensors: group, channel, tensor, block, tensor_group
+    default_skips: bool = True  # the method adds its own skips (lm_head) to the config's
+    words: str = ""  # the scheme as the config sets it, for output
+
+    @property
+    def name(self) -> str:
+        return self.scheme.name
+
+    @property
+    def label(self) -> str:
+        return self.words or self.scheme.name
+
+    def skipped(self, module: str) -> bool:
+        """Whether the config leaves the module ``module`` (``model.layers.0.self_attn.q_proj``) unquantised: a
+        ``modules_to_not_convert`` entry matches as transformers 5.24's ``should_convert_module``
+        (quantizers/quantizers_utils.py) matches it: a regex from the start up to a module boundary, or a suffix;
+        compressed-tensors' ``ignore`` by name (a suffix) or ``re:`` pattern (compressed-tensors 0.20.0
+        utils/match.py); MLX's per-module ``false``."""
+        for pattern in self.skip:
+            try:
+                if re.match(rf"(?:{pattern}){_BOUNDARY}", module) or module.endswith(pattern):
+                    return True
+            except re.error:
+                if module.endswith(pattern):
+                    return True
+        for pattern in self.ignore:
+            if pattern.startswith("re:"):
+                try:
+                    if re.match(pattern[3:], module):
+                        return True
+                except re.error:
+                    continue
+            elif module == pattern or module.endswith("." + pattern):
+                return True
+        return self.overrides.get(module, True) is False
+
+
+_BOUNDARY = r"(?:(?<=\.)|(?=\.|$))"
+
+
+def _fail(where: str, key: str, why: str) -> LlmcountError:
+    return LlmcountError(f"{where}: quantization_config.{key}: {why}")
+
+
+def _int(raw: Mapping[str, Any], key: str, where: str, default: Any = None, choices: tuple[int, ...] = ()) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(where, key, f"must be an integer, got {value!r}")
+    if choices and value not in choices:
+        raise _fail(where, key, f"{value} is not one of {', '.join(map(str, choices))}")
+    return value
+
+
+def _group(raw: Mapping[str, Any], key: str, where: str, default: int = 128) -> int:
+    value = _int(raw, key, where, default)
+    if value == 0 or value < -1:
+        raise _fail(where, key, f"group size {value} is neither a positive integer nor -1 (one group per row)")
+    return value
+
+
+def _names(raw: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = raw.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise _fail(where, key, "must be a list of module names")
+    return tuple(value)
+
+
+def _bool(raw: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise _fail(where, key, f"must be true or false, got {value!r}")
+    return value
+
+
+def read_quant(config: Any, where: str) -> Quant | None:
+    """The quantisation a ``config.json`` declares, or None; LlmcountError naming the key for a bad one."""
+    if not isinstance(config, dict):
+        return None
+    raw = config.get("quantization_config")
+    mlx = config.get("quantization")
+    if raw is None and isinstance(config.get("text_config"), dict):
+        raw = config["text_config"].get("quantization_config")
+    if raw is None and mlx is not None:
+        return _mlx(mlx, where)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise LlmcountError(f"{where}: quantization_config must be an object")
+    method = raw.get("quant_method")
+    if method not in METHODS:
+        raise _fail(
+            where,
+            "quant_method",
+            f"{method!r} is not a scheme llmcount reads (it reads {', '.join(METHODS)}); its stored tensors are "
+            "not counted as plain weights",
+        )
+    return _READERS[method](raw, where)
+
+
+def _fp8(raw: Mapping[str, Any], where: str) -> Quant:
+    block = raw.get("weight_block_size")
+    flags = _activation(raw, "activation_scheme", where)
+    skip = _names(raw, "modules_to_not_convert", where)
+    if block is None:
+        return Quant(BY_NAME["fp8"], {}, flags, skip, words="FP8 e4m3, one fp32 scale per tensor")
+    if (
+        not isinstance(block, list)
+        or len(block) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in block)
+    ):
+        raise _fail(where, "weight_block_size", f"must be two positive integers [rows, cols], got {block!r}")
+    words = f"FP8 e4m3, fp32 scale per {block[0]}×{block[1]} block"
+    return Quant(BY_NAME["fp8-block"], {"b0": block[0], "b1": block[1]}, flags, skip, words=words)
+
+
+def _activation(raw: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
+    value = raw.get(key, "dynamic")
+    if value not in ("dynamic", "static", None):
+        raise _fail(where, key, f"{value!r} is neither dynamic nor static")
+    return frozenset({"static"}) if value == "static" else frozenset()
+
+
+def _fbgemm(raw: Mapping[str, Any], where: str) -> Quant:
+    skip = _names(raw, "modules_to_not_convert", where)
+    return Quant(BY_NAME["fbgemm-fp8"], {}, frozenset(), skip, words="FP8 e4m3 (fbgemm), fp32 scale per row")
+
+
+def _mxfp4(raw: Mapping[str, Any], where: str) -> Quant:
+    skip = _names(raw, "modules_to_not_convert", where)
+    return Quant(BY_NAME["mxfp4"], {}, frozenset(), skip, words="MXFP4 experts (E2M1 + E8M0 scale per 32)")
+
+
+def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
+    bits = _int(raw, "bits", where, 4, (2, 4, 8))
+    group = _group(raw, "group_size", where)
+    fmt = raw.get("checkpoint_format", "gptq")
+    if fmt not in ("gptq", "gptq_v2"):
+        raise _fail(where, "checkpoint_format", f"{fmt!r}: only the gptq layout is read")
+    _bool(raw, "desc_act", where, False)
+    _bool(raw, "sym", where, True)
+    skip = _names(raw, "modules_to_not_convert", where)
+    words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}"
+    return Quant(BY_NAME["gptq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+
+
+def _awq(raw: Mapping[str, Any], where: str) -> Quant:
+    bits = _int(raw, "bits", where, 4, (4,))
+    group = _group(raw, "group_size", where)
+    if group == -1:
+        raise _fail(where, "group_size", "-1: AWQ's GEMM layout needs a group size")
+    version = str(raw.get("version", "gemm")).lower()
+    if version != "gemm":
+        raise _fail(where, "version", f"{version!r}: only AWQ's gemm layout is read (gemv and exllama are not)")
+    skip = _names(raw, "modules_to_not_convert", where)
+    words = f"AWQ int{bits} (GEMM), group {group}"
+    return Quant(BY_NAME["awq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+
+
+def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
+    four = _bool(raw, "load_in_4bit", where, False)
+    eight = _bool(raw, "load_in_8bit", where, False)
+    if four == eight:
+        raise _fail(where, "load_in_4bit", "exactly one of load_in_4bit and load_in_8bit must be true")
+    skip = _names(raw, "llm_int8_skip_modules", where)
+    if eight:
+        return Quant(BY_NAME["bnb-int8"], {}, frozenset(), skip, default_skips=not skip, words="bitsandbytes int8")
+    kind = raw.get("bnb_4bit_quant_type", "fp4")
+    if kind not in ("nf4", "fp4"):
+        raise _fail(where, "bnb_4bit_quant_type", f"{kind!r} is neither nf4 nor fp4")
+    double = _bool(raw, "bnb_4bit_use_double_quant", where, False)
+    scheme = BY_NAME["bnb-nf4-double" if double else "bnb-nf4"]
+    words = f"bitsandbytes {kind}" + (" with double quantisation" if double else "")
+    return Quant(scheme, {"bs": 64}, frozenset({kind}), skip, default_skips=not skip, words=words)
+
+
+CT_FORMATS = {"pack-quantized": "ct-pack", "float-quantized": "ct-fp8", "naive-quantized": "ct-fp8"}
+CT_FORMATS["nvfp4-pack-quantized"] = "nvfp4"
+
+
+def _ct(raw: Mapping[str, Any], where: str) -> Quant:
+    fmt = raw.get("format")
+    if fmt not in CT_FORMATS:
+        raise _fail(
+            where, "format", f"{fmt!r} is not a compressed-tensors format llmcount reads ({', '.join(CT_FORMATS)})"
+        )
+    groups = raw.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1:
+        raise _fail(where, "config_groups", "must hold exactly one group (several schemes in one model are not read)")
+    ((name, group),) = groups.items()
+    key = f"config_groups.{name}"
+    if not isinstance(group, dict) or not isinstance(group.get("weights"), dict):
+        raise _fail(where, f"{key}.weights", "must be an object")
+    targets = group.get("targets", ["Linear"])
+    if targets != ["Linear"]:
+        raise _fail(where, f"{key}.targets", f'{targets!r}: only ["Linear"] is read')
+    weights = group["weights"]
+    bits = _int(weights, "num_bits", where, 8, (4, 8))
+    strategy = weights.get("strategy", "tensor")
+    symmetric = _bool(weights, "symmetric", where, True)
+    activations = group.get("input_activations")
+    static = isinstance(activations, dict) and activations.get("dynamic") is False
+    flags = frozenset({"static"} if static else ()) | frozenset({"asym"} if not symmetric else ())
+    ignore = _names(raw, "ignore", where)
+    scale = SCALE_DTYPES.get(str(weights.get("scale_dtype") or "").removeprefix("torch."))
+    scheme = BY_NAME[CT_FORMATS[fmt]]
+    sizes: dict[str, int] = {"bits": bits}
+    if scheme.name == "ct-pack":
+        if bits != 4 and bits != 8:
+            raise _fail(where, f"{key}.weights.num_bits", f"{bits}: pack-quantized packs 4 or 8 bits")
+        sizes["p"] = 32 // bits
+        if strategy == "group":
+            sizes["g"] = _group(weights, "group_size", where)
+        elif strategy != "channel":
+            raise _fail(where, f"{key}.weights.strategy", f"{strategy!r}: pack-quantized reads group or channel")
+        words = f"compressed-tensors int{bits} pack-quantized, {strategy}" + (
+            f" {sizes['g']}" if strategy == "group" else ""
+        )
+    elif scheme.name == "nvfp4":
+        if bits != 4:
+            raise _fail(where, f"{key}.weights.num_bits", f"{bits} with format {fmt}: NVFP4 is 4-bit")
+        sizes["g"] = 16
+        words = "NVFP4 (FP4 + FP8 scale per 16 + fp32 global scale)"
+    else:
+        if bits != 8 or weights.get("type", "float") != "float":
+            raise _fail(where, f"{key}.weights.num_bits", f"{bits}-bit {weights.get('type')!r} with format {fmt}")
+        if strategy == "block":
+            block = weights.get("block_structure")
+            if not (isinstance(block, list) and len(block) == 2 and all(type(x) is int and x > 0 for x in block)):
+                raise _fail(where, f"{key}.weights.block_structure", f"must be two positive integers, got {block!r}")
+            sizes["b0"], sizes["b1"] = block
+        elif strategy not in ("tensor", "channel"):
+            raise _fail(where, f"{key}.weights.strategy", f"{strategy!r}: float-quantized reads tensor, channel, block")
+        words = f"compressed-tensors FP8 e4m3, {strategy} scales"
+    return Quant(
+        scheme, sizes, flags, (), ignore, scale_dtype=scale, strategy=strategy, default_skips=False, words=words
+    )
+
+
+def _mlx(raw: Any, where: str) -> Quant:
+    if not isinstance(raw, dict):
+        raise LlmcountError(f"{where}: quantization must be an object")
+    group = raw.get("group_size", 64)
+    bits = raw.get("bits", 4)
+    if isinstance(group, bool) or not isinstance(group, int) or group <= 0:
+        raise LlmcountError(f"{where}: quantization.group_size: must be a positive integer, got {group!r}")
+    if isinstance(bits, bool) or bits not in (2, 3, 4, 5, 6, 8):
+        raise LlmcountError(f"{where}: quantization.bits: {bits!r} is not one of 2, 3, 4, 5, 6, 8")
+    mode = raw.get("mode", "affine")
+    if mode != "affine":
+        raise LlmcountError(f"{where}: quantization.mode: {mode!r}: only MLX's affine mode is read")
+    overrides = {}
+    for key, value in raw.items():
+        if key in ("group_size", "bits", "mode", "quant_method"):
+            continue
+        if value is False or (isinstance(value, dict) and set(value) <= {"group_size", "bits", "mode"}):
+            overrides[key] = value
+        else:
+            raise LlmcountError(
+                f"{where}: quantization.{key}: a per-module entry must be {{group_size, bits}} or false"
+            )
+    words = f"MLX {bits}-bit, group {group}"
+    return Quant(
+        BY_NAME["mlx"], {"bits": bits, "g": group}, frozenset(), overrides=overrides, default_skips=False, words=words
+    )
+
+
+_READERS = {
+    "fp8": _fp8,
+    "fbgemm_fp8": _fbgemm,
+    "mxfp4": _mxfp4,
+    "gptq": _gptq,
+    "awq": _awq,
+    "bitsandbytes": _bnb,
+    "compressed-tensors": _ct,
+    "mlx": _mlx,
+}
+
+
+def from_options(name: str, bits: int | None, group_size: int | None, where: str = "--quant") -> Quant:
+    """The scheme ``memory --quant NAME [--bits B] [--group-size G]`` names, with its default sizes."""
+    raw: dict[str, Any]
+    if name in ("fp8-block", "fp8"):
+        raw = {"quant_method": "fp8", "weight_block_size": [128, 128] if name == "fp8-block" else None}
+    elif name == "fbgemm-fp8":
+        raw = {"quant_method": "fbgemm_fp8"}
+    elif name == "mxfp4":
+        raw = {"quant_method": "mxfp4"}
+    elif name in ("gptq", "awq"):
+        raw = {"quant_method": name, "bits": bits or 4, "group_size": group_size or 128}
+    elif name in ("nf4", "fp4", "nf4-double", "bnb-nf4"):
+        kind = "fp4" if name == "fp4" else "nf4"
+        raw = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": kind}
+        raw["bnb_4bit_use_double_quant"] = name == "nf4-double"
+    elif name in ("int8", "bnb-int8"):
+        raw = {"quant_method": "bitsandbytes", "load_in_8bit": True}
+    elif name == "nvfp4":
+        weights = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+        raw = {
+            "quant_method": "compressed-tensors",
+            "format": "nvfp4-pack-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+            "ignore": ["lm_head"],
+        }
+    elif name == "mlx":
+        return _mlx({"bits": bits or 4, "group_size": group_size or 64}, where)
+    else:
+        raise LlmcountError(f"{where}: unknown scheme {name!r}; choose one of {', '.join(OPTION_NAMES)}")
+    if bits is not None and name not in ("gptq", "awq", "mlx"):
+        raise LlmcountError(f"--bits: the scheme {name} has no choice of bits")
+    return read_quant({"quantization_config": raw}, where)  # type: ignore[return-value]
+
+
+OPTION_NAMES = (
+    "fp8-block",
+    "fp8",
+    "fbgemm-fp8",
+    "mxfp4",
+    "gptq",
+    "awq",
+    "nf4",
+    "nf4-double",
+    "fp4",
+    "int8",
+    "nvfp4",
+    "mlx",
+)

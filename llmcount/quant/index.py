@@ -1,0 +1,85 @@
+"""``verify --index`` on a quantised checkpoint: ``metadata.total_size`` against the bytes the config's scheme
+predicts for the model's parameters, and every byte of the difference attributed to what the index's tensor names
+show (a tied head stored again, buffers, layers past ``num_hidden_layers``), or named as unexplained.
+
+Without shapes an index tells names only, so each item's bytes come from the record and the known layouts:
+a head stored again is V·d values in the checkpoint dtype; ``e_score_correction_bias`` is (n,) float32 in
+DeepSeek's released checkpoints; the layers past N (multi-token prediction) take what is left, their tensors named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..checkpoint import ComponentCheck, Verification, findings, read_index, total_size
+from ..formulas.config import Model
+from ..formulas.symbols import V, d, n
+from .config import Quant
+from .report import lines, model_plan
+from .stored import CODE_BITS
+
+
+def explain(
+    model: Model, names: list[str], difference: int, head: int, bias: int | None, dtype: str
+) -> list[ComponentCheck]:
+    """The items the index's names show and what is left of ``difference``: to the layers past N when there are
+    some, else unexplained. ``head``: units one value of the head takes (its bytes, or 1 when the totals are
+    parameters); ``bias``: units one float32 buffer value takes (None: not a whole number of them)."""
+    checks: list[ComponentCheck] = []
+    explained = 0
+    found = findings(model, names)
+    for finding in found:
+        if finding.kind == "tied_head":
+            amount = model.values[V] * model.values[d] * head
+            note = f"the head is tied (tie_word_embeddings) and stored again: V·d = {finding.params:,} values in "
+            checks.append(ComponentCheck("head/lm_head", 0, amount, note + dtype))
+            explained += amount
+        elif finding.kind == "missing_head":
+            amount = model.values[V] * model.values[d] * head
+            checks.append(ComponentCheck("head/lm_head", amount, 0, "no lm_head.weight in the index's weight_map"))
+            explained -= amount
+        elif finding.kind == "buffers":
+            biases = [name for name in names if name.endswith("e_score_correction_bias")]
+            if biases and bias is not None and n in model.values and len(biases) == finding.count:
+                amount = len(biases) * model.values[n] * bias
+                note = f"{len(biases)} routing-bias buffers e_score_correction_bias, (n,) float32 each: not parameters"
+                checks.append(ComponentCheck("buffer/e_score_correction_bias", 0, amount, note))
+                explained += amount
+    remainder = difference - explained
+    extra = next((f for f in found if f.kind == "extra_layers"), None)
+    if extra is not None:
+        layers = ", ".join(map(str, extra.layers))
+        note = (
+            f"layers {layers}, past num_hidden_layers ({extra.count} tensors, e.g. {extra.examples[0]}): a "
+            "multi-token-prediction module the model code does not build; its size is what total_size holds "
+            "beyond the rest (an index gives no shapes)"
+        )
+        checks.append(ComponentCheck(f"extra/layers.{extra.layers[0]}", 0, remainder, note))
+    elif remainder:
+        note = "no tensor name of the index accounts for this (other dtypes, a layout, tensors the record lacks)"
+        checks.append(ComponentCheck("unexplained", 0, remainder, note))
+    return checks
+
+
+def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> Verification:
+    """The index at ``path`` against ``model`` stored as ``quant`` (see the module docstring); totals in bytes."""
+    index = read_index(path)
+    size = total_size(path, index)
+    stored = model_plan(model, quant, dtype, str(path))
+    predicted = stored.bytes
+    names = list(index["weight_map"])
+    width = CODE_BITS[stored.dtype] // 8
+    checks = explain(model, names, size - predicted, width, 4, stored.dtype)
+    weights = lines(stored)[0]
+    described = "; ".join(f"{line.name.replace('_', ' ')} {line.bytes:,} bytes" for line in weights)
+    return Verification(
+        model=model.name,
+        source=str(path),
+        mode="index",
+        formula_total=predicted,
+        checkpoint_total=size,
+        components=tuple(checks),
+        note=f"bytes, not parameters: the model's {stored.parameters:,} parameters stored as {quant.label} "
+        f"({described}) against metadata.total_size",
+        unit="bytes",
+    )

@@ -1,0 +1,116 @@
+"""A :class:`~llmcount.quant.stored.Plan` as ``memory`` and ``verify`` show it: memory lines (stored weights,
+quantisation storage) and one row per tensor group with its bits per weight."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from sympy import Rational, Symbol
+
+from ..errors import LlmcountError
+from ..formulas.config import Model
+from ..formulas.memory import Line
+from .config import Quant, from_options, read_quant
+from .stored import CODE_BITS, Plan, plan, rest_dtype
+
+P_q = Symbol("P_q", positive=True, integer=True)
+"""The parameters a scheme converts (quantised weights)."""
+P_k = Symbol("P_k", positive=True, integer=True)
+"""The parameters it leaves in the checkpoint's dtype."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One tensor group as stored."""
+
+    path: str
+    parameters: int
+    stored_as: str
+    bytes: int
+    storage: int  # of which quantisation storage (scales, zeros, ...)
+
+    @property
+    def bits(self) -> Fraction:
+        """Bits per parameter, storage included."""
+        return Fraction(self.bytes * 8, self.parameters) if self.parameters else Fraction(0)
+
+
+def scheme_for(config: Any, where: str, name: str | None, bits: int | None, group_size: int | None) -> Quant | None:
+    """The scheme ``memory`` sizes: ``--quant NAME`` (``none``: none), else the config's own."""
+    if name is not None:
+        if name == "none":
+            if bits is not None:
+                raise LlmcountError("--bits needs --quant")
+            return None
+        return from_options(name, bits, group_size)
+    if bits is not None:
+        raise LlmcountError("--bits needs --quant")
+    return read_quant(config, where)
+
+
+def lines(stored: Plan) -> tuple[tuple[Line, ...], tuple[Row, ...]]:
+    """Memory lines: the weights as stored (packed and kept tensors) and the quantisation storage, each with a
+    formula over P_q (converted parameters) and P_k (kept ones); and one row per tensor group."""
+    converted = kept = packed = storage = kept_bytes = 0
+    rows = []
+    for group in stored.groups:
+        for t in group.tensors:
+            if t.suffix == "":
+                kept += t.shape[0]
+                kept_bytes += t.bytes
+            elif t.weight:
+                packed += t.bytes
+            else:
+                storage += t.bytes
+        converted_here = group.parameters - sum(t.shape[0] for t in group.tensors if t.suffix == "")
+        converted += converted_here
+        rows.append(Row(group.path, group.parameters, group.stored_as, group.bytes, group.storage_bytes))
+    label = stored.quant.label
+    dtype_bits = CODE_BITS[stored.dtype]
+    weights_formula = Rational(dtype_bits, 8) * P_k
+    if converted:
+        weights_formula += Rational(packed, converted) * P_q
+    note = (
+        f"as stored: {label} for P_q = {converted:,} parameters, {stored.dtype} for the other P_k = {kept:,} "
+        f"({stored.quant.scheme.source})"
+    )
+    if stored.notes:
+        note += "; " + "; ".join(stored.notes)
+    out = [Line("weights", weights_formula, packed + kept_bytes, note)]
+    if storage:
+        what = ", ".join(
+            dict.fromkeys(t.suffix.lstrip("._") for g in stored.groups for t in g.tensors if t.suffix and not t.weight)
+        )
+        storage_note = f"{label}: {what}, as the quantiser writes them (per tensor group: memory --json)"
+        formula = Rational(storage, converted) * P_q if converted else Rational(storage)
+        out.append(Line("quantisation_scales", formula, storage, storage_note))
+    return tuple(out), tuple(rows)
+
+
+def model_plan(model: Model, quant: Quant, dtype: str | None, where: str) -> Plan:
+    """The plan of ``model`` under ``quant``, its unquantised tensors in ``dtype`` (else the config's)."""
+    code, note = rest_dtype(quant, model.dtype, dtype, where)
+    return plan(model, quant, code, note)
+
+
+def short_dtype(code: str) -> str:
+    """llmcount's short name of a safetensors dtype code (``BF16`` -> ``bf16``)."""
+    from .stored import DTYPE_CODES
+
+    return next(short for short, c in DTYPE_CODES.items() if c == code)
+
+
+def rows_data(rows: tuple[Row, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "path": r.path,
+            "parameters": r.parameters,
+            "stored_as": r.stored_as,
+            "bytes": r.bytes,
+            "storage_bytes": r.storage,
+            "bits_per_parameter": float(r.bits),
+        }
+        for r in rows
+    ]

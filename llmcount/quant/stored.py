@@ -1,0 +1,385 @@
+"""The bytes a model's weights take as a quantised checkpoint stores them, per component, from its config alone.
+
+Each term of the family record is one weight (or bias, or norm) per layer. A weight matrix gets its (out, in) shape
+from the order the record writes its factors in (:func:`llmcount.renderers.tree.linear_shape`: input width first);
+an MLP written as one term, ``c·d·W`` (``3·n·d·d_moe`` for n routed experts, ``3·d·n_s·d_moe`` for shared ones), is
+c - 1 matrices from d to W and one from W back to d, per expert. A weight whose shape the record does not tell is
+refused by name when the scheme would convert it.
+
+Which layer a term is on decides its module name (``model.layers.3.self_attn.q_proj``, from the record's
+``[tree]`` names), and so whether the config's skip lists (``modules_to_not_convert``, compressed-tensors'
+``ignore``, MLX's per-module entries) leave it alone; layers are walked one by one for that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from sympy import expand
+
+from ..errors import LlmcountError
+from ..formulas.config import Model
+from ..formulas.derivation import evaluate_int
+from ..formulas.flops import is_norm
+from ..formulas.symbols import N, d, n
+from .config import Quant
+from .schemes import Scheme, Stored, dim
+
+CODE_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
+    "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+}  # fmt: skip
+"""Bits per element of a safetensors dtype code."""
+
+DTYPE_CODES = {"fp32": "F32", "bf16": "BF16", "fp16": "F16", "fp8": "F8_E4M3", "fp8_e5m2": "F8_E5M2", "int8": "I8"}
+"""llmcount's short dtype names -> safetensors codes."""
+
+REST_DEFAULT = {"mxfp4": ("BF16", "the config names no dtype; gpt-oss's released checkpoints store every "
+                          "unquantised tensor in BF16 (their safetensors headers)")}  # fmt: skip
+"""The checkpoint dtype of a scheme's unquantised tensors when the config names none."""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """``count`` weight matrices of shape (out_f, in_f), all under one component path and module name."""
+
+    path: str
+    module: str  # the module name of one of them, for the skip lists (layer index filled in)
+    count: int
+    out_f: int
+    in_f: int
+    kind: str  # linear | expert | embedding | head | router
+
+
+@dataclass(frozen=True)
+class TensorBytes:
+    """Tensors a scheme stores for some matrices (or a kept tensor): its suffix, one shape, dtype, how many."""
+
+    suffix: str
+    shape: tuple[int, ...]
+    dtype: str
+    count: int
+    weight: bool
+
+    @property
+    def bytes(self) -> int:
+        elements = 1
+        for x in self.shape:
+            elements *= x
+        return self.count * (elements * CODE_BITS[self.dtype] // 8)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One component path as stored: its logical parameters, its bytes and how it is stored."""
+
+    path: str
+    parameters: int
+    tensors: tuple[TensorBytes, ...]
+    stored_as: str  # the scheme's label, or the dtype code of a tensor kept as it is
+
+    @property
+    def bytes(self) -> int:
+        return sum(t.bytes for t in self.tensors)
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(t.bytes for t in self.tensors if t.weight)
+
+    @property
+    def storage_bytes(self) -> int:
+        return sum(t.bytes for t in self.tensors if not t.weight)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A model's weights as one quantised checkpoint stores them."""
+
+    quant: Quant
+    dtype: str  # the checkpoint dtype of what the scheme leaves alone (a safetensors code)
+    groups: tuple[Group, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bytes(self) -> int:
+        return sum(g.bytes for g in self.groups)
+
+    @property
+    def parameters(self) -> int:
+        return sum(g.parameters for g in self.groups)
+
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        """(parameters, bytes) of the quantised groups and of the ones kept in the checkpoint dtype."""
+        out: dict[str, tuple[int, int]] = {}
+        for g in self.groups:
+            for t in g.tensors:
+                key = t.dtype if t.suffix == "" else self.quant.scheme.name
+                params, size = out.get(key, (0, 0))
+                out[key] = (params, size + t.bytes)
+            key = self.quant.scheme.name if g.stored_as != self.dtype else self.dtype
+            params, size = out.get(key, (0, 0))
+            out[key] = (params + g.parameters, size)
+        return out
+
+
+def rest_dtype(quant: Quant, config_dtype: str | None, given: str | None, where: str) -> tuple[str, str]:
+    """The dtype code of the unquantised tensors and a note: ``given`` (--dtype), else the config's, else the
+    scheme's known default, else refused."""
+    from ..dtypes import canonical
+
+    name = given or config_dtype
+    if name is not None:
+        short = canonical(name)
+        if short not in DTYPE_CODES:
+            raise LlmcountError(f"{where}: {short} is not a dtype a checkpoint stores its unquantised tensors in")
+        return DTYPE_CODES[short], ""
+    if quant.scheme.method in REST_DEFAULT:
+        return REST_DEFAULT[quant.scheme.method]
+    raise LlmcountError(f"{where}: the config names no dtype for the tensors {quant.label} leaves alone; pass --dtype")
+
+
+def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
+    """Every term of ``model`` as ``quant`` stores it (see the module docstring)."""
+    from ..renderers.tree import Names
+
+    names = Names.of(model)
+    values = model.values
+    groups: list[Group] = []
+    matched: set[str] = set()
+    for term, component in zip(model.terms, model.counts.components, strict=True):
+        kept = TensorBytes("", (component.count,), dtype_code, 1, True)
+        if not _convertible(term, quant.scheme):
+            groups.append(Group(term.path, component.count, (kept,), dtype_code))
+            continue
+        per_layer = evaluate_int(term.expr, values, term.path)
+        shapes = _matrices(term, values, per_layer)
+        if shapes is None:
+            if _is_vector(term):
+                groups.append(Group(term.path, component.count, (kept,), dtype_code))
+                continue
+            raise LlmcountError(
+                f"{model.name}: term {term.path} ({term.text or term.expr}): the record does not tell this weight's "
+                f"(out, in) shape, which {quant.label} needs"
+            )
+        tensors: list[TensorBytes] = []
+        for layer in _layers(model, term):
+            for kind, module, count, out_f, in_f in shapes:
+                full = _module_name(names, term.path, module, layer)
+                skipped, sizes = _decide(quant, full, kind, matched)
+                if skipped or not _fits(quant.scheme, sizes, out_f, in_f):
+                    tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
+                    continue
+                tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
+        groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
+    unplaced = sorted(set(quant.overrides) - matched)
+    if unplaced:
+        raise LlmcountError(
+            f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
+            "weights"
+        )
+    return Plan(quant, dtype_code, tuple(groups), (note,) if note else ())
+
+
+def _label(tensors: list[TensorBytes], quant: Quant, dtype_code: str) -> str:
+    kept = any(t.suffix == "" for t in tensors)
+    packed = any(t.suffix for t in tensors)
+    if kept and packed:
+        return f"{quant.scheme.name} (part in {dtype_code})"
+    return quant.scheme.name if packed else dtype_code
+
+
+def _merge(tensors: list[TensorBytes]) -> tuple[TensorBytes, ...]:
+    """Equal tensors summed into one entry with their count, first appearance first."""
+    out: dict[tuple, TensorBytes] = {}
+    for t in tensors:
+        key = (t.suffix, t.shape, t.dtype, t.weight) if t.suffix else ("", t.dtype)
+        if key in out:
+            old = out[key]
+            if t.suffix:
+                out[key] = TensorBytes(t.suffix, t.shape, t.dtype, old.count + t.count, t.weight)
+            else:
+                out[key] = TensorBytes("", (old.shape[0] + t.shape[0],), t.dtype, 1, True)
+        else:
+            out[key] = t
+    return tuple(out.values())
+
+
+def _convertible(term, scheme: Scheme) -> bool:
+    """Whether the scheme's code would look at this term at all (a bias, a norm never; MXFP4 only the experts)."""
+    path = term.path
+    if path.endswith(".bias") or is_norm(path) or (not term.matmul and not term.embedding):
+        return False
+    if scheme.converts == "experts":
+        return term.routed
+    if any(path == k or (k.endswith("/") and path.startswith(k)) for k in scheme.keeps):
+        return False
+    if term.group == "embedding":
+        return scheme.converts == "quantizable" and term.path == "embedding/embed_tokens"
+    return True
+
+
+def _is_vector(term) -> bool:
+    try:
+        poly = expand(term.expr).as_poly()
+    except Exception:
+        return False
+    return poly is not None and poly.total_degree() <= 1
+
+
+Shape = tuple[str, str, int, int, int]  # kind, module, count per layer, out, in
+
+
+def _matrices(term, values: Mapping, per_layer: int) -> list[Shape] | None:
+    """The matrices of one layer's term: (kind, module name, count, out, in), or None when not known."""
+    from ..renderers.tree import linear_shape
+
+    module = term.path.partition("/")[2]
+    if term.path == "embedding/embed_tokens":
+        return [("embedding", module, 1, per_layer // values[d], values[d])]
+    split = _mlp(term, values)
+    if split is not None:
+        return split
+    shape = linear_shape(term)
+    if shape is None:
+        return None
+    a, b = (evaluate_int(x, values, term.path) for x in shape)
+    kind = "head" if term.path == "head/lm_head" else "router" if module == "router" else "linear"
+    return [(kind, module, 1, b, a)]
+
+
+def _mlp(term, values: Mapping) -> list[Shape] | None:
+    """An MLP written as one term ``c·[n·]d·W`` (c = 2 or 3): its matrices per layer."""
+    expr = expand(term.expr)
+    coefficient, rest = expr.as_coeff_Mul()
+    if coefficient not in (2, 3) or not rest.is_Mul or d not in rest.free_symbols:
+        return None
+    width = rest / d
+    experts = 1
+    if term.routed:
+        if n not in width.free_symbols:
+            return None
+        width = width / n
+        experts = values[n]
+    if d in width.free_symbols or width.free_symbols - set(values):
+        return None
+    w = evaluate_int(width, values, term.path)
+    module = term.path.partition("/")[2]
+    kind = "expert" if term.routed else "linear"
+    ins = [("gate_proj", w, values[d]), ("up_proj", w, values[d])][3 - int(coefficient) :]
+    return [(kind, f"{module}.{name}", experts, o, i) for name, o, i in [*ins, ("down_proj", values[d], w)]]
+
+
+def _layers(model: Model, term) -> Iterator[int | None]:
+    """The layer indices a term is on (None for a term outside the layers)."""
+    layers = term.layers
+    if layers == 1:
+        yield None
+        return
+    total = model.values[N]
+    if layers == N:
+        yield from range(total)
+        return
+    kinds = model.layer_indices
+    for symbol, indices in kinds.items():
+        if layers == symbol:
+            yield from indices
+            return
+        if expand(layers - (N - symbol)) == 0:
+            yield from (i for i in range(total) if i not in set(indices))
+            return
+    count = evaluate_int(layers, model.values, term.path)
+    yield from range(count)  # a layer count the record does not tie to indices: the first ones, for the names
+
+
+def _module_name(names, path: str, module: str, layer: int | None) -> str:
+    """The module name a checkpoint gives this weight on ``layer``: ``model.layers.3.self_attn.q_proj``."""
+    group, _, leaf = path.partition("/")
+    if layer is None:
+        return "lm_head" if group == "head" else f"{names.model}.{leaf}"
+    container = names.containers.get(group, (group,))[0]
+    head, _, tail = module.partition(".")
+    head = names.renamed.get(head, head)
+    return f"{names.model}.{names.layers}.{layer}.{container}.{head}" + (f".{tail}" if tail else "")
+
+
+def _candidates(full: str, kind: str) -> list[str]:
+    """Other names the same module goes by in checkpoints (a router as ``gate`` or ``router``; MLX's switch_mlp)."""
+    out = [full]
+    base = full.rpartition(".")[0]
+    if kind == "router":
+        out += [f"{base}.gate", f"{base}.router"]
+    if kind == "expert":
+        out += [base, full.replace(".experts.", ".switch_mlp.")]
+    if kind == "head":
+        out += ["lm_head"]
+    return out
+
+
+def _decide(quant: Quant, full: str, kind: str, matched: set[str]) -> tuple[bool, dict[str, int]]:
+    """Whether the module is left alone, and the sizes it is quantised with (MLX's per-module overrides)."""
+    names = _candidates(full, kind)
+    sizes = dict(quant.scheme.sizes or {})
+    sizes.update(quant.sizes)
+    for name in names:
+        if name in quant.overrides:
+            matched.add(name)
+            entry = quant.overrides[name]
+            if entry is False:
+                return True, sizes
+            sizes.update({"bits": entry.get("bits", sizes["bits"]), "g": entry.get("group_size", sizes["g"])})
+    if kind == "head" and quant.default_skips and not quant.skip:
+        return True, sizes
+    return any(quant.skipped(name) for name in names), sizes
+
+
+def _fits(scheme: Scheme, sizes: Mapping[str, int], out_f: int, in_f: int) -> bool:
+    """MLX quantises only layers whose input width is a multiple of the group size (and leaves the rest)."""
+    if scheme.converts == "quantizable":
+        return in_f % sizes["g"] == 0
+    return True
+
+
+def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int, out_f: int, in_f: int, where: str):
+    env = dict(sizes)
+    env.update(out_f=out_f, in_f=in_f)
+    if quant.scheme.name == "gptq":
+        g = env["g"] if env["g"] > 0 else in_f
+        env["groups"] = -(-in_f // g)
+    elif quant.scheme.name == "ct-pack":
+        env["groups"] = -(-in_f // env["g"]) if quant.strategy == "group" else 1
+    elif quant.scheme.name == "ct-fp8":
+        if quant.strategy == "block":
+            env["scale_rows"], env["scale_cols"] = -(-out_f // env["b0"]), -(-in_f // env["b1"])
+        elif quant.strategy == "channel":
+            env["scale_rows"], env["scale_cols"] = out_f, 1
+        else:
+            env["scale_rows"], env["scale_cols"] = 1, 1
+    for first, second in quant.scheme.divides:
+        a, b = env[first], int(second) if second.isdigit() else env[second]
+        if a % b:
+            raise LlmcountError(
+                f"{where}: {quant.label}: a weight of shape ({out_f}, {in_f}) has {first.removesuffix('_f')} = {a}, "
+                f"not a multiple of {b}, which the packer needs"
+            )
+    if "bits" in env and quant.scheme.name == "mlx" and (in_f * env["bits"]) % 32:
+        raise LlmcountError(f"{where}: {quant.label}: in = {in_f} at {env['bits']} bits is no whole number of uint32")
+    out = []
+    for t in quant.scheme.tensors:
+        if t.when and t.when not in quant.flags:
+            continue
+        shape = tuple(dim(x, env) for x in t.shape)
+        out.append(TensorBytes(_suffix(t), shape, _code(t, quant, dtype_code), count, t.weight))
+    return out
+
+
+def _suffix(t: Stored) -> str:
+    return t.suffix
+
+
+def _code(t: Stored, quant: Quant, dtype_code: str) -> str:
+    if t.dtype == "$dtype":
+        return dtype_code
+    if t.dtype == "$scale":
+        return quant.scale_dtype or dtype_code
+    return t.dtype

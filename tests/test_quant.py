@@ -1,0 +1,218 @@
+"""Quantisation schemes read from a config: published checkpoint sizes, the layouts of the quantisers' own modules,
+and the refusal of configs that contradict themselves or name an unknown method."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas.config import read_config
+from llmcount.quant.config import read_quant
+from llmcount.quant.stored import plan, rest_dtype
+
+# openai/gpt-oss-20b config.json as released (Hub revision of 2025-08; mirrored with its index in public GitHub
+# repositories): its model.safetensors.index.json says metadata.total_size = 13761264768.
+GPT_OSS_20B = {
+    "architectures": ["GptOssForCausalLM"],
+    "attention_bias": True,
+    "experts_per_token": 4,
+    "head_dim": 64,
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "max_position_embeddings": 131072,
+    "model_type": "gpt_oss",
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 4,
+    "num_hidden_layers": 24,
+    "num_key_value_heads": 8,
+    "num_local_experts": 32,
+    "quantization_config": {
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn",
+            "model.layers.*.mlp.router",
+            "model.embed_tokens",
+            "lm_head",
+        ],
+        "quant_method": "mxfp4",
+    },
+    "rope_theta": 150000,
+    "sliding_window": 128,
+    "tie_word_embeddings": False,
+    "vocab_size": 201088,
+}
+GPT_OSS_20B_TOTAL_SIZE = 13_761_264_768  # openai/gpt-oss-20b model.safetensors.index.json, metadata.total_size
+
+
+def stored(config: dict, dtype: str | None = None) -> int:
+    model = read_config(config, "test")
+    quant = read_quant(config, "test")
+    code, note = rest_dtype(quant, model.dtype, dtype, "test")
+    return plan(model, quant, code, note).bytes
+
+
+def test_gpt_oss_20b_as_released():
+    """MXFP4 experts (blocks + E8M0 scales) and BF16 for the rest: the released index's total_size to the byte,
+    though the config names no dtype."""
+    assert stored(GPT_OSS_20B) == GPT_OSS_20B_TOTAL_SIZE
+
+
+def test_gpt_oss_20b_by_hand():
+    """The same figure derived by hand: 24 layers of 32 experts, gate_up (5760 × 2880) and down (2880 × 2880) at
+    17 bytes per 32 weights (16 of blocks, 1 scale); the 1,804,459,584 other parameters in BF16."""
+    experts = 24 * 32 * (5760 * 2880 + 2880 * 2880)
+    assert experts * 17 // 32 + (20_914_757_184 - experts) * 2 == GPT_OSS_20B_TOTAL_SIZE
+
+
+QWEN3 = {
+    "model_type": "qwen3",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "vocab_size": 1000,
+    "torch_dtype": "bfloat16",
+}
+
+
+@pytest.mark.parametrize(
+    ("quantization", "key"),
+    [
+        ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "quantization_config.group_size"),
+        ({"quant_method": "awq", "bits": 4, "group_size": -1}, "quantization_config.group_size"),
+        ({"quant_method": "awq", "bits": 8, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "fp8", "weight_block_size": [128]}, "quantization_config.weight_block_size"),
+        ({"quant_method": "fp8", "weight_block_size": [128, "a"]}, "quantization_config.weight_block_size"),
+        ({"quant_method": "fp8", "activation_scheme": "sometimes"}, "quantization_config.activation_scheme"),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}, "load_in_4bit"),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf3"}, "bnb_4bit_quant_type"),
+        ({"quant_method": "hqq"}, "quantization_config.quant_method"),
+        ({"bits": 4}, "quantization_config.quant_method"),
+        ({"quant_method": "compressed-tensors", "format": "sparse-24"}, "quantization_config.format"),
+    ],
+)
+def test_contradictions_are_refused_naming_the_key(quantization, key):
+    with pytest.raises(LlmcountError, match=key.replace(".", r"\.")):
+        read_quant({**QWEN3, "quantization_config": quantization}, "cfg")
+
+
+def test_mlx_group_size_zero_is_refused():
+    with pytest.raises(LlmcountError, match=r"quantization\.group_size"):
+        read_quant({**QWEN3, "quantization": {"group_size": 0, "bits": 4}}, "cfg")
+
+
+def test_a_config_without_a_scheme_has_none():
+    assert read_quant(QWEN3, "cfg") is None
+
+
+def test_an_mlx_override_that_names_no_module_is_refused():
+    config = {**QWEN3, "quantization": {"group_size": 64, "bits": 4, "model.layers.0.mlp.nowhere": {"bits": 8}}}
+    with pytest.raises(LlmcountError, match=r"quantization\.model\.layers\.0\.mlp\.nowhere"):
+        stored(config)
+
+
+def test_gptq_group_per_row_and_desc_act():
+    """GPTQ int4 with group_size -1 (one group per row of in): by hand, for the 2-layer Qwen3 above: per weight
+    (out, in) qweight in/8 × out int32, qzeros 1 × out/8 int32, scales 1 × out fp16, g_idx in int32."""
+    config = {**QWEN3, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": True}}
+
+    def one(out, in_):
+        return in_ // 8 * out * 4 + out // 8 * 4 + out * 2 + in_ * 4
+
+    layer = one(256, 256) + 2 * one(128, 256) + one(256, 256) + 2 * one(512, 256) + one(256, 512)
+    rest = (1000 * 256 * 2) * 2 + 2 * (2 * 64 + 2 * 256) * 2 + 256 * 2  # embed, lm_head, norms in bf16
+    assert stored(config) == 2 * layer + rest
+
+
+def test_awq_needs_whole_groups():
+    config = {**QWEN3, "intermediate_size": 504}
+    config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128}
+    with pytest.raises(LlmcountError, match=r"mlp/down_proj: .* in = 504, not a multiple of 128"):
+        stored(config)
+
+
+def test_no_dtype_refused_unless_the_scheme_knows_it():
+    config = {k: v for k, v in QWEN3.items() if k != "torch_dtype"}
+    config["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    with pytest.raises(LlmcountError, match="names no dtype"):
+        stored(config)
+    assert stored(config, "bf16") > 0
+
+
+def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path: Path):
+    from refusal import assert_refused, run
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
+    assert_refused(run("memory", str(path)), "quantization_config.bits")
+
+
+def write_index(folder: Path, config: dict, names: list[str], total: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    index = folder / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": dict.fromkeys(names, "a")}))
+    return index
+
+
+def test_index_mode_predicts_the_schemes_bytes(tmp_path: Path):
+    from llmcount.checkpoint import verify
+
+    index = write_index(tmp_path / "m", GPT_OSS_20B, ["lm_head.weight"], GPT_OSS_20B_TOTAL_SIZE)
+    result = verify(str(tmp_path / "m"), index=str(index))
+    assert result.match and result.unit == "bytes" and "MXFP4" in result.note
+
+
+DSV3_SMALL = {
+    "model_type": "deepseek_v3",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "moe_intermediate_size": 128,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "q_lora_rank": 128,
+    "kv_lora_rank": 128,
+    "qk_nope_head_dim": 64,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "vocab_size": 1024,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic"},
+}
+
+
+def test_index_mode_names_every_difference(tmp_path: Path):
+    """A DeepSeek-V3-shaped index with the routing-bias buffers and an MTP layer: the difference is attributed to
+    them (the buffers' bytes by name and count, the MTP layer the remainder), never left unnamed."""
+    from llmcount.checkpoint import verify
+
+    predicted = stored(DSV3_SMALL)
+    names = ["lm_head.weight", "model.layers.1.mlp.gate.e_score_correction_bias"]
+    names += ["model.layers.2.eh_proj.weight", "model.layers.2.embed_tokens.weight"]
+    mtp = 12345
+    index = write_index(tmp_path / "m", DSV3_SMALL, names, predicted + 4 * 4 + mtp)
+    result = verify(str(tmp_path / "m"), index=str(index))
+    assert not result.match
+    found = {c.path: c.checkpoint for c in result.differences}
+    assert found == {"buffer/e_score_correction_bias": 16, "extra/layers.2": mtp}
+
+
+def test_plain_index_differences_are_never_empty(tmp_path: Path):
+    from llmcount.checkpoint import verify
+
+    config = {k: v for k, v in QWEN3.items()}
+    model = read_config(config, "t")
+    index = write_index(tmp_path / "p", config, ["lm_head.weight"], (model.counts.total + 10) * 2)
+    result = verify(str(tmp_path / "p"), index=str(index))
+    assert not result.match and [(c.path, c.checkpoint) for c in result.differences] == [("unexplained", 10)]
