@@ -123,11 +123,13 @@ def whole(value: int | Fraction) -> int | None:
 def named(values: Mapping[Any, Any]) -> dict[str, int] | None:
     """Values keyed by symbol (or by name) as values by name, when every one is a plain int (not a bool, not a
     sympy number): what the compiled forms take; None otherwise."""
-    out: dict[str, int] = {}
-    for key, value in values.items():
+    try:
+        out = {key.name: value for key, value in values.items()}
+    except AttributeError:  # keys that are names
+        out = {key if type(key) is str else key.name: value for key, value in values.items()}
+    for value in out.values():
         if type(value) is not int:
             return None
-        out[key if type(key) is str else key.name] = value
     return out
 
 

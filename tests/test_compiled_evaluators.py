@@ -103,3 +103,19 @@ def test_a_cached_text_that_is_not_what_source_writes_is_refused() -> None:
         with pytest.raises(evaluate.NotCompiled):
             evaluate.from_source(text)
     assert evaluate.from_source(evaluate.source(d * k / n))({"d": 6, "k": 2, "n": 4}) == 3
+
+
+def test_reading_and_counting_a_config_calls_no_subs_once_its_records_are_loaded(monkeypatch) -> None:
+    """Every preset read and counted with sympy's ``subs`` made to fail: the numbers come from the compiled forms
+    (the activation tables' sizes are not evaluated for a count). The first pass loads the records and builds each
+    selection's terms (a symbolic substitution of layer counts, once per selection)."""
+    from sympy.core.basic import Basic
+
+    first = {name: load(name).counts for name in presets()}
+
+    def no_subs(self, *args, **kwargs):
+        raise AssertionError(f"subs on {self}")
+
+    monkeypatch.setattr(Basic, "subs", no_subs)
+    again = {name: load(name).counts for name in presets()}
+    assert again == first

@@ -343,13 +343,14 @@ class Family:
         layers are not none): the config keeps their values, as it keeps those of the terms it has (the [layers]
         counts, which the config's keys carry, excepted)."""
         used: set[Symbol] = set()
+        by_name = evaluate.named(values)
         for (when, _expr, layers), (symbols, layer_symbols) in zip(self.saved_sizes, self._saved_free, strict=True):
             try:
                 if when is not None and not when(namespace):
                     continue
             except (Unknown, ValueError, TypeError, ZeroDivisionError, IndexError):
                 pass
-            if layer_symbols <= values.keys() and value_at(layers, values) == 0:
+            if layer_symbols <= values.keys() and value_at(layers, values, by_name) == 0:
                 continue
             used |= symbols
         return frozenset(used - {S, B} - {symbol for symbol, _, _ in self.layers})
@@ -443,9 +444,10 @@ class Family:
         return frozenset().union(*totals)
 
 
-def value_at(expr: Expr, values: Mapping[Symbol, int]) -> Any:
-    """``expr`` at ``values`` by its compiled form when the values are plain ints, else by sympy's ``subs``."""
-    by_name = evaluate.named(values)
+def value_at(expr: Expr, values: Mapping[Symbol, int], by_name: Mapping[str, int] | None = None) -> Any:
+    """``expr`` at ``values`` by its compiled form when the values are plain ints, else by sympy's ``subs``
+    (``by_name``: the values by name, when the caller has them already)."""
+    by_name = evaluate.named(values) if by_name is None else by_name
     found = evaluate.value(expr, by_name) if by_name is not None else None
     return expr.subs(values) if found is None else found
 

@@ -50,8 +50,14 @@ def presets() -> dict[str, Preset]:
 
 def find(spec: str) -> Preset | None:
     """The preset named ``spec`` or whose Hub id is ``spec`` (case-insensitive)."""
-    key = spec.lower()
+    return _by_key().get(spec.lower())
+
+
+@cache
+def _by_key() -> dict[str, Preset]:
+    """Each preset under its name and its Hub id, lower-cased; the first preset that has a key keeps it."""
+    found: dict[str, Preset] = {}
     for preset in presets().values():
-        if key in (preset.name, preset.hub_id.lower()):
-            return preset
-    return None
+        found.setdefault(preset.name, preset)
+        found.setdefault(preset.hub_id.lower(), preset)
+    return found
