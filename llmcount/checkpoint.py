@@ -24,7 +24,7 @@ from typing import Any
 
 from .dtypes import TORCH_NAMES, lookup
 from .errors import LlmcountError
-from .files import json_text, kind, open_regular, parse_text, short, user_path
+from .files import json_text, kind, open_regular, parse_text, printable, short, user_path
 from .formulas.config import Model, read_config
 from .formulas.flops import is_norm
 from .formulas.memory import BITS, dtype
@@ -215,15 +215,22 @@ def read_index(path: Path) -> dict[str, Any]:
     return index
 
 
+MAX_TOTAL_SIZE = 2**64 - 1  # bytes: safetensors' sizes and offsets are 64-bit
+MAX_EXACT_FLOAT = 2**53  # a float total_size (some writers put 1234.0) is read only where a double holds it exactly
+
+
 def total_size(path: Path, index: dict[str, Any]) -> int:
-    """An index's ``metadata.total_size``: the bytes of every tensor, a positive integer."""
+    """An index's ``metadata.total_size``: the bytes of every tensor, a positive integer of at most 64 bits (a float
+    only if whole and exact: ``1e308`` is refused, never printed as a 309-digit number)."""
     size = index.get("metadata", {}).get("total_size")
-    if isinstance(size, float) and size.is_integer():
+    if isinstance(size, float) and size.is_integer() and abs(size) <= MAX_EXACT_FLOAT:
         size = int(size)
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
         raise LlmcountError(
             f"{path}: not a safetensors index: no positive integer metadata.total_size, got {short(size)}"
         )
+    if size > MAX_TOTAL_SIZE:
+        raise LlmcountError(f"{path}: metadata.total_size {size:.3e} is larger than a 64-bit size (safetensors' limit)")
     return size
 
 
@@ -861,7 +868,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
         )
     return Verification(
         model=model.name,
-        source=source,
+        source=printable(source),
         mode=mode,
         formula_total=model.counts.total,
         checkpoint_total=sum(t.elements for t in plain.tensors),
@@ -892,7 +899,7 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
     checks = explain(model, names, checkpoint - model.counts.total, 1, bias, name)
     return Verification(
         model=model.name,
-        source=str(path),
+        source=printable(str(path)),
         mode="index",
         formula_total=model.counts.total,
         checkpoint_total=checkpoint,

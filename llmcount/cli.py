@@ -431,7 +431,13 @@ def usage_message(exc: click.UsageError, args: list[str]) -> str:
 
 @_pipes.quiet_broken_pipe
 def main(args: list[str] | None = None) -> None:
-    """Console entry point; the root command (`_OneLineErrors`) turns every error into one line and an exit code."""
+    """Console entry point; the root command (`_OneLineErrors`) turns every error into one line and an exit code.
+    Libraries' warnings (numpy, matplotlib, the Hub client) are silenced here, at the boundary: what matters in one is
+    checked and reported by name where it arises (a sweep's zero denominator), never as a library's stderr text."""
+    import warnings
+
     if os.environ.get("_LLMCOUNT_COMPLETE"):  # the shell asks for completions (cli_shell): every command's options
         load_commands()
-    typer.main.get_command(app).main(args, prog_name="llmcount")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        typer.main.get_command(app).main(args, prog_name="llmcount")

@@ -119,6 +119,25 @@ def short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def printable(text: str) -> str:
+    """A name taken from input (a folder, a file, a config) as it is shown in every output: each control character,
+    line or paragraph separator, zero-width or bidirectional control as a visible escape (``\\n``, ``\\x1b``,
+    ``\\u202e``), so that a name is one line and can neither drive a terminal nor reorder or break the text around
+    it; the rest, markup characters included, is for each output format's own escaping."""
+    return _INVISIBLE.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    if char in named:
+        return named[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
 class _Refused(Exception):
     """Raised by the decoder hooks; turned into an LlmcountError with the place it points at."""
 

@@ -31,11 +31,17 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
         if not discover:
             find_family(model_type, source, discovered.HINT if discovered.available() else "")
         family = discovered.record(model_type, source)
-    return read_config(config, source, name or found, family)
+    return read_config(config, source, files.printable(name) if name else found, family)
 
 
 def resolve(spec: str) -> tuple[str, str, Any]:
-    """``(name, source, parsed config)`` for a spec; raise LlmcountError when there is none."""
+    """``(name, source, parsed config)`` for a spec; raise LlmcountError when there is none. The name and the source
+    are shown in every output: each is one visible line (:func:`files.printable`), whatever a file name holds."""
+    name, source, config = _resolve(spec)
+    return files.printable(name), files.printable(source), config
+
+
+def _resolve(spec: str) -> tuple[str, str, Any]:
     if spec == STDIN:
         return "stdin", "stdin", read_stdin()
     preset = find(spec)

@@ -163,7 +163,11 @@ class _Grid:
         if fits:
             np = self.np
             num, den = (np.broadcast_to(np.asarray(f(*self.columns), dtype=np.int64), (self.size,)) for f in top)
-            quotient, remainder = np.divmod(num, den)
+            zero = np.flatnonzero(den == 0)
+            if zero.size:  # checked here, by name, rather than as numpy's divide-by-zero warning
+                self._refuse(int(zero[0]), what, least, num, den)
+            with np.errstate(all="ignore"):  # numpy's own warnings never reach stderr: every bad row is named below
+                quotient, remainder = np.divmod(num, den)
             bad = np.flatnonzero((remainder != 0) | (quotient < least))
             if bad.size:
                 self._refuse(int(bad[0]), what, least, num, den)
@@ -171,6 +175,8 @@ class _Grid:
         num, den = (self._python_column(f) for f in top)
         values = []
         for i, (a, b) in enumerate(zip(num, den, strict=True)):
+            if b == 0:
+                self._refuse(i, what, least, num, den)
             q, r = divmod(a, b)
             if r or q < least:
                 self._refuse(i, what, least, num, den)
@@ -228,6 +234,8 @@ class _Grid:
     def _refuse(self, row: int, what: str, least: int, num: Sequence, den: Sequence) -> None:
         at = self._at(row)
         a, b = int(num[row]), int(den[row])
+        if b == 0:
+            raise LlmcountError(f"{what} divides by zero at {at}")
         if a % b:
             raise LlmcountError(f"{what} is not a whole number at {at} ({a}/{b})")
         raise LlmcountError(f"{what} is {a // b} at {at}; it must be at least {least}")

@@ -13,6 +13,7 @@ from sympy import latex as sympy_latex
 from sympy.printing.precedence import precedence
 from sympy.printing.str import StrPrinter
 
+from ..files import printable
 from ..formulas.symbols import LATEX_NAMES
 from ..formulas.training import LATEX_NAMES as STATE_NAMES
 
@@ -171,6 +172,7 @@ FILTERS = {
     "percent": percent,
     "table": table,
     "latex_escape": latex_escape,
+    "printable": printable,
 }
 
 
@@ -232,12 +234,14 @@ def code(name: str, fmt: str) -> str:
     return r"\texttt{" + text + "}"
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|$#~&])")
 
 
 def escape(value: str, fmt: str) -> str:
-    """User-supplied text (model names, paths) made literal for ``fmt`` ("markdown" or "latex")."""
-    return latex_escape(value) if fmt == "latex" else _MARKDOWN_SPECIAL.sub(r"\\\1", str(value))
+    """User-supplied text (model names, paths) made literal for ``fmt`` ("markdown" or "latex"): on one line (control
+    characters as visible escapes) and every character that is markup in the format escaped."""
+    value = printable(str(value))
+    return latex_escape(value) if fmt == "latex" else _MARKDOWN_SPECIAL.sub(r"\\\1", value)
 
 
 MINUS = "\u2212"

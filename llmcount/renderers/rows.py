@@ -29,10 +29,21 @@ def text_table(rows: Sequence[Mapping[str, Any]], width: int = 80) -> str:
     return table([HEADER, *cells], ALIGN)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: text that a spreadsheet would run as a formula (a model or file name starting with
+    ``=``, ``+``, ``-`` or ``@``) is kept as text by a leading ``'``, as OWASP advises; numbers are left alone."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def csv_line(values: Sequence[Any]) -> str:
-    """One CSV record (RFC 4180 quoting), without its line end."""
+    """One CSV record (RFC 4180 quoting, cells from :func:`csv_cell`), without its line end."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow(values)
+    csv.writer(out, lineterminator="").writerow([csv_cell(v) for v in values])
     return out.getvalue()
 
 

@@ -848,6 +848,8 @@ def check_target(path: str | Path, what: str = "output") -> Path:
     target = Path(os.path.realpath(target))
     if target.is_symlink():
         raise LlmcountError(f"{path}: cannot write the {what}: too many levels of symbolic links")
+    if _read_only(target):
+        raise LlmcountError(f"{path}: cannot write the {what}: the file is read-only")
     folder = target.parent
     if not folder.exists():
         raise LlmcountError(f"{path}: cannot write the {what}: folder {folder} does not exist")
@@ -866,6 +868,16 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
+
+
+def _read_only(target: Path) -> bool:
+    """Whether an existing file may not be written: this user has no write permission, or nobody has (a file made
+    read-only on purpose, which a rename over it would replace even where the folder allows it, or for root)."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) and (not os.access(target, os.W_OK) or not mode & 0o222)
 
 
 def _mode(target: Path) -> int:
@@ -980,7 +992,10 @@ def _write_into(target: Path, data: bytes) -> None:
 
 
 def _stage(target: Path, data: bytes) -> str:
-    """A temporary file beside ``target`` holding ``data``, with the permissions ``target`` will have."""
+    """A temporary file beside ``target`` holding ``data``, with the permissions ``target`` will have; a read-only
+    ``target`` is refused (the rename would replace it)."""
+    if _read_only(target):
+        raise LlmcountError(f"{target}: cannot write: the file is read-only")
     try:
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
