@@ -50,6 +50,8 @@ class Model:
     max_positions: int | None = None  # the config's max_position_embeddings (n_positions), when it gives one
     # a composite config (multimodal): only its language model, read from text_config, is counted
     composite: Composite | None = None
+    # the config as read, kept when the record describes a multi-token-prediction module (mtp.py reads it again)
+    mtp_config: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def derivation(self) -> Derivation:
@@ -409,7 +411,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     positions = next((config[key] for key in POSITION_KEYS if key in config), None)
     positions = positions if type(positions) is int and positions > 0 else None
-    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions)
+    kept = config if family.mtp is not None else None
+    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept)
 
 
 POSITION_KEYS = ("max_position_embeddings", "n_positions")

@@ -290,6 +290,7 @@ class Family:
     caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
+    mtp: Any = None  # the optional [mtp] table (an mtp.Mtp): the checkpoint's multi-token-prediction module
 
     @property
     def summed(self) -> frozenset[Symbol]:
@@ -758,7 +759,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
-    tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint"}
+    tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -814,6 +815,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))
     _check_names(family, where)
     _check_per_layer(family, where)
+    if "mtp" in data:
+        from .mtp import parse
+
+        read = {spec.symbol for spec in family.symbols} | {symbol for symbol, _, _ in family.layers}
+        family = replace(family, mtp=parse(data["mtp"], f"{where} [mtp]", read))
     for key in family.nested:  # one level: "object.key", both plain names
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")

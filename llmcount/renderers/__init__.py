@@ -57,11 +57,16 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
     )
 
 
-def render_count(model: Model, width: int | None = None) -> str:
+def render_count(model: Model, width: int | None = None, mtp: bool = False) -> str:
     """The table of a model's components, formulas and exact counts, for a terminal: lines of at most
-    ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``)."""
+    ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``). A checkpoint's
+    MTP module is a line under the table, or (``mtp``) rows of the table and part of its totals."""
+    from ..formulas import mtp as mtp_module
 
-    return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width)
+    module = mtp_module.require(model) if mtp else mtp_module.module(model)
+    return render(
+        "count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width, mtp=module, with_mtp=mtp
+    )
 
 
 def formula_data(derivation: Derivation) -> dict[str, Any]:
@@ -107,10 +112,14 @@ def summary_data(model: Model) -> dict[str, Any]:
     return data
 
 
-def count_data(model: Model) -> dict[str, Any]:
-    """The JSON form of ``count``: exact integers, components in reader's order."""
+def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
+    """The JSON form of ``count``: exact integers, components in reader's order. A checkpoint's MTP module is under
+    ``mtp``; with ``mtp`` its components follow the model's and the totals include it (``total_without_mtp``)."""
+    from ..formulas import mtp as mtp_module
+
     counts = model.counts
-    return {
+    module = mtp_module.require(model) if mtp else mtp_module.module(model)
+    data = {
         **summary_data(model),
         "components": [
             {"path": c.path, "formula": str(c.formula), "count": c.count, "activated": c.activated}
@@ -120,6 +129,20 @@ def count_data(model: Model) -> dict[str, Any]:
         "formula": {"total": str(model.derivation.total), "activated": str(model.derivation.activated)},
         "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
     }
+    if module is not None:
+        data["mtp"] = mtp_module.summary(module, counted=mtp)
+    if mtp and module is not None:
+        data["components"] += [
+            {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
+            for c in module.components
+        ]
+        data["total_without_mtp"] = counts.total
+        data["activated_without_mtp"] = counts.activated
+        data["total"] = counts.total + module.total
+        data["activated"] = counts.activated + module.activated
+        data["embedding"] = counts.embedding + module.embedding
+        data["non_embedding"] = data["total"] - data["embedding"]
+    return data
 
 
 # --- costs: flops, memory, verify (issue 5) --------------------------------------------------------------------------
