@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import torch
-from oracle import VERSIONS, _hf_config, hf_count
+from oracle import VERSIONS, _freeze, _hf_config, _meta_model, class_defaults, hf_count
 from refusal import assert_refused, run
 from safetensors.torch import load_file, save_file
 from test_flops import SMALL
@@ -25,7 +25,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 import llmcount
 from llmcount.checkpoint import verify
-from llmcount.formulas import mtp
+from llmcount.formulas import mtp, records
 from llmcount.formulas.config import read_config
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,3 +252,32 @@ def test_mtp_decoder_is_read_with_the_config_checks() -> None:
     assert found.layers == 3
     one = mtp.module(read_config({**config, "num_nextn_predict_layers": 1}, "test"))
     assert found.total == 3 * one.total
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# every record with an [mtp] table: its MTP decoder layer is transformers' layer of that kind
+
+MTP_FAMILIES = sorted(name for name in records.names() if records.family(name).mtp is not None)
+
+
+def test_the_families_with_an_mtp_module() -> None:
+    expected = {"deepseek_v3", "deepseek_v32", "glm4_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+    assert expected <= set(MTP_FAMILIES)
+
+
+@pytest.mark.parametrize("model_type", MTP_FAMILIES)
+def test_mtp_decoder_layer_is_transformers_layer_of_that_kind(model_type: str) -> None:
+    family = records.family(model_type)
+    spec = family.mtp
+    config = {**class_defaults(model_type), "model_type": model_type, spec.count.key: 2}
+    found = mtp.module(read_config(config, "test"))
+    assert found is not None and found.layers == 2
+    layers = config.get("num_hidden_layers")
+    per_layer = {k for k, v in config.items() if isinstance(v, list) and len(v) == layers}  # the model's N layers
+    one_layer = {k: v for k, v in config.items() if k not in per_layer} | dict(spec.decoder)
+    model, _ = _meta_model(_freeze(one_layer))
+    layer = sum(p.numel() for name, p in model.named_parameters() if ".layers.0." in f".{name}")
+    decoder = sum(c.count for c in found.components if c.path.count("/") > 1)
+    assert decoder == 2 * layer, VERSIONS
+    own = sum(c.count for c in found.components if c.path.count("/") == 1)
+    assert found.total == decoder + own

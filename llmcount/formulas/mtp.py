@@ -146,7 +146,10 @@ def module(model: Model) -> MtpModule | None:
     layers = _count(model, spec)
     if not layers:
         return None
-    config = {**model.mtp_config, **spec.decoder}
+    # lists of one entry per layer (layer_types, mlp_layer_types) describe the model's N layers, not the MTP layer:
+    # left out, so that the record's defaults and ``decoder`` say what the MTP layer is
+    per_layer = {k for k, v in model.mtp_config.items() if isinstance(v, list) and len(v) == model.values[N] > 1}
+    config = {k: v for k, v in model.mtp_config.items() if k not in per_layer} | dict(spec.decoder)
     family = replace(model.architecture, mtp=None)
     decoder = read_config(config, f"{model.source} (MTP layer)", model.name, family)
     components = []
