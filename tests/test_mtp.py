@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import torch
-from oracle import VERSIONS, _freeze, _hf_config, _meta_model, class_defaults, hf_count
+from oracle import VERSIONS, _freeze, _hf_config, _meta_model, class_defaults, hf_count, meta_total
 from refusal import assert_refused, run
 from safetensors.torch import load_file, save_file
 from test_flops import SMALL
@@ -281,3 +281,59 @@ def test_mtp_decoder_layer_is_transformers_layer_of_that_kind(model_type: str) -
     assert decoder == 2 * layer, VERSIONS
     own = sum(c.count for c in found.components if c.path.count("/") == 1)
     assert found.total == decoder + own
+
+
+# Qwen3-Next's layout: mtp.fc, mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden, mtp.norm and mtp.layers.{i}, a
+# full-attention decoder layer of the model's kind (vLLM qwen3_next_mtp.py)
+QWEN3_NEXT = {
+    "model_type": "qwen3_next",
+    "vocab_size": 97,
+    "hidden_size": 64,
+    "intermediate_size": 80,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16,
+    "shared_expert_intermediate_size": 24,
+}
+
+
+def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
+    layers = QWEN3_NEXT["num_hidden_layers"]
+    kinds = ["linear_attention", "linear_attention", "linear_attention", "full_attention"]
+    bigger = {**QWEN3_NEXT, "num_hidden_layers": layers + 1, "layer_types": [*kinds, "full_attention"]}
+    folder = tmp_path / "qwen3-next"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(_hf_config(bigger))
+        model.save_pretrained(folder)
+    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{layers}."))
+    path = folder / "model.safetensors"
+    tensors = {}
+    for name, tensor in load_file(path).items():
+        tensors[name.replace(f"model.layers.{layers}.", "mtp.layers.0.")] = tensor
+    d = QWEN3_NEXT["hidden_size"]
+    tensors |= {
+        "mtp.fc.weight": torch.zeros(d, 2 * d),
+        "mtp.pre_fc_norm_embedding.weight": torch.zeros(d),
+        "mtp.pre_fc_norm_hidden.weight": torch.zeros(d),
+        "mtp.norm.weight": torch.zeros(d),
+    }
+    save_file(tensors, path, metadata={"format": "pt"})
+    config = json.loads((folder / "config.json").read_text())
+    config.update(num_hidden_layers=layers, layer_types=kinds, mtp_num_hidden_layers=1)
+    (folder / "config.json").write_text(json.dumps(config))
+    result = verify(str(folder))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
+    plain = {**QWEN3_NEXT, "layer_types": kinds}
+    assert result.formula_total == result.checkpoint_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
+    assert {c.path for c in result.components} >= {"mtp/fc", "mtp/norm", "mtp/attention/q_proj", "mtp/moe/experts"}
