@@ -1036,3 +1036,40 @@ __all__ = [
     "names",
     "parse_record",
 ]
+
+
+@cache
+def _model_classes() -> Mapping[str, str]:
+    """``classes.toml``: a modeling class name -> the model_type of the record that describes it."""
+    text = resources.files(__package__).joinpath("classes.toml").read_text("utf-8")
+    try:
+        table = tomllib.loads(text).get("classes", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"classes.toml: {exc}") from None
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise RecordError("classes.toml: [classes] maps class names to model_type names")
+    return table
+
+
+AUTO_MAP_KEYS = ("AutoModelForCausalLM", "AutoModel")
+"""The auto_map entries that name a config's modeling class, in the order they are read."""
+
+
+def by_auto_map(config: Mapping[str, Any]) -> tuple[str, str, Family] | None:
+    """``(the auto_map entry, its class, the record)`` when a config's ``auto_map`` names a modeling class that a record
+    describes (remote code published under a model_type of its own: Kimi-K2's kimi_k2 with DeepseekV3ForCausalLM);
+    None otherwise."""
+    auto_map = config.get("auto_map")
+    if not isinstance(auto_map, Mapping):
+        return None
+    for key in AUTO_MAP_KEYS:
+        entry = auto_map.get(key)
+        if isinstance(entry, list) and entry:  # [class, fast class] in some configs
+            entry = entry[0]
+        if not isinstance(entry, str) or len(entry) > 300:
+            continue
+        name = entry.rpartition(".")[2]
+        model_type = _model_classes().get(name)
+        if model_type is not None and family(model_type) is not None:
+            return entry, name, family(model_type)  # type: ignore[return-value]
+    return None
