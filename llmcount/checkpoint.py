@@ -648,6 +648,9 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
     """Why a component's checkpoint count differs from the formula's, when the reason is a known one."""
     if formula == checkpoint:
         return ""
+    if path.count("/") > 1 and path.startswith("mtp/"):  # a tensor of the MTP module's decoder layer
+        inner = _note(path.removeprefix("mtp/"), formula, checkpoint, model, {})
+        return f"MTP module: {inner}" if inner else ""
     if path == "head/lm_head" and not formula and model.tied:
         return "the head is tied to the embedding (tie_word_embeddings): the checkpoint stores it a second time"
     if path.startswith("extra/layers."):
@@ -841,8 +844,10 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
     found: dict[str, int] = {}
     rows: dict[str, set[int]] = {}
     unmapped = []
+    place = _mtp_places(model)
     for tensor in plain.tensors:
-        path = component_path(tensor.name, model.values[N], paths)
+        path = place(tensor.name) if place is not None else None
+        path = path or component_path(tensor.name, model.values[N], paths)
         if path is None:
             unmapped.append(tensor)
             continue
@@ -852,6 +857,13 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
     stored: dict[str, int] = {}
     for tensor in plain.storage:
         stored[_storage_path(tensor.name)] = stored.get(_storage_path(tensor.name), 0) + tensor.elements
+    mtp_note = ""
+    if place is not None and any(p.startswith("mtp/") for p in found):  # the checkpoint stores the MTP module
+        module = place.module  # type: ignore[attr-defined]
+        for component in module.components:
+            path = _shared(component.path, names.shared) if component.path.count("/") > 1 else component.path
+            formula[path] = formula.get(path, 0) + component.count
+        mtp_note = _mtp_note(module)
     paths = [*formula, *sorted(set(found) - set(formula))]
     checks = tuple(
         ComponentCheck(p, formula.get(p, 0), found.get(p, 0), _note(p, formula.get(p, 0), found.get(p, 0), model, rows))
@@ -870,17 +882,55 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
         model=model.name,
         source=printable(source),
         mode=mode,
-        formula_total=model.counts.total,
+        formula_total=sum(formula.values()) if mtp_note else model.counts.total,
         checkpoint_total=sum(t.elements for t in plain.tensors),
         components=checks,
         unmapped=tuple(unmapped),
-        note=note,
+        note="; ".join(n for n in (note, mtp_note) if n),
     )
 
 
+def _mtp_note(module: Any, where: str = "its tensors are the mtp/ rows") -> str:
+    return (
+        f"the checkpoint stores the MTP module ({module.key} = {module.layers}, {module.total:,} parameters), which "
+        f"transformers does not build: {where}, counted with the record's MTP formula and included in the formula "
+        "total"
+    )
+
+
+def _mtp_places(model: Model) -> Any:
+    """A function giving the ``mtp/`` path of a tensor of the checkpoint's MTP module (None for any other tensor),
+    with the module as its ``module`` attribute; None when the model's record describes no MTP module or its config
+    declares none."""
+    from .formulas import mtp
+
+    module = mtp.module(model)
+    if module is None:
+        return None
+    names = mtp.tensor_names(module, model.values)
+    decoder = module.decoder
+    shared = decoder.architecture.checkpoint.shared
+    layered = frozenset(_shared(t.path, shared) for t in decoder.terms if t.layers != 1)
+    inner = Paths(layered, layered, {e: _shared(p, shared) for p, e in decoder.architecture.checkpoint.names.items()})
+
+    def place(name: str) -> str | None:
+        own, rest = names.match(name)
+        if own is not None:
+            return own
+        if rest is None:
+            return None
+        path = component_path(f"model.layers.0.{rest}", 1, inner)
+        return f"mtp/{path}" if path is not None else "mtp/other"
+
+    place.module = module  # type: ignore[attr-defined]
+    return place
+
+
 def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype: str | None) -> Verification:
-    """``metadata.total_size`` / bytes per element of the checkpoint's dtype, against the formula's total."""
-    size = total_size(path, read_index(path))
+    """``metadata.total_size`` / bytes per element of the checkpoint's dtype, against the formula's total (with the
+    MTP module's parameters when the index lists its tensors)."""
+    index = read_index(path)
+    size = total_size(path, index)
     name = dtype_name or config_dtype
     if name is None:
         raise LlmcountError(f"{path}: the config names no dtype; pass --dtype")
@@ -894,18 +944,35 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
     checkpoint = size * 8 // bits
     from .quant.index import explain
 
-    names = list(read_index(path)["weight_map"])
+    note = f"metadata.total_size {size:,} bytes at {bits} bits per element ({name}): "
+    note += "assumes every tensor is stored in that dtype"
+    names = list(index["weight_map"])
+    formula, checks = model.counts.total, []
+    place = _mtp_places(model)
+    listed = [n for n in names if place(n) is not None] if place is not None else []
+    if listed:  # the index lists the MTP module: the formula counts it, and the difference it makes is said
+        module = place.module  # type: ignore[union-attr]
+        formula += module.total
+        names = [n for n in names if place(n) is None]
+        checks.append(ComponentCheck("mtp", module.total, module.total, _mtp_index_note(module)))
+        note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
     bias = 32 // bits if 32 % bits == 0 else None
-    checks = explain(model, names, checkpoint - model.counts.total, 1, bias, name)
+    checks += explain(model, names, checkpoint - formula, 1, bias, name)
     return Verification(
         model=model.name,
         source=printable(str(path)),
         mode="index",
-        formula_total=model.counts.total,
+        formula_total=formula,
         checkpoint_total=checkpoint,
         components=tuple(checks),
-        note=f"metadata.total_size {size:,} bytes at {bits} bits per element ({name}): "
-        "assumes every tensor is stored in that dtype",
+        note=note,
+    )
+
+
+def _mtp_index_note(module: Any) -> str:
+    return (
+        f"the MTP module the index lists: {module.total:,} parameters ({module.key} = {module.layers}), which "
+        "transformers does not build; what total_size holds beyond it and the rest is named below"
     )
 
 

@@ -181,6 +181,14 @@ def count(
     as_csv: CsvOption = False,
     jsonl: JsonlOption = False,
     discover: DiscoverOption = False,
+    mtp: Annotated[
+        bool,
+        typer.Option(
+            "--mtp",
+            help="Also count the multi-token-prediction (MTP) module the checkpoint stores and transformers does not"
+            " build (DeepSeek-V3, GLM-4.5, Qwen3-Next ...; engines load it for speculative decoding).",
+        ),
+    ] = False,
 ) -> None:
     """Count the parameters of a model, per component, exactly; of several models, one row each.
 
@@ -194,10 +202,14 @@ def count(
     Example: cat config.json | llmcount count -
 
     Example: llmcount count some-new-arch/config.json --discover
+
+    Example: llmcount count deepseek-v3 --mtp
     """
     from .cli_batch import Rows, output_format, print_rows, terminal_width
 
     fmt = output_format(as_json, as_csv, jsonl)
+    if mtp and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
+        raise fail("--mtp counts one model at a time (without --csv or --jsonl)")
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
         from .batch import count_all
 
@@ -208,7 +220,10 @@ def count(
 
     try:
         model = load(specs[0], discover)
-        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
+        if as_json:
+            output = json.dumps(count_data(model, mtp), indent=2)
+        else:
+            output = render_count(model, terminal_width(), mtp).rstrip()
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)

@@ -162,6 +162,14 @@ def memory(
             metavar="SIZE",
         ),
     ] = None,
+    mtp: Annotated[
+        bool,
+        typer.Option(
+            "--mtp",
+            help="Add the checkpoint's multi-token-prediction module (weights and its layers' KV cache), as engines"
+            " load it for speculative decoding.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
@@ -190,6 +198,8 @@ def memory(
         "--recompute": recompute,
         "--sequence-parallel": sequence_parallel,
     }
+    if mtp and (training or table or gpu_memory is not None):
+        raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
     if training and not (table or gpu_memory is not None):
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json)
         return
@@ -228,6 +238,11 @@ def memory(
             scheme=scheme.label if scheme is not None else "",
             stored=rows,
         )
+        if mtp:
+            from .formulas import mtp as mtp_module
+
+            found = mtp_module.require(model)
+            result = mtp_module.with_memory(found, result, seq_, batch_, percent, model.max_positions)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:

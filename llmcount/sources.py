@@ -25,7 +25,8 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
     found, source, config = resolve(spec)
     family = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
-    if isinstance(model_type, str) and records.family(model_type) is None and records.composite(model_type) is None:
+    unknown = isinstance(model_type, str) and records.family(model_type) is None
+    if unknown and records.composite(model_type) is None and records.by_auto_map(config) is None:
         from . import discovered
 
         if not discover:

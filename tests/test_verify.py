@@ -152,8 +152,22 @@ def test_tied_head_stored_twice(tmp_path: Path) -> None:
     assert result.checkpoint_total - result.formula_total == 97 * 64
 
 
-def test_mtp_layer_past_num_hidden_layers(tmp_path: Path) -> None:
-    config = SMALL["deepseek-v3-mla-q-lora-shared-dense"]  # N = 3 layers: layer 3 is an extra one
+def test_layer_past_num_hidden_layers(tmp_path: Path) -> None:
+    config = SMALL["mistral-mha"]  # N = 2 layers: layer 2 is an extra one, in a family with no MTP module
+    folder = save_tiny(config, tmp_path / "extra")
+
+    def add_layer(tensors: dict[str, torch.Tensor]) -> None:
+        tensors["model.layers.2.eh_proj.weight"] = torch.zeros(64, 128)
+        tensors["model.layers.2.enorm.weight"] = torch.zeros(64)
+
+    rewrite(folder, add_layer)
+    checks = {c.path: c for c in verify(str(folder)).differences}
+    assert (checks["extra/layers.2"].formula, checks["extra/layers.2"].checkpoint) == (0, 64 * 128 + 64)
+    assert "num_hidden_layers (2)" in checks["extra/layers.2"].note
+
+
+def test_partial_mtp_layer_is_mapped_and_what_it_lacks_is_said(tmp_path: Path) -> None:
+    config = SMALL["deepseek-v3-mla-q-lora-shared-dense"]  # N = 3 layers: layer 3 is the MTP layer its record names
     folder = save_tiny(config, tmp_path / "mtp")
 
     def add_mtp(tensors: dict[str, torch.Tensor]) -> None:
@@ -161,9 +175,12 @@ def test_mtp_layer_past_num_hidden_layers(tmp_path: Path) -> None:
         tensors["model.layers.3.enorm.weight"] = torch.zeros(64)
 
     rewrite(folder, add_mtp)
-    checks = {c.path: c for c in verify(str(folder)).differences}
-    assert (checks["extra/layers.3"].formula, checks["extra/layers.3"].checkpoint) == (0, 64 * 128 + 64)
-    assert "num_hidden_layers (3)" in checks["extra/layers.3"].note
+    result = verify(str(folder))
+    rows = {c.path: c for c in result.components}
+    assert (rows["mtp/eh_proj"].formula, rows["mtp/eh_proj"].checkpoint) == (64 * 128, 64 * 128)
+    assert (rows["mtp/enorm"].formula, rows["mtp/enorm"].checkpoint) == (64, 64)
+    assert rows["mtp/embed_tokens"].checkpoint == 0 and "missing" in rows["mtp/embed_tokens"].note
+    assert not any(path.startswith("extra/") for path in rows)
 
 
 def test_padded_vocabulary(tmp_path: Path) -> None:

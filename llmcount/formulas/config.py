@@ -54,6 +54,9 @@ class Model:
     parts: tuple[Any, ...] = ()  # formulas.parts.Part
     whole_name: str = ""  # the whole composite model's name (``name`` is its language model's)
 
+    # the config as read, kept when the record describes a multi-token-prediction module (mtp.py reads it again)
+    mtp_config: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+
     @property
     def whole_total(self) -> int | None:
         """The parameters of the whole composite model (language model and parts); None when a part is left out."""
@@ -384,6 +387,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         outer = records.composite(model_type)
         if outer is not None:
             return _read_composite(config, source, name, outer)
+    if family is None and isinstance(model_type, str) and records.family(model_type) is None:
+        family = _auto_mapped(config, model_type, source)
     family = family or find_family(model_type, source)
     reader = _Reader(_nested_keys(config, source, family), source, family)
 
@@ -427,7 +432,24 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
     positions = next((config[key] for key in POSITION_KEYS if key in config), None)
     positions = positions if type(positions) is int and positions > 0 else None
-    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions)
+    kept = config if family.mtp is not None else None
+    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept)
+
+
+def _auto_mapped(config: Mapping[str, Any], model_type: str, source: str) -> Family | None:
+    """The record of the modeling class a config's auto_map names, said on stderr in one line; None without one."""
+    found = records.by_auto_map(config)
+    if found is None:
+        return None
+    entry, name, family = found
+    import sys
+
+    line = (
+        f"note: {source}: model_type {model_type[:60]!r} has no record; its auto_map names {name} ({entry[:120]}): "
+        f"counted with the {family.name} record"
+    )
+    print("".join(c if c.isprintable() else "?" for c in line), file=sys.stderr)  # one line, whatever the path holds
+    return family
 
 
 POSITION_KEYS = ("max_position_embeddings", "n_positions")

@@ -292,6 +292,7 @@ class Family:
     caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
+    mtp: Any = None  # the optional [mtp] table (an mtp.Mtp): the checkpoint's multi-token-prediction module
 
     @property
     def summed(self) -> frozenset[Symbol]:
@@ -779,7 +780,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
-    tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint"}
+    tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -835,6 +836,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))
     _check_names(family, where)
     _check_per_layer(family, where)
+    if "mtp" in data:
+        from .mtp import parse
+
+        read = {spec.symbol for spec in family.symbols} | {symbol for symbol, _, _ in family.layers}
+        family = replace(family, mtp=parse(data["mtp"], f"{where} [mtp]", read))
     for key in family.nested:  # one level: "object.key", both plain names
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
@@ -1122,3 +1128,40 @@ __all__ = [
     "tower",
     "tower_names",
 ]
+
+
+@cache
+def _model_classes() -> Mapping[str, str]:
+    """``classes.toml``: a modeling class name -> the model_type of the record that describes it."""
+    text = resources.files(__package__).joinpath("classes.toml").read_text("utf-8")
+    try:
+        table = tomllib.loads(text).get("classes", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"classes.toml: {exc}") from None
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise RecordError("classes.toml: [classes] maps class names to model_type names")
+    return table
+
+
+AUTO_MAP_KEYS = ("AutoModelForCausalLM", "AutoModel")
+"""The auto_map entries that name a config's modeling class, in the order they are read."""
+
+
+def by_auto_map(config: Mapping[str, Any]) -> tuple[str, str, Family] | None:
+    """``(the auto_map entry, its class, the record)`` when a config's ``auto_map`` names a modeling class that a record
+    describes (remote code published under a model_type of its own: Kimi-K2's kimi_k2 with DeepseekV3ForCausalLM);
+    None otherwise."""
+    auto_map = config.get("auto_map")
+    if not isinstance(auto_map, Mapping):
+        return None
+    for key in AUTO_MAP_KEYS:
+        entry = auto_map.get(key)
+        if isinstance(entry, list) and entry:  # [class, fast class] in some configs
+            entry = entry[0]
+        if not isinstance(entry, str) or len(entry) > 300:
+            continue
+        name = entry.rpartition(".")[2]
+        model_type = _model_classes().get(name)
+        if model_type is not None and family(model_type) is not None:
+            return entry, name, family(model_type)  # type: ignore[return-value]
+    return None

@@ -210,6 +210,7 @@ N_nope = _count("N_nope")
 L_res = _size("L_res")
 V_u = _size("V_u")
 n_sk = _count("n_sk")
+N_mtp = _count("N_mtp")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -806,6 +807,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{sk}}",
         "hc_sinkhorn_iters",
         "Sinkhorn iterations that make a hyper-connection's mixing matrix doubly stochastic (DeepSeek-V4)",
+    ),
+    Entry(
+        N_mtp,
+        r"N_{\mathrm{mtp}}",
+        "num_nextn_predict_layers / mtp_num_hidden_layers",
+        "decoder layers of the checkpoint's multi-token-prediction (MTP) module, which transformers does not build",
     ),
 )
 

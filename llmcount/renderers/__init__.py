@@ -57,13 +57,19 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
     )
 
 
-def render_count(model: Model, width: int | None = None) -> str:
+def render_count(model: Model, width: int | None = None, mtp: bool = False) -> str:
     """The table of a model's components, formulas and exact counts, for a terminal: lines of at most
     ``width`` characters (the formula column and the formulas below wrap), or unbounded (``None``). A composite
-    model counted whole shows each part (language model, vision tower, projector) and the whole model's total."""
+    model counted whole shows each part (language model, vision tower, projector) and the whole model's total. A
+    checkpoint's MTP module is a line under the table, or (``mtp``) rows of the table and part of its totals."""
+    from ..formulas import mtp as mtp_module
+
+    module = mtp_module.require(model) if mtp else mtp_module.module(model)
     if model.parts:
         return render("count_parts.txt.j2", model=model, summary=summary_data(model), width=width)
-    return render("count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width)
+    return render(
+        "count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width, mtp=module, with_mtp=mtp
+    )
 
 
 def formula_data(derivation: Derivation) -> dict[str, Any]:
@@ -145,11 +151,16 @@ def _part_data(model: Model, part: str, record: str, config: str) -> dict[str, A
     }
 
 
-def count_data(model: Model) -> dict[str, Any]:
+def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
     """The JSON form of ``count``: exact integers, components in reader's order. A composite model counted whole
     adds ``parts``: the language model, the vision tower and the projector, each with its record, components,
-    values and formula (the components, values and formula at the top level are the language model's)."""
+    values and formula (the components, values and formula at the top level are the language model's). A
+    checkpoint's MTP module is under ``mtp``; with ``mtp`` its components follow the model's and the totals include
+    it (``total_without_mtp``)."""
+    from ..formulas import mtp as mtp_module
+
     counts = model.counts
+    module = mtp_module.require(model) if mtp else mtp_module.module(model)
     data = {
         **summary_data(model),
         "components": [
@@ -168,6 +179,19 @@ def count_data(model: Model) -> dict[str, Any]:
                 for p in model.parts
             ),
         ]
+    if module is not None:
+        data["mtp"] = mtp_module.summary(module, counted=mtp)
+    if mtp and module is not None:
+        data["components"] += [
+            {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
+            for c in module.components
+        ]
+        data["total_without_mtp"] = counts.total
+        data["activated_without_mtp"] = counts.activated
+        data["total"] = counts.total + module.total
+        data["activated"] = counts.activated + module.activated
+        data["embedding"] = counts.embedding + module.embedding
+        data["non_embedding"] = data["total"] - data["embedding"]
     return data
 
 
