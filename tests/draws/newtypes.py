@@ -84,7 +84,27 @@ def exaone(rng: random.Random) -> dict:
     }
 
 
-DRAWS = {"sarvam_moe": sarvam_moe, "sarvam_mla": sarvam_mla, "exaone": exaone}
+def apertus1p5_text(rng: random.Random) -> dict:
+    """Apertus with its LM head pruned to the first output_vocab_size rows, or whole, or tied (then the embedding)."""
+    h_kv = rng.choice([2, 3])
+    vocab = rng.choice([67, 101])
+    tied = rng.choice([True, False])  # tied, the head is the embedding: a pruned one does not train (refused)
+    return {
+        "model_type": "apertus1p5_text",
+        "num_hidden_layers": rng.choice([1, 2]),
+        "hidden_size": 8 * h_kv,
+        "intermediate_size": rng.choice([22, 28, 36]),
+        "num_attention_heads": h_kv * rng.choice([1, 2]),
+        "num_key_value_heads": h_kv,
+        "head_dim": rng.choice([4, 6]),
+        "vocab_size": vocab,
+        "output_vocab_size": rng.choice([None, vocab] if tied else [None, 40, vocab]),
+        "tie_word_embeddings": tied,
+        "pad_token_id": 0,
+    }
+
+
+DRAWS = {"sarvam_moe": sarvam_moe, "sarvam_mla": sarvam_mla, "exaone": exaone, "apertus1p5_text": apertus1p5_text}
 
 CASES = [
     ("sarvam_moe", 0, "fp32", "eager"),
@@ -98,4 +118,9 @@ CASES = [
     ("exaone", 0, "fp32", "eager"),
     ("exaone", 1, "bf16", "eager"),
     ("exaone", 2, "fp32", "sdpa"),
+    ("apertus1p5_text", 3, "fp32", "eager"),  # the head pruned to 40 of 67 rows
+    ("apertus1p5_text", 10, "bf16", "eager"),  # pruned to 40 of 101
+    ("apertus1p5_text", 0, "fp32", "eager"),  # output_vocab_size = vocab_size, tied
+    ("apertus1p5_text", 8, "bf16", "eager"),  # no output_vocab_size, untied
+    ("apertus1p5_text", 12, "fp32", "sdpa"),  # pruned to 40 of 101
 ]
