@@ -38,3 +38,14 @@ def test_apertus1p5_tied_and_pruned_head_is_refused_for_training() -> None:
     model = read_config({**APERTUS, "output_vocab_size": 60, "tie_word_embeddings": True}, "x")
     with pytest.raises(NotDerived, match="tied LM head with output_vocab_size below vocab_size does not train"):
         activations(model.architecture, model.values, "bf16", 1, 8, Options(), model.keys)
+
+
+def test_apertus1p5_composite_refuses_codes_beyond_the_text_vocabulary() -> None:
+    """Apertus1p5Config's audio codes (262344 + 4096 by default) must lie within text_config.vocab_size."""
+    text = {k: v for k, v in APERTUS.items() if k != "model_type"}
+    with pytest.raises(RuleRefusal, match=r"audio codes .* end beyond the text vocab_size \(100\)"):
+        read_config({"model_type": "apertus1p5", "text_config": text}, "x")
+    small = {"image_token_offset": 0, "vision_config": {"codebook_size": 4}, "audio_token_offset": 4}
+    small |= {"audio_config": {"codebook_size": 96}}
+    model = read_config({"model_type": "apertus1p5", "text_config": text, **small}, "x")
+    assert model.counts.total == BODY + 100 * 16  # the language model: the head untied, of all 100 rows
