@@ -72,7 +72,8 @@ def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32
         held.append(weakref.ref(box))
         return box
 
-    ids = torch.randint(0, text_config.vocab_size, (batch, seq))
+    # labels within the LM head's rows (Apertus 1.5 prunes its head to the first output_vocab_size of the vocabulary)
+    ids = torch.randint(0, getattr(text_config, "output_vocab_size", None) or text_config.vocab_size, (batch, seq))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda box: box.tensor):
         output = model(input_ids=ids, labels=ids)
     gc.collect()

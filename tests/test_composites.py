@@ -63,9 +63,23 @@ ADAPTERS = {
 }
 
 
+# Composite classes that check their code ranges against the text vocabulary: Apertus 1.5's visual and audio codes
+# (131072 and 4096 of them by default) must end within vocab_size; drawn vocabularies of 16 to 40 take 4 of each.
+CODES = {
+    "apertus1p5": {
+        "image_token_offset": 0,
+        "vision_config": {"codebook_size": 4},
+        "audio_token_offset": 4,
+        "audio_config": {"model_type": "wavtokenizer_encoder", "codebook_size": 4},
+    },
+}
+
+
 def with_adapters(config: dict, model_type: str, text: dict) -> dict:
     """``config`` with the adapters of :data:`ADAPTERS` as wide as the text config's hidden size (the text config
-    class's default when the text config leaves it out)."""
+    class's default when the text config leaves it out), and the code ranges of :data:`CODES` within a drawn
+    vocabulary."""
+    config = {**config, **CODES.get(model_type, {})}
     composite = records.composite(model_type)
     width = text.get("hidden_size", records.text_defaults(composite.text, composite).get("hidden_size"))
     if model_type not in ADAPTERS or width is None:

@@ -293,6 +293,7 @@ class Family:
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
     mtp: Any = None  # the optional [mtp] table (an mtp.Mtp): the checkpoint's multi-token-prediction module
+    shares: str = ""  # an alias record: the model_type of the record whose modeling class it shares (else empty)
 
     @property
     def summed(self) -> frozenset[Symbol]:
@@ -778,6 +779,8 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
+    if "alias" in data:  # a config type of a modeling class another record describes: that record, its own defaults
+        return replace(parse_record(_aliased(data, where), where), shares=data["alias"])
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
@@ -879,6 +882,58 @@ def _check_names(family: Family, where: str) -> None:
 
 _FOLDER = "families"
 
+# What an alias record may not restate: the modeling class's structure, which it shares ([defaults] gives its config
+# class's own defaults of the keys the shared record reads)
+_SHARED = {"symbols", "keys", "layers", "terms", "attention", "state", "flops", "cache", "activations", "tree"}
+_SHARED |= {"checkpoint", "per_layer", "head"}
+
+
+def _aliased(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The data of an alias record: the shared record's, with the alias's model_type, title and example, its
+    ``[aliases]`` (its config class's attribute_map) in place of the shared record's, its ``[defaults]`` in place of
+    the shared record's defaults of those keys, and any other field of its own in place of the shared record's."""
+    import copy
+
+    shared = _text(data, "alias", where)
+    restated = sorted(set(data) & _SHARED)
+    if restated:
+        raise RecordError(
+            f"{where}: an alias shares {shared}'s {', '.join(restated)}; give its config class's defaults in [defaults]"
+        )
+    if shared == data.get("model_type") or shared not in names():
+        raise RecordError(f"{where}: alias {shared!r} is not another bundled record")
+    base = copy.deepcopy(_bundled_data(shared))
+    if "alias" in base:
+        raise RecordError(f"{where}: alias {shared!r} is itself an alias (name the record it shares)")
+    defaults = _table(data.get("defaults", {}), f"{where} [defaults]")
+    base.pop("example", None)  # a preset of the shared family, not of this one
+    merged = {**base, **{k: v for k, v in data.items() if k not in ("alias", "defaults")}}
+    symbols, keys = merged.get("symbols", {}), merged.get("keys", {})
+    for key, value in defaults.items():
+        specs = [spec for spec in symbols.values() if (spec if isinstance(spec, str) else spec.get("key")) == key]
+        if not specs and key not in keys:
+            raise RecordError(f"{where} [defaults] {key}: {shared}'s record does not read it")
+        if specs and (isinstance(value, bool) or not isinstance(value, (int, str))):
+            raise RecordError(
+                f'{where} [defaults] {key}: an integer, an expression or "none" (the default of a symbol)'
+            )
+        for spec in specs:
+            if isinstance(spec, str) or "default" not in spec:
+                raise RecordError(f"{where} [defaults] {key}: required by {shared}'s record (a config gives it)")
+            spec["default"] = value
+        if key in keys:
+            keys[key] = value
+    return merged
+
+
+def _bundled_data(model_type: str) -> dict[str, Any]:
+    """A bundled record's parsed TOML."""
+    text = resources.files(__package__).joinpath(_FOLDER).joinpath(f"{model_type}.toml").read_text("utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"families/{model_type}.toml: {exc}") from None
+
 
 @cache
 def names() -> tuple[str, ...]:
@@ -892,7 +947,11 @@ def family(model_type: str) -> Family | None:
     """The record of ``model_type``, loaded once; None when there is none."""
     if model_type not in names():
         return None
-    return _bundled(_FOLDER, model_type)
+    where = f"families/{model_type}.toml"
+    record = parse_record(_bundled_data(model_type), where)
+    if record.name != model_type:
+        raise RecordError(f"{where}: model_type {record.name!r} does not match the file name")
+    return record
 
 
 _TOWERS = "towers"
