@@ -163,6 +163,8 @@ def count(
 
     Example: cat config.json | llmcount count -
 
+    Example: llmcount count Qwen3-8B-Q4_K_M.gguf
+
     Example: llmcount count some-new-arch/config.json --discover
     """
     from .cli_batch import Rows, output_format, print_rows, terminal_width
@@ -178,7 +180,14 @@ def count(
 
     try:
         model = load(specs[0], discover)
-        output = json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
+        if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
+            from .cli_gguf import count_gguf
+
+            output = count_gguf(specs[0], model, as_json, terminal_width())
+        else:
+            output = (
+                json.dumps(count_data(model), indent=2) if as_json else render_count(model, terminal_width()).rstrip()
+            )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
