@@ -41,7 +41,7 @@ MAX_KEY = 65_535  # the spec's limit on a key's length
 MAX_TENSORS = 1_000_000  # DeepSeek-V3's files hold ~1,100 tensors each
 MAX_KV = 100_000  # real files hold a few dozen keys
 MAX_ARRAY = 1 << 24  # elements of one array (the largest vocabularies are ~262k tokens, merges ~500k)
-MAX_STRINGS = 1 << 22  # strings walked over the whole header: the bound on the time a header can take
+MAX_STRINGS = 1 << 20  # strings walked over the whole header (Llama 3: 128k tokens + 280k merges): bounds its time
 MAX_KEPT_STRING = 1 << 20  # a longer string value (a chat template is ~10 KB) is skipped, its length kept
 MAX_KEPT_ARRAY = 1 << 16  # a longer array's values are not kept (only per-layer lists are read)
 MAX_SPLITS = 1_000
@@ -51,6 +51,7 @@ SPLIT_NAME = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$
 # GGUFValueType -> struct format, for the scalar types (gguf.constants.GGUFValueType; gguf.cpp's type sizes)
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+_U64 = struct.Struct("<Q")
 
 
 @dataclass(frozen=True)
@@ -249,9 +250,22 @@ class _Header:
             if all(v is not None for v in values):
                 return values
             return LongArray("string", length)
-        for i in range(length):
-            n = self.c.unpack("<Q", f"the length of entry {i} of key {short(key)}")
-            self.c.skip(n, f"entry {i} of key {short(key)}")
+        c, unpack = self.c, _U64.unpack_from
+        buf, base, off, end = c.buf, c.base, c.pos - c.base, c.size - c.base
+        for i in range(length):  # the tight loop of the header: a vocabulary's 262k strings, walked not kept
+            if off + 8 > len(buf):
+                if off + 8 > end:
+                    c.pos = min(base + off, c.size)
+                    raise LlmcountError(
+                        f"{self.path}: truncated GGUF header: the file ends inside entry {i} of key {short(key)}"
+                    )
+                c.pos = base + off
+                c._need(8, f"entry {i} of key {short(key)}")
+                buf, base, off, end = c.buf, c.base, 0, c.size - c.base
+            off += 8 + unpack(buf, off)[0]
+        c.pos = base + off
+        if c.pos > c.size:
+            raise LlmcountError(f"{self.path}: truncated GGUF header: the file ends inside key {short(key)}")
         return LongArray("string", length)
 
     def tensor(self, index: int, alignment_later: bool = True) -> tuple[str, int, tuple[int, ...], int]:

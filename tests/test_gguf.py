@@ -274,6 +274,18 @@ def test_bad_gguf_is_one_line(name, command, tmp_path):
     assert_refused(result, "bad.gguf", needle)
 
 
+def test_string_arrays_are_bounded_before_they_are_walked(tmp_path):
+    """More strings than any vocabulary (2^20 + 1, each 8 bytes of length): refused from the count, not walked."""
+    from llmcount.gguf_file import MAX_STRINGS
+
+    n = MAX_STRINGS + 1
+    path = tmp_path / "vocab.gguf"
+    path.write_bytes(_header(kvs=1) + _string(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, n) + bytes(8 * n))
+    started = time.monotonic()
+    assert_refused(run("count", str(path)), "more than 1,048,576 strings")
+    assert time.monotonic() - started < 2
+
+
 def test_unknown_architecture_is_refused_by_name(tmp_path):
     path = tmp_path / "odd.gguf"
     writer = gguf.GGUFWriter(str(path), "rwkv7")
