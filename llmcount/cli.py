@@ -201,6 +201,8 @@ def count(
 
     Example: cat config.json | llmcount count -
 
+    Example: llmcount count Qwen3-8B-Q4_K_M.gguf
+
     Example: llmcount count some-new-arch/config.json --discover
 
     Example: llmcount count deepseek-v3 --mtp
@@ -220,7 +222,11 @@ def count(
 
     try:
         model = load(specs[0], discover)
-        if as_json:
+        if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
+            from .cli_gguf import count_gguf
+
+            output = count_gguf(specs[0], model, as_json, terminal_width())
+        elif as_json:
             output = json.dumps(count_data(model, mtp), indent=2)
         else:
             output = render_count(model, terminal_width(), mtp).rstrip()

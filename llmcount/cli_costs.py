@@ -213,6 +213,10 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
+    if spec.lower().endswith(".gguf"):  # the weights as the GGUF file stores them
+        from .cli_gguf import memory_gguf
+
+        return memory_gguf(spec, kv_dtype, seq, batch, as_json)
     from .quant import report
 
     try:
@@ -292,11 +296,14 @@ def verify(
         bool, typer.Option("--strict", help="Exit 1 when the checkpoint's count differs from the formula's.")
     ] = False,
 ) -> None:
-    """Compare the formula with a real checkpoint, reading only safetensors headers (no tensors loaded):
+    """Compare the formula with a real checkpoint, reading only safetensors headers or a GGUF file's header (no
+    tensors loaded):
     per component, with the reason when a known one explains a difference (tied head stored twice,
     an MTP layer, buffers, quantisation scales, a padded vocabulary).
 
     Example: llmcount verify ./local-model-dir/
+
+    Example: llmcount verify Qwen3-8B-Q4_K_M.gguf
     """
     from .checkpoint import verify as verify_checkpoint
     from .renderers import render_verify, verify_data
@@ -304,7 +311,12 @@ def verify(
     try:
         if sum(x is not None for x in (index, checkpoint)) + hub > 1:
             raise LlmcountError("give only one of --index, --checkpoint and --hub")
-        result = verify_checkpoint(spec, index=index, checkpoint=checkpoint, hub=hub, dtype_name=dtype)
+        if spec.lower().endswith(".gguf") and index is None and checkpoint is None and not hub:
+            from .gguf_model import verify as verify_gguf
+
+            result = verify_gguf(spec)
+        else:
+            result = verify_checkpoint(spec, index=index, checkpoint=checkpoint, hub=hub, dtype_name=dtype)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:

@@ -50,6 +50,10 @@ def _resolve(spec: str) -> tuple[str, str, Any]:
         return preset.name, f"preset {preset.name}", preset.config()
     path = files.user_path(spec, "model")
     found = files.kind(path, "model")
+    if path.name.lower().endswith(".gguf") and found != "folder":  # llama.cpp's format: the config from its metadata
+        from .gguf_model import resolve_gguf
+
+        return resolve_gguf(spec)
     if found == "folder":
         config_file = path / "config.json"
         if files.kind(config_file, "config") is None:

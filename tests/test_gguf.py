@@ -1,0 +1,336 @@
+"""GGUF files: count, verify and memory read a .gguf file's header exactly.
+
+The files are real: written by the ``gguf`` package's ``GGUFWriter`` (llama.cpp's own writer) as llama.cpp's converter
+writes them (tests/gguf_build.py), with tensors really quantised by ``gguf.quants`` where it quantises on a CPU and
+byte blobs of the exact block size otherwise. Expected counts are transformers' (the model built on the meta device
+for the same config), expected types, shapes and bytes are ``gguf.GGUFReader``'s reading of the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import gguf
+import pytest
+from gguf_build import write_gguf
+from oracle import VERSIONS, meta_total
+from refusal import assert_refused, run
+
+from llmcount.gguf_file import read_gguf
+from llmcount.gguf_model import verify
+
+SMALL = dict(
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=128,
+    vocab_size=1000,
+    max_position_embeddings=512,
+    pad_token_id=0,
+)
+MOE = dict(num_experts_per_tok=2, moe_intermediate_size=32)
+MLA = dict(kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, first_k_dense_replace=1)
+
+# (GGUF architecture, config, ggml types the matrices take in turn)
+CASES = [
+    ("llama", dict(model_type="llama", **SMALL), ("Q8_0", "Q4_0")),
+    ("llama", dict(model_type="llama", **{**SMALL, "tie_word_embeddings": True}), ("Q5_1", "Q4_1")),
+    ("llama", dict(model_type="mixtral", **SMALL, num_local_experts=4, num_experts_per_tok=2), ("Q8_0",)),
+    ("mistral3", dict(model_type="ministral3", **SMALL, head_dim=16), ("Q5_0",)),
+    ("qwen2", dict(model_type="qwen2", **SMALL), ("Q4_1", "BF16")),
+    ("qwen3", dict(model_type="qwen3", **SMALL, head_dim=32), ("Q8_0",)),
+    ("qwen3moe", dict(model_type="qwen3_moe", **SMALL, head_dim=16, num_experts=4, **MOE), ("Q8_0", "MXFP4")),
+    (
+        "qwen2moe",
+        dict(model_type="qwen2_moe", **SMALL, num_experts=4, shared_expert_intermediate_size=64, **MOE),
+        ("Q8_0",),
+    ),
+    ("gemma2", dict(model_type="gemma2", **SMALL, head_dim=32, sliding_window=128), ("Q8_0", "F16")),
+    ("gemma3", dict(model_type="gemma3_text", **SMALL, head_dim=32, sliding_window=128), ("Q4_0",)),
+    ("phi3", dict(model_type="phi3", **SMALL), ("Q8_0",)),
+    (
+        "deepseek2",
+        dict(model_type="deepseek_v2", **SMALL, n_routed_experts=4, q_lora_rank=None, n_shared_experts=1, **MOE, **MLA),
+        ("Q8_0",),
+    ),
+    (
+        "deepseek2",
+        dict(
+            model_type="deepseek_v3",
+            **SMALL,
+            n_routed_experts=4,
+            q_lora_rank=32,
+            n_shared_experts=1,
+            n_group=1,
+            topk_group=1,
+            **MOE,
+            **MLA,
+        ),
+        ("Q8_0",),
+    ),
+    ("gpt-oss", dict(model_type="gpt_oss", **SMALL, head_dim=16, num_local_experts=4, sliding_window=128), ("MXFP4",)),
+    ("granite", dict(model_type="granite", **SMALL), ("TQ2_0", "Q8_0")),
+    ("olmo2", dict(model_type="olmo2", **SMALL), ("Q8_0",)),
+    ("starcoder2", dict(model_type="starcoder2", **SMALL), ("Q8_0",)),
+    ("smollm3", dict(model_type="smollm3", **SMALL), ("Q8_0",)),
+]
+
+
+def _id(case) -> str:
+    return case[1]["model_type"] + ("-tied" if case[1].get("tie_word_embeddings") else "")
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_gguf_counts_equal_transformers(case, tmp_path):
+    arch, config, types = case
+    path = tmp_path / "model.gguf"
+    written = write_gguf(config, arch, path, types)
+    result = verify(str(path))
+    expected = meta_total(config)
+    assert result.formula_total == expected, (result.formula_total, expected, VERSIONS)
+    assert result.checkpoint_total == expected, (result.checkpoint_total, expected, VERSIONS)
+    assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences] + list(result.unmapped)
+    # every tensor read back as gguf's own reader reads it: type, logical shape, bytes
+    found = {t.name: (t.type, t.shape, t.nbytes) for t in read_gguf(path).tensors}
+    assert found == written
+
+
+def test_every_k_and_iq_quant_sized_from_its_blocks(tmp_path):
+    """Types gguf.quants cannot quantise on a CPU, written as byte blobs of their block size, read back exactly."""
+    kinds = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S")
+    kinds += ("IQ2_S", "IQ4_XS", "IQ1_M", "TQ1_0", "MXFP4", "Q8_0")
+    sizes = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 3}
+    config = dict(model_type="qwen3", **{**SMALL, **sizes}, head_dim=64)
+    path = tmp_path / "k.gguf"
+    written = write_gguf(config, "qwen3", path, kinds)
+    assert {t for t, _, _ in written.values()} == {*kinds, "F32"}
+    g = read_gguf(path)
+    assert {t.name: (t.type, t.shape, t.nbytes) for t in g.tensors} == written
+    for t in g.tensors:  # bytes by hand: blocks of the type's size along the first dimension
+        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[t.type]]
+        assert t.nbytes == t.elements // block * size
+    assert verify(str(path)).match
+
+
+def test_rope_freqs_is_listed_not_counted(tmp_path):
+    """Llama 3's rope_freqs tensor (llama.cpp's; transformers computes it from the config) is storage, not a
+    difference."""
+    config = dict(model_type="llama", **SMALL)
+    path = tmp_path / "l3.gguf"
+    write_gguf(config, "llama", path, ("Q8_0",), extra=(("rope_freqs.weight", (8,)),))
+    result = verify(str(path))
+    assert result.match and result.checkpoint_total == meta_total(config)
+    row = next(c for c in result.components if c.path == "gguf/rope_freqs.weight")
+    assert row.storage and row.checkpoint == 8 and "RoPE" in row.note
+
+
+def test_a_stray_tensor_is_named(tmp_path):
+    config = dict(model_type="qwen3", **SMALL, head_dim=32)
+    path = tmp_path / "x.gguf"
+    write_gguf(config, "qwen3", path, ("Q8_0",), extra=(("blk.0.mystery.weight", (64, 64)),))
+    result = verify(str(path))
+    assert not result.match
+    named = [c.path for c in result.differences] + [t.name for t in result.unmapped]
+    assert any("mystery" in n for n in named), named
+    assert result.difference == 64 * 64
+
+
+def test_split_files_read_as_one(tmp_path):
+    """gguf-split's layout: the first file holds the metadata, each file its own tensors and split.* keys."""
+    config = dict(model_type="qwen3", **SMALL, head_dim=32)
+    whole = tmp_path / "whole.gguf"
+    written = write_gguf(config, "qwen3", whole, ("Q8_0",))
+    reader = gguf.GGUFReader(str(whole))
+    tensors = list(reader.tensors)
+    halves = [tensors[: len(tensors) // 2], tensors[len(tensors) // 2 :]]
+    for i, part in enumerate(halves):
+        writer = gguf.GGUFWriter(str(tmp_path / f"m-{i + 1:05d}-of-00002.gguf"), "qwen3")
+        if i == 0:
+            for field in reader.fields.values():
+                if field.name.startswith("qwen3.") or field.name.startswith("tokenizer."):
+                    writer.add_key_value(field.name, field.contents(), field.types[0], field.types[-1])
+        writer.add_uint16("split.no", i)
+        writer.add_uint16("split.count", 2)
+        writer.add_int32("split.tensors.count", len(tensors))
+        for t in part:
+            writer.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+    second = tmp_path / "m-00002-of-00002.gguf"
+    g = read_gguf(second)
+    assert len(g.files) == 2
+    assert {t.name: (t.type, t.shape, t.nbytes) for t in g.tensors} == written
+    assert verify(str(second)).checkpoint_total == meta_total(config)
+    (tmp_path / "m-00001-of-00002.gguf").unlink()
+    assert_refused(run("count", str(second)), "missing m-00001-of-00002.gguf")
+
+
+def test_cli_count_verify_memory(tmp_path):
+    config = dict(model_type="qwen3_moe", **SMALL, head_dim=16, num_experts=4, **MOE)
+    path = tmp_path / "Tiny-Q8_0.gguf"
+    written = write_gguf(config, "qwen3moe", path, ("Q8_0",), file_type=gguf.LlamaFileType.MOSTLY_Q8_0)
+    expected = meta_total(config)
+    out = run("count", str(path), "--json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["total"] == expected and data["gguf"] == {"tensor_elements": expected, "match": True, "differences": 0}
+    out = run("verify", str(path), "--strict")
+    assert out.exit_code == 0, out.output
+    assert "MOSTLY_Q8_0" in out.stdout and "Q8_0" in out.stdout
+    out = run("memory", str(path), "--json", "--seq", "100")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["weights_bytes"] == sum(b for _, _, b in written.values())
+    experts = next(g for g in data["groups"] if g["component"] == "moe/experts")
+    # per layer (2) three stacked expert matrices of 4 x 64 x 32 in Q8_0: 34 bytes per 32 values
+    elements = 2 * 3 * 4 * 64 * 32
+    assert experts["types"] == {"Q8_0": {"elements": elements, "bytes": elements // 32 * 34}}
+    # KV cache by hand: 2 (K, V) x N layers x h_kv x h_d x S tokens x 2 bytes (f16)
+    assert data["cache"][0]["bytes"] == 2 * 2 * 2 * 16 * 100 * 2
+    out = run("memory", str(path))
+    assert out.exit_code == 0 and "moe/experts" in out.stdout and "Q8_0" in out.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bad input: one line naming the field, exit 1, quickly
+
+
+def _header(*, magic=b"GGUF", version=3, tensors=0, kvs=0) -> bytes:
+    return magic + struct.pack("<IQQ", version, tensors, kvs)
+
+
+def _string(text: bytes) -> bytes:
+    return struct.pack("<Q", len(text)) + text
+
+
+def _tensor_info(name: bytes, dims: list[int], type_id: int, offset: int = 0) -> bytes:
+    return (
+        _string(name)
+        + struct.pack("<I", len(dims))
+        + b"".join(struct.pack("<Q", d) for d in dims)
+        + struct.pack("<IQ", type_id, offset)
+    )
+
+
+def _arch_kv() -> bytes:
+    return _string(b"general.architecture") + struct.pack("<I", 8) + _string(b"llama")
+
+
+BAD = {
+    "bad magic": (b"GGML" + b"\0" * 40, "not a GGUF file"),
+    "too short": (b"GG", "too short"),
+    "truncated header": (_header(kvs=1)[:-3], "truncated GGUF header"),
+    "version": (_header(version=7), "GGUF version 7"),
+    "absurd tensor count": (_header(tensors=2**60), "the tensor count is"),
+    "absurd kv count": (_header(kvs=2**62), "the key-value count is"),
+    "absurd array": (
+        _header(kvs=1) + _string(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 2**61),
+        "the length of array 'tokenizer.ggml.tokens'",
+    ),
+    "absurd string": (_header(kvs=1) + _string(b"general.name") + struct.pack("<IQ", 8, 2**63), "general.name"),
+    "truncated value": (
+        _header(kvs=1) + _string(b"general.name") + struct.pack("<I", 8) + _string(b"x")[:-1],
+        "past the end",
+    ),
+    "nested array": (_header(kvs=1) + _string(b"a.b") + struct.pack("<IIQ", 9, 9, 1), "an array of arrays"),
+    "unknown value type": (_header(kvs=1) + _string(b"a.b") + struct.pack("<I", 99), "unknown value type 99"),
+    "too many dims": (_header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"t.weight", [2] * 9, 0), "9 dimensions"),
+    "unknown ggml type": (
+        _header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"blk.0.attn_q.weight", [32, 2], 99),
+        "unknown ggml type id 99",
+    ),
+    "absurd dims": (
+        _header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"token_embd.weight", [2**40, 2**40], 0),
+        "overflow a 64-bit element count",
+    ),
+    "data past the end": (
+        _header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"token_embd.weight", [2**20, 2**20], 0),
+        "past the end of the file",
+    ),
+    "partial block": (
+        _header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"token_embd.weight", [33, 2], 8),
+        "blocks of 32",
+    ),
+    "long name": (_header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"x" * 200, [1], 0), "a name of 200 bytes"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+@pytest.mark.parametrize("command", ["count", "verify", "memory"])
+def test_bad_gguf_is_one_line(name, command, tmp_path):
+    data, needle = BAD[name]
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(data)
+    started = time.monotonic()
+    result = run(command, str(path))
+    assert time.monotonic() - started < 2
+    assert_refused(result, "bad.gguf", needle)
+
+
+def test_string_arrays_are_bounded_before_they_are_walked(tmp_path):
+    """More strings than any vocabulary (2^20 + 1, each 8 bytes of length): refused from the count, not walked."""
+    from llmcount.gguf_file import MAX_STRINGS
+
+    n = MAX_STRINGS + 1
+    path = tmp_path / "vocab.gguf"
+    path.write_bytes(_header(kvs=1) + _string(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, n) + bytes(8 * n))
+    started = time.monotonic()
+    assert_refused(run("count", str(path)), "more than 1,048,576 strings")
+    assert time.monotonic() - started < 2
+
+
+def test_unknown_architecture_is_refused_by_name(tmp_path):
+    path = tmp_path / "odd.gguf"
+    writer = gguf.GGUFWriter(str(path), "rwkv7")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert_refused(run("count", str(path)), "GGUF architecture 'rwkv7'", "qwen3moe")
+
+
+def test_not_a_regular_file(tmp_path):
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    assert_refused(run("count", str(fifo)), "not a regular file")
+    assert time.monotonic() - started < 2
+    folder = tmp_path / "dir.gguf"
+    folder.mkdir()
+    assert_refused(run("verify", str(folder)))
+    assert_refused(run("count", str(tmp_path / "none.gguf")), "no such file")
+
+
+def test_large_sparse_file_is_not_read_whole(tmp_path):
+    """A header that claims a 16 GiB tensor in a sparse file of that size: the header is read, the data is not."""
+    path = tmp_path / "big.gguf"
+    header = _header(tensors=1, kvs=1) + _arch_kv() + _tensor_info(b"token_embd.weight", [2**17, 2**15], 0)
+    with open(path, "wb") as f:
+        f.write(header)
+        f.truncate(64 + len(header) + 2**34)
+    started = time.monotonic()
+    g = read_gguf(path)
+    assert time.monotonic() - started < 2
+    assert g.tensors[0].nbytes == 2**34 and g.tensors[0].shape == (2**15, 2**17)
+
+
+def test_count_does_not_import_gguf_for_a_config():
+    """The gguf package (and numpy) load only for a .gguf file."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from llmcount.cli import main\n"
+        "try:\n main(['count', 'qwen3-8b'])\nexcept SystemExit: pass\n"
+        "assert 'gguf' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr
