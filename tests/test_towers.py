@@ -40,8 +40,9 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = model.model
-    tower = getattr(inner, "vision_tower", None) or inner.visual
-    language = {id(p): p for p in [*inner.language_model.parameters(), *model.get_output_embeddings().parameters()]}
+    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
+    text = getattr(inner, "language_model", None) or inner.text_model
+    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
     whole = sum(p.numel() for p in model.parameters())
     vision = sum(p.numel() for p in tower.parameters())
     # the projector: every other parameter (multi_modal_projector, and LLaVA-NeXT's image_newline of the model)
@@ -148,6 +149,16 @@ def drawn(draw, model_type: str) -> dict:
         config["spatial_merge_size"] = draw(st.sampled_from([1, 2, 3]))
         config["vision_feature_layer"] = draw(st.sampled_from([-1, [-1], [-2, -1]]))
         config["multimodal_projector_bias"] = draw(st.booleans())
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("idefics3", "smolvlm"):
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 64])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+        }
+        config["scale_factor"] = draw(st.sampled_from([1, 2, 4]))
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma"):
         vision = {
