@@ -54,7 +54,10 @@ def row(model: Model) -> dict[str, Any]:
     """A model's line in a batch: ROW_FIELDS, exact integers."""
     from .renderers import summary_data
 
-    return summary_data(model)
+    data = summary_data(model)
+    for key in ROW_FIELDS:  # a composite with a part left out: its counts are under language_model_* keys only
+        data.setdefault(key, None)
+    return data
 
 
 @dataclass

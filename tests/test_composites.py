@@ -60,6 +60,7 @@ ADAPTERS = {
     "qwen2_vl": {"vision_config": "hidden_size"},
     "qwen2_5_vl": {"vision_config": "out_hidden_size"},
     "qwen3_vl": {"vision_config": "out_hidden_size"},
+    "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width
 }
 
 
@@ -84,10 +85,13 @@ def with_adapters(config: dict, model_type: str, text: dict) -> dict:
     width = text.get("hidden_size", records.text_defaults(composite.text, composite).get("hidden_size"))
     if model_type not in ADAPTERS or width is None:
         return config
-    return {
-        **config,
-        **{key: {**(config.get(key) or {}), width_key: width} for key, width_key in ADAPTERS[model_type].items()},
-    }
+    config = dict(config)
+    for key, width_key in ADAPTERS[model_type].items():
+        if key:
+            config[key] = {**(config.get(key) or {}), width_key: width}
+        else:
+            config[width_key] = width
+    return config
 
 
 def total(config: dict) -> int:
@@ -116,10 +120,11 @@ def test_gemma3_4b_language_model() -> None:
 def test_class_defaults(model_type: str) -> None:
     """The composite class's defaults as to_dict writes them, and the bare model_type (text_config absent)."""
     full = oracle.class_defaults(model_type)
-    if model_type in ADAPTERS and model_type != "dots3_note":  # the defaults contradict (tests/test_towers.py)
+    if model_type in ADAPTERS and model_type not in ("dots3_note", "paligemma"):  # contradicting defaults
         full = with_adapters(full, model_type, full["text_config"])
     assert total(full) == expected(full), f"{model_type}: class defaults ({oracle.VERSIONS})"
-    bare = with_adapters({"model_type": model_type}, model_type, {}) if model_type in ADAPTERS else {}
+    contradicting = model_type in ADAPTERS and model_type not in ("dots3_note", "paligemma")
+    bare = with_adapters({"model_type": model_type}, model_type, {}) if contradicting else {}
     bare = bare or {"model_type": model_type}
     assert total(bare) == expected(bare) == expected(full), f"{model_type}: text_config absent ({oracle.VERSIONS})"
     assert total({**bare, "text_config": None}) == total(bare)
@@ -280,23 +285,23 @@ def test_bad_text_configs_are_refused_naming_the_key(config: dict, message: str)
 
 
 def test_count_says_what_it_leaves_out(tmp_path) -> None:
-    """Mistral 3's Pixtral tower has no record: the count is the language model's, and says so."""
+    """Gemma 3n's towers have no record: the count is the language model's, and says so."""
     from typer.testing import CliRunner
 
     from llmcount.cli import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "mistral3"}))
+    path.write_text(json.dumps({"model_type": "gemma3n"}))
     result = CliRunner().invoke(app, ["count", str(path)])
     assert result.exit_code == 0, result.output
-    assert "language model only" in result.output and "vision encoder" in result.output
-    assert result.output.splitlines()[0].endswith(" (language model): Mistral 3 (multimodal),")  # one pair of brackets
-    lm = read_config({"model_type": "mistral3"}, "x").counts.total
+    assert "language model only" in result.output and "vision tower" in result.output
+    assert result.output.splitlines()[0].endswith(" (language model): Gemma 3n (multimodal),")  # one pair of brackets
+    lm = read_config({"model_type": "gemma3n"}, "x").counts.total
     assert f"{lm:,}" in result.output
     data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).output)
     assert data["language_model_total"] == lm and "total" not in data
-    assert data["composite"]["model_type"] == "mistral3"
-    assert "vision encoder" in data["composite"]["not_counted"]
+    assert data["composite"]["model_type"] == "gemma3n"
+    assert "vision tower" in data["composite"]["not_counted"]
 
 
 def test_the_cli_counts_a_composite_config(tmp_path) -> None:

@@ -40,13 +40,14 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = model.model
-    tower = getattr(inner, "vision_tower", None) or inner.visual
-    projector = getattr(inner, "multi_modal_projector", None)
-    return {
-        "whole": sum(p.numel() for p in model.parameters()),
-        "vision tower": sum(p.numel() for p in tower.parameters()),
-        "projector": 0 if projector is None else sum(p.numel() for p in projector.parameters()),
-    }
+    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
+    text = getattr(inner, "language_model", None) or inner.text_model
+    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
+    whole = sum(p.numel() for p in model.parameters())
+    vision = sum(p.numel() for p in tower.parameters())
+    # the projector: every other parameter (multi_modal_projector, and LLaVA-NeXT's image_newline of the model)
+    projector = whole - vision - sum(p.numel() for p in language.values())
+    return {"whole": whole, "vision tower": vision, "projector": projector}
 
 
 def transformers_parts(config: dict) -> dict[str, int]:
@@ -137,7 +138,29 @@ def drawn(draw, model_type: str) -> dict:
     text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
-    if model_type in ("gemma3", "llava"):
+    if model_type == "mistral3":
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 64])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+        }
+        config["spatial_merge_size"] = draw(st.sampled_from([1, 2, 3]))
+        config["vision_feature_layer"] = draw(st.sampled_from([-1, [-1], [-2, -1]]))
+        config["multimodal_projector_bias"] = draw(st.booleans())
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("idefics3", "smolvlm"):
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 64])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+        }
+        config["scale_factor"] = draw(st.sampled_from([1, 2, 4]))
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma"):
         vision = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -145,16 +168,15 @@ def drawn(draw, model_type: str) -> dict:
             "image_size": draw(st.integers(8, 60)),  # not always a multiple of the patch: the convolution floors
             "num_channels": draw(st.sampled_from([1, 3])),
         }
-        kind = (
-            "siglip_vision_model"
-            if model_type == "gemma3"
-            else draw(st.sampled_from(["clip_vision_model", "siglip_vision_model"]))
-        )
+        kinds = ["siglip_vision_model"] if model_type == "gemma3" else ["clip_vision_model", "siglip_vision_model"]
+        kind = draw(st.sampled_from(kinds))
         vision["model_type"] = kind
         if kind == "siglip_vision_model":
             vision["vision_use_head"] = draw(st.booleans())
         config["vision_config"] = vision
-        if model_type == "llava":
+        if model_type == "paligemma":
+            config["projection_dim"] = d
+        if model_type.startswith("llava"):
             config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1], [0, -1, -2]]))
             config["multimodal_projector_bias"] = draw(st.booleans())
             config["tie_word_embeddings"] = draw(st.booleans())
@@ -389,8 +411,8 @@ def test_bad_parts_are_refused_in_one_line(args: list[str], message: str) -> Non
         ),
         ({"model_type": "gemma3", "vision_config": [1]}, "key 'vision_config' must be a JSON object, got a list"),
         (
-            {"model_type": "llava", "vision_config": {"model_type": "pixtral"}},
-            "vision_config has model_type 'pixtral', a vision tower llmcount has no record of",
+            {"model_type": "llava", "vision_config": {"model_type": "timm_wrapper"}},
+            "vision_config has model_type 'timm_wrapper', a vision tower llmcount has no record of",
         ),
         ({"model_type": "gemma3", "vision_config": {"patch_size": 0}}, "vision_config: key 'patch_size' must be"),
         (

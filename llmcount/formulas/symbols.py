@@ -497,8 +497,8 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(
         d_vout,
         r"d_{\mathrm{vout}}",
-        "vision_config.out_hidden_size (Qwen2-VL: hidden_size)",
-        "width of the vision tower's output tokens, which must be the language model's hidden size (Qwen-VL)",
+        "vision_config.out_hidden_size (Qwen2-VL: hidden_size; PaliGemma: projection_dim)",
+        "width of the image tokens a tower or projector outputs, which must be the language model's hidden size",
     ),
     Entry(
         N_ds,

@@ -92,10 +92,11 @@ def formula_data(derivation: Derivation) -> dict[str, Any]:
     return data
 
 
-def summary_data(model: Model) -> dict[str, Any]:
+def summary_data(model: Model, language_model: bool = False) -> dict[str, Any]:
     """The model and its four counts, exact integers: how the JSON of ``count`` and ``writeup`` begins. A composite
     model's counts are the whole model's when every part is counted; when a part is left out, they are the language
-    model's and their keys say so (``language_model_total``, ...): no partial count under ``total``."""
+    model's and their keys say so (``language_model_total``, ...): no partial count under ``total``. With
+    ``language_model``, a composite model's counts are its language model's (what a write-up derives), so named."""
     counts = model.counts
     data = {
         "model": model.name,
@@ -106,7 +107,7 @@ def summary_data(model: Model) -> dict[str, Any]:
         "embedding": counts.embedding,
         "non_embedding": counts.non_embedding,
     }
-    if model.composite is not None and model.whole_total is not None:  # every part counted: the whole model
+    if model.composite is not None and model.whole_total is not None and not language_model:  # the whole model
         whole = model.whole_total
         data["model"] = model.whole_name or model.name
         others = [part.model.counts for part in model.parts]
@@ -128,7 +129,7 @@ def summary_data(model: Model) -> dict[str, Any]:
         data["composite"] = {
             "model_type": model.composite.name,
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
-            "not_counted": model.composite.left_out,
+            "not_counted": model.composite.left_out or ", ".join(part.role for part in model.parts),
         }
     if model.architecture.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
         data["scope"] = {"counted": model.architecture.counted, "not_counted": model.architecture.not_counted}

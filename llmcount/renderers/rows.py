@@ -19,6 +19,14 @@ def text_table(rows: Sequence[Mapping[str, Any]], width: int = 80) -> str:
     with '…' when the table would be wider than ``width`` (the exact rows are in CSV and JSON lines)."""
     cells = [
         [str(r["model"]), str(r["family"]), grouped(r["total"]), count(r["activated"]), count(r["embedding"])]
+        if r["total"] is not None
+        else [  # a composite with a part left out: its language model's counts, marked so
+            str(r["model"]),
+            str(r["family"]),
+            grouped(r["language_model_total"]) + " (LM only)",
+            count(r["language_model_activated"]),
+            count(r["language_model_embedding"]),
+        ]
         for r in rows
     ]
     others = sum(max(len(row[i]) for row in [HEADER, *cells]) + 2 for i in range(1, len(HEADER)))

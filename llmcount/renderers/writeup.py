@@ -775,7 +775,7 @@ def writeup_data(model: Model, verification: Verification | None) -> dict[str, A
     except LlmcountError:  # layers of several kinds: no one layer
         layer = None
     data: dict[str, Any] = {
-        **summary_data(model),
+        **summary_data(model, language_model=True),
         "sections": [
             {"key": s.key, "count": s.count, "activated": s.activated, "share": float(s.share)} for s in sections(model)
         ],
