@@ -458,7 +458,7 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 DRAWN = [
     *("apertus", "axk2", "deepseek_v32", "diffllama", "falcon", "git", "glm_moe_dsa", "gpt_bigcode", "hrm_text"),
     *("deepseek_v4", "hy_v4", "jetmoe", "mllama_text_model", "moshi", "phi4_multimodal"),
-    *("sarvam_moe", "sarvam_mla", "exaone", "apertus1p5_text"),  # types new in transformers 5.24
+    *("sarvam_moe", "sarvam_mla", "exaone", "apertus1p5_text", "dory"),  # types new in transformers 5.24
 ]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
 SMALL_ENCODERS = {  # encoders that do not run on token ids alone: small ones keep the CPU build small

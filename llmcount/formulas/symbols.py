@@ -203,6 +203,12 @@ N_nope = _count("N_nope")
 L_res = _size("L_res")
 V_u = _size("V_u")
 n_sk = _count("n_sk")
+N_in = _count("N_in")
+N_out = _count("N_out")
+N_rec = _count("N_rec")
+N_rec_sliding = _count("N_rec_sliding")
+c_rec = _size("c_rec")
+c_kv = _size("c_kv")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -762,6 +768,17 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{sk}}",
         "hc_sinkhorn_iters",
         "Sinkhorn iterations that make a hyper-connection's mixing matrix doubly stochastic (DeepSeek-V4)",
+    ),
+    Entry(N_in, r"N_{\mathrm{in}}", "n_input_layers", "layers run once before the looped ones (Dory)"),
+    Entry(N_out, r"N_{\mathrm{out}}", "n_output_layers", "layers run once after the looped ones (Dory)"),
+    Entry(N_rec, r"N_{\mathrm{rec}}", "n_recurrent_layers", "layers run again in every loop (Dory's recurrent block)"),
+    Entry(N_rec_sliding, r"N_{\mathrm{rec}}^{\mathrm{sliding}}", "layer_types", "looped layers with sliding attention"),
+    Entry(c_rec, r"c_{\mathrm{rec}}", "n_recurrent_loops", "passes through the looped layers (Dory's loops)"),
+    Entry(
+        c_kv,
+        r"c_{\mathrm{kv}}",
+        "recurrent_kv_cache_mode",
+        "cache slots of a looped layer: one per loop (per_loop), or one the last loop writes (last_loop)",
     ),
 )
 
