@@ -297,6 +297,8 @@ def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 # keys a config class requires to sum to the number of layers: (first, middle, last) layers of the stack
 LAYER_SPLITS = {"dory": ("n_input_layers", "n_recurrent_layers", "n_output_layers")}
+# string keys a record reads as a symbol (its `strings`) that the class takes no integer for: drawn from these
+STRING_KEYS = {"dory": {"recurrent_kv_cache_mode": ["per_loop", "last_loop"]}}
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
 # (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
 # widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim;
@@ -384,10 +386,9 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
         config[first] = draw(st.integers(0, layers))
         config[last] = draw(st.integers(0, layers - config[first]))
         config[middle] = layers - config[first] - config[last]
-    # a string key the class accepts no integer for gets one of the strings the record reads (Dory's cache mode)
-    for spec in family.symbols:
-        if spec.strings and isinstance(config.get(spec.key), int) and not _accepts(family.name, spec.key, 1):
-            config[spec.key] = draw(st.sampled_from(sorted(spec.strings)))
+    for key, choices in STRING_KEYS.get(family.name, {}).items():
+        if key in config:
+            config[key] = draw(st.sampled_from(choices))
     # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
     # kinds its default lists name (the records read them, so the drawn layouts are counted too)
     key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)
