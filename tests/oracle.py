@@ -244,6 +244,12 @@ REFUSED_DEFAULTS = {
 # Config classes whose defaults transformers 5.23 cannot build for a reason that leaves the parameters alone: the
 # (dotted) key and a value that builds. llmcount counts the defaults as they are; the oracle needs the value.
 UNBUILDABLE_DEFAULTS = {
+    # DoryConfig.to_dict writes every layer twice (layer counts doubled, "mlp" entries in layer_types) and reads that
+    # back by halving the counts when layer_types lists "mlp": the layer counts alone need the list written with them
+    "dory": (
+        "layer_types",
+        [kind for i in range(36) for kind in ("full_attention" if i % 4 == 3 else "sliding_attention", "mlp")],
+    ),
     # DbrxAttention reads attn_config.rope_theta, which the class does not default, and its forward clamps by
     # clip_qkv, which fails on the default None (torch.clamp needs a bound)
     "dbrx": ("attn_config", {"rope_theta": 10000, "clip_qkv": 8}),
@@ -289,6 +295,10 @@ def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
+# keys a config class requires to sum to the number of layers: (first, middle, last) layers of the stack
+LAYER_SPLITS = {"dory": ("n_input_layers", "n_recurrent_layers", "n_output_layers")}
+# string keys a record reads as a symbol (its `strings`) that the class takes no integer for: drawn from these
+STRING_KEYS = {"dory": {"recurrent_kv_cache_mode": ["per_loop", "last_loop"]}}
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
 # (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
 # widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim;
@@ -368,6 +378,17 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
     pad = config.get("pad_token_id")  # the embedding's padding_idx must lie inside a drawn vocabulary
     if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab:
         config["pad_token_id"] = None if _accepts(family.name, "pad_token_id", None) else 0
+    # a config class that ties a split of its layers to their number gets a split of the drawn layers (Dory's input,
+    # looped and output layers, which DoryConfig requires to sum to num_hidden_layers)
+    layers = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "N"), None)
+    if family.name in LAYER_SPLITS and isinstance(layers, int):
+        first, middle, last = LAYER_SPLITS[family.name]
+        config[first] = draw(st.integers(0, layers))
+        config[last] = draw(st.integers(0, layers - config[first]))
+        config[middle] = layers - config[first] - config[last]
+    for key, choices in STRING_KEYS.get(family.name, {}).items():
+        if key in config:
+            config[key] = draw(st.sampled_from(choices))
     # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
     # kinds its default lists name (the records read them, so the drawn layouts are counted too)
     key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)

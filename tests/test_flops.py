@@ -458,7 +458,7 @@ def test_random_config_equals_flop_counter(family: str, data: st.DataObject) -> 
 DRAWN = [
     *("apertus", "axk2", "deepseek_v32", "diffllama", "falcon", "git", "glm_moe_dsa", "gpt_bigcode", "hrm_text"),
     *("deepseek_v4", "hy_v4", "jetmoe", "mllama_text_model", "moshi", "phi4_multimodal"),
-    *("sarvam_moe", "sarvam_mla", "exaone", "apertus1p5_text"),  # types new in transformers 5.24
+    *("sarvam_moe", "sarvam_mla", "exaone", "apertus1p5_text", "dory", "lara_mini"),  # types new in transformers 5.24
 ]
 DRAWN_WINDOWS = {"sliding_window": [2, 3, 5]}
 SMALL_ENCODERS = {  # encoders that do not run on token ids alone: small ones keep the CPU build small
@@ -533,9 +533,10 @@ def test_drawn_laguna_equals_flop_counter(config: dict[str, Any], batch: int, se
 
 
 @pytest.mark.parametrize(("batch", "seq"), [(1, 5), (2, 33)])
-@pytest.mark.parametrize("model_type", [name for name in DRAWN if name != "jetmoe"])
+@pytest.mark.parametrize("model_type", [name for name in DRAWN if name not in ("jetmoe", "lara_mini")])
 def test_class_defaults_equal_flop_counter(model_type: str, batch: int, seq: int) -> None:
-    """The config classes' defaults (the released models' sizes) on the meta device (JetMoE's by hand below)."""
+    """The config classes' defaults (the released models' sizes) on the meta device (JetMoE's by hand below; Lara
+    Mini's recurrent mask reads tensor values, which meta tensors have not: its drawn configs run on the CPU above)."""
     assert_equal_to_counter(oracle.runnable_defaults(model_type), batch, seq)
 
 

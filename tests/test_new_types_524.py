@@ -49,3 +49,38 @@ def test_apertus1p5_composite_refuses_codes_beyond_the_text_vocabulary() -> None
     small |= {"audio_config": {"codebook_size": 96}}
     model = read_config({"model_type": "apertus1p5", "text_config": text, **small}, "x")
     assert model.counts.total == BODY + 100 * 16  # the language model: the head untied, of all 100 rows
+
+
+# Dory as DoryConfig.to_dict writes it: every layer twice (an "mlp" entry after each in layer_types, the counts
+# doubled), which DoryConfig reads back by halving; 1 input, 2 looped and 1 output layer here
+DORY = {"model_type": "dory", "vocab_size": 40, "hidden_size": 16, "intermediate_size": 24, "num_attention_heads": 4}
+DORY |= {"num_key_value_heads": 2, "head_dim": 4, "num_hidden_layers": 8, "n_input_layers": 2, "n_output_layers": 2}
+DORY |= {"layer_types": ["sliding_attention", "mlp", "full_attention", "mlp"] * 2, "sliding_window": 3}
+DORY |= {"n_recurrent_loops": 3, "pad_token_id": 0}
+
+
+def test_dory_by_hand() -> None:
+    """Four layers of: q, gate 2·16·16, k, v 2·16·8, o 16·16, sqk and s_gate 2·16; the MLP 3·16·24 and its two
+    scales 2·24; lambda_1, lambda_2 2·16. The embedding and the head 2·40·16 and the head's logit_scale 40."""
+    layer = 2 * 16 * 16 + 2 * 16 * 8 + 16 * 16 + 2 * 16 + 3 * 16 * 24 + 2 * 24 + 2 * 16
+    assert read_config(DORY, "x").counts.total == 4 * layer + 2 * 40 * 16 + 40
+
+
+@pytest.mark.parametrize("mode", ["per_loop", "last_loop"])
+@pytest.mark.parametrize(("batch", "seq"), [(1, 2), (2, 5)])
+def test_dory_written_by_to_dict_against_transformers(mode: str, batch: int, seq: int) -> None:
+    """Parameters, the cache after one forward (per_loop: a slot for every pass of a looped layer; last_loop: one)
+    and the FLOPs of one forward (the looped layers run three times), against transformers on the CPU."""
+    oracle = pytest.importorskip("oracle")
+    from test_flops import llmcount_forward
+    from test_state_flops import counter_flops
+
+    from llmcount.formulas import memory
+
+    config = {**DORY, "recurrent_kv_cache_mode": mode}
+    model = read_config(config, "x")
+    assert model.counts.total == oracle.meta_total(config), oracle.VERSIONS
+    cache = memory.inference(model.derivation, model.values, "fp32", seq=seq, batch=batch)
+    got = cache.bytes_of("kv_cache") + cache.bytes_of("state")
+    assert got == oracle.cache_bytes(config, batch, seq), oracle.VERSIONS
+    assert llmcount_forward(config, batch, seq) == counter_flops(config, batch, seq), oracle.VERSIONS

@@ -211,6 +211,12 @@ L_res = _size("L_res")
 V_u = _size("V_u")
 n_sk = _count("n_sk")
 N_mtp = _count("N_mtp")
+N_in = _count("N_in")
+N_out = _count("N_out")
+N_rec = _count("N_rec")
+N_rec_sliding = _count("N_rec_sliding")
+c_rec = _size("c_rec")
+c_kv = _size("c_kv")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -813,6 +819,17 @@ GLOSSARY: tuple[Entry, ...] = (
         r"N_{\mathrm{mtp}}",
         "num_nextn_predict_layers / mtp_num_hidden_layers",
         "decoder layers of the checkpoint's multi-token-prediction (MTP) module, which transformers does not build",
+    ),
+    Entry(N_in, r"N_{\mathrm{in}}", "n_input_layers", "layers run once before the looped ones (Dory)"),
+    Entry(N_out, r"N_{\mathrm{out}}", "n_output_layers", "layers run once after the looped ones (Dory)"),
+    Entry(N_rec, r"N_{\mathrm{rec}}", "n_recurrent_layers", "layers run again in every loop (Dory's recurrent block)"),
+    Entry(N_rec_sliding, r"N_{\mathrm{rec}}^{\mathrm{sliding}}", "layer_types", "looped layers with sliding attention"),
+    Entry(c_rec, r"c_{\mathrm{rec}}", "n_recurrent_loops", "passes through the looped layers (Dory's loops)"),
+    Entry(
+        c_kv,
+        r"c_{\mathrm{kv}}",
+        "recurrent_kv_cache_mode",
+        "cache slots of a looped layer: one per loop (per_loop), or one the last loop writes (last_loop)",
     ),
 )
 
