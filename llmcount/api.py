@@ -1,4 +1,5 @@
-"""The Python API, re-exported by ``llmcount``: :func:`load`, :func:`flops`, :func:`memory`.
+"""The Python API, re-exported by ``llmcount``: :func:`load`, :func:`flops`, :func:`memory`, :func:`training`,
+:func:`fit`, :func:`conventions`, :func:`mfu`, :func:`check`, :func:`approx`, :func:`writeup`.
 
     >>> import llmcount
     >>> m = llmcount.load("qwen3-32b")
@@ -8,7 +9,8 @@
     3*N*d*d_ff + 2*N*d*h*h_d + 2*N*d*h_d*h_kv + 2*N*d + 2*N*h_d + 2*V*d + d
 
 Each function takes what ``llmcount count`` takes (a preset, a config.json, a folder, a Hub id, ``-``
-for stdin) or a model already loaded; each raises :class:`llmcount.LlmcountError` on bad input.
+for stdin) or a model already loaded; each raises :class:`llmcount.LlmcountError` on bad input. In a notebook
+every result shows itself as a table (``_repr_html_``, ``_repr_markdown_``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from typing import TYPE_CHECKING, Any, Union
 
 from .errors import LlmcountError
 from .formulas.config import Model
+from .shown import Shown, ShownList
 from .sizes import parse_size
 
 if TYPE_CHECKING:
+    from .analysis.approx import Approximation
+    from .analysis.check import Check
     from .formulas.capacity import Fit
     from .formulas.conventions import Convention, Utilisation
     from .formulas.derivation import Counts, Derivation
@@ -33,10 +38,10 @@ DEFAULT_SEQ = 4096
 
 
 @dataclass(frozen=True)
-class Loaded:
+class Loaded(Shown):
     """A model read from its config: ``.counts`` (exact integers), ``.derivation`` (sympy expressions)
     and ``.model``, the :class:`llmcount.formulas.config.Model` the CLI uses. In a notebook it shows
-    its counts and formula (``_repr_markdown_``, ``_repr_latex_``)."""
+    its counts and formula (``_repr_markdown_``, ``_repr_latex_``), or its counts as a table (``_repr_html_``)."""
 
     model: Model
 
@@ -214,7 +219,7 @@ def conventions(spec: Spec, seq: int | str = DEFAULT_SEQ) -> list[Convention]:
     ``.name``, ``.training_flops_per_token``, ``.formula``, ``.source``."""
     from .formulas.conventions import conventions as every
 
-    return every(load(spec).model, parse_size(seq, "seq"))
+    return ShownList(every(load(spec).model, parse_size(seq, "seq")), kind="conventions")
 
 
 def mfu(
@@ -277,6 +282,87 @@ def fit(
         scale_dtype,
         model.max_positions,
     )
+
+
+def check(spec: Spec, formula: str, activated: bool = False) -> Check:
+    """A hand-written formula against the exact count, as ``llmcount check``: ``.exact``, ``.claimed``,
+    ``.relative_error``, ``.missing`` and ``.extra`` (the terms one side has, by component). The formula is written
+    as people write it: ``"12 N d^2"``, ``"12·N·d²"``, ``"2*V*d + 11.5*d**2*N"``.
+
+    >>> llmcount.check("gpt2-xl", "12 N d^2").claimed
+    1474560000
+    """
+    from .analysis.check import check as check_formula
+
+    if not isinstance(formula, str):
+        raise LlmcountError(f"formula must be a string, got {type(formula).__name__}")
+    return check_formula(load(spec).model, formula, activated=activated)
+
+
+def approx(
+    spec: Spec,
+    assume: str | tuple[str, ...] | list[str] = (),
+    over: tuple[Spec, ...] | list[Spec] = (),
+    activated: bool = False,
+    embedding: bool = True,
+) -> Approximation:
+    """The leading term of the count as d grows, under the config's ratios or ``assume``d ones (``"d_ff=4d"``),
+    with its error on the model and on ``over``, as ``llmcount approx``: ``.leading_per_layer``, ``.leading_total``,
+    ``.evaluations``, ``.shares``."""
+    from .analysis.approx import approximate
+    from .analysis.parse import Vocabulary, parse_setting
+
+    model = load(spec).model
+    derivation = model.derivation
+    known = Vocabulary.of(derivation.symbols, model.name)
+    texts = [assume] if isinstance(assume, str) else list(assume)
+    settings = [parse_setting(text, "assume", known=known) for text in texts]
+    others = [load(other).model for other in over]
+    return approximate(derivation, model, settings, others, activated=activated, embedding=embedding)
+
+
+@dataclass(frozen=True)
+class Post(Shown):
+    """A write-up: ``.text`` in ``.format`` (markdown, latex or html), ``.data`` (what ``writeup --json`` gives).
+    A notebook shows a Markdown post as Markdown and an HTML page as the page."""
+
+    model: str
+    format: str
+    text: str
+    data: dict[str, Any]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return self.text if self.format == "markdown" else f"```{self.format}\n{self.text}\n```"
+
+    def _repr_html_(self) -> str | None:  # type: ignore[override]
+        return self.text if self.format == "html" else None
+
+
+def writeup(
+    spec: str,
+    format: str = "markdown",
+    lang: str = "en",
+    *,
+    sections: str | None = None,
+    index: str | None = None,
+    dtype: str | None = None,
+    seq: int | str = DEFAULT_SEQ,
+) -> Post:
+    """A blog-ready derivation of the model's parameter count, as ``llmcount writeup`` prints it (nothing is
+    written to a file): ``format`` markdown, latex or html, ``lang`` en or zh, ``sections`` as ``--sections``.
+
+    >>> llmcount.writeup("gpt2").text.startswith("# How many parameters does GPT-2 have?")
+    True
+    """
+    from .renderers.writeup import build
+
+    if not isinstance(spec, str):
+        raise LlmcountError(f"a write-up's model is a preset name, a path or a Hub id, got {type(spec).__name__}")
+    post = build(spec, format, lang, sections=sections, index=index, dtype=dtype, seq=parse_size(seq, "seq"))
+    return Post(post.data.get("model", spec), format, post.text, post.data)
 
 
 _training = training  # for memory(), whose flag of the same name hides it

@@ -13,7 +13,7 @@ from .errors import LlmcountError
 from .renderers.fit import fit_lines
 
 SUBJECT_HELP = "A family (e.g. qwen3) or a model: " + SPEC_HELP
-SET_HELP = "SYMBOL=VALUE: a number (N=32) or a relation (d_ff=8/3*d, h_kv=h/4). Repeatable."
+SET_HELP = "SYMBOL=VALUE: a number (N=32) or a relation (d_ff=8/3 d, h_kv=h/4). Repeatable."
 FROM_HELP = "A model whose config gives every size not set with --set."
 
 
@@ -27,7 +27,7 @@ def approx(
     spec: Annotated[str, typer.Argument(help=SUBJECT_HELP, metavar="MODEL|FAMILY")],
     assume: Annotated[
         list[str] | None,
-        typer.Option("--assume", help="A ratio instead of the config's, e.g. d_ff=4*d or h_kv=h. Repeatable."),
+        typer.Option("--assume", help="A ratio instead of the config's, e.g. d_ff=4d or h_kv=h. Repeatable."),
     ] = None,
     over: Annotated[
         list[str] | None, typer.Option("--over", help="Also show the error on these models (comma-separated).")

@@ -20,6 +20,7 @@ from ..errors import LlmcountError
 from ..formulas.config import Model
 from ..formulas.derivation import Derivation
 from ..formulas.symbols import N, N_dense, d
+from ..shown import Shown
 from . import number, relative
 from .parse import Setting
 from .relations import SCALING, config_ratios, ordered, resolve
@@ -78,7 +79,7 @@ class Share:
 
 
 @dataclass(frozen=True)
-class Approximation:
+class Approximation(Shown):
     title: str
     moe: bool
     activated: bool

@@ -17,6 +17,7 @@ from sympy import Expr, Integer, Rational, Symbol, expand
 from ..errors import LlmcountError
 from ..formulas.config import Model
 from ..formulas.symbols import d_ff, d_moe
+from ..shown import Shown
 from . import number, relative
 from .parse import Vocabulary, bounded, parse_formula
 from .relations import config_ratios, resolve
@@ -40,7 +41,7 @@ class Difference:
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Shown):
     model: str
     formula: str  # as the user typed it
     claimed_formula: Expr

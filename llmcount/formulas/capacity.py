@@ -20,6 +20,7 @@ from sympy import Symbol
 
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
+from ..shown import Shown
 from . import memory
 from .derivation import Derivation, evaluate_int
 
@@ -52,7 +53,7 @@ def weights_table(parameters: int) -> list[WeightRow]:
 
 
 @dataclass(frozen=True)
-class Fit:
+class Fit(Shown):
     """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
 
     capacity: int

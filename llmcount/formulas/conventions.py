@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..errors import LlmcountError
+from ..shown import Shown
 from .config import Model
 from .derivation import evaluate_int
 from .flops import Flops, is_matmul_weight, linear_flops, state_flops
@@ -385,7 +386,7 @@ def convention(model: Model, seq: int, name: str) -> Convention:
 
 
 @dataclass(frozen=True)
-class Utilisation:
+class Utilisation(Shown):
     """Model FLOPs utilisation: the FLOP/s a throughput implies under a convention, over the GPUs' dense peak.
 
     .. math:: \\mathrm{MFU} = \\frac{\\text{tokens/s} \\cdot \\text{training FLOPs per token}}{K \\cdot \\text{peak}}

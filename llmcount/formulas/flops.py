@@ -31,6 +31,7 @@ from functools import cached_property
 from sympy import Add, Expr, Min, Mod, Symbol, expand, floor
 
 from ..errors import LlmcountError
+from ..shown import Shown
 from .blocks import ONE, Term
 from .derivation import Derivation, evaluate_int, gather
 from .records import Attention
@@ -96,7 +97,7 @@ class FlopComponent:
 
 
 @dataclass(frozen=True)
-class FlopCounts:
+class FlopCounts(Shown):
     """A FLOPs formula evaluated on one config, sequence length and batch: exact integers."""
 
     seq: int

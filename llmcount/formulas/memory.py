@@ -21,6 +21,7 @@ from sympy import Add, Expr, Integer, Min, Symbol, ceiling
 
 from ..dtypes import BITS, canonical
 from ..errors import LlmcountError
+from ..shown import Shown
 from .derivation import Derivation, evaluate_int
 from .flops import attention_spec
 from .records import Attention, Family
@@ -237,7 +238,7 @@ class KindAmount:
 
 
 @dataclass(frozen=True)
-class Memory:
+class Memory(Shown):
     """A memory estimate: lines in reading order and the total of those that count."""
 
     mode: str  # "inference" or "training"

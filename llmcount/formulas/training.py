@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from sympy import Expr, Integer, Symbol, cancel, ceiling, expand, factor
 
 from ..errors import LlmcountError
+from ..shown import Shown
 from .blocks import Term
 from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
 from .memory import BITS, FLOAT_16, Line, dtype
@@ -442,7 +443,7 @@ def state_bytes(held: Held, compute: str, optimizer: str) -> int:
 
 
 @dataclass(frozen=True)
-class Training:
+class Training(Shown):
     """Training memory of one GPU: model-state lines (after ZeRO), activations, and how they were obtained."""
 
     dtype: str

@@ -151,6 +151,10 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
     "\u2212": r"\ensuremath{-}",  # the minus sign: pdflatex's utf8 input has no glyph for U+2212
+    # the OT1 text font prints < > | as ¡ ¿ —: math's, which every LaTeX has
+    "<": r"\ensuremath{<}",
+    ">": r"\ensuremath{>}",
+    "|": r"\ensuremath{|}",
 }
 
 
