@@ -674,7 +674,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
 # quantised checkpoints: packed weights as the parameters they stand for, their scales and zeros as storage
 
 _STORAGE_LEAVES = (*QUANTIZATION_LEAVES, "SCB", "weight_format", "absmax", "quant_map", "nested_absmax")
-_STORAGE_LEAVES += ("nested_quant_map",)
+_STORAGE_LEAVES += ("nested_quant_map", "biases", "weight_shape", "weight_zero_point", "weight_global_scale")
+_STORAGE_LEAVES += ("input_global_scale",)  # MLX's biases; compressed-tensors' packing bookkeeping
 _PACKED_DTYPES = ("U8", "I16", "U16", "I32", "U32", "I64", "U64")
 """Integer dtypes a quantiser packs several low-bit weights into (int8 weights, one per byte, are read as they are)."""
 
@@ -809,7 +810,7 @@ def _storage_path(name: str) -> str:
     return f"quantization/{leaf}"
 
 
-def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Verification:
+def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: Any = None) -> Verification:
     """Count every tensor's elements under its component path and set them next to the formula's counts; a
     quantised checkpoint's packed weights count as the weights they hold, its scales and zeros as storage. Terms
     the record says the checkpoint stores in another path's tensors (``shared``: the same module on layers of
@@ -822,7 +823,12 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
         formula[path] = formula.get(path, 0) + component.count
         if term.layers != 1:
             layered.add(path)
+    from .quant.headers import unpack
+
+    tensors, caveat = unpack(tensors, quant)
     plain = dequantise(tensors)
+    if quant is not None and quant.scheme.method in ("mlx", "compressed-tensors"):
+        plain = dataclasses.replace(plain, schemes=(*plain.schemes, quant.label + (f"; {caveat}" if caveat else "")))
     known = frozenset(formula)
     paths = Paths(
         known,
@@ -902,6 +908,13 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
     )
 
 
+def _quant(config: Any, source: str) -> Any:
+    """The config's quantisation scheme (:mod:`llmcount.quant`), or None."""
+    from .quant.config import read_quant
+
+    return read_quant(config, source)
+
+
 def verify(
     spec: str,
     index: str | None = None,
@@ -927,7 +940,7 @@ def verify(
     if hub:
         preset = find(spec)
         repo_id = preset.hub_id if preset else spec
-        return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub")
+        return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub", _quant(config, source))
     if checkpoint is None:
         if kind(user_path(spec, "model"), "model") != "folder":
             raise LlmcountError(
@@ -937,7 +950,7 @@ def verify(
         checkpoint = spec
     path = user_path(checkpoint, "checkpoint")
     loaded = load_checkpoint(path)
-    result = compare(model, loaded.tensors, str(path), "headers")
+    result = compare(model, loaded.tensors, str(path), "headers", _quant(config, source))
     if loaded.ignored:
         names = ", ".join(f.name for f in loaded.ignored)
         note = f"not counted: {names}, the same weights again in Mistral's own format"

@@ -251,8 +251,10 @@ SCHEMES: tuple[Scheme, ...] = (
         keeps=(),
         source="compressed-tensors 0.20.0 compressors/pack_quantized/base.py (weight_packed (out, ceil(in/pack)) "
         "int32, weight_shape (2,) int64, weight_zero_point packed along out when asymmetric) and "
-        "quantization/lifecycle/initialize.py (weight_scale (out, ceil(in/g)) for group, (out, 1) for channel)",
+        "quantization/lifecycle/initialize.py (weight_scale (out, in/g) for group, (out, 1) for channel; "
+        "forward_helpers.py refuses a width the group size does not divide)",
         sizes={"bits": 4, "g": 128},
+        divides=(("in_f", "g"),),
     ),
     Scheme(
         name="ct-fp8",

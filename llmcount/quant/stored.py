@@ -172,13 +172,20 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                     continue
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
+    notes = [note] if note else []
+    if quant.scheme.method == "bitsandbytes" and quant.scheme.name != "bnb-int8":
+        notes.append(
+            "not counted: one weight.quant_state.bitsandbytes__<type> uint8 tensor per quantised weight, the JSON of "
+            "its quantisation state (bitsandbytes QuantState.as_dict(packed=True)), a few hundred bytes whose "
+            "length depends on the weights (it prints nested_offset, a float)"
+        )
     unplaced = sorted(set(quant.overrides) - matched)
     if unplaced:
         raise LlmcountError(
             f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
             "weights"
         )
-    return Plan(quant, dtype_code, tuple(groups), (note,) if note else ())
+    return Plan(quant, dtype_code, tuple(groups), tuple(notes))
 
 
 def _label(tensors: list[TensorBytes], quant: Quant, dtype_code: str) -> str:
@@ -356,6 +363,8 @@ def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int,
         else:
             env["scale_rows"], env["scale_cols"] = 1, 1
     for first, second in quant.scheme.divides:
+        if not second.isdigit() and second not in quant.sizes:  # a size the config does not set (channel: no group)
+            continue
         a, b = env[first], int(second) if second.isdigit() else env[second]
         if a % b:
             raise LlmcountError(
