@@ -125,6 +125,8 @@ def read_header(path: Path) -> list[Tensor]:
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
     metadata = header.get("__metadata__", {})
+    if metadata is None:  # mlx writes null without metadata; the safetensors library reads it as none
+        metadata = {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise LlmcountError(f"{path}: safetensors header: __metadata__ must be an object of strings")
     data_size = size - 8 - length
@@ -392,9 +394,10 @@ _ATTENTION = ("self_attn", "attn", "self_attention")
 _CROSS_ATTENTION = ("encoder_attn", "cross_attn")
 """An encoder-decoder's cross-attention (BART's ``encoder_attn``) or Mllama's ``cross_attn``: group cross_attention."""
 _FFN = ("mlp", "block_sparse_moe", "feed_forward")
-_EXPERTS = ("experts", "input_linear", "output_linear")
+_EXPERTS = ("experts", "input_linear", "output_linear", "switch_mlp", "switch_glu")
 """Routed experts: per-expert modules (``experts.3.w1``), fused tensors (``experts.gate_up_proj``, gpt-oss and Llama 4),
-or JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor."""
+JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor, or mlx-lm's stacked
+``switch_mlp``/``switch_glu`` (mlx_lm/models/switch_layers.py)."""
 
 
 @dataclass(frozen=True)

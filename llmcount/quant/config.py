@@ -130,10 +130,10 @@ def read_quant(config: Any, where: str) -> Quant | None:
         return None
     raw = config.get("quantization_config")
     mlx = config.get("quantization")
+    if mlx is not None:  # mlx_lm writes the same table again as quantization_config, without a quant_method
+        return _mlx(mlx, where)
     if raw is None and isinstance(config.get("text_config"), dict):
         raw = config["text_config"].get("quantization_config")
-    if raw is None and mlx is not None:
-        return _mlx(mlx, where)
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -305,6 +305,8 @@ def _mlx(raw: Any, where: str) -> Quant:
         if key in ("group_size", "bits", "mode", "quant_method"):
             continue
         if value is False or (isinstance(value, dict) and set(value) <= {"group_size", "bits", "mode"}):
+            if isinstance(value, dict) and value.get("mode", "affine") != "affine":
+                raise LlmcountError(f"{where}: quantization.{key}.mode: {value['mode']!r}: only affine is read")
             overrides[key] = value
         else:
             raise LlmcountError(

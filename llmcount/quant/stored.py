@@ -167,7 +167,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             for kind, module, count, out_f, in_f in shapes:
                 full = _module_name(names, term.path, module, layer)
                 skipped, sizes = _decide(quant, full, kind, matched)
-                if skipped or not _fits(quant.scheme, sizes, out_f, in_f):
+                if skipped or not _fits(quant, out_f, in_f):
                     tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
                     continue
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
@@ -340,10 +340,11 @@ def _decide(quant: Quant, full: str, kind: str, matched: set[str]) -> tuple[bool
     return any(quant.skipped(name) for name in names), sizes
 
 
-def _fits(scheme: Scheme, sizes: Mapping[str, int], out_f: int, in_f: int) -> bool:
-    """MLX quantises only layers whose input width is a multiple of the group size (and leaves the rest)."""
-    if scheme.converts == "quantizable":
-        return in_f % sizes["g"] == 0
+def _fits(quant: Quant, out_f: int, in_f: int) -> bool:
+    """MLX quantises only layers whose input width is a multiple of the model's group size, and leaves the rest
+    (mlx_lm 0.32.2 utils.py quantize_model, wrapped_predicate)."""
+    if quant.scheme.converts == "quantizable":
+        return in_f % quant.sizes["g"] == 0
     return True
 
 
