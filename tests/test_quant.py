@@ -216,3 +216,27 @@ def test_plain_index_differences_are_never_empty(tmp_path: Path):
     index = write_index(tmp_path / "p", config, ["lm_head.weight"], (model.counts.total + 10) * 2)
     result = verify(str(tmp_path / "p"), index=str(index))
     assert not result.match and [(c.path, c.checkpoint) for c in result.differences] == [("unexplained", 10)]
+
+
+def test_memory_table_sets_the_schemes_side_by_side():
+    from refusal import run
+
+    result = run("memory", "gpt-oss-20b", "--table", "--json")
+    assert result.exit_code == 0, result.output
+    schemes = {row["scheme"]: row for row in json.loads(result.output)["schemes"]}
+    assert schemes["mxfp4"]["bytes"] == GPT_OSS_20B_TOTAL_SIZE  # the released MXFP4 checkpoint
+    assert "awq-int4-g128" not in schemes  # 2880 is no multiple of 128: named among the refused instead
+    assert any(line.startswith("awq-int4-g128: ") for line in json.loads(result.output)["schemes_refused"])
+
+
+def test_memory_defaults_to_the_configs_scheme_and_quant_none_ignores_it(tmp_path: Path):
+    from refusal import run
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GPT_OSS_20B))
+    stored_ = json.loads(run("memory", str(path), "--json").output)
+    assert stored_["scheme"].startswith("MXFP4") and stored_["weights_bytes"] + next(
+        line["bytes"] for line in stored_["lines"] if line["name"] == "quantisation_scales"
+    ) == GPT_OSS_20B_TOTAL_SIZE
+    plain = json.loads(run("memory", str(path), "--quant", "none", "--json").output)
+    assert plain["weights_bytes"] == 2 * 20_914_757_184 and "scheme" not in plain
