@@ -235,8 +235,11 @@ def test_memory_defaults_to_the_configs_scheme_and_quant_none_ignores_it(tmp_pat
     path = tmp_path / "config.json"
     path.write_text(json.dumps(GPT_OSS_20B))
     stored_ = json.loads(run("memory", str(path), "--json").output)
-    assert stored_["scheme"].startswith("MXFP4") and stored_["weights_bytes"] + next(
-        line["bytes"] for line in stored_["lines"] if line["name"] == "quantisation_scales"
-    ) == GPT_OSS_20B_TOTAL_SIZE
+    assert (
+        stored_["scheme"].startswith("MXFP4")
+        and stored_["weights_bytes"]
+        + next(line["bytes"] for line in stored_["lines"] if line["name"] == "quantisation_scales")
+        == GPT_OSS_20B_TOTAL_SIZE
+    )
     plain = json.loads(run("memory", str(path), "--quant", "none", "--json").output)
     assert plain["weights_bytes"] == 2 * 20_914_757_184 and "scheme" not in plain
