@@ -197,12 +197,14 @@ SCHEMES: tuple[Scheme, ...] = (
             Stored("weight", ("cdiv(out_f * in_f, 2)", "1"), "U8", weight=True),
             Stored("weight.absmax", ("cdiv(out_f * in_f, bs)",), "F32"),
             Stored("weight.quant_map", ("16",), "F32"),
+            Stored("weight.quant_state.bitsandbytes__{type}", ("state_json",), "U8"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="bitsandbytes 0.45 functional.py quantize_4bit (packed (ceil(n/2), 1) uint8, absmax (ceil(n/bs),) "
+        source="bitsandbytes 0.50.2 functional.py quantize_4bit (packed (ceil(n/2), 1) uint8, absmax (ceil(n/bs),) "
         "float32, code of 16 entries) and QuantState.as_dict(packed=True), which adds the tensor "
-        "weight.quant_state.bitsandbytes__<type>: the JSON of the state as uint8",
+        "weight.quant_state.bitsandbytes__<type>: json.dumps of {quant_type, blocksize, dtype, shape} as uint8; "
+        "files written by transformers 5.24.0 save_pretrained",
         sizes={"bs": 64},
     ),
     Scheme(
@@ -216,11 +218,13 @@ SCHEMES: tuple[Scheme, ...] = (
             Stored("weight.quant_map", ("16",), "F32"),
             Stored("weight.nested_absmax", ("cdiv(cdiv(out_f * in_f, bs), 256)",), "F32"),
             Stored("weight.nested_quant_map", ("256",), "F32"),
+            Stored("weight.quant_state.bitsandbytes__{type}", ("state_json",), "U8"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="bitsandbytes 0.45 functional.py quantize_4bit(compress_statistics=True): absmax quantised by "
-        "quantize_blockwise in blocks of 256 (uint8 absmax, float32 nested absmax, 256-entry code)",
+        source="bitsandbytes 0.50.2 functional.py quantize_4bit(compress_statistics=True): absmax quantised by "
+        "quantize_blockwise in blocks of 256 (uint8 absmax, float32 nested absmax, 256-entry code); the state's "
+        "JSON adds nested_blocksize, nested_dtype and nested_offset (a float whose printed digits are not counted)",
         sizes={"bs": 64},
     ),
     Scheme(
@@ -234,7 +238,7 @@ SCHEMES: tuple[Scheme, ...] = (
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source=f"bitsandbytes 0.45 nn/modules.py Linear8bitLt._save_to_state_dict (weight int8, SCB (out,) float32, "
+        source=f"bitsandbytes 0.50.2 nn/modules.py Linear8bitLt._save_to_state_dict (weight int8, SCB (out,) float32, "
         f"weight_format uint8 scalar); {TF} integrations/bitsandbytes.py",
     ),
     Scheme(

@@ -173,11 +173,10 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
     notes = [note] if note else []
-    if quant.scheme.method == "bitsandbytes" and quant.scheme.name != "bnb-int8":
+    if quant.scheme.name == "bnb-nf4-double":
         notes.append(
-            "not counted: one weight.quant_state.bitsandbytes__<type> uint8 tensor per quantised weight, the JSON of "
-            "its quantisation state (bitsandbytes QuantState.as_dict(packed=True)), a few hundred bytes whose "
-            "length depends on the weights (it prints nested_offset, a float)"
+            "not counted: the digits of nested_offset (a float, the mean of the absmax values, typically 17 to 20 "
+            "characters) in each weight's quant_state JSON"
         )
     unplaced = sorted(set(quant.overrides) - matched)
     if unplaced:
@@ -363,6 +362,8 @@ def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int,
             env["scale_rows"], env["scale_cols"] = out_f, 1
         else:
             env["scale_rows"], env["scale_cols"] = 1, 1
+    if quant.scheme.method == "bitsandbytes":
+        env["state_json"] = len(_bnb_state(quant, dtype_code, out_f, in_f))
     for first, second in quant.scheme.divides:
         if not second.isdigit() and second not in quant.sizes:  # a size the config does not set (channel: no group)
             continue
@@ -379,11 +380,30 @@ def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int,
         if t.when and t.when not in quant.flags:
             continue
         shape = tuple(dim(x, env) for x in t.shape)
-        out.append(TensorBytes(_suffix(t), shape, _code(t, quant, dtype_code), count, t.weight))
+        out.append(TensorBytes(_suffix(t, quant), shape, _code(t, quant, dtype_code), count, t.weight))
     return out
 
 
-def _suffix(t: Stored) -> str:
+TORCH_NAMES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+
+
+def _bnb_state(quant: Quant, dtype_code: str, out_f: int, in_f: int) -> str:
+    """The JSON bitsandbytes packs into ``weight.quant_state.bitsandbytes__<type>`` (0.50.2 QuantState.as_dict with
+    packed=True: json.dumps of the non-tensor entries), without the digits of ``nested_offset``."""
+    import json
+
+    kind = "nf4" if "nf4" in quant.flags else "fp4"
+    state: dict = {"quant_type": kind, "blocksize": 64, "dtype": TORCH_NAMES.get(dtype_code, dtype_code)}
+    state["shape"] = [out_f, in_f]
+    if quant.scheme.name == "bnb-nf4-double":
+        state.update(nested_blocksize=256, nested_dtype="float32", nested_offset=0)
+        return json.dumps(state)[: -len("0}")] + "}"
+    return json.dumps(state)
+
+
+def _suffix(t: Stored, quant: Quant) -> str:
+    if "{type}" in t.suffix:
+        return t.suffix.replace("{type}", "nf4" if "nf4" in quant.flags else "fp4")
     return t.suffix
 
 
