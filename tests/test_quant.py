@@ -83,7 +83,8 @@ QWEN3 = {
 @pytest.mark.parametrize(
     ("quantization", "key"),
     [
-        ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "gptq", "bits": 5, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "awq", "bits": 3, "group_size": 128}, "quantization_config.bits"),
         ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "quantization_config.group_size"),
         ({"quant_method": "awq", "bits": 4, "group_size": -1}, "quantization_config.group_size"),
         ({"quant_method": "awq", "bits": 8, "group_size": 128}, "quantization_config.bits"),
@@ -149,7 +150,7 @@ def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path: Path):
     from refusal import assert_refused, run
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
+    path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "awq", "bits": 3}}))
     assert_refused(run("memory", str(path)), "quantization_config.bits")
 
 

@@ -8,7 +8,7 @@ names them):
 * ``fp8``: ``weight_block_size`` ([rows, cols] or null for one scale per tensor), ``activation_scheme``
   (dynamic | static), ``modules_to_not_convert``;
 * ``fbgemm_fp8``, ``mxfp4``: ``modules_to_not_convert``;
-* ``gptq``: ``bits`` (2, 4, 8), ``group_size`` (-1: one group), ``desc_act``, ``sym``, ``modules_to_not_convert``;
+* ``gptq``: ``bits`` (2, 3, 4, 8), ``group_size`` (-1: one group), ``desc_act``, ``sym``, ``modules_to_not_convert``;
   ``checkpoint_format`` gptq (v1 and gptq_v2 store the same tensors);
 * ``awq``: ``bits`` (4), ``group_size``, ``version`` gemm (gemv and exllama layouts are refused by name),
   ``modules_to_not_convert``;
@@ -183,7 +183,7 @@ def _mxfp4(raw: Mapping[str, Any], where: str) -> Quant:
 
 
 def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
-    bits = _int(raw, "bits", where, 4, (2, 4, 8))
+    bits = _int(raw, "bits", where, 4, (2, 3, 4, 8))
     group = _group(raw, "group_size", where)
     fmt = raw.get("checkpoint_format", "gptq")
     if fmt not in ("gptq", "gptq_v2"):
@@ -192,7 +192,7 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
     _bool(raw, "sym", where, True)
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}"
-    return Quant(BY_NAME["gptq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+    return Quant(BY_NAME["gptq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
 
 
 def _awq(raw: Mapping[str, Any], where: str) -> Quant:
@@ -205,7 +205,7 @@ def _awq(raw: Mapping[str, Any], where: str) -> Quant:
         raise _fail(where, "version", f"{version!r}: only AWQ's gemm layout is read (gemv and exllama are not)")
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"AWQ int{bits} (GEMM), group {group}"
-    return Quant(BY_NAME["awq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+    return Quant(BY_NAME["awq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
 
 
 def _bnb(raw: Mapping[str, Any], where: str) -> Quant:

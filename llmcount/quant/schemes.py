@@ -159,35 +159,34 @@ SCHEMES: tuple[Scheme, ...] = (
         title="GPTQ int{bits}: int32-packed weights along in, fp16 scales and packed zeros per group, g_idx",
         method="gptq",
         tensors=(
-            Stored("qweight", ("in_f // p", "out_f"), "I32", weight=True),
-            Stored("qzeros", ("groups", "out_f // p"), "I32"),
+            Stored("qweight", ("cdiv(in_f * bits, 32)", "out_f"), "I32", weight=True),
+            Stored("qzeros", ("groups", "cdiv(out_f * bits, 32)"), "I32"),
             Stored("scales", ("groups", "out_f"), "F16"),
             Stored("g_idx", ("in_f",), "I32"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="gptqmodel 2.x nn_modules/qlinear/__init__.py BaseQuantLinear.register_buffers (qweight (in/pack, out), "
-        "qzeros (ceil(in/g), out/pack), scales (ceil(in/g), out) float16, g_idx (in,) int32; g = in when group_size "
-        "is -1), as AutoGPTQ's QuantLinear wrote them",
+        source="gptqmodel 7.7.0 nn_modules/qlinear/__init__.py GPTQQuantLinear._register_gptq_buffers (qweight "
+        "(ceil(in·bits/32), out), qzeros (ceil(in/g), ceil(out·bits/32)) int32, scales (ceil(in/g), out) float16, "
+        "g_idx (in,) int32; g = in when group_size is -1)",
         sizes={"bits": 4, "g": 128},
-        divides=(("in_f", "p"), ("out_f", "p")),
     ),
     Scheme(
         name="awq",
         title="AWQ int{bits} (GEMM): int32-packed weights along out, fp16 scales and packed zeros per group",
         method="awq",
         tensors=(
-            Stored("qweight", ("in_f", "out_f // p"), "I32", weight=True),
-            Stored("qzeros", ("in_f // g", "out_f // p"), "I32"),
+            Stored("qweight", ("in_f", "cdiv(out_f * bits, 32)"), "I32", weight=True),
+            Stored("qzeros", ("in_f // g", "cdiv(out_f * bits, 32)"), "I32"),
             Stored("scales", ("in_f // g", "out_f"), "F16"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="AutoAWQ 0.2 awq/modules/linear/gemm.py WQLinear_GEMM (qweight (in, out/pack), qzeros (in/g, "
-        "out/pack) int32, scales (in/g, out) float16; asserts in % g == 0 and out % pack == 0), read by "
-        "gptqmodel's AWQ kernels in transformers 5",
+        source="gptqmodel 7.7.0 nn_modules/qlinear/__init__.py AWQuantLinear (qweight (in, ceil(out·bits/32)), "
+        "qzeros (in/g, ceil(out·bits/32)) int32, scales (in/g, out) float16), the layout of AutoAWQ 0.2's "
+        "WQLinear_GEMM, which asserts in % g == 0",
         sizes={"bits": 4, "g": 128},
-        divides=(("in_f", "g"), ("out_f", "p")),
+        divides=(("in_f", "g"),),
     ),
     Scheme(
         name="bnb-nf4",
