@@ -248,8 +248,8 @@ def test_memory_defaults_to_the_configs_scheme_and_quant_none_ignores_it(tmp_pat
 
 def test_every_record_is_sized_or_refused_by_name():
     """Every family record's class-default config (as tests/oracle.py gives them, transformers 5.24.0) under MLX
-    4-bit, which converts every Linear and embedding (the widest walk over the records' shapes): stored bytes at least the logical parameters' packed share, or one LlmcountError that names
-    the term whose shape the record does not tell; nothing else raised."""
+    4-bit, which converts every Linear and embedding (the widest walk over the records' shapes): stored bytes at
+    least half a byte per parameter, or one LlmcountError naming the term whose shape the record does not tell."""
     from oracle import class_defaults
 
     from llmcount.formulas import records
@@ -260,7 +260,7 @@ def test_every_record_is_sized_or_refused_by_name():
     for family in records.families():
         try:
             model = read_config({"model_type": family.name, **class_defaults(family.name)}, family.name)
-        except Exception:  # noqa: BLE001 -- a config the oracle cannot give: counted elsewhere
+        except Exception:  # a config the oracle cannot give: counted elsewhere
             continue
         for quant in schemes:
             try:
