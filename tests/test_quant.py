@@ -273,3 +273,58 @@ def test_every_record_is_sized_or_refused_by_name():
             assert result.bytes >= model.counts.total // 2, family.name
             sized += 1
     assert sized > 4 * refused, (sized, refused)
+
+
+@pytest.mark.parametrize(
+    ("entries", "needle"),
+    [
+        (["(a+)+$"], "repeated group"),
+        (["re:(.*)*x"], "repeated group"),
+        (["model.layers.[0-"], "not a regular expression"),
+        (["x" * 600], "over the limit of 500"),
+        ([7], "must be a list of module names"),
+    ],
+)
+def test_hostile_skip_lists_are_refused_in_one_line(entries, needle, tmp_path: Path):
+    import time
+
+    from refusal import assert_refused, run
+
+    key = "ignore" if any(isinstance(e, str) and e.startswith("re:") for e in entries) else "modules_to_not_convert"
+    quantization = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": entries}
+    if key == "ignore":
+        weights = {"num_bits": 8, "type": "float", "strategy": "channel"}
+        quantization = {
+            "quant_method": "compressed-tensors",
+            "format": "float-quantized",
+            "config_groups": {"g": {"targets": ["Linear"], "weights": weights}},
+            "ignore": entries,
+        }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "quantization_config": quantization}))
+    start = time.monotonic()
+    assert_refused(run("memory", str(path)), f"quantization_config.{key}", needle)
+    assert time.monotonic() - start < 2
+
+
+def test_many_skip_entries_stay_fast():
+    """A compressed-tensors ignore list naming every module of a 94-layer MoE (as released configs do) is read in
+    well under the input contract's 2 s."""
+    import time
+
+    config = read_config({**QWEN3, "num_hidden_layers": 94}, "t")
+    ignore = [f"model.layers.{i}.mlp.{m}" for i in range(94) for m in ("gate_proj", "up_proj")] + ["lm_head"]
+    ignore += [f"re:.*layers\\.{i}\\.self_attn\\.q_proj$" for i in range(94)]
+    quantization = {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
+        "ignore": ignore,
+    }
+    quant = read_quant({**QWEN3, "quantization_config": quantization}, "t")
+    start = time.monotonic()
+    result = plan(config, quant, "BF16")
+    assert time.monotonic() - start < 2
+    kept = {g.path: g.stored_as for g in result.groups}
+    assert kept["mlp/gate_proj"] == kept["attention/q_proj"] == kept["head/lm_head"] == "BF16"
+    assert kept["mlp/down_proj"] == "ct-fp8"
