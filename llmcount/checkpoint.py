@@ -678,7 +678,7 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
 
 _STORAGE_LEAVES = (*QUANTIZATION_LEAVES, "SCB", "weight_format", "absmax", "quant_map", "nested_absmax")
 _STORAGE_LEAVES += ("nested_quant_map", "biases", "weight_shape", "weight_zero_point", "weight_global_scale")
-_STORAGE_LEAVES += ("input_global_scale",)  # MLX's biases; compressed-tensors' packing bookkeeping
+_STORAGE_LEAVES += ("input_global_scale", "activation_scale")  # MLX's biases; compressed-tensors' bookkeeping
 _PACKED_DTYPES = ("U8", "I16", "U16", "I32", "U32", "I64", "U64")
 """Integer dtypes a quantiser packs several low-bit weights into (int8 weights, one per byte, are read as they are)."""
 
@@ -722,8 +722,8 @@ def dequantise(tensors: list[Tensor]) -> Dequantised:
     for tensor in tensors:
         name = tensor.name
         base, _, leaf = name.rpartition(".")
-        if ".quant_state." in name or leaf in _STORAGE_LEAVES:
-            storage.append(tensor)
+        if ".quant_state." in name or leaf in _STORAGE_LEAVES or leaf.endswith("_scale_inv"):
+            storage.append(tensor)  # (fused FP8 experts: gate_up_proj_scale_inv)
         elif leaf == "qweight":
             shape, scheme = _gptq_awq_shape(tensor, by_name.get(f"{base}.scales"), by_name.get(f"{base}.qzeros"))
             out.append(Tensor(f"{base}.weight", tensor.dtype, shape))
