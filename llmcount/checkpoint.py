@@ -125,6 +125,8 @@ def read_header(path: Path) -> list[Tensor]:
     if not isinstance(header, dict):
         raise LlmcountError(f"{path}: safetensors header must be a JSON object")
     metadata = header.get("__metadata__", {})
+    if metadata is None:  # mlx writes null without metadata; the safetensors library reads it as none
+        metadata = {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise LlmcountError(f"{path}: safetensors header: __metadata__ must be an object of strings")
     data_size = size - 8 - length
@@ -399,9 +401,10 @@ _ATTENTION = ("self_attn", "attn", "self_attention")
 _CROSS_ATTENTION = ("encoder_attn", "cross_attn")
 """An encoder-decoder's cross-attention (BART's ``encoder_attn``) or Mllama's ``cross_attn``: group cross_attention."""
 _FFN = ("mlp", "block_sparse_moe", "feed_forward")
-_EXPERTS = ("experts", "input_linear", "output_linear")
+_EXPERTS = ("experts", "input_linear", "output_linear", "switch_mlp", "switch_glu")
 """Routed experts: per-expert modules (``experts.3.w1``), fused tensors (``experts.gate_up_proj``, gpt-oss and Llama 4),
-or JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor."""
+JetMoE's ``input_linear``/``output_linear`` that hold every expert in one 3-D tensor, or mlx-lm's stacked
+``switch_mlp``/``switch_glu`` (mlx_lm/models/switch_layers.py)."""
 
 
 @dataclass(frozen=True)
@@ -684,7 +687,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
 # quantised checkpoints: packed weights as the parameters they stand for, their scales and zeros as storage
 
 _STORAGE_LEAVES = (*QUANTIZATION_LEAVES, "SCB", "weight_format", "absmax", "quant_map", "nested_absmax")
-_STORAGE_LEAVES += ("nested_quant_map",)
+_STORAGE_LEAVES += ("nested_quant_map", "biases", "weight_shape", "weight_zero_point", "weight_global_scale")
+_STORAGE_LEAVES += ("input_global_scale", "activation_scale")  # MLX's biases; compressed-tensors' bookkeeping
 _PACKED_DTYPES = ("U8", "I16", "U16", "I32", "U32", "I64", "U64")
 """Integer dtypes a quantiser packs several low-bit weights into (int8 weights, one per byte, are read as they are)."""
 
@@ -728,8 +732,8 @@ def dequantise(tensors: list[Tensor]) -> Dequantised:
     for tensor in tensors:
         name = tensor.name
         base, _, leaf = name.rpartition(".")
-        if ".quant_state." in name or leaf in _STORAGE_LEAVES:
-            storage.append(tensor)
+        if ".quant_state." in name or leaf in _STORAGE_LEAVES or leaf.endswith("_scale_inv"):
+            storage.append(tensor)  # (fused FP8 experts: gate_up_proj_scale_inv)
         elif leaf == "qweight":
             shape, scheme = _gptq_awq_shape(tensor, by_name.get(f"{base}.scales"), by_name.get(f"{base}.qzeros"))
             out.append(Tensor(f"{base}.weight", tensor.dtype, shape))
@@ -819,7 +823,7 @@ def _storage_path(name: str) -> str:
     return f"quantization/{leaf}"
 
 
-def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Verification:
+def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: Any = None) -> Verification:
     """Count every tensor's elements under its component path and set them next to the formula's counts; a
     quantised checkpoint's packed weights count as the weights they hold, its scales and zeros as storage. Terms
     the record says the checkpoint stores in another path's tensors (``shared``: the same module on layers of
@@ -832,7 +836,12 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str) -> Veri
         formula[path] = formula.get(path, 0) + component.count
         if term.layers != 1:
             layered.add(path)
+    from .quant.headers import unpack
+
+    tensors, caveat = unpack(tensors, quant)
     plain = dequantise(tensors)
+    if quant is not None and quant.scheme.method in ("mlx", "compressed-tensors"):
+        plain = dataclasses.replace(plain, schemes=(*plain.schemes, quant.label + (f"; {caveat}" if caveat else "")))
     known = frozenset(formula)
     paths = Paths(
         known,
@@ -976,6 +985,13 @@ def _mtp_index_note(module: Any) -> str:
     )
 
 
+def _quant(config: Any, source: str) -> Any:
+    """The config's quantisation scheme (:mod:`llmcount.quant`), or None."""
+    from .quant.config import read_quant
+
+    return read_quant(config, source)
+
+
 def verify(
     spec: str,
     index: str | None = None,
@@ -1001,7 +1017,7 @@ def verify(
     if hub:
         preset = find(spec)
         repo_id = preset.hub_id if preset else spec
-        return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub")
+        return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub", _quant(config, source))
     if checkpoint is None:
         if kind(user_path(spec, "model"), "model") != "folder":
             raise LlmcountError(
@@ -1011,7 +1027,7 @@ def verify(
         checkpoint = spec
     path = user_path(checkpoint, "checkpoint")
     loaded = load_checkpoint(path)
-    result = compare(model, loaded.tensors, str(path), "headers")
+    result = compare(model, loaded.tensors, str(path), "headers", _quant(config, source))
     if loaded.ignored:
         names = ", ".join(f.name for f in loaded.ignored)
         note = f"not counted: {names}, the same weights again in Mistral's own format"

@@ -34,6 +34,7 @@ def print_conventions(spec: str, seq: str, as_json: bool) -> None:
 def print_weights_table(spec: str, as_json: bool) -> None:
     """``memory MODEL --table``: the weights in every dtype."""
     from .formulas.capacity import weights_table
+    from .quant.report import scheme_table
     from .renderers.costs_glance import render_weights_table, weights_table_data
     from .sources import load
 
@@ -41,12 +42,13 @@ def print_weights_table(spec: str, as_json: bool) -> None:
         model = load(spec)
         parameters = model.counts.total
         rows = weights_table(parameters)
+        schemes, refused = scheme_table(model, None)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
-        print_json(weights_table_data(model, parameters, rows))
+        print_json(weights_table_data(model, parameters, rows, schemes, refused))
     else:
-        typer.echo(render_weights_table(model, parameters, rows).rstrip())
+        typer.echo(render_weights_table(model, parameters, rows, schemes, refused).rstrip())
 
 
 def print_fit(

@@ -83,7 +83,8 @@ QWEN3 = {
 @pytest.mark.parametrize(
     ("quantization", "key"),
     [
-        ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "gptq", "bits": 5, "group_size": 128}, "quantization_config.bits"),
+        ({"quant_method": "awq", "bits": 3, "group_size": 128}, "quantization_config.bits"),
         ({"quant_method": "gptq", "bits": 4, "group_size": 0}, "quantization_config.group_size"),
         ({"quant_method": "awq", "bits": 4, "group_size": -1}, "quantization_config.group_size"),
         ({"quant_method": "awq", "bits": 8, "group_size": 128}, "quantization_config.bits"),
@@ -149,7 +150,7 @@ def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path: Path):
     from refusal import assert_refused, run
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "gptq", "bits": 3}}))
+    path.write_text(json.dumps({**QWEN3, "quantization_config": {"quant_method": "awq", "bits": 3}}))
     assert_refused(run("memory", str(path)), "quantization_config.bits")
 
 
@@ -216,3 +217,114 @@ def test_plain_index_differences_are_never_empty(tmp_path: Path):
     index = write_index(tmp_path / "p", config, ["lm_head.weight"], (model.counts.total + 10) * 2)
     result = verify(str(tmp_path / "p"), index=str(index))
     assert not result.match and [(c.path, c.checkpoint) for c in result.differences] == [("unexplained", 10)]
+
+
+def test_memory_table_sets_the_schemes_side_by_side():
+    from refusal import run
+
+    result = run("memory", "gpt-oss-20b", "--table", "--json")
+    assert result.exit_code == 0, result.output
+    schemes = {row["scheme"]: row for row in json.loads(result.output)["schemes"]}
+    assert schemes["mxfp4"]["bytes"] == GPT_OSS_20B_TOTAL_SIZE  # the released MXFP4 checkpoint
+    assert "awq-int4-g128" not in schemes  # 2880 is no multiple of 128: named among the refused instead
+    assert any(line.startswith("awq-int4-g128: ") for line in json.loads(result.output)["schemes_refused"])
+
+
+def test_memory_defaults_to_the_configs_scheme_and_quant_none_ignores_it(tmp_path: Path):
+    from refusal import run
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GPT_OSS_20B))
+    stored_ = json.loads(run("memory", str(path), "--json").output)
+    assert (
+        stored_["scheme"].startswith("MXFP4")
+        and stored_["weights_bytes"]
+        + next(line["bytes"] for line in stored_["lines"] if line["name"] == "quantisation_scales")
+        == GPT_OSS_20B_TOTAL_SIZE
+    )
+    plain = json.loads(run("memory", str(path), "--quant", "none", "--json").output)
+    assert plain["weights_bytes"] == 2 * 20_914_757_184 and "scheme" not in plain
+
+
+def test_every_record_is_sized_or_refused_by_name():
+    """Every family record's class-default config (as tests/oracle.py gives them, transformers 5.24.0) under MLX
+    4-bit, which converts every Linear and embedding (the widest walk over the records' shapes): stored bytes at
+    least half a byte per parameter, or one LlmcountError naming the term whose shape the record does not tell."""
+    from oracle import class_defaults
+
+    from llmcount.formulas import records
+    from llmcount.quant.config import from_options
+
+    schemes = [from_options("mlx", 4, 64)]
+    sized = refused = 0
+    for family in records.families():
+        try:
+            model = read_config({"model_type": family.name, **class_defaults(family.name)}, family.name)
+        except Exception:  # a config the oracle cannot give: counted elsewhere
+            continue
+        for quant in schemes:
+            try:
+                result = plan(model, quant, "BF16")
+            except LlmcountError as error:
+                assert "term " in str(error) and "shape" in str(error), (family.name, str(error))
+                refused += 1
+                continue
+            assert result.parameters == model.counts.total, family.name
+            assert result.bytes >= model.counts.total // 2, family.name
+            sized += 1
+    assert sized > 4 * refused, (sized, refused)
+
+
+@pytest.mark.parametrize(
+    ("entries", "needle"),
+    [
+        (["(a+)+$"], "repeated group"),
+        (["re:(.*)*x"], "repeated group"),
+        (["model.layers.[0-"], "not a regular expression"),
+        (["x" * 600], "over the limit of 500"),
+        ([7], "must be a list of module names"),
+    ],
+)
+def test_hostile_skip_lists_are_refused_in_one_line(entries, needle, tmp_path: Path):
+    import time
+
+    from refusal import assert_refused, run
+
+    key = "ignore" if any(isinstance(e, str) and e.startswith("re:") for e in entries) else "modules_to_not_convert"
+    quantization = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": entries}
+    if key == "ignore":
+        weights = {"num_bits": 8, "type": "float", "strategy": "channel"}
+        quantization = {
+            "quant_method": "compressed-tensors",
+            "format": "float-quantized",
+            "config_groups": {"g": {"targets": ["Linear"], "weights": weights}},
+            "ignore": entries,
+        }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "quantization_config": quantization}))
+    start = time.monotonic()
+    assert_refused(run("memory", str(path)), f"quantization_config.{key}", needle)
+    assert time.monotonic() - start < 2
+
+
+def test_many_skip_entries_stay_fast():
+    """A compressed-tensors ignore list naming every module of a 94-layer MoE (as released configs do) is read in
+    well under the input contract's 2 s."""
+    import time
+
+    config = read_config({**QWEN3, "num_hidden_layers": 94}, "t")
+    ignore = [f"model.layers.{i}.mlp.{m}" for i in range(94) for m in ("gate_proj", "up_proj")] + ["lm_head"]
+    ignore += [f"re:.*layers\\.{i}\\.self_attn\\.q_proj$" for i in range(94)]
+    quantization = {
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}},
+        "ignore": ignore,
+    }
+    quant = read_quant({**QWEN3, "quantization_config": quantization}, "t")
+    start = time.monotonic()
+    result = plan(config, quant, "BF16")
+    assert time.monotonic() - start < 2
+    kept = {g.path: g.stored_as for g in result.groups}
+    assert kept["mlp/gate_proj"] == kept["attention/q_proj"] == kept["head/lm_head"] == "BF16"
+    assert kept["mlp/down_proj"] == "ct-fp8"

@@ -10,6 +10,9 @@ no block or group divides.
 
 from __future__ import annotations
 
+import json
+import math
+import struct
 import warnings
 from typing import Any
 
@@ -18,6 +21,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 from transformers.quantizers.auto import AutoHfQuantizer, AutoQuantizationConfig
 
+from llmcount.checkpoint import verify
 from llmcount.formulas.config import read_config
 from llmcount.quant.config import read_quant
 from llmcount.quant.stored import plan, rest_dtype
@@ -118,6 +122,7 @@ CASES = [
     ("qwen3 fp8 128x128", QWEN3, FP8),
     ("qwen3 fp8 64x32", QWEN3, {"quant_method": "fp8", "weight_block_size": [64, 32]}),
     ("qwen3 fp8 per tensor", QWEN3, {"quant_method": "fp8", "weight_block_size": None}),
+    ("qwen3 fp8 static", QWEN3, {"quant_method": "fp8", "weight_block_size": None, "activation_scheme": "static"}),
     ("qwen3 fp8 tied", {**QWEN3, "tie_word_embeddings": True}, FP8),
     ("qwen3 fp8 skips", QWEN3, {**FP8, "modules_to_not_convert": ["model.layers.1.mlp", "lm_head"]}),
     ("qwen3 fp8 no lm_head skip", QWEN3, {**FP8, "modules_to_not_convert": ["down_proj"]}),
@@ -135,6 +140,34 @@ def test_stored_bytes_equal_the_quantisers_state_dict(what, config, quantization
         pytest.skip(f"{what}: transformers' quantiser does not prepare here: {error}")
     expected -= released_differences(tensors)
     assert ours(config) == expected, f"{what}: {VERSIONS} state dict: {tensors}"
+
+
+@pytest.mark.parametrize(("what", "config", "quantization"), CASES, ids=[c[0] for c in CASES])
+def test_verify_reads_the_quantisers_state_dict(what, config, quantization, tmp_path):
+    """The same state dict written as a safetensors file (its header, zero data): verify counts the FP8 weights as
+    the model's parameters and the scales as storage."""
+    config = {**config, "quantization_config": quantization}
+    try:
+        _, tensors = oracle_bytes(config)
+    except (ImportError, RuntimeError, ValueError) as error:
+        pytest.skip(f"{what}: transformers' quantiser does not prepare here: {error}")
+    header, offset = {}, 0
+    for name, (shape, dtype) in tensors.items():
+        if name.endswith("e_score_correction_bias"):
+            continue  # a buffer: verify names it apart (test_verify_names)
+        code = CODES[dtype]
+        size = math.prod(shape) * BYTES[code]
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(offset))
+    (tmp_path / "config.json").write_text(json.dumps({**config, "torch_dtype": "bfloat16"}))
+    result = verify(str(tmp_path))
+    assert result.match, (what, result.differences, result.unmapped)
+
+
+CODES = {"torch.bfloat16": "BF16", "torch.float32": "F32", "torch.float8_e4m3fn": "F8_E4M3"}
+BYTES = {"BF16": 2, "F32": 4, "F8_E4M3": 1}
 
 
 def released_differences(tensors: dict[str, tuple[tuple[int, ...], str]]) -> int:

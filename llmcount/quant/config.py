@@ -8,7 +8,7 @@ names them):
 * ``fp8``: ``weight_block_size`` ([rows, cols] or null for one scale per tensor), ``activation_scheme``
   (dynamic | static), ``modules_to_not_convert``;
 * ``fbgemm_fp8``, ``mxfp4``: ``modules_to_not_convert``;
-* ``gptq``: ``bits`` (2, 4, 8), ``group_size`` (-1: one group), ``desc_act``, ``sym``, ``modules_to_not_convert``;
+* ``gptq``: ``bits`` (2, 3, 4, 8), ``group_size`` (-1: one group), ``desc_act``, ``sym``, ``modules_to_not_convert``;
   ``checkpoint_format`` gptq (v1 and gptq_v2 store the same tensors);
 * ``awq``: ``bits`` (4), ``group_size``, ``version`` gemm (gemv and exllama layouts are refused by name),
   ``modules_to_not_convert``;
@@ -26,9 +26,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import LlmcountError
+from ..files import short
 from .schemes import BY_NAME, Scheme
 
 METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "gptq", "awq", "bitsandbytes", "compressed-tensors", "mlx")
@@ -64,25 +66,39 @@ class Quant:
         """Whether the config leaves the module ``module`` (``model.layers.0.self_attn.q_proj``) unquantised: a
         ``modules_to_not_convert`` entry matches as transformers 5.24's ``should_convert_module``
         (quantizers/quantizers_utils.py) matches it: a regex from the start up to a module boundary, or a suffix;
-        compressed-tensors' ``ignore`` by name (a suffix) or ``re:`` pattern (compressed-tensors 0.20.0
-        utils/match.py); MLX's per-module ``false``."""
-        for pattern in self.skip:
-            try:
-                if re.match(rf"(?:{pattern}){_BOUNDARY}", module) or module.endswith(pattern):
-                    return True
-            except re.error:
-                if module.endswith(pattern):
-                    return True
-        for pattern in self.ignore:
-            if pattern.startswith("re:"):
-                try:
-                    if re.match(pattern[3:], module):
-                        return True
-                except re.error:
-                    continue
-            elif module == pattern or module.endswith("." + pattern):
-                return True
+        compressed-tensors' ``ignore`` by name (a suffix at a module boundary) or ``re:`` pattern (compressed-tensors
+        0.20.0 utils/match.py); MLX's per-module ``false``. Plain names are looked up in sets, patterns compiled
+        once (:attr:`_matchers`)."""
+        literal, patterns, names, regexes = self._matchers
+        suffixes = {module[i:] for i in range(len(module))}
+        if literal & suffixes:  # a suffix, or (a module-boundary prefix is a suffix of it only when equal) the name
+            return True
+        parts = module.split(".")
+        if any(".".join(parts[:i]) in literal for i in range(1, len(parts) + 1)):
+            return True
+        if any(p.match(module) for p in patterns):
+            return True
+        if any(".".join(parts[i:]) in names for i in range(len(parts))):
+            return True
+        if any(r.match(module) for r in regexes):
+            return True
         return self.overrides.get(module, True) is False
+
+    @cached_property
+    def _matchers(self) -> tuple[frozenset[str], tuple, frozenset[str], tuple]:
+        literal = frozenset(p for p in self.skip if not _META.search(p))
+        patterns = tuple(re.compile(rf"(?:{p}){_BOUNDARY}") for p in self.skip if _META.search(p))
+        patterns += tuple(re.compile(re.escape(p) + "$") for p in self.skip if _META.search(p))  # as a suffix
+        names = frozenset(p for p in self.ignore if not p.startswith("re:"))
+        regexes = tuple(re.compile(p[3:]) for p in self.ignore if p.startswith("re:"))
+        return literal, patterns, names, regexes
+
+
+_META = re.compile(r"[\\^$.|?*+()\[\]{}]")
+MAX_NAMES = 100_000
+MAX_PATTERN = 500
+_NESTED = re.compile(r"\([^)]*[*+}][^)]*\)\s*[*+{]")
+"""A quantified group holding a quantifier: the shape of patterns whose matching can take exponential time."""
 
 
 _BOUNDARY = r"(?:(?<=\.)|(?=\.|$))"
@@ -109,11 +125,26 @@ def _group(raw: Mapping[str, Any], key: str, where: str, default: int = 128) -> 
 
 
 def _names(raw: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    """A list of module names or patterns, bounded and checked: each a pattern that compiles, of at most
+    :data:`MAX_PATTERN` characters, without a quantified group that holds a quantifier."""
     value = raw.get(key)
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise _fail(where, key, "must be a list of module names")
+    if len(value) > MAX_NAMES:
+        raise _fail(where, key, f"{len(value):,} entries, over the limit of {MAX_NAMES:,}")
+    for entry in value:
+        pattern = entry.removeprefix("re:")
+        if len(pattern) > MAX_PATTERN:
+            raise _fail(where, key, f"an entry of {len(pattern):,} characters, over the limit of {MAX_PATTERN}")
+        if _META.search(pattern):
+            if _NESTED.search(pattern):
+                raise _fail(where, key, f"{short(entry)}: a repeated group that repeats inside is not read")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise _fail(where, key, f"{short(entry)} is not a regular expression: {exc}") from None
     return tuple(value)
 
 
@@ -130,10 +161,10 @@ def read_quant(config: Any, where: str) -> Quant | None:
         return None
     raw = config.get("quantization_config")
     mlx = config.get("quantization")
+    if mlx is not None:  # mlx_lm writes the same table again as quantization_config, without a quant_method
+        return _mlx(mlx, where)
     if raw is None and isinstance(config.get("text_config"), dict):
         raw = config["text_config"].get("quantization_config")
-    if raw is None and mlx is not None:
-        return _mlx(mlx, where)
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -183,7 +214,7 @@ def _mxfp4(raw: Mapping[str, Any], where: str) -> Quant:
 
 
 def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
-    bits = _int(raw, "bits", where, 4, (2, 4, 8))
+    bits = _int(raw, "bits", where, 4, (2, 3, 4, 8))
     group = _group(raw, "group_size", where)
     fmt = raw.get("checkpoint_format", "gptq")
     if fmt not in ("gptq", "gptq_v2"):
@@ -192,7 +223,7 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
     _bool(raw, "sym", where, True)
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}"
-    return Quant(BY_NAME["gptq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+    return Quant(BY_NAME["gptq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
 
 
 def _awq(raw: Mapping[str, Any], where: str) -> Quant:
@@ -205,7 +236,7 @@ def _awq(raw: Mapping[str, Any], where: str) -> Quant:
         raise _fail(where, "version", f"{version!r}: only AWQ's gemm layout is read (gemv and exllama are not)")
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"AWQ int{bits} (GEMM), group {group}"
-    return Quant(BY_NAME["awq"], {"bits": bits, "p": 32 // bits, "g": group}, frozenset(), skip, words=words)
+    return Quant(BY_NAME["awq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
 
 
 def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
@@ -305,6 +336,8 @@ def _mlx(raw: Any, where: str) -> Quant:
         if key in ("group_size", "bits", "mode", "quant_method"):
             continue
         if value is False or (isinstance(value, dict) and set(value) <= {"group_size", "bits", "mode"}):
+            if isinstance(value, dict) and value.get("mode", "affine") != "affine":
+                raise LlmcountError(f"{where}: quantization.{key}.mode: {value['mode']!r}: only affine is read")
             overrides[key] = value
         else:
             raise LlmcountError(

@@ -114,3 +114,52 @@ def rows_data(rows: tuple[Row, ...]) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+TABLE_SCHEMES = (
+    ("fp8-block", None, None),
+    ("nvfp4", None, None),
+    ("mxfp4", None, None),
+    ("gptq", 4, 128),
+    ("awq", 4, 128),
+    ("nf4", None, None),
+    ("nf4-double", None, None),
+    ("int8", None, None),
+    ("mlx", 4, 64),
+    ("mlx", 8, 64),
+)
+"""The schemes ``memory --table`` sets side by side, with their usual sizes."""
+
+
+@dataclass(frozen=True)
+class SchemeRow:
+    name: str  # as --quant takes it, with bits and group: awq-int4-g128
+    label: str
+    parameters: int
+    converted: int  # parameters the scheme quantises
+    bytes: int
+
+    @property
+    def bits(self) -> Fraction:
+        return Fraction(self.bytes * 8, self.parameters)
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+
+def scheme_table(model: Model, dtype: str | None) -> tuple[list[SchemeRow], list[str]]:
+    """The model's weights under each scheme of :data:`TABLE_SCHEMES` (what a scheme leaves alone in ``dtype``,
+    else the config's, else bf16), and a line per scheme that cannot store it (a width its packer refuses)."""
+    rows, refused = [], []
+    for name, bits, group in TABLE_SCHEMES:
+        quant = from_options(name, bits, group)
+        shown = name if bits is None else f"{name}-int{bits}-g{group}" if name != "mlx" else f"mlx-{bits}bit-g{group}"
+        try:
+            stored = model_plan(model, quant, dtype or model.dtype or "bf16", shown)
+        except LlmcountError as exc:
+            refused.append(f"{shown}: {exc}")
+            continue
+        converted = sum(g.parameters for g in stored.groups if g.stored_as != stored.dtype)
+        rows.append(SchemeRow(shown, quant.label, stored.parameters, converted, stored.bytes))
+    return rows, refused

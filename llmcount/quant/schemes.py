@@ -159,35 +159,34 @@ SCHEMES: tuple[Scheme, ...] = (
         title="GPTQ int{bits}: int32-packed weights along in, fp16 scales and packed zeros per group, g_idx",
         method="gptq",
         tensors=(
-            Stored("qweight", ("in_f // p", "out_f"), "I32", weight=True),
-            Stored("qzeros", ("groups", "out_f // p"), "I32"),
+            Stored("qweight", ("cdiv(in_f * bits, 32)", "out_f"), "I32", weight=True),
+            Stored("qzeros", ("groups", "cdiv(out_f * bits, 32)"), "I32"),
             Stored("scales", ("groups", "out_f"), "F16"),
             Stored("g_idx", ("in_f",), "I32"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="gptqmodel 2.x nn_modules/qlinear/__init__.py BaseQuantLinear.register_buffers (qweight (in/pack, out), "
-        "qzeros (ceil(in/g), out/pack), scales (ceil(in/g), out) float16, g_idx (in,) int32; g = in when group_size "
-        "is -1), as AutoGPTQ's QuantLinear wrote them",
+        source="gptqmodel 7.7.0 nn_modules/qlinear/__init__.py GPTQQuantLinear._register_gptq_buffers (qweight "
+        "(ceil(in·bits/32), out), qzeros (ceil(in/g), ceil(out·bits/32)) int32, scales (ceil(in/g), out) float16, "
+        "g_idx (in,) int32; g = in when group_size is -1)",
         sizes={"bits": 4, "g": 128},
-        divides=(("in_f", "p"), ("out_f", "p")),
     ),
     Scheme(
         name="awq",
         title="AWQ int{bits} (GEMM): int32-packed weights along out, fp16 scales and packed zeros per group",
         method="awq",
         tensors=(
-            Stored("qweight", ("in_f", "out_f // p"), "I32", weight=True),
-            Stored("qzeros", ("in_f // g", "out_f // p"), "I32"),
+            Stored("qweight", ("in_f", "cdiv(out_f * bits, 32)"), "I32", weight=True),
+            Stored("qzeros", ("in_f // g", "cdiv(out_f * bits, 32)"), "I32"),
             Stored("scales", ("in_f // g", "out_f"), "F16"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="AutoAWQ 0.2 awq/modules/linear/gemm.py WQLinear_GEMM (qweight (in, out/pack), qzeros (in/g, "
-        "out/pack) int32, scales (in/g, out) float16; asserts in % g == 0 and out % pack == 0), read by "
-        "gptqmodel's AWQ kernels in transformers 5",
+        source="gptqmodel 7.7.0 nn_modules/qlinear/__init__.py AWQuantLinear (qweight (in, ceil(out·bits/32)), "
+        "qzeros (in/g, ceil(out·bits/32)) int32, scales (in/g, out) float16), the layout of AutoAWQ 0.2's "
+        "WQLinear_GEMM, which asserts in % g == 0",
         sizes={"bits": 4, "g": 128},
-        divides=(("in_f", "g"), ("out_f", "p")),
+        divides=(("in_f", "g"),),
     ),
     Scheme(
         name="bnb-nf4",
@@ -197,12 +196,14 @@ SCHEMES: tuple[Scheme, ...] = (
             Stored("weight", ("cdiv(out_f * in_f, 2)", "1"), "U8", weight=True),
             Stored("weight.absmax", ("cdiv(out_f * in_f, bs)",), "F32"),
             Stored("weight.quant_map", ("16",), "F32"),
+            Stored("weight.quant_state.bitsandbytes__{type}", ("state_json",), "U8"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="bitsandbytes 0.45 functional.py quantize_4bit (packed (ceil(n/2), 1) uint8, absmax (ceil(n/bs),) "
+        source="bitsandbytes 0.50.2 functional.py quantize_4bit (packed (ceil(n/2), 1) uint8, absmax (ceil(n/bs),) "
         "float32, code of 16 entries) and QuantState.as_dict(packed=True), which adds the tensor "
-        "weight.quant_state.bitsandbytes__<type>: the JSON of the state as uint8",
+        "weight.quant_state.bitsandbytes__<type>: json.dumps of {quant_type, blocksize, dtype, shape} as uint8; "
+        "files written by transformers 5.24.0 save_pretrained",
         sizes={"bs": 64},
     ),
     Scheme(
@@ -216,11 +217,13 @@ SCHEMES: tuple[Scheme, ...] = (
             Stored("weight.quant_map", ("16",), "F32"),
             Stored("weight.nested_absmax", ("cdiv(cdiv(out_f * in_f, bs), 256)",), "F32"),
             Stored("weight.nested_quant_map", ("256",), "F32"),
+            Stored("weight.quant_state.bitsandbytes__{type}", ("state_json",), "U8"),
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source="bitsandbytes 0.45 functional.py quantize_4bit(compress_statistics=True): absmax quantised by "
-        "quantize_blockwise in blocks of 256 (uint8 absmax, float32 nested absmax, 256-entry code)",
+        source="bitsandbytes 0.50.2 functional.py quantize_4bit(compress_statistics=True): absmax quantised by "
+        "quantize_blockwise in blocks of 256 (uint8 absmax, float32 nested absmax, 256-entry code); the state's "
+        "JSON adds nested_blocksize, nested_dtype and nested_offset (a float whose printed digits are not counted)",
         sizes={"bs": 64},
     ),
     Scheme(
@@ -234,7 +237,7 @@ SCHEMES: tuple[Scheme, ...] = (
         ),
         converts="linear",
         keeps=LINEAR_KEEPS,
-        source=f"bitsandbytes 0.45 nn/modules.py Linear8bitLt._save_to_state_dict (weight int8, SCB (out,) float32, "
+        source=f"bitsandbytes 0.50.2 nn/modules.py Linear8bitLt._save_to_state_dict (weight int8, SCB (out,) float32, "
         f"weight_format uint8 scalar); {TF} integrations/bitsandbytes.py",
     ),
     Scheme(
@@ -251,8 +254,10 @@ SCHEMES: tuple[Scheme, ...] = (
         keeps=(),
         source="compressed-tensors 0.20.0 compressors/pack_quantized/base.py (weight_packed (out, ceil(in/pack)) "
         "int32, weight_shape (2,) int64, weight_zero_point packed along out when asymmetric) and "
-        "quantization/lifecycle/initialize.py (weight_scale (out, ceil(in/g)) for group, (out, 1) for channel)",
+        "quantization/lifecycle/initialize.py (weight_scale (out, in/g) for group, (out, 1) for channel; "
+        "forward_helpers.py refuses a width the group size does not divide)",
         sizes={"bits": 4, "g": 128},
+        divides=(("in_f", "g"),),
     ),
     Scheme(
         name="ct-fp8",

@@ -167,18 +167,24 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             for kind, module, count, out_f, in_f in shapes:
                 full = _module_name(names, term.path, module, layer)
                 skipped, sizes = _decide(quant, full, kind, matched)
-                if skipped or not _fits(quant.scheme, sizes, out_f, in_f):
+                if skipped or not _fits(quant, out_f, in_f):
                     tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
                     continue
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
+    notes = [note] if note else []
+    if quant.scheme.name == "bnb-nf4-double":
+        notes.append(
+            "not counted: the digits of nested_offset (a float, the mean of the absmax values, typically 17 to 20 "
+            "characters) in each weight's quant_state JSON"
+        )
     unplaced = sorted(set(quant.overrides) - matched)
     if unplaced:
         raise LlmcountError(
             f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
             "weights"
         )
-    return Plan(quant, dtype_code, tuple(groups), (note,) if note else ())
+    return Plan(quant, dtype_code, tuple(groups), tuple(notes))
 
 
 def _label(tensors: list[TensorBytes], quant: Quant, dtype_code: str) -> str:
@@ -333,10 +339,11 @@ def _decide(quant: Quant, full: str, kind: str, matched: set[str]) -> tuple[bool
     return any(quant.skipped(name) for name in names), sizes
 
 
-def _fits(scheme: Scheme, sizes: Mapping[str, int], out_f: int, in_f: int) -> bool:
-    """MLX quantises only layers whose input width is a multiple of the group size (and leaves the rest)."""
-    if scheme.converts == "quantizable":
-        return in_f % sizes["g"] == 0
+def _fits(quant: Quant, out_f: int, in_f: int) -> bool:
+    """MLX quantises only layers whose input width is a multiple of the model's group size, and leaves the rest
+    (mlx_lm 0.32.2 utils.py quantize_model, wrapped_predicate)."""
+    if quant.scheme.converts == "quantizable":
+        return in_f % quant.sizes["g"] == 0
     return True
 
 
@@ -355,7 +362,11 @@ def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int,
             env["scale_rows"], env["scale_cols"] = out_f, 1
         else:
             env["scale_rows"], env["scale_cols"] = 1, 1
+    if quant.scheme.method == "bitsandbytes":
+        env["state_json"] = len(_bnb_state(quant, dtype_code, out_f, in_f))
     for first, second in quant.scheme.divides:
+        if not second.isdigit() and second not in quant.sizes:  # a size the config does not set (channel: no group)
+            continue
         a, b = env[first], int(second) if second.isdigit() else env[second]
         if a % b:
             raise LlmcountError(
@@ -369,11 +380,30 @@ def _stored(quant: Quant, sizes: Mapping[str, int], dtype_code: str, count: int,
         if t.when and t.when not in quant.flags:
             continue
         shape = tuple(dim(x, env) for x in t.shape)
-        out.append(TensorBytes(_suffix(t), shape, _code(t, quant, dtype_code), count, t.weight))
+        out.append(TensorBytes(_suffix(t, quant), shape, _code(t, quant, dtype_code), count, t.weight))
     return out
 
 
-def _suffix(t: Stored) -> str:
+TORCH_NAMES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
+
+
+def _bnb_state(quant: Quant, dtype_code: str, out_f: int, in_f: int) -> str:
+    """The JSON bitsandbytes packs into ``weight.quant_state.bitsandbytes__<type>`` (0.50.2 QuantState.as_dict with
+    packed=True: json.dumps of the non-tensor entries), without the digits of ``nested_offset``."""
+    import json
+
+    kind = "nf4" if "nf4" in quant.flags else "fp4"
+    state: dict = {"quant_type": kind, "blocksize": 64, "dtype": TORCH_NAMES.get(dtype_code, dtype_code)}
+    state["shape"] = [out_f, in_f]
+    if quant.scheme.name == "bnb-nf4-double":
+        state.update(nested_blocksize=256, nested_dtype="float32", nested_offset=0)
+        return json.dumps(state)[: -len("0}")] + "}"
+    return json.dumps(state)
+
+
+def _suffix(t: Stored, quant: Quant) -> str:
+    if "{type}" in t.suffix:
+        return t.suffix.replace("{type}", "nf4" if "nf4" in quant.flags else "fp4")
     return t.suffix
 
 

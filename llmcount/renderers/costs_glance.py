@@ -101,16 +101,39 @@ def mfu_data(model: Model, u: Utilisation) -> dict[str, Any]:
     }
 
 
-def render_weights_table(model: Model, parameters: int, rows: list[WeightRow]) -> str:
-    return render("costs_weights.txt.j2", model=model, parameters=parameters, rows=rows, width=WIDTH)
+def render_weights_table(
+    model: Model, parameters: int, rows: list[WeightRow], schemes: Any = (), refused: Any = ()
+) -> str:
+    return render(
+        "costs_weights.txt.j2",
+        model=model,
+        parameters=parameters,
+        rows=rows,
+        schemes=schemes,
+        refused=refused,
+        width=WIDTH,
+    )
 
 
-def weights_table_data(model: Model, parameters: int, rows: list[WeightRow]) -> dict[str, Any]:
+def weights_table_data(
+    model: Model, parameters: int, rows: list[WeightRow], schemes: Any = (), refused: Any = ()
+) -> dict[str, Any]:
     return {
         "model": model.name,
         "parameters": parameters,
         "unit": "bytes; GiB = 2^30 bytes",
         "weights": [{"dtype": r.name, "bits": r.bits, "bytes": r.bytes, "gib": r.gib, "note": r.note} for r in rows],
+        "schemes": [
+            {
+                "scheme": s.name,
+                "as_stored": s.label,
+                "quantised_parameters": s.converted,
+                "bytes": s.bytes,
+                "bits_per_parameter": float(s.bits),
+            }
+            for s in schemes
+        ],
+        "schemes_refused": list(refused),
     }
 
 
