@@ -186,9 +186,11 @@ class Quantized:
     bytes: int
 
 
-def predict(model: Any, arch: str, ftype: str, source: str = "BF16") -> list[Quantized]:
+def predict(model: Any, arch: str, ftype: str, source: str = "BF16", imatrix: bool = False) -> list[Quantized]:
     """Every GGUF tensor of ``model`` (GGUF architecture ``arch``) with the type llama-quantize gives it for ``ftype``
-    from a ``source`` file (F16 or BF16, the converter's output), and its exact bytes."""
+    from a ``source`` file (F16 or BF16, the converter's output), and its exact bytes; ``imatrix``: quantized with an
+    importance matrix (``--imatrix``), which changes ffn_down of the first eighth of the layers for Q4_0, Q5_0,
+    IQ4_NL and IQ4_XS."""
     import gguf
 
     from .formulas.symbols import N, h, h_kv
@@ -213,6 +215,7 @@ def predict(model: Any, arch: str, ftype: str, source: str = "BF16") -> list[Qua
         elif default in FLOATS:
             kind = default
         else:
+            state["imatrix"] = imatrix
             kind = _mixture(t, default, ftype, state, n_layer, n_expert, n_gqa, is_70b, tied, arch, sizes)
             kind = _fallback(t, kind, sizes)
         block, size = sizes[kind]
@@ -283,12 +286,14 @@ def _mixture(t, new, ftype, qs, n_layer, n_expert, n_gqa, is_70b, tied, arch, si
                 new = "Q6_K" if i < n // 16 else ("Q5_K" if _use_more_bits(i, n) else "Q4_K")
             elif _use_more_bits(i, n):
                 new = "Q6_K"
-        elif i < n // 8 and ftype in ("iq4_nl", "iq4_xs"):
+        elif i < n // 8 and ftype in ("iq4_nl", "iq4_xs") and not qs["imatrix"]:
             new = "Q5_K"
         elif ftype == "q5_k_m" and _use_more_bits(i, n):
             new = "Q6_K"
         elif ftype == "q4_k_s" and arch != "falcon" and i < n // 8:
             new = "Q5_K"
+        elif ftype in ("q4_0", "q5_0") and qs["imatrix"] and i < n // 8:
+            new = "Q4_1" if ftype == "q4_0" else "Q5_1"
         qs["i_ffn_down"] += 1
         return new
     if category == "attn_output":

@@ -417,3 +417,46 @@ def test_memory_quant_cli():
     assert set(head["types"]) == {"Q6_K"}
     assert_refused(run("memory", "qwen3-8b", "--quant", "iq2_xs"), "importance matrix")
     assert_refused(run("memory", "qwen3-8b", "--quant", "q9_k"), "not a llama.cpp file type")
+
+
+QWEN3_4B = {  # Qwen/Qwen3-4B config.json
+    "model_type": "qwen3",
+    "hidden_size": 2560,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 9728,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
+# bartowski/Qwen_Qwen3-4B-GGUF README (llama.cpp b5200, every quant made with an importance matrix): file sizes in GB
+# (10^9 bytes) rounded to 0.01; a file is its tensors plus a header (the Qwen vocabulary: 151,669 tokens and 151,387
+# merges, about 6 MB).
+PUBLISHED_QWEN3_4B = {
+    "bf16": 8.05,
+    "q8_0": 4.28,
+    "q6_k": 3.31,
+    "q5_k_m": 2.89,
+    "q5_k_s": 2.82,
+    "q4_1": 2.60,
+    "q4_k_m": 2.50,
+    "q4_k_s": 2.38,
+    "q4_0": 2.38,
+}
+
+
+@pytest.mark.parametrize("ftype", sorted(PUBLISHED_QWEN3_4B))
+def test_quant_sizes_match_published_files(ftype):
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_quant import predict
+
+    model = read_config(QWEN3_4B, "Qwen3-4B")
+    tensors = sum(q.bytes for q in predict(model, "qwen3", ftype, imatrix=True))
+    published = PUBLISHED_QWEN3_4B[ftype] * 10**9
+    header = (4 * 10**6, 10 * 10**6)  # the header's plausible size
+    assert published - 5 * 10**6 <= tensors + header[1] and tensors + header[0] <= published + 5 * 10**6, (
+        ftype,
+        tensors,
+        published,
+    )
