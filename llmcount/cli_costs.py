@@ -154,6 +154,15 @@ def memory(
     table: Annotated[
         bool, typer.Option("--table", help="The weights in fp32, bf16, fp16, fp8, int8, int4 (+ group scales).")
     ] = False,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="A llama.cpp file type (q4_k_m, q8_0, q6_k, iq4_xs ...): the ggml type llama-quantize gives each "
+            "tensor, and the exact bytes.",
+            metavar="TYPE",
+        ),
+    ] = None,
     gpu_memory: Annotated[
         str | None,
         typer.Option(
@@ -180,6 +189,8 @@ def memory(
     Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
 
     Example: llmcount memory llama-3.1-70b --training --zero 3 --dp 64 --recompute selective
+
+    Example: llmcount memory qwen3-8b --quant q4_k_m
     """
     from . import cli_training
     from .formulas import memory as mem
@@ -213,6 +224,10 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
+    if quant is not None:  # the GGUF llama.cpp's quantizer makes of the model
+        from .cli_gguf import memory_quant
+
+        return memory_quant(spec, quant, kv_dtype, seq, batch, as_json)
     if spec.lower().endswith(".gguf"):  # the weights as the GGUF file stores them
         from .cli_gguf import memory_gguf
 

@@ -50,6 +50,67 @@ def memory_data(spec: str, kv_dtype: str | None, seq: int, batch: int) -> dict[s
     }
 
 
+def quant_data(spec: str, quant: str, kv_dtype: str | None, seq: int, batch: int) -> dict[str, Any]:
+    """``memory MODEL --quant q4_k_m``: the GGUF llama-quantize makes of the model, per component and ggml type."""
+    from .formulas import memory as mem
+    from .gguf_quant import FILE_TYPES, file_type, gguf_arch, predict
+    from .sources import load
+
+    ftype = file_type(quant)
+    model = load(spec)
+    arch = gguf_arch(model)
+    groups: dict[str, dict[str, list[int]]] = {}
+    for q in predict(model, arch, ftype):
+        slot = groups.setdefault(q.tensor.path, {}).setdefault(q.type, [0, 0])
+        slot[0] += q.tensor.elements
+        slot[1] += q.bytes
+    kv = mem.inference(model.derivation, model.values, "bf16", kv_dtype or DEFAULT_KV, seq, batch)
+    cache = [line for line in kv.lines if line.name in ("kv_cache", "state")]
+    rows = []
+    for path, kinds in groups.items():
+        elements, nbytes = sum(v[0] for v in kinds.values()), sum(v[1] for v in kinds.values())
+        rows.append(
+            {
+                "component": path,
+                "elements": elements,
+                "bytes": nbytes,
+                "bits_per_weight": round(8 * nbytes / elements, 4) if elements else 0,
+                "types": {
+                    k: {"elements": v[0], "bytes": v[1]} for k, v in sorted(kinds.items(), key=lambda kv: -kv[1][1])
+                },
+            }
+        )
+    weights = sum(r["bytes"] for r in rows)
+    return {
+        "model": model.name,
+        "file": f"{ftype.upper()} as llama.cpp 0c1e57098's llama-quantize makes it (from a BF16 conversion)",
+        "architecture": arch,
+        "record": model.architecture.name,
+        "file_type": FILE_TYPES[ftype][0],
+        "parameters": model.counts.total,
+        "tensor_elements": sum(r["elements"] for r in rows),
+        "weights_bytes": weights,
+        "file_bytes": None,
+        "groups": rows,
+        "kv_dtype": kv.kv_dtype,
+        "seq": seq,
+        "batch": batch,
+        "cache": [{"name": line.name, "bytes": line.bytes, "note": line.note} for line in cache],
+        "total_bytes": weights + sum(line.bytes for line in cache),
+    }
+
+
+def memory_quant(spec: str, quant: str, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> None:
+    try:
+        data = quant_data(spec, quant, kv_dtype, parse_size(seq, "--seq"), parse_size(batch, "--batch"))
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(data)
+    else:
+        typer.echo(render(data))
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
@@ -85,10 +146,13 @@ def render(data: dict[str, Any]) -> str:
             f"({data['kv_dtype']}, B = {data['batch']:,}, S = {data['seq']:,}; {line['note']})"
         )
     lines.append(f"{'total':<9} {data['total_bytes']:>18,} bytes  {_gib(data['total_bytes'])}")
-    lines.append(
-        f"(the file: {data['file_bytes']:,} bytes, tensor data plus header and alignment; "
-        f"{data['parameters']:,} parameters in the formula)"
-    )
+    if data["file_bytes"] is not None:
+        lines.append(
+            f"(the file: {data['file_bytes']:,} bytes, tensor data plus header and alignment; "
+            f"{data['parameters']:,} parameters in the formula)"
+        )
+    else:
+        lines.append(f"(tensor data only; the file adds its header and alignment; {data['parameters']:,} parameters)")
     return "\n".join(lines)
 
 

@@ -67,6 +67,9 @@ def _mapped(g: GgufFile, arch: str, rule: Any) -> tuple[bool, Any]:
         value = _value(g, arch, rule)
         return value is not None, _number(g, arch, rule, value)
     keys = rule.get("keys", [])
+    if rule.get("zero") == "null":  # the converter writes 0 for a null (Phi-3's sliding_window)
+        found, value = _mapped(g, arch, {k: v for k, v in rule.items() if k != "zero"})
+        return found, None if value == 0 else value
     for key in keys:
         value = _value(g, arch, key)
         if value is not None:

@@ -113,6 +113,8 @@ def metadata(writer: gguf.GGUFWriter, config: dict[str, Any], arch: str, cfg: An
         writer.add_expert_feed_forward_length(cfg.intermediate_size)
     if arch in ("gemma2", "gemma3"):
         writer.add_sliding_window(cfg.sliding_window)
+    if arch == "phi3":  # conversion/phi.py: 0 stands for a null window
+        writer.add_sliding_window(cfg.sliding_window or 0)
     if arch == "deepseek2":
         writer.add_leading_dense_block_count(cfg.first_k_dense_replace)
         writer.add_vocab_size(cfg.vocab_size)

@@ -53,6 +53,7 @@ CASES = [
     ("gemma2", dict(model_type="gemma2", **SMALL, head_dim=32, sliding_window=128), ("Q8_0", "F16")),
     ("gemma3", dict(model_type="gemma3_text", **SMALL, head_dim=32, sliding_window=128), ("Q4_0",)),
     ("phi3", dict(model_type="phi3", **SMALL), ("Q8_0",)),
+    ("phi3", dict(model_type="phi3", **SMALL, sliding_window=256), ("Q8_0",)),
     (
         "deepseek2",
         dict(model_type="deepseek_v2", **SMALL, n_routed_experts=4, q_lora_rank=None, n_shared_experts=1, **MOE, **MLA),
@@ -82,7 +83,12 @@ CASES = [
 
 
 def _id(case) -> str:
-    return case[1]["model_type"] + ("-tied" if case[1].get("tie_word_embeddings") else "")
+    config = case[1]
+    return (
+        config["model_type"]
+        + ("-tied" if config.get("tie_word_embeddings") else "")
+        + ("-window" if config.get("sliding_window") and config["model_type"] == "phi3" else "")
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
@@ -334,3 +340,123 @@ def test_count_does_not_import_gguf_for_a_config():
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# memory MODEL --quant: llama-quantize's choice of type per tensor (llama.cpp 0c1e57098 src/llama-quant.cpp)
+
+
+def _more_bits(i: int, n: int) -> bool:
+    """llama-quant.cpp's use_more_bits: the first and last eighth of the layers, and every third in between."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _q4_k_m_by_hand(config: dict, tied: bool) -> dict[str, str]:
+    """Q4_K_M for a Llama-style model (no experts, d a multiple of 256), from llama_tensor_get_type_impl:
+    Q4_K everywhere, Q6_K for attn_v and ffn_down on the use_more_bits layers and for output.weight (and for
+    token_embd.weight when the head is tied), vectors kept in F32."""
+    n = config["num_hidden_layers"]
+    types = {"token_embd.weight": "Q6_K" if tied else "Q4_K", "output_norm.weight": "F32"}
+    if not tied:
+        types["output.weight"] = "Q6_K"
+    for i in range(n):
+        for name in ("attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"):
+            types[f"blk.{i}.{name}.weight"] = "Q4_K"
+        for name in ("attn_v", "ffn_down"):
+            types[f"blk.{i}.{name}.weight"] = "Q6_K" if _more_bits(i, n) else "Q4_K"
+        for name in ("attn_norm", "ffn_norm"):
+            types[f"blk.{i}.{name}.weight"] = "F32"
+    return types
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_q4_k_m_mixture_by_layer(tied):
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_quant import predict
+
+    sizes = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 16, "tie_word_embeddings": tied}
+    config = dict(model_type="llama", **{**SMALL, **sizes})
+    model = read_config(config, "test")
+    found = {q.tensor.name: q.type for q in predict(model, "llama", "q4_k_m")}
+    assert found == _q4_k_m_by_hand(config, tied)
+    block = {"Q4_K": (256, 144), "Q6_K": (256, 210), "F32": (1, 4)}  # ggml-common.h block_q4_K, block_q6_K
+    total = sum(q.tensor.elements // block[q.type][0] * block[q.type][1] for q in predict(model, "llama", "q4_k_m"))
+    assert total == sum(q.bytes for q in predict(model, "llama", "q4_k_m"))
+    assert sum(q.tensor.elements for q in predict(model, "llama", "q4_k_m")) == meta_total(config)
+
+
+def test_quant_rules_for_experts_gqa_and_fallback():
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_quant import predict
+
+    # 8 experts: attn_v and attn_k in Q8_0, attn_output Q5_K for Q4_K_M (llama_tensor_get_type_impl)
+    config = dict(model_type="mixtral", **{**SMALL, "hidden_size": 256, "intermediate_size": 512}, num_local_experts=8)
+    got = {q.tensor.name: q.type for q in predict(read_config(config, "test"), "llama", "q4_k_m")}
+    assert got["blk.0.attn_v.weight"] == got["blk.1.attn_k.weight"] == "Q8_0"
+    assert got["blk.1.attn_output.weight"] == "Q5_K" and got["blk.0.ffn_gate_inp.weight"] == "F32"
+    # use_more_bits(i, 2): i >= 7 * 2 // 8 = 1, so layer 1 only
+    assert got["blk.0.ffn_down_exps.weight"] == "Q4_K" and got["blk.1.ffn_down_exps.weight"] == "Q6_K"
+    # MXFP4_MOE: experts MXFP4, the rest Q8_0
+    got = {q.tensor.name: q.type for q in predict(read_config(config, "test"), "llama", "mxfp4_moe")}
+    assert got["blk.0.ffn_up_exps.weight"] == "MXFP4" and got["blk.0.attn_q.weight"] == "Q8_0"
+    # rows of 64 values: no 256-block fits; Q4_K falls back to Q5_0, Q6_K to Q8_0, output to Q8_0
+    got = {
+        q.tensor.name: q.type
+        for q in predict(read_config(dict(model_type="llama", **SMALL), "test"), "llama", "q4_k_m")
+    }
+    assert got["blk.1.attn_q.weight"] == got["blk.0.attn_v.weight"] == "Q5_0" and got["blk.1.attn_v.weight"] == "Q8_0"
+    assert got["output.weight"] == "Q8_0"
+
+
+def test_memory_quant_cli():
+    out = run("memory", "qwen3-8b", "--quant", "Q4_K_M", "--json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["file_type"] == "MOSTLY_Q4_K_M" and data["tensor_elements"] == data["parameters"]
+    head = next(g for g in data["groups"] if g["component"] == "head/lm_head")
+    assert set(head["types"]) == {"Q6_K"}
+    assert_refused(run("memory", "qwen3-8b", "--quant", "iq2_xs"), "importance matrix")
+    assert_refused(run("memory", "qwen3-8b", "--quant", "q9_k"), "not a llama.cpp file type")
+
+
+QWEN3_4B = {  # Qwen/Qwen3-4B config.json
+    "model_type": "qwen3",
+    "hidden_size": 2560,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 9728,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
+# bartowski/Qwen_Qwen3-4B-GGUF README (llama.cpp b5200, every quant made with an importance matrix): file sizes in GB
+# (10^9 bytes) rounded to 0.01; a file is its tensors plus a header (the Qwen vocabulary: 151,669 tokens and 151,387
+# merges, about 6 MB).
+PUBLISHED_QWEN3_4B = {
+    "bf16": 8.05,
+    "q8_0": 4.28,
+    "q6_k": 3.31,
+    "q5_k_m": 2.89,
+    "q5_k_s": 2.82,
+    "q4_1": 2.60,
+    "q4_k_m": 2.50,
+    "q4_k_s": 2.38,
+    "q4_0": 2.38,
+}
+
+
+@pytest.mark.parametrize("ftype", sorted(PUBLISHED_QWEN3_4B))
+def test_quant_sizes_match_published_files(ftype):
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_quant import predict
+
+    model = read_config(QWEN3_4B, "Qwen3-4B")
+    tensors = sum(q.bytes for q in predict(model, "qwen3", ftype, imatrix=True))
+    published = PUBLISHED_QWEN3_4B[ftype] * 10**9
+    header = (4 * 10**6, 10 * 10**6)  # the header's plausible size
+    assert published - 5 * 10**6 <= tensors + header[1] and tensors + header[0] <= published + 5 * 10**6, (
+        ftype,
+        tensors,
+        published,
+    )
