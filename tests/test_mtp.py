@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -337,3 +338,40 @@ def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
     plain = {**QWEN3_NEXT, "layer_types": kinds}
     assert result.formula_total == result.checkpoint_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
     assert {c.path for c in result.components} >= {"mtp/fc", "mtp/norm", "mtp/attention/q_proj", "mtp/moe/experts"}
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        (-1, "must be at least 0"),
+        (10**9, "MTP layers are counted up to"),
+        ("2", "must be an integer"),
+        (True, "integer"),
+    ],
+)
+def test_bad_mtp_layer_counts_are_one_line(tmp_path: Path, value: Any, needle: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**SMALL["deepseek-v3-mla-q-lora-shared-dense"], "num_nextn_predict_layers": value}))
+    for args in (["count", str(path)], ["count", str(path), "--mtp"], ["memory", str(path), "--mtp"]):
+        assert_refused(run(*args), "num_nextn_predict_layers", needle)
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda m: m.update(extra=1), "unknown fields"),
+        (lambda m: m["terms"][0].pop("tensor"), "'tensor'"),
+        (lambda m: m.update(decoder={"first_k_dense_replace": 0}), "num_hidden_layers = 1"),
+        (lambda m: m.update(layers="model.layers"), "{i}"),
+        (lambda m: m["terms"][0].update(path="eh_proj"), "mtp/"),
+        (lambda m: m["terms"][0].update(expr="d_sh*d"), "does not read"),
+        (lambda m: m["terms"][0].update(tensor="model.eh_proj"), "{i}"),
+        (lambda m: m.update(terms=[]), "needs [[mtp.terms]]"),
+    ],
+)
+def test_a_bad_mtp_table_is_refused_naming_the_field(change, needle: str) -> None:
+    text = (Path(records.__file__).parent / "families" / "deepseek_v3.toml").read_text("utf-8")
+    data = records.tomllib.loads(text)
+    change(data["mtp"])
+    with pytest.raises(records.RecordError, match=re.escape(needle)):
+        records.parse_record(data, "deepseek_v3.toml")

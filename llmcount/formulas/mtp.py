@@ -129,9 +129,14 @@ def declared(model: Model) -> int | None:
 
 def _count(model: Model, spec: Mtp) -> int:
     from .config import _Reader
+    from .layer_kinds import MAX_LAYERS
 
     reader = _Reader(model.mtp_config, model.source, model.architecture)
     value = reader.symbol(spec.count, {})
+    if value is not None and value > MAX_LAYERS:
+        raise LlmcountError(
+            f"{model.source}: key '{spec.count.key}' is {value:,}; MTP layers are counted up to {MAX_LAYERS:,}"
+        )
     return 0 if value is None else value
 
 

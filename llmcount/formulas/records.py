@@ -866,13 +866,26 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
 
 
+_REMOTE = "remote"
+"""Records of families published with remote code (their modeling file beside the checkpoint, not in transformers):
+found by model_type as the others, not in :func:`names` (whose records are checked against transformers)."""
+
+
+@cache
+def remote_names() -> tuple[str, ...]:
+    """Every model_type with a record of remote code, sorted."""
+    folder = resources.files(__package__).joinpath(_REMOTE)
+    return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
 @cache
 def family(model_type: str) -> Family | None:
     """The record of ``model_type``, loaded once; None when there is none."""
-    if model_type not in names():
+    folder = _FOLDER if model_type in names() else _REMOTE if model_type in remote_names() else None
+    if folder is None:
         return None
-    text = resources.files(__package__).joinpath(_FOLDER).joinpath(f"{model_type}.toml").read_text("utf-8")
-    where = f"families/{model_type}.toml"
+    text = resources.files(__package__).joinpath(folder).joinpath(f"{model_type}.toml").read_text("utf-8")
+    where = f"{folder}/{model_type}.toml"
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -1039,11 +1052,12 @@ __all__ = [
 
 
 @cache
-def _model_classes() -> Mapping[str, str]:
-    """``classes.toml``: a modeling class name -> the model_type of the record that describes it."""
+def _model_classes(table_name: str = "classes") -> Mapping[str, str]:
+    """``classes.toml``: a modeling class name -> the model_type of the record that describes it (``[classes]``:
+    transformers' classes; ``[remote]``: the classes of remote-code records)."""
     text = resources.files(__package__).joinpath("classes.toml").read_text("utf-8")
     try:
-        table = tomllib.loads(text).get("classes", {})
+        table = tomllib.loads(text).get(table_name, {})
     except tomllib.TOMLDecodeError as exc:
         raise RecordError(f"classes.toml: {exc}") from None
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
@@ -1069,7 +1083,7 @@ def by_auto_map(config: Mapping[str, Any]) -> tuple[str, str, Family] | None:
         if not isinstance(entry, str) or len(entry) > 300:
             continue
         name = entry.rpartition(".")[2]
-        model_type = _model_classes().get(name)
+        model_type = _model_classes().get(name) or _model_classes(_REMOTE).get(name)
         if model_type is not None and family(model_type) is not None:
             return entry, name, family(model_type)  # type: ignore[return-value]
     return None
