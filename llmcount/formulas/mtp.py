@@ -119,14 +119,6 @@ class MtpModule:
         return sum(c.count for c in self.components if c.embedding)
 
 
-def declared(model: Model) -> int | None:
-    """How many MTP layers the config declares (None: the record has no [mtp] table)."""
-    module = model.architecture.mtp
-    if module is None or model.mtp_config is None:
-        return None
-    return _count(model, module)
-
-
 def _count(model: Model, spec: Mtp) -> int:
     from .config import _Reader
     from .layer_kinds import MAX_LAYERS
@@ -153,7 +145,7 @@ def module(model: Model) -> MtpModule | None:
         return None
     # lists of one entry per layer (layer_types, mlp_layer_types) describe the model's N layers, not the MTP layer:
     # left out, so that the record's defaults and ``decoder`` say what the MTP layer is
-    per_layer = {k for k, v in model.mtp_config.items() if isinstance(v, list) and len(v) == model.values[N] > 1}
+    per_layer = {k for k, v in model.mtp_config.items() if isinstance(v, list) and len(v) == model.values.get(N, 0) > 1}
     config = {k: v for k, v in model.mtp_config.items() if k not in per_layer} | dict(spec.decoder)
     family = replace(model.architecture, mtp=None)
     decoder = read_config(config, f"{model.source} (MTP layer)", model.name, family)
