@@ -375,3 +375,41 @@ def test_a_bad_mtp_table_is_refused_naming_the_field(change, needle: str) -> Non
     change(data["mtp"])
     with pytest.raises(records.RecordError, match=re.escape(needle)):
         records.parse_record(data, "deepseek_v3.toml")
+
+
+def test_verify_maps_mimo_v2_flash_mtp_tensors(tmp_path: Path) -> None:
+    """MiMo-V2-Flash's layout (vLLM mimo_v2_flash_mtp.py): model.mtp.layers.{i} holds enorm, hnorm, eh_proj,
+    final_layernorm and a sliding-window decoder block with a dense MLP, its second norm named pre_mlp_layernorm."""
+    config = SMALL["mimo-v2-flash-sliding-kv-heads"]
+    layers = config["num_hidden_layers"]
+    kinds = ["full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)]
+    mlps = ["dense" if i == 0 else "sparse" for i in range(layers)]
+    plain = {**config, "layer_types": kinds, "mlp_layer_types": mlps}
+    bigger = {**plain, "num_hidden_layers": layers + 1}
+    bigger |= {"layer_types": [*kinds, "sliding_attention"], "mlp_layer_types": [*mlps, "dense"]}
+    folder = tmp_path / "mimo"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(_hf_config(bigger))
+        model.save_pretrained(folder)
+    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{layers}."))
+    path = folder / "model.safetensors"
+    tensors = {}
+    for name, tensor in load_file(path).items():
+        name = name.replace(f"model.layers.{layers}.", "model.mtp.layers.0.")
+        tensors[name.replace("mtp.layers.0.post_attention_layernorm", "mtp.layers.0.pre_mlp_layernorm")] = tensor
+    d = config["hidden_size"]
+    for leaf, shape in (("enorm", (d,)), ("hnorm", (d,)), ("eh_proj", (d, 2 * d)), ("final_layernorm", (d,))):
+        tensors[f"model.mtp.layers.0.{leaf}.weight"] = torch.zeros(shape)
+    save_file(tensors, path, metadata={"format": "pt"})
+    written = json.loads((folder / "config.json").read_text())
+    written.update(num_hidden_layers=layers, layer_types=kinds, mlp_layer_types=mlps, num_nextn_predict_layers=1)
+    (folder / "config.json").write_text(json.dumps(written))
+    result = verify(str(folder))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
+    assert differences == {"moe/router.e_score_correction_bias": (0, 6 * 4)}, differences  # a buffer (6 MoE layers)
+    assert result.formula_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
+    rows = {c.path: (c.formula, c.checkpoint) for c in result.components}
+    assert rows["mtp/norms/post_attention_layernorm"] == (d, d)

@@ -40,9 +40,10 @@ class Mtp:
     tensors: Mapping[str, str]  # a term's path -> the module holding it ("model.layers.{i}.eh_proj", "mtp.fc")
     source: str  # the released checkpoints the layout was read from
     note: str = ""
+    names: Mapping[str, str] = field(default_factory=dict)  # a decoder path -> its tensor's name in the MTP layer
 
 
-_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms"}
+_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms", "names"}
 
 
 def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
@@ -84,7 +85,10 @@ def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
     if not terms:
         raise RecordError(f"{where}: an MTP module needs [[mtp.terms]] (its own weights besides the decoder layer)")
     source, note = _text(table, "source", where), _text(table, "note", where, "")
-    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note)
+    names = _table(table.get("names", {}), f"{where}.names")
+    if not all(isinstance(v, str) and v for v in names.values()):
+        raise RecordError(f"{where}.names: each decoder path takes the tensor name the MTP layer gives it")
+    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note, names)
 
 
 @dataclass(frozen=True)
