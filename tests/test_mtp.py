@@ -413,3 +413,35 @@ def test_verify_maps_mimo_v2_flash_mtp_tensors(tmp_path: Path) -> None:
     assert result.formula_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
     rows = {c.path: (c.formula, c.checkpoint) for c in result.components}
     assert rows["mtp/norms/post_attention_layernorm"] == (d, d)
+
+
+GLM4_MOE = {  # GLM-4.5's layout is DeepSeek-V3's: model.layers.N.{embed_tokens, enorm, hnorm, eh_proj, shared_head}
+    "model_type": "glm4_moe",
+    "vocab_size": 97,
+    "hidden_size": 64,
+    "intermediate_size": 80,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16,
+    "n_shared_experts": 1,
+    "first_k_dense_replace": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "attention_bias": True,
+}
+
+
+def test_verify_maps_glm4_moe_mtp_layer(tmp_path: Path) -> None:
+    folder, module = save_with_mtp(GLM4_MOE, tmp_path / "glm")
+    result = verify(str(folder))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.formula_total == meta_total(GLM4_MOE) + module, VERSIONS
+    differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
+    assert differences == {
+        "moe/router.e_score_correction_bias": (0, 2 * 8),
+        "mtp/moe/router.e_score_correction_bias": (0, 8),
+    }
