@@ -920,7 +920,8 @@ def _mtp_places(model: Model) -> Any:
     decoder = module.decoder
     shared = decoder.architecture.checkpoint.shared
     layered = frozenset(_shared(t.path, shared) for t in decoder.terms if t.layers != 1)
-    inner = Paths(layered, layered, {e: _shared(p, shared) for p, e in decoder.architecture.checkpoint.names.items()})
+    own_names = {**decoder.architecture.checkpoint.names, **module.spec.names}  # the MTP layer's names first
+    inner = Paths(layered, layered, {e: _shared(p, shared) for p, e in own_names.items()})
 
     def place(name: str) -> str | None:
         own, rest = names.match(name)

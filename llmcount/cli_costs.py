@@ -115,7 +115,8 @@ def memory(
         typer.Option(
             "--quant",
             help="Weights as a quantisation scheme stores them: fp8-block, fp8, fbgemm-fp8, mxfp4, gptq, awq, nf4, "
-            "nf4-double, fp4, int8, nvfp4, mlx; none: ignore the config's own (the default when it has one).",
+            "nf4-double, fp4, int8, nvfp4, mlx; none: ignore the config's own (the default when it has one); or a "
+            "llama.cpp file type (q4_k_m, q8_0, q6_k, iq4_xs ...): the ggml type llama-quantize gives each tensor.",
             metavar="SCHEME",
         ),
     ] = None,
@@ -154,15 +155,6 @@ def memory(
     table: Annotated[
         bool, typer.Option("--table", help="The weights in fp32, bf16, fp16, fp8, int8, int4 (+ group scales).")
     ] = False,
-    quant: Annotated[
-        str | None,
-        typer.Option(
-            "--quant",
-            help="A llama.cpp file type (q4_k_m, q8_0, q6_k, iq4_xs ...): the ggml type llama-quantize gives each "
-            "tensor, and the exact bytes.",
-            metavar="TYPE",
-        ),
-    ] = None,
     gpu_memory: Annotated[
         str | None,
         typer.Option(
@@ -224,7 +216,9 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
-    if quant is not None:  # the GGUF llama.cpp's quantizer makes of the model
+    from .gguf_quant import FILE_TYPES
+
+    if quant is not None and quant.strip().lower() in FILE_TYPES:  # the GGUF llama.cpp's quantizer makes of it
         from .cli_gguf import memory_quant
 
         return memory_quant(spec, quant, kv_dtype, seq, batch, as_json)

@@ -100,18 +100,27 @@ def test_auto_map_class_is_counted_with_its_record(tmp_path: Path) -> None:
 def test_auto_map_naming_no_known_class_is_refused(tmp_path: Path) -> None:
     config = {
         **KIMI_K2,
-        "model_type": "internlm2",
-        "auto_map": {"AutoModelForCausalLM": "modeling_x.InternLM2ForCausalLM"},
+        "model_type": "minimax_m1",
+        "auto_map": {"AutoModelForCausalLM": "modeling_minimax_m1.MiniMaxM1ForCausalLM"},
     }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    assert_refused(run("count", str(path)), "unsupported model_type 'internlm2'")
+    assert_refused(run("count", str(path)), "unsupported model_type 'minimax_m1'")
     for odd in ({"AutoModel": 5}, ["x"], {"AutoModelForCausalLM": ["modeling_x.Nothing"]}, "s"):
         path.write_text(json.dumps({**config, "auto_map": odd}))
         assert_refused(run("count", str(path)), "unsupported model_type")
 
 
-if __name__ == "__main__":  # rewrite the table from the installed transformers
+def test_remote_classes_name_remote_records() -> None:
+    remote = tomllib.loads(TABLE.read_text("utf-8")).get("remote", {})
+    assert remote and set(remote.values()) <= set(records.remote_names())
+    assert not set(remote.values()) & set(transformers.CONFIG_MAPPING), "a type transformers ships is not remote code"
+    assert not set(remote) & set(expected_classes())
+
+
+if __name__ == "__main__":  # rewrite the [classes] table from the installed transformers, keeping [remote]
     body = "".join(f'{name} = "{model_type}"\n' for name, model_type in expected_classes().items())
-    TABLE.write_text(HEADER.format(version=transformers.__version__) + body, "utf-8")
+    text = TABLE.read_text("utf-8")
+    remote = text[text.index("\n# The classes of the remote-code records") :] if "[remote]" in text else ""
+    TABLE.write_text(HEADER.format(version=transformers.__version__) + body + remote, "utf-8")
     sys.exit(0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -337,3 +338,110 @@ def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
     plain = {**QWEN3_NEXT, "layer_types": kinds}
     assert result.formula_total == result.checkpoint_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
     assert {c.path for c in result.components} >= {"mtp/fc", "mtp/norm", "mtp/attention/q_proj", "mtp/moe/experts"}
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        (-1, "must be at least 0"),
+        (10**9, "MTP layers are counted up to"),
+        ("2", "must be an integer"),
+        (True, "integer"),
+    ],
+)
+def test_bad_mtp_layer_counts_are_one_line(tmp_path: Path, value: Any, needle: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**SMALL["deepseek-v3-mla-q-lora-shared-dense"], "num_nextn_predict_layers": value}))
+    for args in (["count", str(path)], ["count", str(path), "--mtp"], ["memory", str(path), "--mtp"]):
+        assert_refused(run(*args), "num_nextn_predict_layers", needle)
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda m: m.update(extra=1), "unknown fields"),
+        (lambda m: m["terms"][0].pop("tensor"), "'tensor'"),
+        (lambda m: m.update(decoder={"first_k_dense_replace": 0}), "num_hidden_layers = 1"),
+        (lambda m: m.update(layers="model.layers"), "{i}"),
+        (lambda m: m["terms"][0].update(path="eh_proj"), "mtp/"),
+        (lambda m: m["terms"][0].update(expr="d_sh*d"), "does not read"),
+        (lambda m: m["terms"][0].update(tensor="model.eh_proj"), "{i}"),
+        (lambda m: m.update(terms=[]), "needs [[mtp.terms]]"),
+    ],
+)
+def test_a_bad_mtp_table_is_refused_naming_the_field(change, needle: str) -> None:
+    text = (Path(records.__file__).parent / "families" / "deepseek_v3.toml").read_text("utf-8")
+    data = records.tomllib.loads(text)
+    change(data["mtp"])
+    with pytest.raises(records.RecordError, match=re.escape(needle)):
+        records.parse_record(data, "deepseek_v3.toml")
+
+
+def test_verify_maps_mimo_v2_flash_mtp_tensors(tmp_path: Path) -> None:
+    """MiMo-V2-Flash's layout (vLLM mimo_v2_flash_mtp.py): model.mtp.layers.{i} holds enorm, hnorm, eh_proj,
+    final_layernorm and a sliding-window decoder block with a dense MLP, its second norm named pre_mlp_layernorm."""
+    config = SMALL["mimo-v2-flash-sliding-kv-heads"]
+    layers = config["num_hidden_layers"]
+    kinds = ["full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)]
+    mlps = ["dense" if i == 0 else "sparse" for i in range(layers)]
+    plain = {**config, "layer_types": kinds, "mlp_layer_types": mlps}
+    bigger = {**plain, "num_hidden_layers": layers + 1}
+    bigger |= {"layer_types": [*kinds, "sliding_attention"], "mlp_layer_types": [*mlps, "dense"]}
+    folder = tmp_path / "mimo"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(_hf_config(bigger))
+        model.save_pretrained(folder)
+    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{layers}."))
+    path = folder / "model.safetensors"
+    tensors = {}
+    for name, tensor in load_file(path).items():
+        name = name.replace(f"model.layers.{layers}.", "model.mtp.layers.0.")
+        tensors[name.replace("mtp.layers.0.post_attention_layernorm", "mtp.layers.0.pre_mlp_layernorm")] = tensor
+    d = config["hidden_size"]
+    for leaf, shape in (("enorm", (d,)), ("hnorm", (d,)), ("eh_proj", (d, 2 * d)), ("final_layernorm", (d,))):
+        tensors[f"model.mtp.layers.0.{leaf}.weight"] = torch.zeros(shape)
+    save_file(tensors, path, metadata={"format": "pt"})
+    written = json.loads((folder / "config.json").read_text())
+    written.update(num_hidden_layers=layers, layer_types=kinds, mlp_layer_types=mlps, num_nextn_predict_layers=1)
+    (folder / "config.json").write_text(json.dumps(written))
+    result = verify(str(folder))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
+    assert differences == {"moe/router.e_score_correction_bias": (0, 6 * 4)}, differences  # a buffer (6 MoE layers)
+    assert result.formula_total == meta_total(plain) + layer + 2 * d * d + 3 * d, VERSIONS
+    rows = {c.path: (c.formula, c.checkpoint) for c in result.components}
+    assert rows["mtp/norms/post_attention_layernorm"] == (d, d)
+
+
+GLM4_MOE = {  # GLM-4.5's layout is DeepSeek-V3's: model.layers.N.{embed_tokens, enorm, hnorm, eh_proj, shared_head}
+    "model_type": "glm4_moe",
+    "vocab_size": 97,
+    "hidden_size": 64,
+    "intermediate_size": 80,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16,
+    "n_shared_experts": 1,
+    "first_k_dense_replace": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "attention_bias": True,
+}
+
+
+def test_verify_maps_glm4_moe_mtp_layer(tmp_path: Path) -> None:
+    folder, module = save_with_mtp(GLM4_MOE, tmp_path / "glm")
+    result = verify(str(folder))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.formula_total == meta_total(GLM4_MOE) + module, VERSIONS
+    differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
+    assert differences == {
+        "moe/router.e_score_correction_bias": (0, 2 * 8),
+        "mtp/moe/router.e_score_correction_bias": (0, 8),
+    }

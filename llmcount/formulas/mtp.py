@@ -40,9 +40,10 @@ class Mtp:
     tensors: Mapping[str, str]  # a term's path -> the module holding it ("model.layers.{i}.eh_proj", "mtp.fc")
     source: str  # the released checkpoints the layout was read from
     note: str = ""
+    names: Mapping[str, str] = field(default_factory=dict)  # a decoder path -> its tensor's name in the MTP layer
 
 
-_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms"}
+_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms", "names"}
 
 
 def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
@@ -84,7 +85,10 @@ def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
     if not terms:
         raise RecordError(f"{where}: an MTP module needs [[mtp.terms]] (its own weights besides the decoder layer)")
     source, note = _text(table, "source", where), _text(table, "note", where, "")
-    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note)
+    names = _table(table.get("names", {}), f"{where}.names")
+    if not all(isinstance(v, str) and v for v in names.values()):
+        raise RecordError(f"{where}.names: each decoder path takes the tensor name the MTP layer gives it")
+    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note, names)
 
 
 @dataclass(frozen=True)
@@ -119,19 +123,16 @@ class MtpModule:
         return sum(c.count for c in self.components if c.embedding)
 
 
-def declared(model: Model) -> int | None:
-    """How many MTP layers the config declares (None: the record has no [mtp] table)."""
-    module = model.architecture.mtp
-    if module is None or model.mtp_config is None:
-        return None
-    return _count(model, module)
-
-
 def _count(model: Model, spec: Mtp) -> int:
     from .config import _Reader
+    from .layer_kinds import MAX_LAYERS
 
     reader = _Reader(model.mtp_config, model.source, model.architecture)
     value = reader.symbol(spec.count, {})
+    if value is not None and value > MAX_LAYERS:
+        raise LlmcountError(
+            f"{model.source}: key '{spec.count.key}' is {value:,}; MTP layers are counted up to {MAX_LAYERS:,}"
+        )
     return 0 if value is None else value
 
 
@@ -148,7 +149,7 @@ def module(model: Model) -> MtpModule | None:
         return None
     # lists of one entry per layer (layer_types, mlp_layer_types) describe the model's N layers, not the MTP layer:
     # left out, so that the record's defaults and ``decoder`` say what the MTP layer is
-    per_layer = {k for k, v in model.mtp_config.items() if isinstance(v, list) and len(v) == model.values[N] > 1}
+    per_layer = {k for k, v in model.mtp_config.items() if isinstance(v, list) and len(v) == model.values.get(N, 0) > 1}
     config = {k: v for k, v in model.mtp_config.items() if k not in per_layer} | dict(spec.decoder)
     family = replace(model.architecture, mtp=None)
     decoder = read_config(config, f"{model.source} (MTP layer)", model.name, family)

@@ -926,13 +926,13 @@ def _aliased(data: Mapping[str, Any], where: str) -> dict[str, Any]:
     return merged
 
 
-def _bundled_data(model_type: str) -> dict[str, Any]:
-    """A bundled record's parsed TOML."""
-    text = resources.files(__package__).joinpath(_FOLDER).joinpath(f"{model_type}.toml").read_text("utf-8")
+def _bundled_data(model_type: str, folder: str = _FOLDER) -> dict[str, Any]:
+    """A bundled record's parsed TOML (``folder``: families/, or remote/ for remote-code families)."""
+    text = resources.files(__package__).joinpath(folder).joinpath(f"{model_type}.toml").read_text("utf-8")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise RecordError(f"families/{model_type}.toml: {exc}") from None
+        raise RecordError(f"{folder}/{model_type}.toml: {exc}") from None
 
 
 @cache
@@ -942,13 +942,26 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
 
 
+_REMOTE = "remote"
+"""Records of families published with remote code (their modeling file beside the checkpoint, not in transformers):
+found by model_type as the others, not in :func:`names` (whose records are checked against transformers)."""
+
+
+@cache
+def remote_names() -> tuple[str, ...]:
+    """Every model_type with a record of remote code, sorted."""
+    folder = resources.files(__package__).joinpath(_REMOTE)
+    return tuple(sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
 @cache
 def family(model_type: str) -> Family | None:
     """The record of ``model_type``, loaded once; None when there is none."""
-    if model_type not in names():
+    folder = _FOLDER if model_type in names() else _REMOTE if model_type in remote_names() else None
+    if folder is None:
         return None
-    where = f"families/{model_type}.toml"
-    record = parse_record(_bundled_data(model_type), where)
+    where = f"{folder}/{model_type}.toml"
+    record = parse_record(_bundled_data(model_type, folder), where)
     if record.name != model_type:
         raise RecordError(f"{where}: model_type {record.name!r} does not match the file name")
     return record
@@ -1190,11 +1203,12 @@ __all__ = [
 
 
 @cache
-def _model_classes() -> Mapping[str, str]:
-    """``classes.toml``: a modeling class name -> the model_type of the record that describes it."""
+def _model_classes(table_name: str = "classes") -> Mapping[str, str]:
+    """``classes.toml``: a modeling class name -> the model_type of the record that describes it (``[classes]``:
+    transformers' classes; ``[remote]``: the classes of remote-code records)."""
     text = resources.files(__package__).joinpath("classes.toml").read_text("utf-8")
     try:
-        table = tomllib.loads(text).get("classes", {})
+        table = tomllib.loads(text).get(table_name, {})
     except tomllib.TOMLDecodeError as exc:
         raise RecordError(f"classes.toml: {exc}") from None
     if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
@@ -1220,7 +1234,7 @@ def by_auto_map(config: Mapping[str, Any]) -> tuple[str, str, Family] | None:
         if not isinstance(entry, str) or len(entry) > 300:
             continue
         name = entry.rpartition(".")[2]
-        model_type = _model_classes().get(name)
+        model_type = _model_classes().get(name) or _model_classes(_REMOTE).get(name)
         if model_type is not None and family(model_type) is not None:
             return entry, name, family(model_type)  # type: ignore[return-value]
     return None

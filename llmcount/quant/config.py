@@ -389,7 +389,10 @@ def from_options(name: str, bits: int | None, group_size: int | None, where: str
     elif name == "mlx":
         return _mlx({"bits": bits or 4, "group_size": group_size or 64}, where)
     else:
-        raise LlmcountError(f"{where}: unknown scheme {name!r}; choose one of {', '.join(OPTION_NAMES)}")
+        raise LlmcountError(
+            f"{where}: unknown scheme {name!r}; choose one of {', '.join(OPTION_NAMES)}, or a llama.cpp file type "
+            "(q4_k_m, q8_0, ...)"
+        )
     if bits is not None and name not in ("gptq", "awq", "mlx"):
         raise LlmcountError(f"--bits: the scheme {name} has no choice of bits")
     return read_quant({"quantization_config": raw}, where)  # type: ignore[return-value]
