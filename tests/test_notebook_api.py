@@ -40,7 +40,7 @@ def _shown(result) -> tuple[list[str], str, str]:
 # gpt2-xl: 12 N d^2 = 12 x 48 x 1600^2 = 1,474,560,000.
 RESULTS = {
     "load": (lambda: llmcount.load("llama-2-7b"), "6,738,415,616"),
-    "flops": (lambda: llmcount.flops("llama-2-7b", seq=1), "6,738,415,616"),  # rule of thumb's N... see below
+    "flops": (lambda: llmcount.flops("llama-2-7b", seq=1), "40,430,493,696"),  # 6·N·tokens at one token: 6 x N
     "memory": (lambda: llmcount.memory("llama-2-7b", seq="4k"), "2,147,483,648"),
     "training": (lambda: llmcount.training("llama-2-7b", seq="4k"), f"{16 * 6_738_415_616:,}"),
     "fit": (lambda: llmcount.fit("llama-2-7b", "80GiB"), f"{80 * 2**30:,}"),
@@ -54,9 +54,6 @@ RESULTS = {
 @pytest.mark.parametrize("name", sorted(RESULTS))
 def test_every_api_result_is_a_table_in_html_and_markdown(name: str) -> None:
     make, figure = RESULTS[name]
-    if name == "flops":
-        # At one token, 6·N·tokens is 6 x 6,738,415,616 = 40,430,493,696.
-        figure = "40,430,493,696"
     tags, text, markdown = _shown(make())
     assert "table" in tags and "th" in tags and "td" in tags
     assert figure in text, (figure, text[:400])
