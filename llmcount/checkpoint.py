@@ -943,7 +943,15 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
     if listed:  # the index lists the MTP module: the formula counts it, and the difference it makes is said
         module = place.module  # type: ignore[union-attr]
         formula += module.total
-        components = (ComponentCheck("mtp", module.total, checkpoint - model.counts.total, _mtp_index_note(module)),)
+        rest = checkpoint - model.counts.total - module.total
+        row_note = _mtp_index_note(module)
+        if rest:  # what else the names show: buffers, quantisation scales (their sizes the index does not give)
+            words = {"buffers": "buffer", "scales": "quantisation scale"}
+            shown = findings(model, list(index["weight_map"]))
+            others = [f"{f.count} {words[f.kind]} tensors (e.g. {f.examples[0]})" for f in shown if f.kind in words]
+            row_note += f"; the other {rest:,} are not the MTP module"
+            row_note += f": the index also lists {', '.join(others)}" if others else ""
+        components = (ComponentCheck("mtp", module.total, checkpoint - model.counts.total, row_note),)
         note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
     return Verification(
         model=model.name,
