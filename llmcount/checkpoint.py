@@ -29,6 +29,7 @@ from .formulas.config import Model, read_config
 from .formulas.flops import is_norm
 from .formulas.memory import BITS, dtype
 from .formulas.symbols import N, V, d, n_pos
+from .formulas.symbols import n as sym_n
 from .presets import find
 from .sources import read_json, resolve
 
@@ -967,7 +968,16 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         checks.append(ComponentCheck("mtp", module.total, module.total, _mtp_index_note(module)))
         note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
     bias = 32 // bits if 32 % bits == 0 else None
-    checks += explain(model, names, checkpoint - formula, 1, bias, name)
+    biases = [n for n in listed if n.endswith("e_score_correction_bias")]
+    if biases and bias is not None and sym_n in model.values:  # the MTP layer's own routing biases, (n,) float32
+        stored = len(biases) * model.values[sym_n] * bias
+        why = f"{len(biases)} routing-bias buffer(s) e_score_correction_bias of the MTP module, (n,) float32: "
+        why += "not parameters"
+        checks.append(ComponentCheck("mtp/buffer/e_score_correction_bias", 0, stored, why))
+        formula_rest = formula + stored
+    else:
+        formula_rest = formula
+    checks += explain(model, names, checkpoint - formula_rest, 1, bias, name)
     return Verification(
         model=model.name,
         source=printable(str(path)),

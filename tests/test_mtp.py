@@ -445,3 +445,22 @@ def test_verify_maps_glm4_moe_mtp_layer(tmp_path: Path) -> None:
         "moe/router.e_score_correction_bias": (0, 2 * 8),
         "mtp/moe/router.e_score_correction_bias": (0, 8),
     }
+
+
+def test_verify_index_names_what_else_than_the_mtp_module_it_holds(tmp_path: Path) -> None:
+    """An index whose total_size also holds the routing-bias buffers: the mtp row says how much is not the module."""
+    config = SMALL["deepseek-v3-mla-q-lora-shared-dense"]
+    folder, module = save_with_mtp(config, tmp_path / "mtp")
+    tensors = load_file(folder / "model.safetensors")
+    index = folder / "model.safetensors.index.json"
+    total = sum(t.numel() for t in tensors.values())
+    weight_map = dict.fromkeys(tensors, "model.safetensors")
+    index.write_text(json.dumps({"metadata": {"total_size": 4 * total}, "weight_map": weight_map}))
+    result = verify(str(folder), index=str(index))
+    row, own, buffers = result.components
+    assert (row.path, row.formula, row.checkpoint) == ("mtp", module, module)
+    # the rest of total_size: 3 MoE layers' routing biases of 8 experts and the MTP layer's own, float32 buffers
+    assert (buffers.path, buffers.formula, buffers.checkpoint) == ("buffer/e_score_correction_bias", 0, 3 * 8)
+    assert (own.path, own.formula, own.checkpoint) == ("mtp/buffer/e_score_correction_bias", 0, 8)
+    assert "3 routing-bias buffers" in buffers.note
+    assert not result.match
