@@ -328,3 +328,37 @@ def test_many_skip_entries_stay_fast():
     kept = {g.path: g.stored_as for g in result.groups}
     assert kept["mlp/gate_proj"] == kept["attention/q_proj"] == kept["head/lm_head"] == "BF16"
     assert kept["mlp/down_proj"] == "ct-fp8"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--quant", "fp8-block", "--group-size", "64"], "--group-size"),
+        (["--bits", "4"], "--bits needs --quant"),
+        (["--quant", "q9"], "unknown scheme 'q9'"),
+        (["--quant", "gptq", "--bits", "5"], "quantization_config.bits"),
+        (["--quant", "awq", "--training"], "--quant"),
+        (["--quant", "awq", "--table"], "--quant"),
+    ],
+)
+def test_memory_quant_options_refused_in_one_line(args, needle):
+    from refusal import assert_refused, run
+
+    assert_refused(run("memory", "qwen3-8b", *args), needle)
+
+
+def test_memory_quant_gptq_sizes_by_hand():
+    """qwen3-8b (36 layers, d = 4096, 32 query and 8 KV heads of 128, d_ff = 12288, V = 151936, untied) as GPTQ
+    int8 with groups of 32 (gptqmodel 7.7.0's buffers, by hand): each linear (out, in) stores qweight in/4 × out
+    int32, qzeros in/32 × out/4 int32, scales in/32 × out fp16, g_idx in int32; the rest in bf16."""
+    from refusal import run
+
+    def one(out, in_):
+        return in_ // 4 * out * 4 + in_ // 32 * out // 4 * 4 + in_ // 32 * out * 2 + in_ * 4
+
+    layer = one(4096, 4096) * 2 + one(1024, 4096) * 2 + one(12288, 4096) * 2 + one(4096, 12288)
+    rest = 2 * 151936 * 4096 * 2 + 36 * (2 * 4096 + 2 * 128) * 2 + 4096 * 2
+    data = json.loads(run("memory", "qwen3-8b", "--quant", "gptq", "--bits", "8", "--group-size", "32", "--json").output)
+    assert sum(line["bytes"] for line in data["lines"] if line["name"] in ("weights", "quantisation_scales")) == (
+        36 * layer + rest
+    )
