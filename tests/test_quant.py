@@ -358,7 +358,8 @@ def test_memory_quant_gptq_sizes_by_hand():
 
     layer = one(4096, 4096) * 2 + one(1024, 4096) * 2 + one(12288, 4096) * 2 + one(4096, 12288)
     rest = 2 * 151936 * 4096 * 2 + 36 * (2 * 4096 + 2 * 128) * 2 + 4096 * 2
-    data = json.loads(run("memory", "qwen3-8b", "--quant", "gptq", "--bits", "8", "--group-size", "32", "--json").output)
+    args = ("--quant", "gptq", "--bits", "8", "--group-size", "32", "--json")
+    data = json.loads(run("memory", "qwen3-8b", *args).output)
     assert sum(line["bytes"] for line in data["lines"] if line["name"] in ("weights", "quantisation_scales")) == (
         36 * layer + rest
     )
