@@ -363,3 +363,23 @@ def test_memory_quant_gptq_sizes_by_hand():
     assert sum(line["bytes"] for line in data["lines"] if line["name"] in ("weights", "quantisation_scales")) == (
         36 * layer + rest
     )
+
+
+def test_qwen3_32b_awq_as_released():
+    """Qwen/Qwen3-32B-AWQ: its safetensors headers hold 896 int32 tensors (qweight, qzeros) and 707 16-bit ones
+    (scales, embeddings, head, norms) of 19,325,298,688 bytes, as a public header audit of the release records
+    (its index's total_size says 19,338,405,888, which the audit finds inconsistent with the files themselves)."""
+    from llmcount.sources import resolve
+
+    _, _, config = resolve("qwen3-32b")
+    quantization = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
+    config = {**config, "torch_dtype": "float16", "quantization_config": quantization}
+    model = read_config(config, "t")
+    result = plan(model, read_quant(config, "t"), "F16")
+    assert result.bytes == 19_325_298_688
+    packed = sum(t.count for g in result.groups for t in g.tensors if t.dtype == "I32")
+    scales = sum(t.count for g in result.groups for t in g.tensors if t.suffix == "scales")
+    kept = [g.path for g in result.groups if g.stored_as == "F16"]  # one tensor per layer, or one in all
+    per_layer = [p for p in kept if p.startswith(("attention/", "norms/input", "norms/post"))]
+    count = {"I32": packed, "16-bit": scales + 64 * len(per_layer) + len(kept) - len(per_layer)}
+    assert count == {"I32": 896, "16-bit": 707}
