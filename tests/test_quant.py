@@ -383,3 +383,17 @@ def test_qwen3_32b_awq_as_released():
     per_layer = [p for p in kept if p.startswith(("attention/", "norms/input", "norms/post"))]
     count = {"I32": packed, "16-bit": scales + 64 * len(per_layer) + len(kept) - len(per_layer)}
     assert count == {"I32": 896, "16-bit": 707}
+
+
+def test_gpt_oss_120b_as_released():
+    """openai/gpt-oss-120b: 15 safetensors files whose tensors take 65,248,815,744 bytes (65,248,893,184 with their
+    headers), as public inventories of the release record; the config is the bundled preset's with the release's
+    quantization_config."""
+    from llmcount.sources import resolve
+
+    _, _, config = resolve("gpt-oss-120b")
+    quantization = {"modules_to_not_convert": GPT_OSS_20B["quantization_config"]["modules_to_not_convert"]}
+    config = {**config, "quantization_config": {**quantization, "quant_method": "mxfp4"}}
+    config.pop("torch_dtype", None)
+    config.pop("dtype", None)
+    assert stored(config) == 65_248_815_744
