@@ -397,3 +397,18 @@ def test_gpt_oss_120b_as_released():
     config.pop("torch_dtype", None)
     config.pop("dtype", None)
     assert stored(config) == 65_248_815_744
+
+
+def test_index_mode_names_saved_rotary_buffers(tmp_path: Path):
+    """An old Llama-style index that saves rotary_emb.inv_freq: the difference is put on those buffers, by name."""
+    from llmcount.checkpoint import verify
+
+    model = read_config(QWEN3, "t")
+    names = [
+        "lm_head.weight",
+        "model.layers.0.self_attn.rotary_emb.inv_freq",
+        "model.layers.1.self_attn.rotary_emb.inv_freq",
+    ]
+    index = write_index(tmp_path / "r", QWEN3, names, model.counts.total * 2 + 2 * 32 * 4)
+    result = verify(str(tmp_path / "r"), index=str(index))
+    assert [(c.path, c.checkpoint) for c in result.differences] == [("buffer/saved", 128)]
