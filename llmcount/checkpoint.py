@@ -629,6 +629,7 @@ class Verification:
     unmapped: tuple[Tensor, ...] = ()
     note: str = ""
     unit: str = "parameters"  # "bytes": an index's total_size against a quantisation scheme's predicted bytes
+    stored: tuple[tuple[str, int], ...] = ()  # a quantised checkpoint's bytes per component, storage included
 
     @property
     def match(self) -> bool:
@@ -837,8 +838,9 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
         formula[path] = formula.get(path, 0) + component.count
         if term.layers != 1:
             layered.add(path)
-    from .quant.headers import unpack
+    from .quant.headers import stored_bytes, unpack
 
+    original = tensors
     tensors, caveat = unpack(tensors, quant)
     plain = dequantise(tensors)
     if quant is not None and quant.scheme.method in ("mlx", "compressed-tensors"):
@@ -867,6 +869,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     stored: dict[str, int] = {}
     for tensor in plain.storage:
         stored[_storage_path(tensor.name)] = stored.get(_storage_path(tensor.name), 0) + tensor.elements
+    paths_ = paths
     mtp_note = ""
     if place is not None and any(p.startswith("mtp/") for p in found):  # the checkpoint stores the MTP module
         module = place.module  # type: ignore[attr-defined]
@@ -882,7 +885,11 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     storage_note = "quantisation storage, not parameters"
     checks += tuple(ComponentCheck(p, 0, n, storage_note, storage=True) for p, n in sorted(stored.items()))
     note = ""
+    stored_groups: tuple[tuple[str, int], ...] = ()
     if plain.schemes or plain.storage:
+        stored_groups = stored_bytes(original, lambda name: component_path(name, model.values[N], paths_))
+        order = {c.path: i for i, c in enumerate(checks)}
+        stored_groups = tuple(sorted(stored_groups, key=lambda group: order.get(group[0], len(order))))
         schemes = "; ".join(plain.schemes) or "quantisation storage tensors"
         note = (
             f"quantised checkpoint: {schemes}; checkpoint total = the logical parameters the packed weights hold; "
@@ -897,6 +904,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
         components=checks,
         unmapped=tuple(unmapped),
         note="; ".join(n for n in (note, mtp_note) if n),
+        stored=stored_groups,
     )
 
 

@@ -203,6 +203,8 @@ def memory(
     }
     if mtp and (training or table or gpu_memory is not None):
         raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
+    if (quant is not None or bits is not None) and (training or table or gpu_memory is not None):
+        raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
     if training and not (table or gpu_memory is not None):
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json)
         return

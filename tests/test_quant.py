@@ -328,3 +328,87 @@ def test_many_skip_entries_stay_fast():
     kept = {g.path: g.stored_as for g in result.groups}
     assert kept["mlp/gate_proj"] == kept["attention/q_proj"] == kept["head/lm_head"] == "BF16"
     assert kept["mlp/down_proj"] == "ct-fp8"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--quant", "fp8-block", "--group-size", "64"], "--group-size"),
+        (["--bits", "4"], "--bits needs --quant"),
+        (["--quant", "q9"], "unknown scheme 'q9'"),
+        (["--quant", "gptq", "--bits", "5"], "quantization_config.bits"),
+        (["--quant", "awq", "--training"], "--quant"),
+        (["--quant", "awq", "--table"], "--quant"),
+    ],
+)
+def test_memory_quant_options_refused_in_one_line(args, needle):
+    from refusal import assert_refused, run
+
+    assert_refused(run("memory", "qwen3-8b", *args), needle)
+
+
+def test_memory_quant_gptq_sizes_by_hand():
+    """qwen3-8b (36 layers, d = 4096, 32 query and 8 KV heads of 128, d_ff = 12288, V = 151936, untied) as GPTQ
+    int8 with groups of 32 (gptqmodel 7.7.0's buffers, by hand): each linear (out, in) stores qweight in/4 × out
+    int32, qzeros in/32 × out/4 int32, scales in/32 × out fp16, g_idx in int32; the rest in bf16."""
+    from refusal import run
+
+    def one(out, in_):
+        return in_ // 4 * out * 4 + in_ // 32 * out // 4 * 4 + in_ // 32 * out * 2 + in_ * 4
+
+    layer = one(4096, 4096) * 2 + one(1024, 4096) * 2 + one(12288, 4096) * 2 + one(4096, 12288)
+    rest = 2 * 151936 * 4096 * 2 + 36 * (2 * 4096 + 2 * 128) * 2 + 4096 * 2
+    args = ("--quant", "gptq", "--bits", "8", "--group-size", "32", "--json")
+    data = json.loads(run("memory", "qwen3-8b", *args).output)
+    assert sum(line["bytes"] for line in data["lines"] if line["name"] in ("weights", "quantisation_scales")) == (
+        36 * layer + rest
+    )
+
+
+def test_qwen3_32b_awq_as_released():
+    """Qwen/Qwen3-32B-AWQ: its safetensors headers hold 896 int32 tensors (qweight, qzeros) and 707 16-bit ones
+    (scales, embeddings, head, norms) of 19,325,298,688 bytes, as a public header audit of the release records
+    (its index's total_size says 19,338,405,888, which the audit finds inconsistent with the files themselves)."""
+    from llmcount.sources import resolve
+
+    _, _, config = resolve("qwen3-32b")
+    quantization = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm", "zero_point": True}
+    config = {**config, "torch_dtype": "float16", "quantization_config": quantization}
+    model = read_config(config, "t")
+    result = plan(model, read_quant(config, "t"), "F16")
+    assert result.bytes == 19_325_298_688
+    packed = sum(t.count for g in result.groups for t in g.tensors if t.dtype == "I32")
+    scales = sum(t.count for g in result.groups for t in g.tensors if t.suffix == "scales")
+    kept = [g.path for g in result.groups if g.stored_as == "F16"]  # one tensor per layer, or one in all
+    per_layer = [p for p in kept if p.startswith(("attention/", "norms/input", "norms/post"))]
+    count = {"I32": packed, "16-bit": scales + 64 * len(per_layer) + len(kept) - len(per_layer)}
+    assert count == {"I32": 896, "16-bit": 707}
+
+
+def test_gpt_oss_120b_as_released():
+    """openai/gpt-oss-120b: 15 safetensors files whose tensors take 65,248,815,744 bytes (65,248,893,184 with their
+    headers), as public inventories of the release record; the config is the bundled preset's with the release's
+    quantization_config."""
+    from llmcount.sources import resolve
+
+    _, _, config = resolve("gpt-oss-120b")
+    quantization = {"modules_to_not_convert": GPT_OSS_20B["quantization_config"]["modules_to_not_convert"]}
+    config = {**config, "quantization_config": {**quantization, "quant_method": "mxfp4"}}
+    config.pop("torch_dtype", None)
+    config.pop("dtype", None)
+    assert stored(config) == 65_248_815_744
+
+
+def test_index_mode_names_saved_rotary_buffers(tmp_path: Path):
+    """An old Llama-style index that saves rotary_emb.inv_freq: the difference is put on those buffers, by name."""
+    from llmcount.checkpoint import verify
+
+    model = read_config(QWEN3, "t")
+    names = [
+        "lm_head.weight",
+        "model.layers.0.self_attn.rotary_emb.inv_freq",
+        "model.layers.1.self_attn.rotary_emb.inv_freq",
+    ]
+    index = write_index(tmp_path / "r", QWEN3, names, model.counts.total * 2 + 2 * 32 * 4)
+    result = verify(str(tmp_path / "r"), index=str(index))
+    assert [(c.path, c.checkpoint) for c in result.differences] == [("buffer/saved", 128)]

@@ -75,3 +75,4 @@ def test_bitsandbytes_files(case: str, plain: Path, tmp_path: Path) -> None:
     assert plan(ours, quant, code).bytes + offsets == written, f"{case}: bitsandbytes 0.50.2 file, {sorted(state)}"
     result = verify(str(tmp_path))
     assert result.match, (result.differences, result.unmapped)
+    assert sum(size for _, size in result.stored) == written  # bytes as stored, per component

@@ -98,3 +98,4 @@ def test_compressed_tensors_files(case: str, tmp_path: Path) -> None:
     result = verify(str(tmp_path / "ckpt"))
     assert result.checkpoint_total == model.counts.total, [c for c in result.components if c.differs]
     assert result.match, result.differences
+    assert sum(size for _, size in result.stored) == expected  # bytes as stored, per component

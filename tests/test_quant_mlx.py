@@ -83,3 +83,4 @@ def test_mlx_files(case: str, tmp_path: Path) -> None:
     assert plan(model, quant, code).bytes == expected, f"{case}: mlx 0.32.4 / mlx-lm 0.32.2 file bytes"
     result = verify(str(tmp_path / "ckpt"))
     assert result.match, (result.differences, result.unmapped)
+    assert sum(size for _, size in result.stored) == expected  # bytes as stored, per component

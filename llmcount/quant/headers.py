@@ -60,3 +60,38 @@ def _mlx_bits(quant: Quant, module: str) -> int:
         if isinstance(entry, dict):
             return entry.get("bits", quant.sizes["bits"])
     return quant.sizes["bits"]
+
+
+def stored_bytes(tensors: list[Tensor], path_of) -> tuple[tuple[str, int], ...]:
+    """The bytes each component takes as stored: every tensor's bytes (from its dtype and shape) under the path of
+    the weight it belongs to, scales, zero points and packing bookkeeping included (``path_of``: tensor name ->
+    component path or None)."""
+    from ..checkpoint import DTYPE_BITS
+
+    out: dict[str, int] = {}
+    for tensor in tensors:
+        owner = _owner(tensor.name)
+        path = path_of(owner) or path_of(tensor.name) or "unmapped"
+        out[path] = out.get(path, 0) + tensor.elements * DTYPE_BITS[tensor.dtype] // 8
+    return tuple(out.items())
+
+
+_LEAVES = (
+    "qweight", "qzeros", "scales", "biases", "g_idx", "weight_scale", "weight_scale_inv", "weight_packed",
+    "weight_shape", "weight_zero_point", "weight_global_scale", "input_global_scale", "input_scale",
+    "activation_scale", "SCB", "weight_format", "absmax", "quant_map", "nested_absmax", "nested_quant_map",
+)  # fmt: skip
+
+
+def _owner(name: str) -> str:
+    """The weight a quantisation tensor belongs to: ``m.qweight`` -> ``m.weight``, ``m.weight.absmax`` ->
+    ``m.weight``, ``x_blocks`` -> ``x``; other names are their own."""
+    if ".quant_state." in name:
+        return name.split(".quant_state.")[0]
+    base, _, leaf = name.rpartition(".")
+    if leaf in _LEAVES:
+        return base if base.endswith(".weight") else f"{base}.weight"
+    for suffix in ("_blocks", "_scales", "_scale_inv"):
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return name

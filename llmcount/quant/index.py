@@ -47,14 +47,23 @@ def explain(
                 explained += amount
     remainder = difference - explained
     extra = next((f for f in found if f.kind == "extra_layers"), None)
+    unsized = [f for f in found if f.kind == "buffers" and not any(c.path.startswith("buffer/") for c in checks)]
     if extra is not None:
         layers = ", ".join(map(str, extra.layers))
+        also = f", with {unsized[0].count} buffers ({unsized[0].examples[0]} ...)" if unsized else ""
         note = (
-            f"layers {layers}, past num_hidden_layers ({extra.count} tensors, e.g. {extra.examples[0]}): a "
+            f"layers {layers}, past num_hidden_layers ({extra.count} tensors, e.g. {extra.examples[0]}){also}: a "
             "multi-token-prediction module the model code does not build; its size is what total_size holds "
             "beyond the rest (an index gives no shapes)"
         )
         checks.append(ComponentCheck(f"extra/layers.{extra.layers[0]}", 0, remainder, note))
+    elif unsized and remainder:
+        buffers = unsized[0]
+        note = (
+            f"{buffers.count} buffers saved with the weights (e.g. {buffers.examples[0]}), not parameters: their "
+            "size is what total_size holds beyond the rest (an index gives no shapes)"
+        )
+        checks.append(ComponentCheck("buffer/saved", 0, remainder, note))
     elif remainder:
         note = "no tensor name of the index accounts for this (other dtypes, a layout, tensors the record lacks)"
         checks.append(ComponentCheck("unexplained", 0, remainder, note))

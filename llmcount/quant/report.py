@@ -71,7 +71,8 @@ def lines(stored: Plan) -> tuple[tuple[Line, ...], tuple[Row, ...]]:
     dtype_bits = CODE_BITS[stored.dtype]
     weights_formula = Rational(dtype_bits, 8) * P_k
     if converted:
-        weights_formula += Rational(packed, converted) * P_q
+        ratio = Rational(packed, converted)
+        weights_formula += ratio * P_q if ratio.q <= 4096 else Rational(packed)
     note = (
         f"as stored: {label} for P_q = {converted:,} parameters, {stored.dtype} for the other P_k = {kept:,} "
         f"({stored.quant.scheme.source})"
@@ -84,7 +85,9 @@ def lines(stored: Plan) -> tuple[tuple[Line, ...], tuple[Row, ...]]:
             dict.fromkeys(t.suffix.lstrip("._") for g in stored.groups for t in g.tensors if t.suffix and not t.weight)
         )
         storage_note = f"{label}: {what}, as the quantiser writes them (per tensor group: memory --json)"
-        formula = Rational(storage, converted) * P_q if converted else Rational(storage)
+        ratio = Rational(storage, converted) if converted else None
+        # per parameter when that is a plain fraction (MXFP4: P_q/32); else the exact bytes (ceilings at the edges)
+        formula = ratio * P_q if ratio is not None and ratio.q <= 4096 else Rational(storage)
         out.append(Line("quantisation_scales", formula, storage, storage_note))
     return tuple(out), tuple(rows)
 

@@ -312,6 +312,7 @@ def verify_data(verification: Verification) -> dict[str, Any]:
         "source": v.source,
         "mode": v.mode,
         "unit": v.unit,
+        "stored_bytes": {path: size for path, size in v.stored},
         "formula_total": v.formula_total,
         "checkpoint_total": v.checkpoint_total,
         "match": v.match,
