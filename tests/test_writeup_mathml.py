@@ -102,6 +102,8 @@ def test_svg_chart_of_an_moe_model_has_both_bars_and_a_wrapped_title():
     root, texts = chart_texts(svg_chart([load("deepseek-v3")], activated=True))
     # DeepSeek-V3: 671,026,404,352 parameters (its safetensors index), 37.55B activated per token
     assert "DeepSeek-V3 · 671.03B" in texts and "DeepSeek-V3 · activated per token · 37.55B" in texts
+    # the norms: 2·N·d + d = 881,664 of 671,026,404,352 = 0.00013%, named whole under the bar
+    assert any("Norms 0.00013%" in t for t in texts)
     title = " ".join(t for t in texts[:3] if t.startswith("Where") or not t[0].isupper())
     assert root.get("aria-label") == "Where the parameters sit: total, and activated per token"
     assert title.startswith("Where the parameters sit")

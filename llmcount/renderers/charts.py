@@ -237,7 +237,8 @@ def render_chart(
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
         ax.set_xlabel(words["axis"])
-        ax.set_title(words["title+activated" if activated else "title"], fontsize=13, fontweight="bold", loc="left")
+        title = words["title+activated" if activated else "title"]
+        ax.set_title(title, fontsize=13, fontweight="bold", loc="left", wrap=True)  # broken at the figure's edge
         ax.spines[["top", "right"]].set_visible(False)
         handles = [plt.Rectangle((0, 0), 1, 1, color=color(key, keys)) for key in keys]
         names = [label(key, lang, shared) for key in keys]
@@ -330,6 +331,19 @@ def wrap(text: str, width: float, size: float, bold: bool = False) -> list[str]:
     return lines
 
 
+def wrap_items(items: list[str], width: float, size: float, sep: str = " · ") -> list[str]:
+    """``items`` joined by ``sep`` into lines no wider than ``width``, breaking between items (inside an item only
+    where it alone is wider than a line)."""
+    lines: list[str] = []
+    for item in items:
+        joined = f"{lines[-1]}{sep}{item}" if lines else item
+        if lines and text_width(joined, size) <= width:
+            lines[-1] = joined
+        else:
+            lines.extend(wrap(item, width, size))
+    return lines
+
+
 def svg_chart(models: list[Model], activated: bool = False, lang: str = "en") -> bytes:
     """The chart of an HTML write-up as an SVG document written here, not by matplotlib: a title (wrapped to the
     chart's width), and per bar its label, a 100% stacked bar with the percentage inside each segment of at least
@@ -387,7 +401,7 @@ def svg_chart(models: list[Model], activated: bool = False, lang: str = "en") ->
             left += share
         y += bar_height
         if narrow:
-            for line in wrap(" · ".join(narrow), inner, 13):
+            for line in wrap_items(narrow, inner, 13):
                 y += 18
                 text(SVG_PAD, y, line, 13, fill="#444444")
         y += 10
