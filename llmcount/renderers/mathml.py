@@ -2,7 +2,8 @@
 of its own (Chromium 109+, Firefox, Safari).
 
 Only the TeX the write-up templates produce is read: letters, numbers (``2{,}498{,}560``), operators, ``_`` and
-``^``, groups, ``\\mathrm``/``\\mathit``/``\\text``, ``\\frac``, ``\\hat``, ``\\left``/``\\right``, the spaces
+``^``, groups, ``\\mathrm``/``\\mathit``/``\\text``, ``\\frac``, ``\\sqrt``, ``\\hat``, ``\\left``/``\\right`` (with
+parentheses, brackets, bars, ceilings and floors), the spaces
 ``\\,`` ``\\ `` ``\\quad``, a few symbols, and ``aligned`` blocks (a table whose columns align right and left, as
 in LaTeX). Anything else is refused by name, so that a template using a command this module does not know fails
 in the tests instead of showing TeX to a reader. Every piece of text is escaped. The TeX itself goes along as an
@@ -34,6 +35,10 @@ SYMBOLS = {  # command -> (element, text)
     "sum": ("mo", "∑"),
     "prod": ("mo", "∏"),
     "top": ("mo", "⊤"),
+    "lceil": ("mo", "⌈"),
+    "rceil": ("mo", "⌉"),
+    "lfloor": ("mo", "⌊"),
+    "rfloor": ("mo", "⌋"),
     "ldots": ("mi", "…"),
     "cdots": ("mi", "⋯"),
     "infty": ("mi", "∞"),
@@ -55,6 +60,8 @@ SYMBOLS = {  # command -> (element, text)
 }
 SPACES = {",": "0.1667em", ":": "0.2222em", ";": "0.2778em", " ": "0.25em", "quad": "1em", "qquad": "2em"}
 FENCES = {"(": "(", ")": ")", "[": "[", "]": "]", "|": "|", ".": "", "\\{": "{", "\\}": "}", "\\|": "‖"}
+FENCES.update({"\\lceil": "⌈", "\\rceil": "⌉", "\\lfloor": "⌊", "\\rfloor": "⌋"})
+OPERATOR_NAMES = ("max", "min", "log", "exp", "ln")
 OPERATORS = set("+-=()[]<>/|,;:!*'")
 MAX_DEPTH = 60
 NBSP = "\u00a0"
@@ -227,6 +234,10 @@ class _Parser:
         if name == "text":
             text = escape(self.raw_group()).replace(" ", NBSP)
             return f"<mtext>{text}</mtext>"
+        if name in OPERATOR_NAMES:
+            return f"<mi>{name}</mi>"
+        if name == "sqrt":
+            return f"<msqrt>{self.argument()}</msqrt>"
         if name == "frac":
             return f"<mfrac>{self.argument()}{self.argument()}</mfrac>"
         if name == "hat":
