@@ -150,3 +150,18 @@ def test_svg_chart_is_chinese_and_escapes_names(tmp_path):
     _, texts = chart_texts(svg)  # well-formed XML: the name went in escaped
     assert b"<b>" not in svg and any("<b>&x" in t for t in texts)
     assert any("参数量分布" in t for t in texts) and any("注意力" in t for t in texts)
+
+
+@pytest.mark.parametrize("width", [60, 100, 140, 200])
+def test_chart_words_wrap_within_the_width_and_never_start_a_line_with_closing_punctuation(width):
+    from llmcount.renderers.charts import text_width, wrap
+
+    for text in (
+        "参数量分布：总参数量与每 token 激活参数量",
+        "混合专家（路由专家、共享专家、路由器）",
+        "Where the parameters sit",
+    ):
+        lines = wrap(text, width, 13)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+        assert all(text_width(line, 13) <= width or len(line) == 1 for line in lines), lines
+        assert not any(line[0] in "，。：；）、" for line in lines), lines

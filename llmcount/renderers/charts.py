@@ -292,6 +292,9 @@ SVG_FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC
 _WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
 
 
+_CLOSING = "[，。：；）」』、！？】》]"
+
+
 def text_width(text: str, size: float, bold: bool = False) -> float:
     """An upper estimate of ``text``'s width at font size ``size``, so that a line never runs past the chart's
     edge in the fonts a page may fall back to: a CJK character is one em, a Latin one at most about 0.7 em."""
@@ -313,7 +316,8 @@ def text_width(text: str, size: float, bold: bool = False) -> float:
 def wrap(text: str, width: float, size: float, bold: bool = False) -> list[str]:
     """``text`` broken into lines no wider than ``width``: at spaces, between CJK characters, and inside a word
     only where the word alone is wider than a line."""
-    pieces = re.findall(_WIDE.pattern + r"|[^\s" + _WIDE.pattern[1:-1] + r"]+\s*|\s+", text)
+    # a CJK character keeps the closing punctuation after it (no line starts with '：' or '）')
+    pieces = re.findall(_WIDE.pattern + _CLOSING + r"*|[^\s" + _WIDE.pattern[1:-1] + r"]+\s*|\s+", text)
     lines, line = [], ""
     for piece in pieces:
         if text_width((line + piece).rstrip(), size, bold) <= width:
