@@ -40,6 +40,11 @@ class Flavor(str, Enum):
     commonmark = "commonmark"
 
 
+class MathRenderer(str, Enum):
+    mathml = "mathml"
+    katex = "katex"
+
+
 class Lang(str, Enum):
     en = "en"
     zh = "zh"
@@ -106,6 +111,14 @@ def writeup(
             "kept whole by a renderer with no math extension).",
         ),
     ] = Flavor.dollars,
+    math: Annotated[
+        MathRenderer,
+        typer.Option(
+            "--math",
+            help="HTML math: mathml (written in Python, shown natively by every current browser; needs nothing "
+            "more) or katex (KaTeX's typesetting and fonts; needs Node.js and `npm install katex`).",
+        ),
+    ] = MathRenderer.mathml,
     family_sizes: Annotated[
         str | None,
         typer.Option(
@@ -170,6 +183,7 @@ def writeup(
     }
     if family_sizes is not None:  # an option of one model's post is refused, not ignored
         one_post = (("--index", index), ("--dtype", dtype), ("--sections", sections), ("--training", training))
+        one_post += (("--math", math != MathRenderer.mathml),)
         given = [name for name, value in one_post if value]
         given += ["--seq"] * (seq != "4096") + ["--batch"] * (batch != "1")
         given += [option for option, value in parallel.items() if value != cli_training.DEFAULTS[option]]
@@ -212,6 +226,7 @@ def writeup(
             index=index,
             dtype=dtype,
             flavor=flavor.value,
+            math=math.value,
             sections=sections,
             seq=seq_,
             training=settings,

@@ -216,3 +216,14 @@ def test_a_failed_write_of_either_file_leaves_neither(tmp_path, monkeypatch, fai
     assert_refused(result, failing, "No space left")
     # whichever was renamed into place first is gone again, or was never placed: no post without its chart
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_long_title_is_wrapped_inside_a_narrow_chart():
+    pytest.importorskip("matplotlib")
+    from llmcount.renderers.charts import render_chart
+    from llmcount.sources import load
+
+    svg = render_chart([load("deepseek-v3")], "svg", activated=True, width=6).decode()
+    # 6 inches cannot hold the title on one line beside the bar labels: it is broken, not cut at the edge
+    assert "Where the parameters sit: total, and" in svg
+    assert "Where the parameters sit: total, and activated per token" not in svg

@@ -1,12 +1,17 @@
-"""Charts of where a model's parameters sit: one stacked bar per model (and per activated count), in
-PNG, SVG or PDF. matplotlib is an optional extra (``pip install 'llmcount[plot]'``), imported only here,
-inside the functions, so that the rest of llmcount never loads it."""
+"""Charts of where a model's parameters sit: one stacked bar per model (and per activated count).
+
+Chart files (``llmcount chart``, ``writeup --chart``) are PNG, SVG or PDF drawn by matplotlib, an optional extra
+(``pip install 'llmcount[plot]'``), imported only here, inside the functions, so that the rest of llmcount never
+loads it. The chart inside an HTML write-up is SVG written by :func:`svg_chart` with no library at all, so that a
+plain install writes the page."""
 
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from fractions import Fraction
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +237,8 @@ def render_chart(
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
         ax.set_xlabel(words["axis"])
-        ax.set_title(words["title+activated" if activated else "title"], fontsize=13, fontweight="bold", loc="left")
+        title = words["title+activated" if activated else "title"]
+        ax.set_title(title, fontsize=13, fontweight="bold", loc="left", wrap=True)  # broken at the figure's edge
         ax.spines[["top", "right"]].set_visible(False)
         handles = [plt.Rectangle((0, 0), 1, 1, color=color(key, keys)) for key in keys]
         names = [label(key, lang, shared) for key in keys]
@@ -276,3 +282,157 @@ def chart(specs: list[str], output: str, activated: bool = False, lang: str = "e
     models = [load(spec) for spec in specs]
     drawn = render_chart(models, fmt, activated, lang)
     return Chart({**chart_data(models, activated, lang), "output": output}, {target: drawn})
+
+
+# --- the chart of an HTML page, written as SVG text (no matplotlib) -------------------------------------------------
+
+SVG_WIDTH = 480  # user units; the page scales the chart to its column (at most 36rem wide)
+SVG_PAD = 12
+SVG_FONT = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', 'DejaVu Sans', sans-serif"
+_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+
+
+_CLOSING = "[，。：；）」』、！？】》]"
+
+
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    """An upper estimate of ``text``'s width at font size ``size``, so that a line never runs past the chart's
+    edge in the fonts a page may fall back to: a CJK character is one em, a Latin one at most about 0.7 em."""
+    em = 0.0
+    for c in text:
+        if _WIDE.match(c):
+            em += 1.0
+        elif c == " ":
+            em += 0.3
+        elif c in "il.,:;'|!()[]":
+            em += 0.34
+        elif c.isupper() or c in "mwMW%@":
+            em += 0.74
+        else:
+            em += 0.6
+    return em * size * (1.07 if bold else 1.0)
+
+
+def wrap(text: str, width: float, size: float, bold: bool = False) -> list[str]:
+    """``text`` broken into lines no wider than ``width``: at spaces, between CJK characters, and inside a word
+    only where the word alone is wider than a line."""
+    # a CJK character keeps the closing punctuation after it (no line starts with '：' or '）')
+    pieces = re.findall(_WIDE.pattern + _CLOSING + r"*|[^\s" + _WIDE.pattern[1:-1] + r"]+\s*|\s+", text)
+    lines, line = [], ""
+    for piece in pieces:
+        if text_width((line + piece).rstrip(), size, bold) <= width:
+            line += piece
+            continue
+        if line.strip():
+            lines.append(line.rstrip())
+        line = piece.lstrip()
+        while text_width(line.rstrip(), size, bold) > width and len(line) > 1:
+            cut = max(1, max(i for i in range(1, len(line) + 1) if text_width(line[:i], size, bold) <= width or i == 1))
+            lines.append(line[:cut])
+            line = line[cut:]
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def wrap_items(items: list[str], width: float, size: float, sep: str = " · ") -> list[str]:
+    """``items`` joined by ``sep`` into lines no wider than ``width``, breaking between items (inside an item only
+    where it alone is wider than a line)."""
+    lines: list[str] = []
+    for item in items:
+        joined = f"{lines[-1]}{sep}{item}" if lines else item
+        if lines and text_width(joined, size) <= width:
+            lines[-1] = joined
+        else:
+            lines.extend(wrap(item, width, size))
+    return lines
+
+
+def svg_chart(models: list[Model], activated: bool = False, lang: str = "en") -> bytes:
+    """The chart of an HTML write-up as an SVG document written here, not by matplotlib: a title (wrapped to the
+    chart's width), and per bar its label, a 100% stacked bar with the percentage inside each segment of at least
+    ``INSIDE``, the narrower segments named under the bar, and a legend, one component a line. Text stays text
+    (searchable, and drawn in the page's fonts, CJK included); every piece of it is escaped."""
+    if lang not in LANGS:
+        raise LlmcountError(f"unknown language {lang!r}; choose one of {', '.join(LANGS)}")
+    words = WORDS[lang]
+    data = bars(models, activated, lang)
+    shared = any(t.path.startswith("moe/shared") for m in models for t in m.derivation.terms)
+    seen = list(dict.fromkeys(seg[0] for bar in data for seg in bar.segments))
+    keys = sorted(seen, key=lambda k: (list(COLORS).index(k) if k in COLORS else len(COLORS), seen.index(k)))
+    inner = SVG_WIDTH - 2 * SVG_PAD
+    out: list[str] = []
+    y = SVG_PAD
+
+    def text(x: float, y: float, s: str, size: float, **attrs: str) -> None:
+        extra = "".join(f' {k.replace("_", "-")}="{escape(v)}"' for k, v in attrs.items())
+        out.append(f'<text x="{x:g}" y="{y:g}" font-size="{size:g}"{extra}>{escape(s)}</text>')
+
+    title = words["title+activated" if activated else "title"]
+    for line in wrap(title, inner, 17, bold=True):
+        y += 22
+        text(SVG_PAD, y, line, 17, font_weight="bold")
+    y += 8
+    bar_height = 34
+    for bar in data:
+        caption = " · ".join(part for part in (bar.name, bar.activated, count(bar.total)) if part)
+        for line in wrap(caption, inner, 14):
+            y += 19
+            text(SVG_PAD, y, line, 14, fill="#222222")
+        y += 7
+        left = Fraction(0)
+        narrow = []
+        for key, _n, share in bar.segments:
+            x, w = SVG_PAD + float(left) * inner, float(share) * inner
+            out.append(
+                f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{bar_height}" fill="{color(key, keys)}" '
+                f'stroke="#ffffff" stroke-width="0.5"><title>{escape(label(key, lang, shared))} '
+                f"{escape(pct(share, typeset=True))}</title></rect>"
+            )
+            share_text = pct(share, typeset=True)
+            if share >= INSIDE and text_width(share_text, 13, bold=True) + 6 <= w:
+                text(
+                    x + w / 2,
+                    y + bar_height / 2 + 5,
+                    share_text,
+                    13,
+                    fill="#ffffff",
+                    font_weight="bold",
+                    text_anchor="middle",
+                )
+            else:
+                narrow.append(f"{label(key, lang)} {share_text}")
+            left += share
+        y += bar_height
+        if narrow:
+            for line in wrap_items(narrow, inner, 13):
+                y += 18
+                text(SVG_PAD, y, line, 13, fill="#444444")
+        y += 10
+    # the scale under the bars
+    y += 4
+    out.append(f'<line x1="{SVG_PAD}" y1="{y}" x2="{SVG_PAD + inner}" y2="{y}" stroke="#999999"/>')
+    for tick in range(0, 101, 25):
+        x = SVG_PAD + tick / 100 * inner
+        out.append(f'<line x1="{x:g}" y1="{y}" x2="{x:g}" y2="{y + 4}" stroke="#999999"/>')
+        anchor = "start" if tick == 0 else "end" if tick == 100 else "middle"
+        text(x, y + 17, f"{tick}%", 12, fill="#555555", text_anchor=anchor)
+    y += 22
+    for line in wrap(words["axis"], inner, 12):
+        y += 16
+        text(SVG_PAD + inner / 2, y, line, 12, fill="#555555", text_anchor="middle")
+    y += 10
+    for key in keys:
+        lines = wrap(label(key, lang, shared), inner - 24, 13)
+        out.append(f'<rect x="{SVG_PAD}" y="{y + 4}" width="14" height="14" fill="{color(key, keys)}"/>')
+        for line in lines:
+            y += 18
+            text(SVG_PAD + 22, y, line, 13, fill="#222222")
+        y += 4
+    height = y + SVG_PAD
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SVG_WIDTH} {height}" width="{SVG_WIDTH}" '
+        f'height="{height}" role="img" aria-label="{escape(title)}" font-family="{escape(SVG_FONT)}">'
+        f"<title>{escape(title)}</title>"
+    )
+    return (head + "".join(out) + "</svg>\n").encode("utf-8")

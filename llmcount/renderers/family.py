@@ -251,12 +251,12 @@ def build_sizes(
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None or fmt == "html":
-        from .charts import render_chart
+        from .charts import render_chart, svg_chart
 
         if image is not None:
             files[image] = render_chart(models, suffix.lstrip("."), activated=fs.moe, lang=lang)
         else:
-            inline = render_chart(models, "svg", activated=fs.moe, lang=lang, width=6)
+            inline = svg_chart(models, activated=fs.moe, lang=lang)
     text = render_sizes(fs, fmt, lang, link, inline)
     if flavor == "commonmark":
         from .html import fence_math

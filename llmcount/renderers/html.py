@@ -3,9 +3,15 @@
 The page is the Markdown post (``writeup/markdown.j2`` rendered with ``fmt="html"``) turned into HTML by
 markdown-it-py with raw HTML switched off, so that no text of the post, user text included, can become markup.
 The math is cut out before the Markdown is parsed (so that ``\\,`` or ``_`` never reach the Markdown parser),
-pre-rendered by KaTeX under node (``katex_render.js``: HTML for the eye, MathML for screen readers and copying),
-and put back; KaTeX's stylesheet goes into the page with its fonts inlined as ``data:`` URLs (WOFF2 only, which
-every current browser reads). The chart is inline SVG. Nothing is fetched when the page is opened: no script,
+rendered, and put back. Two renderers (``MATH``):
+
+- ``mathml`` (the default): MathML Core written in Python (:mod:`.mathml`), which every current browser renders
+  natively; it needs nothing beyond llmcount's own dependencies, so a plain ``pip install llmcount`` writes the page.
+- ``katex``: pre-rendered by KaTeX under node (``katex_render.js``: HTML for the eye, MathML for screen readers),
+  with KaTeX's stylesheet in the page and its fonts inlined as ``data:`` URLs (WOFF2). It needs Node.js and
+  ``npm install katex``; its TeX fonts match a LaTeX paper's.
+
+The chart is inline SVG (see :func:`.charts.svg_chart`). Nothing is fetched when the page is opened: no script,
 no link, no remote font.
 """
 
@@ -23,12 +29,14 @@ from pathlib import Path
 from ..errors import LlmcountError
 
 KATEX_HINT = (
-    "an HTML write-up pre-renders its math with KaTeX under Node.js: install node and `npm install katex` "
-    "(in the current folder, or set LLMCOUNT_KATEX to the folder holding node_modules/katex)"
+    "--math katex pre-renders the math with KaTeX under Node.js: install node and `npm install katex` "
+    "(in the current folder, or set LLMCOUNT_KATEX to the folder holding node_modules/katex); "
+    "the default, --math mathml, needs neither"
 )
 CHART_ALT = "#llmcount-chart"
 """The image link the Markdown of an HTML write-up carries where the chart goes; replaced by the inline SVG."""
 
+MATH = ("mathml", "katex")
 _SCRIPT = Path(__file__).with_name("katex_render.js")
 _MARK = "LLMCOUNTMATH{}Z"
 _MARK_RE = re.compile(r"LLMCOUNTMATH(\d+)Z")
@@ -153,10 +161,23 @@ def _markdown_parser():
     return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
 
 
-def body(markdown: str, chart_svg: str | None = None) -> tuple[str, str]:
-    """The post's HTML (math pre-rendered, chart inline) and KaTeX's stylesheet."""
+def mathml_spans(spans: list[Span]) -> tuple[list[str], str]:
+    """Each span as a MathML element, and the stylesheet the page adds for them."""
+    from .mathml import STYLE as MATH_STYLE
+    from .mathml import mathml
+
+    return [mathml(s.tex, s.display) for s in spans], MATH_STYLE
+
+
+def body(markdown: str, chart_svg: str | None = None, math: str = "mathml") -> tuple[str, str]:
+    """The post's HTML (math rendered by ``math``, chart inline) and the stylesheet its math needs."""
+    if math not in MATH:
+        raise LlmcountError(f"unknown math renderer {math!r}; choose one of {', '.join(MATH)}")
     text, spans = cut_math(markdown)
-    rendered, css = katex(spans) if spans else ([], "")
+    if math == "katex":
+        rendered, css = katex(spans) if spans else ([], "")
+    else:
+        rendered, css = mathml_spans(spans)
     out = _markdown_parser().render(text)
 
     def display(match: re.Match) -> str:
@@ -173,7 +194,7 @@ def body(markdown: str, chart_svg: str | None = None) -> tuple[str, str]:
 
 
 def _svg_inline(svg: bytes) -> str:
-    """matplotlib's SVG file as an element of the page: no XML prolog, and as wide as the column."""
+    """An SVG file as an element of the page: no XML prolog, and as wide as the column."""
     text = svg.decode("utf-8")
     text = text[text.index("<svg") :]
     return re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1 class="chart"', text, count=1)
@@ -199,15 +220,16 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; vertical-align: 
 th { border-bottom: 2px solid #999; text-align: left; }
 td[style*="right"], th[style*="right"] { white-space: nowrap; font-variant-numeric: tabular-nums; }
 figure { margin: 1.2rem 0; }
-svg.chart { display: block; width: 100%; height: auto; }
+svg.chart { display: block; width: 100%; max-width: 36rem; height: auto; margin: 0 auto; }
 figcaption { font-size: 0.9em; color: #555; text-align: center; margin-top: 0.4rem; }
 .katex { font-size: 1.08em; }
 """
 
 
-def page(markdown: str, lang: str, chart_svg: bytes | None = None) -> str:
-    """One self-contained HTML document of the Markdown write-up ``markdown`` in ``lang``."""
-    content, css = body(markdown, _svg_inline(chart_svg) if chart_svg is not None else None)
+def page(markdown: str, lang: str, chart_svg: bytes | None = None, math: str = "mathml") -> str:
+    """One self-contained HTML document of the Markdown write-up ``markdown`` in ``lang``, its math rendered by
+    ``math`` (one of ``MATH``)."""
+    content, css = body(markdown, _svg_inline(chart_svg) if chart_svg is not None else None, math)
     heading = re.search(r"<h1>(.*?)</h1>", content, re.S)
     title = re.sub(r"<[^>]+>", "", heading.group(1)) if heading else ""
     from . import render
@@ -216,7 +238,7 @@ def page(markdown: str, lang: str, chart_svg: bytes | None = None) -> str:
         "writeup/html.j2",
         lang="zh-Hans" if lang == "zh" else lang,
         title=html.unescape(title),
-        katex_css=css,
+        math_css=css,
         style=STYLE,
         content=content,
     )

@@ -723,11 +723,13 @@ def render_writeup(
     show: tuple[str, ...] = SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
+    math: str = "mathml",
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
     training section's :class:`~.writeup_training.TrainingPart`, when shown.
 
-    html: the Markdown post made one self-contained page (see :mod:`.html`), with ``chart_svg`` inline."""
+    html: the Markdown post made one self-contained page (see :mod:`.html`), with ``chart_svg`` inline and its math
+    rendered by ``math`` (mathml or katex)."""
     from . import render
 
     _choose(fmt, FORMATS, "format")
@@ -739,7 +741,7 @@ def render_writeup(
         text = _tidy(
             render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq, training))
         )
-        return page(text, lang, chart_svg)
+        return page(text, lang, chart_svg, math)
     return _tidy(
         render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training))
     )
@@ -1069,6 +1071,7 @@ def build(
     sections: str | None = None,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
+    math: str = "mathml",
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``;
     with ``training`` (a :class:`~.writeup_training.Settings`), its training-memory section too.
@@ -1089,6 +1092,8 @@ def build(
         raise LlmcountError("--chart draws the shares section: add shares to --sections, or drop --chart")
     if flavor != "dollars" and fmt != "markdown":
         raise LlmcountError(f"--flavor {flavor} is for --format markdown, not {fmt}")
+    if math != "mathml" and fmt != "html":
+        raise LlmcountError(f"--math {math} is for --format html, not {fmt}")
     output, out, image, suffix, link = targets(output, chart, fmt)
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
@@ -1096,15 +1101,15 @@ def build(
     trained = training_part(model, training, seq) if "training" in show else None
     files: dict[Path, bytes] = {}
     inline = None
-    if image is not None or (fmt == "html" and "shares" in show):
+    if image is not None:
         from .charts import render_chart
 
-        moe = model.architecture.is_moe
-        if image is not None:
-            files[image] = render_chart([model], suffix.lstrip("."), activated=moe, lang=lang)
-        else:  # inline in an HTML page, as wide as a column: narrower, so that its words read on a phone
-            inline = render_chart([model], "svg", activated=moe, lang=lang, width=6)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained)
+        files[image] = render_chart([model], suffix.lstrip("."), activated=model.architecture.is_moe, lang=lang)
+    elif fmt == "html" and "shares" in show:  # inline in the page, written here: no matplotlib needed
+        from .charts import svg_chart
+
+        inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
+    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math)
     if flavor == "commonmark":
         from .html import fence_math
 
