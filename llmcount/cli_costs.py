@@ -218,9 +218,9 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
-    from .gguf_quant import FILE_TYPES
+    from .gguf_quant import is_file_type
 
-    if quant is not None and quant.strip().lower() in FILE_TYPES:  # the GGUF llama.cpp's quantizer makes of it
+    if quant is not None and is_file_type(quant):  # the GGUF llama.cpp's quantizer makes of it
         from .cli_gguf import memory_quant
 
         return memory_quant(spec, quant, kv_dtype, seq, batch, as_json)

@@ -16,6 +16,7 @@ quantizer leaves alone is the converter's: F32 for vectors and routers, the inpu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,13 @@ FALLBACK = {  # tensor_type_fallback
     "Q6_K": "Q8_0",
 }
 FLOATS = ("F32", "F16", "BF16")
+
+
+def is_file_type(name: str) -> bool:
+    """Whether ``--quant NAME`` names a llama.cpp file type (known or not: q9_k is refused by :func:`file_type`),
+    rather than a safetensors quantisation scheme."""
+    key = name.strip().lower()
+    return key in FILE_TYPES or key in NEEDS_IMATRIX or re.match(r"(i?q|tq)[0-9]", key) is not None
 
 
 def file_type(name: str) -> str:
