@@ -79,6 +79,11 @@ CASES = [
     ("olmo2", dict(model_type="olmo2", **SMALL), ("Q8_0",)),
     ("starcoder2", dict(model_type="starcoder2", **SMALL), ("Q8_0",)),
     ("smollm3", dict(model_type="smollm3", **SMALL), ("Q8_0",)),
+    ("olmo2", dict(model_type="olmo3", **SMALL, sliding_window=128), ("Q8_0",)),
+    ("olmoe", dict(model_type="olmoe", **SMALL, num_experts=4, num_experts_per_tok=2), ("Q4_0",)),
+    ("glm4", dict(model_type="glm4", **SMALL, head_dim=16), ("Q8_0",)),
+    ("cohere2", dict(model_type="cohere2", **SMALL, sliding_window=128), ("Q8_0",)),
+    ("exaone4", dict(model_type="exaone4", **SMALL, sliding_window=128), ("Q8_0",)),
 ]
 
 
