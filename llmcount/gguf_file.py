@@ -44,6 +44,7 @@ MAX_ARRAY = 1 << 24  # elements of one array (the largest vocabularies are ~262k
 MAX_STRINGS = 1 << 20  # strings walked over the whole header (Llama 3: 128k tokens + 280k merges): bounds its time
 MAX_KEPT_STRING = 1 << 20  # a longer string value (a chat template is ~10 KB) is skipped, its length kept
 MAX_KEPT_ARRAY = 1 << 16  # a longer array's values are not kept (only per-layer lists are read)
+MAX_KEPT_VALUES = 1 << 20  # array values kept over the whole header: the bound on the memory a header can take
 MAX_SPLITS = 1_000
 CHUNK = 1 << 20
 SPLIT_NAME = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
@@ -211,7 +212,8 @@ def _bounded(path: str, count: int, what: str, limit: int, left: int, least: int
 
 
 class _Header:
-    """Parse one file's header with a cursor; ``strings`` counts the strings walked so far (all splits together)."""
+    """Parse one file's header with a cursor; ``strings`` counts the strings walked and the array values kept so far
+    (all splits together)."""
 
     def __init__(self, path: str, cursor: _Cursor, sizes: dict[int, tuple[str, int, int]], strings: list[int]):
         self.path, self.c, self.sizes, self.strings = path, cursor, sizes, strings
@@ -234,11 +236,12 @@ class _Header:
             _bounded(self.path, length, f"the length of array {short(key)}", MAX_ARRAY, self.c.left(), least)
             if etype == _STRING:
                 return self.strings_array(length, key)
-            if length > MAX_KEPT_ARRAY:
+            if length > MAX_KEPT_ARRAY or self.strings[1] + length > MAX_KEPT_VALUES:
                 self.c.skip(length * least, what)
                 return LongArray(_type_name(etype), length)
-            fmt = _SCALARS[etype]
-            return [self.c.unpack(fmt, what) for _ in range(length)]
+            self.strings[1] += length
+            raw = self.c.take(length * least, what)
+            return list(struct.unpack(f"<{length}{_SCALARS[etype][1]}", raw))
         raise LlmcountError(f"{self.path}: key {short(key)}: unknown value type {vtype}")
 
     def strings_array(self, length: int, key: str) -> Any:
@@ -420,7 +423,7 @@ def _renamed(found: GgufFile, path: str) -> GgufFile:
 def _read(path: Path) -> GgufFile:
     sizes, version_text = _quant_sizes()
     parts = split_files(path)
-    strings = [0]
+    strings = [0, 0]  # strings walked, array values kept
     metadata: dict[str, Any] = {}
     tensors: list[GgufTensor] = []
     names: dict[str, str] = {}

@@ -192,31 +192,50 @@ def map_tensors(g: GgufFile, model: Any) -> Mapped:
         names.buffers,
     )
     layers = model.values[N]
-    out: list[Any] = []
-    groups: dict[str, list[GgufTensor]] = {}
-    skipped: list[tuple[GgufTensor, str]] = []
+    parsed = []
+    options: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (template, leaf) -> (name, path) the record knows
     for tensor in g.tensors:
         stem, _, leaf = tensor.name.rpartition(".")
         if leaf not in ("weight", "bias"):
             stem, leaf = tensor.name, ""
         match = _BLOCK.match(stem)
         base = match[2] if match else stem
+        template = f"blk.{{bid}}.{split.get(base, base)}" if match else split.get(base, base)
+        parsed.append((tensor, base, template, leaf, match))
+        if base in reasons or (template, leaf) in options:
+            continue
+        found = []
+        suffix = f".{leaf}" if leaf else ""
+        candidates = sorted(sources.get(template, ()), key=lambda c: not c.startswith("model."))  # transformers' first
+        for candidate in candidates:
+            name = (candidate.format(bid=0) if match else candidate) + suffix
+            path = component_path(name, layers, paths)
+            if path in known:
+                found.append((candidate + suffix, path))
+        options[(template, leaf)] = found
+    # a path that is some GGUF tensor's only place is not taken by another that has other places (Gemma 2's and
+    # GLM-4's four norms: post_attention_norm is the record's post_self_attn_layernorm when ffn_norm is its
+    # post_attention_layernorm)
+    only = {found[0][1] for found in options.values() if len({p for _, p in found}) == 1}
+    chosen_of: dict[tuple[str, str], tuple[str, str] | None] = {}
+    for key, found in options.items():
+        distinct = {p for _, p in found}
+        free = [f for f in found if f[1] not in only] if len(distinct) > 1 else found
+        chosen_of[key] = (free or found or [None])[0]
+    out: list[Any] = []
+    groups: dict[str, list[GgufTensor]] = {}
+    skipped: list[tuple[GgufTensor, str]] = []
+    for tensor, base, template, leaf, match in parsed:
         if base in reasons:
             skipped.append((tensor, reasons[base]))
             continue
-        base = split.get(base, base)
-        template = f"blk.{{bid}}.{base}" if match else base
-        suffix = f".{leaf}" if leaf else ""
-        chosen, path = tensor.name, None
-        candidates = [c.format(bid=match[1]) if match else c for c in sources.get(template, ())]
-        candidates.sort(key=lambda c: not c.startswith("model."))  # transformers' own names first
-        for candidate in candidates:
-            found = component_path(candidate + suffix, layers, paths)
-            if found in known:
-                chosen, path = candidate + suffix, found
-                break
-        out.append(Tensor(chosen, tensor.type, tensor.shape))
-        groups.setdefault(path or component_path(chosen, layers, paths) or chosen, []).append(tensor)
+        picked = chosen_of.get((template, leaf))
+        if picked is None:
+            name, path = tensor.name, None
+        else:
+            name, path = (picked[0].format(bid=match[1]) if match else picked[0]), picked[1]
+        out.append(Tensor(name, tensor.type, tensor.shape))
+        groups.setdefault(path or component_path(name, layers, paths) or name, []).append(tensor)
     return Mapped(tuple(out), {k: tuple(v) for k, v in groups.items()}, tuple(skipped))
 
 

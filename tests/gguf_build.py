@@ -113,6 +113,12 @@ def metadata(writer: gguf.GGUFWriter, config: dict[str, Any], arch: str, cfg: An
         writer.add_expert_feed_forward_length(cfg.intermediate_size)
     if arch in ("gemma2", "gemma3"):
         writer.add_sliding_window(cfg.sliding_window)
+    if arch in ("cohere2", "exaone4") or (arch == "olmo2" and "sliding_window" in config):
+        writer.add_sliding_window(cfg.sliding_window)
+    if get("shared_intermediate_size"):  # conversion/granite.py GraniteMoeModel
+        writer.add_expert_shared_feed_forward_length(cfg.shared_intermediate_size)
+    if get("layer_norm_eps") is not None:
+        writer.add_layer_norm_eps(cfg.layer_norm_eps)
     if arch == "phi3":  # conversion/phi.py: 0 stands for a null window
         writer.add_sliding_window(cfg.sliding_window or 0)
     if arch == "deepseek2":

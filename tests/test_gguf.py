@@ -79,6 +79,11 @@ CASES = [
     ("olmo2", dict(model_type="olmo2", **SMALL), ("Q8_0",)),
     ("starcoder2", dict(model_type="starcoder2", **SMALL), ("Q8_0",)),
     ("smollm3", dict(model_type="smollm3", **SMALL), ("Q8_0",)),
+    ("olmo2", dict(model_type="olmo3", **SMALL, sliding_window=128), ("Q8_0",)),
+    ("olmoe", dict(model_type="olmoe", **SMALL, num_experts=4, num_experts_per_tok=2), ("Q4_0",)),
+    ("glm4", dict(model_type="glm4", **SMALL, head_dim=16), ("Q8_0",)),
+    ("cohere2", dict(model_type="cohere2", **SMALL, sliding_window=128), ("Q8_0",)),
+    ("exaone4", dict(model_type="exaone4", **SMALL, sliding_window=128), ("Q8_0",)),
 ]
 
 
@@ -460,3 +465,16 @@ def test_quant_sizes_match_published_files(ftype):
         tensors,
         published,
     )
+
+
+def test_array_values_kept_are_bounded(tmp_path):
+    """64 arrays of 65,536 values (4 Mi in all): the first 16 are kept (2^20 values), the rest skipped by length."""
+    from llmcount.gguf_file import MAX_KEPT_VALUES, LongArray
+
+    kv = b"".join(_string(f"x.k{i}".encode()) + struct.pack("<IIQ", 9, 0, 65536) + bytes(65536) for i in range(64))
+    path = tmp_path / "arrays.gguf"
+    path.write_bytes(_header(kvs=64) + kv)
+    meta = read_gguf(path).metadata
+    kept = [k for k, v in meta.items() if isinstance(v, list)]
+    assert len(kept) * 65536 == MAX_KEPT_VALUES
+    assert all(isinstance(meta[f"x.k{i}"], LongArray) for i in range(len(kept), 64))
