@@ -4,8 +4,10 @@ holding one, or a Hugging Face Hub id (fetched with huggingface_hub, or found in
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
     found, source, config = resolve(spec)
     family = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
+    if discover:
+        _newer_transformers()
     unknown = isinstance(model_type, str) and records.family(model_type) is None
     if unknown and records.composite(model_type) is None and records.by_auto_map(config) is None:
         from . import discovered
@@ -32,7 +36,54 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
         if not discover:
             find_family(model_type, source, discovered.HINT if discovered.available() else "")
         family = discovered.record(model_type, source)
-    return read_config(config, source, files.printable(name) if name else found, family)
+    model = read_config(config, source, files.printable(name) if name else found, family)
+    note = unseen_note(model, config)
+    if note:
+        print(note, file=sys.stderr)
+    return model
+
+
+MAX_NAMED = 5  # unseen keys named in the note; the others are counted
+
+
+def unseen_note(model: Model, config: Any) -> str:
+    """One line naming the keys of ``config`` the model's record was not checked against (a key a newer transformers
+    added may change the count), or ``""``. A composite config's keys are those of its ``text_config``."""
+    if model.composite is not None:
+        config = config.get("text_config") if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        return ""
+    keys = model.architecture.unseen(config)
+    if not keys:
+        return ""
+    named = ", ".join(_printable(key) for key in keys[:MAX_NAMED])
+    more = f" and {len(keys) - MAX_NAMED:,} more" if len(keys) > MAX_NAMED else ""
+    which = f"key {named} is" if len(keys) == 1 else f"keys {named}{more} are"
+    return (
+        f"note: {model.source}: {which} new to the {model.architecture.name} record (checked against transformers"
+        f" {model.architecture.checked_version}); the count may be wrong"
+    )
+
+
+def _printable(key: str) -> str:
+    """A config key as one short piece of a line: printable, at most 40 characters."""
+    shown = key if key.isprintable() else repr(key)[1:-1]
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+@functools.cache
+def _newer_transformers() -> None:
+    """Say once, on stderr, that the installed transformers is newer than the version the records were checked
+    against (``--discover`` builds with it)."""
+    import importlib.metadata
+
+    try:
+        installed = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return
+    note = records.newer_transformers(installed)
+    if note:
+        print(note, file=sys.stderr)
 
 
 def resolve(spec: str) -> tuple[str, str, Any]:

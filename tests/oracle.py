@@ -39,9 +39,14 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 VERSIONS = f"transformers {transformers.__version__}, torch {torch.__version__}"
 """Which versions produced the expected numbers: put it in every failure message."""
 
+NEWER = records.newer_transformers(transformers.__version__)
+"""One line when the installed transformers is newer than the records' version (empty otherwise): said once."""
+if NEWER:
+    warnings.warn(NEWER, stacklevel=1)
+
 # Keys of a real config.json that could change what from_config builds without changing the
 # model's logical parameters: a quantizer applying DeepSeek-V3's FP8 quantization_config would add
-# scale tensors. transformers 5.23's from_config ignores it (checked: same count with and without);
+# scale tensors. transformers 5.24's from_config ignores it (checked: same count with and without);
 # it is dropped so that a version that applies it still counts the architecture, as llmcount does.
 _IGNORED_KEYS = ("quantization_config",)
 

@@ -239,3 +239,18 @@ def test_a_record_reads_a_key_on_the_layers_of_a_kind() -> None:
     config["per_layer_config"]["2"] = {"head_dim": 3}
     assert read_config(config, "test", family=family).counts.total == 2 * 3
     assert records.family("gemma4_text").per_layer == "per_layer_config"
+
+
+@pytest.mark.parametrize("keys", [{}, {"use_double_wide_mlp": True, "global_head_dim": 10}])
+def test_gemma4_every_layer_sharing_kv_is_counted(keys: dict) -> None:
+    """num_kv_shared_layers = num_hidden_layers: Gemma4TextConfig accepts it (transformers 5.24: every layer reuses the
+    keys and values of another model, an assistant's), so no layer has k_proj, v_proj or k_norm. The count equals
+    transformers'; the model caches nothing of its own and cannot run a training forward alone, which is refused."""
+    from llmcount.formulas.activations import Options, activations
+
+    config = {**SMALL_4, "num_kv_shared_layers": 6, **keys}
+    model = read_config(config, "test")
+    assert model.counts.total == oracle.meta_total(config), oracle.VERSIONS
+    assert memory.inference(model.derivation, model.values, "bf16", seq=64).bytes_of("kv_cache") == 0
+    with pytest.raises(LlmcountError, match="num_kv_shared_layers equal to num_hidden_layers"):
+        activations(model.architecture, model.values, "bf16", 1, 8, Options(), model.keys)

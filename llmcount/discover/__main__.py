@@ -23,6 +23,13 @@ def main(argv: list[str] | None = None) -> int:
             f"discover needs torch and transformers ({error.name} is missing): pip install '.[test]'", file=sys.stderr
         )
         return 2
+    import transformers
+
+    from ..formulas.records import newer_transformers
+
+    newer = newer_transformers(transformers.__version__)
+    if newer:
+        print(newer, file=sys.stderr)
     start = time.monotonic()
     try:
         discoverer = Discoverer(args.model_type, log=lambda text: print(text, file=sys.stderr))

@@ -29,6 +29,40 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+CHECKED_AGAINST = "5.24.0"
+"""The transformers version the bundled records were checked against (the oracle the tests pin in
+``.ci/constraints.txt``); a record's ``[checked] transformers`` names its own where it differs. A message of a record
+that names the version writes ``{transformers}``, read as ``transformers <that version>``."""
+
+# Keys any config.json may carry whatever its model_type, which no record lists in [checked]: the fields of
+# transformers' PreTrainedConfig and the keys its __post_init__ takes and drops (configuration_utils.py, 5.24.0: dtype
+# and torch_dtype, the legacy RoPE keys of modeling_rope_utils.py's convert_rope_params_to_dict, the generation
+# parameters of GenerationConfig._get_default_generation_params, name_or_path, _commit_hash, the attention and experts
+# implementations), the keys the Hub and from_pretrained add (auto_map, quantization_config), and the attributes
+# PretrainedConfig.__init__ of transformers 4.x saved into every config.json (token ids, label maps, tokenizer_class)
+COMMON_KEYS = frozenset(
+    {
+        *("model_type", "transformers_version", "architectures", "_name_or_path", "name_or_path", "_commit_hash"),
+        *("dtype", "torch_dtype", "auto_map", "quantization_config", "output_hidden_states", "output_attentions"),
+        *("return_dict", "use_return_dict", "chunk_size_feed_forward", "is_encoder_decoder", "id2label", "label2id"),
+        *("num_labels", "problem_type", "attn_implementation", "experts_implementation"),
+        *("_attn_implementation_internal", "_experts_implementation_internal", "_attn_implementation_autoset"),
+        *("rope_theta", "rope_scaling", "partial_rotary_factor"),
+        *("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id"),
+        *("tokenizer_class", "prefix", "task_specific_params", "finetuning_task", "pruned_heads", "torchscript"),
+        *("tf_legacy_loss", "use_bfloat16", "tie_encoder_decoder", "cross_attention_hidden_size"),
+        # generation parameters
+        *("assistant_confidence_threshold", "assistant_lookbehind", "bad_words_ids", "begin_suppress_tokens"),
+        *("diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size"),
+        *("encoder_repetition_penalty", "epsilon_cutoff", "eta_cutoff", "exponential_decay_length_penalty"),
+        *("forced_bos_token_id", "forced_eos_token_id", "length_penalty", "max_length", "min_length"),
+        *("no_repeat_ngram_size", "num_assistant_tokens", "num_assistant_tokens_schedule", "num_beam_groups"),
+        *("num_beams", "num_return_sequences", "output_scores", "remove_invalid_values", "repetition_penalty"),
+        *("return_dict_in_generate", "suppress_tokens", "target_lookbehind", "temperature", "top_k", "top_p"),
+        *("typical_p", "use_cache"),
+    }
+)
+
 REQUIRED = object()  # a symbol's key without a default
 NONE = "none"  # null = "none": the symbol then has no value
 NULL = "null"  # a [keys] default written "null": the config class's default is None (TOML has no null)
@@ -294,6 +328,26 @@ class Family:
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
     mtp: Any = None  # the optional [mtp] table (an mtp.Mtp): the checkpoint's multi-token-prediction module
     shares: str = ""  # an alias record: the model_type of the record whose modeling class it shares (else empty)
+    # [checked]: the transformers version the record was checked against, and every key of its config class then with
+    # the keys of published configs it ignores (None: the record lists none, so a key it has not seen cannot be told)
+    checked_version: str = CHECKED_AGAINST
+    checked_keys: frozenset[str] | None = None
+
+    def read_keys(self) -> frozenset[str]:
+        """The top-level config keys the record reads: its symbols' keys, their aliases, [keys] and the per-layer
+        object (a dotted key by its object's name)."""
+        names = {spec.key for spec in self.symbols} | set(self.keys)
+        names |= {alias for key, aliases in self.aliases.items() for alias in (key, *aliases)}
+        names |= {self.per_layer} if self.per_layer else set()
+        return frozenset(name.split(".", 1)[0] for name in names)
+
+    def unseen(self, config: Mapping[str, Any]) -> tuple[str, ...]:
+        """The keys of ``config`` (a config.json's top level) that the record was not checked against: neither in its
+        [checked] keys nor read by it nor common to every config; empty when the record lists no keys."""
+        if self.checked_keys is None:
+            return ()
+        seen = self.checked_keys | self.read_keys() | COMMON_KEYS
+        return tuple(sorted(key for key in config if isinstance(key, str) and key not in seen))
 
     @property
     def summed(self) -> frozenset[Symbol]:
@@ -784,9 +838,12 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
+    tables |= {"checked"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    version, checked = _checked(data.get("checked", {}), f"{where} [checked]")
+    data = _versioned(data, f"transformers {version}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in aliases.values()):
         raise RecordError(f"{where} [aliases]: each key takes a list of other names")
@@ -829,6 +886,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
             _cache(c, f"{where} cache[{i}]") for i, c in enumerate(_list(data.get("cache", []), where, "[[cache]]"))
         ),
         per_layer=_text(data, "per_layer", where, ""),
+        checked_version=version,
+        checked_keys=checked,
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
@@ -848,6 +907,63 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
+
+
+_VERSION = re.compile(r"^\d{1,4}(\.\d{1,6}){1,3}([.+-]?[0-9A-Za-z]{1,20})?$")  # 5.24.0, 5.25.0.dev0
+
+
+def _checked(data: Any, where: str) -> tuple[str, frozenset[str] | None]:
+    """The ``[checked]`` table: the transformers version (default :data:`CHECKED_AGAINST`) and the config class's keys
+    the record was checked against (None when it lists none)."""
+    data = _table(data, where)
+    unknown = set(data) - {"transformers", "keys", "ignored"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    version = data.get("transformers", CHECKED_AGAINST)
+    if not isinstance(version, str) or not _VERSION.match(version):
+        raise RecordError(f"{where}.transformers: a transformers version such as {CHECKED_AGAINST!r}")
+    lists = {name: data.get(name) for name in ("keys", "ignored")}
+    for name, keys in lists.items():
+        if keys is not None and not (isinstance(keys, list) and all(isinstance(k, str) and k for k in keys)):
+            raise RecordError(f"{where}.{name}: a list of config key names")
+    if lists["keys"] is None:
+        return version, None
+    return version, frozenset(lists["keys"]) | frozenset(lists["ignored"] or ())
+
+
+def _versioned(data: Any, version: str) -> Any:
+    """``data`` with ``{transformers}`` in its strings read as ``version`` ("transformers 5.24.0")."""
+    if isinstance(data, str):
+        return data.replace("{transformers}", version)
+    if isinstance(data, dict):
+        return {key: _versioned(value, version) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_versioned(value, version) for value in data]
+    return data
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version ("5.25.0.dev0" -> (5, 25, 0)), to compare releases."""
+    numbers = []
+    for part in version.split(".")[:4]:
+        digits = re.match(r"\d{1,6}", part)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+        if digits.end() < len(part):
+            break
+    return tuple(numbers)
+
+
+def newer_transformers(installed: str, version: str = CHECKED_AGAINST) -> str:
+    """One line when the installed transformers is newer than the version the records were checked against (a
+    release may change what a class builds); empty otherwise."""
+    if version_tuple(installed) <= version_tuple(version):
+        return ""
+    return (
+        f"note: transformers {installed} is installed; the bundled records were checked against transformers"
+        f" {version} (a model_type whose classes changed since may be counted as {version} builds it)"
+    )
 
 
 def _check_per_layer(family: Family, where: str) -> None:
@@ -1185,6 +1301,8 @@ def composites() -> tuple[Composite, ...]:
 
 
 __all__ = [
+    "CHECKED_AGAINST",
+    "COMMON_KEYS",
     "ONE",
     "Attention",
     "Composite",
@@ -1196,6 +1314,7 @@ __all__ = [
     "family",
     "load",
     "names",
+    "newer_transformers",
     "parse_record",
     "tower",
     "tower_names",
