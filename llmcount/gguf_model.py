@@ -34,7 +34,8 @@ def archs() -> dict[str, Any]:
 
 
 def supported() -> list[str]:
-    return sorted(k for k in archs() if k not in ("common", "not_parameters"))
+    """The GGUF architectures read (the tables of gguf_archs.toml that name a model_type)."""
+    return sorted(k for k, v in archs().items() if isinstance(v, dict) and "model_type" in v)
 
 
 def _arch(g: GgufFile) -> tuple[str, dict[str, Any]]:
@@ -42,7 +43,7 @@ def _arch(g: GgufFile) -> tuple[str, dict[str, Any]]:
     if arch is None:
         raise LlmcountError(f"{g.path}: no general.architecture string in the GGUF metadata")
     table = archs()
-    if arch in ("common", "not_parameters") or arch not in table:
+    if arch not in supported():
         raise LlmcountError(
             f"{g.path}: GGUF architecture {short(arch)} has no mapping to a transformers config here; "
             f"read are: {', '.join(supported())}"

@@ -305,6 +305,8 @@ def test_unknown_architecture_is_refused_by_name(tmp_path):
     writer.write_tensors_to_file()
     writer.close()
     assert_refused(run("count", str(path)), "GGUF architecture 'rwkv7'", "qwen3moe")
+    line = run("count", str(path)).stderr
+    assert "tensors" not in line and "vectors" not in line and "common" not in line
 
 
 def test_not_a_regular_file(tmp_path):
