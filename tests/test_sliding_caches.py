@@ -311,7 +311,7 @@ def test_laguna_conventions_sum_the_widths_over_the_layers(tmp_path) -> None:
     assert (x.qk_sum, x.v_sum, x.qk, x.v, x.layers) == (3_072, 3_072, None, None, 4)
     got = {c.name: c.training_flops_per_token for c in conventions(model, 9)}
     N = model.counts.activated - model.counts.embedding
-    assert got["palm"] - 6 * N == 6 * 9 * (3_072 + 3_072)
+    assert got["palm"] - 6 * model.counts.activated == 6 * 9 * (3_072 + 3_072)  # PaLM's N: every parameter
     assert got["kaplan"] - 6 * N == 3 * 2 * 9 * 3_072
     assert got["megatron-recompute"] - got["megatron"] == 2 * (x.weights - x.router) + 9 * (3_072 + 3_072)
     assert "chinchilla" not in got and "num_attention_heads_per_layer" in not_given(x)["chinchilla"]

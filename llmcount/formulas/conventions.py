@@ -10,6 +10,7 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
 
 * ``N``: activated non-embedding parameters (:data:`~llmcount.formulas.derivation.EMBEDDING_DEFINITION`:
   without the token embedding, a learned position table and an untied LM head; routed experts k of n);
+* ``P``: every activated parameter, embeddings and an untied head included (PaLM's N);
 * ``W``: the weights of the linear maps (no biases, norms, tables or head), routed experts k of n;
 * ``L``: attention layers; ``h·d_qk`` and ``h·d_v``: the widths of Q·Kᵀ and A·V (the record's ``[attention]``);
   the attention terms use their sums over the L layers (``L·h·d_qk`` when every layer has the same widths; the
@@ -184,14 +185,15 @@ def chinchilla(x: Ingredients) -> Convention:
 
 
 def palm(x: Ingredients) -> Convention:
-    """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`."""
+    """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`, N every parameter the model activates."""
     return Convention(
         "palm",
-        6 * x.non_embedding + 6 * (x.qk_sum + x.v_sum) * x.seq,
-        "6·N + 12·L·H·Q·T (N non-embedding; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
+        6 * x.activated + 6 * (x.qk_sum + x.v_sum) * x.seq,
+        "6·N + 12·L·H·Q·T (N all activated parameters; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
         "Chowdhery et al. 2022, PaLM: Scaling Language Modeling with Pathways, Appendix B (arXiv:2204.02311)",
-        "6 FLOPs per non-embedding parameter (the LM head's matmul not counted); Q·Kᵀ and A·V over the full "
-        "S×S; no recomputation; the MFU definition",
+        "6 FLOPs per parameter, N read as Appendix B defines it, the model's parameters: embeddings, an untied LM "
+        "head and norms included, a tied embedding once (it is also the head), for MoE the activated ones (routed "
+        "experts k of n); Q·Kᵀ and A·V over the full S×S; no recomputation; the MFU definition",
     )
 
 
