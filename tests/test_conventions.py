@@ -42,6 +42,8 @@ EXPECTED = {
     * (2 * V * D + L * (2 * ATTN + 2 * S * Q_WIDTH + 3 * H * S + 2 * S * Q_WIDTH + 2 * MLP) + 2 * D * V),
     # Chowdhery et al. 2022 App. B: 6N + 12·L·H·Q·T, N the model's parameters (untied: the embedding and the head)
     "palm": 6 * TOTAL + 12 * L * H * H_D * S,
+    # Hoffmann et al. 2022 Table A4's variant: Appendix F without the embeddings' 2·V·d and the final logits' 2·d·V
+    "chinchilla-table": 3 * L * (2 * ATTN + 2 * S * Q_WIDTH + 3 * H * S + 2 * S * Q_WIDTH + 2 * MLP),
     # Megatron-LM num_floating_point_operations, GQA, swiglu, no MoE/MTP, batch 1 (BSHD):
     #   3·2·[d·(q + k + v) + q·d] per layer + 3·2·d·ffn·3 per layer + 3·2·d·V_pad, all × tokens (= S per sequence)
     #   + seq² · 3·2·q/2·2 per layer (core attention, causal /2); V_pad = 128256 = 1002·128, already a multiple
@@ -129,7 +131,8 @@ def test_conventions_json() -> None:
     assert [c["name"] for c in data["conventions"]] == list(EXPECTED)
     for c in data["conventions"]:
         assert c["training_flops_per_token"] == EXPECTED[c["name"]]
-        assert set(c) == {"name", "training_flops_per_token", "formula", "source", "includes"}
+        assert set(c) == {"name", "training_flops_per_token", "formula", "source", "includes", "ratio_to_6nd"}
+        assert c["ratio_to_6nd"] == pytest.approx(EXPECTED[c["name"]] / (6 * TOTAL))  # 6ND per token, N = P
         assert c["source"] and c["includes"] and c["formula"]
     sources = " ".join(c["source"] for c in data["conventions"])
     for cited in ("2001.08361", "2203.15556", "2204.02311", "2104.04473", "num_floating_point_operations"):

@@ -56,3 +56,83 @@ def test_palm_appendix_b_mfu_is_46_2_percent() -> None:
         "mfu", "palm-540b", "--seq", "2048", "--tokens-per-second", "238300", "--gpus", "6144", "--peak-tflops", "275",
     ).stdout  # fmt: skip
     assert "46.23%" in text  # palm is the default convention
+
+
+# --- Chinchilla, Appendix F, Table A4 --------------------------------------------------------------------------------
+# Hoffmann et al. 2022 (arXiv:2203.15556), Table A4: for six model sizes, the ratio of Appendix F's FLOPs per sequence
+# to 6ND. The six rows (layers, d_model, ffw_size, heads, kv size) as karpathy/nanoGPT scaling_laws.ipynb (commit
+# 0082c4818b) transcribes them, with the ratios the table prints, S = 2048 and Chinchilla's vocabulary of 32,000:
+TABLE_A4 = [
+    # label, layers, d_model, ffw_size, heads, kv_size, printed ratio
+    ("73M", 10, 640, 2560, 10, 64, "1.03"),
+    ("305M", 20, 1024, 4096, 16, 64, "1.10"),
+    ("552M", 24, 1280, 5120, 10, 128, "1.08"),
+    ("1.1B", 26, 1792, 7168, 14, 128, "1.04"),
+    ("1.6B", 28, 2048, 8192, 16, 128, "1.03"),
+    ("6.8B", 40, 3584, 14336, 28, 128, "0.99"),
+]
+CHINCHILLA_VOCAB, CHINCHILLA_SEQ = 32000, 2048
+
+
+def _chinchilla_parameters(layers: int, d: int, ffw: int) -> int:
+    """N of the table's 6ND: Chinchilla's parameter count, reconstructed as nanoGPT's chinchilla_params does (its
+    reading of Table A9's counts): per layer Q, K, V and the output projection with biases (4·d² + 4·d), the
+    Transformer-XL relative-position key projection and its two biases (d² + 2·d), the MLP with biases (2·d·ffw +
+    ffw + d), two LayerNorms (4·d); the final LayerNorm (2·d) and the output layer (d·V); the input embedding not
+    counted. It differs from the table's rounded column: 73M and 1.1B there give 1.04 and 1.09 (below)."""
+    layer = 4 * d * d + 4 * d + d * d + 2 * d + 2 * d * ffw + ffw + d + 4 * d
+    return layers * layer + 2 * d + d * CHINCHILLA_VOCAB
+
+
+def _two_decimals(value: Fraction) -> str:
+    hundredths = int(value * 100 + Fraction(1, 2))  # half up, as a table rounds
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
+
+
+def _table_a4_model(layers: int, d: int, ffw: int, heads: int):
+    """A config of the row's sizes: GPT-NeoX's dense block (one fused Q/K/V of 3·d·d, an output projection d·d and
+    a 2·d·ffw MLP: Appendix F's projections and dense layers; its head size d / heads is the row's kv size)."""
+    from llmcount.formulas.config import read_config
+
+    config = {
+        "model_type": "gpt_neox",
+        **{"num_hidden_layers": layers, "hidden_size": d, "intermediate_size": ffw, "num_attention_heads": heads},
+        **{"vocab_size": CHINCHILLA_VOCAB, "max_position_embeddings": CHINCHILLA_SEQ, "rotary_pct": 1.0},
+    }
+    return read_config(config, f"chinchilla-{layers}x{d}")
+
+
+def test_chinchilla_table_a4_ratios() -> None:
+    from llmcount.formulas.conventions import conventions
+
+    S = CHINCHILLA_SEQ
+    for label, layers, d, ffw, heads, kv, printed in TABLE_A4:
+        assert d == heads * kv, label
+        rows = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), S)}
+        # Appendix F per sequence, by hand, without the embeddings and the final logits: per layer the Q, K, V
+        # projections 2·3·S·d·(kv·heads), K·Q logits 2·S²·(kv·heads), softmax 3·heads·S², softmax·V 2·S²·(kv·heads),
+        # the output projection 2·S·(kv·heads)·d, the dense block 2·S·2·d·ffw; backward = 2 × forward
+        width = kv * heads
+        attention = 2 * 3 * S * d * width + 2 * S * S * width + 3 * heads * S * S + 2 * S * S * width
+        forward = layers * (attention + 2 * S * width * d + 2 * S * 2 * d * ffw)
+        assert rows["chinchilla-table"].training_flops_per_token * S == 3 * forward, label
+        n = _chinchilla_parameters(layers, d, ffw)
+        ratio = Fraction(3 * forward, 6 * n * S)
+        assert _two_decimals(ratio) == printed, (label, float(ratio))
+        # Appendix F as written adds 2·S·V·d twice (embeddings, final logits): 1.58 for 73M, not the table's 1.03
+        with_logits = rows["chinchilla"].training_flops_per_token * S
+        assert with_logits == 3 * (forward + 2 * 2 * S * CHINCHILLA_VOCAB * d), label
+    # the table's rounded parameter column as N does not give its ratios: 73M -> 1.04, 1.1B -> 1.09
+    first, fourth = TABLE_A4[0], TABLE_A4[3]
+    for (label, layers, d, ffw, heads, _kv, _), n, wrong in ((first, 73 * 10**6, "1.04"), (fourth, 11 * 10**8, "1.09")):
+        per_token = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), S)}
+        assert _two_decimals(Fraction(per_token["chinchilla-table"].training_flops_per_token, 6 * n)) == wrong, label
+
+
+def test_chinchilla_as_written_gives_1_58_for_the_73m_row() -> None:
+    from llmcount.formulas.conventions import conventions
+
+    _label, layers, d, ffw, heads, _, _ = TABLE_A4[0]
+    rows = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), CHINCHILLA_SEQ)}
+    n = _chinchilla_parameters(layers, d, ffw)
+    assert _two_decimals(Fraction(rows["chinchilla"].training_flops_per_token, 6 * n)) == "1.58"

@@ -155,6 +155,12 @@ class Convention:
     includes: str
 
 
+def ratio_to_6nd(x: Ingredients, made: Convention) -> Fraction:
+    """A convention's training FLOPs over 6ND, N every activated parameter of the model (P): per token, over 6·P.
+    Chinchilla's Table A4 prints this ratio."""
+    return Fraction(made.training_flops_per_token) / (6 * x.activated)
+
+
 def kaplan(x: Ingredients) -> Convention:
     """Kaplan et al. 2020, §2.1 (Table 1): :math:`C_{fwd} = 2N + 2 n_{layer} n_{ctx} d_{attn}`, training 3×."""
     return Convention(
@@ -181,6 +187,25 @@ def chinchilla(x: Ingredients) -> Convention:
         "Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F (arXiv:2203.15556)",
         "the embedding lookup as a 2·V·d matmul, every projection and MLP weight, logits and values over the full "
         "S×S, the softmax at 3 FLOPs per score, the final logits; backward = 2 × forward; norms not counted",
+    )
+
+
+def chinchilla_table(x: Ingredients) -> Convention:
+    """Hoffmann et al. 2022, Table A4: Appendix F without the embedding matmul and the final logits."""
+    if x.heads is None and x.layers:
+        raise LlmcountError("the Chinchilla convention counts the softmax per head: this family has no head count h")
+    S = x.seq
+    attention = 2 * S * x.qk_sum + x.layers * 3 * (x.heads or 0) * S + 2 * S * x.v_sum
+    return Convention(
+        "chinchilla-table",
+        3 * (2 * x.weights + attention),
+        "3·(2·W + L·(2·S·h·d_qk + 3·h·S + 2·S·h·d_v))",
+        "Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F, Table A4 "
+        "(arXiv:2203.15556); the reading of karpathy/nanoGPT scaling_laws.ipynb (commit 0082c48181)",
+        "as chinchilla without the embedding matmul and the final logits (2·V·d each): the variant whose ratios to "
+        "6ND reproduce Table A4's, with the table's N (the models' parameter counts, Table A9); every projection "
+        "and MLP weight, logits and values over the full S×S, the softmax at 3 FLOPs per score; backward = 2 × "
+        "forward; norms not counted",
     )
 
 
@@ -284,6 +309,7 @@ CONVENTIONS = {
     "kaplan": kaplan,
     "chinchilla": chinchilla,
     "palm": palm,
+    "chinchilla-table": chinchilla_table,
     "megatron": megatron,
     "megatron-recompute": megatron_recompute,
     "torchtitan": torchtitan,
@@ -333,7 +359,7 @@ def not_given(x: Ingredients) -> dict[str, str]:
             name: why.format(kinds=kinds, commit=MEGATRON_COMMIT[:10]) for name, why in NOT_GIVEN_WITH_STATES.items()
         }
     if x.uneven:
-        skipped["chinchilla"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
+        skipped["chinchilla"] = skipped["chinchilla-table"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
     return skipped
 
 
