@@ -136,3 +136,85 @@ def test_chinchilla_as_written_gives_1_58_for_the_73m_row() -> None:
     rows = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), CHINCHILLA_SEQ)}
     n = _chinchilla_parameters(layers, d, ffw)
     assert _two_decimals(Fraction(rows["chinchilla"].training_flops_per_token, 6 * n)) == "1.58"
+
+
+# --- Korthikanti et al. 2022, Table 2 --------------------------------------------------------------------------------
+# Reducing Activation Recomputation in Large Transformer Models (arXiv:2205.05198), Table 2: activation bytes per
+# transformer layer, s sequence, b micro-batch, h hidden size, a heads, t tensor-parallel size. The preset gpt3-175b
+# is GPT-3 175B's sizes (Brown et al. 2020, Table 2.1: 96 layers, d_model 12,288, 96 heads, context 2,048) in a GPT-2
+# config; t = 8 is the tensor-parallel size Korthikanti et al. train it with.
+def _table_2(s: int, b: int, h: int, a: int, t: int) -> dict[str, Fraction]:
+    sbh = Fraction(s * b * h)
+    return {
+        "korthikanti": sbh * (34 + Fraction(5 * a * s, h)),  # no parallelism
+        "korthikanti-tp": sbh * (10 + Fraction(24, t) + Fraction(5 * a * s, h * t)),  # tensor parallel (baseline)
+        "korthikanti-tp-sp": sbh / t * (34 + Fraction(5 * a * s, h)),  # tensor + sequence parallel
+        "korthikanti-tp-selective": sbh * (10 + Fraction(24, t)),  # tensor parallel + selective recomputation
+        "korthikanti-tp-sp-selective": sbh * Fraction(34, t),  # tensor + sequence parallel + selective
+        "korthikanti-full": 2 * sbh,  # full activation recomputation
+    }
+
+
+def test_korthikanti_table_2_for_gpt_3_175b_by_hand() -> None:
+    from llmcount.formulas.activation_conventions import korthikanti
+
+    # GPT-3 175B: sbh = 2048 · 12288 = 25,165,824 and 5as/h = 5 · 96 · 2048 / 12288 = 80, so per layer
+    # sbh·114 without parallelism, sbh·(10 + 3 + 10) with t = 8, sbh/8·114 with sequence parallelism, sbh·13 and
+    # sbh·34/8 with selective recomputation, 2·sbh with full recomputation
+    sbh = 2048 * 12288
+    by_hand = {
+        "korthikanti": sbh * 114,
+        "korthikanti-tp": sbh * 23,
+        "korthikanti-tp-sp": sbh * 114 // 8,
+        "korthikanti-tp-selective": sbh * 13,
+        "korthikanti-tp-sp-selective": sbh * 34 // 8,
+        "korthikanti-full": 2 * sbh,
+    }
+    assert by_hand == _table_2(2048, 1, 12288, 96, 8)
+    rows = korthikanti(2048, 1, 12288, 96, 8, sequence_parallel=True)
+    assert {r.name: r.bytes_per_layer for r in rows} == by_hand
+    assert [r.name for r in rows if r.matches] == ["korthikanti-tp-sp"]
+    # MT-NLG 530B (a = 128, h = 20,480, s = 2,048, t = 8): 5as/h = 64
+    assert {r.name: r.bytes_per_layer for r in korthikanti(2048, 1, 20480, 128, 8)} == _table_2(2048, 1, 20480, 128, 8)
+    assert _table_2(2048, 1, 20480, 128, 8)["korthikanti"] == 2048 * 20480 * (34 + 64)
+    # the rows chosen by the options
+    chosen = {
+        ("none", 1, False): "korthikanti",
+        ("none", 8, False): "korthikanti-tp",
+        ("selective", 8, False): "korthikanti-tp-selective",
+        ("selective", 8, True): "korthikanti-tp-sp-selective",
+        ("full", 8, True): "korthikanti-full",
+    }
+    for (recompute, t, sp), name in chosen.items():
+        picked = [r.name for r in korthikanti(2048, 1, 12288, 96, t, sp, recompute) if r.matches]
+        assert picked == [name], (recompute, t, sp)
+
+
+def test_memory_training_conventions_of_gpt3_175b() -> None:
+    result = run(
+        "memory", "gpt3-175b", "--training", "--tp", "8", "--sequence-parallel", "--conventions", "--seq", "2048",
+        "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)["activation_conventions"]
+    expected = _table_2(2048, 1, 12288, 96, 8)
+    assert {r["name"]: r["bytes_per_layer"] for r in data["rows"]} == expected
+    assert all("Table 2" in r["source"] and "2205.05198" in r["source"] for r in data["rows"])
+    exact = data["llmcount_bytes_per_layer"]
+    # llmcount's exact GPT-2-code figure is below Korthikanti's with dropout off (no masks, no dropout outputs)
+    assert 0 < exact < expected["korthikanti-tp-sp"]
+    for term in ("dropout", "GELU", "statistics", "fp32"):
+        assert term in data["differences"]
+    text = run("memory", "gpt3-175b", "--training", "--tp", "8", "--sequence-parallel", "--conventions").stdout
+    assert "korthikanti-tp-sp" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_memory_conventions_llmcount_row_is_the_layers_own_figure() -> None:
+    data = json.loads(run("memory", "gpt2", "--training", "--conventions", "--seq", "1024", "--json").stdout)
+    layer = data["per_layer_kind"][0]["bytes_per_layer"]  # one GPU, no parallelism: the whole layer
+    assert data["activation_conventions"]["llmcount_bytes_per_layer"] == layer
+
+
+def test_memory_conventions_needs_training() -> None:
+    result = run("memory", "gpt2", "--conventions")
+    assert result.exit_code == 2 and "--conventions needs --training" in result.output
