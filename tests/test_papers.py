@@ -218,3 +218,114 @@ def test_memory_conventions_llmcount_row_is_the_layers_own_figure() -> None:
 def test_memory_conventions_needs_training() -> None:
     result = run("memory", "gpt2", "--conventions")
     assert result.exit_code == 2 and "--conventions needs --training" in result.output
+
+
+# --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
+PAGE = "docs/papers.md"
+PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"
+GPT3_MEMORY = "memory gpt3-175b --training --tp 8 --sequence-parallel --conventions --seq 2048 --json"
+
+
+def _cli_json(command: str) -> dict:
+    result = run(*command.split())
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _command(command: str) -> str:
+    return "`llmcount " + command.removesuffix(" --json") + "`"
+
+
+def _rows() -> list[tuple[str, str, str, str]]:
+    """(figure, as printed, our command, our number) for every figure this module reproduces."""
+    from llmcount.formulas.conventions import conventions
+
+    rows = []
+    palm = _cli_json(PALM_MFU)
+    rows.append(("PaLM, Appendix B: PaLM 540B's MFU", "46.2%", _command(PALM_MFU), f"{100 * palm['mfu']:.2f}%"))
+    total = load("palm-540b").counts.total
+    rows.append(
+        (
+            "PaLM, Table 1: PaLM 540B's parameters",
+            "540.35B",
+            _command("count palm-540b"),
+            f"{total:,} (PaLM's one norm per layer: {total - PALM_NORM_DIFFERENCE:,})",
+        )
+    )
+    for label, layers, d, ffw, heads, _, printed in TABLE_A4:
+        per_token = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), CHINCHILLA_SEQ)}
+        flops = per_token["chinchilla-table"].training_flops_per_token
+        n = _chinchilla_parameters(layers, d, ffw)
+        config = f"gpt_neox L={layers} d={d} d_ff={ffw} h={heads} V=32000"
+        rows.append(
+            (
+                f"Chinchilla, Table A4: {label}, FLOPs / 6ND",
+                printed,
+                f"`llmcount flops CONFIG --seq 2048 --conventions` ({config}), chinchilla-table ÷ 6·{n:,}",
+                _two_decimals(Fraction(flops, 6 * n)),
+            )
+        )
+    memory = _cli_json(GPT3_MEMORY)["activation_conventions"]
+    for row in memory["rows"]:
+        rows.append(
+            (
+                f"Korthikanti et al., Table 2: GPT-3 175B, t = 8, {row['name']}",
+                row["formula"].split(":")[0],
+                _command(GPT3_MEMORY),
+                f"{row['bytes_per_layer']:,} bytes per layer",
+            )
+        )
+    rows.append(
+        (
+            "llmcount's exact figure for the same layer (transformers' GPT-2 code, dropout off)",
+            "",
+            _command(GPT3_MEMORY),
+            f"{memory['llmcount_bytes_per_layer']:,} bytes per layer",
+        )
+    )
+    return rows
+
+
+def page() -> str:
+    lines = [
+        "# Reproducing the papers",
+        "",
+        "Each published figure llmcount reproduces, the command that gives it and the number it gives. The page is",
+        "generated from tests/test_papers.py (`PYTHONPATH=. python tests/test_papers.py` writes it; a test checks",
+        "it is current), where each figure is asserted against the paper's printed value, with its section and",
+        "table and the reconstruction used where a paper does not state a full config:",
+        "",
+        "- PaLM 540B: the preset `palm-540b`, a Llama-type config of Table 1's sizes (multi-query attention, SwiGLU,",
+        "  tied embedding, no biases); it has two RMSNorm scales per layer where PaLM's parallel block has one",
+        "  LayerNorm (118 × 18,432 parameters more). The `palm` convention's N is every parameter (Appendix B).",
+        "- Chinchilla Table A4: the six rows as karpathy/nanoGPT `scaling_laws.ipynb` transcribes them, GPT-NeoX",
+        "  configs of those sizes (a fused Q/K/V, an output projection and a 2·d·d_ff MLP: Appendix F's dense block),",
+        "  the `chinchilla-table` convention (Appendix F without the embedding and final-logit matmuls), and N the",
+        "  models' parameter counts as nanoGPT reconstructs them (Transformer-XL relative attention, biases,",
+        "  LayerNorms, the output layer; not the input embedding). The table's rounded column (73M, 1.1B) as N gives",
+        "  1.04 and 1.09 on two rows; Appendix F as written (`chinchilla`) gives 1.58 for the 73M row.",
+        "- Korthikanti et al. 2022 Table 2: its formulas for GPT-3 175B's sizes (s = 2,048, b = 1, h = 12,288, a = 96,",
+        "  t = 8), beside llmcount's exact figure for the preset `gpt3-175b` (GPT-2 code); `memory --training",
+        "  --conventions` names the terms that differ (dropout masks, GELU's implementation, norm statistics, fp32).",
+        "",
+        "| figure | as printed | command | llmcount |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {figure} | {printed} | {command} | {ours} |" for figure, printed, command, ours in _rows()]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_docs_page_is_current() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / PAGE
+    assert path.read_text("utf-8") == page(), f"{PAGE} is stale: run PYTHONPATH=. python tests/test_papers.py"
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parent.parent / PAGE
+    temporary = target.with_suffix(".md.tmp")
+    temporary.write_text(page(), "utf-8")
+    temporary.replace(target)
