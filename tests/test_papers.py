@@ -329,3 +329,18 @@ if __name__ == "__main__":
     temporary = target.with_suffix(".md.tmp")
     temporary.write_text(page(), "utf-8")
     temporary.replace(target)
+
+
+def test_gpt3_175b_reconstruction_by_hand() -> None:
+    """GPT-3 175B (Brown et al. 2020, Table 2.1) as a GPT-2 config: per layer Q, K, V and the projection with biases
+    (4·d² + 4·d), the MLP of 4·d with biases (8·d² + 5·d), two LayerNorms (4·d); the tied embedding (V·d), the
+    2,048 learned positions, the final LayerNorm. 174,604,259,328: Table 2.1's 175.0B rounds more than this."""
+    L, d, V, positions = 96, 12288, 50257, 2048
+    total = L * (12 * d * d + 13 * d) + V * d + positions * d + 2 * d
+    assert total == 174_604_259_328
+    assert load("gpt3-175b").counts.total == total
+
+
+def test_paper_presets_have_no_hub_checkpoint_to_verify() -> None:
+    result = run("verify", "palm-540b", "--hub")
+    assert result.exit_code == 1 and "no checkpoint on the Hub" in result.output
