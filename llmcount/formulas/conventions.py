@@ -203,7 +203,8 @@ def chinchilla_table(x: Ingredients) -> Convention:
         "Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F, Table A4 "
         "(arXiv:2203.15556); the reading of karpathy/nanoGPT scaling_laws.ipynb (commit 0082c48181)",
         "as chinchilla without the embedding matmul and the final logits (2·V·d each): the variant whose ratios to "
-        "6ND reproduce Table A4's, with the table's N (the models' parameter counts, Table A9); every projection "
+        "6ND reproduce Table A4's, N the models' parameter counts (nanoGPT's reconstruction of Table A9's); every "
+        "projection "
         "and MLP weight, logits and values over the full S×S, the softmax at 3 FLOPs per score; backward = 2 × "
         "forward; norms not counted",
     )
