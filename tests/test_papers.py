@@ -344,3 +344,15 @@ def test_gpt3_175b_reconstruction_by_hand() -> None:
 def test_paper_presets_have_no_hub_checkpoint_to_verify() -> None:
     result = run("verify", "palm-540b", "--hub")
     assert result.exit_code == 1 and "no checkpoint on the Hub" in result.output
+
+
+def test_mt_nlg_530b_reconstruction_by_hand() -> None:
+    """MT-NLG 530B (Smith et al. 2022, arXiv:2201.11990: 105 layers, hidden 20,480, 128 heads, sequence 2,048) as a
+    GPT-2 config with GPT-2's vocabulary: 529,581,506,560, the paper's 530B; Korthikanti's 5as/h for it is 64."""
+    L, d, V, positions = 105, 20480, 50257, 2048
+    total = L * (12 * d * d + 13 * d) + V * d + positions * d + 2 * d
+    assert total == 529_581_506_560 and round(total, -9) == 530 * 10**9
+    assert load("mt-nlg-530b").counts.total == total
+    data = json.loads(run("memory", "mt-nlg-530b", "--training", "--tp", "8", "--conventions", "--seq", "2048",
+                          "--json").stdout)["activation_conventions"]  # fmt: skip
+    assert {r["name"]: r["bytes_per_layer"] for r in data["rows"]} == _table_2(2048, 1, 20480, 128, 8)
