@@ -1035,6 +1035,8 @@ def verify(
         return verify_index(model, user_path(index, "index"), dtype_name, model.dtype)
     if hub:
         preset = find(spec)
+        if preset is not None and not preset.hub_id:
+            raise LlmcountError(f"{spec}: a reconstruction from its paper, no checkpoint on the Hub to verify")
         repo_id = preset.hub_id if preset else spec
         return compare(model, read_hub(repo_id), f"{repo_id} (Hub headers)", "hub", _quant(config, source))
     if checkpoint is None:

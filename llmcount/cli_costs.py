@@ -171,6 +171,14 @@ def memory(
             " load it for speculative decoding.",
         ),
     ] = False,
+    conventions: Annotated[
+        bool,
+        typer.Option(
+            "--conventions",
+            help="With --training: Korthikanti et al. 2022's activations per layer (Table 2: tensor and sequence "
+            "parallel, selective and full recomputation) beside llmcount's exact figure.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
@@ -205,8 +213,10 @@ def memory(
         raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
     if (quant is not None or bits is not None) and (training or table or gpu_memory is not None):
         raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
+    if conventions and not training:
+        raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     if training and not (table or gpu_memory is not None):
-        cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json)
+        cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json, conventions)
         return
     if table or gpu_memory is not None:
         from .cli_glance import print_fit, print_weights_table

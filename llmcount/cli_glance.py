@@ -119,8 +119,8 @@ def mfu(
         str,
         typer.Option(
             "--convention",
-            help="How training FLOPs per token are counted: palm (default), kaplan, chinchilla, megatron, "
-            "megatron-recompute, torchtitan, llmcount, llmcount-causal.",
+            help="How training FLOPs per token are counted: palm (default), kaplan, chinchilla, chinchilla-table, "
+            "megatron, megatron-recompute, torchtitan, llmcount, llmcount-causal.",
         ),
     ] = "palm",
     dtype: Annotated[str, typer.Option("--dtype", help="The peak to use with --gpu: bf16 or fp8.")] = "bf16",

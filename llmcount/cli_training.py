@@ -148,8 +148,11 @@ def lora_from(options: dict[str, object]):
     return tr.Lora(_degree("--lora", options["--lora"]), targets)
 
 
-def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> None:
-    """Resolve the inputs, compute model states and activations per GPU, print."""
+def run(
+    spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool, conventions: bool = False
+) -> None:
+    """Resolve the inputs, compute model states and activations per GPU, print; with ``conventions``, Korthikanti
+    et al.'s activations per layer beside llmcount's."""
     from .cli_batch import terminal_width
     from .formulas import training as tr
     from .renderers.training import render_training, training_data
@@ -173,7 +176,39 @@ def run(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object],
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None
     if as_json:
-        print_json(training_data(model, result, seq_, batch_))
+        data = training_data(model, result, seq_, batch_)
+        if extra is not None:
+            from .renderers.activation_conventions import conventions_data
+
+            data["activation_conventions"] = conventions_data(*extra)
+        print_json(data)
     else:
         typer.echo(render_training(model, result, seq_, batch_, terminal_width()).rstrip())
+        if extra is not None:
+            from .renderers.activation_conventions import render_conventions
+
+            typer.echo("\n" + render_conventions(*extra))
+
+
+def _conventions(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
+    """Korthikanti's rows for the model's sizes and llmcount's exact bytes of its heaviest layer on the GPU."""
+    from .formulas.activation_conventions import korthikanti
+    from .formulas.symbols import d, h
+
+    if h not in model.values:
+        raise fail(
+            f"{model.name}: --conventions: Korthikanti's 5as/h needs the attention heads a; this family has none"
+        )
+    sizes = {"s": seq, "b": batch, "h": model.values[d], "a": model.values[h], "t": parallel.tp}
+    recompute = options["--recompute"].value
+    rows = korthikanti(seq, batch, sizes["h"], sizes["a"], parallel.tp, parallel.sequence_parallel, recompute)
+    a = result.activations
+    if a is None or not a.per_gpu_layer_bytes:
+        return rows, None, sizes, result.activations_refused or "no activations derived"
+    heaviest = max(range(len(a.per_gpu_layer_bytes)), key=a.per_gpu_layer_bytes.__getitem__)
+    kinds = len(a.per_gpu_layer_bytes)
+    which = f"its heaviest layer kind ({a.per_layer_kind[heaviest].name})" if kinds > 1 else "each of its layers"
+    how = f"{options['--attention'].value} attention, --recompute {recompute}"
+    return rows, a.per_gpu_layer_bytes[heaviest], sizes, f"{which}, {how}"

@@ -40,8 +40,10 @@ EXPECTED = {
     # weights); final logits 2·d·V; backward = 2 × forward
     "chinchilla": 3
     * (2 * V * D + L * (2 * ATTN + 2 * S * Q_WIDTH + 3 * H * S + 2 * S * Q_WIDTH + 2 * MLP) + 2 * D * V),
-    # Chowdhery et al. 2022 App. B: 6N + 12·L·H·Q·T
-    "palm": 6 * N_NON_EMBEDDING + 12 * L * H * H_D * S,
+    # Chowdhery et al. 2022 App. B: 6N + 12·L·H·Q·T, N the model's parameters (untied: the embedding and the head)
+    "palm": 6 * TOTAL + 12 * L * H * H_D * S,
+    # Hoffmann et al. 2022 Table A4's variant: Appendix F without the embeddings' 2·V·d and the final logits' 2·d·V
+    "chinchilla-table": 3 * L * (2 * ATTN + 2 * S * Q_WIDTH + 3 * H * S + 2 * S * Q_WIDTH + 2 * MLP),
     # Megatron-LM num_floating_point_operations, GQA, swiglu, no MoE/MTP, batch 1 (BSHD):
     #   3·2·[d·(q + k + v) + q·d] per layer + 3·2·d·ffn·3 per layer + 3·2·d·V_pad, all × tokens (= S per sequence)
     #   + seq² · 3·2·q/2·2 per layer (core attention, causal /2); V_pad = 128256 = 1002·128, already a multiple
@@ -81,12 +83,13 @@ def test_every_convention_has_a_hand_derivation() -> None:
 def test_relations_between_conventions() -> None:
     model = load("llama-3-8b")
     got = {c.name: c.training_flops_per_token for c in conventions(model, S)}
-    # PaLM = 6N + 12LHQT with N the non-embedding count computed by hand above
-    assert got["palm"] == 6 * N_NON_EMBEDDING + 12 * L * H * H_D * S
-    # PaLM and Kaplan share 6N; Kaplan's attention is a quarter of PaLM's 12·L·H·Q·T (one 2·n_ctx·d_attn, ×3)
-    assert got["palm"] - got["kaplan"] == 12 * L * H * H_D * S - 6 * L * S * Q_WIDTH
-    # torchtitan minus PaLM: the untied LM head (6·V·d); both count the norms' parameters
-    assert got["torchtitan"] - got["palm"] == 6 * EMBED
+    # PaLM = 6N + 12LHQT with N every parameter, computed by hand above (8,030,261,248)
+    assert got["palm"] == 6 * TOTAL + 12 * L * H * H_D * S
+    # Kaplan's N leaves out the embedding and the untied head (2·V·d); its attention is a quarter of PaLM's
+    # 12·L·H·Q·T (one 2·n_ctx·d_attn, ×3)
+    assert got["palm"] - got["kaplan"] == 6 * 2 * EMBED + 12 * L * H * H_D * S - 6 * L * S * Q_WIDTH
+    # PaLM minus torchtitan: the input embedding table (6·V·d), which torchtitan leaves out when untied
+    assert got["palm"] - got["torchtitan"] == 6 * EMBED
     # recomputation adds exactly one forward pass of the layers (not of the logits)
     assert got["megatron-recompute"] - got["megatron"] == 2 * W + L * S * 2 * Q_WIDTH
     # Megatron's causal core counts S²/2 pairs, llmcount's causal S(S+1)/2: they differ by L·(h·d_qk + h·d_v)·3
@@ -128,7 +131,8 @@ def test_conventions_json() -> None:
     assert [c["name"] for c in data["conventions"]] == list(EXPECTED)
     for c in data["conventions"]:
         assert c["training_flops_per_token"] == EXPECTED[c["name"]]
-        assert set(c) == {"name", "training_flops_per_token", "formula", "source", "includes"}
+        assert set(c) == {"name", "training_flops_per_token", "formula", "source", "includes", "ratio_to_6nd"}
+        assert c["ratio_to_6nd"] == pytest.approx(EXPECTED[c["name"]] / (6 * TOTAL))  # 6ND per token, N = P
         assert c["source"] and c["includes"] and c["formula"]
     sources = " ".join(c["source"] for c in data["conventions"])
     for cited in ("2001.08361", "2203.15556", "2204.02311", "2104.04473", "num_floating_point_operations"):
@@ -146,7 +150,7 @@ def test_conventions_text_fits_80_columns_and_cites() -> None:
 
 # --- mfu --------------------------------------------------------------------------------------------------------
 
-PALM_4096 = 6 * N_NON_EMBEDDING + 12 * L * H * H_D * 4096  # 48,319,979,520
+PALM_4096 = 6 * TOTAL + 12 * L * H * H_D * 4096  # 54,624,018,432
 
 
 def test_mfu_by_hand() -> None:
@@ -238,7 +242,8 @@ def test_moe_conventions_of_qwen3_30b_a3b_by_hand() -> None:
     width = h * h_d  # h·d_qk = h·d_v = 4096
     # Megatron counts the routed experts (topk) and no router GEMM; 151936 = 1187·128 needs no padding
     assert got["megatron"] == 3 * (2 * (weights - layers * router) + layers * seq * 2 * width) + 6 * d * vocab
-    assert got["palm"] == 6 * non_embedding + 12 * layers * h * h_d * seq
+    # PaLM's N: every activated parameter, the untied embedding and LM head (2·V·d) included
+    assert got["palm"] == 6 * (non_embedding + 2 * vocab * d) + 12 * layers * h * h_d * seq
     # torchtitan: activated parameters (router and shared in full, experts k/n) less the embedding table
     assert got["torchtitan"] == 6 * (non_embedding + vocab * d) + 6 * layers * h * 2 * h_d * seq
 
@@ -332,7 +337,7 @@ def test_sliding_layers_with_widths_of_their_own_sum_over_the_layers(tmp_path) -
     assert (x.qk_sum, x.v_sum, x.qk, x.layers) == (71_680, 71_680, None, 30)
     assert x.uneven == "the sliding layers have widths of their own"
     got = {c.name: c.training_flops_per_token for c in conventions(model, 4096)}
-    assert got["palm"] - 6 * x.non_embedding == 6 * 4096 * 2 * 71_680
+    assert got["palm"] - 6 * x.activated == 6 * 4096 * 2 * 71_680
     assert "chinchilla" not in got
 
 

@@ -311,7 +311,7 @@ def test_laguna_conventions_sum_the_widths_over_the_layers(tmp_path) -> None:
     assert (x.qk_sum, x.v_sum, x.qk, x.v, x.layers) == (3_072, 3_072, None, None, 4)
     got = {c.name: c.training_flops_per_token for c in conventions(model, 9)}
     N = model.counts.activated - model.counts.embedding
-    assert got["palm"] - 6 * N == 6 * 9 * (3_072 + 3_072)
+    assert got["palm"] - 6 * model.counts.activated == 6 * 9 * (3_072 + 3_072)  # PaLM's N: every parameter
     assert got["kaplan"] - 6 * N == 3 * 2 * 9 * 3_072
     assert got["megatron-recompute"] - got["megatron"] == 2 * (x.weights - x.router) + 9 * (3_072 + 3_072)
     assert "chinchilla" not in got and "num_attention_heads_per_layer" in not_given(x)["chinchilla"]
@@ -321,7 +321,7 @@ def test_laguna_conventions_sum_the_widths_over_the_layers(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["ingredients"]["sum_h_d_qk"] == 3_072 and data["ingredients"]["h_d_qk"] is None
-    assert [c["name"] for c in data["not_given"]] == ["chinchilla"]
+    assert [c["name"] for c in data["not_given"]] == ["chinchilla", "chinchilla-table"]
     refused = run("mfu", str(path), "--tokens-per-second", "10", "--gpu", "h100-sxm", "--convention", "chinchilla")
     assert_refused(refused, "chinchilla", "num_attention_heads_per_layer")
 

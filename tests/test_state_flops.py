@@ -518,14 +518,15 @@ def test_kimi_delta_attention_by_hand() -> None:
 
 def test_conventions_of_a_model_with_state_layers_only(tmp_path) -> None:
     """Mamba-2.8B: no attention layer (L = 0), so the papers' conventions are their parameter terms alone: Kaplan and
-    PaLM 6·N, torchtitan 6·P (tied: the embedding is the LM head, kept); llmcount's is 3 × its checked forward."""
+    6·N (non-embedding), PaLM and torchtitan 6·P (every parameter; tied: the embedding is the LM head, kept);
+    llmcount's is 3 × its checked forward."""
     from llmcount.formulas.conventions import conventions, not_given
 
     model = read_config(MAMBA_2_8B, "mamba-2.8b")
     got = {c.name: c.training_flops_per_token for c in conventions(model, 2048)}
     non_embedding = model.counts.activated - model.counts.embedding
-    assert got["kaplan"] == got["palm"] == 6 * non_embedding
-    assert got["torchtitan"] == 6 * model.counts.activated
+    assert got["kaplan"] == 6 * non_embedding
+    assert got["palm"] == got["torchtitan"] == 6 * model.counts.activated
     assert got["llmcount"] == 3 * Fraction(11_334_443_335_680, 2048)
     assert "megatron" not in got and set(not_given(ingredients_of(model))) == {"megatron", "megatron-recompute"}
     config = tmp_path / "config.json"
@@ -553,7 +554,8 @@ def test_conventions_of_a_hybrid_count_attention_over_its_attention_layers() -> 
     assert (x["L_attention_layers"], x["h_d_qk"], x["state_layer_kinds"]) == (12, 4096, ["linear_attention"])
     n = x["N_non_embedding_activated"]
     assert got["kaplan"]["training_flops_per_token"] == 3 * (2 * n + 2 * 12 * 4096 * 4096)
-    assert got["palm"]["training_flops_per_token"] == 6 * n + 6 * 12 * (4096 + 4096) * 4096
+    p = x["P_activated"]  # PaLM's N: every activated parameter
+    assert got["palm"]["training_flops_per_token"] == 6 * p + 6 * 12 * (4096 + 4096) * 4096
     assert "attention term runs over the L = 12 attention layers only" in " ".join(got["kaplan"]["includes"].split())
     flops = json.loads(run("flops", "qwen3-next-80b-a3b", "--seq", "4096", "--json").stdout)["training_flops"]
     assert got["llmcount"]["training_flops_per_token"] == flops / 4096

@@ -238,6 +238,7 @@ class Activations:
     per_gpu_bytes: int
     per_gpu_note: str
     per_stage_bytes: tuple[int, ...] = ()  # with pipeline parallelism: each stage's bytes, stage 1 first
+    per_gpu_layer_bytes: tuple[int, ...] = ()  # one layer of each kind (per_layer_kind's order) on the counted GPU
     assumptions: str = ASSUMPTIONS
 
 
@@ -384,6 +385,7 @@ def activations(
         per_gpu_bytes=per_gpu,
         per_gpu_note=note,
         per_stage_bytes=tuple(candidates) if pp > 1 else (),
+        per_gpu_layer_bytes=tuple(size for _, size in layers_gpu),
     )
 
 

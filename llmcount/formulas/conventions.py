@@ -10,6 +10,7 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
 
 * ``N``: activated non-embedding parameters (:data:`~llmcount.formulas.derivation.EMBEDDING_DEFINITION`:
   without the token embedding, a learned position table and an untied LM head; routed experts k of n);
+* ``P``: every activated parameter, embeddings and an untied head included (PaLM's N);
 * ``W``: the weights of the linear maps (no biases, norms, tables or head), routed experts k of n;
 * ``L``: attention layers; ``h·d_qk`` and ``h·d_v``: the widths of Q·Kᵀ and A·V (the record's ``[attention]``);
   the attention terms use their sums over the L layers (``L·h·d_qk`` when every layer has the same widths; the
@@ -154,6 +155,12 @@ class Convention:
     includes: str
 
 
+def ratio_to_6nd(x: Ingredients, made: Convention) -> Fraction:
+    """A convention's training FLOPs over 6ND, N every activated parameter of the model (P): per token, over 6·P.
+    Chinchilla's Table A4 prints this ratio."""
+    return Fraction(made.training_flops_per_token) / (6 * x.activated)
+
+
 def kaplan(x: Ingredients) -> Convention:
     """Kaplan et al. 2020, §2.1 (Table 1): :math:`C_{fwd} = 2N + 2 n_{layer} n_{ctx} d_{attn}`, training 3×."""
     return Convention(
@@ -183,15 +190,36 @@ def chinchilla(x: Ingredients) -> Convention:
     )
 
 
+def chinchilla_table(x: Ingredients) -> Convention:
+    """Hoffmann et al. 2022, Table A4: Appendix F without the embedding matmul and the final logits."""
+    if x.heads is None and x.layers:
+        raise LlmcountError("the Chinchilla convention counts the softmax per head: this family has no head count h")
+    S = x.seq
+    attention = 2 * S * x.qk_sum + x.layers * 3 * (x.heads or 0) * S + 2 * S * x.v_sum
+    return Convention(
+        "chinchilla-table",
+        3 * (2 * x.weights + attention),
+        "3·(2·W + L·(2·S·h·d_qk + 3·h·S + 2·S·h·d_v))",
+        "Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F, Table A4 "
+        "(arXiv:2203.15556); the reading of karpathy/nanoGPT scaling_laws.ipynb (commit 0082c48181)",
+        "as chinchilla without the embedding matmul and the final logits (2·V·d each): the variant whose ratios to "
+        "6ND reproduce Table A4's, N the models' parameter counts (nanoGPT's reconstruction of Table A9's); every "
+        "projection "
+        "and MLP weight, logits and values over the full S×S, the softmax at 3 FLOPs per score; backward = 2 × "
+        "forward; norms not counted",
+    )
+
+
 def palm(x: Ingredients) -> Convention:
-    """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`."""
+    """Chowdhery et al. 2022, Appendix B: :math:`6N + 12 L H Q T`, N every parameter the model activates."""
     return Convention(
         "palm",
-        6 * x.non_embedding + 6 * (x.qk_sum + x.v_sum) * x.seq,
-        "6·N + 12·L·H·Q·T (N non-embedding; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
+        6 * x.activated + 6 * (x.qk_sum + x.v_sum) * x.seq,
+        "6·N + 12·L·H·Q·T (N all activated parameters; 12·H·Q = 6·(h·d_qk + h·d_v), T = S)",
         "Chowdhery et al. 2022, PaLM: Scaling Language Modeling with Pathways, Appendix B (arXiv:2204.02311)",
-        "6 FLOPs per non-embedding parameter (the LM head's matmul not counted); Q·Kᵀ and A·V over the full "
-        "S×S; no recomputation; the MFU definition",
+        "6 FLOPs per parameter, N read as Appendix B defines it, the model's parameters: embeddings, an untied LM "
+        "head and norms included, a tied embedding once (it is also the head), for MoE the activated ones (routed "
+        "experts k of n); Q·Kᵀ and A·V over the full S×S; no recomputation; the MFU definition",
     )
 
 
@@ -282,6 +310,7 @@ CONVENTIONS = {
     "kaplan": kaplan,
     "chinchilla": chinchilla,
     "palm": palm,
+    "chinchilla-table": chinchilla_table,
     "megatron": megatron,
     "megatron-recompute": megatron_recompute,
     "torchtitan": torchtitan,
@@ -331,7 +360,7 @@ def not_given(x: Ingredients) -> dict[str, str]:
             name: why.format(kinds=kinds, commit=MEGATRON_COMMIT[:10]) for name, why in NOT_GIVEN_WITH_STATES.items()
         }
     if x.uneven:
-        skipped["chinchilla"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
+        skipped["chinchilla"] = skipped["chinchilla-table"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
     return skipped
 
 

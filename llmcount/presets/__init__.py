@@ -59,5 +59,6 @@ def _by_key() -> dict[str, Preset]:
     found: dict[str, Preset] = {}
     for preset in presets().values():
         found.setdefault(preset.name, preset)
-        found.setdefault(preset.hub_id.lower(), preset)
+        if preset.hub_id:  # a paper's reconstruction has no Hub id
+            found.setdefault(preset.hub_id.lower(), preset)
     return found

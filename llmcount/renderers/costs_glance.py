@@ -8,7 +8,7 @@ from typing import Any
 
 from ..formulas.capacity import Fit, WeightRow
 from ..formulas.config import Model
-from ..formulas.conventions import Convention, Ingredients, Utilisation, not_given
+from ..formulas.conventions import Convention, Ingredients, Utilisation, not_given, ratio_to_6nd
 from . import render
 
 WIDTH = 80
@@ -31,6 +31,7 @@ def render_conventions(model: Model, x: Ingredients, rows: list[Convention]) -> 
         reference=reference,
         width=WIDTH,
         skipped=skipped,
+        ratios={c.name: ratio_to_6nd(x, c) for c in rows},
     )
 
 
@@ -68,6 +69,7 @@ def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> di
                 "formula": c.formula,
                 "source": c.source,
                 "includes": c.includes,
+                "ratio_to_6nd": float(ratio_to_6nd(x, c)),
             }
             for c in rows
         ],
