@@ -159,6 +159,16 @@ SMALL = {
         **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
         "shared_expert_intermediate_size": 8,
     },
+    "lara_mini": {  # linear (gated delta), sliding and full attention layers, MoE with a shared expert
+        "model_type": "lara_mini",
+        **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 4, "sliding_window": 3},
+        "layer_types": ["linear_attention", "sliding_attention", "linear_attention", "full_attention"],
+        **{"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3},
+        **{"linear_value_head_dim": 5, "linear_conv_kernel_dim": 3},
+        **{"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8},
+        "shared_expert_intermediate_size": 8,
+    },
     "qwen3_5_text": {
         "model_type": "qwen3_5_text",
         **{"vocab_size": 32, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4},
