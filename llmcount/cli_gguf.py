@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -100,15 +101,20 @@ def quant_data(spec: str, quant: str, kv_dtype: str | None, seq: int, batch: int
     }
 
 
-def memory_quant(spec: str, quant: str, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> None:
+def _show(build: Callable[[], dict[str, Any]], as_json: bool) -> None:
+    """Print ``build()``'s stored-weights table (or its JSON); a refusal on the way is one line on stderr."""
     try:
-        data = quant_data(spec, quant, kv_dtype, parse_size(seq, "--seq"), parse_size(batch, "--batch"))
+        data = build()
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
         print_json(data)
     else:
         typer.echo(render(data))
+
+
+def memory_quant(spec: str, quant: str, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> None:
+    _show(lambda: quant_data(spec, quant, kv_dtype, parse_size(seq, "--seq"), parse_size(batch, "--batch")), as_json)
 
 
 def _gib(n: int) -> str:
@@ -157,14 +163,7 @@ def render(data: dict[str, Any]) -> str:
 
 
 def memory_gguf(spec: str, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> None:
-    try:
-        data = memory_data(spec, kv_dtype, parse_size(seq, "--seq"), parse_size(batch, "--batch"))
-    except LlmcountError as exc:
-        raise fail(str(exc)) from None
-    if as_json:
-        print_json(data)
-    else:
-        typer.echo(render(data))
+    _show(lambda: memory_data(spec, kv_dtype, parse_size(seq, "--seq"), parse_size(batch, "--batch")), as_json)
 
 
 def count_gguf(spec: str, model: Any, as_json: bool, width: int) -> str:
