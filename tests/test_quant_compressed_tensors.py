@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("compressed_tensors")
 import torch
+from quant_models import QWEN3
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -21,17 +22,6 @@ from llmcount.checkpoint import verify
 from llmcount.formulas.config import read_config
 from llmcount.quant.config import read_quant
 from llmcount.quant.stored import plan, rest_dtype
-
-QWEN3 = {
-    "model_type": "qwen3",
-    "hidden_size": 96,
-    "intermediate_size": 160,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 48,
-    "vocab_size": 300,
-}
 
 
 def weights(**kwargs: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 mx = pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
+import quant_models  # noqa: E402
 from mlx.utils import tree_flatten  # noqa: E402
 from mlx_lm.utils import quantize_model  # noqa: E402
 
@@ -24,17 +25,7 @@ from llmcount.quant.config import read_quant  # noqa: E402
 from llmcount.quant.stored import plan, rest_dtype  # noqa: E402
 
 COMMON = {"rms_norm_eps": 1e-6, "max_position_embeddings": 128, "rope_theta": 1e6}
-QWEN3 = {
-    "model_type": "qwen3",
-    "hidden_size": 96,
-    "intermediate_size": 160,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 48,
-    "vocab_size": 300,
-    **COMMON,
-}
+QWEN3 = {**quant_models.QWEN3, **COMMON}
 QWEN3_MOE = {
     "model_type": "qwen3_moe",
     "hidden_size": 64,
