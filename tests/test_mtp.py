@@ -306,20 +306,35 @@ QWEN3_NEXT = {
 }
 
 
-def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
-    layers = QWEN3_NEXT["num_hidden_layers"]
-    kinds = ["linear_attention", "linear_attention", "linear_attention", "full_attention"]
-    bigger = {**QWEN3_NEXT, "num_hidden_layers": layers + 1, "layer_types": [*kinds, "full_attention"]}
-    folder = tmp_path / "qwen3-next"
+def save_one_layer_more(bigger: dict[str, Any], folder: Path) -> tuple[int, dict[str, Any]]:
+    """The model of ``bigger`` written by save_pretrained; returns its last decoder layer's parameters and the
+    file's tensors, for a test to rename that layer as an MTP layer and add the MTP module's own weights."""
+    last = bigger["num_hidden_layers"] - 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(_hf_config(bigger))
         model.save_pretrained(folder)
-    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{layers}."))
-    path = folder / "model.safetensors"
+    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{last}."))
+    return layer, load_file(folder / "model.safetensors")
+
+
+def rewrite(folder: Path, tensors: dict[str, Any], **config: Any) -> None:
+    """``tensors`` saved over the folder's model.safetensors, and ``config`` over keys of its config.json."""
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    written = json.loads((folder / "config.json").read_text())
+    written.update(config)
+    (folder / "config.json").write_text(json.dumps(written))
+
+
+def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
+    layers = QWEN3_NEXT["num_hidden_layers"]
+    kinds = ["linear_attention", "linear_attention", "linear_attention", "full_attention"]
+    bigger = {**QWEN3_NEXT, "num_hidden_layers": layers + 1, "layer_types": [*kinds, "full_attention"]}
+    folder = tmp_path / "qwen3-next"
+    layer, stored = save_one_layer_more(bigger, folder)
     tensors = {}
-    for name, tensor in load_file(path).items():
+    for name, tensor in stored.items():
         tensors[name.replace(f"model.layers.{layers}.", "mtp.layers.0.")] = tensor
     d = QWEN3_NEXT["hidden_size"]
     tensors |= {
@@ -328,10 +343,7 @@ def test_verify_maps_qwen3_next_mtp_tensors(tmp_path: Path) -> None:
         "mtp.pre_fc_norm_hidden.weight": torch.zeros(d),
         "mtp.norm.weight": torch.zeros(d),
     }
-    save_file(tensors, path, metadata={"format": "pt"})
-    config = json.loads((folder / "config.json").read_text())
-    config.update(num_hidden_layers=layers, layer_types=kinds, mtp_num_hidden_layers=1)
-    (folder / "config.json").write_text(json.dumps(config))
+    rewrite(folder, tensors, num_hidden_layers=layers, layer_types=kinds, mtp_num_hidden_layers=1)
     result = verify(str(folder))
     assert not result.unmapped, [t.name for t in result.unmapped]
     assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
@@ -388,24 +400,17 @@ def test_verify_maps_mimo_v2_flash_mtp_tensors(tmp_path: Path) -> None:
     bigger = {**plain, "num_hidden_layers": layers + 1}
     bigger |= {"layer_types": [*kinds, "sliding_attention"], "mlp_layer_types": [*mlps, "dense"]}
     folder = tmp_path / "mimo"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(_hf_config(bigger))
-        model.save_pretrained(folder)
-    layer = sum(p.numel() for name, p in model.named_parameters() if name.startswith(f"model.layers.{layers}."))
-    path = folder / "model.safetensors"
+    layer, stored = save_one_layer_more(bigger, folder)
     tensors = {}
-    for name, tensor in load_file(path).items():
+    for name, tensor in stored.items():
         name = name.replace(f"model.layers.{layers}.", "model.mtp.layers.0.")
         tensors[name.replace("mtp.layers.0.post_attention_layernorm", "mtp.layers.0.pre_mlp_layernorm")] = tensor
     d = config["hidden_size"]
     for leaf, shape in (("enorm", (d,)), ("hnorm", (d,)), ("eh_proj", (d, 2 * d)), ("final_layernorm", (d,))):
         tensors[f"model.mtp.layers.0.{leaf}.weight"] = torch.zeros(shape)
-    save_file(tensors, path, metadata={"format": "pt"})
-    written = json.loads((folder / "config.json").read_text())
-    written.update(num_hidden_layers=layers, layer_types=kinds, mlp_layer_types=mlps, num_nextn_predict_layers=1)
-    (folder / "config.json").write_text(json.dumps(written))
+    rewrite(
+        folder, tensors, num_hidden_layers=layers, layer_types=kinds, mlp_layer_types=mlps, num_nextn_predict_layers=1
+    )
     result = verify(str(folder))
     assert not result.unmapped, [t.name for t in result.unmapped]
     differences = {c.path: (c.formula, c.checkpoint) for c in result.differences}
