@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import gemma3
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -38,16 +39,7 @@ GEMMA3_4B = {
         "sliding_window": 1024,
     },
     "torch_dtype": "bfloat16",
-    "vision_config": {
-        "hidden_size": 1152,
-        "image_size": 896,
-        "intermediate_size": 4304,
-        "model_type": "siglip_vision_model",
-        "num_attention_heads": 16,
-        "num_hidden_layers": 27,
-        "patch_size": 14,
-        "vision_use_head": False,
-    },
+    "vision_config": gemma3.VISION_CONFIG,
 }
 
 

@@ -10,6 +10,7 @@ import json
 import warnings
 from functools import lru_cache
 
+import gemma3
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -236,16 +237,7 @@ GEMMA3_27B = {
         "sliding_window": 1024,
     },
     "torch_dtype": "bfloat16",
-    "vision_config": {
-        "hidden_size": 1152,
-        "image_size": 896,
-        "intermediate_size": 4304,
-        "model_type": "siglip_vision_model",
-        "num_attention_heads": 16,
-        "num_hidden_layers": 27,
-        "patch_size": 14,
-        "vision_use_head": False,
-    },
+    "vision_config": gemma3.VISION_CONFIG,
 }
 
 # Qwen/Qwen2.5-VL-7B-Instruct's config.json as published: written flat, the text keys at the top level.
