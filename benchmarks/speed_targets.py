@@ -27,20 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from llmcount.presets import presets
+from batch_count import write_configs  # the scripts beside this one (python benchmarks/speed_targets.py)
+from count_vs_meta import META
 
-META = """
-import sys, torch, transformers
-from transformers import AutoConfig, AutoModelForCausalLM
 from llmcount.presets import presets
-transformers.logging.set_verbosity_error()
-config = presets()[sys.argv[1]].config()
-model_type = config.pop("model_type")
-cfg = AutoConfig.for_model(model_type, **config)
-with torch.device("meta"):
-    model = AutoModelForCausalLM.from_config(cfg)
-print(sum(p.numel() for p in model.parameters()))
-"""
 
 
 def timed(cmd: list[str], repeat: int) -> tuple[float, str]:
@@ -52,19 +42,6 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, str]:
         times.append(time.perf_counter() - start)
         out = done.stdout if out is None else out
     return statistics.median(times), out
-
-
-def write_configs(folder: Path, count: int) -> list[str]:
-    specs = list(presets().values())
-    paths = []
-    for i in range(count):
-        config = specs[i % len(specs)].config()
-        if isinstance(config.get("vocab_size"), int):
-            config["vocab_size"] += i % 97
-        path = folder / f"{i:05d}-{specs[i % len(specs)].name}.json"
-        path.write_text(json.dumps(config))
-        paths.append(str(path))
-    return paths
 
 
 def whole_process(preset: str, repeat: int) -> None:
