@@ -335,7 +335,8 @@ def test_many_skip_entries_stay_fast():
     [
         (["--quant", "fp8-block", "--group-size", "64"], "--group-size"),
         (["--bits", "4"], "--bits needs --quant"),
-        (["--quant", "q9"], "unknown scheme 'q9'"),
+        (["--quant", "int3"], "unknown scheme 'int3'"),
+        (["--quant", "q9"], "--quant q9: not a llama.cpp file type"),  # shaped like one: llama.cpp's list
         (["--quant", "gptq", "--bits", "5"], "quantization_config.bits"),
         (["--quant", "awq", "--training"], "--quant"),
         (["--quant", "awq", "--table"], "--quant"),
