@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import torch
-from oracle import VERSIONS, _hf_config
+from oracle import VERSIONS, _hf_config, runnable_defaults
 from test_flops import SMALL
 from transformers import AutoModelForCausalLM
 from typer.testing import CliRunner
@@ -27,7 +27,7 @@ from llmcount.formulas import memory
 from llmcount.formulas.config import read_config
 from llmcount.sources import load
 
-TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def hf_model(config: dict[str, Any], dtype: str, device: str = "cpu"):
@@ -120,6 +120,87 @@ def test_weights_equal_the_bytes_of_transformers_parameters(name: str, dtype: st
     model = hf_model(SMALL[name], dtype, device="meta")
     expected = sum(p.numel() * p.element_size() for p in model.parameters())
     assert inference(SMALL[name], dtype_name=dtype).bytes_of("weights") == expected, VERSIONS
+
+
+def _kept_in_fp32(model_type: str) -> list[str]:
+    """The modules the record's transformers class names in _keep_in_fp32_modules_strict (kept in fp32 in bf16 and
+    fp16 whatever the model's dtype); [] for a class without, or a record transformers has no causal LM of."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(_hf_config(runnable_defaults(model_type)))]
+    return sorted(getattr(cls, "_keep_in_fp32_modules_strict", None) or [])
+
+
+def _strict_records() -> list[str]:
+    """The records whose modeling file (read as text: importing every modeling module would take a minute) gives a
+    class a non-empty _keep_in_fp32_modules_strict, and those with a [weights] table."""
+    import re
+    from pathlib import Path
+
+    import transformers
+    from oracle import _built_through
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    from llmcount.formulas import records
+
+    root = Path(transformers.__file__).parent / "models"
+    strict = re.compile(r'_keep_in_fp32_modules_strict = \[\s*"')
+    names = []
+    for family in records.families():
+        module = model_type_to_module_name(family.shares or _built_through(family.name) or family.name)
+        source = root / module / f"modeling_{module}.py"
+        if family.fp32_weights or (source.is_file() and strict.search(source.read_text())):
+            names.append(family.name)
+    return names
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("model_type", _strict_records())
+def test_weights_of_the_class_defaults_keep_the_fp32_modules(model_type: str, dtype: str) -> None:
+    """Every record whose class keeps modules in fp32 (_keep_in_fp32_modules_strict): the weights of its class
+    defaults in bf16 and fp16 are the bytes of the parameters transformers builds, the kept ones at 4 bytes."""
+    config = runnable_defaults(model_type)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(_hf_config(config), dtype=TORCH_DTYPES[dtype])
+    expected = sum(p.numel() * p.element_size() for p in model.parameters())
+    got = inference(config, dtype_name=dtype).bytes_of("weights")
+    assert got == expected, f"{model_type} {dtype}: kept in fp32 {_kept_in_fp32(model_type)} ({VERSIONS})"
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"fp32": ["moe/gate"], "source": "x"}, "moe/gate is not a term path of the record"),
+        ({"fp32": ["moe/router", "moe/router"], "source": "x"}, "a list of distinct term paths"),
+        ({"fp32": "moe/router", "source": "x"}, "a list of distinct term paths"),
+        ({"fp32": ["moe/router"]}, "'source' names the modeling code"),
+        ({"fp32": ["moe/router"], "source": "x", "bf16": []}, "unknown fields"),
+    ],
+)
+def test_a_bad_weights_table_is_refused_by_name(weights: dict, message: str) -> None:
+    from pathlib import Path
+
+    import tomllib
+
+    from llmcount.formulas import records
+
+    record = tomllib.loads((Path(records.__file__).parent / "families" / "deepseek_v3.toml").read_text())
+    assert records.parse_record(record, "deepseek_v3.toml").fp32_weights == ("moe/router",)
+    with pytest.raises(records.RecordError, match=rf"deepseek_v3.toml \[weights\].*{message}"):
+        records.parse_record({**record, "weights": weights}, "deepseek_v3.toml")
+
+
+def test_training_keeps_fp32_gradients_and_no_master_copy_of_the_fp32_weights() -> None:
+    """DeepSeek-V3's class defaults in bf16: the router's gate.weight (58 MoE layers of n · d = 256 · 7168) is fp32,
+    its gradient too, and mixed precision needs no master copy of it; the total stays 16 bytes a parameter."""
+    model = read_config(runnable_defaults("deepseek_v3"), "test")
+    result = memory.training(model.derivation, model.values, "bf16")
+    params, router = result.parameters, 58 * 256 * 7168
+    parts = [2 * (params - router) + 4 * router] * 2 + [4 * (params - router), 4 * params, 4 * params]
+    assert [line.bytes for line in result.lines] == parts
+    assert result.total_bytes == 16 * params
 
 
 @pytest.mark.parametrize(("dtype", "bytes_"), [("fp32", 4), ("fp16", 2), ("bf16", 2), ("fp8", 1), ("int8", 1)])

@@ -274,6 +274,29 @@ def _amount(name: str, elements: Expr, dtype_name: str, env: dict[Symbol, int], 
     return Line(name, formula, nbytes(evaluate_int(elements, env, name), dtype_name), note, in_total)
 
 
+def _fp32_part(derivation: Derivation, values: dict[Symbol, int], dtype_name: str) -> tuple[Expr, int, str]:
+    """The parameters a 16-bit model keeps in fp32 (the record's ``[weights] fp32`` terms): their formula, their
+    count and a note naming them; ``(0, 0, "")`` in fp32 and in the other dtypes, and for records with none."""
+    kept = derivation.architecture.fp32_weights if dtype_name in FLOAT_16 else ()
+    terms = [t for t in derivation.terms if t.path in kept]
+    if not terms:
+        return Integer(0), 0, ""
+    count = sum(c.count for c in derivation.evaluate(values).components if c.path in kept)
+    paths = ", ".join(dict.fromkeys(t.path for t in terms))
+    note = f"{paths} ({count:,} parameters) in fp32, as the modeling code keeps them"
+    return Add(*(t.total for t in terms)), count, note
+
+
+def _weights_line(derivation: Derivation, values: dict[Symbol, int], dtype_name: str, env: dict[Symbol, int]) -> Line:
+    """Every parameter in ``dtype_name``, but those the record keeps in fp32 (:func:`_fp32_part`) in 4 bytes."""
+    fp32, count, note = _fp32_part(derivation, values, dtype_name)
+    if not count:
+        return _amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")
+    formula = (P - fp32) * BITS[dtype_name] / 8 + fp32 * BITS["fp32"] / 8
+    nbytes_ = nbytes(env[P] - count, dtype_name) + nbytes(count, "fp32")
+    return Line("weights", formula, nbytes_, f"P parameters in {dtype_name}, but {note}")
+
+
 def inference(
     derivation: Derivation,
     values: dict[Symbol, int],
@@ -302,7 +325,7 @@ def inference(
     env = {**values, P: parameters, S: seq, B: batch}
     family = beyond_family(cache_family(derivation), seq, values)
 
-    lines = [_amount("weights", P, dtype_name, env, f"P parameters, every one in {dtype_name}")]
+    lines = [_weights_line(derivation, values, dtype_name, env)]
     if weights is not None:
         lines = list(weights)
     elif group_size is not None:
@@ -390,15 +413,25 @@ def training(derivation: Derivation, values: dict[Symbol, int], dtype_name: str 
         raise LlmcountError(f"training: dtype {dtype_name} is not supported; choices: fp32, {', '.join(FLOAT_16)}")
     parameters = derivation.evaluate(values).total
     width = BITS[dtype_name] // 8
-    parts = [("weights", width, f"{dtype_name} weights"), ("gradients", width, f"{dtype_name} gradients")]
+    fp32, count, kept = _fp32_part(derivation, values, dtype_name)
+    # (name, formula, bytes, note): a parameter kept in fp32 has an fp32 gradient and needs no master copy
+    mixed = width * (P - fp32) + 4 * fp32
+    mixed_bytes = width * (parameters - count) + 4 * count
+    also = f"; {kept}" if kept else ""
+    parts = [
+        ("weights", mixed, mixed_bytes, f"{dtype_name} weights{also}"),
+        ("gradients", mixed, mixed_bytes, f"{dtype_name} gradients{also}"),
+    ]
     if dtype_name != "fp32":
-        parts.append(("master_weights", 4, "fp32 master copy of the weights"))
-    parts += [("adam_m", 4, "fp32 Adam first moment"), ("adam_v", 4, "fp32 Adam second moment")]
+        master = "fp32 master copy of the weights" + (", but not of those kept in fp32" if kept else "")
+        parts.append(("master_weights", 4 * (P - fp32), 4 * (parameters - count), master))
+    parts += [("adam_m", 4 * P, 4 * parameters, "fp32 Adam first moment")]
+    parts += [("adam_v", 4 * P, 4 * parameters, "fp32 Adam second moment")]
     return Memory(
         mode="training",
         dtype=dtype_name,
         parameters=parameters,
         parameters_formula=derivation.total,
-        lines=tuple(Line(name, size * P, size * parameters, note) for name, size, note in parts),
+        lines=tuple(Line(name, formula, size, note) for name, formula, size, note in parts),
         assumptions=TRAINING_ASSUMPTIONS,
     )

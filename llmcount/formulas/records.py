@@ -349,6 +349,10 @@ class Family:
         seen = self.checked_keys | self.read_keys() | COMMON_KEYS
         return tuple(sorted(key for key in config if isinstance(key, str) and key not in seen))
 
+    # the optional [weights] table's fp32: the term paths whose parameters the modeling class keeps in fp32 whatever
+    # the model's 16-bit dtype (its _keep_in_fp32_modules_strict, or an nn.Parameter built with dtype=torch.float32)
+    fp32_weights: tuple[str, ...] = ()
+
     @property
     def summed(self) -> frozenset[Symbol]:
         """The symbols the record sums over the layers (one value per layer in the config, their sum here)."""
@@ -838,7 +842,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
-    tables |= {"checked"}
+    tables |= {"checked", "weights"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -896,6 +900,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     if "checkpoint" in data:
         paths = {choice.term.path for choice in family.choices}
         family = replace(family, checkpoint=_checkpoint(data["checkpoint"], f"{where} [checkpoint]", paths))
+    if "weights" in data:
+        family = replace(family, fp32_weights=_fp32_weights(data["weights"], f"{where} [weights]", family))
     _check_names(family, where)
     _check_per_layer(family, where)
     if "mtp" in data:
@@ -966,6 +972,26 @@ def newer_transformers(installed: str, version: str = CHECKED_AGAINST) -> str:
     )
 
 
+def _fp32_weights(table: Any, where: str, family: Family) -> tuple[str, ...]:
+    """The ``[weights]`` table: ``fp32``, the term paths kept in fp32 in a 16-bit model, and ``source``, the modeling
+    code that keeps them so (file, class and transformers version)."""
+    table = _table(table, where)
+    unknown = set(table) - {"fp32", "source"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    paths = table.get("fp32")
+    distinct = isinstance(paths, list) and all(isinstance(p, str) for p in paths) and len(set(paths)) == len(paths)
+    if not paths or not distinct:
+        raise RecordError(f"{where} fp32: a list of distinct term paths")
+    if not isinstance(table.get("source"), str) or not table["source"]:
+        raise RecordError(f"{where}: 'source' names the modeling code that keeps these weights in fp32")
+    known = {choice.term.path for choice in family.choices}
+    missing = sorted(set(paths) - known)
+    if missing:
+        raise RecordError(f"{where} fp32: {', '.join(missing)} is not a term path of the record")
+    return tuple(paths)
+
+
 def _check_per_layer(family: Family, where: str) -> None:
     """A symbol read `on` some layers names a [layers] symbol; one the per-layer object may override (not a sum of
     one entry per layer) needs the record's per-layer object, and the other way round."""
@@ -1001,7 +1027,7 @@ _FOLDER = "families"
 # What an alias record may not restate: the modeling class's structure, which it shares ([defaults] gives its config
 # class's own defaults of the keys the shared record reads)
 _SHARED = {"symbols", "keys", "layers", "terms", "attention", "state", "flops", "cache", "activations", "tree"}
-_SHARED |= {"checkpoint", "per_layer", "head"}
+_SHARED |= {"checkpoint", "per_layer", "head", "weights"}
 
 
 def _aliased(data: Mapping[str, Any], where: str) -> dict[str, Any]:
