@@ -577,7 +577,8 @@ def findings(model: Model, names: list[str]) -> list[Finding]:
     parameters: a tied head stored twice (:math:`Vd` more), a missing head (:math:`Vd` fewer), layers at or past N
     (MTP), buffers (GPT-2's :math:`n_{pos}^2` masks), quantisation scales. With shapes, see :func:`compare`."""
     found = []
-    head = [name for name in names if name.endswith("lm_head.weight")]
+    ending = model.architecture.checkpoint.names.get("head/lm_head", "lm_head.weight")  # the record's name for it
+    head = [name for name in names if name == ending or name.endswith(f".{ending}")]
     vocab_table = model.values[V] * model.values[d]
     if model.tied and head:
         found.append(Finding("tied_head", len(head), tuple(head), params=vocab_table))

@@ -113,7 +113,7 @@ def test_count_says_what_is_not_counted(tmp_path) -> None:
     text = " ".join(result.output.split())
     assert "counted: the decoder with its cross-attention, and the LM head, as WhisperForCausalLM builds it" in text
     assert "not counted: the audio encoder" in text
-    data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).output)
+    data = json.loads(CliRunner().invoke(app, ["count", str(path), "--json"]).stdout)
     assert data["total"] == oracle.meta_total(small("whisper"))
     assert "WhisperForCausalLM" in data["scope"]["counted"]
     assert data["scope"]["not_counted"].startswith("the audio encoder")
