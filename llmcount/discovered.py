@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from .errors import LlmcountError
+from .files import write_atomic
 from .formulas import records
 from .formulas.expressions import RecordError
 
@@ -104,14 +105,7 @@ def _keep(path: Path, text: str) -> str:
     """Write the record into the cache through a temporary file; say where, or why it could not."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temp, path)
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
+        write_atomic(path, text)
     except OSError as error:
         return f"not cached: {error.strerror or error} ({path.parent})"
     return f"cached: {path}"

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import stat
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -108,6 +109,19 @@ def read_json(path: Path | str, what: str = "JSON file", constants: bool = False
     text = json_text(raw, str(path))
     del raw
     return parse_text(text, str(path), constants)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so that a reader never
+    sees half a file; the temporary file is removed when the write fails (OSError propagates)."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 def short(value: Any, limit: int = 80) -> str:

@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 import re
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
+from ..files import write_atomic
 from ..formulas import records
 
 _HEADER = re.compile(r"^\[checked\]")
@@ -112,17 +111,6 @@ def with_table(text: str, checked: str) -> str:
     return text.rstrip("\n") + "\n\n" + checked
 
 
-def _write(path: Path, text: str) -> None:
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m llmcount.discover.checked_keys", description=__doc__.splitlines()[0]
@@ -144,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         path = folder / f"{name}.toml"
         keys = class_keys(name)
         ignored = ignored_keys(name, keys)
-        _write(path, with_table(path.read_text("utf-8"), table(keys, transformers.__version__, ignored)))
+        write_atomic(path, with_table(path.read_text("utf-8"), table(keys, transformers.__version__, ignored)))
         records.load(path)  # the record still parses
         print(f"{name}: {len(keys)} keys")
     return 0
