@@ -1,8 +1,14 @@
-"""Dense (non-sparse) peak tensor throughput of a few accelerators, bf16 and fp8, per GPU, in TFLOPS (10^12 FLOP/s).
+"""A few accelerators: dense (non-sparse) peak tensor throughput, bf16 and fp8, in TFLOPS (10^12 FLOP/s); memory
+as the datasheet states it, in GB (10^9 bytes); and peak memory bandwidth in GB/s. All per GPU.
 
 Vendors print the 2:4-structured-sparsity figure beside the dense one (marked "with sparsity"); MFU is measured
 against the dense peak, so where a datasheet gives only the sparse figure the dense one is half of it. Each entry
 names the document its numbers come from; the figures are the boost-clock peaks those documents state.
+
+Memory and bandwidth, from the same datasheets: A100 SXM 80 GB HBM2e, 2,039 GB/s; H100 SXM 80 GB HBM3, 3.35 TB/s;
+H100 PCIe 80 GB HBM2e, 2 TB/s; H200 141 GB HBM3e, 4.8 TB/s; HGX B200 1.44 TB and 64 TB/s for eight GPUs: 180 GB and
+8 TB/s each; MI300X 192 GB HBM3, 5.3 TB/s; L40S 48 GB GDDR6, 864 GB/s; RTX 4090 24 GB GDDR6X, 1,008 GB/s. A
+datasheet's "80 GB" is a marketing figure: what the driver reports as total can differ by a few percent either way.
 
 * A100 SXM: NVIDIA A100 Tensor Core GPU datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity); A100 has no
   FP8 tensor cores.
@@ -34,6 +40,13 @@ class GPU:
     bf16: Fraction  # dense TFLOPS
     fp8: Fraction | None
     source: str
+    memory_gb: Fraction  # as the datasheet states it, GB = 10^9 bytes
+    bandwidth_gbs: Fraction  # peak memory bandwidth, GB/s
+
+    @property
+    def memory_bytes(self) -> int:
+        """The datasheet's memory in bytes (GB = 10^9)."""
+        return int(self.memory_gb * 10**9)
 
     def peak_tflops(self, dtype: str) -> Fraction:
         """The dense peak in TFLOPS for ``bf16`` or ``fp8``; LlmcountError when the GPU has no such tensor cores."""
@@ -43,21 +56,31 @@ class GPU:
         return peak
 
 
-def _gpu(name: str, title: str, bf16: str, fp8: str | None, source: str) -> GPU:
-    return GPU(name, title, Fraction(bf16), Fraction(fp8) if fp8 else None, source)
+def _gpu(name: str, title: str, bf16: str, fp8: str | None, source: str, memory_gb: str, bandwidth_gbs: str) -> GPU:
+    return GPU(
+        name,
+        title,
+        Fraction(bf16),
+        Fraction(fp8) if fp8 else None,
+        source,
+        Fraction(memory_gb),
+        Fraction(bandwidth_gbs),
+    )
 
 
 GPUS: dict[str, GPU] = {
     g.name: g
     for g in (
-        _gpu("a100-sxm", "A100 SXM", "312", None, "NVIDIA A100 datasheet"),
-        _gpu("h100-sxm", "H100 SXM", "989.5", "1979", "NVIDIA H100 datasheet (with sparsity / 2)"),
-        _gpu("h100-pcie", "H100 PCIe", "756.5", "1513", "NVIDIA H100 datasheet (with sparsity / 2)"),
-        _gpu("h200", "H200 SXM", "989.5", "1979", "NVIDIA H200 datasheet (with sparsity / 2)"),
-        _gpu("b200", "B200 (HGX)", "2250", "4500", "NVIDIA HGX B200 datasheet (with sparsity / 2)"),
-        _gpu("mi300x", "MI300X", "1307.4", "2614.9", "AMD Instinct MI300X datasheet"),
-        _gpu("l40s", "L40S", "362.05", "733", "NVIDIA L40S datasheet"),
-        _gpu("rtx-4090", "RTX 4090", "165.2", "330.3", "NVIDIA Ada Lovelace whitepaper (FP32 accumulate)"),
+        _gpu("a100-sxm", "A100 SXM", "312", None, "NVIDIA A100 datasheet", "80", "2039"),
+        _gpu("h100-sxm", "H100 SXM", "989.5", "1979", "NVIDIA H100 datasheet (with sparsity / 2)", "80", "3350"),
+        _gpu("h100-pcie", "H100 PCIe", "756.5", "1513", "NVIDIA H100 datasheet (with sparsity / 2)", "80", "2000"),
+        _gpu("h200", "H200 SXM", "989.5", "1979", "NVIDIA H200 datasheet (with sparsity / 2)", "141", "4800"),
+        _gpu("b200", "B200 (HGX)", "2250", "4500", "NVIDIA HGX B200 datasheet (with sparsity / 2)", "180", "8000"),
+        _gpu("mi300x", "MI300X", "1307.4", "2614.9", "AMD Instinct MI300X datasheet", "192", "5300"),
+        _gpu("l40s", "L40S", "362.05", "733", "NVIDIA L40S datasheet", "48", "864"),
+        _gpu(
+            "rtx-4090", "RTX 4090", "165.2", "330.3", "NVIDIA Ada Lovelace whitepaper (FP32 accumulate)", "24", "1008"
+        ),
     )
 }
 ALIASES = {"a100": "a100-sxm", "h100": "h100-sxm", "h200-sxm": "h200", "rtx4090": "rtx-4090", "4090": "rtx-4090"}
