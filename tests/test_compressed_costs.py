@@ -178,14 +178,16 @@ def test_class_defaults_by_hand() -> None:
     """DeepseekV4Config() (43 layers: 20 CSA, 23 HCA; one key/value head of h_d = 512, indexer keys of d_idx = 128;
     W = 128, m_csa = 4, m_hca = 128) at S = 65,536 = 16,384 · 4 = 512 · 128, bf16, one sequence: a CSA layer keeps
     127 sliding keys, 16,384 entries of 512 + 128 and the overlapping half of its last window, 2 · 4 · (512 + 128)
-    (no token waits for a window); an HCA layer 127 sliding keys and 512 entries of 512."""
+    (no token waits for a window), its gates, 4 · (512 + 128) of those, in fp32 (transformers 5.24 keeps them so); an
+    HCA layer 127 sliding keys and 512 entries of 512."""
     config = {"model_type": "deepseek_v4", "num_hidden_layers": 43, "hidden_size": 4096, "num_attention_heads": 64}
     model = read_config({**config, "vocab_size": 129280}, "defaults")
     result = memory.inference(model.derivation, model.values, "bf16", seq=65536, batch=1)
     csa = 127 * 512 + 16384 * (512 + 128) + 2 * 4 * (512 + 128)
     hca = 127 * 512 + 512 * 512
     kinds = {k.kind: (k.layers, k.bytes) for k in result.per_layer_kind}
-    assert kinds == {CSA: (20, 2 * 20 * csa), HCA: (23, 2 * 23 * hca)}
+    gates = 4 * (512 + 128)
+    assert kinds == {CSA: (20, 20 * (2 * (csa - gates) + 4 * gates)), HCA: (23, 2 * 23 * hca)}
 
 
 RECORD = {

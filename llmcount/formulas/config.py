@@ -618,7 +618,9 @@ def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:
 def _count_layers(
     reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]
 ) -> dict[Symbol, tuple[int, ...]]:
-    """Each layer-count symbol: how many of the N layers satisfy its condition; returns which ones."""
+    """Each layer-count symbol: how many of the N layers satisfy its condition, or, where the condition gives an
+    integer instead of a truth value, the sum of those integers over the layers (a weighted count: Inkling 2's
+    states attended by its full layers' residuals); returns the layers each counts."""
     indices: dict[Symbol, tuple[int, ...]] = {}
     if not reader.family.layers:
         return indices
@@ -628,15 +630,17 @@ def _count_layers(
     scope = dict(namespace)
     for symbol, test, text in reader.family.layers:
         try:
-            chosen = []
+            chosen, total = [], 0
             for i in range(layers):
                 scope["i"] = i
-                if test(scope):
+                weight = test(scope)
+                if weight:
                     chosen.append(i)
+                    total += weight if type(weight) is int and weight > 0 else 1
         except _EVALUATION_ERRORS as exc:
             raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
         indices[symbol] = tuple(chosen)
-        values[symbol] = namespace[symbol.name] = scope[symbol.name] = len(chosen)
+        values[symbol] = namespace[symbol.name] = scope[symbol.name] = total
     return indices
 
 

@@ -95,6 +95,7 @@ class LayerKind:
     per_sequence_fp32: Expr = ZERO  # the part of the fixed state kept in fp32 whatever the cache dtype
     per_token_fp32: Expr = ZERO  # elements per token kept in fp32 whatever the cache dtype (indexer keys)
     grown: Expr = ZERO  # elements per sequence as a formula in S, beside keys and values (a record's [[cache]])
+    grown_fp32: Expr = ZERO  # the part of such a formula kept in fp32 whatever the cache dtype
 
     @property
     def elements(self) -> Expr:
@@ -104,7 +105,7 @@ class LayerKind:
     @property
     def elements_fp32(self) -> Expr:
         """Elements this kind keeps for B sequences in fp32."""
-        return B * self.layers * (self.tokens * self.per_token_fp32 + self.per_sequence_fp32)
+        return B * self.layers * (self.tokens * self.per_token_fp32 + self.per_sequence_fp32 + self.grown_fp32)
 
     @property
     def is_state(self) -> bool:
@@ -151,7 +152,8 @@ def layer_kinds(family: Family, values: dict[Symbol, int], expanded: bool = Fals
             kinds.append(LayerKind(INDEXER, spec.indexed, spec.indexed_kv, S, ZERO, note))
     for kept in family.caches:
         _check_window(family, kept.expr, kept.layers, values)
-        kinds.append(LayerKind(kept.name, kept.layers, ZERO, ZERO, ZERO, kept.note, grown=kept.expr))
+        grown = kept.expr - kept.fp32
+        kinds.append(LayerKind(kept.name, kept.layers, ZERO, ZERO, ZERO, kept.note, grown=grown, grown_fp32=kept.fp32))
     # a count of sliding layers the config leaves out (no layer slides) is 0 for the states of those layers too
     idle = {s: 0 for s in spec.windowed.free_symbols - set(values)} if spec is not None and spec.window else {}
     for state in family.states:

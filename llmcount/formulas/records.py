@@ -285,6 +285,9 @@ class State:
         return self.conv + self.recurrent
 
 
+NONE_KEPT = Integer(0)
+
+
 @dataclass(frozen=True)
 class Cache:
     """What each of ``layers`` layers of one kind keeps per sequence besides the keys and values of ``[attention]``
@@ -295,6 +298,7 @@ class Cache:
     layers: Expr
     expr: Expr
     note: str
+    fp32: Expr = NONE_KEPT  # the part of expr kept in fp32 whatever the cache dtype (DeepSeek-V4's overlap gates)
 
 
 @dataclass(frozen=True)
@@ -763,14 +767,16 @@ def _state_flops(data: Any, where: str, fields: frozenset[str] = frozenset()) ->
 def _cache(data: Any, where: str) -> Cache:
     """One ``[[cache]]`` entry: a kind of layer, how many, and the elements one such layer keeps per sequence."""
     data = _table(data, where)
-    unknown = set(data) - {"name", "layers", "expr", "note"}
+    unknown = set(data) - {"name", "layers", "expr", "note", "fp32"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     name = _text(data, "name", where)
-    layers, expr = (formula(_text(data, f, where), f"{where} ({name}).{f}") for f in ("layers", "expr"))
-    if B in expr.free_symbols:
+    layers, expr, fp32 = (
+        formula(_text(data, f, where, "0"), f"{where} ({name}).{f}") for f in ("layers", "expr", "fp32")
+    )
+    if B in expr.free_symbols or B in fp32.free_symbols:
         raise RecordError(f"{where} ({name}).expr: elements of one sequence, without B")
-    return Cache(name, layers, expr, _text(data, "note", where, ""))
+    return Cache(name, layers, expr, _text(data, "note", where, ""), fp32)
 
 
 @dataclass(frozen=True)

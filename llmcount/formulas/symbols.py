@@ -207,6 +207,7 @@ c_H = _size("c_H")
 c_L = _count("c_L")
 N_rope = _count("N_rope")
 N_nope = _count("N_nope")
+M_res = _count("M_res")
 L_res = _size("L_res")
 V_u = _size("V_u")
 n_sk = _count("n_sk")
@@ -796,6 +797,12 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(c_L, r"c_{L}", "L_cycles", "low-level cycles of HRM: passes through the L stack in each high-level cycle"),
     Entry(N_rope, r"N_{\mathrm{rope}}", "layer_rope_theta", "layers with RoPE at the largest base"),
     Entry(N_nope, r"N_{\mathrm{nope}}", "layer_rope_theta", "layers without rotary position embedding (a base of 0)"),
+    Entry(
+        M_res,
+        r"M_{\mathrm{res}}",
+        "n_layers_per_attn_res_block",
+        "block states the extra queries of the full layers' attention residuals attend over, summed over the layers",
+    ),
     Entry(
         L_res,
         r"L_{\mathrm{res}}",
