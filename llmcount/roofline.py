@@ -343,6 +343,14 @@ def roofline(
         "only at its B looked-up rows: not counted) + the KV cache of the B sequences at S tokens; KV written, "
         "activations and state updates not counted",
     ]
+    held = [(d.batch, Fraction(weights.total + d.cache_bytes, tp)) for d in decode]
+    over = [(b, size) for b, size in held if size > gpu.memory_bytes]
+    if over:
+        sizes = ", ".join(f"B = {b:,}: {float(size) / 10**9:,.1f} GB" for b, size in over)
+        notes.append(
+            f"does not fit: weights and KV cache per GPU ({sizes}) exceed the {gpu.title}'s "
+            f"{float(gpu.memory_gb):,.0f} GB; a bound for a setup that cannot run (more GPUs: --tp)"
+        )
     if moe:
         notes.append(f"MoE: {UNIFORM}; shared experts and the router read every step")
     if tp > 1:

@@ -229,3 +229,10 @@ def test_names_and_aliases() -> None:
 def test_unknown_model_still_fails_cleanly() -> None:
     with pytest.raises(Exception):  # noqa: B017 - the library raises LlmcountError, the CLI turns it into one line
         load("no-such-preset-xyz")
+
+
+def test_a_setup_that_does_not_fit_is_said_so() -> None:
+    # Llama-3.1-70B in bf16: 70,553,706,496 parameters = 141.1 GB of weights, above one H100's 80 GB
+    out = run("speed", "llama-3.1-70b", "--gpu", "h100").stdout
+    assert "does not fit" in out and "80 GB" in out
+    assert "does not fit" not in run("speed", "llama-3.1-70b", "--gpu", "h100", "--tp", "4").stdout
