@@ -244,9 +244,9 @@ def render_formulas(shown: list[tuple[str, Any]]) -> str:
 
     lines = [
         "",
-        "formulas: Pi, the dense peak in FLOP/s per GPU; BW, the memory bandwidth in bytes/s per GPU; tp, GPUs;",
-        "  M_dense, the weights read every step; M_experts, the routed experts; M_pre, the weights a prefill reads",
-        "  (bytes, as stored); the glossary's symbols as `llmcount formula` prints them",
+        "formulas (Pi: dense peak, FLOP/s per GPU; BW: bandwidth, bytes/s per GPU;",
+        "  tp: GPUs; M_dense: weights read every step; M_experts: routed experts;",
+        "  M_pre: weights a prefill reads; all bytes as stored)",
     ]
     lines += [f"  {name} = {text(expr)}" for name, expr in shown]
     from .cli_batch import terminal_width

@@ -380,7 +380,7 @@ def roofline(
 def formulas(model: Any, weights: Weights, kv_dtype: str) -> list[tuple[str, Any]]:
     """The roofline's formulas as sympy expressions, in the glossary's symbols and a few of their own (named in each
     line), for ``--formula``."""
-    from sympy import Max, Symbol
+    from sympy import Max, Symbol, UnevaluatedExpr
 
     from .dtypes import BITS
     from .formulas import memory as mem
@@ -395,7 +395,7 @@ def formulas(model: Any, weights: Weights, kv_dtype: str) -> list[tuple[str, Any
     routed = Symbol("M_experts", positive=True)
     head = head_flops(model.architecture.head).per_token
     causal = Flops(model.derivation, causal=True)
-    f_pre = causal.forward - B * (S - 1) * head
+    f_pre = _as_configured(model, causal.forward) - B * (S - 1) * head
     kinds = mem.layer_kinds(mem.cache_family(model.derivation), model.values)
     kv = sum(
         (kind.elements * BITS[kv_dtype] / 8 + kind.elements_fp32 * 4 for kind in kinds),
@@ -406,12 +406,12 @@ def formulas(model: Any, weights: Weights, kv_dtype: str) -> list[tuple[str, Any
         ("prefill time  t_pre", Max(Symbol("F_pre") / (tp * peak), Symbol("M_pre") / (tp * bandwidth))),
         ("prefill at a stated MFU", Symbol("F_pre") / (tp * peak * mfu)),
     ]
-    fraction = 1 - (1 - k / n) ** B
+    fraction = 1 - (1 - UnevaluatedExpr(k / n)) ** B  # kept as written: 1 - (1 - k/n)^B
     m_dec = dense + (fraction * routed if weights.routed else 0) + Symbol("M_KV")
     lines += [
         ("KV cache read  M_KV", kv),
         ("bytes read per decode step  M_dec", m_dec),
-        ("decode FLOPs per token  F_tok", _decode_formula(model)),
+        ("decode FLOPs per token  F_tok", _as_configured(model, _decode_formula(model))),
         ("decode step  t_dec", Max(Symbol("M_dec") / (tp * bandwidth), B * Symbol("F_tok") / (tp * peak))),
         ("decode tokens/s", B / Symbol("t_dec")),
     ]
@@ -439,3 +439,16 @@ def _decode_formula(model: Any) -> Any:
             idle = {s: 0 for s in spec.windowed.free_symbols - set(model.values)} if spec.window is not None else {}
             terms += [t for t in _scores(spec, spec.layers.subs(idle), 2 * S, "")]
     return Add(*(t.layers * t.per_token for t in terms))
+
+
+def _as_configured(model: Any, expr: Any) -> Any:
+    """``expr`` for this config: a count of sliding layers the config leaves out is 0 and a window it does not set is S
+    (no layer slides), as :meth:`llmcount.formulas.flops.Flops.evaluate` reads them."""
+    from .formulas.symbols import S
+
+    spec = model.derivation.architecture.attention
+    if spec is None or spec.window is None or spec.window.free_symbols <= set(model.values):
+        return expr
+    idle = {symbol: 0 for symbol in spec.windowed.free_symbols - set(model.values)}
+    idle |= {symbol: S for symbol in spec.window.free_symbols - set(model.values)}
+    return expr.subs(idle)

@@ -236,3 +236,16 @@ def test_a_setup_that_does_not_fit_is_said_so() -> None:
     out = run("speed", "llama-3.1-70b", "--gpu", "h100").stdout
     assert "does not fit" in out and "80 GB" in out
     assert "does not fit" not in run("speed", "llama-3.1-70b", "--gpu", "h100", "--tp", "4").stdout
+
+
+@pytest.mark.parametrize("preset", ["llama-3-8b", "gpt-oss-20b", "qwen3-30b-a3b"])
+def test_the_formulas_shown_give_the_numbers(preset: str) -> None:
+    from llmcount.formulas.symbols import B, S
+
+    model, weights, kv, _ = _weights(preset, None, None, None, None)
+    shown = dict(roofline.formulas(model, weights, kv))
+    for seq, batch in ((100, 1), (5000, 3)):
+        env = {**model.values, S: seq, B: batch}
+        assert shown["prefill FLOPs  F_pre"].subs(env) == roofline.prefill_flops(model, seq, batch)
+        assert shown["decode FLOPs per token  F_tok"].subs(env) == roofline.decode_flops_per_token(model, seq)
+        assert shown["KV cache read  M_KV"].subs(env) == roofline.cache_bytes(model, kv, seq, batch)
