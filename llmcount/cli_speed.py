@@ -153,6 +153,17 @@ def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, 
     from .dtypes import BITS, canonical
     from .gguf_quant import is_file_type
 
+    if spec.lower().endswith(".gguf"):  # the weights as the file stores them
+        from .gguf_model import file_type, stored
+
+        if quant is not None or bits is not None or dtype is not None:
+            raise LlmcountError(
+                "--quant, --bits and --dtype do not apply to a GGUF file: its tensors are stored already"
+            )
+        g, model, groups = stored(spec)
+        rows = [(group.path, group.elements, group.bytes) for group in groups]
+        weights = rl.split_weights(model, rows, f"{file_type(g)} (the GGUF file's tensors)")
+        return model, weights, canonical(kv_dtype) if kv_dtype else "fp16", "bf16"
     if quant is not None and is_file_type(quant):
         from .sources import load
 

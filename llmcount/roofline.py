@@ -159,7 +159,7 @@ def _roles(model: Any) -> dict[str, str]:
     return roles
 
 
-def _split(model: Any, stored: list[tuple[str, int, int]], label: str) -> Weights:
+def split_weights(model: Any, stored: list[tuple[str, int, int]], label: str) -> Weights:
     """(path, parameters, bytes) rows summed by role."""
     roles = _roles(model)
     sums = {"dense": [0, 0], "routed": [0, 0], "lookup": [0, 0]}
@@ -207,7 +207,7 @@ def plain_weights(model: Any, dtype: str) -> Weights:
 def scheme_weights(model: Any, plan: Any) -> Weights:
     """The weights as a quantisation scheme's checkpoint stores them (:class:`llmcount.quant.stored.Plan`)."""
     rows = [(g.path, g.parameters, g.bytes) for g in plan.groups]
-    return _split(model, rows, f"{plan.quant.label}, the rest {plan.dtype}")
+    return split_weights(model, rows, f"{plan.quant.label}, the rest {plan.dtype}")
 
 
 def gguf_weights(model: Any, ftype: str) -> Weights:
@@ -216,7 +216,7 @@ def gguf_weights(model: Any, ftype: str) -> Weights:
 
     name = file_type(ftype)
     rows = [(q.tensor.path, q.tensor.elements, q.bytes) for q in predict(model, gguf_arch(model), name)]
-    return _split(
+    return split_weights(
         model, rows, f"{name.upper()} ({FILE_TYPES[name][0]}, as llama.cpp 0c1e57098's llama-quantize makes it)"
     )
 

@@ -249,3 +249,42 @@ def test_the_formulas_shown_give_the_numbers(preset: str) -> None:
         assert shown["prefill FLOPs  F_pre"].subs(env) == roofline.prefill_flops(model, seq, batch)
         assert shown["decode FLOPs per token  F_tok"].subs(env) == roofline.decode_flops_per_token(model, seq)
         assert shown["KV cache read  M_KV"].subs(env) == roofline.cache_bytes(model, kv, seq, batch)
+
+
+def test_a_gguf_file_is_read_as_stored(tmp_path) -> None:
+    import gguf
+    from gguf_build import write_gguf
+
+    config = dict(
+        model_type="qwen3_moe",
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=1000,
+        max_position_embeddings=512,
+        pad_token_id=0,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+    )
+    path = tmp_path / "Tiny-Q8_0.gguf"
+    written = write_gguf(config, "qwen3moe", path, ("Q8_0",), file_type=gguf.LlamaFileType.MOSTLY_Q8_0)
+    result = run("speed", str(path), "--gpu", "h100", "--batch", "1,3", "--seq", "100", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    weights = data["weights"]
+    assert weights["bytes"] == sum(b for _, _, b in written.values())
+    # 2 layers of three stacked expert matrices of 4 experts x 64 x 32 in Q8_0: 34 bytes per 32 values
+    assert weights["routed_experts_bytes"] == 2 * 3 * 4 * 64 * 32 // 32 * 34
+    assert weights["looked_up_bytes"] == written["token_embd.weight"][2]  # untied: the table is only looked up
+    # B = 3 tokens, 2 of 4 experts each: 1 - (1/2)^3 = 7/8 of the experts' bytes
+    step = data["decode"][1]
+    cache = 3 * 100 * 2 * 2 * 2 * 16 * 2  # B·S tokens, K and V, 2 layers, 2 KV heads of 16, f16
+    assert step["kv_cache_bytes_read"] == cache
+    assert step["bytes_read"] == pytest.approx(
+        weights["read_every_step_bytes"] + weights["routed_experts_bytes"] * 7 / 8 + cache
+    )
+    assert_refused(run("speed", str(path), "--gpu", "h100", "--quant", "q4_k_m"), "GGUF")
