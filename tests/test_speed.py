@@ -288,3 +288,13 @@ def test_a_gguf_file_is_read_as_stored(tmp_path) -> None:
         weights["read_every_step_bytes"] + weights["routed_experts_bytes"] * 7 / 8 + cache
     )
     assert_refused(run("speed", str(path), "--gpu", "h100", "--quant", "q4_k_m"), "GGUF")
+
+
+def test_speed_imports_no_optional_dependency() -> None:
+    from test_lazy_cli import HEAVY, imported
+
+    code, modules = imported("speed", "qwen3-30b-a3b", "--gpu", "h100", "--batch", "1,8")
+    assert code == 0 and "llmcount.cli_speed" in modules
+    assert not [m for m in modules if m.split(".")[0] in HEAVY], modules
+    code, modules = imported("speed", "--help")
+    assert code == 0 and "sympy" not in modules, modules
