@@ -21,7 +21,7 @@ from ..errors import LlmcountError
 
 TRANSFORMERS = "transformers"
 HERE = Path(__file__).parent
-LIMIT = 2**40  # tokens: a context, a batch or a scheduled-token count beyond this is refused as absurd
+LIMIT = 2**32 - 1  # tokens: a context, a batch or a scheduled-token count beyond llama.cpp's uint32 n_ctx is absurd
 
 
 @dataclass(frozen=True)
@@ -391,7 +391,7 @@ def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx,
     pad(n_ctx / B, 256) cells; an SWA layer keeps pad(min(n_ctx_seq, W + n_ubatch), 256) cells per stream; a cell
     of a layer is a K row and a V row of the cache type."""
     pad, ubatch = eng.settings["pad"], eng.settings["n_ubatch"]
-    n_ctx = _pad(ctx if ctx is not None else batch * seq, pad)
+    n_ctx = _pad(check_count("--ctx (B·S)", ctx if ctx is not None else batch * seq), pad)
     n_ctx_seq = _pad(n_ctx // batch, pad)
     if n_ctx // batch == 0:
         raise LlmcountError(f"--ctx: a context of {n_ctx:,} cells gives each of the {batch} sequences none")
