@@ -261,7 +261,7 @@ def test_json_gives_the_engines_kv_cache():
 def test_text_names_each_difference():
     out = run("memory", "gemma-2-2b", "--seq", "32k", "--engine", "vllm", "--max-num-batched-tokens", "8192").stdout
     assert "sliding_attention (13 layers)" in out and "max_num_batched_tokens 8,192" in out
-    assert "Sources: vllm/v1/kv_cache_interface.py" in out
+    assert "  - vllm/v1/kv_cache_interface.py" in out
 
 
 def test_ctx_sets_the_sequence():

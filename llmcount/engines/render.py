@@ -35,6 +35,7 @@ def engine_data(figure: EngineKV) -> dict[str, Any]:
         "version": eng.version,
         "commit": eng.commit,
         "sources": list(eng.sources),
+        "defaults": dict(eng.settings),  # the engine's own settings (block size, gpu_memory_utilization ...)
         "kv_dtype": figure.kv_dtype,
         "tp": figure.tp,
         "settings": dict(figure.settings),
@@ -90,5 +91,6 @@ def render_engine(figure: EngineKV) -> str:
     lines += [f"  - {d}" for d in differences]
     same = [k for k in figure.kinds if k.bytes == k.transformers_bytes]
     lines += [f"  {k.kind}: the same bytes ({k.rule})" for k in same if k.rule]
-    lines.append("Sources: " + "; ".join(eng.sources))
+    lines.append(f"Sources ({eng.cited}):")
+    lines += [f"  - {source}" for source in eng.sources]
     return "\n".join(lines)
