@@ -273,6 +273,12 @@ def memory(
     from .quant import report
 
     try:
+        serving = False
+        if engine is not None:
+            from .engines import TRANSFORMERS
+            from .engines import check as check_engine
+
+            serving = check_engine(engine, kv_dtype).name != TRANSFORMERS
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         ctx_ = parse_size(ctx, "--ctx") if ctx is not None else None
         if ctx_ is not None:  # llama.cpp's context is the B sequences' tokens: S = n_ctx / B
@@ -290,10 +296,11 @@ def memory(
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
-        if engine is not None:
+        engine_kv_dtype = kv_dtype
+        if serving:  # the engine's dtype name; transformers' figure in the dtype llmcount has for it
             from .engines import transformers_dtype
 
-            engine_kv_dtype, kv_dtype = kv_dtype, transformers_dtype(kv_dtype, weights_dtype)
+            kv_dtype = transformers_dtype(kv_dtype, weights_dtype)
         result = mem.inference(
             model.derivation,
             model.values,

@@ -305,3 +305,23 @@ def test_window_rules_follow_the_config_classes():
     assert getattr(transformers.MistralConfig(), "layer_types", None) is None
     assert transformers.Gemma2Config().layer_types[0] == "sliding_attention"
     assert "mistral" in engines.engine("vllm").needs_layer_types
+
+
+def test_transformers_engine_takes_llmcounts_dtypes():
+    data = json.loads(run("memory", "mistral-7b", "--engine", "transformers", "--kv-dtype", "fp8", "--json").stdout)
+    assert data["kv_cache_bytes"] == 32 * 4095 * 8 * 256 == data["engine"]["kv_cache_bytes"]
+    assert_refused(run("memory", "mistral-7b", "--engine", "transformers", "--kv-dtype", "q8_0"), "q8_0")
+
+
+def test_plain_function_for_fit():
+    """kv_cache_bytes is an int per GPU; 8 KV heads over tp = 2 ranks: 4 each, half the bytes."""
+    model = load("llama-3-8b")
+    whole = engines.kv_cache_bytes("vllm", model, 4096, 2)
+    assert isinstance(whole, int) and whole == 2 * 32 * 256 * 16 * 8 * 256 * 2
+    assert engines.kv_cache_bytes("vllm", model, 4096, 2, tp=2) * 2 == whole
+    with pytest.raises(engines.LlmcountError, match="--tp 3"):
+        engines.kv_cache_bytes("vllm", model, 4096, 2, tp=3)
+    with pytest.raises(engines.LlmcountError, match="split-mode"):
+        engines.kv_cache_bytes("llama.cpp", model, 4096, 2, tp=2)
+    with pytest.raises(engines.LlmcountError, match="uint32"):
+        engines.kv_cache_bytes("llama.cpp", model, 2**31, 4)

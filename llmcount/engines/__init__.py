@@ -101,6 +101,18 @@ def engine(name: str) -> Engine:
     return _load(key)
 
 
+def check(engine_name: str, kv_dtype: str | None = None) -> Engine:
+    """The engine called ``engine_name``, with ``kv_dtype`` one of its cache dtypes; refused by name before any
+    model is read."""
+    eng = engine(engine_name)
+    if kv_dtype is not None and eng.name != TRANSFORMERS and str(kv_dtype).strip().lower() not in eng.dtypes:
+        choices = ", ".join(eng.dtypes)
+        raise LlmcountError(
+            f"--kv-dtype: {eng.title} has no KV cache dtype {str(kv_dtype)[:40]!r} (choices: {choices})"
+        )
+    return eng
+
+
 @dataclass(frozen=True)
 class KindBytes:
     """One kind of layer as the engine keeps it: tokens (cells, block slots) per sequence per layer and bytes for
@@ -164,7 +176,7 @@ def check_count(option: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise LlmcountError(f"{option}: must be a positive integer, got {value!r}")
     if value > LIMIT:
-        raise LlmcountError(f"{option}: {value:,} is beyond any engine's limit ({LIMIT:,})")
+        raise LlmcountError(f"{option}: {value:,} is beyond any engine's limit ({LIMIT:,}, llama.cpp's uint32 n_ctx)")
     return value
 
 
@@ -273,7 +285,7 @@ def kv_cache(
         raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
     model_dtype = canonical(dtype)
     model_dtype = model_dtype if BITS[model_dtype] >= 16 else "bf16"
-    compared = transformers_dtype(kv_dtype, model_dtype)
+    compared = kv_dtype if eng.name == TRANSFORMERS else transformers_dtype(kv_dtype, model_dtype)
     reference = mem.inference(model.derivation, model.values, model_dtype, compared, seq, batch)
     family = mem.beyond_family(mem.cache_family(model.derivation), seq, model.values)
     env = {**model.values, S: seq, B: 1}
