@@ -118,6 +118,8 @@ VLLM_CASES = [
     ("gemma-2-2b", 3000, 1, 1, "auto", None, None),  # the window beyond S
     ("gpt-oss-20b", 20000, 1, 1, "auto", 512, None),  # sliding window 128, MoE
     ("llama-4-scout", 32768, 1, 1, "auto", None, None),  # chunked local attention
+    ("gemma-3-1b-it", 32768, 3, 1, "fp8", None, None),  # 5 sliding layers to 1 full
+    ("phi-3-mini", 8192, 1, 1, "auto", None, None),  # Phi3ForCausalLM is llama.py's: no layer_types, no window
 ]
 
 
@@ -171,6 +173,11 @@ def test_vllm_mla_latent_by_hand():
     layers; the same on every TP rank."""
     one = engines.kv_cache("vllm", load("deepseek-v3"), 32768, 1, tp=8).bytes
     assert one == 61 * 2048 * 16 * 576 * 2
+
+
+def test_vllm_refuses_sliding_layers_of_model_files_not_transcribed():
+    with pytest.raises(engines.LlmcountError, match="starcoder2 runs with a window"):
+        engines.kv_cache("vllm", load("starcoder2-7b"), 4096)
 
 
 def test_vllm_refuses_hybrid_state_layers():

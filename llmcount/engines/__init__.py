@@ -37,6 +37,7 @@ class Engine:
     dtypes: Mapping[str, Any]
     default_dtype: str
     needs_layer_types: tuple[str, ...] = ()
+    follows: tuple[str, ...] = ()  # model types whose sliding layers the engine runs as transformers' config marks
     ignored: tuple[str, ...] = ()
     refused: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)  # block_size, pad, n_ubatch ...
@@ -77,6 +78,7 @@ def _load(name: str) -> Engine:
         dtypes=data["dtypes"],
         default_dtype=data["default_dtype"],
         needs_layer_types=tuple(data.get("sliding", {}).get("needs_layer_types", ())),
+        follows=tuple(data.get("sliding", {}).get("follows", ())),
         ignored=tuple(data.get("sliding", {}).get("ignored", ())),
         refused=data.get("refused", {}),
         settings={k: v for k, v in data.items() if k not in known | {"sliding", "refused"}},
@@ -327,8 +329,13 @@ def kv_cache(
             why_full = f"{eng.title} runs {model_type}'s layers without a window"
         elif sliding and model_type in eng.needs_layer_types and keys.get("layer_types") is None:
             why_full = f"the config has no layer_types, and {eng.title} reads the window of {model_type} only from it"
-        if sliding and not why_full and "sliding" in eng.refused and window - 1 < seq:
+        if sliding and not why_full and "sliding" in eng.refused:
             raise LlmcountError(f"{eng.title}: {eng.refused['sliding']}")
+        if sliding and not why_full and model_type not in eng.follows + eng.needs_layer_types:
+            raise LlmcountError(
+                f"{eng.title}: which layers its model file for {model_type} runs with a window (and which window) is "
+                f"not transcribed; transcribed: {', '.join(eng.follows + eng.needs_layer_types + eng.ignored)}"
+            )
         layers = evaluate_int(k.layers, env, k.kind)
         tf_tokens = _tokens(k, env)
         run = "full_attention" if (why_full or not sliding) else k.kind
