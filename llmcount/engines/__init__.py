@@ -277,11 +277,11 @@ def kv_cache(
     seq, batch, tp = check_count("--seq", seq), check_count("--batch", batch), check_count("--tp", tp)
     if max_num_batched_tokens is not None:
         check_count("--max-num-batched-tokens", max_num_batched_tokens)
-        if eng.name != "vllm":
+        if "max_num_batched_tokens" not in eng.settings:
             raise LlmcountError(f"--max-num-batched-tokens is a vLLM setting, not {eng.title}'s")
     if ctx is not None:
         check_count("--ctx", ctx)
-        if eng.name != "llama.cpp":
+        if eng.allocation != "cells":
             raise LlmcountError(f"--ctx is llama.cpp's context size, not {eng.title}'s (use --seq and --batch)")
     if tp > 1 and "tp" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
