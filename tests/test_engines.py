@@ -332,3 +332,10 @@ def test_plain_function_for_fit():
         engines.kv_cache_bytes("llama.cpp", model, 4096, 2, tp=2)
     with pytest.raises(engines.LlmcountError, match="uint32"):
         engines.kv_cache_bytes("llama.cpp", model, 2**31, 4)
+
+
+def test_engines_refuse_the_cross_attention_of_an_encoder_decoder(tmp_path):
+    import transformers
+
+    (tmp_path / "config.json").write_text(json.dumps(transformers.BartConfig().to_dict()))
+    assert_refused(run("memory", str(tmp_path), "--engine", "vllm"), "cross-attention", "BART")

@@ -157,7 +157,7 @@ class EngineKV:
         out = []
         for k in self.kinds:
             if k.bytes != k.transformers_bytes:
-                ratio = f" ({k.bytes / k.transformers_bytes:.3g}×)" if k.transformers_bytes else ""
+                ratio = f" ({k.bytes / k.transformers_bytes:.4g}×)" if k.transformers_bytes else ""
                 terms = []
                 if k.tokens != k.transformers_tokens:
                     terms.append(f"tokens kept per sequence {k.tokens:,} against {k.transformers_tokens:,}")
@@ -302,7 +302,11 @@ def kv_cache(
         )
         return EngineKV(eng, seq, batch, reference.kv_dtype, tp, rows, {}, reference.kv_dtype)
     name, size = element_bytes(eng, kv_dtype or eng.default_dtype, model_dtype)
-    latent = family.attention is not None and family.attention.kv_expanded is not None
+    spec = family.attention
+    if spec is not None and (spec.not_run or spec.longest is not None):
+        what = "the cross-attention of its decoder layers" if spec.not_run else "its attention beyond a length"
+        raise LlmcountError(f"{eng.title}: {what} ({model.architecture.title}) is not transcribed")
+    latent = spec is not None and spec.kv_expanded is not None
     if latent and "latent" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
     keys = getattr(model, "keys", {}) or {}

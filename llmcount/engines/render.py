@@ -82,7 +82,7 @@ def render_engine(figure: EngineKV) -> str:
         "  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
         for r in rows
     ]
-    ratio = f" ({figure.bytes / figure.transformers_bytes:.3g}× transformers')" if figure.transformers_bytes else ""
+    ratio = f" ({figure.bytes / figure.transformers_bytes:.4g}× transformers')" if figure.transformers_bytes else ""
     lines = [head, *table, f"  {eng.title}: {_gb(figure.bytes)}{ratio}"]
     if figure.transformers_kv_dtype not in (figure.kv_dtype, figure.kv_dtype.removeprefix("auto (").rstrip(")")):
         lines.append(f"  transformers' figure in {figure.transformers_kv_dtype}")
@@ -91,6 +91,6 @@ def render_engine(figure: EngineKV) -> str:
     lines += [f"  - {d}" for d in differences]
     same = [k for k in figure.kinds if k.bytes == k.transformers_bytes]
     lines += [f"  {k.kind}: the same bytes ({k.rule})" for k in same if k.rule]
-    lines.append(f"Sources ({eng.cited}):")
+    lines.append(f"Sources, {eng.cited}:")
     lines += [f"  - {source}" for source in eng.sources]
     return "\n".join(lines)
