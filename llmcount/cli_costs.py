@@ -281,6 +281,9 @@ def memory(
             serving = check_engine(engine, kv_dtype).name != TRANSFORMERS
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         ctx_ = parse_size(ctx, "--ctx") if ctx is not None else None
+        batched = (
+            None if max_num_batched_tokens is None else parse_size(max_num_batched_tokens, "--max-num-batched-tokens")
+        )
         if ctx_ is not None:  # llama.cpp's context is the B sequences' tokens: S = n_ctx / B
             if seq != DEFAULT_SEQ and seq_ != ctx_ // batch_:
                 raise LlmcountError(
@@ -324,7 +327,6 @@ def memory(
         if engine is not None:
             from .engines import render as engine_render
 
-            batched = parse_size(max_num_batched_tokens, "--max-num-batched-tokens") if max_num_batched_tokens else None
             result, engine_kv = engine_render.applied(
                 engine, model, result, engine_kv_dtype, max_num_batched_tokens=batched, ctx=ctx_
             )
