@@ -339,3 +339,37 @@ def test_engines_refuse_the_cross_attention_of_an_encoder_decoder(tmp_path):
 
     (tmp_path / "config.json").write_text(json.dumps(transformers.BartConfig().to_dict()))
     assert_refused(run("memory", str(tmp_path), "--engine", "vllm"), "cross-attention", "BART")
+
+
+def _random_cases(count: int = 12, seed: int = 26):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(count):
+        n = rng.randint(1, 6)
+        kv = rng.choice([1, 2, 4, 8])
+        yield (
+            {
+                "num_hidden_layers": n,
+                "num_key_value_heads": kv,
+                "num_attention_heads": kv * rng.choice([1, 2, 4]),
+                "head_dim": rng.choice([64, 80, 128, 256]),
+                "sliding_window": rng.randint(2, 9000),
+                "layer_types": [rng.choice(["sliding_attention", "full_attention"]) for _ in range(n)],
+            },
+            rng.randint(1, 70000),
+            rng.randint(1, 5),
+            rng.choice([1, 2, 4, 8]),
+            rng.randint(1, 20000),
+        )
+
+
+@pytest.mark.parametrize(("extra", "seq", "batch", "tp", "batched"), list(_random_cases()))
+def test_vllm_matches_its_specs_on_random_configs(extra, seq, batch, tp, batched, tmp_path):
+    """Mistral configs with random heads, head sizes, windows and layer_types (llama.py's rule: a layer slides
+    where layer_types says), random S, B, TP and max_num_batched_tokens."""
+    layers = vllm_layers("mistral-7b", preset("mistral-7b"), tp, "auto", extra)
+    expected = batch * sum(spec.max_memory_usage_bytes(vllm_config(seq, batched)) for spec in layers)
+    model = _model("mistral-7b", extra, tmp_path)
+    got = engines.kv_cache("vllm", model, seq, batch, tp=tp, max_num_batched_tokens=batched)
+    assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
