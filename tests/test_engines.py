@@ -204,9 +204,17 @@ def test_sglang_mla_by_hand():
     assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2
 
 
-def test_sglang_refuses_sliding_layers_its_pool_sizes_by_ratio():
+def test_sglang_gives_gemma2s_sliding_layers_the_full_pool_by_hand():
+    """configs/model_config.py is_hybrid_swa_model lists no Gemma-2 architecture: one MHATokenToKVPool for all 26
+    layers, (S + 1) slots of 4 KV heads of 256, keys and values, bf16."""
+    got = engines.kv_cache("sglang", load("gemma-2-2b"), 32768)
+    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2
+    assert {k.engine_kind for k in got.kinds} == {"full_attention"}
+
+
+def test_sglang_refuses_the_sliding_pool_of_hybrid_swa_architectures():
     with pytest.raises(engines.LlmcountError, match="swa_full_tokens_ratio"):
-        engines.kv_cache("sglang", load("gemma-2-2b"), 32768)
+        engines.kv_cache("sglang", load("gpt-oss-20b"), 32768)
 
 
 # ---------------------------------------------------------------- llama.cpp, by hand

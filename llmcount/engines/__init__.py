@@ -38,6 +38,8 @@ class Engine:
     default_dtype: str
     needs_layer_types: tuple[str, ...] = ()
     follows: tuple[str, ...] = ()  # model types whose sliding layers the engine runs as transformers' config marks
+    pooled: tuple[str, ...] = ()  # model types whose sliding layers get a pool of their own (refused: not per request)
+    full_note: str = ""  # why the engine gives sliding layers every token ({model_type}), when it says so
     ignored: tuple[str, ...] = ()
     refused: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)  # block_size, pad, n_ubatch ...
@@ -79,6 +81,8 @@ def _load(name: str) -> Engine:
         default_dtype=data["default_dtype"],
         needs_layer_types=tuple(data.get("sliding", {}).get("needs_layer_types", ())),
         follows=tuple(data.get("sliding", {}).get("follows", ())),
+        pooled=tuple(data.get("sliding", {}).get("pooled", ())),
+        full_note=data.get("sliding", {}).get("full_note", ""),
         ignored=tuple(data.get("sliding", {}).get("ignored", ())),
         refused=data.get("refused", {}),
         settings={k: v for k, v in data.items() if k not in known | {"sliding", "refused"}},
@@ -157,7 +161,7 @@ class EngineKV:
         out = []
         for k in self.kinds:
             if k.bytes != k.transformers_bytes:
-                ratio = f" ({k.bytes / k.transformers_bytes:.4g}×)" if k.transformers_bytes else ""
+                ratio = f" ({k.bytes / k.transformers_bytes:.6g}×)" if k.transformers_bytes else ""
                 terms = []
                 if k.tokens != k.transformers_tokens:
                     terms.append(f"tokens kept per sequence {k.tokens:,} against {k.transformers_tokens:,}")
@@ -329,12 +333,14 @@ def kv_cache(
         sliding = k.kind in ("sliding_attention", "chunked_attention")
         window = evaluate_int(family.attention.window, env, "window") if sliding else None
         why_full = ""
-        if sliding and model_type in eng.ignored:
-            why_full = f"{eng.title} runs {model_type}'s layers without a window"
+        if sliding and model_type in eng.pooled:
+            raise LlmcountError(f"{eng.title}: {model_type}: {eng.refused['sliding']}")
+        if sliding and (model_type in eng.ignored or "*" in eng.ignored):
+            why_full = (eng.full_note or "{title} runs {model_type}'s layers without a window").format(
+                title=eng.title, model_type=model_type
+            )
         elif sliding and model_type in eng.needs_layer_types and keys.get("layer_types") is None:
             why_full = f"the config has no layer_types, and {eng.title} reads the window of {model_type} only from it"
-        if sliding and not why_full and "sliding" in eng.refused:
-            raise LlmcountError(f"{eng.title}: {eng.refused['sliding']}")
         if sliding and not why_full and model_type not in eng.follows + eng.needs_layer_types:
             raise LlmcountError(
                 f"{eng.title}: which layers its model file for {model_type} runs with a window (and which window) is "
