@@ -179,6 +179,30 @@ def memory(
             "parallel, selective and full recomputation) beside llmcount's exact figure.",
         ),
     ] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="The KV cache as a serving engine allocates it, beside transformers' (the default): transformers, "
+            "vllm, sglang, llama.cpp (docs/engines.md). --kv-dtype then takes the engine's names (vLLM: auto, fp8, "
+            "fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...).",
+            metavar="ENGINE",
+        ),
+    ] = None,
+    max_num_batched_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--max-num-batched-tokens",
+            help="With --engine vllm: tokens scheduled in one step (default 2048).",
+            metavar="SIZE",
+        ),
+    ] = None,
+    ctx: Annotated[
+        str | None,
+        typer.Option(
+            "--ctx", help="With --engine llama.cpp: the context n_ctx in tokens (default B·S).", metavar="SIZE"
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
@@ -191,6 +215,8 @@ def memory(
     Example: llmcount memory llama-3.1-70b --training --zero 3 --dp 64 --recompute selective
 
     Example: llmcount memory qwen3-8b --quant q4_k_m
+
+    Example: llmcount memory mistral-7b --seq 32k --engine vllm
     """
     from . import cli_training
     from .formulas import memory as mem
@@ -213,6 +239,10 @@ def memory(
         raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
     if (quant is not None or bits is not None) and (training or table or gpu_memory is not None):
         raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
+    if engine is None and (max_num_batched_tokens is not None or ctx is not None):
+        raise cli_training.click.UsageError("--max-num-batched-tokens and --ctx are engine settings: give --engine")
+    if engine is not None and (training or table or gpu_memory is not None or mtp):
+        raise fail("--engine sizes the inference KV cache: not with --training, --table, --gpu-memory or --mtp")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     if training and not (table or gpu_memory is not None):
@@ -230,6 +260,8 @@ def memory(
     cli_training.refuse_without_training(given)
     from .gguf_quant import is_file_type
 
+    if engine is not None and ((quant is not None and is_file_type(quant)) or spec.lower().endswith(".gguf")):
+        raise fail("--engine reads a config.json model; for a GGUF file or type give --kv-dtype without --engine")
     if quant is not None and is_file_type(quant):  # the GGUF llama.cpp's quantizer makes of it
         from .cli_gguf import memory_quant
 
@@ -241,17 +273,41 @@ def memory(
     from .quant import report
 
     try:
+        serving = False
+        if engine is not None:
+            from .engines import TRANSFORMERS
+            from .engines import check as check_engine
+
+            serving = check_engine(engine, kv_dtype).name != TRANSFORMERS
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        ctx_ = parse_size(ctx, "--ctx") if ctx is not None else None
+        batched = (
+            None if max_num_batched_tokens is None else parse_size(max_num_batched_tokens, "--max-num-batched-tokens")
+        )
+        if ctx_ is not None:  # llama.cpp's context is the B sequences' tokens: S = n_ctx / B
+            if seq != DEFAULT_SEQ and seq_ != ctx_ // batch_:
+                raise LlmcountError(
+                    f"--ctx {ctx_:,} holds {batch_:,} sequences of {ctx_ // batch_:,} tokens, not --seq"
+                )
+            from .engines import check_count
+
+            seq_ = check_count("--ctx / --batch", ctx_ // batch_)
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
         model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype)
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
+        weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
+        engine_kv_dtype = kv_dtype
+        if serving:  # the engine's dtype name; transformers' figure in the dtype llmcount has for it
+            from .engines import transformers_dtype
+
+            kv_dtype = transformers_dtype(kv_dtype, weights_dtype)
         result = mem.inference(
             model.derivation,
             model.values,
-            (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype),
+            weights_dtype,
             kv_dtype,
             seq_,
             batch_,
@@ -268,6 +324,12 @@ def memory(
 
             found = mtp_module.require(model)
             result = mtp_module.with_memory(found, result, seq_, batch_, percent, model.max_positions)
+        if engine is not None:
+            from .engines import render as engine_render
+
+            result, engine_kv = engine_render.applied(
+                engine, model, result, engine_kv_dtype, max_num_batched_tokens=batched, ctx=ctx_
+            )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -275,9 +337,13 @@ def memory(
         if rows:
             data["scheme"] = result.scheme
             data["stored"] = report.rows_data(rows)
+        if engine is not None:
+            data["engine"] = engine_render.engine_data(engine_kv)
         print_json(data)
     else:
         typer.echo(render_memory(model, result, terminal_width()).rstrip())
+        if engine is not None:
+            typer.echo(engine_render.render_engine(engine_kv).rstrip())
 
 
 def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):

@@ -1,0 +1,445 @@
+"""The KV cache as serving engines allocate it, beside transformers' exact cache (docs/engines.md).
+
+Each engine is one record, ``<name>.toml`` beside this file: its version and commit, the source files its rules are
+transcribed from, its block or padding size, its KV dtypes and which layers it runs as sliding. The rule of each
+kind of allocation is a function below (``paged``: vLLM's blocks per request; ``pool``: SGLang's token pool;
+``cells``: llama.cpp's padded context). :func:`kv_cache` gives the bytes of B sequences of S tokens per GPU under
+tensor parallelism ``tp``, per kind of layer, beside transformers' figure for the same layers, and says what
+differs, term by term; :func:`kv_cache_bytes` is its total.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import LlmcountError
+
+TRANSFORMERS = "transformers"
+HERE = Path(__file__).parent
+LIMIT = 2**32 - 1  # tokens: a context, a batch or a scheduled-token count beyond llama.cpp's uint32 n_ctx is absurd
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine's record (``<name>.toml``)."""
+
+    name: str
+    title: str
+    version: str
+    commit: str
+    sources: tuple[str, ...]
+    allocation: str  # "exact" (transformers), "paged", "pool" or "cells"
+    dtypes: Mapping[str, Any]
+    default_dtype: str
+    needs_layer_types: tuple[str, ...] = ()
+    follows: tuple[str, ...] = ()  # model types whose sliding layers the engine runs as transformers' config marks
+    pooled: tuple[str, ...] = ()  # model types whose sliding layers get a pool of their own (refused: not per request)
+    full_note: str = ""  # why the engine gives sliding layers every token ({model_type}), when it says so
+    ignored: tuple[str, ...] = ()
+    refused: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # block_size, pad, n_ubatch ...
+
+    @property
+    def cited(self) -> str:
+        return f"{self.title} {self.version} (commit {self.commit})"
+
+
+TRANSFORMERS_ENGINE = Engine(
+    TRANSFORMERS,
+    "transformers",
+    "5.24.0",
+    "the installed release",
+    ("the model's own cache classes (DynamicLayer, DynamicSlidingWindowLayer): llmcount's exact KV cache",),
+    "exact",
+    {},
+    "",
+)
+
+
+def _load(name: str) -> Engine:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    with open(HERE / f"{name}.toml", "rb") as f:
+        data = tomllib.load(f)
+    known = {"name", "title", "version", "commit", "sources", "allocation", "dtypes", "default_dtype"}
+    return Engine(
+        name=data["name"],
+        title=data["title"],
+        version=data["version"],
+        commit=data["commit"],
+        sources=tuple(data["sources"]),
+        allocation=data["allocation"],
+        dtypes=data["dtypes"],
+        default_dtype=data["default_dtype"],
+        needs_layer_types=tuple(data.get("sliding", {}).get("needs_layer_types", ())),
+        follows=tuple(data.get("sliding", {}).get("follows", ())),
+        pooled=tuple(data.get("sliding", {}).get("pooled", ())),
+        full_note=data.get("sliding", {}).get("full_note", ""),
+        ignored=tuple(data.get("sliding", {}).get("ignored", ())),
+        refused=data.get("refused", {}),
+        settings={k: v for k, v in data.items() if k not in known | {"sliding", "refused"}},
+    )
+
+
+NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp")
+ALIASES = {"hf": TRANSFORMERS, "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
+
+
+@cache
+def engine(name: str) -> Engine:
+    """The engine called ``name`` (case-insensitive); LlmcountError with the closest names otherwise."""
+    key = str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    if key == TRANSFORMERS:
+        return TRANSFORMERS_ENGINE
+    if key not in NAMES:
+        close = difflib.get_close_matches(key, NAMES, n=2, cutoff=0.4)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise LlmcountError(f"--engine: unknown engine {str(name)[:60]!r}{hint} (choices: {', '.join(NAMES)})")
+    return _load(key)
+
+
+def check(engine_name: str, kv_dtype: str | None = None) -> Engine:
+    """The engine called ``engine_name``, with ``kv_dtype`` one of its cache dtypes; refused by name before any
+    model is read."""
+    eng = engine(engine_name)
+    if kv_dtype is not None and eng.name != TRANSFORMERS and str(kv_dtype).strip().lower() not in eng.dtypes:
+        choices = ", ".join(eng.dtypes)
+        raise LlmcountError(
+            f"--kv-dtype: {eng.title} has no KV cache dtype {str(kv_dtype)[:40]!r} (choices: {choices})"
+        )
+    return eng
+
+
+@dataclass(frozen=True)
+class KindBytes:
+    """One kind of layer as the engine keeps it: tokens (cells, block slots) per sequence per layer and bytes for
+    B sequences over the layers, beside transformers' tokens and bytes for the same layers."""
+
+    kind: str  # transformers' kind of the layers (full_attention, sliding_attention ...)
+    engine_kind: str  # how the engine runs them (a sliding layer the engine runs full: full_attention)
+    layers: int
+    tokens: int  # token slots per sequence per layer the engine keeps
+    bytes: int
+    rule: str
+    transformers_tokens: int
+    transformers_bytes: int
+    token_bytes: int = 0  # the engine's bytes of one token (cell) in one layer
+
+
+@dataclass(frozen=True)
+class EngineKV:
+    """The KV cache of B sequences of S tokens as one engine keeps it, per GPU at tensor parallelism ``tp``."""
+
+    engine: Engine
+    seq: int
+    batch: int
+    kv_dtype: str
+    tp: int
+    kinds: tuple[KindBytes, ...]
+    settings: Mapping[str, int]  # the engine settings the figure used (block_size, max_num_batched_tokens, ctx ...)
+    transformers_kv_dtype: str
+
+    @property
+    def bytes(self) -> int:
+        return sum(k.bytes for k in self.kinds)
+
+    @property
+    def transformers_bytes(self) -> int:
+        return sum(k.transformers_bytes for k in self.kinds)
+
+    def differences(self) -> list[str]:
+        """What makes the engine's figure differ from transformers', one line per kind that differs."""
+        out = []
+        for k in self.kinds:
+            if k.bytes != k.transformers_bytes:
+                ratio = f" ({k.bytes / k.transformers_bytes:.6g}×)" if k.transformers_bytes else ""
+                terms = []
+                if k.tokens != k.transformers_tokens:
+                    terms.append(f"tokens kept per sequence {k.tokens:,} against {k.transformers_tokens:,}")
+                spent = self.batch * k.layers * k.transformers_tokens
+                theirs = k.transformers_bytes / spent if spent else 0
+                if k.token_bytes and k.token_bytes != theirs:
+                    terms.append(f"bytes per token per layer {k.token_bytes:,} against {theirs:,.6g}")
+                said = f" ({'; '.join(terms)})" if terms else ""
+                out.append(
+                    f"{k.kind} ({k.layers} layers): {self.engine.title} {k.bytes:,} bytes, transformers "
+                    f"{k.transformers_bytes:,}{ratio}{said}: {k.rule}"
+                )
+        return out
+
+
+def check_count(option: str, value: int) -> int:
+    """A token or batch count a user gave: positive and not absurd; LlmcountError naming the option otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise LlmcountError(f"{option}: must be a positive integer, got {value!r}")
+    if value > LIMIT:
+        raise LlmcountError(f"{option}: {value:,} is beyond any engine's limit ({LIMIT:,}, llama.cpp's uint32 n_ctx)")
+    return value
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pad(a: int, b: int) -> int:
+    return _cdiv(a, b) * b
+
+
+def element_bytes(eng: Engine, kv_dtype: str, model_dtype: str) -> tuple[str, Any]:
+    """The engine's name of the KV dtype and its size: bytes per element (vLLM, SGLang; ``auto``: the model's
+    dtype) or a ggml type (llama.cpp); LlmcountError naming the engine's choices otherwise."""
+    name = str(kv_dtype).strip().lower()
+    if name not in eng.dtypes:
+        raise LlmcountError(
+            f"--kv-dtype: {eng.title} has no KV cache dtype {str(kv_dtype)[:40]!r} (choices: {', '.join(eng.dtypes)})"
+        )
+    size = eng.dtypes[name]
+    if eng.allocation == "cells":
+        import gguf
+
+        block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[size]]
+        return name, (block, type_size)
+    if size == 0:  # auto: the model's dtype
+        from ..dtypes import BITS
+
+        return f"auto ({model_dtype})", BITS[model_dtype] // 8
+    return name, size
+
+
+TRANSFORMERS_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def transformers_dtype(kv_dtype: str | None, model_dtype: str) -> str | None:
+    """The dtype transformers' cache is compared in: the engine's dtype where llmcount has it (fp8, bf16, f16 ...),
+    else the model's (a ggml block type has no transformers counterpart); None: memory's own default."""
+    from ..dtypes import canonical
+
+    if kv_dtype is None:
+        return None
+    name = str(kv_dtype).strip().lower()
+    if name in TRANSFORMERS_DTYPES:
+        return TRANSFORMERS_DTYPES[name]
+    if name.startswith("fp8"):
+        return canonical("fp8_e5m2" if name == "fp8_e5m2" else "fp8")
+    if name == "auto" or name in ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"):
+        return model_dtype
+    try:
+        return canonical(name)
+    except LlmcountError:
+        return model_dtype
+
+
+def _heads_symbol(values: Mapping[Any, int], per_token: Any, name: str) -> Any:
+    return next((s for s in per_token.free_symbols if str(s) == name and s in values), None)
+
+
+def _per_rank(eng: Engine, kind: Any, values: Mapping[Any, int], latent: bool, per_layer: int, tp: int) -> int:
+    """Elements per token per layer on one of ``tp`` ranks: key/value heads split, replicated when fewer than tp
+    (max(1, h_kv // tp) heads per rank, as vLLM's and SGLang's attention layers take them); an MLA latent whole on
+    every rank."""
+    if tp == 1 or latent:
+        return per_layer
+    heads = _heads_symbol(values, kind.per_token, "h_kv") or _heads_symbol(values, kind.per_token, "h")
+    if heads is None:
+        raise LlmcountError(f"--tp: the {kind.kind} cache of this family does not name its key/value heads")
+    count = values[heads]
+    if count % tp and tp % count:
+        raise LlmcountError(f"--tp {tp} does not divide the {count} key/value heads ({heads}), nor they it")
+    return per_layer // count * max(1, count // tp)
+
+
+def kv_cache(
+    engine_name: str,
+    model: Any,
+    seq: int,
+    batch: int = 1,
+    kv_dtype: str | None = None,
+    dtype: str = "bf16",
+    tp: int = 1,
+    max_num_batched_tokens: int | None = None,
+    ctx: int | None = None,
+) -> EngineKV:
+    """The KV cache of ``batch`` sequences of ``seq`` tokens as ``engine_name`` keeps it, per GPU at ``tp``, for a
+    model read by :func:`llmcount.sources.load` whose weights are in ``dtype``. ``kv_dtype``: the engine's name
+    of the cache dtype (default: the engine's own default). ``max_num_batched_tokens`` (vLLM) and ``ctx``
+    (llama.cpp: the context, default B·S) override the engine's settings."""
+    from ..dtypes import BITS, canonical
+    from ..formulas import memory as mem
+    from ..formulas.derivation import evaluate_int
+    from ..formulas.symbols import B, S
+
+    eng = engine(engine_name)
+    seq, batch, tp = check_count("--seq", seq), check_count("--batch", batch), check_count("--tp", tp)
+    if max_num_batched_tokens is not None:
+        check_count("--max-num-batched-tokens", max_num_batched_tokens)
+        if "max_num_batched_tokens" not in eng.settings:
+            raise LlmcountError(f"--max-num-batched-tokens is a vLLM setting, not {eng.title}'s")
+    if ctx is not None:
+        check_count("--ctx", ctx)
+        if eng.allocation != "cells":
+            raise LlmcountError(f"--ctx is llama.cpp's context size, not {eng.title}'s (use --seq and --batch)")
+    if tp > 1 and "tp" in eng.refused:
+        raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
+    model_dtype = canonical(dtype)
+    model_dtype = model_dtype if BITS[model_dtype] >= 16 else "bf16"
+    compared = kv_dtype if eng.name == TRANSFORMERS else transformers_dtype(kv_dtype, model_dtype)
+    reference = mem.inference(model.derivation, model.values, model_dtype, compared, seq, batch)
+    family = mem.beyond_family(mem.cache_family(model.derivation), seq, model.values)
+    env = {**model.values, S: seq, B: 1}
+    kinds = [k for k in mem.layer_kinds(family, model.values) if evaluate_int(k.layers, env, k.kind)]
+    by_kind = {a.kind: a for a in reference.per_layer_kind}
+    if eng.name == TRANSFORMERS:
+        if tp > 1:
+            raise LlmcountError("--tp: transformers' cache is one model's, on one device; name a serving engine")
+        rows = tuple(
+            KindBytes(a.kind, a.kind, a.layers, _tokens(k, env), a.bytes, "", _tokens(k, env), a.bytes)
+            for k, a in zip(kinds, reference.per_layer_kind, strict=True)
+        )
+        return EngineKV(eng, seq, batch, reference.kv_dtype, tp, rows, {}, reference.kv_dtype)
+    name, size = element_bytes(eng, kv_dtype or eng.default_dtype, model_dtype)
+    spec = family.attention
+    if spec is not None and (spec.not_run or spec.longest is not None):
+        what = "the cross-attention of its decoder layers" if spec.not_run else "its attention beyond a length"
+        raise LlmcountError(f"{eng.title}: {what} ({model.architecture.title}) is not transcribed")
+    latent = spec is not None and spec.kv_expanded is not None
+    if latent and "latent" in eng.refused:
+        raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
+    keys = getattr(model, "keys", {}) or {}
+    model_type = model.architecture.name
+    settings: dict[str, int] = {}
+    rows = []
+    for k in kinds:
+        amount = by_kind[k.kind]
+        if k.is_state:
+            raise LlmcountError(f"{eng.title}: {k.kind} layers: {eng.refused['state']}")
+        if k.kind == mem.INDEXER:
+            raise LlmcountError(f"{eng.title}: {eng.refused['indexer']}")
+        if k.grown != 0:
+            raise LlmcountError(
+                f"{eng.title}: the {k.kind} layers of {model.architecture.title}: {eng.refused['cache']}"
+            )
+        if k.per_token_fp32 != 0:
+            raise LlmcountError(f"{eng.title}: fp32 keys of the {k.kind} layers are not transcribed")
+        per_layer = _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp)
+        sliding = k.kind in ("sliding_attention", "chunked_attention")
+        window = evaluate_int(family.attention.window, env, "window") if sliding else None
+        why_full = ""
+        if sliding and model_type in eng.pooled:
+            raise LlmcountError(f"{eng.title}: {model_type}: {eng.refused['sliding']}")
+        if sliding and (model_type in eng.ignored or "*" in eng.ignored):
+            why_full = (eng.full_note or "{title} runs {model_type}'s layers without a window").format(
+                title=eng.title, model_type=model_type
+            )
+        elif sliding and model_type in eng.needs_layer_types and keys.get("layer_types") is None:
+            why_full = f"the config has no layer_types, and {eng.title} reads the window of {model_type} only from it"
+        if sliding and not why_full and model_type not in eng.follows + eng.needs_layer_types:
+            raise LlmcountError(
+                f"{eng.title}: which layers its model file for {model_type} runs with a window (and which window) is "
+                f"not transcribed; transcribed: {', '.join(eng.follows + eng.needs_layer_types + eng.ignored)}"
+            )
+        layers = evaluate_int(k.layers, env, k.kind)
+        tf_tokens = _tokens(k, env)
+        run = "full_attention" if (why_full or not sliding) else k.kind
+        rule_args = (eng, run, window, seq, batch, layers, per_layer, size, settings)
+        if eng.allocation == "paged":
+            tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens)
+        elif eng.allocation == "pool":
+            tokens, nbytes, rule, token_bytes = _pool(*rule_args)
+        else:
+            tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind)
+        if why_full:
+            rule = f"{why_full}: {rule}"
+        if tp > 1:
+            rule += f"; per GPU at tp = {tp}"
+        rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
+    return EngineKV(eng, seq, batch, name, tp, tuple(rows), settings, reference.kv_dtype)
+
+
+def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
+    from ..formulas.derivation import evaluate_int
+
+    return evaluate_int(kind.tokens, env, kind.kind)
+
+
+def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batched):
+    """vLLM: pages of ``block_size`` tokens, page_size_bytes = block_size × elements per token × dtype bytes; a
+    full (or MLA) layer holds cdiv(S, block_size) pages per request, a sliding one cdiv(min(W − 1 + in-flight
+    tokens, S), block_size) + 1, a chunked one cdiv(min(C + in-flight tokens, S), block_size)."""
+    block = eng.settings["block_size"]
+    page = block * per_layer * size
+    settings["block_size"] = block
+    if run == "full_attention":
+        blocks = _cdiv(seq, block)
+        rule = f"cdiv(S, {block}) = {blocks:,} blocks of {block} tokens ({page:,} bytes a page) per sequence"
+    else:
+        batched = batched or eng.settings["max_num_batched_tokens"]
+        in_flight = eng.settings["in_flight_batches"] * batched
+        settings["max_num_batched_tokens"] = batched
+        if run == "sliding_attention":
+            blocks = _cdiv(min(window - 1 + in_flight, seq), block) + 1
+            rule = (
+                f"cdiv(min(W − 1 + {in_flight:,}, S), {block}) + 1 = {blocks:,} blocks per sequence: the window "
+                f"W = {window:,} plus the tokens of {eng.settings['in_flight_batches']} scheduled steps in flight "
+                f"(max_num_batched_tokens {batched:,}), and one block for a window not aligned to a block"
+            )
+        else:
+            blocks = _cdiv(min(window + in_flight, seq), block)
+            rule = f"cdiv(min(C + {in_flight:,}, S), {block}) = {blocks:,} blocks per sequence (chunk C = {window:,})"
+    return blocks * block, batch * layers * blocks * page, rule, per_layer * size
+
+
+def _pool(eng, run, window, seq, batch, layers, per_layer, size, settings):
+    """SGLang: one pool of B·S token slots plus page_size padded slots per layer."""
+    page = eng.settings["page_size"]
+    settings["page_size"] = page
+    slots = batch * seq + page
+    rule = f"a pool of B·S + {page} token slots per layer (slot 0 takes padded tokens' dummy writes)"
+    return seq, layers * slots * per_layer * size, rule, per_layer * size
+
+
+def _row(block_type: tuple[int, int], elements: int) -> int:
+    block, type_size = block_type
+    if elements % block:
+        raise LlmcountError(
+            f"--kv-dtype: a K or V row of {elements} elements is not a whole number of {block}-element blocks"
+        )
+    return elements // block * type_size
+
+
+def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx, kind):
+    """llama.cpp: n_ctx = pad(ctx, 256); per stream (one per sequence, --kv-unified off) n_ctx_seq =
+    pad(n_ctx / B, 256) cells; an SWA layer keeps pad(min(n_ctx_seq, W + n_ubatch), 256) cells per stream; a cell
+    of a layer is a K row and a V row of the cache type."""
+    pad, ubatch = eng.settings["pad"], eng.settings["n_ubatch"]
+    n_ctx = _pad(check_count("--ctx (B·S)", ctx if ctx is not None else batch * seq), pad)
+    n_ctx_seq = _pad(n_ctx // batch, pad)
+    if n_ctx // batch == 0:
+        raise LlmcountError(f"--ctx: a context of {n_ctx:,} cells gives each of the {batch} sequences none")
+    settings.update({"ctx": ctx if ctx is not None else batch * seq, "n_ctx": n_ctx_seq * batch, "n_ubatch": ubatch})
+    if per_layer % 2:
+        raise LlmcountError(f"{eng.title}: the {kind} cache is not keys and values of equal width")
+    cell = _row(size, per_layer // 2) * 2
+    if run == "full_attention":
+        cells = n_ctx_seq
+        rule = f"n_ctx padded to {pad}: {cells:,} cells per sequence ({cell:,} bytes a cell)"
+    else:
+        cells = _pad(min(n_ctx_seq, window + ubatch), pad)
+        rule = (
+            f"pad(min(n_ctx_seq, W + n_ubatch), {pad}) = {cells:,} cells per sequence: the window W = {window:,} "
+            f"plus one micro-batch of {ubatch} tokens"
+        )
+    return cells, layers * batch * cells * cell, rule, cell
+
+
+def kv_cache_bytes(engine_name: str, model: Any, seq: int, batch: int = 1, kv_dtype: str | None = None, **kw) -> int:
+    """The total of :func:`kv_cache`: bytes per GPU."""
+    return kv_cache(engine_name, model, seq, batch, kv_dtype, **kw).bytes

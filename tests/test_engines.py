@@ -1,0 +1,383 @@
+"""Engines' KV cache conventions (llmcount.engines, memory --engine).
+
+vLLM: its own KVCacheSpec classes (vllm/v1/kv_cache_interface.py of the vllm 0.33.0 wheel, commit 4ba787ec9) are
+the oracle where vllm imports (``pip install --no-deps vllm==0.33.0``, or an unpacked wheel folder named by
+LLMCOUNT_VLLM_PATH); which layers slide, and the key/value heads per rank, are transcribed in :func:`vllm_layers`
+from vLLM's model files. SGLang and llama.cpp, and vLLM where it does not import: hand derivations from the cited
+source lines, written out below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from refusal import assert_refused, run
+
+from llmcount import engines
+from llmcount.sources import load
+
+PRESETS = Path(__file__).parents[1] / "llmcount" / "presets"
+GIB = 2**30
+
+
+def preset(name: str) -> dict:
+    return json.loads((PRESETS / f"{name}.json").read_text())
+
+
+# ---------------------------------------------------------------- vLLM, against its own classes
+
+
+@cache
+def vllm_interface():
+    path = os.environ.get("LLMCOUNT_VLLM_PATH")
+    if path and path not in sys.path:
+        sys.path.insert(0, path)
+    return pytest.importorskip("vllm.v1.kv_cache_interface", reason="vllm is not installed (pip install --no-deps)")
+
+
+def vllm_config(max_model_len: int, batched: int):
+    """The parts of a VllmConfig the specs read. max_in_flight_tokens transcribed from vllm/config/vllm.py (0.33.0,
+    lines 588-609): max_concurrent_batches = 2 under async scheduling (on by default) at pp = 1, times
+    max_num_batched_tokens. (vllm.config itself needs cbor2, zmq, aiohttp ... to import.)"""
+    return SimpleNamespace(
+        model_config=SimpleNamespace(max_model_len=max_model_len),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1, pipeline_parallel_size=1),
+        max_in_flight_tokens=2 * batched,
+    )
+
+
+def vllm_layers(name: str, config: dict, tp: int, cache_dtype: str, extra: dict | None = None):
+    """One vLLM KVCacheSpec per layer, as vLLM's model file builds them (0.33.0):
+    llama.py / mistral: a layer slides only where config.layer_types says so (getattr(config, "layer_types"));
+    mixtral.py: no window; gemma2.py: config.layer_types (Gemma2Config fills it); gpt_oss.py: the even layers slide;
+    llama4.py: ChunkedLocalAttention where no_rope_layers[i] != 0; deepseek_v2.py: MLAAttentionSpec of one head of
+    kv_lora_rank + qk_rope_head_dim. Heads per rank: max(1, total_num_kv_heads // tp) (llama.py line 156)."""
+    import torch
+    import transformers
+
+    kvi = vllm_interface()
+    dtypes = {"auto": torch.bfloat16, "bfloat16": torch.bfloat16, "fp8": torch.uint8, "fp8_e5m2": torch.uint8}
+    dtype = dtypes[cache_dtype]  # vllm/utils/torch_utils.py STR_DTYPE_TO_TORCH_DTYPE: fp8 kinds stored as uint8
+    config = {**config, **(extra or {})}
+    text = config.get("text_config", config)
+    n = text["num_hidden_layers"]
+    if "kv_lora_rank" in text:
+        spec = kvi.MLAAttentionSpec(
+            block_size=16, num_kv_heads=1, head_size=text["kv_lora_rank"] + text["qk_rope_head_dim"], dtype=dtype
+        )
+        return [spec] * n
+    heads = text.get("num_key_value_heads") or text["num_attention_heads"]
+    head_dim = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+    full = kvi.FullAttentionSpec(block_size=16, num_kv_heads=max(1, heads // tp), head_size=head_dim, dtype=dtype)
+    model_type = text["model_type"]
+    window = text.get("sliding_window")
+    if model_type == "gemma2":
+        kinds = transformers.Gemma2Config(**{k: v for k, v in text.items() if k != "model_type"}).layer_types
+        sliding = [kind == "sliding_attention" for kind in kinds]
+    elif model_type == "gpt_oss":
+        sliding = [i % 2 == 0 for i in range(n)]
+    elif model_type == "llama4_text":
+        chunk = text["attention_chunk_size"]
+        rope = transformers.Llama4TextConfig(num_hidden_layers=n).no_rope_layers
+        spec = kvi.ChunkedLocalAttentionSpec(
+            block_size=16, num_kv_heads=full.num_kv_heads, head_size=head_dim, dtype=dtype, attention_chunk_size=chunk
+        )
+        return [spec if rope[i] else full for i in range(n)]
+    elif model_type == "mixtral":
+        sliding = [False] * n
+    else:
+        keys = {k: v for k, v in text.items() if k != "model_type"}
+        kinds = getattr(transformers.AutoConfig.for_model(model_type, **keys), "layer_types", None)
+        sliding = [kind == "sliding_attention" for kind in kinds] if kinds else [False] * n
+    spec = kvi.SlidingWindowSpec(
+        block_size=16, num_kv_heads=full.num_kv_heads, head_size=head_dim, dtype=dtype, sliding_window=window or 1
+    )
+    return [spec if slides and window else full for slides in sliding]
+
+
+VLLM_CASES = [
+    # (preset, S, B, tp, kv dtype, max_num_batched_tokens, extra config keys)
+    ("llama-2-7b", 4096, 3, 1, "auto", None, None),  # dense MHA
+    ("llama-3-8b", 32768, 1, 1, "auto", None, None),  # GQA
+    ("llama-3-8b", 32768, 2, 4, "fp8", None, None),  # GQA split over TP
+    ("llama-3-8b", 10000, 1, 16, "auto", None, None),  # 8 KV heads replicated over 16 ranks
+    ("qwen3-30b-a3b", 8000, 4, 1, "fp8_e5m2", None, None),  # MoE
+    ("mixtral-8x7b", 32768, 1, 1, "auto", None, None),  # MoE, no window in vLLM's mixtral.py
+    ("deepseek-v3", 32768, 2, 8, "auto", None, None),  # MLA: the latent on every rank
+    ("deepseek-v2-lite", 5000, 1, 1, "fp8", None, None),
+    ("mistral-7b", 32768, 1, 1, "auto", None, None),  # no layer_types: every layer full
+    ("mistral-7b", 32768, 1, 1, "auto", 8192, {"layer_types": ["sliding_attention"] * 32}),
+    ("gemma-2-2b", 32768, 1, 1, "auto", None, None),  # sliding
+    ("gemma-2-2b", 32768, 2, 1, "bfloat16", 8192, None),
+    ("gemma-2-2b", 3000, 1, 1, "auto", None, None),  # the window beyond S
+    ("gpt-oss-20b", 20000, 1, 1, "auto", 512, None),  # sliding window 128, MoE
+    ("llama-4-scout", 32768, 1, 1, "auto", None, None),  # chunked local attention
+    ("gemma-3-1b-it", 32768, 3, 1, "fp8", None, None),  # 5 sliding layers to 1 full
+    ("phi-3-mini", 8192, 1, 1, "auto", None, None),  # Phi3ForCausalLM is llama.py's: no layer_types, no window
+]
+
+
+def _model(name: str, extra: dict | None, tmp_path: Path):
+    if not extra:
+        return load(name)
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**preset(name), **extra}))
+    return load(str(folder))
+
+
+@pytest.mark.parametrize(("name", "seq", "batch", "tp", "dtype", "batched", "extra"), VLLM_CASES)
+def test_vllm_matches_its_kv_cache_specs(name, seq, batch, tp, dtype, batched, extra, tmp_path):
+    layers = vllm_layers(name, preset(name), tp, dtype, extra)
+    config = vllm_config(seq, batched or 2048)
+    expected = batch * sum(spec.max_memory_usage_bytes(config) for spec in layers)
+    got = engines.kv_cache(
+        "vllm", _model(name, extra, tmp_path), seq, batch, dtype, tp=tp, max_num_batched_tokens=batched
+    )
+    assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
+
+
+# ---------------------------------------------------------------- vLLM, by hand (runs without vllm)
+
+
+def test_vllm_mistral_runs_every_layer_full_by_hand():
+    """vLLM 0.33.0: FullAttentionSpec.max_memory_usage_bytes = cdiv(max_model_len, 16) · page_size_bytes,
+    page_size_bytes = 16 · num_kv_heads · (head_size + head_size_v) · 2 bytes (bf16); Mistral-7B-v0.1: 32 layers,
+    8 KV heads of 128; transformers keeps W − 1 = 4,095 tokens on each."""
+    got = engines.kv_cache("vllm", load("mistral-7b"), 32768, 1)
+    assert got.bytes == 32 * (32768 // 16) * (16 * 8 * (128 + 128) * 2) == 4 * GIB
+    assert got.transformers_bytes == 32 * 4095 * 8 * 256 * 2
+    assert got.bytes / got.transformers_bytes == pytest.approx(8.0, rel=1e-3)
+    (kind,) = got.kinds
+    assert kind.engine_kind == "full_attention" and "no layer_types" in kind.rule
+
+
+def test_vllm_gemma2_sliding_by_hand():
+    """SlidingWindowSpec: (cdiv(min(W − 1 + 2 · max_num_batched_tokens, S), 16) + 1) pages; Gemma-2-2B: 13 sliding
+    and 13 full layers (even layers slide), 4 KV heads of 256, W = 4096."""
+    page = 16 * 4 * 512 * 2
+    got = engines.kv_cache("vllm", load("gemma-2-2b"), 32768, 1, max_num_batched_tokens=8192)
+    sliding = -(-min(4095 + 16384, 32768) // 16) + 1
+    assert sliding == 1281
+    assert got.bytes == 13 * 2048 * page + 13 * sliding * page
+
+
+def test_vllm_mla_latent_by_hand():
+    """MLAAttentionSpec: one head of kv_lora_rank + qk_rope_head_dim = 512 + 64, head_size_v = 0; DeepSeek-V3: 61
+    layers; the same on every TP rank."""
+    one = engines.kv_cache("vllm", load("deepseek-v3"), 32768, 1, tp=8).bytes
+    assert one == 61 * 2048 * 16 * 576 * 2
+
+
+def test_vllm_refuses_sliding_layers_of_model_files_not_transcribed():
+    with pytest.raises(engines.LlmcountError, match="starcoder2 runs with a window"):
+        engines.kv_cache("vllm", load("starcoder2-7b"), 4096)
+
+
+def test_vllm_refuses_hybrid_state_layers():
+    with pytest.raises(engines.LlmcountError, match="linear_attention layers"):
+        engines.kv_cache("vllm", load("qwen3-next-80b-a3b"), 4096)
+
+
+# ---------------------------------------------------------------- SGLang, by hand
+
+
+def test_sglang_pool_by_hand():
+    """MHATokenToKVPool (python/sglang/srt/mem_cache/memory_pool.py, commit 000ccdba): per layer k and v buffers of
+    (size + page_size, head_num, head_dim), page_size 1; size = B · S tokens here. Llama-3-8B: 32 layers, 8 KV heads
+    of 128, bf16; at tp = 4, two heads per rank."""
+    got = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4)
+    assert got.bytes == 32 * (4 * 8192 + 1) * 8 * 128 * 2 * 2
+    assert engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, tp=4).bytes == got.bytes // 4
+    fp8 = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, "fp8_e4m3")  # stored as uint8: one byte
+    assert fp8.bytes == got.bytes // 2
+
+
+def test_sglang_mla_by_hand():
+    """MLATokenToKVPool: one buffer of (size + page_size, 1, kv_lora_rank + qk_rope_head_dim) per layer."""
+    assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2
+
+
+def test_sglang_gives_gemma2s_sliding_layers_the_full_pool_by_hand():
+    """configs/model_config.py is_hybrid_swa_model lists no Gemma-2 architecture: one MHATokenToKVPool for all 26
+    layers, (S + 1) slots of 4 KV heads of 256, keys and values, bf16."""
+    got = engines.kv_cache("sglang", load("gemma-2-2b"), 32768)
+    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2
+    assert {k.engine_kind for k in got.kinds} == {"full_attention"}
+
+
+def test_sglang_refuses_the_sliding_pool_of_hybrid_swa_architectures():
+    with pytest.raises(engines.LlmcountError, match="swa_full_tokens_ratio"):
+        engines.kv_cache("sglang", load("gpt-oss-20b"), 32768)
+
+
+# ---------------------------------------------------------------- llama.cpp, by hand
+
+# ggml block sizes (ggml/src/ggml.c type_traits): q8_0 32 elements in 34 bytes, q4_0 32 in 18, q4_1 32 in 20,
+# q5_0 32 in 22, q5_1 32 in 24, iq4_nl 32 in 18; f16 and bf16 2 bytes, f32 4.
+GGML = {"q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32, "iq4_nl": 18 / 32}
+GGML |= {"f16": 2, "bf16": 2, "f32": 4}
+
+
+@pytest.mark.parametrize("kv_dtype", sorted(GGML))
+def test_llama_cpp_kv_types_by_hand(kv_dtype):
+    """Qwen3-32B: 64 layers, 8 KV heads of 128: a K row and a V row of 1,024 elements per cell; --ctx 32768 is
+    already a multiple of 256."""
+    got = engines.kv_cache("llama.cpp", load("qwen3-32b"), 32768, 1, kv_dtype, ctx=32768)
+    assert got.bytes == int(64 * 32768 * 2 * 1024 * GGML[kv_dtype])
+
+
+def test_llama_cpp_pads_the_context_and_sizes_swa_by_hand():
+    """llama-context.cpp: n_ctx = GGML_PAD(30000, 256) = 30208; llama-kv-cache-iswa.cpp: the SWA layers keep
+    GGML_PAD(min(n_ctx, W + n_ubatch), 256) = GGML_PAD(4096 + 512, 256) = 4608 cells. Gemma-2-2B in f16: 13 + 13
+    layers, 4 KV heads of 256."""
+    got = engines.kv_cache("llama.cpp", load("gemma-2-2b"), 30000, 1, ctx=30000)
+    cell = 2 * 4 * 256 * 2
+    assert got.bytes == 13 * 30208 * cell + 13 * 4608 * cell
+
+
+def test_llama_cpp_streams_per_sequence_by_hand():
+    """Without --kv-unified: n_ctx = pad(10000, 256) = 10240, n_ctx_seq = pad(10240 / 3, 256) = pad(3413, 256) =
+    3584 cells in each of 3 streams. Llama-2-7B: 32 layers, 32 heads of 128, f16."""
+    got = engines.kv_cache("llama.cpp", load("llama-2-7b"), 3333, 3, ctx=10000)
+    assert got.bytes == 32 * 3 * 3584 * 2 * 4096 * 2
+
+
+def test_llama_cpp_runs_mistral_without_a_window():
+    got = engines.kv_cache("llama.cpp", load("mistral-7b"), 8192, 1)
+    assert got.bytes == 32 * 8192 * 2 * 1024 * 2
+
+
+# ---------------------------------------------------------------- transformers and the CLI
+
+
+def test_transformers_engine_is_todays_cache():
+    plain = json.loads(run("memory", "gemma-2-2b", "--seq", "32k", "--json").stdout)
+    given = json.loads(run("memory", "gemma-2-2b", "--seq", "32k", "--json", "--engine", "transformers").stdout)
+    assert given["kv_cache_bytes"] == plain["kv_cache_bytes"] == given["engine"]["kv_cache_bytes"]
+    assert given["total_bytes"] == plain["total_bytes"]
+
+
+def test_json_gives_the_engines_kv_cache():
+    plain = json.loads(run("memory", "mistral-7b", "--seq", "32k", "--json").stdout)
+    data = json.loads(run("memory", "mistral-7b", "--seq", "32k", "--json", "--engine", "vllm").stdout)
+    assert data["kv_cache_bytes"] == 4 * GIB == data["engine"]["kv_cache_bytes"]
+    assert data["engine"]["transformers_kv_cache_bytes"] == plain["kv_cache_bytes"]
+    assert data["total_bytes"] == plain["total_bytes"] - plain["kv_cache_bytes"] + 4 * GIB
+    assert data["engine"]["commit"] and data["engine"]["differences"]
+
+
+def test_text_names_each_difference():
+    out = run("memory", "gemma-2-2b", "--seq", "32k", "--engine", "vllm", "--max-num-batched-tokens", "8192").stdout
+    assert "sliding_attention (13 layers)" in out and "max_num_batched_tokens 8,192" in out
+    assert "  - vllm/v1/kv_cache_interface.py" in out
+
+
+def test_ctx_sets_the_sequence():
+    data = json.loads(run("memory", "qwen3-32b", "--engine", "llama.cpp", "--ctx", "32k", "--json").stdout)
+    assert data["seq"] == 32768 and data["engine"]["settings"]["n_ctx"] == 32768
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--engine", "vlm"), ("unknown engine", "vllm")),
+        (("--engine", "lama.cpp"), ("llama.cpp",)),
+        (("--engine", "vllm", "--kv-dtype", "q8_0"), ("vLLM has no KV cache dtype", "fp8_e4m3")),
+        (("--engine", "llama.cpp", "--kv-dtype", "fp8"), ("llama.cpp has no KV cache dtype", "q4_0")),
+        (("--engine", "sglang", "--kv-dtype", "fp4_e2m1"), ("SGLang",)),
+        (("--engine", "vllm", "--max-num-batched-tokens", "0"), ("--max-num-batched-tokens",)),
+        (("--engine", "vllm", "--max-num-batched-tokens", "-8"), ("--max-num-batched-tokens",)),
+        (("--engine", "vllm", "--max-num-batched-tokens", "9" * 20), ("--max-num-batched-tokens",)),
+        (("--engine", "llama.cpp", "--ctx", "0"), ("--ctx",)),
+        (("--engine", "llama.cpp", "--ctx", "99999999999"), ("--ctx",)),
+        (("--engine", "llama.cpp", "--ctx", "8k", "--seq", "2k"), ("--ctx",)),
+        (("--engine", "llama.cpp", "--max-num-batched-tokens", "512"), ("vLLM setting",)),
+        (("--engine", "vllm", "--ctx", "512"), ("llama.cpp's context",)),
+        (("--engine", "vllm", "--training"), ("--engine",)),
+    ],
+)
+def test_bad_engine_input_is_refused_in_one_line(args, needles):
+    assert_refused(run("memory", "mistral-7b", *args), *needles)
+
+
+def test_engine_settings_without_engine_are_a_usage_error():
+    result = run("memory", "mistral-7b", "--ctx", "4096")
+    assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.output
+
+
+def test_window_rules_follow_the_config_classes():
+    """vLLM reads a Mistral layer's window from config.layer_types alone: transformers' MistralConfig has no such key
+    (so a config.json without it runs full); Gemma-2's config class fills it."""
+    import transformers
+
+    assert getattr(transformers.MistralConfig(), "layer_types", None) is None
+    assert transformers.Gemma2Config().layer_types[0] == "sliding_attention"
+    assert "mistral" in engines.engine("vllm").needs_layer_types
+
+
+def test_transformers_engine_takes_llmcounts_dtypes():
+    data = json.loads(run("memory", "mistral-7b", "--engine", "transformers", "--kv-dtype", "fp8", "--json").stdout)
+    assert data["kv_cache_bytes"] == 32 * 4095 * 8 * 256 == data["engine"]["kv_cache_bytes"]
+    assert_refused(run("memory", "mistral-7b", "--engine", "transformers", "--kv-dtype", "q8_0"), "q8_0")
+
+
+def test_plain_function_for_fit():
+    """kv_cache_bytes is an int per GPU; 8 KV heads over tp = 2 ranks: 4 each, half the bytes."""
+    model = load("llama-3-8b")
+    whole = engines.kv_cache_bytes("vllm", model, 4096, 2)
+    assert isinstance(whole, int) and whole == 2 * 32 * 256 * 16 * 8 * 256 * 2
+    assert engines.kv_cache_bytes("vllm", model, 4096, 2, tp=2) * 2 == whole
+    with pytest.raises(engines.LlmcountError, match="--tp 3"):
+        engines.kv_cache_bytes("vllm", model, 4096, 2, tp=3)
+    with pytest.raises(engines.LlmcountError, match="split-mode"):
+        engines.kv_cache_bytes("llama.cpp", model, 4096, 2, tp=2)
+    with pytest.raises(engines.LlmcountError, match="uint32"):
+        engines.kv_cache_bytes("llama.cpp", model, 2**31, 4)
+
+
+def test_engines_refuse_the_cross_attention_of_an_encoder_decoder(tmp_path):
+    import transformers
+
+    (tmp_path / "config.json").write_text(json.dumps(transformers.BartConfig().to_dict()))
+    assert_refused(run("memory", str(tmp_path), "--engine", "vllm"), "cross-attention", "BART")
+
+
+def _random_cases(count: int = 12, seed: int = 26):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(count):
+        n = rng.randint(1, 6)
+        kv = rng.choice([1, 2, 4, 8])
+        yield (
+            {
+                "num_hidden_layers": n,
+                "num_key_value_heads": kv,
+                "num_attention_heads": kv * rng.choice([1, 2, 4]),
+                "head_dim": rng.choice([64, 80, 128, 256]),
+                "sliding_window": rng.randint(2, 9000),
+                "layer_types": [rng.choice(["sliding_attention", "full_attention"]) for _ in range(n)],
+            },
+            rng.randint(1, 70000),
+            rng.randint(1, 5),
+            rng.choice([1, 2, 4, 8]),
+            rng.randint(1, 20000),
+        )
+
+
+@pytest.mark.parametrize(("extra", "seq", "batch", "tp", "batched"), list(_random_cases()))
+def test_vllm_matches_its_specs_on_random_configs(extra, seq, batch, tp, batched, tmp_path):
+    """Mistral configs with random heads, head sizes, windows and layer_types (llama.py's rule: a layer slides
+    where layer_types says), random S, B, TP and max_num_batched_tokens."""
+    layers = vllm_layers("mistral-7b", preset("mistral-7b"), tp, "auto", extra)
+    expected = batch * sum(spec.max_memory_usage_bytes(vllm_config(seq, batched)) for spec in layers)
+    model = _model("mistral-7b", extra, tmp_path)
+    got = engines.kv_cache("vllm", model, seq, batch, tp=tp, max_num_batched_tokens=batched)
+    assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
