@@ -371,6 +371,7 @@ COMMAND_MODULES: dict[str, str] = {
     "memory": "cli_costs",
     "verify": "cli_costs",
     "mfu": "cli_glance",
+    "fit": "cli_serving",
     "completion": "cli_shell",
     "writeup": "cli_writeup",
     "chart": "cli_writeup",

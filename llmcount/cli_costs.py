@@ -163,6 +163,18 @@ def memory(
             metavar="SIZE",
         ),
     ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            help="A GPU type (h100, h200, b200, a100, mi300x, l40s, rtx-4090): per GPU the weights and KV shards, "
+            "what is left, fits or not.",
+        ),
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
+    ] = None,
     mtp: Annotated[
         bool,
         typer.Option(
@@ -215,6 +227,22 @@ def memory(
         raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
+    serving = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
+    if serving and not training:
+        from .cli_serving import memory_per_gpu
+
+        others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
+        if quant is not None or bits is not None or mtp or table or gpu_memory is not None or group_size is not None:
+            raise fail(
+                "--tp/--pp/--dp/--ep/--gpu size inference per GPU in the weights' --dtype: not with --quant, "
+                "--bits, --mtp, --table, --gpu-memory or --group-size"
+            )
+        if overhead.strip() != "0":
+            raise fail("--overhead: not with --tp/--pp/--dp/--ep/--gpu (per GPU, weights and KV cache only)")
+        cli_training.refuse_without_training(others)
+        return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, tp, pp, dp, ep, gpu, gpus, as_json)
+    if training and (gpu is not None or gpus is not None):
+        raise fail("--gpu and --gpus size inference per GPU: not with --training")
     if training and not (table or gpu_memory is not None):
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json, conventions)
         return
