@@ -273,7 +273,7 @@ def memory(
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
-        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype)
+        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype, seq_)
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
         result = mem.inference(
@@ -308,9 +308,12 @@ def memory(
         typer.echo(render_memory(model, result, terminal_width()).rstrip())
 
 
-def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
+def _model_and_scheme(
+    spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None, seq: int | None = None
+):
     """The model ``spec`` names and the quantisation scheme ``memory`` sizes its weights in: ``--quant``, else the
-    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate."""
+    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate.
+    A ``seq`` beyond the context an engine accepts is warned about on stderr."""
     from .dtypes import lookup
     from .formulas.config import read_config
     from .quant.report import scheme_for
@@ -318,6 +321,10 @@ def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: in
 
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
+    if seq is not None:
+        from .cli_serving import warn_context
+
+        warn_context(model.name, config, model.max_positions, seq)
     uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
     if quant is None and uniform:
         return model, None
