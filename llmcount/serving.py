@@ -371,7 +371,9 @@ def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str |
             parameters, counts = per_kind[kind.name]
             return nbytes(parameters, dtype_name) + _kv_bytes(kinds, counts, kv_dtype, max(seq, 1), 1)
 
-        runs, bound = tr.stage_kinds(model, layout.pp, weigh, stages(model.values[N], layout.pp, before_last=True))
+        runs, bound = tr.stage_kinds(
+            model, layout.pp, weigh, stages(model.values[N], layout.pp, before_last=True), [k.layers for k in kinds]
+        )
         first = model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
@@ -596,33 +598,55 @@ def fit(
 MAX_TP = 1024
 
 
-def _alternatives(
-    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv
-) -> list[str]:
-    """What would fit when ``layout`` does not: more GPUs, a smaller KV dtype, a shorter context."""
-    from .dtypes import BITS
+def _wider(model: Model, layout: Layout) -> list[Layout]:
+    """Layouts with more GPUs to try, fewest first: tp doubled while the model's heads allow it, then, at the widest
+    tp found, pp doubled up to the number of layers."""
+    from .formulas.symbols import N
 
-    would = []
-    tp = layout.tp * 2
+    found, tp = [], layout.tp * 2
+    widest = layout.tp
     while tp <= MAX_TP:
+        wider = Layout(tp, layout.pp, layout.dp, tp * layout.dp if layout.ep > 1 else 1)
         try:
-            wider = Layout(tp, layout.pp, layout.dp, tp * layout.dp if layout.ep > 1 else 1)
-            other = plan(model, wider, laid.dtype, laid.kv_dtype)
+            _layout_values(model, wider)
         except LlmcountError:
             tp *= 2
             continue
+        found.append(wider)
+        widest, tp = tp, tp * 2
+    pp = layout.pp * 2
+    while pp <= model.values[N]:
+        found.append(Layout(widest, pp, layout.dp, widest * layout.dp if layout.ep > 1 else 1))
+        pp *= 2
+    return found
+
+
+def _alternatives(
+    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv
+) -> list[str]:
+    """What would fit one sequence of ``seq`` tokens when ``layout`` does not: more GPUs, fp8 weights, an fp8 KV
+    cache, a shorter context."""
+    from .dtypes import BITS
+
+    def fits(other: Plan) -> bool:
         rule = kv(other) if kv is not None else other.kv_bytes
-        if other.weights_bytes + rule(seq, 1) <= capacity:
-            would.append(f"--tp {tp} ({wider.gpus} GPUs): one sequence of {seq:,} tokens fits")
-            break
-        tp *= 2
-    if laid.weights_bytes <= capacity and BITS[laid.kv_dtype] > 8:
-        smaller = plan(model, layout, laid.dtype, "fp8")
-        rule = kv(smaller) if kv is not None else smaller.kv_bytes
-        if smaller.weights_bytes + rule(seq, 1) <= capacity:
-            would.append(f"--kv-dtype fp8: one sequence of {seq:,} tokens fits")
+        return other.weights_bytes + rule(seq, 1) <= capacity
+
+    would = []
+    for wider in _wider(model, layout):
+        try:
+            if fits(plan(model, wider, laid.dtype, laid.kv_dtype, seq)):
+                flags = f"--tp {wider.tp}" + (f" --pp {wider.pp}" if wider.pp > 1 else "")
+                would.append(f"{flags} ({wider.gpus} GPUs): one sequence of {seq:,} tokens fits")
+                break
+        except LlmcountError:
+            continue
+    if BITS[laid.dtype] > 8 and laid.weights_bytes > capacity and fits(plan(model, layout, "fp8", laid.kv_dtype, seq)):
+        would.append(f"weights in fp8 (an fp8 checkpoint, --dtype fp8): one sequence of {seq:,} tokens fits")
+    if laid.weights_bytes <= capacity and BITS[laid.kv_dtype] > 8 and fits(plan(model, layout, laid.dtype, "fp8", seq)):
+        would.append(f"--kv-dtype fp8: one sequence of {seq:,} tokens fits")
     if max_seq:
         would.append(f"--seq {max_seq:,} or shorter: one sequence fits")
     if not would:
-        would.append("none of more GPUs (tp up to the model's limit), an fp8 KV cache or a shorter context")
+        would.append("nothing tried fits: more GPUs (tp and pp as the model allows), fp8 weights or KV cache")
     return would

@@ -63,6 +63,18 @@ def test_pipeline_heaviest_stage_by_hand():
     assert shard.kv_bytes == 2 * 27 * h_kv * d_h * 4096 * 2
 
 
+def test_pipeline_sliding_layers_by_hand():
+    """Gemma-2-2B (26 layers, even ones sliding with W = 4096, 4 KV heads of 256, tied V 256000 × d 2304) over pp 2:
+    stages 0-12 (7 sliding, 6 full) and 13-25 (6 sliding, 7 full, the final norm and the tied head's copy of the
+    embedding); at S = 32k the second is heavier. transformers' sliding layers keep W - 1 = 4095 tokens."""
+    shard = serving.shard(load("gemma-2-2b"), Layout(pp=2), seq=32768)
+    assert shard.stage == 2
+    assert shard.kv_bytes == 2 * (2 * 4 * 256) * (7 * 32768 + 6 * 4095)
+    model = load("gemma-2-2b")
+    one_layer = (model.counts.total - 256000 * 2304 - 2304) // 26
+    assert shard.gpu_parameters == 13 * one_layer + 256000 * 2304 + 2304
+
+
 def test_vllm_stages():
     # vllm/distributed/utils.py get_pp_indices: the extra layers on the stages before the last
     assert [len(r) for r in stages(61, 4, before_last=True)] == [15, 15, 16, 15]
@@ -181,7 +193,8 @@ def test_fit_nothing_fits_says_why_and_what_would():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["max_batch"] == 0 and "weights per GPU" in data["reason"]
-    assert any(w.startswith("--tp 16") for w in data["would_fit"])
+    assert any(w.startswith("--tp 16") for w in data["would_fit"])  # 128 heads: tp 16 halves the weights per GPU
+    assert any(w.startswith("weights in fp8") for w in data["would_fit"])  # 671B in fp8 / 8: 84.8 GB < 141 GB
 
 
 def test_fit_capped_by_context():

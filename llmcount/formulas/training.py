@@ -518,10 +518,13 @@ def _state_lines(held: Held, compute: str, optimizer: str, parallel: Parallel) -
 HEAVIEST_BOUND = " (its layers taken of the heaviest kind: an upper bound)"
 
 
-def stage_kinds(model: Model, pp: int, weigh: Callable[[Kind], int], runs: list[range]) -> tuple[list[list[Kind]], str]:
+def stage_kinds(
+    model: Model, pp: int, weigh: Callable[[Kind], int], runs: list[range], also: Iterable[Expr] = ()
+) -> tuple[list[list[Kind]], str]:
     """The kind of each layer of each pipeline stage (``runs``: the layers' indices, stage by stage), and
     :data:`HEAVIEST_BOUND` when the record cannot tell the layers' order: then every layer is taken of the kind
-    ``weigh`` (called once on each kind, before any stage is built) finds heaviest; ``""`` otherwise.
+    ``weigh`` (called once on each kind, before any stage is built) finds heaviest; ``""`` otherwise. ``also``:
+    layer counts beside the terms' that tell kinds apart (the cache's sliding layers, whose weights are the same).
     LlmcountError naming the model when its layers cannot be split."""
     values = model.values
     counted = model.derivation.layer_counts
@@ -533,7 +536,7 @@ def stage_kinds(model: Model, pp: int, weigh: Callable[[Kind], int], runs: list[
             )
     layer_terms = [t for t in model.derivation.terms if not is_model_level(t.layers, counted)]
     try:
-        layer_kinds = kinds((t.layers for t in layer_terms), values, model.architecture, model.keys)
+        layer_kinds = kinds([*(t.layers for t in layer_terms), *also], values, model.architecture, model.keys)
         weights = {kind.name: weigh(kind) for kind in layer_kinds}
     except LlmcountError as exc:
         raise LlmcountError(f"--pp {pp}: the layers of {model.name} cannot be split in stages: {exc}") from None
