@@ -325,10 +325,14 @@ class Plan:
     env: Mapping[Symbol, int] = field(default_factory=dict)
 
 
-def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str | None = None, seq: int = 1) -> Plan:
-    """The GPU counted (the heaviest pipeline stage) of ``model`` laid out as ``layout``: its parameters and the
-    layers of each cache kind it keeps; LlmcountError naming the key or option when the layout does not divide it."""
-    from .dtypes import BITS
+def stage_plans(
+    model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str | None = None, seq: int = 1
+) -> list[Plan]:
+    """What a GPU of each pipeline stage of ``model`` laid out as ``layout`` holds (one plan without pp): its
+    parameters and the layers of each cache kind it keeps; LlmcountError naming the key or option when the layout
+    does not divide the model. ``seq``: the S whose cache the plans are built for (it matters only past the longest
+    S a record's [attention] describes)."""
+    from .dtypes import BITS, nbytes
     from .formulas import training as tr
     from .formulas.derivation import evaluate_int
     from .formulas.layer_kinds import is_model_level, stages
@@ -348,28 +352,19 @@ def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str |
     def model_level(predicate) -> int:
         return sum(_term_parameters(t, env, layout) * int(t.layers) for t in model_terms if predicate(t))
 
-    def kind_counts(kind: Kind) -> dict[str, int]:
-        return {k.kind: kind.times(k.layers) for k in kinds}
-
-    def kind_parameters(kind: Kind) -> int:
-        return sum(_term_parameters(t, env, layout) * kind.times(t.layers) for t in layer_terms)
-
-    stage = 0
     if layout.pp == 1:
         parameters = model_level(lambda t: True)
         parameters += sum(
             _term_parameters(t, env, layout) * evaluate_int(t.layers, dict(env), t.path) for t in layer_terms
         )
-        counts = {k.kind: evaluate_int(k.layers, dict(env), k.kind) for k in kinds}
+        held = [(0, parameters, {k.kind: evaluate_int(k.layers, dict(env), k.kind) for k in kinds})]
     else:
-        from .dtypes import nbytes
-
         per_kind: dict[str, tuple[int, dict[str, int]]] = {}
 
         def weigh(kind: Kind) -> int:
-            per_kind[kind.name] = (kind_parameters(kind), kind_counts(kind))
-            parameters, counts = per_kind[kind.name]
-            return nbytes(parameters, dtype_name) + _kv_bytes(kinds, counts, kv_dtype, max(seq, 1), 1)
+            parameters = sum(_term_parameters(t, env, layout) * kind.times(t.layers) for t in layer_terms)
+            per_kind[kind.name] = (parameters, {k.kind: kind.times(k.layers) for k in kinds})
+            return nbytes(parameters, dtype_name) + _kv_bytes(kinds, per_kind[kind.name][1], kv_dtype, max(seq, 1), 1)
 
         runs, bound = tr.stage_kinds(
             model, layout.pp, weigh, stages(model.values[N], layout.pp, before_last=True), [k.layers for k in kinds]
@@ -378,25 +373,17 @@ def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str |
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
             last += model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
-        candidates = []
+        held = []
         for number, run in enumerate(runs):
-            held = (first if number == 0 else 0) + (last if number == layout.pp - 1 else 0)
+            parameters = (first if number == 0 else 0) + (last if number == layout.pp - 1 else 0)
             counts: dict[str, int] = {}
             for kind in run:
-                held += per_kind[kind.name][0]
+                parameters += per_kind[kind.name][0]
                 for name, times in per_kind[kind.name][1].items():
                     counts[name] = counts.get(name, 0) + times
-            candidates.append(
-                (nbytes(held, dtype_name) + _kv_bytes(kinds, counts, kv_dtype, max(seq, 1), 1), held, counts)
-            )
-        best = max(range(layout.pp), key=lambda j: candidates[j][0])
-        _, parameters, counts = candidates[best]
-        stage = best + 1
+            held.append((number + 1, parameters, counts))
         sizes = "/".join(str(len(run)) for run in runs)
-        notes.append(
-            f"pipeline: stages of {sizes} layers (vLLM's get_pp_indices); the GPU counted is stage {stage} of "
-            f"{layout.pp}, the largest in weights and KV cache at S = {max(seq, 1):,}{bound}"
-        )
+        notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
     vocab = next((env[s] for s in tr.TP_PADDED if env.get(s) is not None), None)
     if vocab is not None:
         original = next(model.values[s] for s in tr.TP_PADDED if env.get(s) is not None)
@@ -424,9 +411,26 @@ def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str |
         notes.append(EXPERTS_NOTE)
     if layout.dp > 1:
         notes.append(f"dp = {layout.dp} replicas, each with the weights above and its own B sequences")
-    return Plan(
-        model, layout, dtype_name, kv_dtype, parameters, counts, tuple(kinds), stage, vocab, tuple(notes), seq, env
-    )
+    return [
+        Plan(
+            model, layout, dtype_name, kv_dtype, parameters, counts, tuple(kinds), stage, vocab, tuple(notes), seq, env
+        )
+        for stage, parameters, counts in held
+    ]
+
+
+def _rule(laid: Plan, kv: Callable[[Plan], KvRule] | None) -> KvRule:
+    return kv(laid) if kv is not None else laid.kv_bytes
+
+
+def heaviest(plans: list[Plan], seq: int, batch: int, kv: Callable[[Plan], KvRule] | None = None) -> Plan:
+    """The plan whose weights and KV cache of B sequences of S tokens are the largest (the first of equals)."""
+    return max(plans, key=lambda p: p.weights_bytes + _rule(p, kv)(seq, batch))
+
+
+def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str | None = None, seq: int = 1) -> Plan:
+    """The GPU of the heaviest stage at S = ``seq``, B = 1 (:func:`stage_plans`)."""
+    return heaviest(stage_plans(model, layout, dtype_name, kv_dtype, seq), max(seq, 1), 1)
 
 
 def shard(
@@ -436,11 +440,19 @@ def shard(
     kv_dtype: str | None = None,
     seq: int = 4096,
     batch: int = 1,
-    kv: KvRule | None = None,
+    kv: Callable[[Plan], KvRule] | None = None,
 ) -> Shard:
-    """What one GPU holds (:class:`Shard`): ``kv`` replaces the default KV rule (:meth:`Plan.kv_bytes`)."""
-    laid = plan(model, layout, dtype_name, kv_dtype, seq)
-    kv_bytes = (kv or laid.kv_bytes)(seq, batch)
+    """What one GPU holds (:class:`Shard`), on the pipeline stage whose weights and KV cache of B × S tokens are the
+    largest; ``kv(plan)`` gives the KV rule in place of transformers' cache split over the ranks."""
+    plans = stage_plans(model, layout, dtype_name, kv_dtype, seq)
+    laid = heaviest(plans, seq, batch, kv)
+    notes = laid.notes
+    if laid.stage:
+        notes = (
+            *notes,
+            f"the GPU counted is stage {laid.stage} of {layout.pp}, the largest in weights and KV cache at "
+            f"B = {batch:,}, S = {seq:,}",
+        )
     return Shard(
         layout=layout,
         dtype=laid.dtype,
@@ -450,10 +462,10 @@ def shard(
         parameters=model.counts.total,
         gpu_parameters=laid.parameters,
         weights_bytes=laid.weights_bytes,
-        kv_bytes=kv_bytes,
+        kv_bytes=_rule(laid, kv)(seq, batch),
         stage=laid.stage,
         vocab_padded=laid.vocab_padded,
-        notes=laid.notes,
+        notes=notes,
     )
 
 
@@ -553,12 +565,13 @@ def fit(
     smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context."""
     from .formulas.capacity import LIMIT, largest
 
-    laid = plan(model, layout, dtype_name, kv_dtype)
-    rule = kv(laid) if kv is not None else laid.kv_bytes
+    plans = stage_plans(model, layout, dtype_name, kv_dtype)
+    rules = [(p.weights_bytes, _rule(p, kv)) for p in plans]
+    laid = max(plans, key=lambda p: p.weights_bytes)
     weights = laid.weights_bytes
 
-    def fits(s: int, b: int) -> bool:
-        return weights + rule(s, b) <= capacity
+    def fits(s: int, b: int) -> bool:  # on every stage's GPU
+        return all(held + rule(s, b) <= capacity for held, rule in rules)
 
     reason, would = "", []
     if weights > capacity:
@@ -567,10 +580,11 @@ def fit(
     else:
         max_seq = largest(lambda s: fits(s, 1))
         max_batch = largest(lambda b: fits(seq, b))
+        worst = heaviest(plans, seq, 1, kv)
         if max_seq == 0:
             reason = f"the weights ({gb(weights)}) leave {gb(capacity - weights)}, less than one token's KV cache"
         elif max_batch == 0:
-            reason = f"one sequence of {seq:,} tokens does not fit: its KV cache needs {gb(rule(seq, 1))}"
+            reason = f"one sequence of {seq:,} tokens does not fit: its KV cache needs {gb(_rule(worst, kv)(seq, 1))}"
     if reason:
         would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv)
     context_len, how = context if context is not None else (None, "")
@@ -628,22 +642,29 @@ def _alternatives(
     cache, a shorter context."""
     from .dtypes import BITS
 
-    def fits(other: Plan) -> bool:
-        rule = kv(other) if kv is not None else other.kv_bytes
-        return other.weights_bytes + rule(seq, 1) <= capacity
+    def fits(plans: list[Plan]) -> bool:
+        return all(p.weights_bytes + _rule(p, kv)(seq, 1) <= capacity for p in plans)
 
     would = []
     for wider in _wider(model, layout):
         try:
-            if fits(plan(model, wider, laid.dtype, laid.kv_dtype, seq)):
+            if fits(stage_plans(model, wider, laid.dtype, laid.kv_dtype, seq)):
                 flags = f"--tp {wider.tp}" + (f" --pp {wider.pp}" if wider.pp > 1 else "")
                 would.append(f"{flags} ({wider.gpus} GPUs): one sequence of {seq:,} tokens fits")
                 break
         except LlmcountError:
             continue
-    if BITS[laid.dtype] > 8 and laid.weights_bytes > capacity and fits(plan(model, layout, "fp8", laid.kv_dtype, seq)):
+    if (
+        BITS[laid.dtype] > 8
+        and laid.weights_bytes > capacity
+        and fits(stage_plans(model, layout, "fp8", laid.kv_dtype, seq))
+    ):
         would.append(f"weights in fp8 (an fp8 checkpoint, --dtype fp8): one sequence of {seq:,} tokens fits")
-    if laid.weights_bytes <= capacity and BITS[laid.kv_dtype] > 8 and fits(plan(model, layout, laid.dtype, "fp8", seq)):
+    if (
+        laid.weights_bytes <= capacity
+        and BITS[laid.kv_dtype] > 8
+        and fits(stage_plans(model, layout, laid.dtype, "fp8", seq))
+    ):
         would.append(f"--kv-dtype fp8: one sequence of {seq:,} tokens fits")
     if max_seq:
         would.append(f"--seq {max_seq:,} or shorter: one sequence fits")

@@ -75,6 +75,21 @@ def test_pipeline_sliding_layers_by_hand():
     assert shard.gpu_parameters == 13 * one_layer + 256000 * 2304 + 2304
 
 
+@pytest.mark.parametrize(("name", "pp"), [("gemma-2-2b", 3), ("llama-3.1-70b", 3), ("qwen3-next-80b-a3b", 4)])
+def test_stages_sum_to_total(name, pp):
+    """Over the pp stages: every layer once, the tied head's embedding twice (first and last stage); every layer's
+    cache once."""
+    model = load(name)
+    plans = serving.stage_plans(model, Layout(pp=pp), seq=32768)
+    tied = 0
+    if model.tied:
+        values = {str(k): v for k, v in model.values.items()}
+        tied = values["V"] * values["d"]
+    assert [p.stage for p in plans] == list(range(1, pp + 1))
+    assert sum(p.parameters for p in plans) == model.counts.total + tied
+    assert sum(p.kv_bytes(32768, 2) for p in plans) == kv_total(model, 32768, 2)
+
+
 def test_vllm_stages():
     # vllm/distributed/utils.py get_pp_indices: the extra layers on the stages before the last
     assert [len(r) for r in stages(61, 4, before_last=True)] == [15, 15, 16, 15]
