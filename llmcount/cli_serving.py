@@ -102,7 +102,15 @@ def memory_per_gpu(
     if as_json:
         print_json(shard_data(model.name, shard, checked, notes))
     else:
-        typer.echo(render_shard(model.name, shard, checked, notes))
+        typer.echo(fitted(render_shard(model.name, shard, checked, notes)))
+
+
+def fitted(text: str) -> str:
+    """``text`` with each line wrapped to the terminal's width."""
+    from .cli_batch import terminal_width
+    from .renderers.fit import fit_lines
+
+    return fit_lines(text, terminal_width())
 
 
 def shard_data(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]) -> dict[str, Any]:
@@ -211,7 +219,7 @@ def fit(
     if as_json:
         print_json(fit_data(model.name, result, notes))
     else:
-        typer.echo(render_fit(model.name, result, notes))
+        typer.echo(fitted(render_fit(model.name, result, notes)))
 
 
 def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:

@@ -42,15 +42,27 @@ EXPERTS_NOTE = (
     "matrices split over the same tp·dp ranks (FusedMoE flattens tp across dp): the same bytes per GPU"
 )
 
-SERVING_ASSUMPTIONS = (
-    "vLLM's layout: column-parallel q/k/v and gate/up, row-parallel o and down, the embedding and head by padded "
-    f"vocabulary rows (a multiple of {VOCAB_PADDING}, then / tp); norms, routers, MLA's down-projections and "
-    "row-parallel biases whole on every rank; key-value heads fewer than tp copied (one per rank); "
-    f"{EXPERTS_NOTE}; pp splits the layers as vLLM's get_pp_indices (the stages before the last one layer longer), "
-    "the embedding on the first stage, the final norm and head on the last (a tied head: a copy of the embedding "
-    "there), and the GPU counted is the heaviest stage; dp replicas each hold the weights and their own B sequences; "
-    "GPUs = tp·pp·dp; activations, CUDA graphs, the engine's workspace and fragmentation are not counted"
-)
+ASSUMPTION_PARTS = {
+    "tp": "vLLM's layout: column-parallel q/k/v and gate/up, row-parallel o and down, the embedding and head by "
+    f"padded vocabulary rows (a multiple of {VOCAB_PADDING}, then / tp); norms, routers, MLA's down-projections and "
+    "row-parallel biases whole on every rank; key-value heads fewer than tp copied (one per rank)",
+    "experts": EXPERTS_NOTE,
+    "pp": "pp splits the layers as vLLM's get_pp_indices (the stages before the last one layer longer), the "
+    "embedding on the first stage, the final norm and head on the last (a tied head: a copy of the embedding there), "
+    "and the GPU counted is the heaviest stage",
+    "dp": "dp replicas each hold the weights and their own B sequences",
+    "rest": "GPUs = tp·pp·dp; activations, CUDA graphs, the engine's workspace and fragmentation are not counted",
+}
+SERVING_ASSUMPTIONS = "; ".join(ASSUMPTION_PARTS.values())
+"""All of :data:`ASSUMPTION_PARTS`; a shard states those of its layout (:func:`assumptions`)."""
+
+
+def assumptions(layout: Layout, routed: bool) -> str:
+    """The parts of :data:`ASSUMPTION_PARTS` that apply to ``layout`` (the experts' when the model has them)."""
+    parts = ["tp"] + (["experts"] if routed else []) + (["pp"] if layout.pp > 1 else [])
+    parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
+    return "; ".join(ASSUMPTION_PARTS[part] for part in parts)
+
 
 ALREADY_SCALED = ("gemma3",)
 """model_types whose max_position_embeddings already includes the rope scaling: vLLM skips the factor for them
@@ -407,8 +419,6 @@ def stage_plans(
             f"the cache of the {', '.join(copied)} layers is in part written in sizes tp keeps whole (MLA's latent "
             "r_kv + d_rope, an indexer's keys): that part is on every tp rank"
         )
-    if any(t.routed for t in terms) and layout.tp * layout.dp > 1:
-        notes.append(EXPERTS_NOTE)
     if layout.dp > 1:
         notes.append(f"dp = {layout.dp} replicas, each with the weights above and its own B sequences")
     return [
@@ -466,6 +476,7 @@ def shard(
         stage=laid.stage,
         vocab_padded=laid.vocab_padded,
         notes=notes,
+        assumptions=assumptions(layout, any(t.routed for t in model.derivation.terms)),
     )
 
 
