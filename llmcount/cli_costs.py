@@ -159,7 +159,8 @@ def memory(
         str | None,
         typer.Option(
             "--gpu-memory",
-            help="A GPU's memory, 80GiB or 24GB: the longest S at B = 1 and the largest B at --seq that fit.",
+            help="A GPU's memory, 80GiB or 24GB: the longest S at B = 1 and the largest B at --seq that fit "
+            "(per GPU with --tp/--pp/--dp/--ep).",
             metavar="SIZE",
         ),
     ] = None,
@@ -232,6 +233,16 @@ def memory(
         from .cli_serving import memory_per_gpu
 
         others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
+        if (
+            gpu_memory is not None
+            and gpu is None
+            and gpus is None
+            and not (table or mtp or quant or bits or group_size)
+        ):
+            from .cli_serving import fit_memory
+
+            cli_training.refuse_without_training(others)
+            return fit_memory(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, tp, pp, dp, ep, as_json)
         if quant is not None or bits is not None or mtp or table or gpu_memory is not None or group_size is not None:
             raise fail(
                 "--tp/--pp/--dp/--ep/--gpu size inference per GPU in the weights' --dtype: not with --quant, "

@@ -222,6 +222,28 @@ def fit(
         typer.echo(fitted(render_fit(model.name, result, notes)))
 
 
+def fit_memory(
+    spec: str, gpu_memory: str, dtype: str, kv_dtype: str | None, seq: str, tp: str, pp: str, dp: str, ep: str, as_json
+) -> None:
+    """``memory MODEL --gpu-memory SIZE --tp N ...``: what ``fit`` answers, for GPUs of a stated memory."""
+    from . import serving
+    from .sizes import parse_bytes
+
+    try:
+        capacity = parse_bytes(gpu_memory, "--gpu-memory")
+        seq_ = parse_size(seq, "--seq")
+        layout, notes = layout_from(tp, pp, dp, ep, None)
+        config, model = _config_and_model(spec)
+        context = warn_context(model.name, config, model.max_positions, seq_)
+        result = serving.fit(model, capacity, layout, dtype, kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}")
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(fit_data(model.name, result, notes))
+    else:
+        typer.echo(fitted(render_fit(model.name, result, notes)))
+
+
 def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:
     layout = result.layout
     return {

@@ -259,3 +259,23 @@ def test_api_memory_per_gpu():
     assert (shard.weights_bytes, shard.kv_bytes) == (2 * 17_639_415_808, 335_544_320)
     with pytest.raises(serving.LlmcountError, match="tp"):
         llmcount.memory("llama-3.1-70b", tp=0)
+
+
+def test_one_gpu_fit_agrees_with_gpu_memory():
+    """At tp = 1 with a vocabulary vLLM does not pad (128256 = 64 · 2004), the per-GPU search gives what
+    ``memory --gpu-memory`` gives on one GPU (formulas.capacity.fit, over memory.inference)."""
+    from llmcount.formulas.capacity import fit as one_gpu
+
+    model = load("llama-3-8b")
+    ours = serving.fit(model, 24 * 10**9, Layout(), seq=8192)
+    theirs = one_gpu(model.derivation, model.values, 24 * 10**9, "bf16", None, 8192)
+    assert (ours.max_seq, ours.max_batch) == (theirs.max_seq_by_memory, theirs.max_batch)
+
+
+def test_gpu_memory_per_gpu():
+    result = runner.invoke(app, ["memory", "llama-3.1-70b", "--gpu-memory", "80GB", "--tp", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    weights, per_token = 2 * 17_639_415_808, 2 * 80 * 2 * 128 * 2
+    assert data["max_seq_by_memory"] == (80 * 10**9 - weights) // per_token
+    assert data["max_batch"] == (80 * 10**9 - weights) // (per_token * 4096)
