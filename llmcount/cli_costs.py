@@ -197,13 +197,16 @@ def memory(
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
     per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
-    --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU.
+    --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU. Without --training,
+    --tp/--pp/--dp/--ep and --gpu NAME give inference memory per GPU as vLLM splits the model (docs/serving.md).
 
     Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
 
     Example: llmcount memory llama-3.1-70b --training --zero 3 --dp 64 --recompute selective
 
     Example: llmcount memory qwen3-8b --quant q4_k_m
+
+    Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
     from . import cli_training
     from .formulas import memory as mem
