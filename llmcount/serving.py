@@ -421,6 +421,9 @@ def stage_plans(
         )
     if layout.dp > 1:
         notes.append(f"dp = {layout.dp} replicas, each with the weights above and its own B sequences")
+    if model.composite is not None:
+        others = ", ".join(part.role for part in model.parts) or "the other parts"
+        notes.append(f"the language model only: the {others} of {model.whole_name or model.name} not counted per GPU")
     return [
         Plan(
             model, layout, dtype_name, kv_dtype, parameters, counts, tuple(kinds), stage, vocab, tuple(notes), seq, env
@@ -574,8 +577,10 @@ def fit(
     ``capacity`` bytes, by an integer search over the KV rule (``kv(plan)``: transformers' cache split over the
     ranks by default; an engine's rule plugs in). When nothing fits, the reason and what would: more GPUs (the
     smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context."""
-    from .formulas.capacity import LIMIT, largest
+    from .formulas.capacity import LIMIT, largest, searchable
 
+    if kv is None:  # transformers' cache: the search needs a total that grows with S
+        searchable(model.derivation, model.values, "fit")
     plans = stage_plans(model, layout, dtype_name, kv_dtype)
     rules = [(p.weights_bytes, _rule(p, kv)) for p in plans]
     laid = max(plans, key=lambda p: p.weights_bytes)

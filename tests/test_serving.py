@@ -279,3 +279,18 @@ def test_gpu_memory_per_gpu():
     weights, per_token = 2 * 17_639_415_808, 2 * 80 * 2 * 128 * 2
     assert data["max_seq_by_memory"] == (80 * 10**9 - weights) // per_token
     assert data["max_batch"] == (80 * 10**9 - weights) // (per_token * 4096)
+
+
+def test_fit_refused_where_the_cache_shrinks():
+    """DeepSeek-V4's compressed layers fold a window of tokens into one entry: its cache does not grow with S, so
+    the longest S is not searched (as memory --gpu-memory refuses it); the bytes at one S are still given."""
+    import random
+
+    from draws.dsv4act import deepseek_v4
+
+    from llmcount.formulas.config import read_config
+
+    model = read_config(deepseek_v4(random.Random(1)), "test")
+    with pytest.raises(serving.LlmcountError, match="fit is not derived for DeepSeek-V4"):
+        serving.fit(model, 80 * 10**9, Layout())
+    assert serving.shard(model, Layout(), seq=64).kv_bytes == kv_total(model, 64)
