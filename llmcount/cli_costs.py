@@ -245,7 +245,7 @@ def memory(
             from .cli_serving import fit_memory
 
             cli_training.refuse_without_training(others)
-            return fit_memory(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, tp, pp, dp, ep, as_json)
+            return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, tp, pp, dp, ep, as_json)
         if quant is not None or bits is not None or mtp or table or gpu_memory is not None or group_size is not None:
             raise fail(
                 "--tp/--pp/--dp/--ep/--gpu size inference per GPU in the weights' --dtype: not with --quant, "

@@ -45,12 +45,35 @@ def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[L
     return layout, notes
 
 
-def _config_and_model(spec: str):
+def _config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
+    """The config and the model ``spec`` names; ``notes`` gets :func:`stored_note`'s."""
     from .formulas.config import read_config
     from .sources import resolve
 
     name, source, config = resolve(spec)
-    return config, read_config(config, source, name)
+    model = read_config(config, source, name)
+    if notes is not None:
+        notes += stored_note(config, source, dtype)
+    return config, model
+
+
+def stored_note(config: Any, source: str, dtype: str | None) -> list[str]:
+    """A note when the config names a quantisation scheme and ``--dtype`` is not given: per GPU the weights are
+    counted in bf16, not as the scheme stores them (its per-tensor scales are not split over ranks here)."""
+    if dtype is not None or not isinstance(config, dict):
+        return []
+    from .quant.report import scheme_for
+
+    try:
+        scheme = scheme_for(config, source, None, None, None)
+    except LlmcountError:
+        return []
+    if scheme is None:
+        return []
+    return [
+        f"the checkpoint stores its weights as {scheme.label}; per GPU they are counted in bf16 here (--dtype fp8 "
+        "or int4 counts every parameter in that dtype; the scheme's scales are not split over the ranks)"
+    ]
 
 
 def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
@@ -93,7 +116,7 @@ def memory_per_gpu(
             raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
-        config, model = _config_and_model(spec)
+        config, model = _config_and_model(spec, dtype, notes)
         warn_context(model.name, config, model.max_positions, seq_)
         shard = serving.shard(model, layout, dtype or "bf16", kv_dtype, seq_, batch_)
     except LlmcountError as exc:
@@ -189,7 +212,7 @@ def fit(
             "--seq", "-s", help=f"The context at which to count concurrent sequences; {SUFFIX_HELP}.", metavar="SIZE"
         ),
     ] = "4096",
-    dtype: Annotated[str, typer.Option("--dtype", help="Weights' dtype (default bf16).")] = "bf16",
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Weights' dtype (default bf16).")] = None,
     kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: the weights').")] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor-parallel ranks.", metavar="INT")] = "1",
     pp: Annotated[str, typer.Option("--pp", help="Pipeline stages.", metavar="INT")] = "1",
@@ -211,9 +234,9 @@ def fit(
         card = find_gpu(gpu)
         seq_ = parse_size(seq, "--seq")
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
-        config, model = _config_and_model(spec)
+        config, model = _config_and_model(spec, dtype, notes)
         context = warn_context(model.name, config, model.max_positions, seq_)
-        result = serving.fit(model, card.memory_bytes, layout, dtype, kv_dtype, seq_, context, gpu=card.title)
+        result = serving.fit(model, card.memory_bytes, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=card.title)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -223,7 +246,16 @@ def fit(
 
 
 def fit_memory(
-    spec: str, gpu_memory: str, dtype: str, kv_dtype: str | None, seq: str, tp: str, pp: str, dp: str, ep: str, as_json
+    spec: str,
+    gpu_memory: str,
+    dtype: str | None,
+    kv_dtype: str | None,
+    seq: str,
+    tp: str,
+    pp: str,
+    dp: str,
+    ep: str,
+    as_json: bool,
 ) -> None:
     """``memory MODEL --gpu-memory SIZE --tp N ...``: what ``fit`` answers, for GPUs of a stated memory."""
     from . import serving
@@ -233,9 +265,11 @@ def fit_memory(
         capacity = parse_bytes(gpu_memory, "--gpu-memory")
         seq_ = parse_size(seq, "--seq")
         layout, notes = layout_from(tp, pp, dp, ep, None)
-        config, model = _config_and_model(spec)
+        config, model = _config_and_model(spec, dtype, notes)
         context = warn_context(model.name, config, model.max_positions, seq_)
-        result = serving.fit(model, capacity, layout, dtype, kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}")
+        result = serving.fit(
+            model, capacity, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}"
+        )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:

@@ -210,6 +210,7 @@ def test_fit_nothing_fits_says_why_and_what_would():
     assert data["max_batch"] == 0 and "weights per GPU" in data["reason"]
     assert any(w.startswith("--tp 16") for w in data["would_fit"])  # 128 heads: tp 16 halves the weights per GPU
     assert any(w.startswith("weights in fp8") for w in data["would_fit"])  # 671B in fp8 / 8: 84.8 GB < 141 GB
+    assert any("stores its weights as FP8" in note for note in data["notes"])  # counted in bf16, and said so
 
 
 def test_fit_capped_by_context():
