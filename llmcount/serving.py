@@ -163,15 +163,16 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
     from .formulas.symbols import N, d_moe, n
 
     values = tr.kv_replicated(model, layout.tp)
-    if layout.ep not in (1, layout.tp * layout.dp):
-        raise LlmcountError(
-            f"--ep {layout.ep}: an inference engine's expert-parallel group is the tp·dp ranks (vLLM: EP size = TP × "
-            f"DP = {layout.tp * layout.dp} here); give --ep 1 or --ep {layout.tp * layout.dp}"
-        )
     ranks = layout.tp * layout.dp
     routed = [t for t in model.derivation.terms if t.routed]
     if layout.ep > 1 and not routed:
         raise LlmcountError(f"--ep {layout.ep}: {model.name} has no routed experts to divide")
+    if layout.ep not in (1, ranks):
+        give = f"--ep 1 or --ep {ranks}" if ranks > 1 else f"--tp and --dp whose product is {layout.ep}"
+        raise LlmcountError(
+            f"--ep {layout.ep}: an inference engine's expert-parallel group is the tp·dp ranks (vLLM: EP size = TP × "
+            f"DP = {ranks} here); give {give}"
+        )
     if routed and ranks > 1:
         if layout.ep > 1 and values.get(n) is not None and values[n] % ranks:
             raise LlmcountError(f"--ep {layout.ep} does not divide the number of routed experts n = {values[n]}")
