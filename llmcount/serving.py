@@ -72,7 +72,30 @@ UNSCALED_ROPE = ("su", "longrope", "llama3")
 
 KvRule = Callable[[int, int], int]
 """KV-cache bytes one GPU holds for (S tokens, B sequences): transformers' cache split over the ranks by default
-(:func:`kv_rule`); an engine's rule plugs in here."""
+(:meth:`Plan.kv_bytes`); an engine's rule plugs in as ``kv(plan) -> KvRule`` (:func:`shard`, :func:`fit`)."""
+
+
+class _Tabled(Shown):
+    """A result shown in a notebook as the rows of :meth:`table_rows` (bytes in B, GB and GiB)."""
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:  # pragma: no cover - each result gives its own
+        raise NotImplementedError
+
+    def _table(self):
+        from .renderers.notebook import Table
+
+        caption, rows = self.table_rows()
+        return Table(caption, ("", "value"), tuple(rows), "lr")
+
+    def _repr_html_(self) -> str:
+        return self._table().html()
+
+    def _repr_markdown_(self) -> str:
+        return self._table().markdown()
+
+
+def _b(size: int) -> str:
+    return f"{size:,} B ({gb(size)})"
 
 
 @dataclass(frozen=True)
@@ -88,13 +111,9 @@ class Layout:
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
 
-    @property
-    def parallel(self) -> bool:
-        return self.gpus > 1 or self.ep > 1
-
 
 @dataclass(frozen=True)
-class Shard(Shown):
+class Shard(_Tabled):
     """What one GPU holds: the weights of its share of the model and its KV cache for B sequences of S tokens."""
 
     layout: Layout
@@ -115,9 +134,19 @@ class Shard(Shown):
     def total_bytes(self) -> int:
         return self.weights_bytes + self.kv_bytes
 
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        layout = self.layout
+        caption = f"per GPU: tp {layout.tp} × pp {layout.pp} × dp {layout.dp}, B = {self.batch:,} × S = {self.seq:,}"
+        return caption, [
+            ("parameters", f"{self.gpu_parameters:,} of {self.parameters:,}"),
+            ("weights", _b(self.weights_bytes)),
+            ("KV cache", _b(self.kv_bytes)),
+            ("total", _b(self.total_bytes)),
+        ]
+
 
 @dataclass(frozen=True)
-class GpuFit(Shown):
+class GpuFit(_Tabled):
     """A shard against one GPU's memory: what is left, and why it does not fit when it does not."""
 
     gpu: str  # the GPU's title
@@ -132,6 +161,15 @@ class GpuFit(Shown):
     @property
     def fits(self) -> bool:
         return self.left >= 0
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        caption, rows = self.shard.table_rows()
+        rows += [
+            (self.gpu, _b(self.capacity)),
+            ("left", _b(self.left)),
+            ("fits" if self.fits else "does not fit", self.why),
+        ]
+        return caption, rows
 
     @property
     def why(self) -> str:
@@ -534,7 +572,7 @@ def context_warning(name: str, seq: int, limit: tuple[int, str] | None) -> str |
 
 
 @dataclass(frozen=True)
-class Fit(Shown):
+class Fit(_Tabled):
     """The longest S at B = 1 and the most sequences at ``seq`` that fit on each of ``layout.gpus`` GPUs, or why none
     does and what would."""
 
@@ -561,6 +599,16 @@ class Fit(Shown):
     def longest(self) -> int | None:
         """The longest S: the memory's, capped at the context an engine accepts."""
         return self.context if self.capped else self.max_seq
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        def shown(value: int | None) -> str:
+            return "no limit from memory" if value is None else f"{value:,}"
+
+        rows = [("weights per GPU", _b(self.weights_bytes)), ("longest context, one sequence", shown(self.longest))]
+        rows.append((f"sequences at S = {self.seq:,}", shown(self.max_batch)))
+        if self.reason:
+            rows.append(("nothing fits", self.reason))
+        return f"{self.layout.gpus} × {self.gpu} ({gb(self.capacity)} each)", rows
 
 
 def fit(

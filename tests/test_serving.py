@@ -295,3 +295,14 @@ def test_fit_refused_where_the_cache_shrinks():
     with pytest.raises(serving.LlmcountError, match="fit is not derived for DeepSeek-V4"):
         serving.fit(model, 80 * 10**9, Layout())
     assert serving.shard(model, Layout(), seq=64).kv_bytes == kv_total(model, 64)
+
+
+def test_results_show_in_a_notebook():
+    import llmcount
+
+    shard = llmcount.memory("llama-2-7b", tp=2)
+    assert "| KV cache | 1,073,741,824 B (1.07 GB = 1.00 GiB) |" in shard._repr_markdown_()
+    checked = serving.GpuFit("H100 SXM", 80 * 10**9, shard)
+    assert "<td" in checked._repr_html_() and "fits" in checked._repr_markdown_()
+    result = serving.fit(load("llama-2-7b"), 24 * 10**9, Layout(tp=2), gpu="RTX 4090")
+    assert "longest context" in result._repr_markdown_()
