@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from llmcount import serving
@@ -306,3 +308,52 @@ def test_results_show_in_a_notebook():
     assert "<td" in checked._repr_html_() and "fits" in checked._repr_markdown_()
     result = serving.fit(load("llama-2-7b"), 24 * 10**9, Layout(tp=2), gpu="RTX 4090")
     assert "longest context" in result._repr_markdown_()
+
+
+@st.composite
+def dense_layouts(draw):
+    """A Llama config and a tp that divides its heads: h_kv a multiple of tp, or a divisor of it (copied heads)."""
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    h_kv = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    h = h_kv * draw(st.sampled_from([1, 2, 4]))
+    assume(h % tp == 0)
+    d_h = draw(st.sampled_from([16, 32, 64]))
+    config = {
+        "model_type": "llama",
+        "hidden_size": h * d_h,
+        "num_attention_heads": h,
+        "num_key_value_heads": h_kv,
+        "intermediate_size": tp * draw(st.integers(1, 64)),
+        "num_hidden_layers": draw(st.integers(1, 6)),
+        "vocab_size": draw(st.integers(64, 5000)),
+        "tie_word_embeddings": draw(st.booleans()),
+    }
+    return config, tp
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(dense_layouts())
+def test_ranks_sum_on_drawn_configs(drawn):
+    """tp × per GPU = the total + (tp − 1) copies of the norms + the copied key-value heads' projections + the
+    vocabulary's padding rows (64·⌈V/64⌉ − V, times two untied); KV: the total × copies. Refused by name, when vLLM
+    would refuse it (tp not dividing the padded vocabulary)."""
+    from llmcount.formulas.config import read_config
+
+    config, tp = drawn
+    model = read_config(config, "drawn")
+    d, n_layers, h_kv, vocab = (
+        config[k] for k in ("hidden_size", "num_hidden_layers", "num_key_value_heads", "vocab_size")
+    )
+    padded = -(-vocab // 64) * 64
+    if padded % tp:
+        with pytest.raises(serving.LlmcountError, match="padded to a multiple of 64"):
+            serving.shard(model, Layout(tp=tp), seq=64)
+        return
+    shard = serving.shard(model, Layout(tp=tp), seq=64)
+    copies = max(tp // h_kv, 1)
+    d_h = d // config["num_attention_heads"]
+    tables = 1 if config["tie_word_embeddings"] else 2
+    expected = model.counts.total + (tp - 1) * (2 * n_layers * d + d)
+    expected += (copies - 1) * 2 * n_layers * d * h_kv * d_h + tables * (padded - vocab) * d
+    assert tp * shard.gpu_parameters == expected
+    assert tp * shard.kv_bytes == kv_total(model, 64) * copies
