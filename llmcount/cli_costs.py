@@ -231,30 +231,12 @@ def memory(
         raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
-    serving = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
-    if serving and not training:
-        from .cli_serving import memory_per_gpu
+    if not training and (gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))):
+        from .cli_serving import serving_memory
 
-        others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
-        if (
-            gpu_memory is not None
-            and gpu is None
-            and gpus is None
-            and not (table or mtp or quant or bits or group_size)
-        ):
-            from .cli_serving import fit_memory
-
-            cli_training.refuse_without_training(others)
-            return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, tp, pp, dp, ep, as_json)
-        if quant is not None or bits is not None or mtp or table or gpu_memory is not None or group_size is not None:
-            raise fail(
-                "--tp/--pp/--dp/--ep/--gpu size inference per GPU in the weights' --dtype: not with --quant, "
-                "--bits, --mtp, --table, --gpu-memory or --group-size"
-            )
-        if overhead.strip() != "0":
-            raise fail("--overhead: not with --tp/--pp/--dp/--ep/--gpu (per GPU, weights and KV cache only)")
-        cli_training.refuse_without_training(others)
-        return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, tp, pp, dp, ep, gpu, gpus, as_json)
+        refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}
+        refused |= {"--group-size": group_size, "--overhead": None if overhead.strip() == "0" else overhead}
+        return serving_memory(spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json)
     if training and (gpu is not None or gpus is not None):
         raise fail("--gpu and --gpus size inference per GPU: not with --training")
     if training and not (table or gpu_memory is not None):

@@ -88,6 +88,40 @@ def warn_context(name: str, config: Any, max_positions: int | None, seq: int) ->
     return limit
 
 
+def serving_memory(
+    spec: str,
+    given: dict[str, Any],
+    refused: dict[str, Any],
+    dtype: str | None,
+    kv_dtype: str | None,
+    seq: str,
+    batch: str,
+    gpu_memory: str | None,
+    gpu: str | None,
+    gpus: str | None,
+    as_json: bool,
+) -> None:
+    """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`), or
+    with --gpu-memory what fits GPUs of that memory (:func:`fit_memory`). ``given``: the training options as typed
+    (the parallel degrees among them); ``refused``: the options that size something else, None when not given."""
+    from . import cli_training
+
+    degrees = [str(given[option]) for option in ("--tp", "--pp", "--dp", "--ep")]
+    others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
+    typed = [option for option, value in refused.items() if value is not None]
+    if gpu_memory is not None and (gpu is not None or gpus is not None):
+        raise fail("give one of --gpu NAME (the datasheet's memory) and --gpu-memory SIZE")
+    if typed:
+        raise fail(
+            f"{typed[0]}: not with --tp/--pp/--dp/--ep/--gpu (inference per GPU: the weights in --dtype and the "
+            "KV cache)"
+        )
+    cli_training.refuse_without_training(others)
+    if gpu_memory is not None:
+        return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
+    return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json)
+
+
 def memory_per_gpu(
     spec: str,
     dtype: str | None,
@@ -177,7 +211,8 @@ def render_shard(name: str, shard: Shard, checked: GpuFit | None, notes: list[st
     layout = shard.layout
     stage = f", stage {shard.stage} of {layout.pp}" if shard.stage else ""
     lines = [
-        f"{name}: inference memory per GPU, tp {layout.tp} × pp {layout.pp} × dp {layout.dp} = {layout.gpus} GPUs"
+        f"{name}: inference memory per GPU, tp {layout.tp} × pp {layout.pp} × dp {layout.dp} = {layout.gpus} "
+        + ("GPU" if layout.gpus == 1 else "GPUs")
         + (f", ep {layout.ep}" if layout.ep > 1 else "")
         + stage,
         f"  weights   {shard.weights_bytes:>20,} bytes  {gb(shard.weights_bytes)}  "
