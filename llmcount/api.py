@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .formulas.flops import FlopCounts
     from .formulas.memory import Memory
     from .formulas.training import Training
+    from .serving import Shard
 
 DEFAULT_SEQ = 4096
 
@@ -143,10 +144,16 @@ def memory(
     scale_dtype: str = "fp16",
     overhead: int = 0,
     training: bool = False,
-) -> Memory | Training:
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+) -> Memory | Training | Shard:
     """Memory in exact bytes, as ``llmcount memory`` computes it: weights + KV cache for ``batch`` × ``seq``
     tokens (``.total_bytes``, ``.total_gib``, ``.lines``), or with ``training=True`` what :func:`training`
-    gives with its defaults (mixed-precision AdamW on one GPU).
+    gives with its defaults (mixed-precision AdamW on one GPU). With ``tp``, ``pp``, ``dp`` or ``ep`` above 1,
+    inference per GPU as ``memory --tp ...`` gives it (:class:`llmcount.serving.Shard`: ``.weights_bytes``,
+    ``.kv_bytes``, ``.total_bytes`` of one GPU).
 
     >>> llmcount.memory("llama-2-7b", seq="4k").kv_per_token_bytes
     524288
@@ -157,6 +164,14 @@ def memory(
         return _training(spec, dtype, seq=seq, batch=batch)
     model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
+    degrees = {
+        name: parse_size(value, name, suffixes=False)
+        for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
+    }
+    if any(value > 1 for value in degrees.values()):
+        from . import serving
+
+        return serving.shard(model, serving.Layout(**degrees), dtype, kv_dtype, seq_, batch_)
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     return mem.inference(

@@ -372,6 +372,7 @@ COMMAND_MODULES: dict[str, str] = {
     "verify": "cli_costs",
     "mfu": "cli_glance",
     "speed": "cli_speed",
+    "fit": "cli_serving",
     "completion": "cli_shell",
     "writeup": "cli_writeup",
     "chart": "cli_writeup",

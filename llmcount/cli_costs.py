@@ -159,9 +159,22 @@ def memory(
         str | None,
         typer.Option(
             "--gpu-memory",
-            help="A GPU's memory, 80GiB or 24GB: the longest S at B = 1 and the largest B at --seq that fit.",
+            help="A GPU's memory, 80GiB or 24GB: the longest S at B = 1 and the largest B at --seq that fit "
+            "(per GPU with --tp/--pp/--dp/--ep).",
             metavar="SIZE",
         ),
+    ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            help="A GPU type (h100, h200, b200, a100, mi300x, l40s, rtx-4090): per GPU the weights and KV shards, "
+            "what is left, fits or not.",
+        ),
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
     ] = None,
     mtp: Annotated[
         bool,
@@ -208,7 +221,8 @@ def memory(
     """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
     per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
-    --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU.
+    --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU. Without --training,
+    --tp/--pp/--dp/--ep and --gpu NAME give inference memory per GPU as vLLM splits the model (docs/serving.md).
 
     Example: llmcount memory qwen3-32b --dtype bf16 --batch 8 --seq 32768
 
@@ -217,6 +231,8 @@ def memory(
     Example: llmcount memory qwen3-8b --quant q4_k_m
 
     Example: llmcount memory mistral-7b --seq 32k --engine vllm
+
+    Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
     from . import cli_training
     from .formulas import memory as mem
@@ -245,6 +261,14 @@ def memory(
         raise fail("--engine sizes the inference KV cache: not with --training, --table, --gpu-memory or --mtp")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
+    if not training and (gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))):
+        from .cli_serving import serving_memory
+
+        refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}
+        refused |= {"--group-size": group_size, "--overhead": None if overhead.strip() == "0" else overhead}
+        return serving_memory(spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json)
+    if training and (gpu is not None or gpus is not None):
+        raise fail("--gpu and --gpus size inference per GPU: not with --training")
     if training and not (table or gpu_memory is not None):
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json, conventions)
         return
@@ -295,7 +319,7 @@ def memory(
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
-        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype)
+        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype, seq_)
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
@@ -346,9 +370,12 @@ def memory(
             typer.echo(engine_render.render_engine(engine_kv).rstrip())
 
 
-def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
+def _model_and_scheme(
+    spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None, seq: int | None = None
+):
     """The model ``spec`` names and the quantisation scheme ``memory`` sizes its weights in: ``--quant``, else the
-    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate."""
+    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate.
+    A ``seq`` beyond the context an engine accepts is warned about on stderr."""
     from .dtypes import lookup
     from .formulas.config import read_config
     from .quant.report import scheme_for
@@ -356,6 +383,10 @@ def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: in
 
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
+    if seq is not None:
+        from .cli_serving import warn_context
+
+        warn_context(model.name, config, model.max_positions, seq)
     uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
     if quant is None and uniform:
         return model, None

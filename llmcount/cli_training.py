@@ -53,17 +53,29 @@ ZeroOption = Annotated[
     str, typer.Option("--zero", help="With --training: ZeRO stage 0-3 over --dp ranks.", metavar="STAGE")
 ]
 DpOption = Annotated[
-    str, typer.Option("--dp", help="With --training: data-parallel ranks (ZeRO shards over them).", metavar="INT")
+    str,
+    typer.Option(
+        "--dp",
+        help="Data-parallel ranks (with --training ZeRO shards over them; without, inference replicas).",
+        metavar="INT",
+    ),
 ]
 TpOption = Annotated[
     str,
-    typer.Option("--tp", help="With --training: tensor-parallel ranks (split heads, MLP, vocabulary).", metavar="INT"),
+    typer.Option(
+        "--tp",
+        help="Tensor-parallel ranks (heads, MLP, vocabulary); without --training, inference per GPU as vLLM splits.",
+        metavar="INT",
+    ),
 ]
 PpOption = Annotated[
-    str, typer.Option("--pp", help="With --training: pipeline stages (layers split, 1F1B).", metavar="INT")
+    str, typer.Option("--pp", help="Pipeline stages (layers split; with --training 1F1B).", metavar="INT")
 ]
 EpOption = Annotated[
-    str, typer.Option("--ep", help="With --training: expert-parallel ranks (routed experts split).", metavar="INT")
+    str,
+    typer.Option(
+        "--ep", help="Expert-parallel ranks (routed experts split; inference: 1 or tp·dp, as vLLM).", metavar="INT"
+    ),
 ]
 LoraOption = Annotated[
     str | None, typer.Option("--lora", help="With --training: LoRA rank r; only the adapters train.", metavar="R")

@@ -100,6 +100,28 @@ def largest(fits: Callable[[int], bool]) -> int | None:
     return low
 
 
+def searchable(derivation: Derivation, values: dict[Symbol, int], option: str = "--gpu-memory") -> None:
+    """LlmcountError naming ``option`` when the cache does not grow with S for this config, so that the longest S
+    cannot be searched: layers that keep what a record's ``[[cache]]`` states (it shrinks when a window of tokens is
+    folded into one entry), or a cache that changes beyond the longest S its [attention] describes."""
+    family = derivation.architecture
+    present = [kept.name for kept in family.caches if evaluate_int(kept.layers, values, kept.name)]
+    if present:
+        kinds = ", ".join(name.replace("_", " ") for name in present)
+        raise LlmcountError(
+            f"{option} is not derived for {family.title} ({family.name}): the cache of its {kinds} layers "
+            "shrinks when a window of tokens is folded into one entry, so the longest S that fits is not searched; "
+            "memory --seq gives the bytes at one S"
+        )
+    spec = family.attention
+    if spec is not None and spec.beyond_kv is not None and spec.limit(values) is not None:
+        raise LlmcountError(
+            f"{option} is not derived for {family.title} ({family.name}): its cache changes beyond S = "
+            f"{spec.limit(values):,} ({spec.beyond_note or spec.beyond}), so the total is not searched as S grows; "
+            "memory --seq gives the bytes at one S"
+        )
+
+
 def fit(
     derivation: Derivation,
     values: dict[Symbol, int],
@@ -116,15 +138,7 @@ def fit(
     (at ``seq``) that fit; LlmcountError when the weights alone don't, or when the config has layers that keep what
     a record's ``[[cache]]`` states or another cache beyond the longest S its [attention] describes (the search
     needs a total that does not decrease as S grows)."""
-    family = derivation.architecture
-    present = [kept.name for kept in family.caches if evaluate_int(kept.layers, values, kept.name)]
-    if present:
-        kinds = ", ".join(name.replace("_", " ") for name in present)
-        raise LlmcountError(
-            f"--gpu-memory is not derived for {family.title} ({family.name}): the cache of its {kinds} layers "
-            "shrinks when a window of tokens is folded into one entry, so the longest S that fits is not searched; "
-            "memory --seq gives the bytes at one S"
-        )
+    searchable(derivation, values)
 
     def total(s: int, b: int) -> memory.Memory:
         return memory.inference(
@@ -137,14 +151,6 @@ def fit(
             group_size=group_size,
             scale_dtype=scale_dtype,
             overhead_percent=overhead_percent,
-        )
-
-    spec = family.attention
-    if spec is not None and spec.beyond_kv is not None and spec.limit(values) is not None:
-        raise LlmcountError(
-            f"--gpu-memory is not derived for {family.title} ({family.name}): its cache changes beyond S = "
-            f"{spec.limit(values):,} ({spec.beyond_note or spec.beyond}), so the total is not searched as S grows; "
-            "memory --seq gives the bytes at one S"
         )
 
     first = total(1, 1)

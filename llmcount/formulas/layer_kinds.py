@@ -118,15 +118,19 @@ def _memberships(
     return sets
 
 
-def stages(layers: int, pp: int) -> list[range]:
-    """Pipeline stages: contiguous runs of layers, as even as possible, the first ``layers mod pp`` one longer.
-    A stage's layers are then walked one by one: LlmcountError past :data:`MAX_LAYERS` layers."""
+def stages(layers: int, pp: int, before_last: bool = False) -> list[range]:
+    """Pipeline stages: contiguous runs of layers, as even as possible, the first ``layers mod pp`` one longer;
+    with ``before_last``, the ``layers mod pp`` stages before the last one longer, as vLLM's ``get_pp_indices``
+    splits them (vllm/distributed/utils.py: ``partitions[-i] += 1`` for i from 2, keeping the last stage, which
+    also holds the head, short). A stage's layers are then walked one by one: LlmcountError past
+    :data:`MAX_LAYERS` layers."""
     if layers > MAX_LAYERS:
         raise LlmcountError(f"--pp {pp}: {layers:,} layers; layers are split in pipeline stages up to {MAX_LAYERS:,}")
     size, extra = divmod(layers, pp)
+    longer = set(range(pp - 1 - extra, pp - 1)) if before_last else set(range(extra))
     runs, start = [], 0
     for stage in range(pp):
-        end = start + size + (stage < extra)
+        end = start + size + (stage in longer)
         runs.append(range(start, end))
         start = end
     return runs

@@ -32,7 +32,7 @@ Tensor, pipeline and expert parallelism (Megatron-LM's layout), ``PARALLEL_ASSUM
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -142,9 +142,32 @@ class Parallel:
         return self.tp * self.pp * self.dp * self.ep
 
 
-def check_parallel(model: Model, parallel: Parallel) -> None:
-    """LlmcountError naming both numbers when a degree does not divide what it splits."""
-    values = model.values
+KV_HEADS = (h_kv, h_kv_sw, h_kv_full)
+"""Key-value head counts: an inference engine keeps one head per rank when there are fewer than tp (replicated)."""
+
+
+def kv_replicated(model: Model, tp: int) -> dict[Symbol, int]:
+    """``model.values`` with each key-value head count below ``tp`` raised to tp: each rank then holds one head,
+    a copy, as vLLM's attention layers do when ``total_num_kv_heads < tp_size`` (``num_kv_heads = max(1, total //
+    tp)``, ``tp % total == 0`` asserted: vllm/model_executor/models/llama.py, LlamaAttention, commit 0035bdf2);
+    LlmcountError naming the key when tp is not a multiple of such a count."""
+    values = dict(model.values)
+    for symbol in KV_HEADS:
+        value = values.get(symbol)
+        if value is not None and 0 < value < tp:
+            if tp % value:
+                raise LlmcountError(
+                    f"--tp {tp} is neither a divisor nor a multiple of {_key(model, symbol, str(symbol))} = {value} "
+                    "(key-value heads are split over tp ranks, or each copied to tp / heads ranks)"
+                )
+            values[symbol] = tp
+    return values
+
+
+def check_parallel(model: Model, parallel: Parallel, values: dict[Symbol, int] | None = None) -> None:
+    """LlmcountError naming both numbers when a degree does not divide what it splits; ``values``: the sizes as
+    the ranks see them (:func:`kv_replicated`), the model's own by default."""
+    values = model.values if values is None else values
     if parallel.zero not in ZERO_STAGES:
         raise LlmcountError(f"--zero {parallel.zero}: choices: {', '.join(map(str, ZERO_STAGES))}")
     if parallel.sequence_parallel and parallel.tp == 1:
@@ -156,7 +179,7 @@ def check_parallel(model: Model, parallel: Parallel) -> None:
         _refuse_summed_sizes(model, parallel.tp)
         for term in model.derivation.terms:
             if not term.routed:
-                check_split(model, term, parallel.tp)
+                check_split(model, term, parallel.tp, values)
     if parallel.ep > 1:
         if not model.architecture.is_moe or n not in values:
             raise LlmcountError(f"--ep {parallel.ep}: {model.name} has no routed experts to divide")
@@ -179,17 +202,18 @@ def _refuse_summed_sizes(model: Model, tp: int) -> None:
             )
 
 
-def check_split(model: Model, term: Term, tp: int) -> None:
+def check_split(model: Model, term: Term, tp: int, values: dict[Symbol, int] | None = None) -> None:
     """LlmcountError naming the config key (or the term) and both numbers when ``tp`` does not divide a size of
     ``term`` that it splits."""
+    values = model.values if values is None else values
     split, _ = tp_split(term, tp)
     for symbol in sorted(split.free_symbols & (set(TP_SPLIT) - set(TP_PADDED)), key=str):
-        value = model.values.get(symbol)
+        value = values.get(symbol)
         if value is not None and value % tp:
             raise LlmcountError(
                 f"--tp {tp} does not divide {_key(model, symbol, str(symbol))} = {value} ({symbol} in {term.path})"
             )
-    count = split.subs(padded(model.values, tp))
+    count = split.subs(padded(values, tp))
     if count.is_Integer and int(count) % tp:
         raise LlmcountError(f"--tp {tp} does not divide the {int(count):,} parameters of {term.path} it splits")
 
@@ -203,9 +227,11 @@ def _key(model: Model, symbol: Symbol, default: str) -> str:
     return model.architecture.key_of(symbol) or default
 
 
-def padded(values: dict[Symbol, int], tp: int) -> dict[Symbol, int]:
-    """``values`` with the vocabulary sizes (``TP_PADDED``) rounded up to a multiple of ``tp``."""
-    return {**values, **{s: -(-values[s] // tp) * tp for s in TP_PADDED if values.get(s) is not None}}
+def padded(values: dict[Symbol, int], tp: int, pad_to: int | None = None) -> dict[Symbol, int]:
+    """``values`` with the vocabulary sizes (``TP_PADDED``) rounded up to a multiple of ``tp`` (the fewest rows), or
+    of ``pad_to`` when given (an engine's padding, which tp must then divide: checked by the caller)."""
+    step = tp if pad_to is None else pad_to
+    return {**values, **{s: -(-values[s] // step) * step for s in TP_PADDED if values.get(s) is not None}}
 
 
 def _monomials(expr: Expr) -> list[Expr]:
@@ -489,6 +515,40 @@ def _state_lines(held: Held, compute: str, optimizer: str, parallel: Parallel) -
     return lines
 
 
+HEAVIEST_BOUND = " (its layers taken of the heaviest kind: an upper bound)"
+
+
+def stage_kinds(
+    model: Model, pp: int, weigh: Callable[[Kind], int], runs: list[range], also: Iterable[Expr] = ()
+) -> tuple[list[list[Kind]], str]:
+    """The kind of each layer of each pipeline stage (``runs``: the layers' indices, stage by stage), and
+    :data:`HEAVIEST_BOUND` when the record cannot tell the layers' order: then every layer is taken of the kind
+    ``weigh`` (called once on each kind, before any stage is built) finds heaviest; ``""`` otherwise. ``also``:
+    layer counts beside the terms' that tell kinds apart (the cache's sliding layers, whose weights are the same).
+    LlmcountError naming the model when its layers cannot be split."""
+    values = model.values
+    counted = model.derivation.layer_counts
+    for term in model.derivation.terms:  # a sum over the layers' own sizes: no stage can be told its part
+        if is_model_level(term.layers, counted) and term.expr.free_symbols & model.architecture.summed:
+            raise LlmcountError(
+                f"--pp {pp}: {term.path} of {model.name} is summed over the layers (their sizes differ "
+                "per layer), so its stages cannot be told apart"
+            )
+    layer_terms = [t for t in model.derivation.terms if not is_model_level(t.layers, counted)]
+    try:
+        layer_kinds = kinds([*(t.layers for t in layer_terms), *also], values, model.architecture, model.keys)
+        weights = {kind.name: weigh(kind) for kind in layer_kinds}
+    except LlmcountError as exc:
+        raise LlmcountError(f"--pp {pp}: the layers of {model.name} cannot be split in stages: {exc}") from None
+    by_name = {kind.name: kind for kind in layer_kinds}
+    sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
+    bound = ""
+    if sequence is None:  # the layers' order cannot be told: every stage's layers of the heaviest kind
+        sequence = [max(weights, key=weights.__getitem__)] * values[N]
+        bound = HEAVIEST_BOUND
+    return [[by_name[sequence[i]] for i in run] for run in runs], bound
+
+
 def no_grad_paths(terms: Sequence[Term]) -> tuple[str, ...]:
     """The paths of the terms that get no gradient, a group of several such terms and no other as ``group/*``."""
     paths = []
@@ -558,35 +618,22 @@ def training(
         for term in layer_terms:
             held = held + _held(term, values, parallel, optimizer, lora).times(int(term.layers.subs(values)))
     else:
-        for term in model_terms:  # a sum over the layers' own sizes: no stage can be told its part
-            if term.expr.free_symbols & model.architecture.summed:
-                raise LlmcountError(
-                    f"--pp {parallel.pp}: {term.path} of {model.name} is summed over the layers (their sizes differ "
-                    "per layer), so its stages cannot be told apart"
-                )
-        try:
-            layer_kinds = kinds((t.layers for t in layer_terms), values, model.architecture, model.keys)
-            per_kind = [(k, _layer_held(k, layer_terms, values, parallel, optimizer, lora)) for k in layer_kinds]
-        except LlmcountError as exc:
-            message = f"--pp {parallel.pp}: the layers of {model.name} cannot be split in stages: {exc}"
-            raise LlmcountError(message) from None
+        by_name: dict[str, Held] = {}
+
+        def layer_weight(kind: Kind) -> int:
+            by_name[kind.name] = _layer_held(kind, layer_terms, values, parallel, optimizer, lora)
+            return weigh(by_name[kind.name])
+
+        runs, bound = stage_kinds(model, parallel.pp, layer_weight, stages(values[N], parallel.pp))
         first = model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # Megatron keeps the tied head as a copy of the word embedding on the last stage
             last = last + model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
-        runs = stages(values[N], parallel.pp)
-        sequence = layer_sequence(model.architecture, values, model.keys, layer_kinds)
-        by_name = {kind.name: layer for kind, layer in per_kind}
-        bound = ""
-        if sequence is None:  # the layers' order cannot be told: every stage's layers of the heaviest kind
-            heaviest = max(by_name, key=lambda name: weigh(by_name[name]))
-            sequence = [heaviest] * values[N]
-            bound = " (its layers taken of the heaviest kind: an upper bound)"
         candidates = []
         for number, run in enumerate(runs):
             stage = first if number == 0 else Held()
-            for i in run:
-                stage = stage + by_name[sequence[i]]
+            for kind in run:
+                stage = stage + by_name[kind.name]
             candidates.append(stage + last if number == parallel.pp - 1 else stage)
         # the stage whose model states and activations together are the largest (activations are per stage too)
         kept = activations.per_stage_bytes if activations is not None and activations.per_stage_bytes else ()

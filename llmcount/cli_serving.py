@@ -1,0 +1,371 @@
+"""Serving commands: inference memory per GPU under tp/pp/dp/ep (``memory --tp ...`` without --training, and
+``memory --gpu NAME``, reached from cli_costs.memory) and ``fit``: the longest context and the most sequences that
+fit on G GPUs of a named type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .cli import JsonOption, ModelArgument, app, fail, print_json
+from .errors import LlmcountError
+from .sizes import SUFFIX_HELP, parse_size
+
+if TYPE_CHECKING:
+    from .serving import Fit, GpuFit, Layout, Shard
+
+MAX_DEGREE = 65_536
+"""The largest parallel degree or GPU count taken: more is a typo, not a cluster."""
+
+
+def degree(option: str, value: str | int) -> int:
+    """A parallel degree or GPU count: a positive integer up to :data:`MAX_DEGREE`; LlmcountError naming the option."""
+    number = parse_size(str(value), option, suffixes=False)
+    if number > MAX_DEGREE:
+        raise LlmcountError(f"{option} {number:,} is more than {MAX_DEGREE:,}: not a number of GPUs")
+    return number
+
+
+def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[Layout, list[str]]:
+    """The layout the options give, and a note when --gpus alone set tp; LlmcountError naming a bad option."""
+    from .serving import Layout
+
+    layout = Layout(degree("--tp", tp), degree("--pp", pp), degree("--dp", dp), degree("--ep", ep))
+    notes = []
+    if gpus is not None:
+        count = degree("--gpus", gpus)
+        if layout.gpus == 1 and count > 1:  # G GPUs for one model: tensor parallel over all of them
+            layout = Layout(count, 1, 1, count if layout.ep > 1 else 1)
+            notes.append(f"--gpus {count} without --tp/--pp/--dp: tensor parallel over all of them (--tp {count})")
+        elif layout.gpus != count:
+            raise LlmcountError(
+                f"--gpus {count} but --tp {layout.tp} × --pp {layout.pp} × --dp {layout.dp} = {layout.gpus} GPUs"
+            )
+    return layout, notes
+
+
+def _config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
+    """The config and the model ``spec`` names; ``notes`` gets :func:`stored_note`'s."""
+    from .formulas.config import read_config
+    from .sources import resolve
+
+    name, source, config = resolve(spec)
+    model = read_config(config, source, name)
+    if notes is not None:
+        notes += stored_note(config, source, dtype)
+    return config, model
+
+
+def stored_note(config: Any, source: str, dtype: str | None) -> list[str]:
+    """A note when the config names a quantisation scheme and ``--dtype`` is not given: per GPU the weights are
+    counted in bf16, not as the scheme stores them (its per-tensor scales are not split over ranks here)."""
+    if dtype is not None or not isinstance(config, dict):
+        return []
+    from .quant.report import scheme_for
+
+    try:
+        scheme = scheme_for(config, source, None, None, None)
+    except LlmcountError:
+        return []
+    if scheme is None:
+        return []
+    return [
+        f"the checkpoint stores its weights as {scheme.label}; per GPU they are counted in bf16 here (--dtype fp8 "
+        "or int4 counts every parameter in that dtype; the scheme's scales are not split over the ranks)"
+    ]
+
+
+def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
+    """The context an engine accepts (:func:`llmcount.serving.context_limit`), a warning on stderr when ``seq`` is
+    beyond it."""
+    from .serving import context_limit, context_warning
+
+    limit = context_limit(config if isinstance(config, dict) else {}, max_positions)
+    warning = context_warning(name, seq, limit)
+    if warning:
+        typer.echo(warning, err=True)
+    return limit
+
+
+def serving_memory(
+    spec: str,
+    given: dict[str, Any],
+    refused: dict[str, Any],
+    dtype: str | None,
+    kv_dtype: str | None,
+    seq: str,
+    batch: str,
+    gpu_memory: str | None,
+    gpu: str | None,
+    gpus: str | None,
+    as_json: bool,
+) -> None:
+    """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`), or
+    with --gpu-memory what fits GPUs of that memory (:func:`fit_memory`). ``given``: the training options as typed
+    (the parallel degrees among them); ``refused``: the options that size something else, None when not given."""
+    from . import cli_training
+
+    degrees = [str(given[option]) for option in ("--tp", "--pp", "--dp", "--ep")]
+    others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
+    typed = [option for option, value in refused.items() if value is not None]
+    if gpu_memory is not None and (gpu is not None or gpus is not None):
+        raise fail("give one of --gpu NAME (the datasheet's memory) and --gpu-memory SIZE")
+    if typed:
+        raise fail(
+            f"{typed[0]}: not with --tp/--pp/--dp/--ep/--gpu (inference per GPU: the weights in --dtype and the "
+            "KV cache)"
+        )
+    cli_training.refuse_without_training(others)
+    if gpu_memory is not None:
+        return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
+    return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json)
+
+
+def memory_per_gpu(
+    spec: str,
+    dtype: str | None,
+    kv_dtype: str | None,
+    seq: str,
+    batch: str,
+    tp: str,
+    pp: str,
+    dp: str,
+    ep: str,
+    gpu: str | None,
+    gpus: str | None,
+    as_json: bool,
+) -> None:
+    """``memory MODEL --tp N ... [--gpu NAME [--gpus G]]``: per GPU the weights shard, the KV shard; with a GPU, what
+    is left and whether it fits."""
+    from . import serving
+
+    try:
+        card = None
+        if gpu is not None:
+            from .gpus import gpu as find_gpu
+
+            card = find_gpu(gpu)
+        elif gpus is not None:
+            raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        config, model = _config_and_model(spec, dtype, notes)
+        warn_context(model.name, config, model.max_positions, seq_)
+        shard = serving.shard(model, layout, dtype or "bf16", kv_dtype, seq_, batch_)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
+    if as_json:
+        print_json(shard_data(model.name, shard, checked, notes))
+    else:
+        typer.echo(fitted(render_shard(model.name, shard, checked, notes)))
+
+
+def fitted(text: str) -> str:
+    """``text`` with each line wrapped to the terminal's width."""
+    from .cli_batch import terminal_width
+    from .renderers.fit import fit_lines
+
+    return fit_lines(text, terminal_width())
+
+
+def shard_data(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]) -> dict[str, Any]:
+    layout = shard.layout
+    data: dict[str, Any] = {
+        "model": name,
+        "tp": layout.tp,
+        "pp": layout.pp,
+        "dp": layout.dp,
+        "ep": layout.ep,
+        "gpus": layout.gpus,
+        "dtype": shard.dtype,
+        "kv_dtype": shard.kv_dtype,
+        "seq": shard.seq,
+        "batch": shard.batch,
+        "parameters": shard.parameters,
+        "gpu_parameters": shard.gpu_parameters,
+        "weights_bytes_per_gpu": shard.weights_bytes,
+        "kv_cache_bytes_per_gpu": shard.kv_bytes,
+        "total_bytes_per_gpu": shard.total_bytes,
+        "stage": shard.stage or None,
+        "vocab_padded": shard.vocab_padded,
+        "notes": [*notes, *shard.notes],
+        "assumptions": shard.assumptions,
+    }
+    if checked is not None:
+        data.update(
+            gpu=checked.gpu,
+            gpu_memory_bytes=checked.capacity,
+            gpu_source=checked.source,
+            left_bytes=checked.left,
+            fits=checked.fits,
+            why=checked.why,
+        )
+    return data
+
+
+def render_shard(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]) -> str:
+    from .serving import gb
+
+    layout = shard.layout
+    stage = f", stage {shard.stage} of {layout.pp}" if shard.stage else ""
+    lines = [
+        f"{name}: inference memory per GPU, tp {layout.tp} × pp {layout.pp} × dp {layout.dp} = {layout.gpus} "
+        + ("GPU" if layout.gpus == 1 else "GPUs")
+        + (f", ep {layout.ep}" if layout.ep > 1 else "")
+        + stage,
+        f"  weights   {shard.weights_bytes:>20,} bytes  {gb(shard.weights_bytes)}  "
+        f"({shard.gpu_parameters:,} of {shard.parameters:,} parameters in {shard.dtype})",
+        f"  KV cache  {shard.kv_bytes:>20,} bytes  {gb(shard.kv_bytes)}  "
+        f"(B = {shard.batch:,} × S = {shard.seq:,} tokens in {shard.kv_dtype}, transformers' cache)",
+        f"  total     {shard.total_bytes:>20,} bytes  {gb(shard.total_bytes)}",
+    ]
+    if checked is not None:
+        verdict = "fits" if checked.fits else "does not fit"
+        lines += [
+            f"  {'GPU':<8}  {checked.capacity:>20,} bytes  {gb(checked.capacity)}  ({checked.gpu}, datasheet)",
+            f"  left      {checked.left:>20,} bytes  {gb(checked.left)}",
+            f"{verdict}: {checked.why}",
+        ]
+    lines += [f"note: {note}" for note in (*notes, *shard.notes)]
+    lines.append(f"assumes: {shard.assumptions}")
+    return "\n".join(lines)
+
+
+@app.command()
+def fit(
+    spec: ModelArgument,
+    gpu: Annotated[str, typer.Option("--gpu", help="The GPU type: h100, h200, b200, a100, mi300x, l40s, rtx-4090.")],
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
+    ] = None,
+    seq: Annotated[
+        str,
+        typer.Option(
+            "--seq", "-s", help=f"The context at which to count concurrent sequences; {SUFFIX_HELP}.", metavar="SIZE"
+        ),
+    ] = "4096",
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Weights' dtype (default bf16).")] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: the weights').")] = None,
+    tp: Annotated[str, typer.Option("--tp", help="Tensor-parallel ranks.", metavar="INT")] = "1",
+    pp: Annotated[str, typer.Option("--pp", help="Pipeline stages.", metavar="INT")] = "1",
+    dp: Annotated[str, typer.Option("--dp", help="Data-parallel replicas.", metavar="INT")] = "1",
+    ep: Annotated[str, typer.Option("--ep", help="Expert-parallel ranks: 1 or tp·dp.", metavar="INT")] = "1",
+    as_json: JsonOption = False,
+) -> None:
+    """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
+    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache; when nothing fits, why,
+    and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's workspace are not
+    counted: the answers are upper bounds.
+
+    Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8
+    """
+    from . import serving
+    from .gpus import gpu as find_gpu
+
+    try:
+        card = find_gpu(gpu)
+        seq_ = parse_size(seq, "--seq")
+        layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        config, model = _config_and_model(spec, dtype, notes)
+        context = warn_context(model.name, config, model.max_positions, seq_)
+        result = serving.fit(model, card.memory_bytes, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=card.title)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(fit_data(model.name, result, notes))
+    else:
+        typer.echo(fitted(render_fit(model.name, result, notes)))
+
+
+def fit_memory(
+    spec: str,
+    gpu_memory: str,
+    dtype: str | None,
+    kv_dtype: str | None,
+    seq: str,
+    tp: str,
+    pp: str,
+    dp: str,
+    ep: str,
+    as_json: bool,
+) -> None:
+    """``memory MODEL --gpu-memory SIZE --tp N ...``: what ``fit`` answers, for GPUs of a stated memory."""
+    from . import serving
+    from .sizes import parse_bytes
+
+    try:
+        capacity = parse_bytes(gpu_memory, "--gpu-memory")
+        seq_ = parse_size(seq, "--seq")
+        layout, notes = layout_from(tp, pp, dp, ep, None)
+        config, model = _config_and_model(spec, dtype, notes)
+        context = warn_context(model.name, config, model.max_positions, seq_)
+        result = serving.fit(
+            model, capacity, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}"
+        )
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(fit_data(model.name, result, notes))
+    else:
+        typer.echo(fitted(render_fit(model.name, result, notes)))
+
+
+def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:
+    layout = result.layout
+    return {
+        "model": name,
+        "gpu": result.gpu,
+        "gpu_memory_bytes": result.capacity,
+        "gpus": layout.gpus,
+        "tp": layout.tp,
+        "pp": layout.pp,
+        "dp": layout.dp,
+        "ep": layout.ep,
+        "dtype": result.dtype,
+        "kv_dtype": result.kv_dtype,
+        "weights_bytes_per_gpu": result.weights_bytes,
+        "max_seq": result.longest,
+        "max_seq_by_memory": result.max_seq,
+        "capped_by_context": result.capped,
+        "context_length": result.context,
+        "seq": result.seq,
+        "max_batch": result.max_batch,
+        "reason": result.reason or None,
+        "would_fit": list(result.would),
+        "notes": [*notes, *result.notes],
+    }
+
+
+def render_fit(name: str, result: Fit, notes: list[str]) -> str:
+    from .serving import gb
+
+    layout = result.layout
+    lines = [
+        f"{name} on {layout.gpus} × {result.gpu} ({gb(result.capacity)} each): tp {layout.tp} × pp {layout.pp} × "
+        f"dp {layout.dp}" + (f", ep {layout.ep}" if layout.ep > 1 else ""),
+        f"  weights per GPU  {gb(result.weights_bytes)} in {result.dtype}; KV cache in {result.kv_dtype}",
+    ]
+    if result.reason:
+        lines.append(f"nothing fits: {result.reason}")
+        lines += [f"would fit: {alternative}" for alternative in result.would]
+    else:
+        if result.longest is None:
+            longest = "no limit from memory"
+        else:
+            longest = f"{result.longest:,} tokens"
+            if result.capped:
+                shown = "no limit" if result.max_seq is None else f"{result.max_seq:,}"
+                longest += f" (the context length, {result.context_how}; memory allows {shown})"
+        lines.append(f"  longest context, one sequence   {longest}")
+        batch = "no limit from memory" if result.max_batch is None else f"{result.max_batch:,}"
+        lines.append(f"  concurrent sequences at S = {result.seq:,}   {batch}")
+    lines += [f"note: {note}" for note in (*notes, *result.notes)]
+    lines.append(
+        "assumes: per GPU, the weights as vLLM splits them and transformers' KV cache split over the ranks; "
+        "activations, CUDA graphs and the engine's workspace not counted (vLLM also keeps 10% free by default: "
+        "gpu_memory_utilization 0.9)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,738 @@
+"""Serving memory per GPU: the weights and the KV cache one GPU holds when an inference engine runs the model over
+``tp`` tensor-parallel, ``pp`` pipeline, ``dp`` data-parallel ranks (``ep``: experts over ranks), whether that fits
+a named GPU, and the longest context and most concurrent sequences that fit (:func:`fit`).
+
+Every amount is an exact number of bytes (a Python int); GB (10^9) and GiB (2^30) are made at output.
+
+The split is vLLM's (``SERVING_ASSUMPTIONS``); the sizes tp splits and keeps whole are those of training's
+Megatron-LM layout (:mod:`llmcount.formulas.training`: ``TP_SPLIT``, ``TP_REPLICATED``, :func:`tp_split`), with
+three differences an inference engine makes: the vocabulary is padded to a multiple of 64 rows before it is split
+(:data:`VOCAB_PADDING`), key-value heads fewer than tp are copied rather than refused
+(:func:`~llmcount.formulas.training.kv_replicated`), and the routed experts are divided over the tp·dp ranks
+(:data:`EXPERTS_NOTE`). The KV cache per GPU is transformers' cache (:func:`llmcount.formulas.memory.layer_kinds`)
+split the same way: a per-token amount written in a size tp splits (heads, or d = h·d_h for the keys and values of
+all heads) is divided by tp, one written only in sizes tp keeps whole (MLA's latent r_kv + d_rope, an indexer's
+keys) is on every tp rank. :func:`fit` takes the KV rule as a callable, so an engine's own cache rule can replace
+transformers'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import LlmcountError
+from .shown import Shown
+
+if TYPE_CHECKING:
+    from sympy import Expr, Symbol
+
+    from .formulas.config import Model
+    from .formulas.layer_kinds import Kind
+
+VOCAB_PADDING = 64
+"""vLLM pads the vocabulary to a multiple of 64 rows (``DEFAULT_VOCAB_PADDING_SIZE``, ``pad_vocab_size``) and then
+divides the padded rows over the tp ranks (``divide``, which asserts it divides): VocabParallelEmbedding and
+ParallelLMHead, vllm/model_executor/layers/vocab_parallel_embedding.py, vLLM commit 00db0119c376."""
+
+EXPERTS_NOTE = (
+    "routed experts over the tp·dp ranks: with expert parallelism (vLLM's --enable-expert-parallel: EP size = TP × "
+    "DP, docs/serving/expert_parallel_deployment.md) n / (tp·dp) whole experts per GPU, without it each expert's "
+    "matrices split over the same tp·dp ranks (FusedMoE flattens tp across dp): the same bytes per GPU"
+)
+
+ASSUMPTION_PARTS = {
+    "tp": "vLLM's layout: column-parallel q/k/v and gate/up, row-parallel o and down, the embedding and head by "
+    f"padded vocabulary rows (a multiple of {VOCAB_PADDING}, then / tp); norms, routers, MLA's down-projections and "
+    "row-parallel biases whole on every rank; key-value heads fewer than tp copied (one per rank)",
+    "experts": EXPERTS_NOTE,
+    "pp": "pp splits the layers as vLLM's get_pp_indices (the stages before the last one layer longer), the "
+    "embedding on the first stage, the final norm and head on the last (a tied head: a copy of the embedding there), "
+    "and the GPU counted is the heaviest stage",
+    "dp": "dp replicas each hold the weights and their own B sequences",
+    "rest": "GPUs = tp·pp·dp; activations, CUDA graphs, the engine's workspace and fragmentation are not counted",
+}
+SERVING_ASSUMPTIONS = "; ".join(ASSUMPTION_PARTS.values())
+"""All of :data:`ASSUMPTION_PARTS`; a shard states those of its layout (:func:`assumptions`)."""
+
+
+def assumptions(layout: Layout, routed: bool) -> str:
+    """The parts of :data:`ASSUMPTION_PARTS` that apply to ``layout`` (the experts' when the model has them)."""
+    parts = ["tp"] + (["experts"] if routed else []) + (["pp"] if layout.pp > 1 else [])
+    parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
+    return "; ".join(ASSUMPTION_PARTS[part] for part in parts)
+
+
+ALREADY_SCALED = ("gemma3",)
+"""model_types whose max_position_embeddings already includes the rope scaling: vLLM skips the factor for them
+(vllm/config/model.py, _get_and_verify_max_len: ``"gemma3" not in hf_config.model_type``)."""
+UNSCALED_ROPE = ("su", "longrope", "llama3")
+"""rope types whose factor does not lengthen the context vLLM derives (same function)."""
+
+KvRule = Callable[[int, int], int]
+"""KV-cache bytes one GPU holds for (S tokens, B sequences): transformers' cache split over the ranks by default
+(:meth:`Plan.kv_bytes`); an engine's rule plugs in as ``kv(plan) -> KvRule`` (:func:`shard`, :func:`fit`)."""
+
+
+class _Tabled(Shown):
+    """A result shown in a notebook as the rows of :meth:`table_rows` (bytes in B, GB and GiB)."""
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:  # pragma: no cover - each result gives its own
+        raise NotImplementedError
+
+    def _table(self):
+        from .renderers.notebook import Table
+
+        caption, rows = self.table_rows()
+        return Table(caption, ("", "value"), tuple(rows), "lr")
+
+    def _repr_html_(self) -> str:
+        return self._table().html()
+
+    def _repr_markdown_(self) -> str:
+        return self._table().markdown()
+
+
+def _b(size: int) -> str:
+    return f"{size:,} B ({gb(size)})"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallel degrees of an inference engine: GPUs = tp · pp · dp; ``ep`` is 1 or tp · dp (vLLM's EP group)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+
+@dataclass(frozen=True)
+class Shard(_Tabled):
+    """What one GPU holds: the weights of its share of the model and its KV cache for B sequences of S tokens."""
+
+    layout: Layout
+    dtype: str
+    kv_dtype: str
+    seq: int
+    batch: int
+    parameters: int  # of the whole model
+    gpu_parameters: int  # on the GPU counted (vocabulary padding and copies included)
+    weights_bytes: int
+    kv_bytes: int
+    stage: int  # with pp > 1 the stage (1 to pp) of the GPU counted; 0 without
+    vocab_padded: int | None = None  # rows of the padded vocabulary, when the model has one
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    assumptions: str = SERVING_ASSUMPTIONS
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        layout = self.layout
+        caption = f"per GPU: tp {layout.tp} × pp {layout.pp} × dp {layout.dp}, B = {self.batch:,} × S = {self.seq:,}"
+        return caption, [
+            ("parameters", f"{self.gpu_parameters:,} of {self.parameters:,}"),
+            ("weights", _b(self.weights_bytes)),
+            ("KV cache", _b(self.kv_bytes)),
+            ("total", _b(self.total_bytes)),
+        ]
+
+
+@dataclass(frozen=True)
+class GpuFit(_Tabled):
+    """A shard against one GPU's memory: what is left, and why it does not fit when it does not."""
+
+    gpu: str  # the GPU's title
+    capacity: int  # bytes, the datasheet's memory
+    shard: Shard
+    source: str = ""
+
+    @property
+    def left(self) -> int:
+        return self.capacity - self.shard.total_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.left >= 0
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        caption, rows = self.shard.table_rows()
+        rows += [
+            (self.gpu, _b(self.capacity)),
+            ("left", _b(self.left)),
+            ("fits" if self.fits else "does not fit", self.why),
+        ]
+        return caption, rows
+
+    @property
+    def why(self) -> str:
+        s = self.shard
+        if s.weights_bytes > self.capacity:
+            return f"the weights alone ({gb(s.weights_bytes)}) exceed the {self.gpu}'s {gb(self.capacity)}"
+        if not self.fits:
+            return (
+                f"the weights ({gb(s.weights_bytes)}) leave {gb(self.capacity - s.weights_bytes)}, the KV cache of "
+                f"{s.batch:,} × {s.seq:,} tokens needs {gb(s.kv_bytes)}: {gb(-self.left)} short"
+            )
+        return f"{gb(self.left)} left for activations, the engine's workspace and more sequences"
+
+
+def gb(size: int) -> str:
+    """Bytes in GB and GiB both: ``80.00 GB = 74.51 GiB``."""
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    return f"{sign}{size / 10**9:,.2f} GB = {sign}{size / 2**30:,.2f} GiB"
+
+
+# --- the checks and the values the ranks see ------------------------------------------------------------------
+
+
+def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
+    """The sizes as one rank sees them before dividing: vocabulary padded, key-value heads below tp raised to tp;
+    LlmcountError naming the key or option when a degree does not divide what it splits."""
+    from .formulas import training as tr
+    from .formulas.symbols import N, d_moe, n
+
+    values = tr.kv_replicated(model, layout.tp)
+    ranks = layout.tp * layout.dp
+    routed = [t for t in model.derivation.terms if t.routed]
+    if layout.ep > 1 and not routed:
+        raise LlmcountError(f"--ep {layout.ep}: {model.name} has no routed experts to divide")
+    if layout.ep not in (1, ranks):
+        give = f"--ep 1 or --ep {ranks}" if ranks > 1 else f"--tp and --dp whose product is {layout.ep}"
+        raise LlmcountError(
+            f"--ep {layout.ep}: an inference engine's expert-parallel group is the tp·dp ranks (vLLM: EP size = TP × "
+            f"DP = {ranks} here); give {give}"
+        )
+    if routed and ranks > 1:
+        if layout.ep > 1 and values.get(n) is not None and values[n] % ranks:
+            raise LlmcountError(f"--ep {layout.ep} does not divide the number of routed experts n = {values[n]}")
+        width = values.get(d_moe)
+        if layout.ep == 1 and width is not None and width % ranks:
+            raise LlmcountError(
+                f"tp·dp = {ranks} ranks split each routed expert and do not divide "
+                f"{tr._key(model, d_moe, 'moe_intermediate_size')} = {width} (give --ep {ranks})"
+            )
+    if layout.pp > values[N]:
+        raise LlmcountError(f"--pp {layout.pp} is more than the number of layers N = {values[N]}")
+    if layout.tp > 1:
+        tr.check_parallel(model, tr.Parallel(tp=layout.tp), values)
+    padded = tr.padded(values, layout.tp, VOCAB_PADDING)
+    for symbol in tr.TP_PADDED:
+        if padded.get(symbol) is not None and padded[symbol] % layout.tp:
+            raise LlmcountError(
+                f"--tp {layout.tp} does not divide the vocabulary padded to a multiple of {VOCAB_PADDING}, "
+                f"{padded[symbol]:,} rows ({tr._key(model, symbol, str(symbol))} = {values[symbol]:,}): vLLM "
+                "asserts it does"
+            )
+    return padded
+
+
+def _term_parameters(term: Any, env: Mapping[Symbol, int], layout: Layout) -> int:
+    """Parameters one GPU holds of one instance of ``term``."""
+    from .formulas import training as tr
+    from .formulas.derivation import evaluate_int
+
+    if term.routed:
+        count = evaluate_int(term.expr, dict(env), term.path)
+        ranks = layout.tp * layout.dp
+        if count % ranks:
+            raise LlmcountError(f"tp·dp = {ranks} ranks do not divide {term.path} ({count:,} parameters)")
+        return count // ranks
+    split, kept = tr.tp_split(term, layout.tp)
+    part = evaluate_int(split, dict(env), term.path)
+    if part % layout.tp:
+        raise LlmcountError(f"--tp {layout.tp} does not divide the {part:,} parameters of {term.path} it splits")
+    return part // layout.tp + evaluate_int(kept, dict(env), term.path)
+
+
+# --- the KV cache one rank keeps ------------------------------------------------------------------------------
+
+
+def _rank_split(expr: Expr, tp: int, what: str) -> tuple[Expr, Expr]:
+    """An amount per token or per sequence as (the part tp divides, the part every rank keeps whole); LlmcountError
+    naming ``what`` when a part has neither kind of size."""
+    from sympy import Integer, expand
+
+    from .formulas import training as tr
+    from .formulas.symbols import B, S, d
+
+    split, kept = Integer(0), Integer(0)
+    divided = set(tr.TP_SPLIT) | {d}  # d: the keys and values of all h heads, h·d_h (records write 2·d for MHA)
+    for monomial in expand(expr).as_ordered_terms():
+        sizes = monomial.free_symbols - {S, B}
+        if sizes & divided:
+            split += monomial
+        elif sizes & set(tr.TP_REPLICATED) or not sizes or tp == 1:
+            kept += monomial
+        else:
+            raise LlmcountError(
+                f"--tp {tp}: cannot tell how tensor parallelism splits the cache of the {what} layers ({monomial}): "
+                "its size has no head count, width or latent rank an engine splits or keeps"
+            )
+    return split, kept
+
+
+@dataclass(frozen=True)
+class _RankKind:
+    """One kind of layer's cache per rank, per layer and per sequence: elements in the cache dtype and in fp32, as
+    functions of S (split parts already divided by tp); ``copied``: elements kept whole on every rank."""
+
+    kind: str
+    layers: Expr
+    cache: Callable[[int], int]
+    fp32: Callable[[int], int]
+    copied: bool
+
+
+def _rank_kinds(model: Model, env: Mapping[Symbol, int], tp: int, seq: int) -> list[_RankKind]:
+    from sympy import Integer
+
+    from .formulas import memory as mem
+    from .formulas.derivation import evaluate_int
+    from .formulas.symbols import S
+
+    family = mem.beyond_family(mem.cache_family(model.derivation), seq, model.values)
+    found = []
+    for lk in mem.layer_kinds(family, dict(model.values)):
+        if not evaluate_int(lk.layers, dict(env), lk.kind):
+            continue
+        parts = {
+            "cache": lk.tokens * lk.per_token + lk.per_sequence + lk.grown,
+            "fp32": lk.tokens * lk.per_token_fp32 + lk.per_sequence_fp32,
+        }
+        functions, copied = {}, False
+        for name, expr in parts.items():
+            split, kept = _rank_split(expr, tp, lk.kind.replace("_", " "))
+            copied = copied or (tp > 1 and kept != 0 and Integer(0) != kept.subs(S, 1).subs(dict(env)))
+
+            def per_rank(s: int, split: Expr = split, kept: Expr = kept, what: str = lk.kind) -> int:
+                local = {**env, S: s}
+                whole = evaluate_int(split, local, what)
+                if whole % tp:
+                    raise LlmcountError(f"--tp {tp} does not divide the {whole:,} cache elements of a {what} layer")
+                return whole // tp + evaluate_int(kept, local, what)
+
+            functions[name] = per_rank
+        found.append(_RankKind(lk.kind, lk.layers, functions["cache"], functions["fp32"], copied))
+    return found
+
+
+def _kv_bytes(kinds: list[_RankKind], counts: Mapping[str, int], kv_dtype: str, seq: int, batch: int) -> int:
+    """Bytes of the cache of ``counts[kind]`` layers of each kind, B sequences of S tokens, rounded per kind as
+    :func:`llmcount.formulas.memory.inference` rounds them."""
+    from .dtypes import nbytes
+
+    total = 0
+    for k in kinds:
+        layers = counts.get(k.kind, 0)
+        if layers:
+            total += nbytes(batch * layers * k.cache(seq), kv_dtype) + nbytes(batch * layers * k.fp32(seq), "fp32")
+    return total
+
+
+# --- one GPU ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A model laid out over the ranks: what the GPU counted holds, as numbers and functions of (S, B)."""
+
+    model: Model
+    layout: Layout
+    dtype: str
+    kv_dtype: str
+    parameters: int  # on the GPU counted
+    layer_counts: Mapping[str, int]  # layers of each cache kind on the GPU counted
+    kinds: tuple[_RankKind, ...]
+    stage: int
+    vocab_padded: int | None
+    notes: tuple[str, ...]
+
+    @property
+    def weights_bytes(self) -> int:
+        from .dtypes import nbytes
+
+        return nbytes(self.parameters, self.dtype)
+
+    def kv_bytes(self, seq: int, batch: int) -> int:
+        """transformers' cache, split over the ranks as the module docstring says: the default KV rule."""
+        kinds = self.kinds
+        spec = self.model.architecture.attention
+        if spec is not None and spec.is_beyond(seq, self.model.values) != spec.is_beyond(
+            self.at_seq, self.model.values
+        ):
+            kinds = tuple(_rank_kinds(self.model, self.env, self.layout.tp, seq))  # the cache past [attention]'s S
+        return _kv_bytes(list(kinds), self.layer_counts, self.kv_dtype, seq, batch)
+
+    at_seq: int = 1
+    env: Mapping[Symbol, int] = field(default_factory=dict)
+
+
+def stage_plans(
+    model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str | None = None, seq: int = 1
+) -> list[Plan]:
+    """What a GPU of each pipeline stage of ``model`` laid out as ``layout`` holds (one plan without pp): its
+    parameters and the layers of each cache kind it keeps; LlmcountError naming the key or option when the layout
+    does not divide the model. ``seq``: the S whose cache the plans are built for (it matters only past the longest
+    S a record's [attention] describes)."""
+    from .dtypes import BITS, nbytes
+    from .formulas import training as tr
+    from .formulas.derivation import evaluate_int
+    from .formulas.layer_kinds import is_model_level, stages
+    from .formulas.memory import dtype as canonical
+    from .formulas.symbols import N, V
+
+    dtype_name = canonical(dtype_name)
+    kv_dtype = canonical(kv_dtype) if kv_dtype else (dtype_name if BITS[dtype_name] >= 16 else "bf16")
+    env = _layout_values(model, layout)
+    terms = model.derivation.terms
+    counted = model.derivation.layer_counts
+    layer_terms = [t for t in terms if not is_model_level(t.layers, counted)]
+    model_terms = [t for t in terms if is_model_level(t.layers, counted)]
+    kinds = _rank_kinds(model, env, layout.tp, seq)
+    notes = []
+
+    def model_level(predicate) -> int:
+        return sum(_term_parameters(t, env, layout) * int(t.layers) for t in model_terms if predicate(t))
+
+    if layout.pp == 1:
+        parameters = model_level(lambda t: True)
+        parameters += sum(
+            _term_parameters(t, env, layout) * evaluate_int(t.layers, dict(env), t.path) for t in layer_terms
+        )
+        held = [(0, parameters, {k.kind: evaluate_int(k.layers, dict(env), k.kind) for k in kinds})]
+    else:
+        per_kind: dict[str, tuple[int, dict[str, int]]] = {}
+
+        def weigh(kind: Kind) -> int:
+            parameters = sum(_term_parameters(t, env, layout) * kind.times(t.layers) for t in layer_terms)
+            per_kind[kind.name] = (parameters, {k.kind: kind.times(k.layers) for k in kinds})
+            return nbytes(parameters, dtype_name) + _kv_bytes(kinds, per_kind[kind.name][1], kv_dtype, max(seq, 1), 1)
+
+        runs, bound = tr.stage_kinds(
+            model, layout.pp, weigh, stages(model.values[N], layout.pp, before_last=True), [k.layers for k in kinds]
+        )
+        first = model_level(lambda t: t.group == "embedding")
+        last = model_level(lambda t: t.group != "embedding")
+        if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
+            last += model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
+        held = []
+        for number, run in enumerate(runs):
+            parameters = (first if number == 0 else 0) + (last if number == layout.pp - 1 else 0)
+            counts: dict[str, int] = {}
+            for kind in run:
+                parameters += per_kind[kind.name][0]
+                for name, times in per_kind[kind.name][1].items():
+                    counts[name] = counts.get(name, 0) + times
+            held.append((number + 1, parameters, counts))
+        sizes = "/".join(str(len(run)) for run in runs)
+        notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
+    vocab = next((env[s] for s in tr.TP_PADDED if env.get(s) is not None), None)
+    if vocab is not None:
+        original = next(model.values[s] for s in tr.TP_PADDED if env.get(s) is not None)
+        padding = (
+            f"vocabulary of {original:,} rows padded to {vocab:,}, a multiple of {VOCAB_PADDING} as vLLM pads it"
+            if vocab != original
+            else f"vocabulary of {vocab:,} rows, a multiple of {VOCAB_PADDING}: vLLM's padding adds none"
+        )
+        notes.append(padding + (f"; {vocab // layout.tp:,} rows per tp rank" if layout.tp > 1 else ""))
+    for symbol in tr.KV_HEADS:
+        own = model.values.get(symbol)
+        if own is not None and own < layout.tp:
+            key = tr._key(model, symbol, str(symbol))
+            notes.append(
+                f"{key} = {own} < tp = {layout.tp}: each rank keeps one key-value head, each head copied on "
+                f"{layout.tp // own} ranks (weights and KV cache)"
+            )
+    copied = sorted({k.kind.replace("_", " ") for k in kinds if k.copied})
+    if copied:
+        notes.append(
+            f"the cache of the {', '.join(copied)} layers is in part written in sizes tp keeps whole (MLA's latent "
+            "r_kv + d_rope, an indexer's keys): that part is on every tp rank"
+        )
+    if layout.dp > 1:
+        notes.append(f"dp = {layout.dp} replicas, each with the weights above and its own B sequences")
+    if model.composite is not None:
+        others = ", ".join(part.role for part in model.parts) or "the other parts"
+        notes.append(f"the language model only: the {others} of {model.whole_name or model.name} not counted per GPU")
+    return [
+        Plan(
+            model, layout, dtype_name, kv_dtype, parameters, counts, tuple(kinds), stage, vocab, tuple(notes), seq, env
+        )
+        for stage, parameters, counts in held
+    ]
+
+
+def _rule(laid: Plan, kv: Callable[[Plan], KvRule] | None) -> KvRule:
+    return kv(laid) if kv is not None else laid.kv_bytes
+
+
+def heaviest(plans: list[Plan], seq: int, batch: int, kv: Callable[[Plan], KvRule] | None = None) -> Plan:
+    """The plan whose weights and KV cache of B sequences of S tokens are the largest (the first of equals)."""
+    return max(plans, key=lambda p: p.weights_bytes + _rule(p, kv)(seq, batch))
+
+
+def plan(model: Model, layout: Layout, dtype_name: str = "bf16", kv_dtype: str | None = None, seq: int = 1) -> Plan:
+    """The GPU of the heaviest stage at S = ``seq``, B = 1 (:func:`stage_plans`)."""
+    return heaviest(stage_plans(model, layout, dtype_name, kv_dtype, seq), max(seq, 1), 1)
+
+
+def shard(
+    model: Model,
+    layout: Layout,
+    dtype_name: str = "bf16",
+    kv_dtype: str | None = None,
+    seq: int = 4096,
+    batch: int = 1,
+    kv: Callable[[Plan], KvRule] | None = None,
+) -> Shard:
+    """What one GPU holds (:class:`Shard`), on the pipeline stage whose weights and KV cache of B × S tokens are the
+    largest; ``kv(plan)`` gives the KV rule in place of transformers' cache split over the ranks."""
+    plans = stage_plans(model, layout, dtype_name, kv_dtype, seq)
+    laid = heaviest(plans, seq, batch, kv)
+    notes = laid.notes
+    if laid.stage:
+        notes = (
+            *notes,
+            f"the GPU counted is stage {laid.stage} of {layout.pp}, the largest in weights and KV cache at "
+            f"B = {batch:,}, S = {seq:,}",
+        )
+    return Shard(
+        layout=layout,
+        dtype=laid.dtype,
+        kv_dtype=laid.kv_dtype,
+        seq=seq,
+        batch=batch,
+        parameters=model.counts.total,
+        gpu_parameters=laid.parameters,
+        weights_bytes=laid.weights_bytes,
+        kv_bytes=_rule(laid, kv)(seq, batch),
+        stage=laid.stage,
+        vocab_padded=laid.vocab_padded,
+        notes=notes,
+        assumptions=assumptions(layout, any(t.routed for t in model.derivation.terms)),
+    )
+
+
+# --- the context an engine accepts -----------------------------------------------------------------------------
+
+
+def context_limit(config: Mapping[str, Any], max_positions: int | None) -> tuple[int, str] | None:
+    """The longest sequence an engine accepts for this config, and how it was derived: max_position_embeddings,
+    times the rope scaling factor as vLLM reads ``rope_scaling`` / ``rope_parameters`` (yarn from its
+    ``original_max_position_embeddings``; su, longrope and llama3 not lengthened; the model_types of
+    :data:`ALREADY_SCALED` not at all): vllm/config/model.py, _get_and_verify_max_len. None without a length."""
+    if max_positions is None:
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
+    source = text if text is not None and ("rope_scaling" in text or "rope_parameters" in text) else config
+    rope = source.get("rope_parameters") or source.get("rope_scaling")
+    model_type = str(source.get("model_type", config.get("model_type", "")))
+    how = f"max_position_embeddings {max_positions:,}"
+    if not isinstance(rope, dict) or any(name in model_type for name in ALREADY_SCALED):
+        return max_positions, how
+    nested = all(isinstance(value, dict) for value in rope.values()) and rope
+    entries = list(rope.values()) if nested else [rope]
+    limit, factor = max_positions, 1
+    for entry in entries:
+        kind = entry.get("rope_type", entry.get("type"))
+        if kind in UNSCALED_ROPE or kind is None:
+            continue
+        value = entry.get("factor", factor)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 2**20:
+            factor = value
+        original = entry.get("original_max_position_embeddings")
+        if kind == "yarn" and isinstance(original, int) and not isinstance(original, bool) and 0 < original < 2**40:
+            limit = original
+            how = f"original_max_position_embeddings {original:,} (yarn)"
+    if factor != 1:
+        how += f" × rope factor {factor}"
+    return int(limit * factor), how
+
+
+def context_warning(name: str, seq: int, limit: tuple[int, str] | None) -> str | None:
+    """The warning for a sequence past the context an engine accepts; None when it is within it."""
+    if limit is None or seq <= limit[0]:
+        return None
+    return (
+        f"warning: {name}: S = {seq:,} is beyond the model's context length {limit[0]:,} ({limit[1]}); "
+        "an engine refuses it (vLLM: max_model_len)"
+    )
+
+
+# --- what fits -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit(_Tabled):
+    """The longest S at B = 1 and the most sequences at ``seq`` that fit on each of ``layout.gpus`` GPUs, or why none
+    does and what would."""
+
+    gpu: str
+    capacity: int  # bytes per GPU
+    layout: Layout
+    dtype: str
+    kv_dtype: str
+    weights_bytes: int  # per GPU
+    seq: int
+    max_seq: int | None  # None: memory sets no limit below the search's end; 0: nothing fits
+    max_batch: int | None
+    context: int | None  # the context an engine accepts, when the config gives one
+    context_how: str = ""
+    reason: str = ""  # why nothing fits at B = 1 (or at seq)
+    would: tuple[str, ...] = ()  # what would fit instead
+    notes: tuple[str, ...] = ()
+
+    @property
+    def capped(self) -> bool:
+        return self.context is not None and (self.max_seq is None or self.max_seq > self.context)
+
+    @property
+    def longest(self) -> int | None:
+        """The longest S: the memory's, capped at the context an engine accepts."""
+        return self.context if self.capped else self.max_seq
+
+    def table_rows(self) -> tuple[str, list[tuple[str, str]]]:
+        def shown(value: int | None) -> str:
+            return "no limit from memory" if value is None else f"{value:,}"
+
+        rows = [("weights per GPU", _b(self.weights_bytes)), ("longest context, one sequence", shown(self.longest))]
+        rows.append((f"sequences at S = {self.seq:,}", shown(self.max_batch)))
+        if self.reason:
+            rows.append(("nothing fits", self.reason))
+        return f"{self.layout.gpus} × {self.gpu} ({gb(self.capacity)} each)", rows
+
+
+def fit(
+    model: Model,
+    capacity: int,
+    layout: Layout,
+    dtype_name: str = "bf16",
+    kv_dtype: str | None = None,
+    seq: int = 4096,
+    context: tuple[int, str] | None = None,
+    kv: Callable[[Plan], KvRule] | None = None,
+    gpu: str = "",
+) -> Fit:
+    """The longest S (B = 1) and the most sequences B (at ``seq``) whose weights and KV cache per GPU fit in
+    ``capacity`` bytes, by an integer search over the KV rule (``kv(plan)``: transformers' cache split over the
+    ranks by default; an engine's rule plugs in). When nothing fits, the reason and what would: more GPUs (the
+    smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context."""
+    from .formulas.capacity import LIMIT, largest, searchable
+
+    if kv is None:  # transformers' cache: the search needs a total that grows with S
+        searchable(model.derivation, model.values, "fit")
+    plans = stage_plans(model, layout, dtype_name, kv_dtype)
+    rules = [(p.weights_bytes, _rule(p, kv)) for p in plans]
+    laid = max(plans, key=lambda p: p.weights_bytes)
+    weights = laid.weights_bytes
+
+    def fits(s: int, b: int) -> bool:  # on every stage's GPU
+        return all(held + rule(s, b) <= capacity for held, rule in rules)
+
+    reason, would = "", []
+    if weights > capacity:
+        reason = f"the weights per GPU ({gb(weights)}) exceed the GPU's {gb(capacity)}"
+        max_seq = max_batch = 0
+    else:
+        max_seq = largest(lambda s: fits(s, 1))
+        max_batch = largest(lambda b: fits(seq, b))
+        worst = heaviest(plans, seq, 1, kv)
+        if max_seq == 0:
+            reason = f"the weights ({gb(weights)}) leave {gb(capacity - weights)}, less than one token's KV cache"
+        elif max_batch == 0:
+            reason = f"one sequence of {seq:,} tokens does not fit: its KV cache needs {gb(_rule(worst, kv)(seq, 1))}"
+    if reason:
+        would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv)
+    context_len, how = context if context is not None else (None, "")
+    notes = list(laid.notes)
+    if max_seq is not None and max_seq >= LIMIT:
+        max_seq = None
+    return Fit(
+        gpu=gpu,
+        capacity=capacity,
+        layout=layout,
+        dtype=laid.dtype,
+        kv_dtype=laid.kv_dtype,
+        weights_bytes=weights,
+        seq=seq,
+        max_seq=max_seq,
+        max_batch=max_batch,
+        context=context_len,
+        context_how=how,
+        reason=reason,
+        would=tuple(would),
+        notes=tuple(notes),
+    )
+
+
+MAX_TP = 1024
+
+
+def _wider(model: Model, layout: Layout) -> list[Layout]:
+    """Layouts with more GPUs to try, fewest first: tp doubled while the model's heads allow it, then, at the widest
+    tp found, pp doubled up to the number of layers."""
+    from .formulas.symbols import N
+
+    found, tp = [], layout.tp * 2
+    widest = layout.tp
+    while tp <= MAX_TP:
+        wider = Layout(tp, layout.pp, layout.dp, tp * layout.dp if layout.ep > 1 else 1)
+        try:
+            _layout_values(model, wider)
+        except LlmcountError:
+            tp *= 2
+            continue
+        found.append(wider)
+        widest, tp = tp, tp * 2
+    pp = layout.pp * 2
+    while pp <= model.values[N]:
+        found.append(Layout(widest, pp, layout.dp, widest * layout.dp if layout.ep > 1 else 1))
+        pp *= 2
+    return found
+
+
+def _alternatives(
+    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv
+) -> list[str]:
+    """What would fit one sequence of ``seq`` tokens when ``layout`` does not: more GPUs, fp8 weights, an fp8 KV
+    cache, a shorter context."""
+    from .dtypes import BITS
+
+    def fits(plans: list[Plan]) -> bool:
+        return all(p.weights_bytes + _rule(p, kv)(seq, 1) <= capacity for p in plans)
+
+    would = []
+    for wider in _wider(model, layout):
+        try:
+            if fits(stage_plans(model, wider, laid.dtype, laid.kv_dtype, seq)):
+                flags = f"--tp {wider.tp}" + (f" --pp {wider.pp}" if wider.pp > 1 else "")
+                would.append(f"{flags} ({wider.gpus} GPUs): one sequence of {seq:,} tokens fits")
+                break
+        except LlmcountError:
+            continue
+    if (
+        BITS[laid.dtype] > 8
+        and laid.weights_bytes > capacity
+        and fits(stage_plans(model, layout, "fp8", laid.kv_dtype, seq))
+    ):
+        would.append(f"weights in fp8 (an fp8 checkpoint, --dtype fp8): one sequence of {seq:,} tokens fits")
+    if (
+        laid.weights_bytes <= capacity
+        and BITS[laid.kv_dtype] > 8
+        and fits(stage_plans(model, layout, laid.dtype, "fp8", seq))
+    ):
+        would.append(f"--kv-dtype fp8: one sequence of {seq:,} tokens fits")
+    if max_seq:
+        would.append(f"--seq {max_seq:,} or shorter: one sequence fits")
+    if not would:
+        would.append("nothing tried fits: more GPUs (tp and pp as the model allows), fp8 weights or KV cache")
+    return would
