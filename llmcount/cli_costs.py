@@ -261,7 +261,10 @@ def memory(
         raise fail("--engine sizes the inference KV cache: not with --training, --table, --gpu-memory or --mtp")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
-    if not training and (gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))):
+    per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
+    if engine is not None and per_gpu:
+        raise fail("--engine with --gpu, --gpus, --tp, --pp, --dp or --ep: not modelled in memory; use llmcount fit")
+    if not training and per_gpu:
         from .cli_serving import serving_memory
 
         refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}

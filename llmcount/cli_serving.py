@@ -253,14 +253,23 @@ def fit(
     pp: Annotated[str, typer.Option("--pp", help="Pipeline stages.", metavar="INT")] = "1",
     dp: Annotated[str, typer.Option("--dp", help="Data-parallel replicas.", metavar="INT")] = "1",
     ep: Annotated[str, typer.Option("--ep", help="Expert-parallel ranks: 1 or tp·dp.", metavar="INT")] = "1",
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
+            "sglang, llama.cpp; --kv-dtype then takes the engine's names.",
+            metavar="ENGINE",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
-    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache; when nothing fits, why,
-    and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's workspace are not
-    counted: the answers are upper bounds.
+    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache (or --engine's); when
+    nothing fits, why, and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's
+    workspace are not counted: the answers are upper bounds.
 
-    Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8
+    Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
     """
     from . import serving
     from .gpus import gpu as find_gpu
@@ -268,16 +277,51 @@ def fit(
     try:
         card = find_gpu(gpu)
         seq_ = parse_size(seq, "--seq")
+        rule = _engine_rule(engine, kv_dtype)
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        if rule is not None and layout.pp > 1:
+            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
         config, model = _config_and_model(spec, dtype, notes)
         context = warn_context(model.name, config, model.max_positions, seq_)
-        result = serving.fit(model, card.memory_bytes, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=card.title)
+        kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        result = serving.fit(
+            model, card.memory_bytes, layout, dtype or "bf16", plan_kv_dtype, seq_, context, kv=kv, gpu=card.title
+        )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    if engine is not None and rule is not None:
+        from .engines import engine as find_engine
+
+        eng = find_engine(engine)
+        notes.append(f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)")
     if as_json:
-        print_json(fit_data(model.name, result, notes))
+        data = fit_data(model.name, result, notes)
+        if rule is not None:
+            data["engine"] = find_engine(engine).name
+        print_json(data)
     else:
-        typer.echo(fitted(render_fit(model.name, result, notes)))
+        source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
+        typer.echo(fitted(render_fit(model.name, result, notes, source)))
+
+
+def _engine_rule(engine: str | None, kv_dtype: str | None):
+    """For ``--engine`` other than transformers: a function of (model, weights' dtype) giving ``serving.fit``'s KV
+    rule (the engine's cache per tp rank) and the dtype transformers' plan is made in; None otherwise. The engine
+    and its KV dtype are checked before any model is read."""
+    if engine is None:
+        return None
+    from . import engines
+
+    if engines.check(engine, kv_dtype).name == engines.TRANSFORMERS:
+        return None
+
+    def rule(model, dtype: str):
+        def per_plan(plan):
+            return lambda s, b: engines.kv_cache_bytes(engine, model, s, b, kv_dtype, dtype=dtype, tp=plan.layout.tp)
+
+        return per_plan, engines.transformers_dtype(kv_dtype, dtype)
+
+    return rule
 
 
 def fit_memory(
@@ -339,7 +383,9 @@ def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:
     }
 
 
-def render_fit(name: str, result: Fit, notes: list[str]) -> str:
+def render_fit(
+    name: str, result: Fit, notes: list[str], kv_source: str = "transformers' KV cache split over the ranks"
+) -> str:
     from .serving import gb
 
     layout = result.layout
@@ -363,9 +409,13 @@ def render_fit(name: str, result: Fit, notes: list[str]) -> str:
         batch = "no limit from memory" if result.max_batch is None else f"{result.max_batch:,}"
         lines.append(f"  concurrent sequences at S = {result.seq:,}   {batch}")
     lines += [f"note: {note}" for note in (*notes, *result.notes)]
+    from .engines import engine
+
+    vllm = engine("vllm")
+    share = vllm.settings.get("gpu_memory_utilization")
     lines.append(
-        "assumes: per GPU, the weights as vLLM splits them and transformers' KV cache split over the ranks; "
-        "activations, CUDA graphs and the engine's workspace not counted (vLLM also keeps 10% free by default: "
-        "gpu_memory_utilization 0.9)"
+        f"assumes: per GPU, the weights as vLLM splits them and {kv_source}; activations, CUDA graphs and the "
+        f"engine's workspace not counted (vLLM {vllm.version} also leaves 1 - gpu_memory_utilization free, "
+        f"{share} by default)"
     )
     return "\n".join(lines)

@@ -357,3 +357,30 @@ def test_ranks_sum_on_drawn_configs(drawn):
     expected += (copies - 1) * 2 * n_layers * d * h_kv * d_h + tables * (padded - vocab) * d
     assert tp * shard.gpu_parameters == expected
     assert tp * shard.kv_bytes == kv_total(model, 64) * copies
+
+
+def test_fit_with_vllm_allocates_every_mistral_layer_full_by_hand() -> None:
+    """Mistral-7B-v0.1's config has no layer_types, so vLLM runs its 32 layers as full attention: at S = 32,768 a
+    sequence takes cdiv(32,768, 16) = 2,048 blocks of 16 tokens of 32 · 2 · 8 · 128 elements in bf16, 4,294,967,296
+    bytes. An L4's 24 GB less the weights (7,241,732,096 parameters in bf16, 14,483,464,192 bytes) leaves
+    9,516,535,808: two such sequences, and for one sequence floor(9,516,535,808 / (16 · 131,072)) = 4,537 blocks,
+    72,592 tokens (capped at max_position_embeddings, 32,768). transformers keeps a window of 4,096 instead."""
+    result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", "--seq", "32k", "--engine", "vllm", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    per_block = 16 * 32 * 2 * 8 * 128 * 2
+    left = 24 * 10**9 - 2 * 7_241_732_096
+    assert data["engine"] == "vllm"
+    assert data["max_batch"] == left // (2048 * per_block) == 2
+    plain = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", "--seq", "32k", "--json"])
+    assert json.loads(plain.stdout)["max_batch"] > 2
+
+
+def test_fit_refuses_engine_names_and_dtypes_it_lacks() -> None:
+    for args, named in (
+        (["--engine", "vlm"], "vllm"),
+        (["--engine", "vllm", "--kv-dtype", "q8_0"], "q8_0"),
+        (["--engine", "vllm", "--pp", "2"], "--pp"),
+    ):
+        result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", *args])
+        assert result.exit_code == 1 and named in result.output and not result.stdout.strip().startswith("{")
