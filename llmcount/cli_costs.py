@@ -322,7 +322,7 @@ def memory(
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
-        model, scheme = _model_and_scheme(spec, quant, bits_, groups, dtype, seq_)
+        model, scheme, config = _model_and_scheme(spec, quant, bits_, groups, dtype)
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
@@ -359,6 +359,9 @@ def memory(
             )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    from .cli_serving import warn_context
+
+    warn_context(model.name, config, model.max_positions, seq_)  # once the answer stands: a refusal is one line
     if as_json:
         data = memory_data(model, result)
         if rows:
@@ -373,12 +376,10 @@ def memory(
             typer.echo(engine_render.render_engine(engine_kv).rstrip())
 
 
-def _model_and_scheme(
-    spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None, seq: int | None = None
-):
-    """The model ``spec`` names and the quantisation scheme ``memory`` sizes its weights in: ``--quant``, else the
-    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate.
-    A ``seq`` beyond the context an engine accepts is warned about on stderr."""
+def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
+    """The model ``spec`` names, the quantisation scheme ``memory`` sizes its weights in (``--quant``, else the
+    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate)
+    and the config read."""
     from .dtypes import lookup
     from .formulas.config import read_config
     from .quant.report import scheme_for
@@ -386,16 +387,12 @@ def _model_and_scheme(
 
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
-    if seq is not None:
-        from .cli_serving import warn_context
-
-        warn_context(model.name, config, model.max_positions, seq)
     uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
     if quant is None and uniform:
-        return model, None
+        return model, None, config
     if quant is not None and groups is not None and quant not in ("gptq", "awq", "mlx"):
         raise LlmcountError(f"--group-size: the scheme {quant} has no choice of group size")
-    return model, scheme_for(config, source, quant, bits, groups)
+    return model, scheme_for(config, source, quant, bits, groups), config
 
 
 @app.command()

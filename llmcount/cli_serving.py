@@ -76,12 +76,19 @@ def stored_note(config: Any, source: str, dtype: str | None) -> list[str]:
     ]
 
 
-def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
-    """The context an engine accepts (:func:`llmcount.serving.context_limit`), a warning on stderr when ``seq`` is
-    beyond it."""
-    from .serving import context_limit, context_warning
+def context_of(config: Any, max_positions: int | None) -> tuple[int, str] | None:
+    """The context an engine accepts (:func:`llmcount.serving.context_limit`)."""
+    from .serving import context_limit
 
-    limit = context_limit(config if isinstance(config, dict) else {}, max_positions)
+    return context_limit(config if isinstance(config, dict) else {}, max_positions)
+
+
+def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
+    """:func:`context_of`, with a warning on stderr when ``seq`` is beyond it; called once the answer stands, so
+    that a refusal stays one line."""
+    from .serving import context_warning
+
+    limit = context_of(config, max_positions)
     warning = context_warning(name, seq, limit)
     if warning:
         typer.echo(warning, err=True)
@@ -151,10 +158,10 @@ def memory_per_gpu(
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
         config, model = _config_and_model(spec, dtype, notes)
-        warn_context(model.name, config, model.max_positions, seq_)
         shard = serving.shard(model, layout, dtype or "bf16", kv_dtype, seq_, batch_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    warn_context(model.name, config, model.max_positions, seq_)
     checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
     if as_json:
         print_json(shard_data(model.name, shard, checked, notes))
@@ -282,13 +289,14 @@ def fit(
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
         config, model = _config_and_model(spec, dtype, notes)
-        context = warn_context(model.name, config, model.max_positions, seq_)
+        context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
         result = serving.fit(
             model, card.memory_bytes, layout, dtype or "bf16", plan_kv_dtype, seq_, context, kv=kv, gpu=card.title
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    warn_context(model.name, config, model.max_positions, seq_)
     if engine is not None and rule is not None:
         from .engines import engine as find_engine
 
@@ -345,12 +353,13 @@ def fit_memory(
         seq_ = parse_size(seq, "--seq")
         layout, notes = layout_from(tp, pp, dp, ep, None)
         config, model = _config_and_model(spec, dtype, notes)
-        context = warn_context(model.name, config, model.max_positions, seq_)
+        context = context_of(config, model.max_positions)
         result = serving.fit(
             model, capacity, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}"
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    warn_context(model.name, config, model.max_positions, seq_)
     if as_json:
         print_json(fit_data(model.name, result, notes))
     else:

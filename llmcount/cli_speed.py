@@ -175,7 +175,7 @@ def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, 
     from .quant import report
 
     bits_ = positive_int("--bits", bits) if bits is not None else None
-    model, scheme = _model_and_scheme(spec, quant, bits_, None, dtype)
+    model, scheme, _ = _model_and_scheme(spec, quant, bits_, None, dtype)
     if scheme is None:
         name = canonical(dtype or "bf16")
         kv = canonical(kv_dtype) if kv_dtype else (name if BITS[name] >= 16 else "bf16")

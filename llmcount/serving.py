@@ -306,7 +306,7 @@ def _rank_kinds(model: Model, env: Mapping[Symbol, int], tp: int, seq: int) -> l
             continue
         parts = {
             "cache": lk.tokens * lk.per_token + lk.per_sequence + lk.grown,
-            "fp32": lk.tokens * lk.per_token_fp32 + lk.per_sequence_fp32,
+            "fp32": lk.tokens * lk.per_token_fp32 + lk.per_sequence_fp32 + lk.grown_fp32,
         }
         functions, copied = {}, False
         for name, expr in parts.items():
