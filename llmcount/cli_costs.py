@@ -26,6 +26,7 @@ from .cli_training import (
     ZeroOption,
 )
 from .errors import LlmcountError
+from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_size
 
 if TYPE_CHECKING:
@@ -168,8 +169,7 @@ def memory(
         str | None,
         typer.Option(
             "--gpu",
-            help="A GPU type (h100, h200, b200, a100, mi300x, l40s, rtx-4090): per GPU the weights and KV shards, "
-            "what is left, fits or not.",
+            help=f"A GPU type ({KNOWN}): per GPU the weights and KV shards, what is left, fits or not.",
         ),
     ] = None,
     gpus: Annotated[

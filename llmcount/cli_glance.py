@@ -9,6 +9,7 @@ import typer
 
 from .cli import JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
+from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_bytes, parse_positive, parse_size
 
 
@@ -107,9 +108,7 @@ def mfu(
     seq: Annotated[
         str, typer.Option("--seq", "-s", help=f"Training sequence length S: 4096, 8k; {SUFFIX_HELP}.", metavar="SIZE")
     ] = "4096",
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", help="h100-sxm, h100-pcie, h200, b200, a100-sxm, mi300x, l40s, rtx-4090.")
-    ] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help=f"A GPU type: {KNOWN}.")] = None,
     gpus: Annotated[str, typer.Option("--gpus", help="How many GPUs produce that throughput.", metavar="K")] = "1",
     peak_tflops: Annotated[
         str | None,

@@ -10,6 +10,7 @@ import typer
 
 from .cli import JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
+from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_size
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ def render_shard(name: str, shard: Shard, checked: GpuFit | None, notes: list[st
 @app.command()
 def fit(
     spec: ModelArgument,
-    gpu: Annotated[str, typer.Option("--gpu", help="The GPU type: h100, h200, b200, a100, mi300x, l40s, rtx-4090.")],
+    gpu: Annotated[str, typer.Option("--gpu", help=f"The GPU type: {KNOWN}.")],
     gpus: Annotated[
         str | None,
         typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),

@@ -10,6 +10,7 @@ import typer
 
 from .cli import JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
+from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_positive, parse_size
 
 
@@ -20,9 +21,7 @@ def speed(
         str,
         typer.Option(
             "--gpu",
-            help="A GPU of the table: h100, h200, b200, gb200, b300, h20, a100, l40s, l4, a10, mi300x, mi325x, "
-            "mi355x, rtx-5090, rtx-4090, rtx-3090, m2-ultra, m3-ultra, m4-max (each figure with its datasheet: "
-            "llmcount/gpus.py).",
+            help=f"A GPU of the table: {KNOWN} (each figure with its datasheet: llmcount/gpus.py).",
             metavar="NAME",
         ),
     ],

@@ -152,6 +152,8 @@ ALIASES = {
     "m3ultra": "m3-ultra",
     "m4max": "m4-max",
 }
+KNOWN = ", ".join(GPUS)
+"""The GPU names, for the help of every option that takes one."""
 MAKERS = ("nvidia-", "amd-", "apple-", "geforce-", "instinct-")  # a maker's name typed before the part's: dropped
 
 
