@@ -22,6 +22,7 @@ from .. import evaluate
 from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
+from .reading import NONE, REQUIRED
 from .symbols import BY_NAME, B, N, S
 
 if sys.version_info >= (3, 11):
@@ -63,8 +64,8 @@ COMMON_KEYS = frozenset(
     }
 )
 
-REQUIRED = object()  # a symbol's key without a default
-NONE = "none"  # null = "none": the symbol then has no value
+# REQUIRED: a symbol's key without a default; NONE: null = "none", the symbol then has no value (defined with the
+# reader, which needs no sympy)
 NULL = "null"  # a [keys] default written "null": the config class's default is None (TOML has no null)
 
 
