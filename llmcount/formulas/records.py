@@ -93,6 +93,8 @@ class SymbolSpec:
     absent: Any = None
     absent_text: str = ""
     length: bool = False  # entries = "length": a list, the symbol how many entries it holds (a single integer: 1)
+    # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def minimum(self) -> int:
@@ -554,7 +556,7 @@ def _value_condition(value: Any, where: str) -> Condition:
 def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     symbol = _symbol(name, where)
     if isinstance(spec, str):
-        return SymbolSpec(symbol, spec)
+        return SymbolSpec(symbol, spec, written={"key": spec})
     spec = _table(spec, where)
     unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent"}
     if unknown:
@@ -604,6 +606,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         absent,
         shown(str(spec.get("absent", ""))),
         spec.get("entries") == "length",
+        dict(spec),
     )
 
 
