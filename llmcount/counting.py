@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import evaluate
 from .errors import LlmcountError
@@ -37,8 +37,7 @@ class Fallback(Exception):
     """The compiled path does not take this config (or record): the sympy path reads it, and words any error."""
 
 
-@dataclass(frozen=True)
-class Name:
+class Name(NamedTuple):
     """A glossary symbol by name, as the reader uses it (its name, whether it must be positive)."""
 
     name: str
@@ -290,8 +289,7 @@ def _value(function: Any, values: dict[str, int]) -> Any:
         raise Fallback from None
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(NamedTuple):
     """One term counted: its path, its formula as ``count`` prints it (``text``) and as sympy writes it (``formula``,
     the JSON's), its counts and whether it is an embedding."""
 

@@ -389,17 +389,49 @@ def _count_layers(
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
     scope = dict(namespace)
     for symbol, test, text in reader.family.layers:
-        try:
-            chosen = []
-            for i in range(layers):
-                scope["i"] = i
-                if test(scope):
-                    chosen.append(i)
-        except _EVALUATION_ERRORS as exc:
-            raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
-        indices[symbol] = tuple(chosen)
+        key = _layers_key(text, layers, scope)
+        chosen = _LAYERS.get(key) if key is not None else None
+        if chosen is None:
+            try:
+                found = []
+                for i in range(layers):
+                    scope["i"] = i
+                    if test(scope):
+                        found.append(i)
+            except _EVALUATION_ERRORS as exc:
+                raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
+            chosen = tuple(found)
+            if key is not None and len(_LAYERS) < 4096:
+                _LAYERS[key] = chosen
+        indices[symbol] = chosen
         values[symbol] = namespace[symbol.name] = scope[symbol.name] = len(chosen)
     return indices
+
+
+_LAYERS: dict[tuple, tuple[int, ...]] = {}
+"""The layers a condition chose, by the condition's text, the number of layers and the values of the names it reads:
+a batch of configs of one family (the same layer_types, another vocabulary) walks its layers once."""
+_ABSENT = object()
+
+
+def _layers_key(text: str, layers: int, scope: Mapping[str, Any]) -> tuple | None:
+    """The key of :data:`_LAYERS` for a condition over ``scope``; None when a value it reads cannot be a key."""
+    try:
+        given = tuple(_frozen(scope.get(name, _ABSENT)) for name in _condition_names(text) if name != "i")
+        key = (text, layers, given)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _frozen(value: Any) -> Any:
+    """A value with its type (1, 1.0 and true are different keys), lists as tuples; TypeError for an object."""
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(x) for x in value))
+    if isinstance(value, dict):
+        raise TypeError("an object")
+    return (type(value).__name__, value)
 
 
 def _per_layer_symbols(
