@@ -107,7 +107,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         used |= family.saved_symbols(namespace, values)
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
-    ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
+    kept = sorted((_GLOSSARY_ORDER[s], s) for s in values if s in _GLOSSARY_ORDER and s not in left_out)
+    ordered = {s: values[s] for _, s in kept}
     dtype = config.get("dtype", config.get("torch_dtype"))
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
@@ -115,6 +116,10 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     positions = positions if type(positions) is int and positions > 0 else None
     kept = config if family.mtp is not None else None
     return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept)
+
+
+_GLOSSARY_ORDER = {e.symbol: i for i, e in enumerate(GLOSSARY)}
+"""Each symbol's place in the glossary: the order a model's values are listed in."""
 
 
 def _auto_mapped(config: Mapping[str, Any], model_type: str, source: str) -> Family | None:
