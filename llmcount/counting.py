@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -98,6 +98,12 @@ def _rule(text: str | None, where: str) -> Any:
     """A condition compiled from its text; REQUIRED, NONE and None as the record's specs hold them."""
     if text is None or text == "none":
         return None if text is None else NONE
+    return _condition(text, where)
+
+
+@lru_cache(maxsize=8192)
+def _condition(text: str, where: str) -> Any:
+    """A condition compiled once per text (many records share theirs: ``tie_word_embeddings``, ``N``)."""
     return condition(text, where)
 
 
@@ -115,11 +121,11 @@ class Compiled:
         self.aliases = {key: tuple(names) for key, names in data["aliases"].items()}
         self.keys: dict[str, Any] = data["keys"]
         self.per_layer: str = data["per_layer"]
-        where = f"compiled/{self.name}.json"
+        where = "a compiled snapshot"
         self.symbols = tuple(self._spec(spec, where) for spec in data["symbols"])
-        self.layers = tuple((Name(name), condition(text, where), text) for name, text in data["layers"])
-        self.checks = tuple(Rule(condition(text, where), text, message) for text, message in data["checks"])
-        self.refuse = tuple(Rule(condition(text, where), text, message) for text, message in data["refuse"])
+        self.layers = tuple((Name(name), _condition(text, where), text) for name, text in data["layers"])
+        self.checks = tuple(Rule(_condition(text, where), text, message) for text, message in data["checks"])
+        self.refuse = tuple(Rule(_condition(text, where), text, message) for text, message in data["refuse"])
         self.choices = tuple(
             Choice(c["path"], _rule(c["when"], where), c["embedding"], tuple(c["counts"]), c["variants"])
             for c in data["choices"]
@@ -172,7 +178,7 @@ class Compiled:
 
     @cached_property
     def _saved(self) -> tuple[tuple[Any, Any, frozenset[str], frozenset[str]], ...]:
-        where = f"compiled/{self.name}.json saved"
+        where = "a compiled snapshot"
         return tuple(
             (
                 _rule(e["when"], where),
@@ -224,7 +230,7 @@ class Compiled:
             used |= self._saved_symbols(namespace, by_name)
         left_out = (self.choice_symbols - used) | (self._idle_window(by_name) - in_terms)
         ordered = {n: by_name[n] for n in self.data["order"] if n in by_name and n not in left_out}
-        return Counted(name or source, source, self, ordered, components, key)
+        return Counted(name or source, source, self, ordered, components, key, config=config)
 
     @cached_property
     def _plans(self) -> dict[str, Any]:

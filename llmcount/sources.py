@@ -8,7 +8,6 @@ import functools
 import os
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,6 @@ def load_counted(spec: str, name: str | None = None) -> Counted | Model:
         model = counting.read(config, source, files.printable(name) if name else found)
     except counting.Fallback:
         return load(spec, name=name, resolved=(found, source, config))
-    model = replace(model, config=config)
     note = unseen_note(model, config)
     if note:
         print(note, file=sys.stderr)
