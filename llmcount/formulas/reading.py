@@ -69,7 +69,10 @@ class _Reader:
     def present(self, key: str) -> list[str]:
         """The names (the key and its aliases) under which the config gives ``key``; a key of an object (an alias
         ``rope_parameters.partial_rotary_factor``) before the same key at the top level, which it overrides."""
-        names = [key, *self.family.aliases.get(key, ())]
+        aliases = self.family.aliases.get(key)
+        if not aliases:  # the common case: one name
+            return [key] if key in self.config else []
+        names = [key, *aliases]
         found = [name for name in names if name in self.config]
         nested = [name for name in found if "." in name]
         found = nested or found
