@@ -17,7 +17,8 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
 * what decides which values a count lists (the symbols of the cost formulas, of the activation tables, of the
   sliding window);
 * the whole formula (``P = ...`` and the JSON's total and activated) of the selections of terms the bundled presets
-  make; another selection is shown through the sympy path.
+  and the record's own defaults make, each counted by both paths and checked equal as it is made; a config that
+  selects other terms is counted without sympy in a batch, and shown through the sympy path.
 
 A bundled file beside the records, checked by a test, rather than a cache built at run time in the user's home: the
 first run is as fast as the others, nothing is written outside the package, no cache can be stale or planted, and
