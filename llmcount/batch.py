@@ -3,8 +3,11 @@ cache. One bad config is one failed :class:`Result`, never the end of the batch.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import LlmcountError
 
 if TYPE_CHECKING:
+    from .counting import Counted
     from .formulas.config import Model
 
 MAX_FILES = 10_000  # config.json files scan reads at most
@@ -26,17 +30,17 @@ class Result:
     """One spec of a batch: its model, or the one-line reason it has none."""
 
     spec: str
-    model: Model | None = None
+    model: Model | Counted | None = None
     error: str | None = None
 
 
 def load_one(spec: str, name: str | None = None, discover: bool = False) -> Result:
     """The model a spec names (as ``llmcount count`` reads it), named ``name`` if given; a failure is
     a Result whose error names the spec."""
-    from .sources import load
+    from .sources import load, load_counted
 
     try:
-        model = load(spec, discover, name)
+        model = load(spec, discover, name) if discover else load_counted(spec, name)
         model.counts  # noqa: B018 -- evaluate now, so a config that cannot be counted fails here
     except LlmcountError as exc:
         message = str(exc)
@@ -50,11 +54,16 @@ def count_all(specs: Iterable[str], discover: bool = False) -> Iterator[Result]:
         yield load_one(spec, discover=discover)
 
 
-def row(model: Model) -> dict[str, Any]:
+def row(model: Model | Counted) -> dict[str, Any]:
     """A model's line in a batch: ROW_FIELDS, exact integers."""
-    from .renderers import summary_data
+    from .counting import Counted
 
-    data = summary_data(model)
+    if isinstance(model, Counted):
+        data = model.summary()
+    else:
+        from .renderers import summary_data
+
+        data = summary_data(model)
     for key in ROW_FIELDS:  # a composite with a part left out: its counts are under language_model_* keys only
         data.setdefault(key, None)
     return data
@@ -141,3 +150,25 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: text that a spreadsheet would run as a formula (a model or file name starting with
+    ``=``, ``+``, ``-`` or ``@``) is kept as text by a leading ``'``, as OWASP advises; numbers are left alone."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_line(values: Sequence[Any]) -> str:
+    """One CSV record (RFC 4180 quoting, cells from :func:`csv_cell`), without its line end."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([csv_cell(v) for v in values])
+    return out.getvalue()
+
+
+def jsonl_line(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False)

@@ -217,11 +217,17 @@ def count(
 
         print_rows(count_all(specs, discover), fmt)
         return
-    from .renderers import count_data, render_count
-    from .sources import load
-
     try:
-        model = load(specs[0], discover)
+        model = None
+        if not (discover or mtp or specs[0].lower().endswith(".gguf")):
+            model = _count_compiled(specs[0], as_json)
+            if isinstance(model, str):
+                typer.echo(model)
+                return
+        from .renderers import count_data, render_count
+        from .sources import load
+
+        model = model or load(specs[0], discover)
         if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
             from .cli_gguf import count_gguf
 
@@ -233,6 +239,26 @@ def count(
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
+
+
+def _count_compiled(spec: str, as_json: bool):
+    """``count``'s output for one model by the compiled path (no sympy), a str; or, when the compiled path does not
+    take it, the Model the sympy path read (the config is read once, its note said once)."""
+    from .counting import Counted, Fallback
+    from .sources import load_counted
+
+    model = load_counted(spec)
+    if not isinstance(model, Counted):
+        return model
+    try:
+        if as_json:
+            return json.dumps(model.count_data(), indent=2)
+        from .cli_batch import terminal_width
+        from .plain import render_count
+
+        return render_count(model, terminal_width()).rstrip()
+    except Fallback:
+        return model.full()
 
 
 @app.command()

@@ -45,9 +45,7 @@ def terminal_width() -> int:
 def print_rows(results: Iterable[Result], fmt: Rows) -> None:
     """Each model's row as soon as it is counted (CSV, JSON lines), or all of them at the end (a text table,
     a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed."""
-    from .batch import ROW_FIELDS, row
-    from .renderers import count_data
-    from .renderers.rows import csv_line, jsonl_line, text_table
+    from .batch import ROW_FIELDS, csv_line, jsonl_line, row
 
     done, failed, kept = 0, 0, []
     if fmt is Rows.csv:
@@ -66,12 +64,28 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
         else:
             kept.append(result.model)
     if fmt is Rows.json:
-        print_json([count_data(model) for model in kept])
+        print_json([_count_data(model) for model in kept])
     elif fmt is Rows.text and kept:
+        from .renderers.rows import text_table
+
         typer.echo(text_table([row(model) for model in kept], terminal_width()))
     if failed:
         typer.echo(f"llmcount: {failed} of {done} configs failed", err=True)
         raise typer.Exit(1)
+
+
+def _count_data(model) -> dict:
+    """``count --json`` of one model: by the compiled path when it holds the formula, else the renderer's."""
+    from .counting import Counted, Fallback
+
+    if isinstance(model, Counted):
+        try:
+            return model.count_data()
+        except Fallback:
+            model = model.full()
+    from .renderers import count_data
+
+    return count_data(model)
 
 
 @app.command()

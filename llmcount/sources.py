@@ -9,22 +9,46 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import files
 from .errors import LlmcountError
-from .formulas import records
-from .formulas.config import Model, find_family, read_config
 from .presets import find, presets
+
+if TYPE_CHECKING:
+    from .counting import Counted
+    from .formulas.config import Model
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
+def load_counted(spec: str, name: str | None = None) -> Counted | Model:
+    """The model a user named, as :func:`load` reads it, counted by the compiled path when it takes the config (no
+    sympy: a :class:`~llmcount.counting.Counted`), else the :class:`Model` of :func:`load`. The unseen-key note and
+    every error are :func:`load`'s."""
+    from . import counting
+
+    found, source, config = resolve(spec)
+    try:
+        model = counting.read(config, source, files.printable(name) if name else found)
+    except counting.Fallback:
+        return load(spec, name=name, resolved=(found, source, config))
+    note = unseen_note(model, config)
+    if note:
+        print(note, file=sys.stderr)
+    return model
+
+
+def load(
+    spec: str, discover: bool = False, name: str | None = None, resolved: tuple[str, str, Any] | None = None
+) -> Model:
     """The model a user named: preset name, Hub id of a preset, file, folder or Hub id, called ``name`` if
     given. ``discover``: a model_type with no bundled record is read with one derived from transformers' code
-    (see discovered.py)."""
-    found, source, config = resolve(spec)
+    (see discovered.py). ``resolved``: what :func:`resolve` gave for ``spec`` already (stdin is read once)."""
+    from .formulas import records
+    from .formulas.config import find_family, read_config
+
+    found, source, config = resolve(spec) if resolved is None else resolved
     family = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if discover:
@@ -46,7 +70,7 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
 MAX_NAMED = 5  # unseen keys named in the note; the others are counted
 
 
-def unseen_note(model: Model, config: Any) -> str:
+def unseen_note(model: Model | Counted, config: Any) -> str:
     """One line naming the keys of ``config`` the model's record was not checked against (a key a newer transformers
     added may change the count), or ``""``. A composite config's keys are those of its ``text_config``."""
     if model.composite is not None:
@@ -76,6 +100,8 @@ def _newer_transformers() -> None:
     """Say once, on stderr, that the installed transformers is newer than the version the records were checked
     against (``--discover`` builds with it)."""
     import importlib.metadata
+
+    from .formulas import records
 
     try:
         installed = importlib.metadata.version("transformers")

@@ -15,11 +15,10 @@ import ast
 import math
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sympy import Expr, Integer, Min, ceiling, floor
-
-from .symbols import BY_NAME
+if TYPE_CHECKING:
+    from sympy import Expr
 
 MAX_LENGTH = 1000
 
@@ -56,7 +55,11 @@ _FLOAT_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv)
 
 def formula(text: str, where: str) -> Expr:
     """A record's formula as sympy: glossary symbols, integers, ``+ - * / **``, parentheses, ``ceil``, ``floor``,
-    ``min`` of two."""
+    ``min`` of two. (sympy is imported here, not with the module: conditions, which the numeric path reads, need
+    none of it.)"""
+    from sympy import Integer, Min
+
+    from .symbols import BY_NAME
 
     def build(node: ast.expr) -> Expr:
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value <= MAX_LITERAL:
@@ -110,14 +113,13 @@ def _degree(node: ast.expr) -> int:
     return 0
 
 
-_ROUNDINGS = {"ceil": ceiling, "floor": floor}
-
-
 def _rounding(node: ast.expr) -> Callable[[Expr], Expr] | None:
     """sympy's ``ceiling`` or ``floor`` for a call ``ceil(x)`` or ``floor(x)`` (one argument, no keywords)."""
     is_call = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     if is_call and len(node.args) == 1 and not node.keywords:
-        return _ROUNDINGS.get(node.func.id)
+        from sympy import ceiling, floor
+
+        return {"ceil": ceiling, "floor": floor}.get(node.func.id)
     return None
 
 

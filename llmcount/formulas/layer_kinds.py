@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 from sympy import Expr, Integer, Symbol
 
 from ..errors import LlmcountError
+from .reading import MAX_LAYERS
 from .symbols import N
-
-MAX_LAYERS = 10_000  # layers walked one by one (per-layer kinds, pipeline stages, the module tree); real models < 300
 
 if TYPE_CHECKING:
     from .records import Family

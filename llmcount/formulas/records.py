@@ -22,6 +22,7 @@ from .. import evaluate
 from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
+from .reading import NONE, REQUIRED
 from .symbols import BY_NAME, B, N, S
 
 if sys.version_info >= (3, 11):
@@ -63,8 +64,8 @@ COMMON_KEYS = frozenset(
     }
 )
 
-REQUIRED = object()  # a symbol's key without a default
-NONE = "none"  # null = "none": the symbol then has no value
+# REQUIRED: a symbol's key without a default; NONE: null = "none", the symbol then has no value (defined with the
+# reader, which needs no sympy)
 NULL = "null"  # a [keys] default written "null": the config class's default is None (TOML has no null)
 
 
@@ -92,6 +93,8 @@ class SymbolSpec:
     absent: Any = None
     absent_text: str = ""
     length: bool = False  # entries = "length": a list, the symbol how many entries it holds (a single integer: 1)
+    # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def minimum(self) -> int:
@@ -557,7 +560,7 @@ def _value_condition(value: Any, where: str) -> Condition:
 def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     symbol = _symbol(name, where)
     if isinstance(spec, str):
-        return SymbolSpec(symbol, spec)
+        return SymbolSpec(symbol, spec, written={"key": spec})
     spec = _table(spec, where)
     unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent"}
     if unknown:
@@ -607,6 +610,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         absent,
         shown(str(spec.get("absent", ""))),
         spec.get("entries") == "length",
+        dict(spec),
     )
 
 

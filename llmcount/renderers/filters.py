@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 
 from sympy import Add, Expr, Rational
@@ -16,10 +16,9 @@ from sympy.printing.str import StrPrinter
 from ..files import printable
 from ..formulas.symbols import LATEX_NAMES
 from ..formulas.training import LATEX_NAMES as STATE_NAMES
+from ..plain import count, grouped, percent, table  # the number forms and tables that need no sympy
 
 _NAMES = {**LATEX_NAMES, **STATE_NAMES}
-
-_UNITS = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"))
 
 
 def latex(expr: Expr) -> str:
@@ -72,17 +71,6 @@ def ordered_text(groups: Sequence[tuple[Expr, Sequence[Expr]]]) -> str:
     return _ordered(groups, text, "(", ")")
 
 
-def count(value: int) -> str:
-    """A human form of a count: 32762123264 -> '32.76B'; exact below a thousand."""
-    value = int(value)
-    if abs(value) >= 10**15:
-        return f"{value:.2e}"
-    for size, unit in _UNITS:
-        if abs(value) >= size:
-            return f"{value / size:.2f}{unit}"
-    return str(value)
-
-
 _FLOP_UNITS = ((10**21, "Z"), (10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K"))
 
 
@@ -96,14 +84,6 @@ def flops(value: int) -> str:
     return grouped(value)
 
 
-def grouped(value: int | Fraction) -> str:
-    """Digit grouping for plain text and Markdown: 32,762,123,264; a fraction (a mean per token) with two
-    decimals: 185,250.71."""
-    if isinstance(value, Fraction) and value.denominator != 1:
-        return f"{float(value):,.2f}"
-    return f"{int(value):,}"
-
-
 def latex_int(value: int) -> str:
     """Digit grouping in LaTeX math: 32{,}762{,}123{,}264."""
     return f"{int(value):,}".replace(",", "{,}")
@@ -115,28 +95,6 @@ def latex_exact(value: int | Fraction) -> str:
     if isinstance(value, Fraction) and value.denominator != 1:
         return rf"\tfrac{{{latex_int(value.numerator)}}}{{{latex_int(value.denominator)}}}"
     return latex_int(value)
-
-
-def percent(part: int, whole: int) -> str:
-    """A share with two decimals, or two significant digits when it is smaller (0.0014%, not 0.00%)."""
-    if not whole:
-        return "-"
-    share = Fraction(100 * int(part), int(whole))
-    if share == 0 or abs(share) >= Fraction(1, 100):
-        return f"{float(share):.2f}%"
-    decimals = 1 - math.floor(math.log10(abs(share)))  # two significant digits
-    return f"{float(share):.{decimals}f}%"
-
-
-def table(rows: Iterable[Sequence[str]], align: str) -> str:
-    """Rows of cells as aligned text columns; ``align`` is one of 'l'/'r' per column."""
-    rows = [list(map(str, row)) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(align))]
-    lines = []
-    for row in rows:
-        cells = [cell.ljust(w) if a == "l" else cell.rjust(w) for cell, w, a in zip(row, widths, align, strict=True)]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
 
 
 _LATEX_SPECIAL = {

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,23 +34,5 @@ def text_table(rows: Sequence[Mapping[str, Any]], width: int = 80) -> str:
     return table([HEADER, *cells], ALIGN)
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell: text that a spreadsheet would run as a formula (a model or file name starting with
-    ``=``, ``+``, ``-`` or ``@``) is kept as text by a leading ``'``, as OWASP advises; numbers are left alone."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def csv_line(values: Sequence[Any]) -> str:
-    """One CSV record (RFC 4180 quoting, cells from :func:`csv_cell`), without its line end."""
-    out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow([csv_cell(v) for v in values])
-    return out.getvalue()
-
-
-def jsonl_line(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False)
+# a batch's rows as CSV and JSON lines need no renderer (no sympy): they live with the batch
+from ..batch import csv_cell, csv_line, jsonl_line  # noqa: E402,F401

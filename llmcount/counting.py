@@ -1,0 +1,425 @@
+"""The numeric path of ``count``: a config read and counted with its family's compiled snapshot, without sympy.
+
+A snapshot (``formulas/compiled/<model_type>.json``, made by :mod:`llmcount.formulas.snapshot` from the checked
+record) holds the record's reading rules as condition texts and each term's counts as compiled expressions
+(:mod:`llmcount.evaluate`). The config is read by the same generic reader as the sympy path
+(:mod:`llmcount.formulas.reading`), so every value is read and checked alike; the counts are Python integers.
+
+Only what this path is sure to read exactly as the sympy path does is read here; anything else raises
+:class:`Fallback` before a word is printed, and the caller reads the config through the sympy path
+(:func:`llmcount.formulas.config.read_config`), which words every refusal and error: a bad config, a composite
+(multimodal) config, a record without a snapshot or whose snapshot is stale, a term the compiled forms cannot take.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cache, cached_property, lru_cache
+from importlib import resources
+from typing import Any, NamedTuple
+
+from . import evaluate
+from .errors import LlmcountError
+from .formulas.expressions import Unknown, condition
+from .formulas.reading import NONE, REQUIRED, _nested_keys, _Reader, read_values
+
+FORMAT = 1  # the layout of a snapshot this module reads (formulas/snapshot.py writes it)
+ACTIVATED_DEFINITION = (
+    "activated = every parameter except the routed experts, plus k/n of the routed experts "
+    "(router and shared experts count fully); for dense models activated = total"
+)
+EMBEDDING_DEFINITION = "embedding = token embedding + learned position table + untied LM head"
+
+
+class Fallback(Exception):
+    """The compiled path does not take this config (or record): the sympy path reads it, and words any error."""
+
+
+class Name(NamedTuple):
+    """A glossary symbol by name, as the reader uses it (its name, whether it must be positive)."""
+
+    name: str
+    is_positive: bool = True
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How a config gives one symbol (the fields of ``records.SymbolSpec`` the reader uses)."""
+
+    symbol: Name
+    key: str
+    default: Any = REQUIRED
+    default_text: str = ""
+    null: Any = None
+    strings: dict[str, Any] = field(default_factory=dict)
+    zero_is_none: bool = False
+    adjust: Any = None
+    adjust_text: str = ""
+    distinct: bool = False
+    summed: bool = False
+    same: bool = False
+    on: Name | None = None
+    absent: Any = None
+    absent_text: str = ""
+    length: bool = False
+
+    @property
+    def minimum(self) -> int:
+        return 1 if self.symbol.is_positive else 0
+
+    @property
+    def summed_on(self) -> bool:
+        return self.summed and self.on is not None
+
+    @property
+    def overridden(self) -> bool:
+        return self.on is not None and not self.summed
+
+
+@dataclass(frozen=True)
+class Rule:
+    test: Any
+    text: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    path: str
+    when: Any
+    embedding: bool
+    counts: tuple[str, ...]
+    variants: dict[str, dict[str, Any]]
+
+
+def _rule(text: str | None, where: str) -> Any:
+    """A condition compiled from its text; REQUIRED, NONE and None as the record's specs hold them."""
+    if text is None or text == "none":
+        return None if text is None else NONE
+    return _condition(text, where)
+
+
+@lru_cache(maxsize=8192)
+def _condition(text: str, where: str) -> Any:
+    """A condition compiled once per text (many records share theirs: ``tie_word_embeddings``, ``N``)."""
+    return condition(text, where)
+
+
+class Compiled:
+    """One family's snapshot, as the reader and the counts use it."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.name: str = data["name"]
+        self.title: str = data["title"]
+        self.is_moe: bool = data["is_moe"]
+        self.counted: str = data["counted"]
+        self.not_counted: str = data["not_counted"]
+        self.checked_version: str = data["checked_version"]
+        self.aliases = {key: tuple(names) for key, names in data["aliases"].items()}
+        self.keys: dict[str, Any] = data["keys"]
+        self.per_layer: str = data["per_layer"]
+        where = "a compiled snapshot"
+        self.symbols = tuple(self._spec(spec, where) for spec in data["symbols"])
+        self.layers = tuple((Name(name), _condition(text, where), text) for name, text in data["layers"])
+        self.checks = tuple(Rule(_condition(text, where), text, message) for text, message in data["checks"])
+        self.refuse = tuple(Rule(_condition(text, where), text, message) for text, message in data["refuse"])
+        self.choices = tuple(
+            Choice(c["path"], _rule(c["when"], where), c["embedding"], tuple(c["counts"]), c["variants"])
+            for c in data["choices"]
+        )
+        self.cost_symbols = frozenset(data["cost_symbols"])
+        self.choice_symbols = frozenset(data["choice_symbols"])
+        self.layer_symbols = frozenset(data["layer_symbols"])
+
+    @staticmethod
+    def _spec(data: dict[str, Any], where: str) -> Spec:
+        default = data["default"]
+        default = REQUIRED if default == "required" else _rule(default, where)
+        entries = data["entries"]
+        return Spec(
+            Name(data["name"], data["positive"]),
+            data["key"],
+            default,
+            data["default_text"],
+            _rule(data["null"], where),
+            {text: _rule(rule, where) for text, rule in data["strings"].items()},
+            data["zero"],
+            _rule(data["adjust"], where),
+            data["adjust_text"],
+            entries == "distinct",
+            entries == "sum",
+            entries == "same",
+            Name(data["on"]) if data["on"] is not None else None,
+            _rule(data["absent"], where),
+            data["absent_text"],
+            entries == "length",
+        )
+
+    @cached_property
+    def nested(self) -> frozenset[str]:
+        names = [spec.key for spec in self.symbols] + list(self.keys)
+        names += [name for key, others in self.aliases.items() for name in (key, *others)]
+        return frozenset(name for name in names if "." in name)
+
+    def unseen(self, config: dict[str, Any]) -> tuple[str, ...]:
+        """The keys of ``config`` the record was not checked against (``Family.unseen``)."""
+        seen = self.data["seen"]
+        if seen is None:
+            return ()
+        known = self._seen
+        return tuple(sorted(key for key in config if isinstance(key, str) and key not in known))
+
+    @cached_property
+    def _seen(self) -> frozenset[str]:
+        return frozenset(self.data["seen"])
+
+    @cached_property
+    def _saved(self) -> tuple[tuple[Any, Any, frozenset[str], frozenset[str]], ...]:
+        where = "a compiled snapshot"
+        return tuple(
+            (
+                _rule(e["when"], where),
+                evaluate.from_source(e["layers"]),
+                frozenset(e["symbols"]),
+                frozenset(e["layer_symbols"]),
+            )
+            for e in self.data["saved"]
+        )
+
+    def read(self, config: Any, source: str, name: str | None = None) -> Counted:
+        """``config`` counted; :class:`Fallback` for anything the sympy path should read."""
+        if not isinstance(config, dict) or config.get("model_type") != self.name:
+            raise Fallback
+        try:
+            reader = _Reader(_nested_keys(config, source, self), source, self)
+            namespace, values, _ = read_values(reader)
+        except LlmcountError:
+            raise Fallback from None
+        by_name = {symbol.name: value for symbol, value in values.items()}
+        try:
+            held = tuple(c.when is None or bool(c.when(namespace)) for c in self.choices)
+        except Exception:
+            raise Fallback from None
+        layers = by_name.get("N")
+        states = []
+        for symbol, _, _ in self.layers:
+            value = by_name.get(symbol.name)
+            if value == 0:
+                states.append(f"{symbol.name}=0")
+            elif value == layers:
+                states.append(f"{symbol.name}=N")
+        key = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(held, dict(state.split("=") for state in states))
+            if len(self._plans) < 4096:
+                self._plans[key] = plan
+        counted, terms, in_terms = plan
+        numbers = [evaluate.whole(number) for number in _value(counted, by_name)]
+        components = tuple(
+            Component(path, text, formula, numbers[2 * i], numbers[2 * i + 1], embedding)
+            for i, (path, text, formula, embedding) in enumerate(terms)
+        )
+        if any(c.count is None or c.activated is None for c in components):
+            raise Fallback  # a count that is not a whole number: the sympy path words it
+        used = in_terms | self.cost_symbols
+        if self.choice_symbols - used:
+            used |= self._saved_symbols(namespace, by_name)
+        left_out = (self.choice_symbols - used) | (self._idle_window(by_name) - in_terms)
+        ordered = {n: by_name[n] for n in self.data["order"] if n in by_name and n not in left_out}
+        return Counted(name or source, source, self, ordered, components, key, config=config)
+
+    @cached_property
+    def _plans(self) -> dict[str, Any]:
+        return {}
+
+    def _plan(self, held: tuple[bool, ...], states: dict[str, str]) -> tuple[Any, tuple, frozenset[str]]:
+        """The terms a selection keeps: one compiled function giving every term's total and activated counts, each
+        term's path, formulas and embedding flag, and the symbols the terms use."""
+        terms: list[tuple[str, str, str, bool]] = []
+        sources: list[str] = []
+        used: set[str] = set()
+        for choice, holds in zip(self.choices, held, strict=True):
+            if not holds:
+                continue
+            variant = choice.variants[",".join(f"{c}={states[c]}" for c in choice.counts if c in states)]
+            if variant.get("drop"):
+                continue
+            if any(t[0] == choice.path for t in terms):
+                raise Fallback  # two terms of one path: the record's error, worded by the sympy path
+            terms.append((choice.path, variant["text"], variant["str"], choice.embedding))
+            sources += [variant["total"], variant["activated"]]
+            used |= set(variant["used"])
+        try:
+            counted = evaluate.from_source("(" + "".join(f"{text}, " for text in sources) + ")")
+        except evaluate.NotCompiled:
+            raise Fallback from None
+        return counted, tuple(terms), frozenset(used)
+
+    def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> set[str]:
+        used: set[str] = set()
+        for when, layers, symbols, layer_symbols in self._saved:
+            try:
+                if when is not None and not when(namespace):
+                    continue
+            except (Unknown, ValueError, TypeError, ZeroDivisionError, IndexError):
+                pass
+            if layer_symbols <= by_name.keys() and _value(layers, by_name) == 0:
+                continue
+            used |= symbols
+        return used - {"S", "B"} - self.layer_symbols
+
+    def _idle_window(self, by_name: dict[str, int]) -> frozenset[str]:
+        window = self.data["window"]
+        if window is None:
+            return frozenset()
+        symbols = frozenset(window["symbols"])
+        if not symbols <= by_name.keys():
+            slides = window["per_kind"] and set(window["windowed_symbols"]) <= by_name.keys()
+            if slides and _value(evaluate.from_source(window["windowed"]), by_name) != 0:
+                raise Fallback  # refused by the sympy path
+            return symbols
+        counts = (window["sliding"], window["cache_sliding"])
+        if all(c is not None and _value(evaluate.from_source(c), by_name) == 0 for c in counts):
+            return symbols
+        return frozenset()
+
+
+def _value(function: Any, values: dict[str, int]) -> Any:
+    try:
+        return function(values)
+    except (KeyError, ZeroDivisionError):
+        raise Fallback from None
+
+
+class Component(NamedTuple):
+    """One term counted: its path, its formula as ``count`` prints it (``text``) and as sympy writes it (``formula``,
+    the JSON's), its counts and whether it is an embedding."""
+
+    path: str
+    text: str
+    formula: str
+    count: int
+    activated: int
+    embedding: bool
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A config counted by the compiled path: the fields of a Model and of its Counts that ``count`` shows."""
+
+    name: str
+    source: str
+    architecture: Compiled
+    values: dict[str, int]
+    components: tuple[Component, ...]
+    selection: str
+    composite: None = None
+    parts: tuple[()] = ()
+    config: Any = field(default=None, repr=False, compare=False)  # the config read (the sympy path reads it again)
+
+    def full(self) -> Any:
+        """The :class:`~llmcount.formulas.config.Model` of the sympy path for the same config (imports sympy)."""
+        from .formulas.config import read_config
+
+        return read_config(self.config, self.source, self.name)
+
+    @property
+    def counts(self) -> Counted:
+        return self
+
+    @cached_property
+    def total(self) -> int:
+        return sum(c.count for c in self.components)
+
+    @cached_property
+    def activated(self) -> int:
+        return sum(c.activated for c in self.components)
+
+    @cached_property
+    def embedding(self) -> int:
+        return sum(c.count for c in self.components if c.embedding)
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+    @property
+    def shown(self) -> dict[str, str] | None:
+        """The whole formula of this selection of terms (``P = ...``, the JSON's total and activated), when the
+        snapshot holds it."""
+        return self.architecture.data["selections"].get(self.selection)
+
+    def summary(self) -> dict[str, Any]:
+        """What ``renderers.summary_data`` gives for a model that is not composite."""
+        data: dict[str, Any] = {
+            "model": self.name,
+            "family": self.architecture.name,
+            "source": self.source,
+            "total": self.total,
+            "activated": self.activated,
+            "embedding": self.embedding,
+            "non_embedding": self.non_embedding,
+        }
+        if self.architecture.not_counted:
+            data["scope"] = {"counted": self.architecture.counted, "not_counted": self.architecture.not_counted}
+        return data
+
+    def count_data(self) -> dict[str, Any]:
+        """What ``renderers.count_data`` gives (``count --json``); :class:`Fallback` when the snapshot does not hold
+        this selection's formula, or the record has an MTP module (the sympy path shows it)."""
+        shown = self.shown
+        if shown is None or self.architecture.data["mtp"]:
+            raise Fallback
+        return {
+            **self.summary(),
+            "components": [
+                {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
+                for c in self.components
+            ],
+            "values": dict(self.values),
+            "formula": {"total": shown["total"], "activated": shown["activated"]},
+            "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
+        }
+
+
+_FOLDER = "compiled"
+
+
+def _record_bytes(name: str) -> bytes | None:
+    base = resources.files("llmcount.formulas")
+    for folder in ("families", "remote"):
+        try:
+            return base.joinpath(folder).joinpath(f"{name}.toml").read_bytes()
+        except OSError:
+            continue
+    return None
+
+
+@cache
+def compiled(model_type: str) -> Compiled | None:
+    """The snapshot of ``model_type``'s record, when there is one of this format whose hash is the record's."""
+    if not isinstance(model_type, str) or not model_type.replace("_", "").replace("-", "").isalnum():
+        return None
+    try:
+        text = resources.files("llmcount.formulas").joinpath(_FOLDER).joinpath(f"{model_type}.json").read_text("utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    if data.get("format") != FORMAT or data.get("name") != model_type:
+        return None
+    texts = [_record_bytes(name) for name in (model_type, *([data["shares"]] if data.get("shares") else []))]
+    if any(t is None for t in texts) or hashlib.sha256(b"\0".join(texts)).hexdigest() != data.get("hash"):
+        return None
+    return Compiled(data)
+
+
+def read(config: Any, source: str, name: str | None = None) -> Counted:
+    """A parsed config counted by the compiled path; :class:`Fallback` when the sympy path should read it."""
+    family = compiled(config.get("model_type")) if isinstance(config, dict) else None
+    if family is None:
+        raise Fallback
+    return family.read(config, source, name)

@@ -1,0 +1,494 @@
+"""The generic reading of a config's keys, which needs no sympy: a family record's (or a compiled snapshot's) symbol
+specs, [keys], layer conditions, checks and refusals applied to a parsed ``config.json``, giving the values of the
+symbols and of the keys. Every error names the source and the key. :mod:`.config` builds a Model on it (the terms,
+in sympy); :mod:`llmcount.counting` counts with it and a record's compiled expressions.
+
+A family here is anything with the attributes the reader uses: ``name``, ``aliases``, ``keys``, ``symbols`` (specs
+whose ``symbol`` has a ``name`` and ``is_positive``), ``layers``, ``checks``, ``refuse``, ``per_layer``, ``nested``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LlmcountError
+from .expressions import Unknown, condition_names
+
+REQUIRED = object()  # a symbol's key without a default
+NONE = "none"  # null = "none": the symbol then has no value
+if TYPE_CHECKING:
+    from sympy import Symbol
+
+    from .records import Family, Rule, SymbolSpec
+
+MAX_LAYERS = 10_000  # layers walked one by one (per-layer kinds, pipeline stages, the module tree); real models < 300
+
+MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
+MAX_LIST = 100_000  # entries of a list-valued key (layer_types, mlp_only_layers)
+_EVALUATION_ERRORS = (Unknown, TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError)
+
+
+class RuleRefusal(LlmcountError):
+    """A config refused by one of its record's ``checks`` or ``refuse`` rules: a stated reason."""
+
+
+def _list_item(value: Any) -> bool:
+    """An entry a config's list may hold: an integer, a finite float (a per-layer RoPE base) or a string."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    if isinstance(value, (list, dict)):
+        return f"a {'list' if isinstance(value, list) else 'JSON object'}"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class _Reader:
+    """Typed, checked access to one config's keys; every error names the source and the key."""
+
+    def __init__(self, config: Mapping[str, Any], source: str, family: Family):
+        self.config, self.source, self.family = config, source, family
+        self.defaulted: dict[str, str] = {}  # symbols given by a default: name -> key
+
+    def fail(self, message: str) -> LlmcountError:
+        return LlmcountError(f"{self.source}: {message}")
+
+    def present(self, key: str) -> list[str]:
+        """The names (the key and its aliases) under which the config gives ``key``; a key of an object (an alias
+        ``rope_parameters.partial_rotary_factor``) before the same key at the top level, which it overrides."""
+        aliases = self.family.aliases.get(key)
+        if not aliases:  # the common case: one name
+            return [key] if key in self.config else []
+        names = [key, *aliases]
+        found = [name for name in names if name in self.config]
+        nested = [name for name in found if "." in name]
+        found = nested or found
+        if len(found) > 1 and len({json.dumps(self.config[name], sort_keys=True) for name in found}) > 1:
+            raise self.fail(f"keys {' and '.join(repr(k) for k in found)} name the same value differently")
+        return found
+
+    def integer(self, key: str, value: Any, minimum: int) -> int:
+        if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SIZE:
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"key '{key}' must be an integer, got {describe(value)}")
+        if value < minimum:
+            raise self.fail(f"key '{key}' must be {'positive' if minimum == 1 else 'at least 0'}, got {value}")
+        if value > MAX_SIZE:
+            raise self.fail(f"key '{key}' is {value:.3g}, larger than any model's ({MAX_SIZE:,} at most)")
+        return value
+
+    def symbol(self, spec: SymbolSpec, namespace: dict[str, Any]) -> int | None:
+        found = self.present(spec.key)
+        if spec.distinct and found and self.config[found[0]] is not None:  # a list of names: how many distinct ones
+            names = self.config[found[0]]
+            if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+                raise self.fail(f"key '{found[0]}' must be a list of names (strings), got {describe(names)}")
+            if len(names) > MAX_LIST:
+                raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
+            return self.integer(found[0], len(set(names)), spec.minimum)
+        if spec.length and found and isinstance(self.config[found[0]], list):  # a list: how many entries it holds
+            if len(self.config[found[0]]) > MAX_LIST:
+                raise self.fail(f"key '{found[0]}' has {len(self.config[found[0]]):,} entries, more than {MAX_LIST:,}")
+            return self.integer(found[0], len(self.config[found[0]]), spec.minimum)
+        if spec.length and found and type(self.config[found[0]]) is int:  # a single entry
+            return 1
+        if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
+            return self.summed(found[0], self.config[found[0]], spec, namespace)
+        if spec.same and found and isinstance(self.config[found[0]], list):  # one integer per layer, all equal
+            return self.same(found[0], self.config[found[0]], spec, namespace)
+        if found and isinstance(self.config[found[0]], str) and self.config[found[0]] in spec.strings:
+            return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
+        if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
+            return None if spec.null in (None, NONE) else self.derived(spec, spec.null, namespace)  # 0 reads as null
+        if found and self.config[found[0]] is not None:
+            return self.integer(found[0], self.config[found[0]], spec.minimum)
+        if found:  # null
+            if spec.null is None:
+                raise self.fail(
+                    f"key '{spec.key}' must be an integer, got null ({self.family.name} has no meaning for null)"
+                )
+            if spec.null == NONE:
+                return None
+            return self.derived(spec, spec.null, namespace)
+        if spec.default is REQUIRED:
+            raise self.fail(f"required key '{spec.key}' is missing (model_type {self.family.name})")
+        if spec.default == NONE:
+            return None
+        self.defaulted[spec.symbol.name] = spec.key
+        return self.derived(spec, spec.default, namespace)
+
+    def summed(self, key: str, entries: Any, spec: SymbolSpec, namespace: dict[str, Any]) -> int:
+        """The sum of a list of one size per layer (Laguna's heads per layer), each entry checked as a size."""
+        if not isinstance(entries, list):
+            raise self.fail(f"key '{key}' must be a list of integers, one per layer, got {describe(entries)}")
+        self.per_layer_list(key, entries, namespace)
+        return self.integer(key, sum(self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)), 0)
+
+    def summed_on_layers(self, spec: SymbolSpec, layers: tuple[int, ...], namespace: dict[str, Any]) -> int | None:
+        """The sum of a list of one size per layer over the given layers; absent or null: the record's default or
+        null, computed once the layers are counted (``N_sliding * h``)."""
+        found = self.present(spec.key)
+        entries = self.config[found[0]] if found else None
+        if entries is None:
+            rule = spec.null if found else spec.default
+            if rule is REQUIRED or (found and rule is None):
+                return self.symbol(replace(spec, on=None), namespace)  # refused as the key's other readings are
+            if rule == NONE:
+                return None
+            return self.derived(spec, rule, namespace)
+        if not isinstance(entries, list):
+            raise self.fail(f"key '{found[0]}' must be a list of integers, one per layer, got {describe(entries)}")
+        self.per_layer_list(found[0], entries, namespace)
+        sizes = [self.integer(f"{found[0]}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        return sum(sizes[i] for i in layers)
+
+    def same(self, key: str, entries: list[Any], spec: SymbolSpec, namespace: dict[str, Any]) -> int:
+        """The one size a list of one size per layer gives every layer (Gemma 3n's intermediate_size); a list whose
+        entries differ describes layers of different sizes, which the record does not count."""
+        self.per_layer_list(key, entries, namespace)
+        sizes = [self.integer(f"{key}[{i}]", x, spec.minimum) for i, x in enumerate(entries)]
+        if not sizes:
+            raise self.fail(f"key '{key}' is an empty list; it needs one entry per layer")
+        if len(set(sizes)) > 1:
+            shown = ", ".join(f"{x:,}" for x in sorted(set(sizes))[:3])
+            raise RuleRefusal(
+                f"{self.source}: key '{key}' gives layers different sizes ({shown}); layers of different "
+                f"{spec.symbol.name} are not supported (model_type {self.family.name})"
+            )
+        return sizes[0]
+
+    def per_layer_list(self, key: str, entries: list[Any], namespace: dict[str, Any]) -> None:
+        """A list of one entry per layer: as long as num_hidden_layers (read before it), and bounded."""
+        layers = namespace.get("N")
+        if isinstance(layers, int) and len(entries) != layers:
+            raise self.fail(
+                f"key '{key}' has {len(entries)} entries; it needs one per layer (num_hidden_layers: {layers})"
+            )
+        if len(entries) > MAX_LIST:
+            raise self.fail(f"key '{key}' has {len(entries):,} entries, more than {MAX_LIST:,}")
+
+    def derived(self, spec: SymbolSpec, rule: Any, namespace: dict[str, Any]) -> int:
+        """A default or null value computed from the symbols read before it."""
+        try:
+            value = rule(namespace)
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
+        if value is None:  # the expression's None: the symbol has no value for this config
+            return None
+        what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
+        if isinstance(value, int) and not isinstance(value, bool) and value < spec.minimum:
+            # the other keys give a size no model has (head_dim = d // h with d < h): a stated reason, not a typo
+            raise RuleRefusal(
+                f"{self.source}: key {what} is {value} for this config; a {spec.symbol.name} of {value} "
+                f"is not supported (model_type {self.family.name})"
+            )
+        return self.integer(what, value, spec.minimum)
+
+    def adjusted(self, spec: SymbolSpec, value: int, namespace: dict[str, Any]) -> int:
+        """The size the model builds from a key's value (LFM2's MLP width from intermediate_size), computed as its
+        modeling code computes it; the symbol's name holds the key's value in the expression."""
+        try:
+            result = spec.adjust({**namespace, spec.symbol.name: value})
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"key '{spec.key}' ({value}): cannot compute {spec.adjust_text!r}: {exc}") from None
+        if isinstance(result, bool) or not isinstance(result, int):
+            raise self.fail(f"key '{spec.key}' ({value}): {spec.adjust_text!r} is not an integer ({result!r})")
+        if result < spec.minimum:
+            raise RuleRefusal(
+                f"{self.source}: key '{spec.key}' ({value}) gives {spec.symbol.name} = {result} "
+                f"({spec.adjust_text}); a {spec.symbol.name} of {result} is not supported (model_type "
+                f"{self.family.name})"
+            )
+        return self.integer(f"{spec.key} (adjusted)", result, spec.minimum)
+
+    def key(self, key: str, default: Any) -> Any:
+        """Another key (a switch, a layer pattern): of the type of its default, or null where the default is."""
+        found = self.present(key)
+        if not found:
+            return default
+        value = self.config[found[0]]
+        if value is None and isinstance(default, list):
+            return default  # a null list is an empty one (mlp_only_layers: null)
+        if default is None:
+            ok = value is None or (not isinstance(value, (dict, float)))
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = not isinstance(value, bool) and isinstance(value, int)
+        elif isinstance(default, float):  # a float key (a multiplier) takes an integer too, as its config class does
+            ok = value is None or (not isinstance(value, bool) and isinstance(value, (int, float)))
+            if isinstance(value, float) and not math.isfinite(value):
+                raise self.fail(f"key '{key}' must be a finite number, got {value!r}")
+        else:
+            ok = isinstance(value, type(default)) or value is None
+        if not ok:
+            raise self.fail(f"key '{key}' must be {_kind(default)}, got {describe(value)}")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
+            raise self.fail(f"key '{key}' is {value:.3g}, larger than any model's ({MAX_SIZE:,} at most)")
+        if isinstance(value, list):
+            if len(value) > MAX_LIST:
+                raise self.fail(f"key '{key}' has {len(value):,} entries, more than {MAX_LIST:,}")
+            if not all(_list_item(x) for x in value):
+                raise self.fail(f"key '{key}' must be a list of numbers or strings")
+        return value
+
+    def overrides(self, namespace: Mapping[str, Any]) -> dict[int, tuple[str, dict[str, Any]]] | None:
+        """The config's per-layer object (``per_layer_config``: {layer index: {key: value}}) by layer, each entry with
+        the index as the config writes it; None when the config has none (null: no layer overrides anything).
+        Checked before it is used: indices of existing layers, once each, objects of the keys the record reads."""
+        key, family = self.family.per_layer, self.family
+        if key not in self.config:
+            return None
+        table = self.config[key]
+        if table is None:
+            return {}
+        if not isinstance(table, dict):
+            raise self.fail(f"key '{key}' must be a JSON object of layer indices and their keys, got {describe(table)}")
+        layers = namespace["N"]
+        if len(table) > layers:
+            raise self.fail(f"key '{key}' has {len(table):,} entries, more than the {layers:,} layers")
+        readable = sorted({spec.key for spec in family.symbols if spec.overridden})
+        found: dict[int, tuple[str, dict[str, Any]]] = {}
+        for index, entry in table.items():
+            if not (index.isascii() and index.isdigit() and len(index) <= 9):
+                raise self.fail(f"key '{key}' has an entry {index[:20]!r} that is not a layer index")
+            where, layer = f"{key}['{index}']", int(index)
+            if layer >= layers:
+                raise self.fail(f'key "{where}": layer {layer} does not exist (num_hidden_layers: {layers})')
+            if layer in found:
+                raise self.fail(f"key '{key}' gives layer {layer} twice ('{found[layer][0]}' and '{index}')")
+            if not isinstance(entry, dict):
+                raise self.fail(f'key "{where}" must be a JSON object (the layer\'s keys), got {describe(entry)}')
+            other = sorted(set(entry) - set(readable))
+            if other:
+                raise RuleRefusal(
+                    f"{self.source}: key \"{where}\" gives layer {layer} its own '{other[0][:40]}'; {family.name}'s "
+                    f"record reads only {', '.join(readable)} per layer (model_type {family.name})"
+                )
+            found[layer] = (index, entry)
+        return found
+
+    def on_layers(
+        self,
+        spec: SymbolSpec,
+        layers: tuple[int, ...],
+        overrides: dict[int, tuple[str, dict[str, Any]]] | None,
+        namespace: Mapping[str, Any],
+    ) -> int | None:
+        """A symbol read ``on`` some layers: the one value its key takes on them (a layer's override, else the
+        record's value without a per-layer object, else the key's own); refused when they differ."""
+        value = namespace[spec.symbol.name]
+        if overrides is None and spec.absent is not None:
+            try:
+                value = spec.absent(namespace)
+            except _EVALUATION_ERRORS as exc:
+                raise self.fail(f"key '{spec.key}' on the {spec.on.name} layers cannot be computed: {exc}") from None
+            what = f"{spec.key} (without {self.family.per_layer}: {spec.absent_text})"
+            value = self.integer(what, value, spec.minimum)
+        seen: dict[Any, str] = {}
+        for layer in layers:
+            index, entry = (overrides or {}).get(layer, ("", {}))
+            given = value
+            if spec.key in entry:
+                given = self.integer(f"{self.family.per_layer}['{index}'].{spec.key}", entry[spec.key], spec.minimum)
+            seen.setdefault(given, index)
+        if len(seen) > 1:
+            shown = ", ".join(str(v) for v in list(seen)[:3])
+            raise RuleRefusal(
+                f"{self.source}: key '{self.family.per_layer}' gives the {spec.on.name} layers different "
+                f"{spec.key} ({shown}); layers of one kind with different {spec.symbol.name} are not supported "
+                f"(model_type {self.family.name})"
+            )
+        return next(iter(seen), value)
+
+    def rule(self, rule: Rule, namespace: Mapping[str, Any]) -> bool:
+        try:
+            return bool(rule.test(namespace))
+        except _EVALUATION_ERRORS as exc:
+            raise self.fail(f"{rule.message} (cannot check {rule.text!r}: {exc})") from None
+
+
+def _kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, list):
+        return "a list"
+    if isinstance(default, dict):
+        return "a JSON object"
+    return "a string" if isinstance(default, str) else "a value"
+
+
+def _nested_keys(config: dict[str, Any], source: str, family: Family) -> dict[str, Any]:
+    """The config with the record's dotted keys (``ffn_config.moe_num_experts``) read from their sub-objects: a key
+    the sub-object leaves out (or a null or absent sub-object) takes the record's default, the sub-config class's."""
+    if not family.nested:
+        return config
+    flat = {key: value for key, value in config.items() if key not in family.nested}  # no literal "a.b" key
+    for key in family.nested:
+        head, leaf = key.split(".")
+        sub = config.get(head)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(sub)}")
+        if leaf in sub:
+            flat[key] = sub[leaf]
+    return flat
+
+
+@lru_cache(maxsize=4096)
+def _condition_names(text: str) -> tuple[str, ...]:
+    """:func:`condition_names`, parsed once per rule text."""
+    return tuple(condition_names(text))
+
+
+def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:
+    """Refuse the config at the first rule it fails, naming the defaults the rule read."""
+    for rule in rules:
+        if not reader.rule(rule, namespace):
+            defaults = [
+                f"{reader.defaulted[name]} ({namespace[name]}, {reader.family.name}'s default when the key is absent)"
+                for name in _condition_names(rule.text)
+                if name in reader.defaulted
+            ]
+            raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)}" + "".join(f"; {d}" for d in defaults))
+
+
+def _message(rule: Rule, namespace: Mapping[str, Any]) -> str:
+    """A rule's message with ``{symbol}`` fields filled in from the config's values."""
+    try:
+        return rule.message.format_map(namespace)
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return rule.message
+
+
+def _count_layers(
+    reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int]
+) -> dict[Symbol, tuple[int, ...]]:
+    """Each layer-count symbol: how many of the N layers satisfy its condition, or, where the condition gives an
+    integer instead of a truth value, the sum of those integers over the layers (a weighted count: Inkling 2's
+    states attended by its full layers' residuals); returns the layers each counts."""
+    indices: dict[Symbol, tuple[int, ...]] = {}
+    if not reader.family.layers:
+        return indices
+    layers = namespace["N"]
+    if layers > MAX_LAYERS:
+        raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
+    scope = dict(namespace)
+    for symbol, test, text in reader.family.layers:
+        key = _layers_key(text, layers, scope)
+        counted = _LAYERS.get(key) if key is not None else None
+        if counted is None:
+            try:
+                found, total = [], 0
+                for i in range(layers):
+                    scope["i"] = i
+                    weight = test(scope)
+                    if weight:
+                        found.append(i)
+                        total += weight if type(weight) is int and weight > 0 else 1
+            except _EVALUATION_ERRORS as exc:
+                raise reader.fail(f"cannot tell which layers are {symbol.name} ({text}): {exc}") from None
+            counted = (tuple(found), total)
+            if key is not None and len(_LAYERS) < 4096:
+                _LAYERS[key] = counted
+        indices[symbol] = counted[0]
+        values[symbol] = namespace[symbol.name] = scope[symbol.name] = counted[1]
+    return indices
+
+
+_LAYERS: dict[tuple, tuple[tuple[int, ...], int]] = {}
+"""The layers a condition chose, by the condition's text, the number of layers and the values of the names it reads:
+a batch of configs of one family (the same layer_types, another vocabulary) walks its layers once."""
+_ABSENT = object()
+
+
+def _layers_key(text: str, layers: int, scope: Mapping[str, Any]) -> tuple | None:
+    """The key of :data:`_LAYERS` for a condition over ``scope``; None when a value it reads cannot be a key."""
+    try:
+        given = tuple(_frozen(scope.get(name, _ABSENT)) for name in _condition_names(text) if name != "i")
+        key = (text, layers, given)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _frozen(value: Any) -> Any:
+    """A value with its type (1, 1.0 and true are different keys), lists as tuples; TypeError for an object."""
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(x) for x in value))
+    if isinstance(value, dict):
+        raise TypeError("an object")
+    return (type(value).__name__, value)
+
+
+def _per_layer_symbols(
+    reader: _Reader, namespace: dict[str, Any], values: dict[Symbol, int], indices: Mapping[Symbol, tuple[int, ...]]
+) -> None:
+    """The symbols read ``on`` the layers of a kind: Gemma 4's head_dim on its full-attention layers, from the
+    config's per-layer object; Laguna's query heads summed over its sliding layers, from its list of one per layer."""
+    specs = [spec for spec in reader.family.symbols if spec.on is not None]
+    if not specs:
+        return
+    overrides = reader.overrides(namespace) if any(spec.overridden for spec in specs) else None
+    for spec in specs:
+        if spec.summed_on:
+            value = reader.summed_on_layers(spec, indices[spec.on], namespace)
+        else:
+            value = reader.on_layers(spec, indices[spec.on], overrides, namespace)
+        namespace[spec.symbol.name] = value
+        if value is None:
+            values.pop(spec.symbol, None)
+        else:
+            values[spec.symbol] = value
+
+
+def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[Any, tuple[int, ...]]]:
+    """The config's [keys], symbols and layer counts, checked by the record's rules: ``(namespace, values,
+    indices)``; the namespace by key and symbol name, the values and the layers each kind counted by symbol."""
+    family = reader.family
+    namespace: dict[str, Any] = {}
+    for key, default in family.keys.items():
+        namespace[key] = reader.key(key, default)
+    values: dict[Any, int] = {}
+    for spec in family.symbols:
+        if spec.summed_on:  # read once the layers are counted (_per_layer_symbols)
+            continue
+        value = reader.symbol(spec, namespace)
+        namespace[spec.key] = value
+        if value is not None and spec.adjust is not None:
+            value = reader.adjusted(spec, value, namespace)
+        namespace[spec.symbol.name] = value
+        if value is not None:
+            values[spec.symbol] = value
+    for rule in family.refuse:
+        if reader.rule(rule, namespace):
+            raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)} (model_type {family.name})")
+    # a check that names a layer-count symbol (N_full + N_linear == N) or a symbol read on some layers is made once
+    # the layers are counted
+    counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
+    late = [rule for rule in family.checks if counted & set(_condition_names(rule.text))]
+    _check(reader, [rule for rule in family.checks if rule not in late], namespace)
+    indices = _count_layers(reader, namespace, values)
+    _per_layer_symbols(reader, namespace, values, indices)
+    _check(reader, late, namespace)
+    return namespace, values, indices

@@ -1,0 +1,309 @@
+"""The compiled snapshot of a family record: what ``count`` needs from it, as plain data that reads without sympy.
+
+Made here, from the parsed and checked record (sympy), and read by :mod:`llmcount.counting` (no sympy). One JSON
+file per bundled language-model record in ``formulas/compiled/``; regenerate them all after changing a record, the
+glossary or this module::
+
+    python -m llmcount.formulas.snapshot
+
+and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
+
+* the reading rules: [keys] defaults, each symbol's key and the texts of its default, null, strings, adjust and
+  absent conditions, the [layers] conditions, checks and refusals (conditions are compiled again from their text
+  by the same compiler, which needs no sympy);
+* each term's ``when`` and, for each way the config can set the layer counts it lies on (a count that is 0, one
+  that is all N layers, or neither), its total and activated counts as :func:`llmcount.evaluate.source` texts, the
+  symbols they use, its formula as ``count`` prints it, or that it is left out (on no layer);
+* what decides which values a count lists (the symbols of the cost formulas, of the activation tables, of the
+  sliding window);
+* the whole formula (``P = ...`` and the JSON's total and activated) of the selections of terms the bundled presets
+  and the record's own defaults make, each counted by both paths and checked equal as it is made; a config that
+  selects other terms is counted without sympy in a batch, and shown through the sympy path.
+
+A bundled file beside the records, checked by a test, rather than a cache built at run time in the user's home: the
+first run is as fast as the others, nothing is written outside the package, no cache can be stale or planted, and
+the snapshot is reviewed with the record it comes from. Each file carries the hash of its record's text, so a
+record edited in place without regenerating is read through the sympy path, never with an old snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sys
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sympy import Integer
+
+from .. import evaluate
+from ..counting import FORMAT, Compiled, Fallback, _record_bytes
+from ..errors import LlmcountError
+from ..files import write_atomic
+from . import records
+from .records import NONE, REQUIRED, Family
+from .symbols import GLOSSARY, N
+
+FOLDER = "compiled"
+MAX_VARIANTS = 81  # ways one term's layer counts can be set (3 per layer count it lies on): 4 counts at most
+
+
+def record_hash(family: Family) -> str | None:
+    """The SHA-256 of a bundled record's text (and of the record it is an alias of), as :func:`counting.compiled`
+    checks it; None without one."""
+    texts = [_record_bytes(name) for name in (family.name, *([family.shares] if family.shares else []))]
+    if any(t is None for t in texts):
+        return None
+    return hashlib.sha256(b"\0".join(texts)).hexdigest()
+
+
+def _names(exprs: Any) -> list[str]:
+    return sorted({s.name for e in exprs if e is not None for s in e.free_symbols})
+
+
+def _condition(value: Any) -> str | None:
+    """A default, null or strings entry as the text its condition compiles from: an integer or an expression."""
+    return None if value is None else str(value)
+
+
+def _symbol(spec: records.SymbolSpec) -> dict[str, Any]:
+    written = spec.written
+    entries = "distinct" if spec.distinct else "sum" if spec.summed else "same" if spec.same else ""
+    entries = "length" if spec.length else entries
+    default = "required" if spec.default is REQUIRED else "none" if spec.default == NONE else None
+    null = written.get("null")
+    return {
+        "name": spec.symbol.name,
+        "positive": bool(spec.symbol.is_positive),
+        "key": spec.key,
+        "default": default or _condition(written["default"]),
+        "default_text": spec.default_text,
+        "null": None if null is None else "none" if null == NONE else _condition(null),
+        "strings": {text: _condition(rule) for text, rule in (written.get("strings") or {}).items()},
+        "zero": spec.zero_is_none,
+        "adjust": _condition(written.get("adjust")),
+        "adjust_text": spec.adjust_text,
+        "entries": entries,
+        "on": spec.on.name if spec.on is not None else None,
+        "absent": _condition(written.get("absent")),
+        "absent_text": spec.absent_text,
+    }
+
+
+def _variants(family: Family, choice: records.Choice) -> dict[str, dict[str, Any]]:
+    """The term of ``choice`` under each way the config sets the layer counts it lies on: the key names each count
+    that is 0 or N (as ``Family.terms_for`` replaces it), the value what ``count`` needs of the term then."""
+    term = choice.term
+    counts = [s for s, _, _ in family.layers if s.name in _counts(family, choice)]
+    if 3 ** len(counts) > MAX_VARIANTS:
+        raise evaluate.NotCompiled(f"{term.path} lies on {len(counts)} layer counts")
+    out = {}
+    for states in itertools.product(("", "0", "N"), repeat=len(counts)):
+        replacements = {s: Integer(0) if state == "0" else N for s, state in zip(counts, states, strict=True) if state}
+        key = ",".join(f"{s.name}={state}" for s, state in zip(counts, states, strict=True) if state)
+        layers = term.layers.subs(replacements) if replacements else term.layers
+        if layers == 0:
+            out[key] = {"drop": True}
+            continue
+        runs = term.runs.subs(replacements) if replacements and term.runs is not None else term.runs
+        chosen = replace(term, layers=layers, runs=runs)
+        from ..renderers.filters import text
+
+        out[key] = {
+            "total": evaluate.source(chosen.total),
+            "activated": evaluate.source(chosen.activated),
+            "used": _names([chosen.total, chosen.activated]),
+            "text": text(chosen.total),
+            "str": str(chosen.total),
+        }
+    return out
+
+
+def _counts(family: Family, choice: records.Choice) -> list[str]:
+    """The layer counts a term lies on (its layers, or the layers that run it), in the record's order."""
+    free = choice.term.layers.free_symbols | choice.term.run_layers.free_symbols
+    return [s.name for s, _, _ in family.layers if s in free]
+
+
+def _window(family: Family) -> dict[str, Any] | None:
+    spec = family.attention
+    if spec is None or spec.window is None:
+        return None
+    sliding = spec.sliding
+    return {
+        "symbols": _names([spec.window, sliding]),
+        "per_kind": spec.per_kind,
+        "windowed": evaluate.source(spec.windowed),
+        "windowed_symbols": _names([spec.windowed]),
+        "sliding": evaluate.source(sliding) if sliding is not None else None,
+        "cache_sliding": evaluate.source(spec.cache_sliding) if spec.cache_sliding is not None else None,
+    }
+
+
+def _saved(family: Family) -> list[dict[str, Any]]:
+    out = []
+    entries = [e for e in (family.activations or {}).get("saved", []) if isinstance(e, dict)]
+    for entry, (_when, expr, layers) in zip(entries, family.saved_sizes, strict=True):
+        out.append(
+            {
+                "when": str(entry["when"]) if "when" in entry else None,
+                "layers": evaluate.source(layers),
+                "symbols": _names([expr, layers]),
+                "layer_symbols": _names([layers]),
+            }
+        )
+    return out
+
+
+def _shown(model: Any) -> dict[str, str]:
+    """The whole formula of a model read through the sympy path, as ``count`` shows it."""
+    from ..renderers.filters import ordered_text
+
+    d = model.derivation
+    shown = {"total": str(d.total), "activated": str(d.activated), "P": ordered_text(d.grouped())}
+    if model.architecture.is_moe:
+        shown["P_act"] = ordered_text(d.grouped(True))
+    return shown
+
+
+def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:
+    """The snapshot of a bundled record: see the module's docstring. :class:`evaluate.NotCompiled` when an
+    expression has a node the numeric path does not take."""
+    order = [e.symbol.name for e in GLOSSARY]
+    names = {spec.symbol.name for spec in family.symbols} | {s.name for s, _, _ in family.layers}
+    data = {
+        "format": FORMAT,
+        "hash": record_hash(family),
+        "shares": family.shares,
+        "name": family.name,
+        "title": family.title,
+        "is_moe": family.is_moe,
+        "counted": family.counted,
+        "not_counted": family.not_counted,
+        "mtp": family.mtp is not None,
+        "checked_version": family.checked_version,
+        "seen": (
+            sorted(family.checked_keys | family.read_keys() | records.COMMON_KEYS)
+            if family.checked_keys is not None
+            else None
+        ),
+        "aliases": {key: list(names) for key, names in family.aliases.items()},
+        "keys": dict(family.keys),
+        "per_layer": family.per_layer,
+        "symbols": [_symbol(spec) for spec in family.symbols],
+        "layers": [[symbol.name, text] for symbol, _, text in family.layers],
+        "checks": [[rule.text, rule.message] for rule in family.checks],
+        "refuse": [[rule.text, rule.message] for rule in family.refuse],
+        "order": [name for name in order if name in names],
+        "choices": [
+            {
+                "path": c.term.path,
+                "when": c.when_text or None,
+                "embedding": c.term.embedding,
+                "counts": _counts(family, c),
+                "variants": _variants(family, c),
+            }
+            for c in family.choices
+        ],
+        "cost_symbols": _names(family.cost_exprs),
+        "choice_symbols": sorted(s.name for s in family.choice_symbols),
+        "layer_symbols": [s.name for s, _, _ in family.layers],
+        "saved": _saved(family),
+        "window": _window(family),
+        "selections": {},
+    }
+    data["selections"] = dict(sorted(_selections(data, list(configs)).items()))
+    return data
+
+
+def _preset_configs() -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """The bundled presets' configs by model_type (those a language-model record reads directly)."""
+    from ..presets import presets
+
+    found: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for preset in presets().values():
+        config = preset.config()
+        if isinstance(config.get("model_type"), str):
+            found.setdefault(config["model_type"], []).append((f"preset {preset.name}", config))
+    return found
+
+
+def _default_config(family: Family) -> dict[str, Any]:
+    """A config of the record's own defaults: its [keys] as the record defaults them, each size it requires 64:
+    the selection of terms a config that leaves the switches alone makes."""
+    config: dict[str, Any] = {"model_type": family.name}
+    config.update({key: value for key, value in family.keys.items() if "." not in key})
+    for spec in family.symbols:
+        if spec.default is REQUIRED and "." not in spec.key:
+            config.setdefault(spec.key, 64)
+    return config
+
+
+def _selections(data: dict[str, Any], configs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, str]]:
+    """The selections of terms ``configs`` make, read by the compiled path from ``data`` (a snapshot without them),
+    each with its whole formula from the sympy path; each count checked equal on both paths."""
+    from .config import read_config
+
+    family = Compiled(data)
+    found = {}
+    for source, config in configs:
+        try:
+            counted = family.read(config, source)
+            model = read_config(config, source)
+        except (Fallback, LlmcountError):
+            continue
+        if model.counts.total != counted.total or model.counts.values != counted.values:
+            raise AssertionError(f"{source}: the compiled count differs from the sympy path's")
+        found[counted.selection] = _shown(model)
+    return found
+
+
+def bundled() -> tuple[str, ...]:
+    """The records that get a snapshot: every bundled language-model record (families/ and remote/)."""
+    return tuple(sorted({*records.names(), *records.remote_names()}))
+
+
+def folder() -> Path:
+    return Path(str(resources.files(records.__package__).joinpath(FOLDER)))
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def expected() -> dict[str, str]:
+    """Each snapshot file's name and the text it should hold now (a record the numeric path does not take has
+    none)."""
+    configs = _preset_configs()
+    out = {}
+    for name in bundled():
+        family = records.family(name)
+        try:
+            data = snapshot(family, [*configs.get(name, []), (f"{name} defaults", _default_config(family))])
+        except evaluate.NotCompiled:
+            continue
+        out[f"{name}.json"] = render(data)
+    return out
+
+
+def main() -> None:
+    target = folder()
+    target.mkdir(exist_ok=True)
+    wanted = expected()
+    for path in target.glob("*.json"):
+        if path.name not in wanted:
+            path.unlink()
+    changed = 0
+    for name, text in wanted.items():
+        path = target / name
+        if not path.exists() or path.read_text("utf-8") != text:
+            write_atomic(path, text)
+            changed += 1
+    print(f"{len(wanted)} snapshots in {target}, {changed} written", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
