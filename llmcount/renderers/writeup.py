@@ -57,12 +57,19 @@ from .filters import latex
 from .tree import Names, module_tree
 
 FORMATS = ("markdown", "latex", "html")
-SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
+SECTIONS = ("tree", "params", "weights", "formula", "embedding", "leading", "shares", "flops", "memory", "attention")
 """The parts of a post --sections chooses, in the post's order: tree (the module tree as ``print(model)`` shows
-it), params (notation, one section per component, total, activated, embedding), leading (one layer to leading
-order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
-memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
-kind substituted). The check against a checkpoint comes with --index."""
+it), params (notation, one section per component with its formula, the total and the activated count as sums of the
+components, the model card), weights (each component's table of weights: formula, count, copies), formula (the total
+and activated counts as one formula of the config's sizes, substituted), embedding (embedding and non-embedding
+parameters), leading (one layer to leading order, the 12·d² rule), shares (where the parameters sit, the chart),
+flops (forward FLOPs per token at S), memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA
+and MLA compared, the model's own kind substituted). The check against a checkpoint comes with --index."""
+DEFAULT_SECTIONS = ("tree", "params", "shares")
+"""A post as the posts it serves are written: the architecture, each module's formula, the total, the activated
+parameters of an MoE model, the shares. The rest (the long form, costs) is asked for with --sections."""
+ALL = "all"
+"""``--sections all``: every part but the optional ones (the long form)."""
 OPTIONAL_SECTIONS = ("training",)
 """Parts a post has only when asked: training (model states and activations per GPU, ``--training``)."""
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
@@ -648,7 +655,7 @@ def context(
     verification: Verification | None = None,
     chart: str | None = None,
     present: Collection[str] | None = None,
-    show: tuple[str, ...] = SECTIONS,
+    show: tuple[str, ...] = DEFAULT_SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
 ) -> dict[str, Any]:
@@ -709,7 +716,21 @@ def context(
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
         "training": training if "training" in show else None,
+        "tex_chart": _tex_chart(model, fmt, lang, chart, show),
+        "byline": None,
+        "author": None,
+        "date": None,
+        "source_line": True,
     }
+
+
+def _tex_chart(model: Model, fmt: str, lang: str, chart: str | None, show: tuple[str, ...]) -> dict | None:
+    """The chart a LaTeX post draws itself when no chart file is linked (see :func:`.charts.tex_chart`)."""
+    if fmt != "latex" or chart is not None or "shares" not in show:
+        return None
+    from .charts import tex_chart
+
+    return tex_chart(model, model.architecture.is_moe, lang)
 
 
 def render_writeup(
@@ -720,7 +741,7 @@ def render_writeup(
     chart: str | None = None,
     chart_svg: bytes | None = None,
     present: Collection[str] | None = None,
-    show: tuple[str, ...] = SECTIONS,
+    show: tuple[str, ...] = DEFAULT_SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
@@ -753,13 +774,16 @@ def _tidy(text: str) -> str:
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
-    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them but the
-    optional ones (training)."""
+    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: the default post
+    (DEFAULT_SECTIONS); ``all``: every part but the optional ones (training), which may be added (``all,training``)."""
     if value is None:
-        return SECTIONS
+        return DEFAULT_SECTIONS
     asked = [part.strip() for part in value.split(",")]
     for part in asked:
-        _choose(part, ALL_SECTIONS, "section")
+        if part != ALL:
+            _choose(part, ALL_SECTIONS, "section")
+    if ALL in asked:
+        asked += SECTIONS
     return tuple(s for s in ALL_SECTIONS if s in asked)
 
 
