@@ -131,6 +131,12 @@ def writeup(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
+    author: Annotated[
+        str | None, typer.Option("--author", help="The author under the title (LaTeX \\author; a byline otherwise).")
+    ] = None,
+    date: Annotated[
+        str | None, typer.Option("--date", help="The date under the title, as written (none by default).")
+    ] = None,
     training: Annotated[
         bool,
         typer.Option(
@@ -185,7 +191,7 @@ def writeup(
     }
     if family_sizes is not None:  # an option of one model's post is refused, not ignored
         one_post = (("--index", index), ("--dtype", dtype), ("--sections", sections), ("--training", training))
-        one_post += (("--math", math != MathRenderer.mathml),)
+        one_post += (("--math", math != MathRenderer.mathml), ("--author", author), ("--date", date))
         given = [name for name, value in one_post if value]
         given += ["--seq"] * (seq != "4096") + ["--batch"] * (batch != "1")
         given += [option for option, value in parallel.items() if value != cli_training.DEFAULTS[option]]
@@ -233,6 +239,8 @@ def writeup(
             sections=sections,
             seq=seq_,
             training=settings,
+            author=author,
+            date=date,
         )
         save(post.files)
     except LlmcountError as exc:

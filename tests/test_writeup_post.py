@@ -141,3 +141,33 @@ def test_latex_compiles_clean_for_every_kind_of_model(tmp_path, sections):
         results = pool.map(lambda item: compile_clean(tmp_path, *item), documents.items())
         found = dict(zip(documents, results, strict=True))
     assert not {name: problems for name, problems in found.items() if problems}
+
+
+def test_the_chinese_terms_come_from_the_glossary_table():
+    import tomllib
+
+    from llmcount.renderers import glossary_zh
+
+    path = Path(__file__).parent.parent / "llmcount" / "renderers" / "glossary_zh.toml"
+    rows = tomllib.loads(path.read_text("utf-8"))
+    assert all({"en", "zh", "why"} <= set(row) for table in rows.values() for row in table.values())
+    terms = glossary_zh()
+    text = build("deepseek-v3", "markdown", "zh", sections="all").text
+    for key, term in terms["terms"].items():
+        assert term in text, key
+    columns = terms["columns"]
+    assert f"| {columns['weight']} | {columns['formula']} | {columns['each']} | {columns['copies']} |" in text
+    assert columns["each"] not in ("单位", "单份")  # the parameters of one copy, not "unit"
+    heads = re.findall(r"^## \d+\. (.*)$", text, re.M)
+    assert {terms["head"]["total"], terms["head"]["activated"], terms["components"]["attention"]} <= set(heads)
+
+
+def test_author_and_date_are_the_users_and_checked():
+    from llmcount.errors import LlmcountError
+
+    text = build("qwen3-32b", "latex", author="Jane Doe", date="27 November 2026").text
+    assert "\\author{Jane Doe}" in text and "\\date{27 November 2026}" in text
+    assert build("qwen3-32b", author="Jane", date="2026").text.splitlines()[2] == "*Jane · 2026*"
+    for bad in ("", "a\nb", "x" * 201):
+        with pytest.raises(LlmcountError, match="--author"):
+            build("qwen3-32b", author=bad)

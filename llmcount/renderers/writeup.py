@@ -658,8 +658,11 @@ def context(
     show: tuple[str, ...] = DEFAULT_SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
+    author: str | None = None,
+    date: str | None = None,
 ) -> dict[str, Any]:
-    """Everything a write-up template prints, computed; ``present``: the keys the config has."""
+    """Everything a write-up template prints, computed; ``present``: the keys the config has; ``author`` and
+    ``date``: the byline the user gives (none by default)."""
     from ..presets import find
 
     preset = find(model.name) if model.source == f"preset {model.name}" else None
@@ -717,9 +720,9 @@ def context(
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
         "training": training if "training" in show else None,
         "tex_chart": _tex_chart(model, fmt, lang, chart, show),
-        "byline": None,
-        "author": None,
-        "date": None,
+        "byline": " · ".join(part for part in (author, date) if part) or None,
+        "author": author,
+        "date": date,
         "source_line": True,
     }
 
@@ -745,6 +748,8 @@ def render_writeup(
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
+    author: str | None = None,
+    date: str | None = None,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
     training section's :class:`~.writeup_training.TrainingPart`, when shown.
@@ -760,11 +765,17 @@ def render_writeup(
 
         link = CHART_ALT if chart_svg is not None else None
         text = _tidy(
-            render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq, training))
+            render(
+                "writeup/markdown.j2",
+                **context(model, fmt, lang, verification, link, present, show, seq, training, author, date),
+            )
         )
         return page(text, lang, chart_svg, math)
     return _tidy(
-        render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training))
+        render(
+            f"writeup/{fmt}.j2",
+            **context(model, fmt, lang, verification, chart, present, show, seq, training, author, date),
+        )
     )
 
 
@@ -1096,6 +1107,8 @@ def build(
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
+    author: str | None = None,
+    date: str | None = None,
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``;
     with ``training`` (a :class:`~.writeup_training.Settings`), its training-memory section too.
@@ -1107,6 +1120,9 @@ def build(
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
     _choose(flavor, FLAVORS, "flavor")
+    for option, value in (("--author", author), ("--date", date)):
+        if value is not None and (not value.strip() or len(value) > 200 or not value.isprintable()):
+            raise LlmcountError(f"{option}: give one line of printable text, at most 200 characters")
     show = parse_sections(sections)
     if training is not None and "training" not in show:
         show = (*show, "training")
@@ -1133,7 +1149,9 @@ def build(
         from .charts import svg_chart
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math)
+    text = render_writeup(
+        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, author, date
+    )
     if flavor == "commonmark":
         from .html import fence_math
 
