@@ -171,3 +171,10 @@ def test_author_and_date_are_the_users_and_checked():
     for bad in ("", "a\nb", "x" * 201):
         with pytest.raises(LlmcountError, match="--author"):
             build("qwen3-32b", author=bad)
+
+
+def test_chinese_latex_uses_xecjk_under_xelatex_and_cjk_glue_under_pdflatex():
+    text = build("qwen3-32b", "latex", "zh").text
+    xetex, pdftex = text.split("\\ifXeTeX")[1].split("\\else")
+    assert "\\usepackage{xeCJK}" in xetex and "\\usepackage{CJKutf8}" in pdftex.split("\\fi")[0]
+    assert "\\CJKglue" not in text and "\\begin{zh}" in text and text.rstrip().endswith("\\end{zh}\n\\end{document}")
