@@ -175,6 +175,6 @@ def test_author_and_date_are_the_users_and_checked():
 
 def test_chinese_latex_uses_xecjk_under_xelatex_and_cjk_glue_under_pdflatex():
     text = build("qwen3-32b", "latex", "zh").text
-    xetex, pdftex = text.split("\\ifXeTeX")[1].split("\\else")
-    assert "\\usepackage{xeCJK}" in xetex and "\\usepackage{CJKutf8}" in pdftex.split("\\fi")[0]
+    xetex, pdftex = text.split("\\ifXeTeX")[1].split("\\fi")[0].split("\\else")
+    assert "\\usepackage{xeCJK}" in xetex and "\\usepackage{CJKutf8}" in pdftex
     assert "\\CJKglue" not in text and "\\begin{zh}" in text and text.rstrip().endswith("\\end{zh}\n\\end{document}")
