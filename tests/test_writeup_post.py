@@ -36,6 +36,7 @@ KINDS = {  # dense, MoE, MLA, hybrid layers, multimodal
     "deepseek-v3": "mla",
     "qwen3-next-80b-a3b": "hybrid",
     "llama-4-scout": "multimodal",
+    "gpt-neox-20b": "notes",  # sections told from the record's notes; a card figure, exact, among Chinese
 }
 
 
