@@ -29,8 +29,10 @@ from llmcount.renderers.html import Span, cut_math
 from llmcount.renderers.writeup import build
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [  # a dense, an MoE, an MLA and a sliding/full-attention family, in both languages
-    (spec, lang) for spec in ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-2b") for lang in ("en", "zh")
+PAGES = [  # a dense, an MoE, an MLA, a sliding/full-attention, a hybrid and a multimodal family, in both languages
+    (spec, lang)
+    for spec in ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-2b", "qwen3-next-80b-a3b", "llama-4-scout")
+    for lang in ("en", "zh")
 ]
 PHONE = 390  # CSS pixels: a phone's screen
 
