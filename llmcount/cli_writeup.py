@@ -88,10 +88,12 @@ def writeup(
         typer.Option(
             "--sections",
             help="The parts of the post, comma-separated: tree (the module tree as print(model) shows it), params "
-            "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
-            "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
-            "cache per token), attention (MHA, GQA, MQA and MLA compared), training (model states and activations "
-            "per GPU; also with --training). Default: all but training.",
+            "(notation, each component's formula, total, activated, the model card), weights (each component's table "
+            "of weights), formula (the total as one formula of the config's sizes), embedding (embedding and "
+            "non-embedding parameters), leading (one layer to leading order), shares (where the parameters sit), "
+            "flops (forward FLOPs per token at S), memory (weights per dtype, the KV cache per token), attention (MHA, "
+            "GQA, MQA and MLA compared), training (model states and activations per GPU; also with --training); all: "
+            "every part but training (the long form). Default: tree,params,shares (a post).",
         ),
     ] = None,
     seq: Annotated[
@@ -129,6 +131,12 @@ def writeup(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the write-up's numbers and text as JSON.")] = False,
+    author: Annotated[
+        str | None, typer.Option("--author", help="The author under the title (LaTeX \\author; a byline otherwise).")
+    ] = None,
+    date: Annotated[
+        str | None, typer.Option("--date", help="The date under the title, as written (none by default).")
+    ] = None,
     training: Annotated[
         bool,
         typer.Option(
@@ -165,7 +173,7 @@ def writeup(
     Example: llmcount writeup qwen3 --family-sizes qwen3-0.6b,qwen3-8b,qwen3-32b
     """
     from . import cli_training
-    from .renderers.writeup import ALL_SECTIONS, build, save
+    from .renderers.writeup import ALL, ALL_SECTIONS, build, save
     from .renderers.writeup_training import Settings
 
     parallel = {
@@ -183,7 +191,7 @@ def writeup(
     }
     if family_sizes is not None:  # an option of one model's post is refused, not ignored
         one_post = (("--index", index), ("--dtype", dtype), ("--sections", sections), ("--training", training))
-        one_post += (("--math", math != MathRenderer.mathml),)
+        one_post += (("--math", math != MathRenderer.mathml), ("--author", author), ("--date", date))
         given = [name for name, value in one_post if value]
         given += ["--seq"] * (seq != "4096") + ["--batch"] * (batch != "1")
         given += [option for option, value in parallel.items() if value != cli_training.DEFAULTS[option]]
@@ -192,9 +200,10 @@ def writeup(
         _write_sizes(spec, family_sizes, fmt, lang, output, chart, flavor, as_json)
         return
 
-    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in ALL_SECTIONS]
+    choices = (*ALL_SECTIONS, ALL)
+    unknown = [part.strip() for part in (sections or "").split(",") if part.strip() not in choices]
     if sections is not None and unknown:  # a usage error, as for an unknown --format
-        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(ALL_SECTIONS)}"
+        message = f"unknown --sections value {unknown[0]!r} in {sections!r}; choose from {', '.join(choices)}"
         raise usage_error(message)
     given = parallel
     shown = training or "training" in [part.strip() for part in (sections or "").split(",")]
@@ -230,6 +239,8 @@ def writeup(
             sections=sections,
             seq=seq_,
             training=settings,
+            author=author,
+            date=date,
         )
         save(post.files)
     except LlmcountError as exc:

@@ -23,7 +23,7 @@ PUBLISHED = {"qwen3-32b": 32_762_123_264, "qwen3-235b-a22b": 235_093_634_560, "d
 
 @cache
 def post(spec: str, fmt: str = "markdown", lang: str = "en") -> str:
-    return build(spec, fmt, lang).text
+    return build(spec, fmt, lang, sections="all").text  # the long form: every part
 
 
 def tex_int(n: int) -> str:
@@ -128,7 +128,8 @@ def test_every_substitution_adds_up_to_the_stated_count(spec):
 
 def test_substituted_lines_evaluate_to_the_total():
     """The multi-line substitution of the total, joined, is the exact total (hand-checked count)."""
-    block = next(b for b in _BLOCK.findall(post("deepseek-v3")) if b.lstrip().startswith(r"P_{\mathrm{total}}"))
+    blocks = _BLOCK.findall(post("deepseek-v3"))  # the total as the sum of the components, then as one formula
+    block = next(b for b in blocks if b.lstrip().startswith(r"P_{\mathrm{total}}") and "N_{" in b)
     rows = [re.sub(r"^.*?&(=|\\quad)", "", r.strip()) for r in re.split(r"\\\\\n", block.strip())]
     numeric_start = next(i for i, r in enumerate(rows) if re.match(r"\s*2 \\cdot", r))
     joined = " ".join(rows[numeric_start:-1])
@@ -193,23 +194,27 @@ def test_prose_explains_what_the_family_has(spec, needles):
 )
 def test_notation_names_the_familys_own_config_key(spec, rows):
     """Each family's config.json names (transformers' config classes), not the glossary's list of all of them."""
-    notation = next(part for part in post(spec).split("\n## ") if part.startswith("Notation"))
+    notation = next(part for part in post(spec).split("\n## ") if re.sub(r"^\d+\. ", "", part).startswith("Notation"))
     assert " / " not in notation and "GPT-2:" not in notation
     for row in rows:
         assert row in notation, (row, notation)
 
 
-def test_the_config_source_is_said_in_the_posts_language():
+def test_the_config_source_is_one_line_in_the_posts_language():
     zh, en = post("qwen3-235b-a22b", "markdown", "zh"), post("qwen3-235b-a22b")
-    assert "配置来源：llmcount 内置预设 `qwen3-235b-a22b`" in zh and "preset" not in zh
-    assert "bundled preset `qwen3-235b-a22b`" in en
-    assert "内置预设 \\texttt{qwen3-\\allowbreak{}235b-\\allowbreak{}a22b}" in post("qwen3-235b-a22b", "latex", "zh")
+    assert "\n*来源：用 llmcount 根据 `Qwen/Qwen3-235B-A22B` 的 `config.json`（Hugging Face Hub）计算" in zh
+    assert "\n*Source: counted with llmcount from the `config.json` of `Qwen/Qwen3-235B-A22B` on the Hugging" in en
+    for lang in ("zh", "en"):  # the tool is named once, in that line, and nowhere else in the body
+        text = build("qwen3-235b-a22b", "markdown", lang, sections="params,shares").text
+        assert text.count("llmcount") == 1 and text.rstrip().endswith("*")
+        assert "preset" not in text and "The formula is llmcount" not in text
+    assert "Qwen/\\allowbreak{}Qwen3-\\allowbreak{}235B-\\allowbreak{}A22B" in post("qwen3-235b-a22b", "latex", "zh")
 
 
 def test_moe_states_the_activated_convention():
     text = post("deepseek-v3")
-    assert "## Activated parameters" in text
-    assert "$k/n$" in text and "shared experts" in text and "count in full" in text
+    assert re.search(r"^## \d+\. Activated parameters$", text, re.M)
+    assert "$k$ of the $n$ routed experts" in text and "shared experts" in text and "in full" in text
     assert "```mermaid\npie\n" in text
 
 
@@ -549,7 +554,7 @@ def test_an_empty_output_name_is_refused():
 def test_dash_is_stdout(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("writeup", "qwen3-32b", "-o", "-")
-    assert result.exit_code == 0 and result.stdout == post("qwen3-32b")
+    assert result.exit_code == 0 and result.stdout == build("qwen3-32b").text
     assert list(tmp_path.iterdir()) == []
     assert_refused(run("chart", "qwen3-8b", "-o", "-"), "-: cannot write the chart to stdout")
 
@@ -653,7 +658,7 @@ def test_dense_layers_spread_among_moe_layers_are_named_by_index(tmp_path):
 
 def test_a_leading_dense_block_comes_before_the_experts_in_token_order():
     text = post("deepseek-v3")  # first_k_dense_replace = 3: layers 0-2 are dense, a token meets them first
-    assert "## 3. Dense MLP of the first layers" in text and "## 4. Mixture of experts" in text
+    assert "## 5. Dense MLP of the first layers" in text and "## 6. Mixture of experts" in text
     assert "The first $N_{\\mathrm{dense}} = 3$ layers keep a dense MLP" in text
 
 
@@ -671,7 +676,7 @@ def test_a_section_the_prose_does_not_cover_is_told_from_the_records_notes():
     neox = post("gpt-neox-20b")
     notes = {t.path.split("/", 1)[1]: t.note for t in load("gpt-neox-20b").derivation.terms}
     assert f"- `query_key_value`: {notes['query_key_value']}" in neox
-    attention = neox.split("## 2. Attention")[1].split("\n## ")[0]
+    attention = neox.split(". Attention\n")[1].split("\n## ")[0]
     assert "`q_proj`" not in attention and "four projections" not in attention
     opt_mlp = post("opt-125m").split("MLP\n")[1].split("\n## ")[0]
     assert "SwiGLU" not in opt_mlp and "`fc1`" in opt_mlp  # OPT's MLP is fc1/fc2 with ReLU, not gated
@@ -681,17 +686,17 @@ def test_a_section_the_prose_does_not_cover_is_told_from_the_records_notes():
 
 def test_hybrid_layers_say_which_layers_carry_what():
     text = post("qwen3-next-80b-a3b")  # 48 layers: 12 full attention, 36 linear attention (Gated DeltaNet)
-    assert "## 2. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
+    assert "## 4. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
     assert "One layer, to leading order" not in text  # no one layer to approximate
 
 
 def test_sections_choose_the_parts_of_the_post():
     text = build("deepseek-v3", "markdown", "en", sections="shares,leading").text
     heads = re.findall(r"^## (.*)$", text, re.M)
-    assert heads == ["One layer, to leading order", "Where the parameters sit"]  # in the post's order
+    assert heads == ["1. One layer, to leading order", "2. Where the parameters sit"]  # in the post's order
     assert "671,026,404,352" in text  # the shares table still gives the exact total
     params = build("qwen3-32b", "markdown", "en", sections="params").text
-    assert "## Total" in params and "## Where the parameters sit" not in params and "```mermaid" not in params
+    assert "## 7. Total" in params and "Where the parameters sit" not in params and "```mermaid" not in params
 
 
 @pytest.mark.parametrize("value", ["params,trees", "", "params,,shares", "flop"])
@@ -699,7 +704,7 @@ def test_unknown_sections_value_lists_the_choices(value):
     result = run("writeup", "qwen3-32b", "--sections", value)
     assert result.exit_code == 2 and result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "choose from tree, params, leading, shares, flops, memory" in lines[0]
+    assert len(lines) == 1 and "choose from tree, params, weights, formula, embedding, leading, shares" in lines[0]
 
 
 def test_a_chart_needs_the_shares_section(tmp_path):
@@ -716,4 +721,4 @@ def test_long_names_may_break_in_latex_and_chinese_is_not_letter_spaced():
         "\\texttt{deepseek-\\allowbreak{}ai/\\allowbreak{}DeepSeek-\\allowbreak{}V3}"
     )
     zh = post("deepseek-v3", "latex", "zh")
-    assert "\\renewcommand{\\CJKglue}{\\hskip 0pt plus 0.02\\baselineskip}" in zh
+    assert "\\CJKglue" not in zh  # CJK's own glue: Chinese stretches a little, not the spaces around Latin words

@@ -29,8 +29,10 @@ from llmcount.renderers.html import Span, cut_math
 from llmcount.renderers.writeup import build
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [  # a dense, an MoE, an MLA and a sliding/full-attention family, in both languages
-    (spec, lang) for spec in ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-2b") for lang in ("en", "zh")
+PAGES = [  # a dense, an MoE, an MLA, a sliding/full-attention, a hybrid and a multimodal family, in both languages
+    (spec, lang)
+    for spec in ("qwen3-32b", "qwen3-235b-a22b", "deepseek-v3", "gemma-2-2b", "qwen3-next-80b-a3b", "llama-4-scout")
+    for lang in ("en", "zh")
 ]
 PHONE = 390  # CSS pixels: a phone's screen
 
@@ -144,7 +146,7 @@ def test_page_is_self_contained():
     assert not re.findall(r"url\((?!data:|#)", text)
     assert not re.findall(r"""(?:src|href)=["'](?!#|data:)""", text)
     assert not re.findall(r"""(?:src|href)=(?!["'#]|data:)""", text)
-    assert "@font-face" not in text and text.count("<math ") > 50 and "katex" not in text.split("<main>")[1]
+    assert "@font-face" not in text and text.count("<math ") > 25 and "katex" not in text.split("<main>")[1]
     assert re.search(r'<svg[^>]* class="chart"', text) and "<figure>" in text  # the chart, inline
     assert "```mermaid" not in text and "pie showData" not in text
 
@@ -154,7 +156,7 @@ def test_katex_page_inlines_its_fonts():
     assert "<script" not in text and "<link" not in text
     assert not re.findall(r"url\((?!data:|#)", text)
     assert text.count("@font-face") >= 15 and "data:font/woff2;base64," in text
-    assert text.count('class="katex"') > 50
+    assert text.count('class="katex"') > 25
 
 
 def test_page_has_the_posts_numbers_and_no_tex_outside_math():
@@ -266,7 +268,7 @@ def test_page_in_a_browser(tmp_path, spec, lang):
     assert not re.search(r"\\[a-zA-Z]+|\$|\\,|&[a-z]+;|\{,\}", seen), re.findall(r".{30}(?:\\|\$).{30}", seen)[:3]
     assert len(seen) > 3000
     data = probe(text, tmp_path, f"{spec}.{lang}", profile)
-    assert data["math"] > 50 and data["merror"] == 0 and data["katex"] == 0, data
+    assert data["math"] > 25 and data["merror"] == 0 and data["katex"] == 0, data
     assert data["chart-texts"] > 10 and data["chart-overflow"] == 0, f"text past the chart's edge: {data}"
     assert data["scroll-width"] <= PHONE, f"the page is {data['scroll-width']}px wide on a {PHONE}px screen: {data}"
     if lang == "zh":
@@ -280,7 +282,7 @@ def test_katex_page_in_a_browser(tmp_path):
     text = page("deepseek-v3", "en", math="katex")
     profile = tmp_path / "profile"
     data = probe(text, tmp_path, "katex", profile)
-    assert data["katex-errors"] == 0 and data["katex"] > 50, data
+    assert data["katex-errors"] == 0 and data["katex"] > 25, data
     assert data["scroll-width"] <= PHONE, data
     screenshot(text, tmp_path, "deepseek-v3.en.katex", profile)
 
@@ -300,8 +302,8 @@ def test_commonmark_flavor_keeps_every_formula_whole_without_a_math_extension(sp
 
     from llmcount.renderers.html import cut_math
 
-    dollars = build(spec, "markdown", "en").text
-    flavored = build(spec, "markdown", "en", flavor="commonmark").text
+    dollars = build(spec, "markdown", "en", sections="all").text
+    flavored = build(spec, "markdown", "en", flavor="commonmark", sections="all").text
     _, spans = cut_math(dollars)
     assert "$$" not in flavored and len(spans) > 50
     # a CommonMark renderer with no math extension (markdown-it's commonmark preset, plus tables)

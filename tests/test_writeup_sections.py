@@ -26,7 +26,7 @@ runner = CliRunner()
 
 def section(text: str, head: str) -> str:
     """The Markdown section whose heading starts with ``head``."""
-    part = next(p for p in text.split("\n## ") if p.startswith(head))
+    part = next(p for p in text.split("\n## ") if re.sub(r"^\d+\. ", "", p).startswith(head))  # numbered headings
     return part
 
 

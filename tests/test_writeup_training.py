@@ -137,9 +137,9 @@ def test_a_family_without_attention_says_no_score_matrix_is_kept(tmp_path, optio
 def test_the_section_is_in_the_full_post_only_when_asked() -> None:
     plain = build("qwen3-0.6b")
     assert "Training memory" not in plain.text and "training" not in plain.data
-    full = build("qwen3-0.6b", training=Settings())
-    assert "## Training memory per GPU" in full.text and full.data["shown"][-1] == "training"
-    assert full.text.index("## Memory: weights") < full.text.index("## Training memory")
+    full = build("qwen3-0.6b", sections="all", training=Settings())
+    assert ". Training memory per GPU\n" in full.text and full.data["shown"][-1] == "training"
+    assert full.text.index(". Memory: weights") < full.text.index(". Training memory")
 
 
 runner = CliRunner()
@@ -148,7 +148,7 @@ runner = CliRunner()
 def test_cli_writeup_training_prints_the_section() -> None:
     done = runner.invoke(app, ["writeup", "llama-3-8b", "--training", "--batch", "4", "--zero", "3", "--dp", "8"])
     assert done.exit_code == 0, done.output
-    assert "## Training memory per GPU" in done.stdout
+    assert ". Training memory per GPU\n" in done.stdout
     assert f"**{grouped(16 * P // 8)}** bytes" in done.stdout
     done = runner.invoke(app, ["writeup", "llama-3-8b", "--sections", "params,training", "--json"])
     assert done.exit_code == 0
@@ -189,7 +189,7 @@ def test_cli_writeup_training_takes_memorys_dtype_and_lora() -> None:
         (
             ["--sections", "params,trainin"],
             2,
-            "choose from tree, params, leading, shares, flops, memory, attention, training",
+            "choose from tree, params, weights, formula, embedding, leading, shares, flops, memory, attention",
         ),
     ],
 )

@@ -35,7 +35,19 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals.update(ACTIVATED_DEFINITION=ACTIVATED_DEFINITION, EMBEDDING_DEFINITION=EMBEDDING_DEFINITION)
+    env.globals.update(GLOSSARY_ZH=glossary_zh())
     return env
+
+
+@cache
+def glossary_zh() -> dict[str, dict[str, str]]:
+    """The Chinese terms of the write-ups (glossary_zh.toml), table by table: {"head": {"total": "总参数量"}, ...}."""
+    from pathlib import Path
+
+    import tomllib
+
+    data = tomllib.loads(Path(__file__).with_name("glossary_zh.toml").read_text("utf-8"))
+    return {table: {key: row["zh"] for key, row in rows.items()} for table, rows in data.items()}
 
 
 def render(name: str, **context: Any) -> str:

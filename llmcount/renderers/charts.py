@@ -436,3 +436,42 @@ def svg_chart(models: list[Model], activated: bool = False, lang: str = "en") ->
         f"<title>{escape(title)}</title>"
     )
     return (head + "".join(out) + "</svg>\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class TexSegment:
+    color: str  # hex, without '#'
+    width: str  # the segment's share of the bar as a decimal fraction, for ``<width>\linewidth``
+    share: str  # its percentage as text, printed inside a segment wide enough (``inside``)
+    label: str
+    inside: bool
+
+
+def tex_chart(model: Model, activated: bool = False, lang: str = "en") -> dict[str, Any]:
+    """The chart of a LaTeX write-up, for its template to draw with coloured rules (xcolor, in every LaTeX): the
+    bars of :func:`svg_chart` (a segment of at least ``INSIDE`` carries its percentage inside it, the narrower ones are
+    named under the bar) and the legend. No image file and no library: pdflatex cannot include SVG, and TikZ is not
+    part of a basic TeX install."""
+    if lang not in LANGS:
+        raise LlmcountError(f"unknown language {lang!r}; choose one of {', '.join(LANGS)}")
+    words = WORDS[lang]
+    data = bars([model], activated, lang)
+    shared = any(t.path.startswith("moe/shared") for t in model.derivation.terms)
+    seen = list(dict.fromkeys(seg[0] for bar in data for seg in bar.segments))
+    keys = sorted(seen, key=lambda k: (list(COLORS).index(k) if k in COLORS else len(COLORS), seen.index(k)))
+    out = []
+    for bar in data:
+        segments = [
+            TexSegment(
+                color(key, keys).lstrip("#"),
+                f"{float(share):.5f}",
+                pct(share, typeset=True),
+                label(key, lang),
+                share >= INSIDE,
+            )
+            for key, _n, share in bar.segments
+        ]
+        caption = ", ".join(part for part in (bar.name, bar.activated, count(bar.total)) if part)
+        out.append({"caption": caption, "segments": segments, "narrow": [s for s in segments if not s.inside]})
+    legend = [(color(key, keys).lstrip("#"), label(key, lang, shared)) for key in keys]
+    return {"title": words["title+activated" if activated else "title"], "bars": out, "legend": legend}

@@ -184,6 +184,18 @@ def ordered_lines(
     return [*lines, line]
 
 
+def sum_lines(terms: Sequence[str], width: int = 64) -> list[str]:
+    """A sum of LaTeX ``terms`` broken into lines by :func:`ordered_lines`' rule (about ``width`` characters),
+    the later lines starting with ``{} +``."""
+    lines: list[str] = []
+    for term in terms:
+        if lines and _visible_width(lines[-1]) + _visible_width(term) <= width:
+            lines[-1] += " + " + term
+        else:
+            lines.append(term if not lines else "{} + " + term)
+    return lines
+
+
 def code(name: str, fmt: str) -> str:
     """A module or key name in running text: ```q_proj``` in Markdown, ``\\texttt{q\\_\\allowbreak{}proj}``
     in LaTeX (a line may break after an underscore, a slash, a hyphen or a dot)."""
@@ -255,6 +267,7 @@ FILTERS.update(
     mermaid=mermaid,
     substitute=substitute,
     ordered_lines=ordered_lines,
+    sum_lines=sum_lines,
     code=code,
     escape=escape,
     pct=pct,

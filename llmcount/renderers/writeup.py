@@ -57,12 +57,19 @@ from .filters import latex
 from .tree import Names, module_tree
 
 FORMATS = ("markdown", "latex", "html")
-SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
+SECTIONS = ("tree", "params", "weights", "formula", "embedding", "leading", "shares", "flops", "memory", "attention")
 """The parts of a post --sections chooses, in the post's order: tree (the module tree as ``print(model)`` shows
-it), params (notation, one section per component, total, activated, embedding), leading (one layer to leading
-order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
-memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
-kind substituted). The check against a checkpoint comes with --index."""
+it), params (notation, one section per component with its formula, the total and the activated count as sums of the
+components, the model card), weights (each component's table of weights: formula, count, copies), formula (the total
+and activated counts as one formula of the config's sizes, substituted), embedding (embedding and non-embedding
+parameters), leading (one layer to leading order, the 12·d² rule), shares (where the parameters sit, the chart),
+flops (forward FLOPs per token at S), memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA
+and MLA compared, the model's own kind substituted). The check against a checkpoint comes with --index."""
+DEFAULT_SECTIONS = ("tree", "params", "shares")
+"""A post as the posts it serves are written: the architecture, each module's formula, the total, the activated
+parameters of an MoE model, the shares. The rest (the long form, costs) is asked for with --sections."""
+ALL = "all"
+"""``--sections all``: every part but the optional ones (the long form)."""
 OPTIONAL_SECTIONS = ("training",)
 """Parts a post has only when asked: training (model states and activations per GPU, ``--training``)."""
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
@@ -648,11 +655,14 @@ def context(
     verification: Verification | None = None,
     chart: str | None = None,
     present: Collection[str] | None = None,
-    show: tuple[str, ...] = SECTIONS,
+    show: tuple[str, ...] = DEFAULT_SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
+    author: str | None = None,
+    date: str | None = None,
 ) -> dict[str, Any]:
-    """Everything a write-up template prints, computed; ``present``: the keys the config has."""
+    """Everything a write-up template prints, computed; ``present``: the keys the config has; ``author`` and
+    ``date``: the byline the user gives (none by default)."""
     from ..presets import find
 
     preset = find(model.name) if model.source == f"preset {model.name}" else None
@@ -709,7 +719,21 @@ def context(
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
         "training": training if "training" in show else None,
+        "tex_chart": _tex_chart(model, fmt, lang, chart, show),
+        "byline": " · ".join(part for part in (author, date) if part) or None,
+        "author": author,
+        "date": date,
+        "source_line": True,
     }
+
+
+def _tex_chart(model: Model, fmt: str, lang: str, chart: str | None, show: tuple[str, ...]) -> dict | None:
+    """The chart a LaTeX post draws itself when no chart file is linked (see :func:`.charts.tex_chart`)."""
+    if fmt != "latex" or chart is not None or "shares" not in show:
+        return None
+    from .charts import tex_chart
+
+    return tex_chart(model, model.architecture.is_moe, lang)
 
 
 def render_writeup(
@@ -720,10 +744,12 @@ def render_writeup(
     chart: str | None = None,
     chart_svg: bytes | None = None,
     present: Collection[str] | None = None,
-    show: tuple[str, ...] = SECTIONS,
+    show: tuple[str, ...] = DEFAULT_SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
+    author: str | None = None,
+    date: str | None = None,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
     training section's :class:`~.writeup_training.TrainingPart`, when shown.
@@ -739,11 +765,17 @@ def render_writeup(
 
         link = CHART_ALT if chart_svg is not None else None
         text = _tidy(
-            render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq, training))
+            render(
+                "writeup/markdown.j2",
+                **context(model, fmt, lang, verification, link, present, show, seq, training, author, date),
+            )
         )
         return page(text, lang, chart_svg, math)
     return _tidy(
-        render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training))
+        render(
+            f"writeup/{fmt}.j2",
+            **context(model, fmt, lang, verification, chart, present, show, seq, training, author, date),
+        )
     )
 
 
@@ -753,13 +785,16 @@ def _tidy(text: str) -> str:
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
-    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: all of them but the
-    optional ones (training)."""
+    """``--sections params,shares`` -> ('params', 'shares'), in the post's order; None: the default post
+    (DEFAULT_SECTIONS); ``all``: every part but the optional ones (training), which may be added (``all,training``)."""
     if value is None:
-        return SECTIONS
+        return DEFAULT_SECTIONS
     asked = [part.strip() for part in value.split(",")]
     for part in asked:
-        _choose(part, ALL_SECTIONS, "section")
+        if part != ALL:
+            _choose(part, ALL_SECTIONS, "section")
+    if ALL in asked:
+        asked += SECTIONS
     return tuple(s for s in ALL_SECTIONS if s in asked)
 
 
@@ -1072,6 +1107,8 @@ def build(
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
+    author: str | None = None,
+    date: str | None = None,
 ) -> WriteUp:
     """The write-up of the model ``spec`` names, with its chart and its verification against ``index``;
     with ``training`` (a :class:`~.writeup_training.Settings`), its training-memory section too.
@@ -1083,6 +1120,9 @@ def build(
     _choose(fmt, FORMATS, "format")
     _choose(lang, LANGS, "language")
     _choose(flavor, FLAVORS, "flavor")
+    for option, value in (("--author", author), ("--date", date)):
+        if value is not None and (not value.strip() or len(value) > 200 or not value.isprintable()):
+            raise LlmcountError(f"{option}: give one line of printable text, at most 200 characters")
     show = parse_sections(sections)
     if training is not None and "training" not in show:
         show = (*show, "training")
@@ -1109,7 +1149,9 @@ def build(
         from .charts import svg_chart
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math)
+    text = render_writeup(
+        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, author, date
+    )
     if flavor == "commonmark":
         from .html import fence_math
 
