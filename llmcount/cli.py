@@ -189,8 +189,32 @@ def count(
             " build (DeepSeek-V3, GLM-4.5, Qwen3-Next ...; engines load it for speculative decoding).",
         ),
     ] = False,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="Also the bytes as a quantisation scheme stores the weights (the config's quantization_config is "
+            "read without it): fp8-block, mxfp4, gptq, awq, nf4, nvfp4, mlx ..., a llama.cpp file type (q4_k_m), "
+            "or none.",
+        ),
+    ] = None,
+    bits: Annotated[
+        str | None, typer.Option("--bits", help="With --quant gptq, awq or mlx: bits per weight.", metavar="INT")
+    ] = None,
+    group_size: Annotated[
+        str | None, typer.Option("--group-size", help="With --quant gptq, awq or mlx: the group size.", metavar="INT")
+    ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype", help="With a quantisation scheme: the dtype of what it leaves alone (else the config's)."
+        ),
+    ] = None,
 ) -> None:
     """Count the parameters of a model, per component, exactly; of several models, one row each.
+
+    A quantised checkpoint's config (or --quant) adds the stored bytes under the scheme, apart from the
+    parameters, which stay the model's own.
 
     With several models (or --csv, --jsonl) a bad config is one line on stderr, the others are
     still counted, and the exit status is 1 at the end.
@@ -206,10 +230,15 @@ def count(
     Example: llmcount count some-new-arch/config.json --discover
 
     Example: llmcount count deepseek-v3 --mtp
+
+    Example: llmcount count qwen3-8b --quant awq --bits 4 --group-size 128
     """
     from .cli_batch import Rows, output_format, print_rows, terminal_width
 
     fmt = output_format(as_json, as_csv, jsonl)
+    scheme_options = quant is not None or bits is not None or group_size is not None or dtype is not None
+    if scheme_options and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
+        raise fail("--quant, --bits, --group-size and --dtype size one model's stored weights (without --csv, --jsonl)")
     if mtp and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
         raise fail("--mtp counts one model at a time (without --csv or --jsonl)")
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
@@ -218,18 +247,32 @@ def count(
         print_rows(count_all(specs, discover), fmt)
         return
     from .renderers import count_data, render_count
-    from .sources import load
+    from .sources import load, resolve
 
     try:
-        model = load(specs[0], discover)
-        if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
+        resolved = resolve(specs[0])
+        model = load(specs[0], discover, None, resolved)
+        gguf = specs[0].lower().endswith(".gguf")
+        if gguf and scheme_options:
+            raise LlmcountError("--quant: a GGUF file's tensors are stored in its own types (memory FILE shows them)")
+        from .quant import count as stored_count  # imports no sympy unless a scheme is read
+
+        stored = None
+        if not gguf and (scheme_options or stored_count.declares(resolved[2])):
+            stored = stored_count.summary(model, resolved[2], resolved[1], quant, bits, group_size, dtype)
+        if gguf:  # a GGUF file: its tensors' count beside the formula's
             from .cli_gguf import count_gguf
 
             output = count_gguf(specs[0], model, as_json, terminal_width())
         elif as_json:
-            output = json.dumps(count_data(model, mtp), indent=2)
+            data = count_data(model, mtp)
+            if stored is not None:
+                data["stored"] = stored_count.data(stored)
+            output = json.dumps(data, indent=2)
         else:
             output = render_count(model, terminal_width(), mtp).rstrip()
+            if stored is not None:
+                output += "\n\n" + stored_count.render(stored, terminal_width())
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)

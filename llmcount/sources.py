@@ -20,11 +20,13 @@ from .presets import find, presets
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
+def load(
+    spec: str, discover: bool = False, name: str | None = None, resolved: tuple[str, str, Any] | None = None
+) -> Model:
     """The model a user named: preset name, Hub id of a preset, file, folder or Hub id, called ``name`` if
     given. ``discover``: a model_type with no bundled record is read with one derived from transformers' code
-    (see discovered.py)."""
-    found, source, config = resolve(spec)
+    (see discovered.py). ``resolved``: :func:`resolve`'s answer for ``spec``, when the caller has it already."""
+    found, source, config = resolved or resolve(spec)
     family = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if discover:
