@@ -246,11 +246,15 @@ def count(
 
         print_rows(count_all(specs, discover), fmt)
         return
-    from .renderers import count_data, render_count
-    from .sources import load, resolve
+    from .gguf_file import check_header
 
     try:
+        check_header(specs[0])  # a hostile GGUF file is refused before the records (and sympy) load
+        from .renderers import count_data, render_count
+        from .sources import load, resolve
+
         resolved = resolve(specs[0])
+
         model = load(specs[0], discover, None, resolved)
         gguf = specs[0].lower().endswith(".gguf")
         if gguf and scheme_options:
