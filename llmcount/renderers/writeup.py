@@ -63,8 +63,9 @@ it), params (notation, one section per component, total, activated, embedding), 
 order, the 12·d² rule), shares (where the parameters sit, the chart), flops (forward FLOPs per token at S),
 memory (weights per dtype, the KV cache per token), attention (MHA, GQA, MQA and MLA compared, the model's own
 kind substituted). The check against a checkpoint comes with --index."""
-OPTIONAL_SECTIONS = ("training",)
-"""Parts a post has only when asked: training (model states and activations per GPU, ``--training``)."""
+OPTIONAL_SECTIONS = ("training", "quant")
+"""Parts a post has only when asked: training (model states and activations per GPU, ``--training``), quant (the
+scheme and its bits per weight by tensor class; shown too when the config declares a quantisation)."""
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
@@ -651,6 +652,7 @@ def context(
     show: tuple[str, ...] = SECTIONS,
     seq: int = DEFAULT_SEQ,
     training: Any = None,
+    quant: Any = None,
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has."""
     from ..presets import find
@@ -709,6 +711,7 @@ def context(
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
         "training": training if "training" in show else None,
+        "quant": quant if "quant" in show else None,
     }
 
 
@@ -724,6 +727,7 @@ def render_writeup(
     seq: int = DEFAULT_SEQ,
     training: Any = None,
     math: str = "mathml",
+    quant: Any = None,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
     training section's :class:`~.writeup_training.TrainingPart`, when shown.
@@ -739,11 +743,16 @@ def render_writeup(
 
         link = CHART_ALT if chart_svg is not None else None
         text = _tidy(
-            render("writeup/markdown.j2", **context(model, fmt, lang, verification, link, present, show, seq, training))
+            render(
+                "writeup/markdown.j2",
+                **context(model, fmt, lang, verification, link, present, show, seq, training, quant),
+            )
         )
         return page(text, lang, chart_svg, math)
     return _tidy(
-        render(f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training))
+        render(
+            f"writeup/{fmt}.j2", **context(model, fmt, lang, verification, chart, present, show, seq, training, quant)
+        )
     )
 
 
@@ -1099,6 +1108,11 @@ def build(
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
     trained = training_part(model, training, seq) if "training" in show else None
+    from ..quant import writeup as quant_writeup
+
+    if sections is None and "quant" not in show and quant_writeup.declares(config):  # a quantised checkpoint's post
+        show = (*show, "quant")
+    quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None:
@@ -1109,7 +1123,9 @@ def build(
         from .charts import svg_chart
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
-    text = render_writeup(model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math)
+    text = render_writeup(
+        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, quantised
+    )
     if flavor == "commonmark":
         from .html import fence_math
 
@@ -1160,4 +1176,6 @@ def build(
         }
     if trained is not None:
         data["training"] = training_json(model, trained)
+    if quantised is not None:
+        data["quant"] = quant_writeup.part_data(quantised)
     return WriteUp(text, data, files)
