@@ -91,7 +91,8 @@ def writeup(
             "(notation, components, total, activated, embedding), leading (one layer to leading order), shares "
             "(where the parameters sit), flops (forward FLOPs per token at S), memory (weights per dtype, the KV "
             "cache per token), attention (MHA, GQA, MQA and MLA compared), training (model states and activations "
-            "per GPU; also with --training). Default: all but training.",
+            "per GPU; also with --training), quant (the quantisation scheme, bits per weight by tensor class). "
+            "Default: all but training and quant; quant too when the config declares a quantisation.",
         ),
     ] = None,
     seq: Annotated[
