@@ -264,6 +264,8 @@ def count(
         stored = None
         if not gguf and (scheme_options or stored_count.declares(resolved[2])):
             stored = stored_count.summary(model, resolved[2], resolved[1], quant, bits, group_size, dtype)
+            if stored is not None and mtp:
+                stored = stored_count.with_note(stored, "the MTP module counted above is not in these bytes")
         if gguf:  # a GGUF file: its tensors' count beside the formula's
             from .cli_gguf import count_gguf
 

@@ -122,3 +122,10 @@ def test_unknown_method_in_the_config(tmp_path: Path) -> None:
     config = {**QWEN3, "quantization_config": {"quant_method": "hqq"}}
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert_refused(run("count", str(tmp_path / "config.json")), "quantization_config.quant_method", "'hqq'")
+
+
+def test_mtp_is_said_to_be_outside_the_stored_bytes() -> None:
+    """deepseek-v3's config declares FP8 128×128 blocks; --mtp adds the MTP module to the count, not to the bytes."""
+    plain, with_mtp = count_json("deepseek-v3")["stored"], count_json("deepseek-v3", "--mtp")["stored"]
+    assert with_mtp["bytes"] == plain["bytes"]
+    assert "the MTP module counted above is not in these bytes" in with_mtp["notes"]

@@ -150,6 +150,13 @@ def gguf_summary(model: Any, quant: str) -> Summary:
     )
 
 
+def with_note(s: Summary, note: str) -> Summary:
+    """``s`` with one more note (the MTP module counted above and not in these bytes, say)."""
+    from dataclasses import replace
+
+    return replace(s, notes=(*s.notes, note))
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:,.2f} GiB"
 
@@ -160,7 +167,7 @@ def render(s: Summary, width: int | None = None) -> str:
 
     lines = [
         f"stored: {s.bytes:,} bytes ({_gib(s.bytes)}), {float(s.bits):.4g} bits per parameter, as {s.scheme}",
-        f"  parameters as the model defines them: {s.parameters:,} (not the packed tensors' elements)",
+        f"  {s.parameters:,} parameters as the model defines them, not packed elements",
     ]
     held_width = max(len(f"{p.parameters:,}") for p in s.parts)
     bytes_width = max(len(f"{p.bytes:,}") for p in s.parts)
