@@ -8,7 +8,7 @@ import re
 import shlex
 import sys
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -189,8 +189,32 @@ def count(
             " build (DeepSeek-V3, GLM-4.5, Qwen3-Next ...; engines load it for speculative decoding).",
         ),
     ] = False,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="Also the bytes as a quantisation scheme stores the weights (the config's quantization_config is "
+            "read without it): fp8-block, mxfp4, gptq, awq, nf4, nvfp4, mlx ..., a llama.cpp file type (q4_k_m), "
+            "or none.",
+        ),
+    ] = None,
+    bits: Annotated[
+        str | None, typer.Option("--bits", help="With --quant gptq, awq or mlx: bits per weight.", metavar="INT")
+    ] = None,
+    group_size: Annotated[
+        str | None, typer.Option("--group-size", help="With --quant gptq, awq or mlx: the group size.", metavar="INT")
+    ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype", help="With a quantisation scheme: the dtype of what it leaves alone (else the config's)."
+        ),
+    ] = None,
 ) -> None:
     """Count the parameters of a model, per component, exactly; of several models, one row each.
+
+    A quantised checkpoint's config (or --quant) adds the stored bytes under the scheme, apart from the
+    parameters, which stay the model's own.
 
     With several models (or --csv, --jsonl) a bad config is one line on stderr, the others are
     still counted, and the exit status is 1 at the end.
@@ -206,10 +230,15 @@ def count(
     Example: llmcount count some-new-arch/config.json --discover
 
     Example: llmcount count deepseek-v3 --mtp
+
+    Example: llmcount count qwen3-8b --quant awq --bits 4 --group-size 128
     """
     from .cli_batch import Rows, output_format, print_rows, terminal_width
 
     fmt = output_format(as_json, as_csv, jsonl)
+    scheme_options = quant is not None or bits is not None or group_size is not None or dtype is not None
+    if scheme_options and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
+        raise fail("--quant, --bits, --group-size and --dtype size one model's stored weights (without --csv, --jsonl)")
     if mtp and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
         raise fail("--mtp counts one model at a time (without --csv or --jsonl)")
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
@@ -217,37 +246,58 @@ def count(
 
         print_rows(count_all(specs, discover), fmt)
         return
+    from .gguf_file import check_header
+
     try:
+        check_header(specs[0])  # a hostile GGUF file is refused before the records (and sympy) load
+        gguf = specs[0].lower().endswith(".gguf")
+        if gguf and scheme_options:
+            raise LlmcountError("--quant: a GGUF file's tensors are stored in its own types (memory FILE shows them)")
+        from .quant import count as stored_count  # imports no sympy unless a scheme is read
+        from .sources import resolve
+
+        resolved = resolve(specs[0])
+        wants_stored = not gguf and (scheme_options or stored_count.declares(resolved[2]))
         model = None
-        if not (discover or mtp or specs[0].lower().endswith(".gguf")):
-            model = _count_compiled(specs[0], as_json)
+        if not (discover or mtp or gguf or wants_stored):
+            model = _count_compiled(specs[0], as_json, resolved)
             if isinstance(model, str):
                 typer.echo(model)
                 return
         from .renderers import count_data, render_count
         from .sources import load
 
-        model = model or load(specs[0], discover)
-        if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
+        model = model or load(specs[0], discover, None, resolved)
+        stored = None
+        if wants_stored:
+            stored = stored_count.summary(model, resolved[2], resolved[1], quant, bits, group_size, dtype)
+            if stored is not None and mtp:
+                stored = stored_count.with_note(stored, "the MTP module counted above is not in these bytes")
+        if gguf:  # a GGUF file: its tensors' count beside the formula's
             from .cli_gguf import count_gguf
 
             output = count_gguf(specs[0], model, as_json, terminal_width())
         elif as_json:
-            output = json.dumps(count_data(model, mtp), indent=2)
+            data = count_data(model, mtp)
+            if stored is not None:
+                data["stored"] = stored_count.data(stored)
+            output = json.dumps(data, indent=2)
         else:
             output = render_count(model, terminal_width(), mtp).rstrip()
+            if stored is not None:
+                output += "\n\n" + stored_count.render(stored, terminal_width())
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
 
 
-def _count_compiled(spec: str, as_json: bool):
+def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):
     """``count``'s output for one model by the compiled path (no sympy), a str; or, when the compiled path does not
     take it, the Model the sympy path read (the config is read once, its note said once)."""
     from .counting import Counted, Fallback
     from .sources import load_counted
 
-    model = load_counted(spec)
+    model = load_counted(spec, resolved=resolved)
     if not isinstance(model, Counted):
         return model
     try:

@@ -46,6 +46,16 @@ Batch = Annotated[
 ]
 
 
+def _check_gguf(spec: str) -> None:
+    """A GGUF file's header read before the command's imports: a hostile file is one line, at the reader's cost."""
+    from .gguf_file import check_header
+
+    try:
+        check_header(spec)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+
+
 def positive_int(option: str, value: str) -> int:
     """A positive integer typed by the user, without size suffixes; LlmcountError naming the option otherwise."""
     return parse_size(value, option, suffixes=False)
@@ -234,6 +244,7 @@ def memory(
 
     Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
+    _check_gguf(spec)
     from . import cli_training
     from .formulas import memory as mem
     from .renderers import memory_data, render_memory
@@ -423,6 +434,7 @@ def verify(
 
     Example: llmcount verify Qwen3-8B-Q4_K_M.gguf
     """
+    _check_gguf(spec)
     from .checkpoint import verify as verify_checkpoint
     from .renderers import render_verify, verify_data
 

@@ -92,8 +92,9 @@ def writeup(
             "of weights), formula (the total as one formula of the config's sizes), embedding (embedding and "
             "non-embedding parameters), leading (one layer to leading order), shares (where the parameters sit), "
             "flops (forward FLOPs per token at S), memory (weights per dtype, the KV cache per token), attention (MHA, "
-            "GQA, MQA and MLA compared), training (model states and activations per GPU; also with --training); all: "
-            "every part but training (the long form). Default: tree,params,shares (a post).",
+            "GQA, MQA and MLA compared), training (model states and activations per GPU; also with --training), quant "
+            "(the quantisation scheme, bits per weight by tensor class); all: every part but training and quant (the "
+            "long form). Default: tree,params,shares (a post), and quant when the config declares a quantisation.",
         ),
     ] = None,
     seq: Annotated[

@@ -116,8 +116,11 @@ def is_gguf(spec: str) -> bool:
     return isinstance(spec, str) and spec.lower().endswith(".gguf")
 
 
+@lru_cache(maxsize=1)
 def _quant_sizes() -> tuple[dict[int, tuple[str, int, int]], str]:
-    """ggml type id -> (name, elements per block, bytes per block), from the gguf package, and its version."""
+    """ggml type id -> (name, elements per block, bytes per block), from the gguf package, and its version. Loaded
+    when a header's tensor infos are checked, after its magic, counts and key-values: a hostile header is refused
+    before the gguf package (and numpy) is imported."""
     try:
         import gguf
     except ImportError:
@@ -215,8 +218,8 @@ class _Header:
     """Parse one file's header with a cursor; ``strings`` counts the strings walked and the array values kept so far
     (all splits together)."""
 
-    def __init__(self, path: str, cursor: _Cursor, sizes: dict[int, tuple[str, int, int]], strings: list[int]):
-        self.path, self.c, self.sizes, self.strings = path, cursor, sizes, strings
+    def __init__(self, path: str, cursor: _Cursor, strings: list[int]):
+        self.path, self.c, self.strings = path, cursor, strings
 
     def value(self, vtype: int, key: str) -> Any:
         what = f"the value of key {short(key)}"
@@ -297,7 +300,7 @@ def _type_name(vtype: int) -> str:
     return {8: "string", 10: "uint64", 11: "int64", 12: "float64", **names}.get(vtype, str(vtype))
 
 
-def _read_one(path: Path, sizes: dict[int, tuple[str, int, int]], version_text: str, strings: list[int]):
+def _read_one(path: Path, strings: list[int]):
     """``(version, metadata, tensors, data bytes, file size)`` of one GGUF file, checked as gguf.cpp checks it."""
     name = str(path)
     file, size = open_regular(path, "GGUF file")
@@ -316,7 +319,7 @@ def _read_one(path: Path, sizes: dict[int, tuple[str, int, int]], version_text: 
         n_tensors = c.unpack("<Q", "the tensor count")
         n_kv = c.unpack("<Q", "the key-value count")
         _bounded(name, n_kv, "the key-value count", MAX_KV, c.left(), 8 + 4 + 1)
-        h = _Header(name, c, sizes, strings)
+        h = _Header(name, c, strings)
         metadata: dict[str, Any] = {}
         for i in range(n_kv):
             key = c.string(f"the name of key {i}", MAX_KEY)
@@ -337,6 +340,7 @@ def _read_one(path: Path, sizes: dict[int, tuple[str, int, int]], version_text: 
         ):
             raise LlmcountError(f"{name}: general.alignment is {short(alignment)}, not a power of two")
         data_start = -(-c.pos // alignment) * alignment if n_tensors else c.pos
+        sizes, version_text = _quant_sizes() if infos else ({}, "")
         tensors, seen, expected = [], set(), 0
         for tname, type_id, ne, offset in infos:
             where = f"{name}: tensor {short(tname)}"
@@ -414,6 +418,13 @@ def read_gguf(spec: str | Path) -> GgufFile:
     return result if result.path == str(path) else _renamed(result, str(path))
 
 
+def check_header(spec: str) -> None:
+    """Read the header of the GGUF file ``spec`` names (nothing when it names none), before a command imports the
+    records and sympy: a hostile file is refused on the header reader's own cost, and a good one is cached."""
+    if is_gguf(spec):
+        read_gguf(spec)
+
+
 def _renamed(found: GgufFile, path: str) -> GgufFile:
     from dataclasses import replace
 
@@ -421,7 +432,6 @@ def _renamed(found: GgufFile, path: str) -> GgufFile:
 
 
 def _read(path: Path) -> GgufFile:
-    sizes, version_text = _quant_sizes()
     parts = split_files(path)
     strings = [0, 0]  # strings walked, array values kept
     metadata: dict[str, Any] = {}
@@ -429,7 +439,7 @@ def _read(path: Path) -> GgufFile:
     names: dict[str, str] = {}
     version, file_bytes, data_bytes = 0, 0, 0
     for number, part in enumerate(parts, 1):
-        v, meta, found, data, size = _read_one(part, sizes, version_text, strings)
+        v, meta, found, data, size = _read_one(part, strings)
         if number == 1:
             version, metadata = v, meta
         if len(parts) > 1:

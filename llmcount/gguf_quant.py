@@ -90,10 +90,11 @@ class Planned:
     cols: int
     rows: int
     experts: int = 1
+    heads: int = 1  # ne[2] of a 3-D tensor that holds no experts (DeepSeek's attn_k_b and attn_v_b, one per head)
 
     @property
     def elements(self) -> int:
-        return self.cols * self.rows * self.experts
+        return self.cols * self.rows * self.experts * self.heads
 
 
 def _layer_sets(model: Any) -> dict[str, tuple[int, ...]]:
@@ -147,10 +148,22 @@ def plan(model: Any) -> list[Planned]:
                 if spec.get("vector"):
                     tensors.append(Planned(name, term.path, layer, each, 1, experts))
                     continue
+                if "shape" in spec:  # ne[0], ne[1] (and ne[2]) as formulas: a tensor the converter reshapes
+                    cols, rows, *heads = (_dim(x, model, term.path) for x in spec["shape"][i])
+                    tensors.append(Planned(name, term.path, layer, cols, rows, experts, heads[0] if heads else 1))
+                    continue
                 side = spec["d"][i]
                 cols = hidden if side == "in" else each // hidden
                 tensors.append(Planned(name, term.path, layer, cols, each // cols, experts))
     return tensors
+
+
+def _dim(text: str, model: Any, path: str) -> int:
+    from .formulas.derivation import evaluate_int
+    from .formulas.expressions import formula
+
+    where = f"gguf_archs.toml [tensors] {path}"
+    return evaluate_int(formula(text, where), model.values, where)
 
 
 def _use_more_bits(i: int, n: int) -> bool:
@@ -250,8 +263,8 @@ def _mixture(t, new, ftype, qs, n_layer, n_expert, n_gqa, is_70b, tied, arch, si
         if ftype == "mxfp4_moe" or arch == "falcon" or t.cols % sizes[new][0] != 0:
             return "Q8_0"
         return "Q6_K" if new != "Q8_0" else new
-    if ftype == "mxfp4_moe":
-        return "MXFP4" if t.experts > 1 else "Q8_0"
+    if ftype == "mxfp4_moe":  # every tensor with ne[2] > 1: the experts, and MLA's attn_k_b and attn_v_b
+        return "MXFP4" if t.experts > 1 or t.heads > 1 else "Q8_0"
     if category == "token_embd":
         return "Q4_K" if ftype in ("tq1_0", "tq2_0") else new
     if category in ("attn_v", "attn_qkv", "attn_kv_b"):

@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def load_counted(spec: str, name: str | None = None) -> Counted | Model:
+def load_counted(spec: str, name: str | None = None, resolved: tuple[str, str, Any] | None = None) -> Counted | Model:
     """The model a user named, as :func:`load` reads it, counted by the compiled path when it takes the config (no
     sympy: a :class:`~llmcount.counting.Counted`), else the :class:`Model` of :func:`load`. The unseen-key note and
-    every error are :func:`load`'s."""
+    every error are :func:`load`'s. ``resolved``: :func:`resolve`'s answer for ``spec``, when the caller has it."""
     from . import counting
 
-    found, source, config = resolve(spec)
+    found, source, config = resolved or resolve(spec)
     try:
         model = counting.read(config, source, files.printable(name) if name else found)
     except counting.Fallback:

@@ -349,6 +349,34 @@ def test_count_does_not_import_gguf_for_a_config():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize("name", ["bad magic", "absurd array", "absurd tensor count", "unknown ggml type"])
+@pytest.mark.parametrize("command", ["count", "verify", "memory"])
+def test_hostile_gguf_is_refused_before_the_records_load(name, command, tmp_path):
+    """A hostile header is refused by the header reader before the command imports the records and sympy (the
+    gguf package loads only for tensor infos): in a fresh process, under 2 s of CPU and 500 MB. Measured with
+    `time` on two shared cores: about 0.3 to 0.6 s of CPU where it was 1.1 to 1.7 s with sympy loaded first."""
+    import resource
+    import subprocess
+    import sys
+
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(BAD[name][0])
+    code = (
+        "import resource, sys; from llmcount.cli import main\n"
+        f"try:\n main([{command!r}, {str(path)!r}])\nexcept SystemExit as e: code = e.code\n"
+        "assert code == 1, code\n"
+        "assert 'sympy' not in sys.modules and 'llmcount.formulas.records' not in sys.modules\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 2
+    assert int(done.stdout.split()[-1]) < 500 * 1024  # ru_maxrss in KiB on Linux
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # memory MODEL --quant: llama-quantize's choice of type per tensor (llama.cpp 0c1e57098 src/llama-quant.cpp)
 
@@ -413,6 +441,111 @@ def test_quant_rules_for_experts_gqa_and_fallback():
     }
     assert got["blk.1.attn_q.weight"] == got["blk.0.attn_v.weight"] == "Q5_0" and got["blk.1.attn_v.weight"] == "Q8_0"
     assert got["output.weight"] == "Q8_0"
+
+
+DSV3_SMALL = {
+    "model_type": "deepseek_v3",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "moe_intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "first_k_dense_replace": 1,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "q_lora_rank": 256,
+    "kv_lora_rank": 256,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "vocab_size": 512,
+}
+
+
+def test_mla_q4_k_m_by_hand():
+    """DeepSeek-V3's MLA under Q4_K_M, every tensor by hand. The converter (conversion/deepseek.py DeepseekV2Model)
+    splits kv_b_proj (h·(d_nope + d_v), r_kv) into attn_k_b, ne = [d_nope, r_kv, h], and attn_v_b, ne = [r_kv, d_v,
+    h]. llama-quant.cpp's tensor_get_category puts attn_q_a, attn_q_b, attn_kv_a_mqa, attn_k_b and attn_v_b in OTHER
+    (no attn_v-like rule: "attn_v_b.weight" does not contain "attn_v.weight"), so they take the base type Q4_K, and
+    tensor_type_fallback moves attn_k_b (rows of d_nope = 128, no 256-block) to Q5_0. ffn_down by layer:
+    use_more_bits(i, 2) holds for i = 1 only. Block bytes (ggml-common.h): Q4_K 144 per 256, Q6_K 210 per 256, Q5_0
+    22 per 32; vectors and the router F32. The router's score-correction bias (exp_probs_b) is a buffer, not counted."""
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_quant import predict
+
+    q4k, q6k, q50, f32 = 144 / 256, 210 / 256, 22 / 32, 4
+    types = {}
+    expected = {}
+
+    def add(name, kind, elements, per):
+        types[name], expected[name] = kind, int(elements * per)
+
+    add("token_embd.weight", "Q4_K", 512 * 256, q4k)
+    add("output.weight", "Q6_K", 512 * 256, q6k)
+    add("output_norm.weight", "F32", 256, f32)
+    for i in range(2):
+        b = f"blk.{i}."
+        add(b + "attn_q_a.weight", "Q4_K", 256 * 256, q4k)
+        add(b + "attn_q_a_norm.weight", "F32", 256, f32)
+        add(b + "attn_q_b.weight", "Q4_K", 256 * 2 * (128 + 64), q4k)
+        add(b + "attn_kv_a_mqa.weight", "Q4_K", 256 * (256 + 64), q4k)
+        add(b + "attn_kv_a_norm.weight", "F32", 256, f32)
+        add(b + "attn_k_b.weight", "Q5_0", 128 * 256 * 2, q50)
+        add(b + "attn_v_b.weight", "Q4_K", 256 * 128 * 2, q4k)
+        add(b + "attn_output.weight", "Q4_K", 2 * 128 * 256, q4k)
+        add(b + "attn_norm.weight", "F32", 256, f32)
+        add(b + "ffn_norm.weight", "F32", 256, f32)
+    for name in ("ffn_gate", "ffn_up", "ffn_down"):
+        add(f"blk.0.{name}.weight", "Q4_K", 256 * 512, q4k)
+    add("blk.1.ffn_gate_inp.weight", "F32", 256 * 4, f32)
+    add("blk.1.ffn_gate_exps.weight", "Q4_K", 4 * 256 * 256, q4k)
+    add("blk.1.ffn_up_exps.weight", "Q4_K", 4 * 256 * 256, q4k)
+    add("blk.1.ffn_down_exps.weight", "Q6_K", 4 * 256 * 256, q6k)
+    add("blk.1.ffn_gate_shexp.weight", "Q4_K", 256 * 256, q4k)
+    add("blk.1.ffn_up_shexp.weight", "Q4_K", 256 * 256, q4k)
+    add("blk.1.ffn_down_shexp.weight", "Q6_K", 256 * 256, q6k)
+    model = read_config(DSV3_SMALL, "test")
+    got = predict(model, "deepseek2", "q4_k_m")
+    assert {q.tensor.name: q.type for q in got} == types
+    assert {q.tensor.name: q.bytes for q in got} == expected
+    assert sum(q.tensor.elements for q in got) == model.counts.total  # attn_k_b + attn_v_b hold kv_b_proj
+    # MXFP4_MOE: every tensor with ne[2] > 1 (the experts, attn_k_b, attn_v_b) in MXFP4, the rest Q8_0
+    got = {q.tensor.name: q.type for q in predict(model, "deepseek2", "mxfp4_moe")}
+    assert got["blk.0.attn_k_b.weight"] == got["blk.1.ffn_up_exps.weight"] == "MXFP4"
+    assert got["blk.0.attn_q_b.weight"] == got["blk.1.ffn_up_shexp.weight"] == "Q8_0"
+
+
+def test_mla_reads_back_from_a_file_the_gguf_package_writes(tmp_path):
+    """The predicted Q8_0 tensors written with gguf's own quantiser (gguf.quants.quantize) and GGUFWriter, read back
+    by llmcount: every tensor's type and bytes as predicted."""
+    import numpy as np
+
+    from llmcount.formulas.config import read_config
+    from llmcount.gguf_file import read_gguf
+    from llmcount.gguf_quant import predict
+
+    model = read_config(DSV3_SMALL, "test")
+    planned = predict(model, "deepseek2", "q8_0")
+    path = tmp_path / "dsv3-q8_0.gguf"
+    writer = gguf.GGUFWriter(str(path), "deepseek2")
+    for q in planned:
+        t = q.tensor
+        shape = [s for s in (t.experts, t.heads) if s > 1] + [t.rows, t.cols]
+        data = np.zeros(shape, dtype=np.float32)
+        kind = gguf.GGMLQuantizationType[q.type]
+        if kind != gguf.GGMLQuantizationType.F32:
+            data = gguf.quants.quantize(data, kind)
+        writer.add_tensor(t.name, data, raw_dtype=kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    read = {t.name: (t.type, t.nbytes) for t in read_gguf(path).tensors}
+    assert read == {q.tensor.name: (q.type, q.bytes) for q in planned}
 
 
 def test_memory_quant_cli():

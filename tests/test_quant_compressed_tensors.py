@@ -39,6 +39,16 @@ CASES = {
         weights(num_bits=8, type="float", strategy="channel", group_size=None),
         ["lm_head"],
     ),
+    "mxfp4": (
+        "mxfp4-pack-quantized",
+        weights(type="float", scale_dtype="torch.uint8", zp_dtype="torch.uint8", dynamic=False),
+        ["lm_head"],
+    ),
+    "mxfp4-head-too": (
+        "mxfp4-pack-quantized",
+        weights(type="float", scale_dtype="torch.uint8", zp_dtype="torch.uint8", dynamic=False),
+        [],
+    ),
     "fp8-block": (
         "float-quantized",
         weights(num_bits=8, type="float", strategy="block", group_size=None, block_structure=[64, 64]),
@@ -89,3 +99,23 @@ def test_compressed_tensors_files(case: str, tmp_path: Path) -> None:
     assert result.checkpoint_total == model.counts.total, [c for c in result.components if c.differs]
     assert result.match, result.differences
     assert sum(size for _, size in result.stored) == expected  # bytes as stored, per component
+
+
+def test_mxfp4_refuses_a_width_32_does_not_divide(tmp_path: Path) -> None:
+    """compressed-tensors 0.20.0 refuses to quantise a width of 176 in groups of 32 (strategy_cdiv: "tensor column
+    shape must be divisble by the given group_size"); llmcount names the weight instead of sizing it."""
+    from refusal import assert_refused, run
+
+    scheme = weights(type="float", scale_dtype="torch.uint8", zp_dtype="torch.uint8", dynamic=False)
+    with pytest.raises(ValueError, match="divisble by the given group_size 32"):
+        compressed({**QWEN3, "intermediate_size": 176}, "mxfp4-pack-quantized", scheme, ["lm_head"], tmp_path / "x")
+    config = {**QWEN3, "intermediate_size": 176, "torch_dtype": "bfloat16"}
+    config["quantization_config"] = {
+        "quant_method": "compressed-tensors",
+        "format": "mxfp4-pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {k: v for k, v in scheme.items() if v}}},
+        "ignore": ["lm_head"],
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert_refused(run("memory", str(path)), "in = 176, not a multiple of 32")

@@ -14,7 +14,8 @@ names them):
   ``modules_to_not_convert``;
 * ``bitsandbytes``: ``load_in_4bit`` / ``load_in_8bit``, ``bnb_4bit_quant_type`` (nf4, fp4),
   ``bnb_4bit_use_double_quant``, ``llm_int8_skip_modules``;
-* ``compressed-tensors``: ``format`` (pack-quantized, float-quantized, naive-quantized, nvfp4-pack-quantized),
+* ``compressed-tensors``: ``format`` (pack-quantized, float-quantized, naive-quantized, nvfp4-pack-quantized,
+  mxfp4-pack-quantized),
   ``config_groups`` (one group: ``targets`` ["Linear"], ``weights`` {num_bits, type, strategy, group_size,
   block_structure, symmetric}, ``input_activations`` {dynamic}), ``ignore`` (names and ``re:`` patterns);
 * MLX's ``quantization``: ``group_size``, ``bits``, ``mode`` (affine), and per-module overrides (a module path ->
@@ -258,6 +259,7 @@ def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
 
 CT_FORMATS = {"pack-quantized": "ct-pack", "float-quantized": "ct-fp8", "naive-quantized": "ct-fp8"}
 CT_FORMATS["nvfp4-pack-quantized"] = "nvfp4"
+CT_FORMATS["mxfp4-pack-quantized"] = "ct-mxfp4"
 
 
 def _ct(raw: Mapping[str, Any], where: str) -> Quant:
@@ -298,6 +300,16 @@ def _ct(raw: Mapping[str, Any], where: str) -> Quant:
         words = f"compressed-tensors int{bits} pack-quantized, {strategy}" + (
             f" {sizes['g']}" if strategy == "group" else ""
         )
+    elif scheme.name == "ct-mxfp4":
+        if bits != 4 or weights.get("type") != "float" or weights.get("group_size") != 32 or strategy != "group":
+            raise _fail(
+                where, f"{key}.weights", "mxfp4-pack-quantized is 4-bit float weights in groups of 32 (strategy group)"
+            )
+        if flags:
+            raise _fail(where, f"{key}", "mxfp4-pack-quantized with zero points or static input scales is not read")
+        sizes["g"] = 32
+        scale = "U8"
+        words = "compressed-tensors MXFP4 (FP4 + E8M0 scale per 32)"
     elif scheme.name == "nvfp4":
         if bits != 4:
             raise _fail(where, f"{key}.weights.num_bits", f"{bits} with format {fmt}: NVFP4 is 4-bit")

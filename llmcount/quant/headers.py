@@ -6,9 +6,9 @@ from names alone; their scales, biases, zero points and shapes stay as storage t
 * MLX (mlx 0.29 ``QuantizedLinear``/``QuantizedEmbedding``): ``weight`` uint32 (…, in·bits/32) beside
   ``scales`` -> (…, in), bits from the config's ``quantization`` (a module's own entry first);
 * compressed-tensors pack-quantized (0.20.0 ``pack_to_int32``): ``weight_packed`` int32 (out, ceil(in·bits/32)) ->
-  (out, columns · 32/bits); nvfp4-pack-quantized: uint8 (out, in/2) -> (out, 2 · columns). ``weight_shape`` holds the
-  exact (out, in) in its data, which a header does not show: a width that is not a multiple of the packing factor
-  is counted up to one.
+  (out, columns · 32/bits); nvfp4- and mxfp4-pack-quantized: uint8 (out, in/2) -> (out, 2 · columns).
+  ``weight_shape`` holds the exact (out, in) in its data, which a header does not show: a width that is not a
+  multiple of the packing factor is counted up to one.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def unpack(tensors: list[Tensor], quant: Quant | None) -> tuple[list[Tensor], st
                 raise LlmcountError(f"tensor {short(tensor.name)}: weight_packed must be 2-D, got {list(tensor.shape)}")
             if tensor.dtype == "I32":
                 pack = 32 // quant.sizes.get("bits", 4)
-            elif tensor.dtype == "U8" and quant.scheme.name == "nvfp4":
+            elif tensor.dtype == "U8" and quant.scheme.name in ("nvfp4", "ct-mxfp4"):
                 pack = 2
             else:
                 raise LlmcountError(

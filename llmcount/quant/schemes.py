@@ -291,6 +291,22 @@ SCHEMES: tuple[Scheme, ...] = (
         sizes={"g": 16},
     ),
     Scheme(
+        name="ct-mxfp4",
+        title="compressed-tensors mxfp4-pack-quantized: two FP4 weights per byte, an E8M0 scale (uint8) per 32",
+        method="compressed-tensors",
+        tensors=(
+            Stored("weight_packed", ("out_f", "in_f // 2"), "U8", weight=True),
+            Stored("weight_scale", ("out_f", "in_f // 32"), "U8"),
+        ),
+        converts="linear",
+        keeps=(),
+        source="compressed-tensors 0.20.0 compressors/mxfp4/base.py MXFP4PackedCompressor (the NVFP4 packing, "
+        "weight_packed uint8 two per byte; weight_scale as compress_mx_scale's uint8 exponents, one per group of 32; "
+        "no global scale) and quantization/utils/helpers.py strategy_cdiv, which refuses a width 32 does not divide",
+        sizes={"g": 32},
+        divides=(("in_f", "32"),),
+    ),
+    Scheme(
         name="mlx",
         title="MLX affine {bits}-bit: uint32-packed weights, a scale and a bias per {g} weights",
         method="mlx",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from sympy import expand
 
@@ -145,6 +147,11 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
 
     names = Names.of(model)
     values = model.values
+    table, refused = written_shapes(model.architecture.name)
+    if refused and quant.scheme.converts != "experts":
+        raise LlmcountError(
+            f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record: {refused}"
+        )
     groups: list[Group] = []
     matched: set[str] = set()
     for term, component in zip(model.terms, model.counts.components, strict=True):
@@ -153,7 +160,13 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             groups.append(Group(term.path, component.count, (kept,), dtype_code))
             continue
         per_layer = evaluate_int(term.expr, values, term.path)
+        written = table.get(term.path)
+        if isinstance(written, str):  # not an nn.Linear: no scheme converts it
+            groups.append(Group(term.path, component.count, (kept,), dtype_code))
+            continue
         shapes = _matrices(term, values, per_layer)
+        if shapes is None and written is not None:
+            shapes = _written(written, term, values)
         if shapes is None:
             if _is_vector(term):
                 groups.append(Group(term.path, component.count, (kept,), dtype_code))
@@ -162,7 +175,12 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                 f"{model.name}: term {term.path} ({term.text or term.expr}): the record does not tell this weight's "
                 f"(out, in) shape, which {quant.label} needs"
             )
+        rest = per_layer - sum(count * out_f * in_f for _, _, count, out_f, in_f in shapes)
+        if rest < 0:
+            raise LlmcountError(f"{model.name}: term {term.path}: quant/shapes.toml lists more than the term holds")
         tensors: list[TensorBytes] = []
+        if rest:  # a bias written in the same term as its weight: kept as it is
+            tensors.append(TensorBytes("", (rest * sum(1 for _ in _layers(model, term)),), dtype_code, 1, True))
         for layer in _layers(model, term):
             for kind, module, count, out_f, in_f in shapes:
                 full = _module_name(names, term.path, module, layer)
@@ -185,6 +203,42 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             "weights"
         )
     return Plan(quant, dtype_code, tuple(groups), tuple(notes))
+
+
+@lru_cache(maxsize=1)
+def _shapes_file() -> dict[str, Any]:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    from importlib import resources
+
+    return tomllib.loads(resources.files(__package__).joinpath("shapes.toml").read_text("utf-8"))
+
+
+def written_shapes(record: str) -> tuple[Mapping[str, Any], str]:
+    """The weights of ``record`` that ``shapes.toml`` writes out (path -> matrices, or why it is no Linear), and
+    the reason the record is refused under a converting scheme ("" when it is not)."""
+    data = _shapes_file()
+    return data.get(record, {}), data.get("refused", {}).get(record, "")
+
+
+def _written(entries: list, term, values: Mapping) -> list[Shape]:
+    """The matrices ``shapes.toml`` writes for a term: (kind, module, count, out, in) per entry."""
+    from ..formulas.expressions import formula
+
+    module = term.path.partition("/")[2]
+    kind = "head" if term.path == "head/lm_head" else "linear"
+    out = []
+    for entry in entries:
+        suffix, out_text, in_text, *count = entry
+        where = f"quant/shapes.toml {term.path}"
+        dims = [evaluate_int(formula(x, where), values, where) for x in (out_text, in_text, *count)]
+        name = f"{module}.{suffix}" if suffix else module
+        out.append((kind, name, dims[2] if count else 1, dims[0], dims[1]))
+    return out
 
 
 def _label(tensors: list[TensorBytes], quant: Quant, dtype_code: str) -> str:
@@ -255,7 +309,12 @@ def _matrices(term, values: Mapping, per_layer: int) -> list[Shape] | None:
 
 
 def _mlp(term, values: Mapping) -> list[Shape] | None:
-    """An MLP written as one term ``c·[n·]d·W`` (c = 2 or 3): its matrices per layer."""
+    """An MLP written as one term ``c·[n·]d·W`` (c = 2 or 3): its matrices per layer. Only in an MLP's group
+    (``mlp/``, ``moe/``) or a module named ``mlp``: elsewhere ``2·d·W`` is one fused projection (Mamba's in_proj,
+    a query and its gate), written out in shapes.toml."""
+    group, _, leaf = term.path.partition("/")
+    if group not in ("mlp", "moe") and not leaf.endswith("mlp"):
+        return None
     expr = expand(term.expr)
     coefficient, rest = expr.as_coeff_Mul()
     if coefficient not in (2, 3) or not rest.is_Mul or d not in rest.free_symbols:

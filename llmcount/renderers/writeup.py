@@ -70,8 +70,9 @@ DEFAULT_SECTIONS = ("tree", "params", "shares")
 parameters of an MoE model, the shares. The rest (the long form, costs) is asked for with --sections."""
 ALL = "all"
 """``--sections all``: every part but the optional ones (the long form)."""
-OPTIONAL_SECTIONS = ("training",)
-"""Parts a post has only when asked: training (model states and activations per GPU, ``--training``)."""
+OPTIONAL_SECTIONS = ("training", "quant")
+"""Parts a post has only when asked: training (model states and activations per GPU, ``--training``), quant (the
+scheme and its bits per weight by tensor class; shown too when the config declares a quantisation)."""
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
@@ -660,6 +661,7 @@ def context(
     training: Any = None,
     author: str | None = None,
     date: str | None = None,
+    quant: Any = None,
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has; ``author`` and
     ``date``: the byline the user gives (none by default)."""
@@ -724,6 +726,7 @@ def context(
         "author": author,
         "date": date,
         "source_line": True,
+        "quant": quant if "quant" in show else None,
     }
 
 
@@ -750,6 +753,7 @@ def render_writeup(
     math: str = "mathml",
     author: str | None = None,
     date: str | None = None,
+    quant: Any = None,
 ) -> str:
     """The write-up of ``model`` in ``fmt`` (markdown, latex, html) and ``lang`` (en, zh); ``training``: the
     training section's :class:`~.writeup_training.TrainingPart`, when shown.
@@ -767,14 +771,14 @@ def render_writeup(
         text = _tidy(
             render(
                 "writeup/markdown.j2",
-                **context(model, fmt, lang, verification, link, present, show, seq, training, author, date),
+                **context(model, fmt, lang, verification, link, present, show, seq, training, author, date, quant),
             )
         )
         return page(text, lang, chart_svg, math)
     return _tidy(
         render(
             f"writeup/{fmt}.j2",
-            **context(model, fmt, lang, verification, chart, present, show, seq, training, author, date),
+            **context(model, fmt, lang, verification, chart, present, show, seq, training, author, date, quant),
         )
     )
 
@@ -1139,6 +1143,11 @@ def build(
     model = read_config(config, source, name)
     verification = verify(model, config, index, dtype) if index is not None else None
     trained = training_part(model, training, seq) if "training" in show else None
+    from ..quant import writeup as quant_writeup
+
+    if sections is None and "quant" not in show and quant_writeup.declares(config):  # a quantised checkpoint's post
+        show = (*show, "quant")
+    quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None:
@@ -1150,7 +1159,7 @@ def build(
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
     text = render_writeup(
-        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, author, date
+        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, author, date, quantised
     )
     if flavor == "commonmark":
         from .html import fence_math
@@ -1202,4 +1211,6 @@ def build(
         }
     if trained is not None:
         data["training"] = training_json(model, trained)
+    if quantised is not None:
+        data["quant"] = quant_writeup.part_data(quantised)
     return WriteUp(text, data, files)
