@@ -161,6 +161,24 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["scale_factor"] = draw(st.sampled_from([1, 2, 4]))
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "internvl":
+        patch = draw(st.sampled_from([2, 4, 14]))
+        image = draw(st.sampled_from([16, 28, 56]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
+            "image_size": draw(st.sampled_from([image, [image, image]])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "attention_bias": draw(st.booleans()),
+            "use_qk_norm": draw(st.booleans()),
+            "norm_type": draw(st.sampled_from(["layer_norm", "rms_norm"])),
+            "use_mask_token": draw(st.booleans()),
+            "use_absolute_position_embeddings": draw(st.booleans()),
+            "use_mean_pooling": draw(st.booleans()),
+        }
+        config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
+        config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma"):
         vision = {
             **_vit(draw),
@@ -412,6 +430,9 @@ def test_bad_parts_are_refused_in_one_line(args: list[str], message: str) -> Non
             "vision_config: hidden_size (30) is not divisible by num_attention_heads (4)",
         ),
         ({"model_type": "qwen3_vl", "vision_config": {"deepstack_visual_indexes": "x"}}, "deepstack_visual_indexes"),
+        ({"model_type": "internvl", "vision_config": {"image_size": [448, 336]}}, "key 'image_size' gives"),
+        ({"model_type": "internvl", "downsample_ratio": 2.0}, "key 'downsample_ratio' (2.0) gives m_vis = 0"),
+        ({"model_type": "internvl", "vision_config": {"norm_type": "batch"}}, "norm_type must be 'layer_norm' or"),
     ],
 )
 def test_bad_towers_are_refused_naming_the_key(tmp_path, config: dict, message: str) -> None:
