@@ -87,6 +87,7 @@ CONTRADICTORY = {
     "qwen2_vl": ("hidden_size", 8192),
     "qwen2_5_vl": ("out_hidden_size", 8192),
     "qwen3_vl": ("out_hidden_size", 4096),
+    "qwen3_vl_moe": ("out_hidden_size", 2048),
 }
 
 
@@ -117,8 +118,14 @@ def _text(draw, family: str) -> dict:
         "intermediate_size": draw(st.sampled_from([16, 40])),
         "vocab_size": draw(st.sampled_from([64, 96])),
     }
-    if family in ("gemma3_text", "qwen3"):
+    if family in ("gemma3_text", "qwen3", "qwen3_moe"):
         text["head_dim"] = draw(st.sampled_from([8, 16]))
+    if family == "qwen3_moe":
+        text["num_experts"] = draw(st.sampled_from([2, 4]))
+        text["num_experts_per_tok"] = draw(st.sampled_from([1, 2]))
+        text["moe_intermediate_size"] = draw(st.sampled_from([8, 24]))
+        text["decoder_sparse_step"] = draw(st.sampled_from([1, 2]))
+        text["mlp_only_layers"] = draw(st.sampled_from([[], [0]]))
     return text
 
 
@@ -222,7 +229,7 @@ def drawn(draw, model_type: str) -> dict:
         if model_type == "qwen2_5_vl":
             vision["fullatt_block_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=2, unique=True))
             vision["window_size"] = draw(st.sampled_from([16, 112]))
-        if model_type == "qwen3_vl":
+        if model_type.startswith("qwen3_vl"):
             vision["deepstack_visual_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=3, unique=True))
             vision["num_position_embeddings"] = draw(st.sampled_from([16, 36, 2304]))
         config["vision_config"] = vision
