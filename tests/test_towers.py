@@ -7,6 +7,7 @@ what ``count`` and ``formula --part`` show; bad input refused naming the key."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from functools import lru_cache
 
@@ -91,6 +92,12 @@ CONTRADICTORY = {
 }
 
 
+# The composite classes whose default tower transformers cannot build: Aya Vision's SigLIP is 1152 wide with 14 heads.
+UNBUILDABLE = {
+    "aya_vision": ("num_attention_heads", 16, "hidden_size (1152) is not divisible by num_attention_heads (14)"),
+}
+
+
 @pytest.mark.parametrize("model_type", WHOLE)
 def test_class_defaults(model_type: str) -> None:
     """The composite class's defaults (as to_dict writes them, and the bare model_type); where they contradict, the
@@ -104,6 +111,13 @@ def test_class_defaults(model_type: str) -> None:
                 read_config(config, "test config")
         full = {**full, "vision_config": {**full["vision_config"], key: width}}
         bare = {**bare, "vision_config": {key: width}}
+    if model_type in UNBUILDABLE:
+        key, value, message = UNBUILDABLE[model_type]
+        for config in (full, bare):
+            with pytest.raises(RuleRefusal, match=re.escape(message)):
+                read_config(config, "test config")
+        full = {**full, "vision_config": {**full["vision_config"], key: value}}
+        bare = {**bare, "vision_config": {**records.composite(model_type).vision_absent, key: value}}
     assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
     assert ours(bare) == transformers_parts(bare) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
 
@@ -186,7 +200,7 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma"):
+    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision"):
         vision = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -202,6 +216,12 @@ def drawn(draw, model_type: str) -> dict:
         config["vision_config"] = vision
         if model_type == "paligemma":
             config["projection_dim"] = d
+        if model_type == "aya_vision":
+            config["downsample_factor"] = draw(st.sampled_from([1, 2, 3]))
+            config["alignment_intermediate_size"] = draw(st.sampled_from([None, 8, 30, 2 * d]))
+            if config["alignment_intermediate_size"] is None:  # absent: the language model's width
+                del config["alignment_intermediate_size"]
+            config["tie_word_embeddings"] = draw(st.booleans())
         if model_type.startswith("llava"):
             config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1], [0, -1, -2]]))
             config["multimodal_projector_bias"] = draw(st.booleans())

@@ -142,6 +142,7 @@ d_vout = _size("d_vout")
 N_ds = _count("N_ds")
 n_feat = _size("n_feat")
 n_pos_vis = _size("n_pos_vis")
+d_ff_proj = _size("d_ff_proj")
 n_img = _count("n_img")
 N_aud = _size("N_aud")
 d_aud = _size("d_aud")
@@ -523,6 +524,12 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{pos,vis}}",
         "vision_config.num_position_embeddings",
         "rows of the vision tower's learned position table, interpolated to the image's grid (Qwen3-VL)",
+    ),
+    Entry(
+        d_ff_proj,
+        r"d_{\mathrm{ff,proj}}",
+        "alignment_intermediate_size",
+        "width of a gated projector's first linear: half of it gates the other half into the second (Aya Vision)",
     ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
