@@ -41,7 +41,7 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
                 model = getattr(transformers, model_class)._from_config(cfg)
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
-    inner = model.model
+    inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
     tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
@@ -181,6 +181,19 @@ def drawn(draw, model_type: str) -> dict:
             "num_channels": draw(st.sampled_from([1, 3])),
         }
         config["scale_factor"] = draw(st.sampled_from([1, 2, 4]))
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "llama4":
+        text |= {"num_local_experts": draw(st.sampled_from([1, 2])), "intermediate_size_mlp": 24, "head_dim": 8}
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "projector_input_dim": draw(st.sampled_from([8, 24])),
+            "projector_output_dim": draw(st.sampled_from([8, 24])),
+            "vision_output_dim": draw(st.sampled_from([8, 40])),
+        }
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "internvl":
         patch = draw(st.sampled_from([2, 4, 14]))
