@@ -53,6 +53,7 @@ ADAPTERS = {
     "qwen2_5_vl": {"vision_config": "out_hidden_size"},
     "qwen3_vl": {"vision_config": "out_hidden_size"},
     "qwen3_vl_moe": {"vision_config": "out_hidden_size"},
+    "hy_v4_vl": {"vision_config": "out_hidden_size"},
     "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width
 }
 

@@ -157,7 +157,13 @@ def drawn(draw, model_type: str) -> dict:
     """A composite config with a small language model and a drawn tower: width, depth, heads, MLP width, patch and
     image size, channels, merge and temporal patch sizes, DeepStack layers, feature layers, switches."""
     composite = records.composite(model_type)
-    text = _text(draw, composite.text)
+    if model_type == "hy_v4_vl":  # a decoder of many sizes: drawn as the record's own tests draw it
+        text = draw(oracle.drawn_config(records.family(composite.text)))
+        half = text.get("qk_rope_head_dim", 64) // 2  # HYV4VLTextConfig: M-RoPE sections sum to half the rotary width
+        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+        text["rope_parameters"]["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
+    else:
+        text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
     if model_type == "mistral3":
@@ -193,6 +199,17 @@ def drawn(draw, model_type: str) -> dict:
             "projector_input_dim": draw(st.sampled_from([8, 24])),
             "projector_output_dim": draw(st.sampled_from([8, 24])),
             "vision_output_dim": draw(st.sampled_from([8, 40])),
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "hy_v4_vl":
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "max_image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2, 3])),
+            "out_hidden_size": d,
         }
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "internvl":
