@@ -201,6 +201,23 @@ def drawn(draw, model_type: str) -> dict:
             "vision_output_dim": draw(st.sampled_from([8, 40])),
         }
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "mllama":
+        text["cross_attention_layers"] = draw(st.sampled_from([[], [0]]))
+        text["pad_token_id"] = 0  # MllamaTextConfig's 128004 is beyond a small vocabulary
+        layouts = draw(st.sampled_from([None, [[1, 1]], [[1, 1], [1, 2], [2, 1]]]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "num_global_layers": draw(st.integers(0, 2)),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "vision_output_dim": draw(st.sampled_from([8, 40])),
+            "intermediate_layers_indices": [0],
+            "max_num_tiles": 4 if layouts is None else draw(st.sampled_from([1, 2])),
+        }
+        if layouts is not None:
+            config["vision_config"]["supported_aspect_ratios"] = layouts
     elif model_type == "hy_v4_vl":
         config["vision_config"] = {
             **_vit(draw),

@@ -146,6 +146,9 @@ d_ff_proj = _size("d_ff_proj")
 d_pin = _size("d_pin")
 d_pout = _size("d_pout")
 d_vfeat = _size("d_vfeat")
+N_gvis = _count("N_gvis")
+n_tile = _size("n_tile")
+n_ar = _size("n_ar")
 n_img = _count("n_img")
 N_aud = _size("N_aud")
 d_aud = _size("d_aud")
@@ -551,6 +554,19 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{vfeat}}",
         "vision_config.vision_output_dim",
         "width of the image features the multimodal projector takes from the vision model (Llama 4)",
+    ),
+    Entry(
+        N_gvis,
+        r"N_{\mathrm{gvis}}",
+        "vision_config.num_global_layers",
+        "gated global layers of the vision encoder, after its local ones (Mllama)",
+    ),
+    Entry(n_tile, r"n_{\mathrm{tile}}", "vision_config.max_num_tiles", "tiles an image is cut into, at most (Mllama)"),
+    Entry(
+        n_ar,
+        r"n_{\mathrm{ar}}",
+        "vision_config.supported_aspect_ratios",
+        "tile layouts (aspect ratios) the vision encoder embeds, one row each and one for none (Mllama)",
     ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
