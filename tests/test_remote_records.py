@@ -21,6 +21,7 @@ from safetensors.torch import save_file
 import llmcount
 from llmcount.checkpoint import verify
 from llmcount.formulas import records
+from llmcount.formulas.config import read_config
 
 INTERNLM2_7B = {  # the published config.json (its model_type and auto_map as published: model_type "internlm")
     "architectures": ["InternLM2ForCausalLM"],
@@ -118,3 +119,131 @@ def test_internlm2_published_config_counts_through_its_auto_map(tmp_path: Path) 
     assert "InternLM2ForCausalLM" in result.stderr and "internlm2 record" in result.stderr
     model = llmcount.load(str(path)).model
     assert model.architecture.name == "internlm2"
+
+
+# ChatGLM2/3 and GLM-4 (model_type chatglm). THUDM/chatglm3-6b's config.json as published; chatglm2-6b has the same
+# sizes (seq_length 32768) and its pytorch_model.bin.index.json states total_size 12,487,168,064 bytes of float16: its
+# parameters and the rotary inv_freq buffer it saves (kv_channels // 4 = 32 entries), as quoted in public fine-tuning
+# tooling that checks a merged checkpoint against it.
+CHATGLM3_6B = {
+    "_name_or_path": "THUDM/chatglm3-6b",
+    "model_type": "chatglm",
+    "architectures": ["ChatGLMModel"],
+    "auto_map": {
+        "AutoConfig": "configuration_chatglm.ChatGLMConfig",
+        "AutoModel": "modeling_chatglm.ChatGLMForConditionalGeneration",
+        "AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration",
+    },
+    "add_bias_linear": False,
+    "add_qkv_bias": True,
+    "apply_query_key_layer_scaling": True,
+    "apply_residual_connection_post_layernorm": False,
+    "attention_dropout": 0.0,
+    "attention_softmax_in_fp32": True,
+    "bias_dropout_fusion": True,
+    "ffn_hidden_size": 13696,
+    "fp32_residual_connection": False,
+    "hidden_dropout": 0.0,
+    "hidden_size": 4096,
+    "kv_channels": 128,
+    "layernorm_epsilon": 1e-05,
+    "multi_query_attention": True,
+    "multi_query_group_num": 2,
+    "num_attention_heads": 32,
+    "num_layers": 28,
+    "original_rope": True,
+    "padded_vocab_size": 65024,
+    "post_layer_norm": True,
+    "rmsnorm": True,
+    "seq_length": 8192,
+    "use_cache": True,
+    "torch_dtype": "float16",
+    "transformers_version": "4.30.2",
+    "tie_word_embeddings": False,
+    "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+CHATGLM2_6B_TOTAL_SIZE = 12_487_168_064  # bytes, float16, the parameters and 32 inv_freq entries
+# THUDM/glm-4-9b-chat: ChatGLM3-6B's layer with 40 layers and GLM-4's vocabulary of 151,552
+GLM4_9B = {**CHATGLM3_6B, "_name_or_path": "THUDM/glm-4-9b-chat", "num_layers": 40, "padded_vocab_size": 151552}
+GLM4_9B["seq_length"] = 131072
+
+
+def chatglm_by_hand(layers: int, vocab: int) -> int:
+    """modeling_chatglm.py at d = 4096, 32 heads and 2 key-value groups of 128, ffn_hidden_size 13696: per layer
+    query_key_value 4096·(32 + 2·2)·128 and its bias (32 + 4)·128, dense 4096·4096, dense_h_to_4h 4096·2·13696,
+    dense_4h_to_h 13696·4096 and two RMSNorms 2·4096; the embedding and output_layer V·4096 each, the final norm."""
+    layer = 4096 * 36 * 128 + 36 * 128 + 4096 * 4096 + 4096 * 2 * 13696 + 13696 * 4096 + 2 * 4096
+    return 2 * vocab * 4096 + layers * layer + 4096
+
+
+def test_chatglm3_6b_and_glm4_9b_by_hand() -> None:
+    assert chatglm_by_hand(28, 65024) == 6_243_584_000 == (CHATGLM2_6B_TOTAL_SIZE - 2 * 32) // 2
+    assert read_config(CHATGLM3_6B, "chatglm3-6b").counts.total == 6_243_584_000
+    glm4 = read_config(GLM4_9B, "glm-4-9b-chat").counts.total
+    assert glm4 == chatglm_by_hand(40, 151552) == 9_399_951_360  # 9.40B
+
+
+CHATGLM_LAYER_TENSORS = (
+    "input_layernorm.weight",
+    "self_attention.query_key_value.weight",
+    "self_attention.query_key_value.bias",
+    "self_attention.dense.weight",
+    "post_attention_layernorm.weight",
+    "mlp.dense_h_to_4h.weight",
+    "mlp.dense_4h_to_h.weight",
+)
+
+
+def test_chatglm_tensor_names_map_to_the_record(tmp_path: Path) -> None:
+    """A small checkpoint with chatglm3-6b's tensor names (its inv_freq buffer too), each tensor of the shape
+    modeling_chatglm.py gives it: every tensor maps to the record, and the buffer is said to be one."""
+    v, d, d_ff, h, g, h_d, layers = 97, 64, 80, 8, 2, 8, 2
+    shapes = {
+        "input_layernorm.weight": (d,),
+        "self_attention.query_key_value.weight": ((h + 2 * g) * h_d, d),
+        "self_attention.query_key_value.bias": ((h + 2 * g) * h_d,),
+        "self_attention.dense.weight": (d, h * h_d),
+        "post_attention_layernorm.weight": (d,),
+        "mlp.dense_h_to_4h.weight": (2 * d_ff, d),
+        "mlp.dense_4h_to_h.weight": (d, d_ff),
+    }
+    assert sorted(shapes) == sorted(CHATGLM_LAYER_TENSORS)
+    tensors = {
+        f"transformer.encoder.layers.{i}.{leaf}": torch.zeros(shape)
+        for i in range(layers)
+        for leaf, shape in shapes.items()
+    }
+    tensors |= {"transformer.embedding.word_embeddings.weight": torch.zeros(v, d)}
+    tensors |= {
+        "transformer.encoder.final_layernorm.weight": torch.zeros(d),
+        "transformer.output_layer.weight": torch.zeros(v, d),
+    }
+    params = sum(t.numel() for t in tensors.values())
+    tensors["transformer.rotary_pos_emb.inv_freq"] = torch.zeros(h_d // 4)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = {**CHATGLM3_6B, "padded_vocab_size": v, "hidden_size": d, "ffn_hidden_size": d_ff}
+    config |= {"num_attention_heads": h, "multi_query_group_num": g, "kv_channels": h_d, "num_layers": layers}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.formula_total == params
+    assert {c.path for c in result.differences} <= {"buffer/rotary_pos_emb.inv_freq"}
+
+
+def test_chatglm_published_config_counts_and_refuses_what_it_does_not_describe(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CHATGLM3_6B))
+    result = run("count", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == 6_243_584_000
+    for change, message in (
+        ({"position_encoding_2d": True, "inner_hidden_size": 16384}, "the first ChatGLM-6B"),
+        ({"pre_seq_len": 128}, "pre_seq_len: a P-tuning v2 prefix encoder"),
+        ({"quantization_bit": 4}, "quantization_bit"),
+        ({"num_attention_heads": 33}, "num_attention_heads (33) is not divisible by multi_query_group_num (2)"),
+    ):
+        path.write_text(json.dumps({**CHATGLM3_6B, **change}))
+        refused = run("count", str(path))
+        assert refused.exit_code == 1 and refused.stdout == "", change
+        assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
