@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from refusal import run
 from safetensors.torch import save_file
@@ -244,6 +245,106 @@ def test_chatglm_published_config_counts_and_refuses_what_it_does_not_describe(t
         ({"num_attention_heads": 33}, "num_attention_heads (33) is not divisible by multi_query_group_num (2)"),
     ):
         path.write_text(json.dumps({**CHATGLM3_6B, **change}))
+        refused = run("count", str(path))
+        assert refused.exit_code == 1 and refused.stdout == "", change
+        assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+# The first Qwen (model_type qwen). Qwen-7B-Chat's config.json as published (a public copy:
+# github.com/undefdev/Qwen-7B-Chat config.json, commit 405556da0316d12d3f22161851de0fa05553aae9), with the first
+# configs' key names (n_embd, n_head, n_layer, ffn_hidden_size).
+QWEN_7B_CHAT = {
+    "activation": "swiglu",
+    "architectures": ["QWenLMHeadModel"],
+    "auto_map": {
+        "AutoConfig": "configuration_qwen.QWenConfig",
+        "AutoModelForCausalLM": "modeling_qwen.QWenLMHeadModel",
+    },
+    "bf16": True,
+    "ffn_hidden_size": 22016,
+    "kv_channels": 128,
+    "layer_norm_epsilon": 1e-05,
+    "model_type": "qwen",
+    "n_embd": 4096,
+    "n_head": 32,
+    "n_layer": 32,
+    "n_positions": 6144,
+    "no_bias": True,
+    "padded_vocab_size": 151936,
+    "pos_emb": "rotary",
+    "rotary_emb_base": 10000,
+    "rotary_pct": 1.0,
+    "seq_length": 2048,
+    "tie_word_embeddings": False,
+    "vocab_size": 151936,
+}
+# Qwen-72B's sizes under the later key names
+QWEN_72B = {
+    "architectures": ["QWenLMHeadModel"],
+    "model_type": "qwen",
+    "hidden_size": 8192,
+    "intermediate_size": 49152,
+    "kv_channels": 128,
+    "num_attention_heads": 64,
+    "num_hidden_layers": 80,
+    "no_bias": True,
+    "vocab_size": 152064,
+}
+
+
+def qwen_by_hand(layers: int, d: int, heads: int, intermediate: int, vocab: int) -> int:
+    """modeling_qwen.py: per layer c_attn d·3·heads·128 with its bias 3·heads·128, c_proj heads·128·d, w1 and w2
+    d·(intermediate // 2), c_proj (intermediate // 2)·d and two RMSNorms 2·d; wte and lm_head V·d; ln_f d."""
+    half = intermediate // 2
+    layer = 3 * d * heads * 128 + 3 * heads * 128 + heads * 128 * d + 3 * d * half + 2 * d
+    return 2 * vocab * d + layers * layer + d
+
+
+def test_qwen_7b_and_72b_by_hand() -> None:
+    assert read_config(QWEN_7B_CHAT, "Qwen-7B-Chat").counts.total == qwen_by_hand(32, 4096, 32, 22016, 151936)
+    assert qwen_by_hand(32, 4096, 32, 22016, 151936) == 7_721_324_544  # 7.72B
+    assert read_config(QWEN_72B, "Qwen-72B").counts.total == qwen_by_hand(80, 8192, 64, 49152, 152064)
+    assert qwen_by_hand(80, 8192, 64, 49152, 152064) == 72_287_920_128  # 72.29B
+
+
+@pytest.mark.parametrize("no_bias", [True, False])
+def test_qwen_tensor_names_map_to_the_record(tmp_path: Path, no_bias: bool) -> None:
+    """A small checkpoint with Qwen-7B's tensor names, each of the shape modeling_qwen.py gives it (and the biases of
+    c_proj, w1, w2 and the MLP's c_proj without no_bias)."""
+    v, d, d_ff, h, h_d, layers = 97, 64, 80, 8, 8, 2
+    shapes = {
+        "ln_1.weight": (d,),
+        "attn.c_attn.weight": (3 * h * h_d, d),
+        "attn.c_attn.bias": (3 * h * h_d,),
+        "attn.c_proj.weight": (h * h_d, d),
+        "ln_2.weight": (d,),
+        "mlp.w1.weight": (d_ff // 2, d),
+        "mlp.w2.weight": (d_ff // 2, d),
+        "mlp.c_proj.weight": (d, d_ff // 2),
+    }
+    if not no_bias:
+        shapes |= {"attn.c_proj.bias": (h * h_d,), "mlp.w1.bias": (d_ff // 2,), "mlp.w2.bias": (d_ff // 2,)}
+        shapes |= {"mlp.c_proj.bias": (d,)}
+    tensors = {f"transformer.h.{i}.{leaf}": torch.zeros(shape) for i in range(layers) for leaf, shape in shapes.items()}
+    tensors |= {"transformer.wte.weight": torch.zeros(v, d), "transformer.ln_f.weight": torch.zeros(d)}
+    tensors["lm_head.weight"] = torch.zeros(v, d)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = {**QWEN_7B_CHAT, "padded_vocab_size": v, "vocab_size": v, "n_embd": d, "ffn_hidden_size": d_ff}
+    config |= {"n_head": h, "kv_channels": h_d, "n_layer": layers, "no_bias": no_bias}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
+    assert result.formula_total == sum(t.numel() for t in tensors.values())
+
+
+def test_qwen_refuses_what_it_does_not_describe(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    for change, message in (
+        ({"pos_emb": "learned"}, "pos_emb 'learned'"),
+        ({"padded_vocab_size": 152064}, "padded_vocab_size (152064) differs from vocab_size (151936)"),
+    ):
+        path.write_text(json.dumps({**QWEN_7B_CHAT, **change}))
         refused = run("count", str(path))
         assert refused.exit_code == 1 and refused.stdout == "", change
         assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
