@@ -348,3 +348,43 @@ def test_qwen_refuses_what_it_does_not_describe(tmp_path: Path) -> None:
         refused = run("count", str(path))
         assert refused.exit_code == 1 and refused.stdout == "", change
         assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+# MiMo-7B (model_type mimo): XiaomiMiMo/MiMo-7B-Base's sizes, one MTP layer.
+MIMO_7B = {
+    "architectures": ["MiMoForCausalLM"],
+    "auto_map": {
+        "AutoConfig": "configuration_mimo.MiMoConfig",
+        "AutoModel": "modeling_mimo.MiMoModel",
+        "AutoModelForCausalLM": "modeling_mimo.MiMoForCausalLM",
+    },
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "max_window_layers": 36,
+    "model_type": "mimo",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 36,
+    "num_key_value_heads": 8,
+    "tie_word_embeddings": False,
+    "use_sliding_window": False,
+    "vocab_size": 151680,
+    "num_nextn_predict_layers": 1,
+}
+
+
+def test_mimo_7b_by_hand_with_its_mtp_layer(tmp_path: Path) -> None:
+    """modeling_mimo.py: a Qwen2 decoder layer (q with its bias 4096² + 4096, k and v 4096·1024 + 1024 each, o 4096²,
+    the MLP 3·4096·11008, two RMSNorms) 36 times, the embedding and the head 151680·4096 each, the final norm; the MTP
+    layer is a decoder layer with input_proj 2·4096·4096 and three RMSNorms more. Its forward runs no MTP layer: the
+    FLOPs leave it out."""
+    layer = 4096**2 + 4096 + 2 * (4096 * 1024 + 1024) + 4096**2 + 3 * 4096 * 11008 + 2 * 4096
+    main = 36 * layer + 2 * 151680 * 4096 + 4096
+    mtp = layer + 2 * 4096 * 4096 + 3 * 4096
+    model = read_config(MIMO_7B, "MiMo-7B-Base")
+    assert model.counts.total == main + mtp == 7_833_409_536  # 7.83B
+    assert read_config({**MIMO_7B, "num_nextn_predict_layers": 0}, "x").counts.total == main
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MIMO_7B))
+    flops = run("flops", str(path), "--seq", "1", "--json")
+    assert flops.exit_code == 0, flops.output
+    assert "mtp/" not in flops.stdout and "attention/q_proj" in flops.stdout
