@@ -201,6 +201,21 @@ def drawn(draw, model_type: str) -> dict:
             "vision_output_dim": draw(st.sampled_from([8, 40])),
         }
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "glm4v":
+        text["hidden_size"] = 128 * text["num_attention_heads"]  # its heads are hidden_size // heads: GLM-4's 128
+        d = text["hidden_size"]
+        config["vision_config"] = {
+            **_vit(draw, "hidden_size", "depth"),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2])),
+            "attention_bias": draw(st.booleans()),
+            "out_hidden_size": d,
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "mllama":
         text["cross_attention_layers"] = draw(st.sampled_from([[], [0]]))
         text["pad_token_id"] = 0  # MllamaTextConfig's 128004 is beyond a small vocabulary
@@ -505,6 +520,10 @@ def test_bad_parts_are_refused_in_one_line(args: list[str], message: str) -> Non
         ),
         ({"model_type": "qwen3_vl", "vision_config": {"deepstack_visual_indexes": "x"}}, "deepstack_visual_indexes"),
         ({"model_type": "internvl", "vision_config": {"image_size": [448, 336]}}, "key 'image_size' gives"),
+        (
+            {"model_type": "glm4v", "text_config": {"hidden_size": 2048}, "vision_config": {"out_hidden_size": 2048}},
+            "text_config: hidden_size (2048) is not 128 · num_attention_heads (32)",
+        ),
         ({"model_type": "internvl", "downsample_ratio": 2.0}, "key 'downsample_ratio' (2.0) gives m_vis = 0"),
         ({"model_type": "internvl", "vision_config": {"norm_type": "batch"}}, "norm_type must be 'layer_norm' or"),
     ],
