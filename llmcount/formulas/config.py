@@ -99,8 +99,9 @@ def describe(value: Any) -> str:
 
 
 def _ratio(value: Any) -> bool:
-    """A finite float in (0, MAX_SIZE]: a key a symbol's ``adjust`` turns into a size (1 / downsample_ratio)."""
-    return type(value) is float and math.isfinite(value) and 0 < value <= MAX_SIZE
+    """A finite float in (0, MAX_SIZE] that is not a whole number (those read as integers): a key a symbol's
+    ``adjust`` turns into a size (1 / downsample_ratio)."""
+    return type(value) is float and math.isfinite(value) and 0 < value <= MAX_SIZE and not value.is_integer()
 
 
 class _Reader:
