@@ -524,7 +524,7 @@ def test_bad_parts_are_refused_in_one_line(args: list[str], message: str) -> Non
             {"model_type": "glm4v", "text_config": {"hidden_size": 2048}, "vision_config": {"out_hidden_size": 2048}},
             "text_config: hidden_size (2048) is not 128 · num_attention_heads (32)",
         ),
-        ({"model_type": "internvl", "downsample_ratio": 2.0}, "key 'downsample_ratio' (2.0) gives m_vis = 0"),
+        ({"model_type": "internvl", "downsample_ratio": 1.5}, "key 'downsample_ratio' (1.5) gives m_vis = 0"),
         ({"model_type": "internvl", "vision_config": {"norm_type": "batch"}}, "norm_type must be 'layer_norm' or"),
     ],
 )
