@@ -7,6 +7,7 @@ what ``count`` and ``formula --part`` show; bad input refused naming the key."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from functools import lru_cache
 
@@ -40,7 +41,7 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
                 model = getattr(transformers, model_class)._from_config(cfg)
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
-    inner = model.model
+    inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
     tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
@@ -87,6 +88,13 @@ CONTRADICTORY = {
     "qwen2_vl": ("hidden_size", 8192),
     "qwen2_5_vl": ("out_hidden_size", 8192),
     "qwen3_vl": ("out_hidden_size", 4096),
+    "qwen3_vl_moe": ("out_hidden_size", 2048),
+}
+
+
+# The composite classes whose default tower transformers cannot build: Aya Vision's SigLIP is 1152 wide with 14 heads.
+UNBUILDABLE = {
+    "aya_vision": ("num_attention_heads", 16, "hidden_size (1152) is not divisible by num_attention_heads (14)"),
 }
 
 
@@ -103,6 +111,13 @@ def test_class_defaults(model_type: str) -> None:
                 read_config(config, "test config")
         full = {**full, "vision_config": {**full["vision_config"], key: width}}
         bare = {**bare, "vision_config": {key: width}}
+    if model_type in UNBUILDABLE:
+        key, value, message = UNBUILDABLE[model_type]
+        for config in (full, bare):
+            with pytest.raises(RuleRefusal, match=re.escape(message)):
+                read_config(config, "test config")
+        full = {**full, "vision_config": {**full["vision_config"], key: value}}
+        bare = {**bare, "vision_config": {**records.composite(model_type).vision_absent, key: value}}
     assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
     assert ours(bare) == transformers_parts(bare) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
 
@@ -117,8 +132,14 @@ def _text(draw, family: str) -> dict:
         "intermediate_size": draw(st.sampled_from([16, 40])),
         "vocab_size": draw(st.sampled_from([64, 96])),
     }
-    if family in ("gemma3_text", "qwen3"):
+    if family in ("gemma3_text", "qwen3", "qwen3_moe"):
         text["head_dim"] = draw(st.sampled_from([8, 16]))
+    if family == "qwen3_moe":
+        text["num_experts"] = draw(st.sampled_from([2, 4]))
+        text["num_experts_per_tok"] = draw(st.sampled_from([1, 2]))
+        text["moe_intermediate_size"] = draw(st.sampled_from([8, 24]))
+        text["decoder_sparse_step"] = draw(st.sampled_from([1, 2]))
+        text["mlp_only_layers"] = draw(st.sampled_from([[], [0]]))
     return text
 
 
@@ -136,7 +157,13 @@ def drawn(draw, model_type: str) -> dict:
     """A composite config with a small language model and a drawn tower: width, depth, heads, MLP width, patch and
     image size, channels, merge and temporal patch sizes, DeepStack layers, feature layers, switches."""
     composite = records.composite(model_type)
-    text = _text(draw, composite.text)
+    if model_type == "hy_v4_vl":  # a decoder of many sizes: drawn as the record's own tests draw it
+        text = draw(oracle.drawn_config(records.family(composite.text)))
+        half = text.get("qk_rope_head_dim", 64) // 2  # HYV4VLTextConfig: M-RoPE sections sum to half the rotary width
+        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+        text["rope_parameters"]["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
+    else:
+        text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
     if model_type == "mistral3":
@@ -161,7 +188,81 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["scale_factor"] = draw(st.sampled_from([1, 2, 4]))
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma"):
+    elif model_type == "llama4":
+        text |= {"num_local_experts": draw(st.sampled_from([1, 2])), "intermediate_size_mlp": 24, "head_dim": 8}
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "projector_input_dim": draw(st.sampled_from([8, 24])),
+            "projector_output_dim": draw(st.sampled_from([8, 24])),
+            "vision_output_dim": draw(st.sampled_from([8, 40])),
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "glm4v":
+        text["hidden_size"] = 128 * text["num_attention_heads"]  # its heads are hidden_size // heads: GLM-4's 128
+        d = text["hidden_size"]
+        config["vision_config"] = {
+            **_vit(draw, "hidden_size", "depth"),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2])),
+            "attention_bias": draw(st.booleans()),
+            "out_hidden_size": d,
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "mllama":
+        text["cross_attention_layers"] = draw(st.sampled_from([[], [0]]))
+        text["pad_token_id"] = 0  # MllamaTextConfig's 128004 is beyond a small vocabulary
+        layouts = draw(st.sampled_from([None, [[1, 1]], [[1, 1], [1, 2], [2, 1]]]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "num_global_layers": draw(st.integers(0, 2)),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "vision_output_dim": draw(st.sampled_from([8, 40])),
+            "intermediate_layers_indices": [0],
+            "max_num_tiles": 4 if layouts is None else draw(st.sampled_from([1, 2])),
+        }
+        if layouts is not None:
+            config["vision_config"]["supported_aspect_ratios"] = layouts
+    elif model_type == "hy_v4_vl":
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "max_image_size": draw(st.sampled_from([16, 28, 60])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2, 3])),
+            "out_hidden_size": d,
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "internvl":
+        patch = draw(st.sampled_from([2, 4, 14]))
+        image = draw(st.sampled_from([16, 28, 56]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
+            "image_size": draw(st.sampled_from([image, [image, image]])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "attention_bias": draw(st.booleans()),
+            "use_qk_norm": draw(st.booleans()),
+            "norm_type": draw(st.sampled_from(["layer_norm", "rms_norm"])),
+            "use_mask_token": draw(st.booleans()),
+            "use_absolute_position_embeddings": draw(st.booleans()),
+            "use_mean_pooling": draw(st.booleans()),
+        }
+        config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision"):
         vision = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -177,6 +278,12 @@ def drawn(draw, model_type: str) -> dict:
         config["vision_config"] = vision
         if model_type == "paligemma":
             config["projection_dim"] = d
+        if model_type == "aya_vision":
+            config["downsample_factor"] = draw(st.sampled_from([1, 2, 3]))
+            config["alignment_intermediate_size"] = draw(st.sampled_from([None, 8, 30, 2 * d]))
+            if config["alignment_intermediate_size"] is None:  # absent: the language model's width
+                del config["alignment_intermediate_size"]
+            config["tie_word_embeddings"] = draw(st.booleans())
         if model_type.startswith("llava"):
             config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1], [0, -1, -2]]))
             config["multimodal_projector_bias"] = draw(st.booleans())
@@ -204,7 +311,7 @@ def drawn(draw, model_type: str) -> dict:
         if model_type == "qwen2_5_vl":
             vision["fullatt_block_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=2, unique=True))
             vision["window_size"] = draw(st.sampled_from([16, 112]))
-        if model_type == "qwen3_vl":
+        if model_type.startswith("qwen3_vl"):
             vision["deepstack_visual_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=3, unique=True))
             vision["num_position_embeddings"] = draw(st.sampled_from([16, 36, 2304]))
         config["vision_config"] = vision
@@ -412,6 +519,13 @@ def test_bad_parts_are_refused_in_one_line(args: list[str], message: str) -> Non
             "vision_config: hidden_size (30) is not divisible by num_attention_heads (4)",
         ),
         ({"model_type": "qwen3_vl", "vision_config": {"deepstack_visual_indexes": "x"}}, "deepstack_visual_indexes"),
+        ({"model_type": "internvl", "vision_config": {"image_size": [448, 336]}}, "key 'image_size' gives"),
+        (
+            {"model_type": "glm4v", "text_config": {"hidden_size": 2048}, "vision_config": {"out_hidden_size": 2048}},
+            "text_config: hidden_size (2048) is not 128 · num_attention_heads (32)",
+        ),
+        ({"model_type": "internvl", "downsample_ratio": 1.5}, "key 'downsample_ratio' (1.5) gives m_vis = 0"),
+        ({"model_type": "internvl", "vision_config": {"norm_type": "batch"}}, "norm_type must be 'layer_norm' or"),
     ],
 )
 def test_bad_towers_are_refused_naming_the_key(tmp_path, config: dict, message: str) -> None:

@@ -56,6 +56,12 @@ def describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+def _ratio(value: Any) -> bool:
+    """A finite float in (0, MAX_SIZE] that is not a whole number (those read as integers): the value of a key that a
+    symbol with ``ratio = true`` reads and its ``adjust`` turns into a size (1 / downsample_ratio)."""
+    return type(value) is float and math.isfinite(value) and 0 < value <= MAX_SIZE and not value.is_integer()
+
+
 class _Reader:
     """Typed, checked access to one config's keys; every error names the source and the key."""
 
@@ -114,6 +120,8 @@ class _Reader:
             return self.derived(spec, spec.strings[self.config[found[0]]], namespace)
         if found and spec.zero_is_none and self.config[found[0]] == 0 and not isinstance(self.config[found[0]], bool):
             return None if spec.null in (None, NONE) else self.derived(spec, spec.null, namespace)  # 0 reads as null
+        if found and spec.ratio and _ratio(self.config[found[0]]):
+            return self.config[found[0]]  # a ratio the adjust turns into a size (InternVL's downsample_ratio 0.5)
         if found and self.config[found[0]] is not None:
             return self.integer(found[0], self.config[found[0]], spec.minimum)
         if found:  # null
@@ -189,6 +197,8 @@ class _Reader:
             raise self.fail(f"key '{spec.key}' is absent and its default cannot be computed: {exc}") from None
         if value is None:  # the expression's None: the symbol has no value for this config
             return None
+        if spec.ratio and _ratio(value):  # a ratio the adjust turns into a size
+            return value
         what = f"{spec.key} (absent: {spec.default_text}, {self.family.name}'s default)"
         if isinstance(value, int) and not isinstance(value, bool) and value < spec.minimum:
             # the other keys give a size no model has (head_dim = d // h with d < h): a stated reason, not a typo

@@ -93,6 +93,7 @@ class SymbolSpec:
     absent: Any = None
     absent_text: str = ""
     length: bool = False  # entries = "length": a list, the symbol how many entries it holds (a single integer: 1)
+    ratio: bool = False  # ratio = true: the key may be a fraction (0.5), which ``adjust`` turns into a size
     # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -562,7 +563,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if isinstance(spec, str):
         return SymbolSpec(symbol, spec, written={"key": spec})
     spec = _table(spec, where)
-    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent"}
+    unknown = set(spec) - {"key", "default", "null", "strings", "zero", "adjust", "entries", "on", "absent", "ratio"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     key = _text(spec, "key", where)
@@ -593,6 +594,9 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     if "absent" in spec and (on is None or spec.get("entries") == "sum"):
         raise RecordError(f"{where}.absent: only with 'on' (the value on those layers without a per-layer object)")
     absent = _value_condition(spec["absent"], f"{where}.absent") if "absent" in spec else None
+    ratio = spec.get("ratio", False)
+    if not isinstance(ratio, bool) or (ratio and adjust is None):
+        raise RecordError(f"{where}.ratio: true or false, and true only with an 'adjust' that makes the ratio a size")
     return SymbolSpec(
         symbol,
         key,
@@ -610,6 +614,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         absent,
         shown(str(spec.get("absent", ""))),
         spec.get("entries") == "length",
+        ratio,
         dict(spec),
     )
 

@@ -142,6 +142,13 @@ d_vout = _size("d_vout")
 N_ds = _count("N_ds")
 n_feat = _size("n_feat")
 n_pos_vis = _size("n_pos_vis")
+d_ff_proj = _size("d_ff_proj")
+d_pin = _size("d_pin")
+d_pout = _size("d_pout")
+d_vfeat = _size("d_vfeat")
+N_gvis = _count("N_gvis")
+n_tile = _size("n_tile")
+n_ar = _size("n_ar")
 n_img = _count("n_img")
 N_aud = _size("N_aud")
 d_aud = _size("d_aud")
@@ -524,6 +531,43 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{pos,vis}}",
         "vision_config.num_position_embeddings",
         "rows of the vision tower's learned position table, interpolated to the image's grid (Qwen3-VL)",
+    ),
+    Entry(
+        d_ff_proj,
+        r"d_{\mathrm{ff,proj}}",
+        "alignment_intermediate_size",
+        "width of a gated projector's first linear: half of it gates the other half into the second (Aya Vision)",
+    ),
+    Entry(
+        d_pin,
+        r"d_{\mathrm{p,in}}",
+        "vision_config.projector_input_dim",
+        "width the vision adapter's first linear maps the pixel-shuffled patches to (Llama 4)",
+    ),
+    Entry(
+        d_pout,
+        r"d_{\mathrm{p,out}}",
+        "vision_config.projector_output_dim",
+        "width of the vision adapter's second linear, in and out (Llama 4)",
+    ),
+    Entry(
+        d_vfeat,
+        r"d_{\mathrm{vfeat}}",
+        "vision_config.vision_output_dim",
+        "width of the image features the multimodal projector takes from the vision model (Llama 4)",
+    ),
+    Entry(
+        N_gvis,
+        r"N_{\mathrm{gvis}}",
+        "vision_config.num_global_layers",
+        "gated global layers of the vision encoder, after its local ones (Mllama)",
+    ),
+    Entry(n_tile, r"n_{\mathrm{tile}}", "vision_config.max_num_tiles", "tiles an image is cut into, at most (Mllama)"),
+    Entry(
+        n_ar,
+        r"n_{\mathrm{ar}}",
+        "vision_config.supported_aspect_ratios",
+        "tile layouts (aspect ratios) the vision encoder embeds, one row each and one for none (Mllama)",
     ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
