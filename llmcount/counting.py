@@ -64,6 +64,7 @@ class Spec:
     absent: Any = None
     absent_text: str = ""
     length: bool = False
+    ratio: bool = False
 
     @property
     def minimum(self) -> int:
@@ -156,6 +157,7 @@ class Compiled:
             _rule(data["absent"], where),
             data["absent_text"],
             entries == "length",
+            data.get("ratio", False),
         )
 
     @cached_property

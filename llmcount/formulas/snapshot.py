@@ -90,6 +90,7 @@ def _symbol(spec: records.SymbolSpec) -> dict[str, Any]:
         "on": spec.on.name if spec.on is not None else None,
         "absent": _condition(written.get("absent")),
         "absent_text": spec.absent_text,
+        "ratio": spec.ratio,
     }
 
 
