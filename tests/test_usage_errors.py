@@ -82,7 +82,7 @@ def test_internal_error_is_one_line_not_a_traceback(capsys, monkeypatch) -> None
     def broken(spec, *args):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(llmcount.sources, "load", broken)
+    monkeypatch.setattr(llmcount.sources, "resolve", broken)  # every way count reads a model starts there
     code, out, err = invoke(capsys, "count", "qwen3-8b")
     assert code == 1 and out == ""
     assert err.strip().splitlines() == ["llmcount: internal error: ZeroDivisionError: boom (a bug; please report it)"]
@@ -138,6 +138,12 @@ USAGE_CASES = [
     ("flops", "option_without_its_value", ("flops", "qwen3-8b", "--seq"), "--seq"),
     ("mfu", "unknown_option", ("mfu", "llama-3-8b", "--nope"), "--nope"),
     ("mfu", "missing_argument", ("mfu",), "Missing argument"),
+    ("speed", "unknown_option", ("speed", "qwen3-8b", "--gpu", "h100", "--nope"), "--nope"),
+    ("speed", "missing_argument", ("speed",), "Missing argument"),
+    ("speed", "option_without_its_value", ("speed", "qwen3-8b", "--gpu"), "--gpu"),
+    ("fit", "unknown_option", ("fit", "qwen3-8b", "--gpu", "h100", "--nope"), "--nope"),
+    ("fit", "missing_argument", ("fit",), "Missing argument"),
+    ("fit", "option_without_its_value", ("fit", "qwen3-8b", "--gpu"), "--gpu"),
     ("memory", "unknown_option", ("memory", "qwen3-8b", "--nope"), "--nope"),
     ("memory", "missing_argument", ("memory",), "Missing argument"),
     ("memory", "bad_choice", ("memory", "qwen3-8b", "--training", "--optimizer", "sgdx"), "--optimizer"),
