@@ -15,6 +15,7 @@ from .sizes import SUFFIX_HELP, parse_bytes, parse_positive, parse_size
 def print_conventions(spec: str, seq: str, as_json: bool) -> None:
     """``flops MODEL --conventions``: every named convention's training FLOPs per token at S."""
     from .formulas.conventions import conventions, ingredients
+    from .presets import find
     from .renderers.costs_glance import conventions_data, render_conventions
     from .sources import load
 
@@ -25,10 +26,12 @@ def print_conventions(spec: str, seq: str, as_json: bool) -> None:
         x = ingredients(model, seq_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    preset = find(spec)
+    paper = preset.six_nd if preset is not None and model.source == f"preset {preset.name}" else None
     if as_json:
-        print_json(conventions_data(model, x, rows))
+        print_json(conventions_data(model, x, rows, paper))
     else:
-        typer.echo(render_conventions(model, x, rows).rstrip())
+        typer.echo(render_conventions(model, x, rows, paper).rstrip())
 
 
 def print_weights_table(spec: str, as_json: bool) -> None:

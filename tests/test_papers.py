@@ -72,6 +72,13 @@ TABLE_A4 = [
     ("6.8B", 40, 3584, 14336, 28, 128, "0.99"),
 ]
 CHINCHILLA_VOCAB, CHINCHILLA_SEQ = 32000, 2048
+# Chinchilla 70B (main text, Table 4): 80 layers, 64 heads of key/value size 128, d_model 8192; ffw_size 4·d_model
+CHINCHILLA_70B = ("70B", 80, 8192, 32768, 64, 128)
+
+
+def _preset(label: str) -> str:
+    """The preset of a Table A4 row (or of Chinchilla 70B): chinchilla-73m, ..., chinchilla-70b."""
+    return f"chinchilla-{label.lower()}"
 
 
 def _chinchilla_parameters(layers: int, d: int, ffw: int) -> int:
@@ -127,6 +134,53 @@ def test_chinchilla_table_a4_ratios() -> None:
     for (label, layers, d, ffw, heads, _kv, _), n, wrong in ((first, 73 * 10**6, "1.04"), (fourth, 11 * 10**8, "1.09")):
         per_token = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), S)}
         assert _two_decimals(Fraction(per_token["chinchilla-table"].training_flops_per_token, 6 * n)) == wrong, label
+
+
+def _neox_tied_parameters(layers: int, d: int, ffw: int) -> int:
+    """The presets' own count, by hand: GPT-NeoX per layer the fused Q/K/V and output projection with biases
+    (4·d² + 4·d), the MLP with biases (2·d·ffw + ffw + d), two LayerNorms (4·d); the final LayerNorm (2·d) and one
+    shared V·d embedding (rotary positions have no parameters)."""
+    return layers * (4 * d * d + 4 * d + 2 * d * ffw + ffw + d + 4 * d) + 2 * d + CHINCHILLA_VOCAB * d
+
+
+def test_chinchilla_presets_give_table_a4s_ratios() -> None:
+    """``flops chinchilla-73m --seq 2048 --conventions``: both Chinchilla rows, each over 6·N·D with N the paper's
+    (nanoGPT's reconstruction of Table A9's counts, the preset's six_nd_parameters), for all six rows."""
+    for label, layers, d, ffw, _heads, _kv, printed in TABLE_A4:
+        name = _preset(label)
+        assert load(name).counts.total == _neox_tied_parameters(layers, d, ffw), name
+        data = _cli_json(f"flops {name} --seq 2048 --conventions --json")
+        n = _chinchilla_parameters(layers, d, ffw)
+        assert data["paper_6nd"]["N"] == n, name
+        # the preset's parameters differ from the paper's N by the relative-position projection and biases only
+        assert n - load(name).counts.total == layers * (d * d + 2 * d), name
+        rows = {r["name"]: r for r in data["conventions"]}
+        assert _two_decimals(Fraction(rows["chinchilla-table"]["ratio_to_paper_6nd_fraction"])) == printed, name
+        text = run("flops", name, "--seq", "2048", "--conventions").stdout
+        table = {line.split()[0]: line.split()[-1] for line in text.splitlines()[3:12]}
+        assert table["chinchilla-table"] == printed, (name, text)
+    first = _cli_json("flops chinchilla-73m --seq 2048 --conventions --json")
+    rows = {r["name"]: r for r in first["conventions"]}
+    assert _two_decimals(Fraction(rows["chinchilla"]["ratio_to_paper_6nd_fraction"])) == "1.58"  # as written
+
+
+def test_chinchilla_70b_preset() -> None:
+    """Chinchilla 70B (Table 4): nanoGPT's reconstruction counts 70,065,209,344, the paper's "70B"; the GPT-NeoX
+    preset is 80·(8192² + 2·8192) below it (the relative-position key projection and its biases)."""
+    _label, layers, d, ffw, heads, kv = CHINCHILLA_70B
+    assert d == heads * kv
+    n = _chinchilla_parameters(layers, d, ffw)
+    assert n == 70_065_209_344 and round(n, -9) == 70 * 10**9
+    total = load(_preset("70b")).counts.total
+    assert total == _neox_tied_parameters(layers, d, ffw) == n - layers * (d * d + 2 * d)
+    data = _cli_json("flops chinchilla-70b --seq 2048 --conventions --json")
+    assert data["paper_6nd"]["N"] == n
+    # Appendix F without embeddings and logits, by hand: per layer 2·S·(3·d² + d²) projections, 4·S²·d for the
+    # logits and values, 3·h·S² softmax, 2·S·2·d·ffw dense; training 3×, per token ÷ S
+    S = CHINCHILLA_SEQ
+    forward = layers * (2 * S * 4 * d * d + 4 * S * S * d + 3 * heads * S * S + 2 * S * 2 * d * ffw)
+    rows = {r["name"]: r for r in data["conventions"]}
+    assert rows["chinchilla-table"]["training_flops_per_token"] * S == 3 * forward
 
 
 def test_chinchilla_as_written_gives_1_58_for_the_73m_row() -> None:
@@ -190,6 +244,27 @@ def test_korthikanti_table_2_for_gpt_3_175b_by_hand() -> None:
         assert picked == [name], (recompute, t, sp)
 
 
+# Section 5 (selective activation recomputation): with the attention's 5as/h term recomputed, a layer keeps sbh·34
+# instead of sbh·(34 + 5as/h): "70%" less activation memory for GPT-3 (5as/h = 80) and "65%" for MT-NLG (5as/h = 64),
+# as the paper prints them. Through memory --training --conventions on the presets, one GPU (t = 1).
+SELECTIVE_SAVINGS = [("gpt3-175b", "GPT-3 175B", "70%"), ("mt-nlg-530b", "MT-NLG 530B", "65%")]
+
+
+def _selective_saving(preset: str) -> Fraction:
+    command = f"memory {preset} --training --conventions --seq 2048 --recompute selective --json"
+    rows = {r["name"]: r for r in _cli_json(command)["activation_conventions"]["rows"]}
+    assert rows["korthikanti-tp-selective"]["matches_options"]  # t = 1: sbh·(10 + 24)
+    return 1 - Fraction(rows["korthikanti-tp-selective"]["bytes_per_layer"], rows["korthikanti"]["bytes_per_layer"])
+
+
+def test_korthikanti_section_5_selective_recomputation_saves_70_and_65_percent() -> None:
+    for preset, _model, printed in SELECTIVE_SAVINGS:
+        saving = _selective_saving(preset)
+        # by hand: 1 - 34/(34 + 5as/h), 5as/h = 5·96·2048/12288 = 80 (GPT-3), 5·128·2048/20480 = 64 (MT-NLG)
+        assert saving == {"gpt3-175b": Fraction(80, 114), "mt-nlg-530b": Fraction(64, 98)}[preset]
+        assert f"{round(100 * saving)}%" == printed, (preset, float(saving))
+
+
 def test_memory_training_conventions_of_gpt3_175b() -> None:
     result = run(
         "memory", "gpt3-175b", "--training", "--tp", "8", "--sequence-parallel", "--conventions", "--seq", "2048",
@@ -238,7 +313,6 @@ def _command(command: str) -> str:
 
 def _rows() -> list[tuple[str, str, str, str]]:
     """(figure, as printed, our command, our number) for every figure this module reproduces."""
-    from llmcount.formulas.conventions import conventions
 
     rows = []
     palm = _cli_json(PALM_MFU)
@@ -252,17 +326,17 @@ def _rows() -> list[tuple[str, str, str, str]]:
             f"{total:,} (PaLM's one norm per layer: {total - PALM_NORM_DIFFERENCE:,})",
         )
     )
-    for label, layers, d, ffw, heads, _, printed in TABLE_A4:
-        per_token = {c.name: c for c in conventions(_table_a4_model(layers, d, ffw, heads), CHINCHILLA_SEQ)}
-        flops = per_token["chinchilla-table"].training_flops_per_token
-        n = _chinchilla_parameters(layers, d, ffw)
-        config = f"gpt_neox L={layers} d={d} d_ff={ffw} h={heads} V=32000"
+    for label, *_, printed in TABLE_A4:
+        command = f"flops {_preset(label)} --seq 2048 --conventions --json"
+        data = _cli_json(command)
+        ratios = {r["name"]: Fraction(r["ratio_to_paper_6nd_fraction"]) for r in data["conventions"]}
         rows.append(
             (
                 f"Chinchilla, Table A4: {label}, FLOPs / 6ND",
                 printed,
-                f"`llmcount flops CONFIG --seq 2048 --conventions` ({config}), chinchilla-table ÷ 6·{n:,}",
-                _two_decimals(Fraction(flops, 6 * n)),
+                _command(command),
+                f"chinchilla-table {_two_decimals(ratios['chinchilla-table'])} "
+                f"(chinchilla, as written: {_two_decimals(ratios['chinchilla'])}), N = {data['paper_6nd']['N']:,}",
             )
         )
     memory = _cli_json(GPT3_MEMORY)["activation_conventions"]
@@ -283,6 +357,16 @@ def _rows() -> list[tuple[str, str, str, str]]:
             f"{memory['llmcount_bytes_per_layer']:,} bytes per layer",
         )
     )
+    for preset, model, printed in SELECTIVE_SAVINGS:
+        command = f"memory {preset} --training --conventions --seq 2048 --recompute selective --json"
+        rows.append(
+            (
+                f"Korthikanti et al., Section 5: {model}, selective recomputation's saving (t = 1)",
+                printed,
+                _command(command),
+                f"{100 * float(_selective_saving(preset)):.1f}% (1 − korthikanti-tp-selective / korthikanti)",
+            )
+        )
     return rows
 
 
@@ -298,15 +382,20 @@ def page() -> str:
         "- PaLM 540B: the preset `palm-540b`, a Llama-type config of Table 1's sizes (multi-query attention, SwiGLU,",
         "  tied embedding, no biases); it has two RMSNorm scales per layer where PaLM's parallel block has one",
         "  LayerNorm (118 × 18,432 parameters more). The `palm` convention's N is every parameter (Appendix B).",
-        "- Chinchilla Table A4: the six rows as karpathy/nanoGPT `scaling_laws.ipynb` transcribes them, GPT-NeoX",
-        "  configs of those sizes (a fused Q/K/V, an output projection and a 2·d·d_ff MLP: Appendix F's dense block),",
-        "  the `chinchilla-table` convention (Appendix F without the embedding and final-logit matmuls), and N the",
+        "- Chinchilla Table A4: the six rows as karpathy/nanoGPT `scaling_laws.ipynb` transcribes them, as presets",
+        "  `chinchilla-73m` ... `chinchilla-6.8b` (and `chinchilla-70b`, Table 4): GPT-NeoX configs of those sizes (a",
+        "  fused Q/K/V, an output projection and a 2·d·d_ff MLP: Appendix F's dense block; one shared embedding), the",
+        "  `chinchilla-table` convention (Appendix F without the embedding and final-logit matmuls), and N the",
         "  models' parameter counts as nanoGPT reconstructs them (Transformer-XL relative attention, biases,",
-        "  LayerNorms, the output layer; not the input embedding). The table's rounded column (73M, 1.1B) as N gives",
-        "  1.04 and 1.09 on two rows; Appendix F as written (`chinchilla`) gives 1.58 for the 73M row.",
+        "  LayerNorms, the output layer; not the input embedding), the column / 6N'D of `flops --conventions`. The",
+        "  presets have L·(d² + 2d) parameters fewer than that N: transformers has no Transformer-XL relative",
+        "  attention. The table's rounded column (73M, 1.1B) as N gives 1.04 and 1.09 on two rows; Appendix F as",
+        "  written (`chinchilla`) gives 1.58 for the 73M row.",
         "- Korthikanti et al. 2022 Table 2: its formulas for GPT-3 175B's sizes (s = 2,048, b = 1, h = 12,288, a = 96,",
         "  t = 8), beside llmcount's exact figure for the preset `gpt3-175b` (GPT-2 code); `memory --training",
         "  --conventions` names the terms that differ (dropout masks, GELU's implementation, norm statistics, fp32).",
+        "  Section 5's savings of selective recomputation (70% for GPT-3, 65% for MT-NLG 530B) are 1 − 34/(34 + 5as/h)",
+        "  on one GPU, from the rows of the presets `gpt3-175b` and `mt-nlg-530b` (GPT-2 configs of their sizes).",
         "",
         "| figure | as printed | command | llmcount |",
         "|---|---|---|---|",
