@@ -295,6 +295,66 @@ def test_memory_conventions_needs_training() -> None:
     assert result.exit_code == 2 and "--conventions needs --training" in result.output
 
 
+# --- Megatron-LM, megatron/training/theoretical_memory_usage.py ---------------------------------------------------
+# report_theoretical_memory at commit d98e8a64dd, run on the args below (outside the tests: the module alone, its
+# .utils stubbed with is_hybrid_model -> False), printed "Theoretical memory footprints: weight and optimizer=... MB,
+# activation=... MB, total=... MB". The first is Megatron's own example, examples/gpt3/train_gpt3_175b_distributed.sh
+# (96 layers, hidden 12288, 96 heads, seq 2048, micro-batch 1, TP 8, PP 16; Megatron's defaults: LayerNorm, a GELU MLP
+# of 4h, a tied embedding, GPT-2's vocabulary padded to 51,200, no distributed optimizer, no sequence parallelism);
+# the second the same model with TP 8, DP 8, the distributed optimizer (6 + 12/DP bytes per parameter, docs/user-
+# guide/features/dist_optimizer.md), sequence parallelism and selective recomputation; the third Llama-3-8B's sizes
+# (32 layers, 4096 hidden, 32 heads, 8 query groups, SwiGLU of 14336, RMSNorm, untied, vocabulary 128,256) at seq 8192
+# over DP 8 with the distributed optimizer.
+MEGATRON_PRINTED = [
+    ("memory gpt3-175b --training --conventions --seq 2048 --tp 8 --pp 16", ("24683.09", "31853.06", "56536.15")),
+    (
+        "memory gpt3-175b --training --conventions --seq 2048 --tp 8 --dp 8 --zero 1 --sequence-parallel "
+        "--recompute selective",
+        ("156116.43", "9857.00", "165973.43"),
+    ),
+    ("memory llama-3-8b --training --conventions --seq 8192 --dp 8 --zero 1", ("57436.90", "38761.87", "96198.77")),
+]
+
+
+def test_megatron_theoretical_memory_as_megatron_prints_it() -> None:
+    for command, printed in MEGATRON_PRINTED:
+        data = _cli_json(command + " --json")["megatron_memory"]
+        mb = 1024 * 1024
+        ours = tuple(
+            f"{float(Fraction(data[key]) / mb):.2f}"
+            for key in ("weight_and_optimizer_bytes", "activation_bytes", "total_bytes")
+        )
+        assert ours == printed, command
+
+
+def test_megatron_example_by_hand() -> None:
+    """The GPT-3 example's figures from Megatron's formula, written out: the first of 16 stages holds 96/16 layers of
+    12·d² TP-split weights and the V_pad·d embedding over TP 8, and 96/16 layers of two LayerNorms (4·d) plus the
+    final one (2·d) replicated, 18 bytes each; activations sbh·(10 + 24/8) per layer over 96 layers, the embedding's
+    input (8·s·b·pp) and dropout (s·b·h·pp), × 1.05 (no output-layer term at PP > 1)."""
+    d, L, V_pad, s, pp, tp = 12288, 96, 51200, 2048, 16, 8
+    weights = (Fraction(L * 12 * d * d, pp) + V_pad * d) / tp + Fraction(L * 4 * d + 2 * d, pp)
+    activations = (s * d * (10 + Fraction(24, tp)) * L + 8 * s * pp + s * d * pp) * Fraction(105, 100)
+    data = _cli_json(MEGATRON_PRINTED[0][0] + " --json")["megatron_memory"]
+    assert Fraction(data["weight_and_optimizer_bytes"]) == 18 * weights
+    assert Fraction(data["activation_bytes"]) == activations
+    assert data["activation_function"] == "compute_activation_memory_without_sp"
+    assert data["left_out"][0]["path"] == "embedding/wpe"  # GPT-2's learned positions: not in Megatron's count
+    # the distributed optimizer's 6 + 12/DP bytes per parameter (dist_optimizer.md: bf16 parameters, fp32 gradients)
+    sharded = _cli_json(MEGATRON_PRINTED[1][0] + " --json")["megatron_memory"]
+    unsharded = _cli_json(MEGATRON_PRINTED[1][0].replace(" --zero 1", "") + " --json")["megatron_memory"]
+    ratio = Fraction(sharded["weight_and_optimizer_bytes"]) / Fraction(unsharded["weight_and_optimizer_bytes"])
+    assert ratio == Fraction(6 + Fraction(12, 8), 18)
+
+
+def test_megatron_memory_refuses_what_its_dense_formula_does_not_describe() -> None:
+    for preset, words in (("mixtral-8x7b", "moe"), ("qwen3-next-80b-a3b", "state layers")):
+        data = _cli_json(f"memory {preset} --training --conventions --seq 1024 --json")["megatron_memory"]
+        assert words in data["not_given"], data
+    text = run("memory", "gpt3-175b", "--training", "--conventions", "--tp", "8", "--pp", "16").stdout
+    assert "Megatron-LM's theoretical memory" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
 # --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
 PAGE = "docs/papers.md"
 PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"
@@ -357,6 +417,22 @@ def _rows() -> list[tuple[str, str, str, str]]:
             f"{memory['llmcount_bytes_per_layer']:,} bytes per layer",
         )
     )
+    labels = ("its GPT-3 175B example, TP 8, PP 16", "GPT-3 175B, TP 8, DP 8, distributed optimizer, SP, selective",
+              "Llama-3-8B's sizes, S = 8192, DP 8, distributed optimizer")  # fmt: skip
+    for (command, printed), label in zip(MEGATRON_PRINTED, labels, strict=True):
+        data = _cli_json(command + " --json")["megatron_memory"]
+        mb = 1024 * 1024
+        rows.append(
+            (
+                f"Megatron-LM report_theoretical_memory, {label}: weight and optimizer / activation / total",
+                " / ".join(f"{v} MB" for v in printed),
+                _command(command),
+                " / ".join(
+                    f"{float(Fraction(data[k]) / mb):.2f} MB"
+                    for k in ("weight_and_optimizer_bytes", "activation_bytes", "total_bytes")
+                ),
+            )
+        )
     for preset, model, printed in SELECTIVE_SAVINGS:
         command = f"memory {preset} --training --conventions --seq 2048 --recompute selective --json"
         rows.append(
@@ -396,6 +472,11 @@ def page() -> str:
         "  --conventions` names the terms that differ (dropout masks, GELU's implementation, norm statistics, fp32).",
         "  Section 5's savings of selective recomputation (70% for GPT-3, 65% for MT-NLG 530B) are 1 − 34/(34 + 5as/h)",
         "  on one GPU, from the rows of the presets `gpt3-175b` and `mt-nlg-530b` (GPT-2 configs of their sizes).",
+        "- Megatron-LM's `report_theoretical_memory` (megatron/training/theoretical_memory_usage.py, commit",
+        "  d98e8a64dd), as its own code printed it on its GPT-3 175B example (TP 8, PP 16), with the distributed",
+        "  optimizer and sequence parallelism, and on Llama-3-8B's sizes: the `megatron` part of `memory --training",
+        "  --conventions`, its parameter count (no biases, no position table, the padded vocabulary) named beside",
+        "  ours.",
         "",
         "| figure | as printed | command | llmcount |",
         "|---|---|---|---|",

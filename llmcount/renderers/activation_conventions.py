@@ -8,6 +8,11 @@ from fractions import Fraction
 from typing import Any
 
 from ..formulas.activation_conventions import DIFFERENCES, SOURCE, ActivationConvention
+from ..formulas.megatron_memory import DIFFERENCES as MEGATRON_DIFFERENCES
+from ..formulas.megatron_memory import SOURCE as MEGATRON_SOURCE
+from ..formulas.megatron_memory import MegatronMemory
+
+NUM_BYTES_IN_MEGABYTE = 1024 * 1024
 
 
 def _number(value: Fraction) -> int | float:
@@ -61,4 +66,65 @@ def render_conventions(rows: list[ActivationConvention], exact: int | None, size
         lines += textwrap.wrap(f"{r.name}: {r.formula}", width, subsequent_indent="    ")
     lines += textwrap.wrap(f"source: {SOURCE}", width, subsequent_indent="    ")
     lines += textwrap.wrap(f"why they differ: {DIFFERENCES}", width, subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def _mb(value: Fraction) -> str:
+    """Megatron's unit: MB of 1024² bytes, two decimals, as report_theoretical_memory prints them."""
+    return f"{float(value / NUM_BYTES_IN_MEGABYTE):,.2f} MB"
+
+
+def megatron_data(made: MegatronMemory | str, result) -> dict:
+    """Megatron-LM's theoretical memory per GPU beside llmcount's, or why it is not given."""
+    if isinstance(made, str):
+        return {"source": MEGATRON_SOURCE, "not_given": made}
+    a = made.args
+    return {
+        "source": MEGATRON_SOURCE,
+        "unit": "bytes on one GPU of the first pipeline stage (Megatron prints MB of 1024² bytes)",
+        "args": {k: getattr(a, k) for k in a.__dataclass_fields__},
+        "parameters": made.parameters,
+        "left_out": [{"path": path, "parameters": n} for path, n in made.left_out],
+        "weight_and_optimizer_bytes": _number(made.weights_and_optimizer),
+        "activation_bytes": _number(made.activations),
+        "activation_function": made.activation_function,
+        "total_bytes": _number(made.total),
+        "weight_and_optimizer_mb": float(made.weights_and_optimizer / NUM_BYTES_IN_MEGABYTE),
+        "activation_mb": float(made.activations / NUM_BYTES_IN_MEGABYTE),
+        "total_mb": float(made.total / NUM_BYTES_IN_MEGABYTE),
+        "llmcount_model_states_bytes": result.model_states_bytes,
+        "llmcount_activation_bytes": result.activations_bytes,
+        "differences": MEGATRON_DIFFERENCES,
+    }
+
+
+def render_megatron(made: MegatronMemory | str, result) -> str:
+    width = 80
+    if isinstance(made, str):
+        return "\n".join(textwrap.wrap(f"megatron: not given: {made}", width, subsequent_indent="    "))
+    a = made.args
+    head = (
+        f"Megatron-LM's theoretical memory on one GPU (tp = {a.tensor_model_parallel_size}, pp = "
+        f"{a.pipeline_model_parallel_size}, dp = {a.data_parallel_size}, distributed optimizer "
+        f"{'on' if a.use_distributed_optimizer else 'off'}, {made.activation_function}):"
+    )
+    lines = textwrap.wrap(head, width)
+    ours = result.activations_bytes
+    rows = [
+        ("weight and optimizer", made.weights_and_optimizer, result.model_states_bytes),
+        ("activation", made.activations, ours),
+        ("total", made.total, None if ours is None else result.model_states_bytes + ours),
+    ]
+    lines.append(f"{'':<22}{'megatron':>18}  {'llmcount (bytes)':>20}")
+    for name, value, mine in rows:
+        lines.append(f"{name:<22}{_mb(value):>18}  {'' if mine is None else f'{mine:,}':>20}")
+    left = ", ".join(f"{path} {n:,}" for path, n in made.left_out) or "nothing"
+    lines += textwrap.wrap(
+        f"Megatron's count: {made.parameters:,} parameters (vocabulary padded to {a.padded_vocab_size:,}); "
+        f"it leaves out {left}",
+        width,
+        subsequent_indent="    ",
+    )
+    lines += textwrap.wrap(f"source: {MEGATRON_SOURCE}", width, subsequent_indent="    ")
+    lines += textwrap.wrap(f"why they differ: {MEGATRON_DIFFERENCES}", width, subsequent_indent="    ")
     return "\n".join(lines)
