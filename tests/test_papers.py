@@ -355,6 +355,34 @@ def test_megatron_memory_refuses_what_its_dense_formula_does_not_describe() -> N
     assert "Megatron-LM's theoretical memory" in text and max(len(line) for line in text.splitlines()) <= 80
 
 
+def _megatron_deepseek_v3(seq: int, mtp: int = 0) -> int:
+    """Megatron-LM's num_floating_point_operations (megatron/training/training.py, commit d98e8a64dd) for DeepSeek-V3
+    per token at S = seq (BSHD), written out: 61 layers, the first 3 dense (MLP 18,432) and 58 MoE (8 of 256 experts
+    of 2,048 and one shared of 2,048), SwiGLU (3 matrices), MLA with q_lora_rank 1,536, kv_lora_rank 512, 128 heads,
+    qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim 128, d = 7,168, vocabulary 129,280 (a multiple of 128); MLA's
+    q and kv terms carry "+ 1" for their latent norms. ``mtp`` MTP layers: MoE layers (the last layer is MoE), their
+    norms and projection (3·d + 2·d²), one more logit layer."""
+    d, h, r_q, r_kv, d_nope, d_rope, d_v, vocab = 7168, 128, 1536, 512, 128, 64, 128, 129280
+    dense, moe = 3, 58 + mtp
+    layers = 61 + mtp
+    mlp = d * (18432 * 3 * dense + (2048 * 8 * 3 + 2048 * 3) * moe)
+    q_term = r_q * (d + h * (d_nope + d_rope) + 1)
+    attention = q_term + r_kv * (d + h * (d_nope + d_v) + 1) + d * d_rope + h * d_v * d
+    core = h * (d_nope + d_rope) // 2 + h * d_v // 2  # per pair, "/2 for the causal mask"
+    extra = mtp * (3 * d + 2 * d * d)
+    return 6 * (mlp + layers * attention + extra + d * vocab * (mtp + 1)) + 6 * layers * core * seq
+
+
+def test_megatron_flops_count_mla_latent_norms() -> None:
+    """DeepSeek-V3 at S = 4096: Megatron's count includes 6·61·(1,536 + 512) = 749,568 FLOPs per token for MLA's q and
+    kv latent norms (the record's megatron_weight terms)."""
+    data = _cli_json("flops deepseek-v3 --seq 4096 --conventions --json")
+    rows = {r["name"]: r for r in data["conventions"]}
+    assert rows["megatron"]["training_flops_per_token"] == _megatron_deepseek_v3(4096)
+    assert "P_norm" in rows["megatron"]["formula"] and "latent norms" in rows["megatron"]["includes"]
+    assert 6 * 61 * (1536 + 512) == 749_568
+
+
 # --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
 PAGE = "docs/papers.md"
 PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"

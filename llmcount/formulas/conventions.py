@@ -65,6 +65,7 @@ class Ingredients:
     megatron_states: int = 0
     megatron_kinds: tuple[tuple[str, str, str], ...] = ()
     megatron_missing: tuple[str, ...] = ()  # kinds of state layer Megatron-LM has no count for
+    megatron_norms: int = 0  # norm scales Megatron counts like GEMM weights (a record's megatron_weight terms)
     uneven: str = ""  # why the layers' score widths differ one from another ("": they do not)
     own_ops: tuple[str, ...] = ()  # the record's own [[flops]] operations (indexer scores, compressed entries...)
 
@@ -88,8 +89,10 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     kinds = tuple(dict.fromkeys(s.name for s in present))
     megatron = [s for s in present if s.megatron is not None]
     groups = frozenset().union(*(s.groups for s in megatron))
-    weights = router = tables = state_weights = 0
+    weights = router = tables = state_weights = megatron_norms = 0
     for term in derivation.terms:
+        if term.megatron_weight:
+            megatron_norms += evaluate_int(term.layers * term.expr, values, term.path)
         if term.embedding and term.path != "head/lm_head":
             tables += evaluate_int(term.layers * term.expr, values, term.path)
         if is_matmul_weight(term):
@@ -127,6 +130,7 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         ),
         megatron_kinds=tuple((s.name, s.megatron.function, s.megatron.note) for s in megatron),
         megatron_missing=tuple(dict.fromkeys(s.name for s in present if s.megatron is None)),
+        megatron_norms=megatron_norms,
         uneven=uneven,
         own_ops=tuple(op.path for op in family.flops if evaluate_int(op.layers, values, op.path)),
     )
@@ -226,11 +230,14 @@ def palm(x: Ingredients) -> Convention:
 def _megatron_layers(x: Ingredients) -> int:
     """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core; state
     layers by Megatron's own formula for them (``hybrid_flops``) instead of their weights."""
-    return 2 * (x.weights - x.router - x.state_weights) + x.megatron_states + x.seq * (x.qk_sum + x.v_sum)
+    weights = x.weights - x.router - x.state_weights + x.megatron_norms
+    return 2 * weights + x.megatron_states + x.seq * (x.qk_sum + x.v_sum)
 
 
 def _megatron_formula(x: Ingredients, passes: int) -> str:
     weights = "2·(W - W_router - W_state) + M_state" if x.megatron_kinds else "2·(W - W_router)"
+    if x.megatron_norms:
+        weights = weights.replace("W_router", "W_router + P_norm", 1)
     return f"{passes}·({weights}) + 3·2·d·V_pad + {passes}·2·L·S·(h·d_qk + h·d_v)/2"
 
 
@@ -251,7 +258,8 @@ def megatron(x: Ingredients) -> Convention:
         _megatron_source(x),
         "3 passes of every GEMM at 2 FLOPs per multiply-add: attention projections, MLP/shared and k routed "
         "experts (the router is not counted), logits over the vocabulary padded to a multiple of 128; core "
-        "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation",
+        "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation"
+        + (MEGATRON_NORMS.format(norms=x.megatron_norms) if x.megatron_norms else ""),
     )
 
 
@@ -305,6 +313,11 @@ def llmcount_causal(x: Ingredients) -> Convention:
         "kernels compute them (sliding-window and chunked layers: only the pairs within the window or chunk)",
     )
 
+
+MEGATRON_NORMS = (
+    "; except MLA's latent norms, P_norm = {norms:,} parameters, which its q and kv terms count like GEMM weights "
+    "(q_lora_rank · (d + h·(d_nope + d_rope) + 1), kv_lora_rank · (d + h·(d_nope + d_v) + 1))"
+)
 
 CONVENTIONS = {
     "kaplan": kaplan,
