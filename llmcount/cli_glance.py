@@ -12,7 +12,7 @@ from .errors import LlmcountError
 from .sizes import SUFFIX_HELP, parse_bytes, parse_positive, parse_size
 
 
-def print_conventions(spec: str, seq: str, as_json: bool) -> None:
+def print_conventions(spec: str, seq: str, as_json: bool, mtp: str | None = None) -> None:
     """``flops MODEL --conventions``: every named convention's training FLOPs per token at S."""
     from .formulas.conventions import conventions, ingredients
     from .presets import find
@@ -21,8 +21,9 @@ def print_conventions(spec: str, seq: str, as_json: bool) -> None:
 
     try:
         seq_ = parse_size(seq, "--seq")
+        mtp_layers = 0 if mtp is None else parse_size(mtp, "--mtp", suffixes=False)
         model = load(spec)
-        rows = conventions(model, seq_)
+        rows = conventions(model, seq_, mtp_layers)
         x = ingredients(model, seq_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None

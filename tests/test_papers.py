@@ -383,6 +383,22 @@ def test_megatron_flops_count_mla_latent_norms() -> None:
     assert 6 * 61 * (1536 + 512) == 749_568
 
 
+def test_megatron_flops_with_one_mtp_layer() -> None:
+    """``flops deepseek-v3 --conventions --mtp 1``: Megatron's mtp_num_layers = 1 (DeepSeek-V3 trains with one MTP
+    layer): one more MoE layer, 3·d + 2·d² of norms and projection, one more logit layer; +4.1% on the megatron row."""
+    plain = {r["name"]: r for r in _cli_json("flops deepseek-v3 --seq 4096 --conventions --json")["conventions"]}
+    data = _cli_json("flops deepseek-v3 --seq 4096 --conventions --mtp 1 --json")
+    rows = {r["name"]: r for r in data["conventions"]}
+    assert rows["megatron"]["training_flops_per_token"] == _megatron_deepseek_v3(4096, mtp=1)
+    ratio = Fraction(rows["megatron"]["training_flops_per_token"], plain["megatron"]["training_flops_per_token"])
+    assert f"{float(ratio - 1):.1%}" == "4.1%"
+    assert rows["llmcount"]["training_flops_per_token"] == plain["llmcount"]["training_flops_per_token"]
+    assert "MTP layer(s) of --mtp not counted" in rows["llmcount"]["includes"]
+    refused = run("flops", "llama-3-8b", "--conventions", "--mtp", "1")
+    assert refused.exit_code == 1 and "no multi-token-prediction layers" in refused.stderr
+    assert run("flops", "deepseek-v3", "--mtp", "1").exit_code != 0
+
+
 # --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
 PAGE = "docs/papers.md"
 PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"
@@ -459,6 +475,18 @@ def _rows() -> list[tuple[str, str, str, str]]:
                     f"{float(Fraction(data[k]) / mb):.2f} MB"
                     for k in ("weight_and_optimizer_bytes", "activation_bytes", "total_bytes")
                 ),
+            )
+        )
+    for mtp in (0, 1):
+        command = "flops deepseek-v3 --seq 4096 --conventions" + (" --mtp 1" if mtp else "") + " --json"
+        rows_ = {r["name"]: r for r in _cli_json(command)["conventions"]}
+        rows.append(
+            (
+                "Megatron-LM num_floating_point_operations (d98e8a64dd): DeepSeek-V3, S = 4096"
+                + (", one MTP layer" if mtp else " (MLA's latent norms included)"),
+                f"{_megatron_deepseek_v3(4096, mtp):,} (its formula, written out)",
+                _command(command),
+                f"{rows_['megatron']['training_flops_per_token']:,} FLOPs per token",
             )
         )
     for preset, model, printed in SELECTIVE_SAVINGS:

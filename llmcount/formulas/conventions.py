@@ -408,12 +408,50 @@ def _with_states(x: Ingredients, made: Convention) -> Convention:
     return replace(made, includes=made.includes + note.format(kinds=kinds, layers=x.layers))
 
 
-def conventions(model: Model, seq: int) -> list[Convention]:
+MEGATRON_MTP = (
+    "; with {k} multi-token-prediction layer(s) as Megatron's mtp_num_layers counts them: each one more decoder "
+    "layer of the last layer's kind ({layer:,} forward FLOPs per token, the record's MTP layer), its norms and "
+    "projection as GEMM weights ({own:,} parameters: Megatron's 3·d + 2·d²) and one more logit layer (2·d·V_pad)"
+)
+NO_MTP = "; the {k} MTP layer(s) of --mtp not counted: the convention has no term for them"
+
+
+def _with_mtp(model: Model, x: Ingredients, rows: list[Convention], layers: int) -> list[Convention]:
+    """The Megatron rows with ``layers`` MTP layers (megatron/training/training.py: mtp_num_layers adds layers of the
+    last layer's kind, 3·d + 2·d² of norms and projection, and a logit layer each); the others say they leave them
+    out. LlmcountError when the record has no MTP layer to add."""
+    from . import mtp
+
+    found = mtp.require(model)
+    decoder = ingredients(found.decoder, x.seq)
+    layer = _megatron_layers(decoder)
+    own_paths = {choice.term.path for choice in found.spec.terms}
+    own = sum(c.count for c in found.components if c.path in own_paths and not c.embedding) // found.layers
+    made = []
+    for row in rows:
+        if not row.name.startswith("megatron"):
+            made.append(replace(row, includes=row.includes + NO_MTP.format(k=layers)))
+            continue
+        passes = 4 if row.name == "megatron-recompute" else 3
+        extra = passes * layers * (layer + 2 * own) + 3 * 2 * x.hidden * x.padded_vocab * layers
+        made.append(
+            replace(
+                row,
+                training_flops_per_token=row.training_flops_per_token + extra,
+                formula=row.formula + f" + {passes}·k·(F_mtp + 2·P_mtp) + 3·k·2·d·V_pad (k = {layers})",
+                includes=row.includes + MEGATRON_MTP.format(k=layers, layer=layer, own=own),
+            )
+        )
+    return made
+
+
+def conventions(model: Model, seq: int, mtp_layers: int = 0) -> list[Convention]:
     """Every convention's training FLOPs per token for ``model`` at S = ``seq`` (those :func:`not_given` names left
-    out)."""
+    out); ``mtp_layers``: Megatron's rows with that many multi-token-prediction layers."""
     x = ingredients(model, seq)
     skipped = not_given(x)
-    return [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
+    rows = [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
+    return _with_mtp(model, x, rows, mtp_layers) if mtp_layers else rows
 
 
 def convention(model: Model, seq: int, name: str) -> Convention:
