@@ -399,6 +399,50 @@ def test_megatron_flops_with_one_mtp_layer() -> None:
     assert run("flops", "deepseek-v3", "--mtp", "1").exit_code != 0
 
 
+# --- DeepSpeed's ZeRO estimators --------------------------------------------------------------------------------------
+# docs/code-docs/source/memory.rst (microsoft/DeepSpeed, commit 38327e07f6) prints what
+# estimate_zero{2,3}_model_states_mem_needs_all_cold print for total_params=2851e6 (t5-3b), largest_layer_params=32e6,
+# 8 GPUs on 1 node: "per CPU | per GPU | Options", GB of 2**30 bytes.
+DEEPSPEED_ZERO3_PRINTED = [
+    ("offload_param=cpu, offload_optimizer=cpu, zero_init=1", "71.69", "0.12"),
+    ("offload_param=cpu, offload_optimizer=cpu, zero_init=0", "127.45", "0.12"),
+    ("offload_param=none, offload_optimizer=cpu, zero_init=1", "63.72", "0.78"),
+    ("offload_param=none, offload_optimizer=cpu, zero_init=0", "127.45", "0.78"),
+    ("offload_param=none, offload_optimizer=none, zero_init=1", "1.43", "6.09"),
+    ("offload_param=none, offload_optimizer=none, zero_init=0", "127.45", "6.09"),
+]
+DEEPSPEED_ZERO2_PRINTED = [("offload_optimizer=cpu", "127.45", "5.31"), ("offload_optimizer=none", "127.45", "15.93")]
+
+
+def test_deepspeed_estimators_print_the_docs_figures() -> None:
+    from llmcount.formulas.deepspeed_memory import estimates
+
+    rows = estimates(2_851_000_000, 32_000_000, gpus_per_node=8, nodes=1)
+    got = {(r.stage, r.options): (f"{r.cpu / 2**30:.2f}", f"{r.gpu / 2**30:.2f}") for r in rows}
+    for options, cpu, gpu in DEEPSPEED_ZERO3_PRINTED:
+        assert got[(3, options)] == (cpu, gpu), options
+    assert got[(2, "offload_optimizer=cpu")] == DEEPSPEED_ZERO2_PRINTED[0][1:]
+    # ZeRO-2 without offload: the code at this commit gives 2·P + int(18·P/8) = 11.28GB; the docs' 15.93GB is the
+    # formula they state, 4·P + 16·P/G (by hand: 4·2851e6 + 16·2851e6/8 = 17,106,000,000 bytes)
+    assert got[(2, "offload_optimizer=none")] == ("127.45", "11.28")
+    assert f"{(4 * 2_851_000_000 + 16 * 2_851_000_000 // 8) / 2**30:.2f}" == DEEPSPEED_ZERO2_PRINTED[1][2]
+
+
+def test_deepspeed_rows_of_memory_training_conventions() -> None:
+    """GPT-2 over 8 GPUs: P = 124,439,808 (tied), the largest module wte (50,257 · 768 = 38,597,376); ZeRO-3 without
+    offload per GPU 4·38,597,376 + int(18·P/8), ZeRO-2 without offload 2·P + int(18·P/8)."""
+    data = _cli_json("memory gpt2 --training --conventions --dp 8 --json")["deepspeed_memory"]
+    P, largest = 124_439_808, 50257 * 768
+    assert data["total_params"] == P and data["largest_layer"] == {"path": "embedding/wte", "params": largest}
+    rows = {(r["stage"], r["options"]): r for r in data["rows"]}
+    assert (
+        rows[(3, "offload_param=none, offload_optimizer=none, zero_init=1")]["gpu_bytes"] == 4 * largest + 18 * P // 8
+    )
+    assert rows[(2, "offload_optimizer=none")]["gpu_bytes"] == 2 * P + 18 * P // 8
+    assert rows[(2, "offload_optimizer=cpu")]["cpu_bytes"] == P * 32 * 3 // 2  # max(4·8, 16) · 1.5
+    assert "deepspeed/runtime/zero/stage3.py" in data["source"]
+
+
 # --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
 PAGE = "docs/papers.md"
 PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"
@@ -477,6 +521,25 @@ def _rows() -> list[tuple[str, str, str, str]]:
                 ),
             )
         )
+    from llmcount.formulas.deepspeed_memory import estimates
+
+    cold = {(r.stage, r.options): r for r in estimates(2_851_000_000, 32_000_000, 8, 1)}
+    for stage, printed_rows in ((2, DEEPSPEED_ZERO2_PRINTED), (3, DEEPSPEED_ZERO3_PRINTED)):
+        for options, cpu, gpu in printed_rows:
+            r = cold[(stage, options)]
+            note = (
+                " (the docs' 4·P + 16·P/G; the code: 2·P + 18·P/G)"
+                if (stage, options) == (2, "offload_optimizer=none")
+                else ""
+            )
+            rows.append(
+                (
+                    f"DeepSpeed memory.rst, ZeRO-{stage} all_cold (2851M params, 32M largest layer, 8 GPUs): {options}",
+                    f"{cpu}GB per CPU, {gpu}GB per GPU",
+                    "`llmcount.formulas.deepspeed_memory.estimates(2_851_000_000, 32_000_000, 8, 1)`",
+                    f"{r.cpu / 2**30:.2f}GB, {r.gpu / 2**30:.2f}GB{note}",
+                )
+            )
     for mtp in (0, 1):
         command = "flops deepseek-v3 --seq 4096 --conventions" + (" --mtp 1" if mtp else "") + " --json"
         rows_ = {r["name"]: r for r in _cli_json(command)["conventions"]}
@@ -533,6 +596,10 @@ def page() -> str:
         "  optimizer and sequence parallelism, and on Llama-3-8B's sizes: the `megatron` part of `memory --training",
         "  --conventions`, its parameter count (no biases, no position table, the padded vocabulary) named beside",
         "  ours.",
+        "- DeepSpeed's `estimate_zero2/3_model_states_mem_needs` (commit 38327e07f6): the tables its docs print for",
+        "  2851M parameters, 32M largest layer, 8 GPUs; `memory --training --conventions` gives them for the model's",
+        "  own P and largest module. Its ZeRO-2 row without offload is 2·P + 18·P/G in the code, 4·P + 16·P/G in the",
+        "  docs (15.93GB there, 11.28GB by the code).",
         "",
         "| figure | as printed | command | llmcount |",
         "|---|---|---|---|",

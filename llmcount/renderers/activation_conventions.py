@@ -12,6 +12,14 @@ from ..formulas.megatron_memory import DIFFERENCES as MEGATRON_DIFFERENCES
 from ..formulas.megatron_memory import SOURCE as MEGATRON_SOURCE
 from ..formulas.megatron_memory import MegatronMemory
 
+DEEPSPEED_NOTE = (
+    "P every parameter (a tied one once), the largest layer the module with the most parameters of its own, as "
+    "llmcount's record paths name them; the GPUs the options give (tp·pp·dp·ep), on one node. ZeRO-2 without "
+    "offload is 2·P + 18·P/G in this code; DeepSpeed's docs/code-docs/source/memory.rst still print the earlier "
+    "4·P + 16·P/G. DeepSpeed counts fp16 weights, fp32 gradients, fp32 weights and Adam moments (18 bytes), "
+    "llmcount's mixed-precision AdamW 16 (bf16 gradients); neither counts activations"
+)
+
 NUM_BYTES_IN_MEGABYTE = 1024 * 1024
 
 
@@ -127,4 +135,36 @@ def render_megatron(made: MegatronMemory | str, result) -> str:
     )
     lines += textwrap.wrap(f"source: {MEGATRON_SOURCE}", width, subsequent_indent="    ")
     lines += textwrap.wrap(f"why they differ: {MEGATRON_DIFFERENCES}", width, subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def deepspeed_data(rows, params: int, largest: tuple[str, int], gpus: int) -> dict:
+    from ..formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
+
+    return {
+        "source": DEEPSPEED_SOURCE,
+        "total_params": params,
+        "largest_layer": {"path": largest[0], "params": largest[1]},
+        "num_gpus_per_node": gpus,
+        "num_nodes": 1,
+        "rows": [{"stage": r.stage, "options": r.options, "cpu_bytes": r.cpu, "gpu_bytes": r.gpu} for r in rows],
+        "note": DEEPSPEED_NOTE,
+    }
+
+
+def render_deepspeed(rows, params: int, largest: tuple[str, int], gpus: int) -> str:
+    from ..formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
+
+    width = 80
+    lines = textwrap.wrap(
+        f"DeepSpeed's ZeRO estimates of model states ({params:,} parameters, largest layer {largest[0]} "
+        f"{largest[1]:,}; 1 node, {gpus} GPU{'s' if gpus > 1 else ''}), GB of 2³⁰ bytes as DeepSpeed prints them:",
+        width,
+    )
+    lines.append("ZeRO    per CPU |   per GPU | offload_param, offload_optimizer, zero_init")
+    for r in rows:
+        options = r.options.replace("offload_", "")
+        lines.append(f"{r.stage:<4} {r.cpu / 2**30:8.2f}GB | {r.gpu / 2**30:7.2f}GB | {options}")
+    lines += textwrap.wrap(f"source: {DEEPSPEED_SOURCE}", width, subsequent_indent="    ")
+    lines += textwrap.wrap(f"note: {DEEPSPEED_NOTE}", width, subsequent_indent="    ")
     return "\n".join(lines)
