@@ -65,8 +65,8 @@ def flops(
         bool,
         typer.Option(
             "--conventions",
-            help="Training FLOPs per token at S as Kaplan, Chinchilla, PaLM, Megatron-LM, torchtitan and llmcount "
-            "count them, side by side, each with its source (uses --seq only).",
+            help="Training FLOPs per token at S as Kaplan, Chinchilla, PaLM, Megatron-LM, torchtitan, MaxText and "
+            "llmcount count them, side by side, each with its source (uses --seq only).",
         ),
     ] = False,
     mtp: Annotated[

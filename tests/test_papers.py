@@ -443,6 +443,30 @@ def test_deepspeed_rows_of_memory_training_conventions() -> None:
     assert "deepspeed/runtime/zero/stage3.py" in data["source"]
 
 
+# --- MaxText, src/maxtext/utils/maxtext_utils.py calculate_tflops_training_per_device (commit e591f30cbb) ------------
+def _maxtext_per_token(L: int, d: int, mlp: int, activations: int, h: int, h_kv: int, hd: int, V: int, S: int) -> int:
+    """Its default (dense) path written out, per token (it computes per device and step, B·S tokens): 3 × (the FFN,
+    2·S·mlp·d per entry of mlp_activations plus 2·S·mlp·d; QKV 2·S·d·(h + 2·h_kv)·hd; the projection 2·S·d·h·hd;
+    the unembedding 2·S·d·V) + 3 × L × causal attention (4·S²·h·hd / 2)."""
+    ffn = 2 * S * mlp * d * activations + 2 * S * mlp * d
+    qkv, projection, embedding = 2 * S * d * (h + 2 * h_kv) * hd, 2 * S * d * h * hd, 2 * S * d * V
+    attention = 4 * S * S * h * hd // 2
+    return (3 * ((ffn + qkv + projection) * L + embedding) + 3 * attention * L) // S
+
+
+def test_maxtext_default_path() -> None:
+    # Llama-3-8B (mlp_activations ["silu", "linear"]) at S = 8192; GPT-2 (["gelu"]) at S = 1024, V unpadded
+    for command, expected in (
+        ("flops llama-3-8b --seq 8192", _maxtext_per_token(32, 4096, 14336, 2, 32, 8, 128, 128256, 8192)),
+        ("flops gpt2 --seq 1024", _maxtext_per_token(12, 768, 3072, 1, 12, 12, 64, 50257, 1024)),
+    ):
+        rows = {r["name"]: r for r in _cli_json(command + " --conventions --json")["conventions"]}
+        assert rows["maxtext"]["training_flops_per_token"] == expected, command
+        assert "e591f30cbb" in rows["maxtext"]["source"]
+    skipped = {r["name"]: r["reason"] for r in _cli_json("flops deepseek-v3 --conventions --json")["not_given"]}
+    assert "MoE layers" in skipped["maxtext"] and "MLA" in skipped["maxtext"]
+
+
 # --- docs/papers.md: each figure, our command and our number, from the data above ------------------------------------
 PAGE = "docs/papers.md"
 PALM_MFU = "mfu palm-540b --seq 2048 --tokens-per-second 238300 --gpus 6144 --peak-tflops 275 --convention palm --json"
@@ -540,6 +564,17 @@ def _rows() -> list[tuple[str, str, str, str]]:
                     f"{r.cpu / 2**30:.2f}GB, {r.gpu / 2**30:.2f}GB{note}",
                 )
             )
+    maxtext_llama = _maxtext_per_token(32, 4096, 14336, 2, 32, 8, 128, 128256, 8192)
+    for command, printed in (("flops llama-3-8b --seq 8192 --conventions --json", maxtext_llama),):
+        rows_ = {r["name"]: r for r in _cli_json(command)["conventions"]}
+        rows.append(
+            (
+                "MaxText calculate_tflops_training_per_device (e591f30cbb), default path: Llama-3-8B, S = 8192",
+                f"{printed:,} (its formula, written out)",
+                _command(command),
+                f"{rows_['maxtext']['training_flops_per_token']:,} FLOPs per token",
+            )
+        )
     for mtp in (0, 1):
         command = "flops deepseek-v3 --seq 4096 --conventions" + (" --mtp 1" if mtp else "") + " --json"
         rows_ = {r["name"]: r for r in _cli_json(command)["conventions"]}
@@ -600,6 +635,9 @@ def page() -> str:
         "  2851M parameters, 32M largest layer, 8 GPUs; `memory --training --conventions` gives them for the model's",
         "  own P and largest module. Its ZeRO-2 row without offload is 2·P + 18·P/G in the code, 4·P + 16·P/G in the",
         "  docs (15.93GB there, 11.28GB by the code).",
+        "- MaxText's `calculate_tflops_training_per_device` (commit e591f30cbb), its default dense path, as the",
+        "  `maxtext` row of `flops --conventions` (MoE, MLA, hybrid and per-block paths not given, by name);",
+        "  torchtitan's row is `get_dense_model_nparams_and_flops` (commit b5bcd76c66).",
         "",
         "| figure | as printed | command | llmcount |",
         "|---|---|---|---|",

@@ -32,6 +32,7 @@ from .symbols import V, d, h
 
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 TORCHTITAN_COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
+MAXTEXT_COMMIT = "e591f30cbbf217ed67ef71263ec0538239f9c3b8"
 MEGATRON_VOCAB_MULTIPLE = 128
 """Megatron pads the vocabulary to a multiple of ``--make-vocab-size-divisible-by`` (default 128) times the
 tensor-parallel size (``vocab_size_with_padding`` in megatron/core/tokenizers/utils/build_tokenizer.py); TP = 1."""
@@ -291,6 +292,28 @@ def torchtitan(x: Ingredients) -> Convention:
     )
 
 
+def maxtext(x: Ingredients) -> Convention:
+    """MaxText ``calculate_tflops_training_per_device`` (src/maxtext/utils/maxtext_utils.py), its default path for
+    dense decoder blocks: 3 × (FFN, QKV and output projections, the unembedding) + 3 × causal attention."""
+    return Convention(
+        "maxtext",
+        3 * (2 * x.weights + 2 * x.hidden * x.vocab) + 3 * x.seq * (x.qk_sum + x.v_sum),
+        "3·(2·W + 2·d·V) + 3·L·S·(h·d_qk + h·d_v)",
+        "MaxText src/maxtext/utils/maxtext_utils.py, calculate_tflops_training_per_device "
+        f"(commit {MAXTEXT_COMMIT[:10]})",
+        "3 passes of the FFN (2·d·d_ff per activation input and the output), the Q, K, V and output projections "
+        "and the unembedding (2·d·V, the embedding lookup not counted: a gather), at 2 FLOPs per multiply-add; "
+        "attention 4·S²·h·d_h per sequence halved for the causal mask; norms and biases not counted; the "
+        "vocabulary not padded",
+    )
+
+
+MAXTEXT_NOT_GIVEN = (
+    "not given for this model ({what}): MaxText's calculate_tflops_training_per_device (commit {commit}) counts "
+    "those on paths of its own per decoder block, not transcribed here (only its default dense path is)"
+)
+
+
 def llmcount_eager(x: Ingredients) -> Convention:
     return Convention(
         "llmcount",
@@ -327,6 +350,7 @@ CONVENTIONS = {
     "megatron": megatron,
     "megatron-recompute": megatron_recompute,
     "torchtitan": torchtitan,
+    "maxtext": maxtext,
     "llmcount": llmcount_eager,
     "llmcount-causal": llmcount_causal,
 }
@@ -374,6 +398,19 @@ def not_given(x: Ingredients) -> dict[str, str]:
         }
     if x.uneven:
         skipped["chinchilla"] = skipped["chinchilla-table"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
+    maxtext_paths = [
+        what
+        for what, has in (
+            ("MoE layers", x.router > 0),
+            ("state (linear-attention, Mamba) layers", bool(x.state_kinds)),
+            ("layers of unequal widths", bool(x.uneven)),
+            ("score and value widths that differ (MLA)", x.qk_sum != x.v_sum),
+            ("operations of the record's own", bool(x.own_ops)),
+        )
+        if has
+    ]
+    if maxtext_paths:
+        skipped["maxtext"] = MAXTEXT_NOT_GIVEN.format(commit=MAXTEXT_COMMIT[:10], what=", ".join(maxtext_paths))
     return skipped
 
 
