@@ -230,7 +230,7 @@ def training(
 
 def conventions(spec: Spec, seq: int | str = DEFAULT_SEQ) -> list[Convention]:
     """Training FLOPs per token at S = ``seq`` as each named convention counts them (Kaplan, Chinchilla, PaLM,
-    Megatron with and without recompute, torchtitan, llmcount eager and causal), as ``flops --conventions``:
+    Megatron with and without recompute, torchtitan, MaxText, llmcount eager and causal), as ``flops --conventions``:
     ``.name``, ``.training_flops_per_token``, ``.formula``, ``.source``."""
     from .formulas.conventions import conventions as every
 

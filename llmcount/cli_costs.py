@@ -76,10 +76,19 @@ def flops(
         bool,
         typer.Option(
             "--conventions",
-            help="Training FLOPs per token at S as Kaplan, Chinchilla, PaLM, Megatron-LM, torchtitan and llmcount "
-            "count them, side by side, each with its source (uses --seq only).",
+            help="Training FLOPs per token at S as Kaplan, Chinchilla, PaLM, Megatron-LM, torchtitan, MaxText and "
+            "llmcount count them, side by side, each with its source (uses --seq only).",
         ),
     ] = False,
+    mtp: Annotated[
+        str | None,
+        typer.Option(
+            "--mtp",
+            help="With --conventions: Megatron-LM's rows with this many multi-token-prediction layers "
+            "(mtp_num_layers), from the record's MTP layer.",
+            metavar="INT",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
@@ -89,10 +98,12 @@ def flops(
 
     Example: llmcount flops llama-3-8b --seq 2048
     """
+    if mtp is not None and not conventions:
+        raise fail("--mtp with flops: Megatron-LM's MTP layers in --conventions (flops MODEL --conventions --mtp 1)")
     if conventions:
         from .cli_glance import print_conventions
 
-        return print_conventions(spec, seq, as_json)
+        return print_conventions(spec, seq, as_json, mtp)
     from .formulas.flops import Flops
     from .renderers import flops_data, render_flops
     from .sources import load

@@ -13,23 +13,27 @@ from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_bytes, parse_positive, parse_size
 
 
-def print_conventions(spec: str, seq: str, as_json: bool) -> None:
+def print_conventions(spec: str, seq: str, as_json: bool, mtp: str | None = None) -> None:
     """``flops MODEL --conventions``: every named convention's training FLOPs per token at S."""
     from .formulas.conventions import conventions, ingredients
+    from .presets import find
     from .renderers.costs_glance import conventions_data, render_conventions
     from .sources import load
 
     try:
         seq_ = parse_size(seq, "--seq")
+        mtp_layers = 0 if mtp is None else parse_size(mtp, "--mtp", suffixes=False)
         model = load(spec)
-        rows = conventions(model, seq_)
+        rows = conventions(model, seq_, mtp_layers)
         x = ingredients(model, seq_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    preset = find(spec)
+    paper = preset.six_nd if preset is not None and model.source == f"preset {preset.name}" else None
     if as_json:
-        print_json(conventions_data(model, x, rows))
+        print_json(conventions_data(model, x, rows, paper))
     else:
-        typer.echo(render_conventions(model, x, rows).rstrip())
+        typer.echo(render_conventions(model, x, rows, paper).rstrip())
 
 
 def print_weights_table(spec: str, as_json: bool) -> None:

@@ -189,19 +189,54 @@ def run(
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None
+    megatron = _megatron(model, result, seq_, batch_, parallel, options) if conventions else None
     if as_json:
         data = training_data(model, result, seq_, batch_)
         if extra is not None:
-            from .renderers.activation_conventions import conventions_data
+            from .renderers.activation_conventions import conventions_data, deepspeed_data, megatron_data
 
             data["activation_conventions"] = conventions_data(*extra)
+            data["megatron_memory"] = megatron_data(*megatron)
+            data["deepspeed_memory"] = deepspeed_data(*_deepspeed(model, parallel))
         print_json(data)
     else:
         typer.echo(render_training(model, result, seq_, batch_, terminal_width()).rstrip())
         if extra is not None:
-            from .renderers.activation_conventions import render_conventions
+            from .renderers.activation_conventions import render_conventions, render_deepspeed, render_megatron
 
             typer.echo("\n" + render_conventions(*extra))
+            typer.echo("\n" + render_megatron(*megatron))
+            typer.echo("\n" + render_deepspeed(*_deepspeed(model, parallel)))
+
+
+def _deepspeed(model, parallel):
+    """DeepSpeed's ZeRO-2 and ZeRO-3 estimates for the model's parameters over every GPU of the options, one node."""
+    from .formulas.deepspeed_memory import estimates, largest_layer
+
+    name, largest = largest_layer(model)
+    gpus = parallel.gpus
+    return estimates(model.counts.total, largest, gpus, 1), model.counts.total, (name, largest), gpus
+
+
+def _megatron(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
+    """Megatron-LM's theoretical memory for the options (or why it is not given), and llmcount's bytes per GPU."""
+    from .formulas.megatron_memory import megatron_memory
+
+    try:
+        made = megatron_memory(
+            model,
+            seq,
+            batch,
+            tp=parallel.tp,
+            pp=parallel.pp,
+            dp=parallel.dp,
+            sequence_parallel=parallel.sequence_parallel,
+            recompute=options["--recompute"].value,
+            distributed_optimizer=parallel.zero >= 1,
+        )
+    except LlmcountError as exc:
+        return str(exc), result
+    return made, result
 
 
 def _conventions(model, result, seq: int, batch: int, parallel, options: dict[str, object]):

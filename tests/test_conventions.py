@@ -58,6 +58,10 @@ EXPECTED = {
     # torchtitan get_dense_model_nparams_and_flops: 6·(nparams - nn.Embedding params) + 6·L·H·head_dims·S with
     # head_dims = 2·(dim // n_heads) for llama3; the output projection is an nn.Linear: it stays
     "torchtitan": 6 * (TOTAL - EMBED) + 6 * L * H * (2 * (D // H)) * S,
+    # MaxText calculate_tflops_training_per_device, default path, per token: 3·(FFN 2·ffn·d·2 (silu, linear) +
+    # 2·ffn·d, QKV 2·d·(h + 2·h_kv)·hd, projection 2·d·h·hd) per layer + 3·2·d·V, + 3·L·4·S·h·hd/2 (causal)
+    "maxtext": 3 * (L * (2 * D_FF * D * 2 + 2 * D_FF * D + 2 * D * (H + 2 * H_KV) * H_D + 2 * D * H * H_D) + 2 * D * V)
+    + 3 * L * 4 * S * H * H_D // 2,
     # llmcount eager: 3 × (2·W + 2·d·V + L·2·S·(h·d_qk + h·d_v))
     "llmcount": 3 * (2 * W + 2 * D * V + L * 2 * S * 2 * Q_WIDTH),
     # causal: the S(S+1)/2 pairs, (S + 1)·width per token for each of Q·Kᵀ and A·V
@@ -301,7 +305,7 @@ def test_megatron_is_not_given_for_state_layers_it_does_not_count(tmp_path) -> N
     result = run("flops", str(path), "--seq", "8", "--conventions", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert [entry["name"] for entry in data["not_given"]] == ["megatron", "megatron-recompute"]
+    assert [entry["name"] for entry in data["not_given"]] == ["megatron", "megatron-recompute", "maxtext"]
     reason = data["not_given"][0]["reason"]
     assert "mamba layers" in reason and "mamba_layer_flops" in reason and "d98e8a64dd" in reason
     assert {c["name"] for c in data["conventions"]}.isdisjoint({"megatron", "megatron-recompute"})

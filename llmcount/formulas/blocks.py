@@ -30,6 +30,9 @@ class Term:
     runs: Expr | None = None  # the layers that run it, when a weight counted in ``layers`` is shared by more
     grad: bool = True  # false: no gradient in a training step of the counted model (not run, or requires_grad off)
     tp: str = ""  # "split" or "replicated": how tensor parallelism treats it, where its sizes do not tell ("": they do)
+    # a norm scale Megatron-LM's num_floating_point_operations counts like a GEMM weight, 6 training FLOPs per
+    # parameter per token (MLA's latent norms: the "+ 1" in its q_lora_rank and kv_lora_rank terms)
+    megatron_weight: bool = False
 
     @property
     def run_layers(self) -> Expr:

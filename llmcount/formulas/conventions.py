@@ -32,6 +32,7 @@ from .symbols import V, d, h
 
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 TORCHTITAN_COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
+MAXTEXT_COMMIT = "e591f30cbbf217ed67ef71263ec0538239f9c3b8"
 MEGATRON_VOCAB_MULTIPLE = 128
 """Megatron pads the vocabulary to a multiple of ``--make-vocab-size-divisible-by`` (default 128) times the
 tensor-parallel size (``vocab_size_with_padding`` in megatron/core/tokenizers/utils/build_tokenizer.py); TP = 1."""
@@ -65,6 +66,7 @@ class Ingredients:
     megatron_states: int = 0
     megatron_kinds: tuple[tuple[str, str, str], ...] = ()
     megatron_missing: tuple[str, ...] = ()  # kinds of state layer Megatron-LM has no count for
+    megatron_norms: int = 0  # norm scales Megatron counts like GEMM weights (a record's megatron_weight terms)
     uneven: str = ""  # why the layers' score widths differ one from another ("": they do not)
     own_ops: tuple[str, ...] = ()  # the record's own [[flops]] operations (indexer scores, compressed entries...)
 
@@ -88,8 +90,10 @@ def ingredients(model: Model, seq: int) -> Ingredients:
     kinds = tuple(dict.fromkeys(s.name for s in present))
     megatron = [s for s in present if s.megatron is not None]
     groups = frozenset().union(*(s.groups for s in megatron))
-    weights = router = tables = state_weights = 0
+    weights = router = tables = state_weights = megatron_norms = 0
     for term in derivation.terms:
+        if term.megatron_weight:
+            megatron_norms += evaluate_int(term.layers * term.expr, values, term.path)
         if term.embedding and term.path != "head/lm_head":
             tables += evaluate_int(term.layers * term.expr, values, term.path)
         if is_matmul_weight(term):
@@ -127,6 +131,7 @@ def ingredients(model: Model, seq: int) -> Ingredients:
         ),
         megatron_kinds=tuple((s.name, s.megatron.function, s.megatron.note) for s in megatron),
         megatron_missing=tuple(dict.fromkeys(s.name for s in present if s.megatron is None)),
+        megatron_norms=megatron_norms,
         uneven=uneven,
         own_ops=tuple(op.path for op in family.flops if evaluate_int(op.layers, values, op.path)),
     )
@@ -226,11 +231,14 @@ def palm(x: Ingredients) -> Convention:
 def _megatron_layers(x: Ingredients) -> int:
     """Forward FLOPs per token of Megatron's layers: 2 per GEMM weight (no router GEMM) + the causal core; state
     layers by Megatron's own formula for them (``hybrid_flops``) instead of their weights."""
-    return 2 * (x.weights - x.router - x.state_weights) + x.megatron_states + x.seq * (x.qk_sum + x.v_sum)
+    weights = x.weights - x.router - x.state_weights + x.megatron_norms
+    return 2 * weights + x.megatron_states + x.seq * (x.qk_sum + x.v_sum)
 
 
 def _megatron_formula(x: Ingredients, passes: int) -> str:
     weights = "2·(W - W_router - W_state) + M_state" if x.megatron_kinds else "2·(W - W_router)"
+    if x.megatron_norms:
+        weights = weights.replace("W_router", "W_router + P_norm", 1)
     return f"{passes}·({weights}) + 3·2·d·V_pad + {passes}·2·L·S·(h·d_qk + h·d_v)/2"
 
 
@@ -251,7 +259,8 @@ def megatron(x: Ingredients) -> Convention:
         _megatron_source(x),
         "3 passes of every GEMM at 2 FLOPs per multiply-add: attention projections, MLP/shared and k routed "
         "experts (the router is not counted), logits over the vocabulary padded to a multiple of 128; core "
-        "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation",
+        "attention over S²/2 pairs (causal mask); norms and embeddings not counted; no recomputation"
+        + (MEGATRON_NORMS.format(norms=x.megatron_norms) if x.megatron_norms else ""),
     )
 
 
@@ -283,6 +292,28 @@ def torchtitan(x: Ingredients) -> Convention:
     )
 
 
+def maxtext(x: Ingredients) -> Convention:
+    """MaxText ``calculate_tflops_training_per_device`` (src/maxtext/utils/maxtext_utils.py), its default path for
+    dense decoder blocks: 3 × (FFN, QKV and output projections, the unembedding) + 3 × causal attention."""
+    return Convention(
+        "maxtext",
+        3 * (2 * x.weights + 2 * x.hidden * x.vocab) + 3 * x.seq * (x.qk_sum + x.v_sum),
+        "3·(2·W + 2·d·V) + 3·L·S·(h·d_qk + h·d_v)",
+        "MaxText src/maxtext/utils/maxtext_utils.py, calculate_tflops_training_per_device "
+        f"(commit {MAXTEXT_COMMIT[:10]})",
+        "3 passes of the FFN (2·d·d_ff per activation input and the output), the Q, K, V and output projections "
+        "and the unembedding (2·d·V, the embedding lookup not counted: a gather), at 2 FLOPs per multiply-add; "
+        "attention 4·S²·h·d_h per sequence halved for the causal mask; norms and biases not counted; the "
+        "vocabulary not padded",
+    )
+
+
+MAXTEXT_NOT_GIVEN = (
+    "not given for this model ({what}): MaxText's calculate_tflops_training_per_device (commit {commit}) counts "
+    "those on paths of its own per decoder block, not transcribed here (only its default dense path is)"
+)
+
+
 def llmcount_eager(x: Ingredients) -> Convention:
     return Convention(
         "llmcount",
@@ -306,6 +337,11 @@ def llmcount_causal(x: Ingredients) -> Convention:
     )
 
 
+MEGATRON_NORMS = (
+    "; except MLA's latent norms, P_norm = {norms:,} parameters, which its q and kv terms count like GEMM weights "
+    "(q_lora_rank · (d + h·(d_nope + d_rope) + 1), kv_lora_rank · (d + h·(d_nope + d_v) + 1))"
+)
+
 CONVENTIONS = {
     "kaplan": kaplan,
     "chinchilla": chinchilla,
@@ -314,6 +350,7 @@ CONVENTIONS = {
     "megatron": megatron,
     "megatron-recompute": megatron_recompute,
     "torchtitan": torchtitan,
+    "maxtext": maxtext,
     "llmcount": llmcount_eager,
     "llmcount-causal": llmcount_causal,
 }
@@ -361,6 +398,19 @@ def not_given(x: Ingredients) -> dict[str, str]:
         }
     if x.uneven:
         skipped["chinchilla"] = skipped["chinchilla-table"] = CHINCHILLA_UNEVEN.format(uneven=x.uneven)
+    maxtext_paths = [
+        what
+        for what, has in (
+            ("MoE layers", x.router > 0),
+            ("state (linear-attention, Mamba) layers", bool(x.state_kinds)),
+            ("layers of unequal widths", bool(x.uneven)),
+            ("score and value widths that differ (MLA)", x.qk_sum != x.v_sum),
+            ("operations of the record's own", bool(x.own_ops)),
+        )
+        if has
+    ]
+    if maxtext_paths:
+        skipped["maxtext"] = MAXTEXT_NOT_GIVEN.format(commit=MAXTEXT_COMMIT[:10], what=", ".join(maxtext_paths))
     return skipped
 
 
@@ -395,12 +445,50 @@ def _with_states(x: Ingredients, made: Convention) -> Convention:
     return replace(made, includes=made.includes + note.format(kinds=kinds, layers=x.layers))
 
 
-def conventions(model: Model, seq: int) -> list[Convention]:
+MEGATRON_MTP = (
+    "; with {k} multi-token-prediction layer(s) as Megatron's mtp_num_layers counts them: each one more decoder "
+    "layer of the last layer's kind ({layer:,} forward FLOPs per token, the record's MTP layer), its norms and "
+    "projection as GEMM weights ({own:,} parameters: Megatron's 3·d + 2·d²) and one more logit layer (2·d·V_pad)"
+)
+NO_MTP = "; the {k} MTP layer(s) of --mtp not counted: the convention has no term for them"
+
+
+def _with_mtp(model: Model, x: Ingredients, rows: list[Convention], layers: int) -> list[Convention]:
+    """The Megatron rows with ``layers`` MTP layers (megatron/training/training.py: mtp_num_layers adds layers of the
+    last layer's kind, 3·d + 2·d² of norms and projection, and a logit layer each); the others say they leave them
+    out. LlmcountError when the record has no MTP layer to add."""
+    from . import mtp
+
+    found = mtp.require(model)
+    decoder = ingredients(found.decoder, x.seq)
+    layer = _megatron_layers(decoder)
+    own_paths = {choice.term.path for choice in found.spec.terms}
+    own = sum(c.count for c in found.components if c.path in own_paths and not c.embedding) // found.layers
+    made = []
+    for row in rows:
+        if not row.name.startswith("megatron"):
+            made.append(replace(row, includes=row.includes + NO_MTP.format(k=layers)))
+            continue
+        passes = 4 if row.name == "megatron-recompute" else 3
+        extra = passes * layers * (layer + 2 * own) + 3 * 2 * x.hidden * x.padded_vocab * layers
+        made.append(
+            replace(
+                row,
+                training_flops_per_token=row.training_flops_per_token + extra,
+                formula=row.formula + f" + {passes}·k·(F_mtp + 2·P_mtp) + 3·k·2·d·V_pad (k = {layers})",
+                includes=row.includes + MEGATRON_MTP.format(k=layers, layer=layer, own=own),
+            )
+        )
+    return made
+
+
+def conventions(model: Model, seq: int, mtp_layers: int = 0) -> list[Convention]:
     """Every convention's training FLOPs per token for ``model`` at S = ``seq`` (those :func:`not_given` names left
-    out)."""
+    out); ``mtp_layers``: Megatron's rows with that many multi-token-prediction layers."""
     x = ingredients(model, seq)
     skipped = not_given(x)
-    return [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
+    rows = [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
+    return _with_mtp(model, x, rows, mtp_layers) if mtp_layers else rows
 
 
 def convention(model: Model, seq: int, name: str) -> Convention:

@@ -634,8 +634,9 @@ def shown(text: str) -> str:
 
 
 _TERM_FIELDS = {"path", "expr", "layers", "runs", "note", "when", "routed", "embedding", "matmul", "grad", "tp"}
+_TERM_FIELDS |= {"megatron_weight"}
 TP_CHOICES = ("split", "replicated")
-_FLAGS = ("routed", "embedding", "matmul", "grad")
+_FLAGS = ("routed", "embedding", "matmul", "grad", "megatron_weight")
 _TRUE_BY_DEFAULT = ("matmul", "grad")
 
 
@@ -648,7 +649,9 @@ def _choice(data: Any, where: str) -> Choice:
     where = f"{where} ({path})"
     flags = {f: data.get(f, f in _TRUE_BY_DEFAULT) for f in _FLAGS}
     if not all(isinstance(v, bool) for v in flags.values()):
-        raise RecordError(f"{where}: 'routed', 'embedding', 'matmul' and 'grad' must be true or false")
+        raise RecordError(
+            f"{where}: 'routed', 'embedding', 'matmul', 'grad' and 'megatron_weight' must be true or false"
+        )
     if data.get("tp", "split") not in TP_CHOICES:
         raise RecordError(f"{where}: 'tp' must be one of {', '.join(TP_CHOICES)}")
     term = Term(

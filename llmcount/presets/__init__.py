@@ -4,7 +4,8 @@
 size its model card states (``size``, as written: "32.8B", "20,554,567,680"), with what the write-up needs to
 explain a difference: the Hub page's figure when it differs (``hub``), a multi-token-prediction module the
 checkpoint holds and transformers does not build (``mtp``: its size as published, or null), a vision encoder the
-card counts (``vision``).
+card counts (``vision``). ``six_nd_parameters`` (a paper's reconstruction) is the N its paper divides by in 6ND, with
+its source, where that is not the model's own parameter count.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Preset:
     published_total: int | None  # the exact published count, when one is published
     source: str  # where the published figure comes from
     card: dict[str, Any] | None = None  # the model card's stated size and what explains a difference
+    six_nd: dict[str, Any] | None = None  # {"N": the paper's N of 6ND, "source": where it comes from}
 
     def config(self) -> dict[str, Any]:
         return json.loads(resources.files(__name__).joinpath(f"{self.name}.json").read_text("utf-8"))
@@ -44,6 +46,7 @@ def presets() -> dict[str, Preset]:
             published_total=exact,
             source=entry.get("published_source", ""),
             card=entry.get("card"),
+            six_nd=entry.get("six_nd_parameters"),
         )
     return found
 

@@ -19,7 +19,15 @@ def _number(value: Fraction) -> int | float:
     return int(value) if value.denominator == 1 else float(value)
 
 
-def render_conventions(model: Model, x: Ingredients, rows: list[Convention]) -> str:
+def _paper_ratio(made: Convention, paper: dict[str, Any]) -> Fraction:
+    """A convention's training FLOPs per token over 6·N, N the paper's own (a preset's ``six_nd_parameters``)."""
+    return Fraction(made.training_flops_per_token) / (6 * paper["N"])
+
+
+def render_conventions(
+    model: Model, x: Ingredients, rows: list[Convention], paper: dict[str, Any] | None = None
+) -> str:
+    """``paper``: a preset's ``six_nd_parameters`` (the N its paper divides by), shown as one more ratio column."""
     reference = next(c for c in rows if c.name == "llmcount").training_flops_per_token
     skipped = not_given(x)
     return render(
@@ -32,11 +40,15 @@ def render_conventions(model: Model, x: Ingredients, rows: list[Convention]) -> 
         width=WIDTH,
         skipped=skipped,
         ratios={c.name: ratio_to_6nd(x, c) for c in rows},
+        paper=paper,
+        paper_ratios={c.name: _paper_ratio(c, paper) for c in rows} if paper else {},
     )
 
 
-def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> dict[str, Any]:
-    return {
+def conventions_data(
+    model: Model, x: Ingredients, rows: list[Convention], paper: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    data = {
         "model": model.name,
         "family": model.architecture.name,
         "seq": x.seq,
@@ -75,6 +87,13 @@ def conventions_data(model: Model, x: Ingredients, rows: list[Convention]) -> di
         ],
         "not_given": [{"name": name, "reason": reason} for name, reason in not_given(x).items()],
     }
+    if paper:
+        data["paper_6nd"] = {"N": paper["N"], "source": paper["source"]}
+        for made, row in zip(rows, data["conventions"], strict=True):
+            ratio = _paper_ratio(made, paper)
+            row["ratio_to_paper_6nd"] = float(ratio)
+            row["ratio_to_paper_6nd_fraction"] = f"{ratio.numerator}/{ratio.denominator}"
+    return data
 
 
 def render_mfu(model: Model, u: Utilisation) -> str:
