@@ -12,6 +12,25 @@ DSV4_CACHE = (
     "transformers 5.24 keeps more in DeepSeek-V4's compressed sparse attention cache in bf16 than the record's "
     "cache table says (48 bytes at B = 1, S = 2): not yet re-derived"
 )
+PRINTED_SAME_TERMS = (
+    "layers with the same weights print differently (DeepSeek-V4's hash-routed and compressed layers, Llama 4's "
+    "layers without RoPE, RWKV's first layer with its pre-norm): the record's terms do not tell them apart, so it has "
+    "no [printed] tree yet and the write-up shows the generic one"
+)
+PRINTED_LAYERS = (
+    "a weight counted on layers the config does not name one by one (N - 1 layers, layers of a sub-stack or of a "
+    "pattern the record counts as a number): the record has no [printed] tree yet and the write-up shows the "
+    "generic one"
+)
+PRINTED = {"deepseek_v4": PRINTED_SAME_TERMS, "llama4_text": PRINTED_SAME_TERMS, "rwkv": PRINTED_SAME_TERMS}
+PRINTED |= {
+    name: PRINTED_LAYERS
+    for name in (
+        "blt", "gemma3n_text", "git", "hrm_text", "inkling2_text", "longcat_flash", "mimo_v2_flash",
+        "modernbert-decoder", "phi4_multimodal", "zamba2", "zaya",
+    )
+}  # fmt: skip
+
 KNOWN = {
     "tests/test_activations.py::test_activations_equal_what_autograd_saves[inkling2_text-6-fp32-eager]": INKLING2_524,
     "tests/test_activations.py::test_activations_equal_what_autograd_saves[inkling2_text-10-fp32-eager]": INKLING2_524,
@@ -49,6 +68,10 @@ KNOWN = {
     "tests/test_compressed_costs.py::test_cache_per_kind_equals_transformers[mixed-7-bf16]": DSV4_CACHE,
     "tests/test_compressed_costs.py::test_cache_per_kind_equals_transformers[mixed-9-bf16]": DSV4_CACHE,
     "tests/test_compressed_costs.py::test_cache_per_kind_equals_transformers[mixed-13-bf16]": DSV4_CACHE,
+}
+KNOWN |= {
+    f"tests/test_printed.py::test_tree_equals_print_model_for_the_class_defaults[{name}]": reason
+    for name, reason in PRINTED.items()
 }
 
 

@@ -54,7 +54,7 @@ from ..formulas.symbols import (
 from .attention_kinds import attention_kinds
 from .card import card_check
 from .filters import latex
-from .tree import Names, module_tree
+from .tree import Names, module_tree, printed_tree
 
 FORMATS = ("markdown", "latex", "html")
 SECTIONS = ("tree", "params", "leading", "shares", "flops", "memory", "attention")
@@ -704,7 +704,8 @@ def context(
         "chart": chart,
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
-        "tree": module_tree(model, lang) if "tree" in show else None,
+        "tree": (printed_tree(model) or module_tree(model, lang)) if "tree" in show else None,
+        "tree_printed": "tree" in show and printed_tree(model) is not None,
         "tree_names": Names.of(model),
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,
