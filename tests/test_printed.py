@@ -99,3 +99,35 @@ def test_a_bad_printed_table_is_refused_by_name(table, message):
     }
     with pytest.raises(RecordError, match=re.escape(message)):
         parse_record(record, "families/toy.toml")
+
+
+QWEN3_VL_SMALL = {
+    "model_type": "qwen3_vl",
+    "text_config": {
+        "model_type": "qwen3_vl_text",
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "vocab_size": 1000,
+    },
+    "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "out_hidden_size": 256},
+}
+
+
+def test_a_multimodal_post_names_the_class_its_language_model_is_laid_out_as(tmp_path):
+    """A composite config's post counts its language model, read with the text record (qwen3): the tree is that
+    class's print(model), and the post says so rather than calling it the whole model's."""
+    import json
+
+    from llmcount.renderers.writeup import build
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_VL_SMALL), "utf-8")
+    text = build(str(path), sections="tree").text
+    assert "The language model is laid out as transformers' `Qwen3ForCausalLM`; `print(model)` of that class" in text
+    assert "(0-1): 2 x Qwen3DecoderLayer(" in text
+    zh = build(str(path), "markdown", "zh", sections="tree").text
+    assert "语言模型的结构与 transformers 中的 `Qwen3ForCausalLM` 相同" in zh
