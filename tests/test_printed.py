@@ -18,6 +18,7 @@ FAMILIES = records.names()
 SEED_PRESETS = (
     "qwen3-32b", "qwen3-0.6b", "qwen3-235b-a22b", "llama-3-8b", "llama-3.1-70b", "deepseek-v3", "mixtral-8x7b",
     "gpt2", "gpt2-xl", "gemma-7b", "gemma-2-2b", "gemma-3-1b-it",
+    "glm-4.5-air", "gpt-oss-20b", "granite-3.1-8b",  # a pad_token_id: the embedding prints its padding_idx
 )  # fmt: skip
 
 

@@ -194,15 +194,31 @@ class _Reader:
         tree = model.architecture.tree or {}
         self.renamed = {v: k for k, v in (tree.get("names") or {}).items()}
 
-    def probe(self, key: str, name: str) -> bool:
+    def padding(self, module, name: str) -> str | None:
+        """``{pad:pad_token_id=default}`` when the embedding's ``padding_idx`` is the config's pad_token_id (torch
+        prints ``, padding_idx=…`` only when it is not None): probed with pad_token_id 0, or None."""
+        key = "pad_token_id"
+        if key not in self.config:
+            return None
+        value = self.config[key]
+        if value is None:
+            self.probe(key, name, 0)
+            printed_as = self.probed[key].get(name, "")
+            found = "padding_idx=0" in printed_as and "padding_idx" not in self.reprs.get(name, "")
+        else:
+            found = f"padding_idx={value}" in self.reprs.get(name, "") and self.probe(key, name)
+        return "{pad:" + key + "=" + json.dumps(value) + "}" if found else None
+
+    def probe(self, key: str, name: str, other: Any = None) -> bool:
         """Whether module ``name`` prints differently when the config's ``key`` changes (a rebuild, once per key)."""
         if key not in self.probed:
             value = self.config[key]
-            other = (
-                ("relu" if value != "relu" else "silu")
-                if isinstance(value, str)
-                else (value + 0.0123 if isinstance(value, float) else value + 1)
-            )
+            if other is None:
+                other = (
+                    ("relu" if value != "relu" else "silu")
+                    if isinstance(value, str)
+                    else (value + 0.0123 if isinstance(value, float) else value + 1)
+                )
             try:
                 built = meta_model({**self.config, key: other})
                 self.probed[key] = {n: repr(m) for n, m in built.named_modules()}
@@ -231,7 +247,11 @@ class _Reader:
             return self._module_list(module, name, terms)
         if type(module).__repr__ is not torch.nn.Module.__repr__ and not module._modules:  # Conv1D's own repr
             return self._numbers(repr(module), name, terms)
-        extra = self._numbers(module.extra_repr(), name, terms)
+        extra = module.extra_repr()
+        pad = self.padding(module, name) if isinstance(module, torch.nn.Embedding) else None
+        if pad is not None:
+            extra = re.sub(r", padding_idx=-?\d+", "", extra)
+        extra = self._numbers(extra, name, terms) + (pad or "")
         children = [
             f"({key}): " + _indent(self.module(child, f"{name}.{key}" if name else key, terms, layer_list))
             for key, child in module._modules.items()

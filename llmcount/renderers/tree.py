@@ -383,6 +383,10 @@ def _field(text: str, model: Model) -> str:
                 raise _Unfit(f"activation {value!r}")
             return ACTIVATIONS[value]
         return str(value)
+    if kind == "pad" and rest:  # torch's Embedding prints its padding_idx only when it has one
+        key, _, default = rest.partition("=")
+        value = model.config.get(key, json.loads(default)) if default else model.config.get(key)
+        return "" if value is None else f", padding_idx={value}"
     if kind == "bias" and rest:
         return str(any(t.path == rest + ".bias" for t in model.terms))
     return str(_int(formula(text, "[printed]"), model.values))
@@ -419,9 +423,10 @@ def printed_tree(model: Model) -> str | None:
     ``python -m llmcount.discover.printed`` from a model built on the meta device) filled in with the config's values.
     A template's ``{formula}`` is a size in the record's symbols, ``{key:name=default}`` a config value,
     ``{act:name=default}`` the activation module the config names (``{act:name=default a=b}``: the config class
-    reads a as b), ``{bias:path}`` whether the config has the term's bias, ``{layers}`` the decoder layers' list
-    (one template per kind of layer, by the record's terms in it). None when the record has no such table or the
-    config has a kind of layer the table does not describe."""
+    reads a as b), ``{bias:path}`` whether the config has the term's bias, ``{pad:pad_token_id=default}`` an
+    Embedding's padding_idx, ``{layers}`` the decoder layers' list (one template per kind of layer, by the record's
+    terms in it). None when the record has no such table or the config has a kind of layer the table does not
+    describe."""
     table = model.architecture.printed
     if not table:
         return None
