@@ -1,10 +1,33 @@
-"""The suite's known differences from the oracle: cases that transformers 5.24 changed and the records do not yet
-follow. Each is an expected failure, strict (a case that starts to pass fails the run, so that its entry is removed),
-with the reason; docs/families.md lists the same limits for users."""
+"""The suite's known differences from the oracle: cases the records do not yet follow. Each is an expected failure,
+strict (a case that starts to pass fails the run, so that its entry is removed), with the reason; docs/families.md
+lists the same limits for users."""
 
 import pytest
 
+PRINTED_SAME_TERMS = (
+    "layers with the same weights print differently (DeepSeek-V4's hash-routed and compressed layers, Llama 4's "
+    "layers without RoPE, RWKV's first layer with its pre-norm): the record's terms do not tell them apart, so it has "
+    "no [printed] tree yet and the write-up shows the generic one"
+)
+PRINTED_LAYERS = (
+    "a weight counted on layers the config does not name one by one (N - 1 layers, layers of a sub-stack or of a "
+    "pattern the record counts as a number): the record has no [printed] tree yet and the write-up shows the "
+    "generic one"
+)
+PRINTED = {"deepseek_v4": PRINTED_SAME_TERMS, "llama4_text": PRINTED_SAME_TERMS, "rwkv": PRINTED_SAME_TERMS}
+PRINTED |= {
+    name: PRINTED_LAYERS
+    for name in (
+        "blt", "gemma3n_text", "git", "hrm_text", "inkling2_text", "longcat_flash", "mimo_v2_flash",
+        "modernbert-decoder", "phi4_multimodal", "zamba2", "zaya",
+    )
+}  # fmt: skip
+
 KNOWN: dict[str, str] = {}  # a test's node id -> why it differs
+KNOWN |= {
+    f"tests/test_printed.py::test_tree_equals_print_model_for_the_class_defaults[{name}]": reason
+    for name, reason in PRINTED.items()
+}
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -57,6 +57,8 @@ class Model:
 
     # the config as read, kept when the record describes a multi-token-prediction module (mtp.py reads it again)
     mtp_config: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    # the config as read (renderers/tree.py prints its eps, dropout and activation as print(model) does)
+    config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def whole_total(self) -> int | None:
@@ -115,7 +117,9 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     positions = next((config[key] for key in POSITION_KEYS if key in config), None)
     positions = positions if type(positions) is int and positions > 0 else None
     kept = config if family.mtp is not None else None
-    return Model(name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept)
+    return Model(
+        name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept, config=config
+    )
 
 
 _GLOSSARY_ORDER = {e.symbol: i for i, e in enumerate(GLOSSARY)}

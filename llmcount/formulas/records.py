@@ -324,6 +324,7 @@ class Family:
     activations: Mapping[str, Any] | None = None  # the optional [activations] table, read by activations.py
     states: tuple[State, ...] = ()
     tree: Mapping[str, Any] | None = None  # the optional [tree] table: print(model)'s names, read by renderers/tree.py
+    printed: Mapping[str, Any] | None = None  # the optional [printed] table: print(model) as a template (tree.py)
     checkpoint: CheckpointNames = field(default_factory=lambda: CheckpointNames())  # [checkpoint], read by verify
     # the part of a larger model the count covers, and what it leaves out, in words (both empty: the whole model)
     counted: str = ""
@@ -853,6 +854,28 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
     return {**table, "containers": containers, "order": order, "names": renamed}
 
 
+def _printed(data: Any, where: str) -> dict[str, Any]:
+    """The ``[printed]`` table (written by ``python -m llmcount.discover.printed``): ``text``, the tree with
+    ``{layers}`` for the decoder layers, and ``layers``, each kind's ``terms`` and ``text`` (see renderers/tree.py)."""
+    table = _table(data, where)
+    unknown = set(table) - {"text", "layers", "transformers"}
+    if unknown:
+        raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    if not isinstance(table.get("text"), str) or table["text"].count("{layers}") != 1:
+        raise RecordError(f"{where}: text takes the tree as a string, with {{layers}} once")
+    layers = _list(table.get("layers", []), where, "[[printed.layers]]")
+    for i, layer in enumerate(layers):
+        if not (
+            isinstance(layer, dict)
+            and set(layer) == {"terms", "text"}
+            and isinstance(layer["text"], str)
+            and isinstance(layer["terms"], list)
+            and all(isinstance(x, str) for x in layer["terms"])
+        ):
+            raise RecordError(f"{where} layers[{i}]: takes terms (a list of term paths) and text (a string)")
+    return {"text": table["text"], "layers": [{"terms": list(x["terms"]), "text": x["text"]} for x in layers]}
+
+
 def parse_record(data: Mapping[str, Any], where: str) -> Family:
     """A :class:`Family` from a record's parsed TOML; :class:`RecordError` naming the field otherwise."""
     if "alias" in data:  # a config type of a modeling class another record describes: that record, its own defaults
@@ -860,7 +883,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
-    tables |= {"checked", "weights"}
+    tables |= {"checked", "weights", "printed"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -897,6 +920,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         states=tuple(_state(t, f"{where} state[{i}]") for i, t in enumerate(_list(data.get("state", []), where))),
         activations=_table(data["activations"], f"{where} [activations]") if "activations" in data else None,
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
+        printed=_printed(data["printed"], f"{where} [printed]") if "printed" in data else None,
         head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else None,
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),

@@ -24,6 +24,8 @@ shown; ``eps`` is not either.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -214,7 +216,26 @@ def _layer_indices(model: Model, layers: Expr) -> frozenset[int] | None:
     rest = expand(N - layers)
     if rest in known and len(known[rest]) == _int(rest, model.values):
         return every - known[rest]
-    return None
+    return _combined(model, layers, every, known)
+
+
+def _combined(
+    model: Model, layers: Expr, every: frozenset[int], known: Mapping[Symbol, frozenset[int]]
+) -> frozenset[int] | None:
+    """The layers of a sum of layer counts (``N_full + N_sliding``) or of N less some (``N - N_dense - N_mtp``):
+    their union, or every layer less theirs, when that has as many layers as the expression counts."""
+    parts = expand(layers).as_coefficients_dict()
+    if not parts or any(abs(c) != 1 for c in parts.values()):
+        return None
+    found: frozenset[int] = every if parts.get(N) == 1 else frozenset()
+    for symbol, sign in parts.items():
+        if symbol == N and sign == 1:
+            continue
+        if symbol not in known:
+            return None
+        found = found | known[symbol] if sign == 1 else found - known[symbol]
+    count = _int(layers, model.values)
+    return found if len(found) == count else None
 
 
 def _ordered(terms: list[Term], names: Names) -> list[Term]:
@@ -312,3 +333,129 @@ def _layers(layered: list[Term], model: Model, biased: set[str], lang: str, name
         lines += _block(list(terms), model, biased, 4, lang, names)
         lines.append(f"{pad})")
     return lines
+
+
+ACTIVATIONS = {
+    "gelu": "GELUActivation()",
+    "gelu_10": "ClippedGELUActivation()",
+    "gelu_fast": "FastGELUActivation()",
+    "gelu_new": "NewGELUActivation()",
+    "gelu_python": "GELUActivation()",
+    "gelu_pytorch_tanh": "GELUTanh()",
+    "gelu_python_tanh": "GELUTanh()",
+    "gelu_accurate": "AccurateGELUActivation()",
+    "hardswish": "Hardswish()",
+    "laplace": "LaplaceActivation()",
+    "leaky_relu": "LeakyReLU(negative_slope=0.01)",
+    "linear": "LinearActivation()",
+    "mish": "MishActivation()",
+    "quick_gelu": "QuickGELUActivation()",
+    "relu": "ReLU()",
+    "relu2": "ReLUSquaredActivation()",
+    "relu6": "ReLU6()",
+    "sigmoid": "Sigmoid()",
+    "silu": "SiLUActivation()",
+    "sqrtsoftplus": "SqrtSoftplusActivation()",
+    "swish": "SiLU()",
+    "tanh": "Tanh()",
+    "prelu": "PReLU(num_parameters=1)",
+    "xielu": "XIELUActivation()",
+}
+"""What ``print`` shows for the module ``ACT2FN[name]`` builds: transformers 5.24.0 ``activations.py`` (ACT2CLS)."""
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+class _Unfit(Exception):
+    """The config leaves the record's printed tree (a kind of layer it has no template for)."""
+
+
+def _field(text: str, model: Model) -> str:
+    """One ``{...}`` of a ``[printed]`` template at this config (see :func:`printed_tree`)."""
+    kind, _, rest = text.partition(":")
+    if kind in ("key", "act") and rest:
+        first, *rewrites = rest.split(" ")
+        key, _, default = first.partition("=")
+        value = model.config.get(key, json.loads(default)) if default else model.config.get(key)
+        if kind == "act":
+            value = dict(r.split("=", 1) for r in rewrites if "=" in r).get(value, value)  # as the class reads it
+            if not isinstance(value, str) or value not in ACTIVATIONS:
+                raise _Unfit(f"activation {value!r}")
+            return ACTIVATIONS[value]
+        return str(value)
+    if kind == "pad" and rest:  # torch's Embedding prints its padding_idx only when it has one
+        key, _, default = rest.partition("=")
+        value = model.config.get(key, json.loads(default)) if default else model.config.get(key)
+        return "" if value is None else f", padding_idx={value}"
+    if kind == "bias" and rest:
+        return str(any(t.path == rest + ".bias" for t in model.terms))
+    return str(_int(formula(text, "[printed]"), model.values))
+
+
+def _fill(template: str, model: Model) -> str:
+    def one(match: re.Match) -> str:
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        return _field(match.group(1), model)
+
+    return _FIELD.sub(one, template)
+
+
+def _module_list(reprs: list[str]) -> str:
+    """``torch.nn.ModuleList.__repr__`` of modules with these reprs: runs of equal ones collapsed, (0-63): 64 x ..."""
+    blocks: list[list] = []
+    for i, text in enumerate(reprs):
+        if blocks and blocks[-1][2] == text:
+            blocks[-1][1] = i
+        else:
+            blocks.append([i, i, text])
+    lines = []
+    for a, b, text in blocks:
+        label = f"({a}): " if a == b else f"({a}-{b}): {b - a + 1} x "
+        first, *rest = (label + text).split("\n")
+        lines.append("\n".join([first, *[("  " + line) if line.strip() else "" for line in rest]]))
+    return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def printed_tree(model: Model) -> str | None:
+    """What ``print(model)`` prints in transformers for this config: the record's ``[printed]`` table (written by
+    ``python -m llmcount.discover.printed`` from a model built on the meta device) filled in with the config's values.
+    A template's ``{formula}`` is a size in the record's symbols, ``{key:name=default}`` a config value,
+    ``{act:name=default}`` the activation module the config names (``{act:name=default a=b}``: the config class
+    reads a as b), ``{bias:path}`` whether the config has the term's bias, ``{pad:pad_token_id=default}`` an
+    Embedding's padding_idx, ``{layers}`` the decoder layers' list (one template per kind of layer, by the record's
+    terms in it). None when the record has no such table or the config has a kind of layer the table does not
+    describe."""
+    table = model.architecture.printed
+    if not table:
+        return None
+    total = model.values.get(N)
+    if total is None or total > MAX_LAYERS:
+        return None
+    layered = [t for t in model.derivation.terms if t.layers != 1]
+    indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
+    if any(v is None for v in indices.values()):
+        return None
+    kinds = {tuple(layer["terms"]): layer["text"] for layer in table["layers"]}
+    try:
+        filled: dict[tuple[str, ...], str] = {}
+        reprs = []
+        for i in range(total):
+            key = tuple(sorted({t.path for t in layered if i in indices[t.layers] and not t.path.endswith(".bias")}))
+            if key not in kinds:
+                return None
+            if key not in filled:
+                filled[key] = _fill(kinds[key], model)
+            reprs.append(filled[key])
+        layers = _module_list(reprs)
+        lines = []
+        for line in _fill(table["text"].replace("{layers}", "\0"), model).split("\n"):
+            if "\0" in line:
+                pad = " " * (len(line) - len(line.lstrip(" ")))
+                first, *rest = layers.split("\n")
+                line = line.replace("\0", "\n".join([first, *[pad + x if x.strip() else "" for x in rest]]))
+            lines.append(line)
+    except (_Unfit, LlmcountError, RecordError):
+        return None
+    return "\n".join(lines).rstrip("\n")

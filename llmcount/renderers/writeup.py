@@ -54,7 +54,7 @@ from ..formulas.symbols import (
 from .attention_kinds import attention_kinds
 from .card import card_check
 from .filters import latex
-from .tree import Names, module_tree
+from .tree import Names, module_tree, printed_tree
 
 FORMATS = ("markdown", "latex", "html")
 SECTIONS = ("tree", "params", "weights", "formula", "embedding", "leading", "shares", "flops", "memory", "attention")
@@ -677,6 +677,7 @@ def context(
         layer = None
     classic = None if moe or layer is None else CLASSIC * model.values[d] ** 2
     parts = sections(model)
+    printed = printed_tree(model) if "tree" in show else None
     dense = model.layer_indices.get(N_dense, ())
     if dense and dense == tuple(range(len(dense))):  # a leading dense block: a token meets it before the MoE
         keys = [p.key for p in parts]
@@ -716,7 +717,10 @@ def context(
         "chart": chart,
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
-        "tree": module_tree(model, lang) if "tree" in show else None,
+        "tree": (printed or module_tree(model, lang)) if "tree" in show else None,
+        # the printed tree's top class (print(model) of the language model's class, for a composite model)
+        "tree_printed": printed.split("(", 1)[0] if printed else None,
+        "tree_language_model": model.composite is not None,
         "tree_names": Names.of(model),
         "card": card_check(model, preset.card) if preset else None,
         "kinds": attention_kinds(model, features(model)) if "attention" in show else None,

@@ -1,0 +1,532 @@
+"""``python -m llmcount.discover.printed [MODEL_TYPE ...]``: write in each family record what transformers'
+``print(model)`` prints for its model class (its ``[printed]`` table), with every size as a formula in the record's
+symbols, so that a write-up prints the module tree of any config of the family as transformers does.
+
+A maintainer tool (it needs torch and transformers): run it after adding records or after re-checking them against a
+new transformers release (``tests/test_printed.py`` compares the tree with ``print(model)``). Without model types it
+fills every bundled record. The model is built on the meta device from the config class's defaults (or, when they do
+not build, from the record's example preset) and read module by module:
+
+* every number of a module's ``extra_repr`` becomes a formula: the input and output width of the record's term for
+  that weight (found by its name and checked by value: ``in_features``/``out_features`` of ``Linear``, ``nx``/``nf``
+  of ``Conv1D``), else a symbol (or a product of two) of that value, else the config key of that value (``eps``,
+  ``p``), else the number as printed;
+* ``bias=`` of a linear layer says whether the config has the record's ``.bias`` term for it;
+* an activation module is the one the config's activation key names (``hidden_act``);
+* the decoder layers' ``ModuleList`` is one entry per kind of layer, keyed by the record's terms in such a layer;
+  the tree collapses repeated layers as ``torch.nn.ModuleList.__repr__`` does.
+
+A family whose layers print differently with the same terms, or whose model does not build, is said on stderr and
+left without the table (the write-up then shows its generic tree).
+
+Example: ``python -m llmcount.discover.printed qwen3 llama``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..files import write_atomic
+from ..formulas import records
+
+_HEADER = re.compile(r"^\[printed\]")
+_TABLE = re.compile(r"^\[\[?[A-Za-z_]")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+class Unprintable(Exception):
+    """The family's print(model) cannot be written as a template of its record."""
+
+
+def _built_through(model_type: str) -> str | None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return None
+    return next((c.name for c in records.composites() if c.text == model_type), None)
+
+
+def meta_model(config: dict[str, Any]):
+    """transformers' causal LM of ``config`` on the meta device (the composite's, for a text type built through one)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    rest = {k: v for k, v in config.items() if k not in ("model_type", "quantization_config")}
+    outer = _built_through(config["model_type"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if outer is not None:
+            cfg = AutoConfig.for_model(outer, text_config=rest)
+        else:
+            cfg = AutoConfig.for_model(config["model_type"], **rest)
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(cfg)
+
+
+def _with(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``config`` with ``key`` set; a dotted key (``attn_config.rope_theta``) inside its sub-object."""
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return {**config, key: value}
+    sub = config.get(head)
+    return {**config, head: {**(sub if isinstance(sub, dict) else {}), leaf: value}}
+
+
+def _configs(model_type: str, given: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configs to build from: the class defaults (with the keys ``given``), then the record's example preset."""
+    from transformers import AutoConfig
+
+    found = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.suppress(Exception):  # whatever transformers raises, the class defaults are refused
+            config = {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
+            for key, value in given.items():
+                config = _with(config, key, value)
+            found.append(config)
+    family = records.family(model_type)
+    if family is not None and family.example:
+        from ..presets import presets
+
+        preset = presets().get(family.example)
+        if preset is not None:
+            found.append(preset.config())
+    return found
+
+
+class _Resolver:
+    """Numbers of one build -> formulas of the record's symbols, config keys or literals."""
+
+    def __init__(self, model, config: dict[str, Any]) -> None:
+        from sympy import Mul
+
+        self.model = model
+        self.config = config
+        self.symbols = list(model.values.items())
+        self.products = [
+            (Mul(a, b), va * vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i:] if va * vb > 1
+        ]
+
+    def integer(self, value: int, preferred: list[Any], name: str = "", probe: Any = None) -> str:
+        from sympy import expand
+
+        for expr in preferred:
+            if self._at(expr) == value:
+                return "{" + str(expand(expr)).replace(" ", "") + "}"
+        for symbol, v in self.symbols:
+            if v == value:
+                return "{" + symbol.name + "}"
+        for expr, v in self.products:
+            if v == value:
+                return "{" + str(expr).replace(" ", "") + "}"
+        key = self._key(value, name, probe)
+        return key if key is not None else str(value)
+
+    def _at(self, expr) -> int | None:
+        try:
+            value = expr.subs(self.model.values)
+        except (TypeError, ValueError):
+            return None
+        return int(value) if getattr(value, "is_Integer", False) else None
+
+    def keys(self, value: Any) -> list[str]:
+        """The config's keys of this value (and type)."""
+        return [
+            key
+            for key, v in self.config.items()
+            if type(v) is type(value) and v == value and re.fullmatch(r"[A-Za-z_]\w*", key)
+        ]
+
+    def _key(self, value: Any, name: str = "", probe: Any = None) -> str | None:
+        """The config key of this value that changes the module when it changes (a rebuild with another value)."""
+        keys = [key for key in self.keys(value) if probe is not None and probe(key, name)]
+        return "{key:" + keys[0] + "=" + json.dumps(value) + "}" if keys else None
+
+    def number(self, text: str, name: str = "", probe: Any = None) -> str:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(value, float):
+            key = self._key(value, name, probe)
+            return key if key is not None else text
+        return self.integer(value, [], name, probe)
+
+
+def _term_shapes(term) -> list[Any]:
+    """The widths a module of the term prints, in order: (in, out) of a weight matrix, (rows, d) of a table, the size
+    of a norm."""
+    from sympy import expand
+
+    from ..formulas.flops import is_norm
+    from ..formulas.symbols import d
+    from ..renderers.tree import linear_shape
+
+    if is_norm(term.path):
+        return [term.expr, expand(term.expr / 2)]
+    if term.embedding and term.group == "embedding":
+        return [expand(term.expr / d), d]
+    shape = linear_shape(term)
+    return list(shape) if shape is not None else [term.expr]
+
+
+class _Reader:
+    """One build read into templates."""
+
+    def __init__(self, model, config: dict[str, Any], hf) -> None:
+        from transformers.activations import ACT2CLS
+
+        self.model = model
+        self.config = config
+        self.hf = hf
+        self.resolve = _Resolver(model, config)
+        self.paths = {t.path for t in model.derivation.terms}
+        self.acts = {cls_name: name for name, cls_name in _activation_classes(ACT2CLS).items()}
+        self.reprs = {name: repr(module) for name, module in hf.named_modules()}
+        self.probed: dict[str, dict[str, str]] = {}
+        tree = model.architecture.tree or {}
+        self.renamed = {v: k for k, v in (tree.get("names") or {}).items()}
+
+    def padding(self, module, name: str) -> str | None:
+        """``{pad:pad_token_id=default}`` when the embedding's ``padding_idx`` is the config's pad_token_id (torch
+        prints ``, padding_idx=…`` only when it is not None): probed with pad_token_id 0, or None."""
+        key = "pad_token_id"
+        if key not in self.config:
+            return None
+        value = self.config[key]
+        if value is None:
+            self.probe(key, name, 0)
+            printed_as = self.probed[key].get(name, "")
+            found = "padding_idx=0" in printed_as and "padding_idx" not in self.reprs.get(name, "")
+        else:
+            found = f"padding_idx={value}" in self.reprs.get(name, "") and self.probe(key, name)
+        return "{pad:" + key + "=" + json.dumps(value) + "}" if found else None
+
+    def probe(self, key: str, name: str, other: Any = None) -> bool:
+        """Whether module ``name`` prints differently when the config's ``key`` changes (a rebuild, once per key)."""
+        if key not in self.probed:
+            value = self.config[key]
+            if other is None:
+                other = (
+                    ("relu" if value != "relu" else "silu")
+                    if isinstance(value, str)
+                    else (value + 0.0123 if isinstance(value, float) else value + 1)
+                )
+            try:
+                built = meta_model({**self.config, key: other})
+                self.probed[key] = {n: repr(m) for n, m in built.named_modules()}
+            except Exception:  # the class refuses the other value: no answer from this key
+                self.probed[key] = {}
+        changed = self.probed[key]
+        return name in changed and changed[name] != self.reprs.get(name)
+
+    def candidates(self, name: str, terms: list[Any]) -> list[Any]:
+        """The terms a module's dotted name (within the layer, or the model) may be: by its last name (or the
+        record's name for it), a term whose container is the module's parent first."""
+        parts = name.split(".")
+        leaf = self.renamed.get(parts[-1], parts[-1])
+        found = [t for t in terms if t.path.split("/", 1)[1] in (leaf, ".".join(parts[-2:]))]
+        parent = parts[-2] if len(parts) > 1 else ""
+        return sorted(found, key=lambda t: t.path.split("/", 1)[0] not in _groups(parent))
+
+    def module(self, module, name: str, terms: list[Any], layer_list: Any = None) -> str:
+        """The template of one module's repr, as ``torch.nn.Module.__repr__`` writes it; ``{layers}`` for
+        ``layer_list``."""
+        import torch
+
+        if layer_list is not None and module is layer_list:
+            return "{layers}"
+        if isinstance(module, torch.nn.ModuleList):
+            return self._module_list(module, name, terms)
+        if type(module).__repr__ is not torch.nn.Module.__repr__ and not module._modules:  # Conv1D's own repr
+            return self._numbers(repr(module), name, terms)
+        extra = module.extra_repr()
+        pad = self.padding(module, name) if isinstance(module, torch.nn.Embedding) else None
+        if pad is not None:
+            extra = re.sub(r", padding_idx=-?\d+", "", extra)
+        extra = self._numbers(extra, name, terms) + (pad or "")
+        children = [
+            f"({key}): " + _indent(self.module(child, f"{name}.{key}" if name else key, terms, layer_list))
+            for key, child in module._modules.items()
+        ]
+        act = self._activation(module, name)
+        if act is not None and not children:
+            return act
+        head = _brace(module._get_name()) + "("
+        extra_lines = extra.split("\n") if extra else []
+        lines = extra_lines + children
+        if not lines:
+            return head + ")"
+        if len(extra_lines) == 1 and not children:
+            return head + extra_lines[0] + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+    def _module_list(self, module, name: str, terms: list[Any]) -> str:
+        reprs = [self.module(item, f"{name}.{i}", terms) for i, item in enumerate(module)]
+        if not reprs:
+            return module._get_name() + "()"
+        blocks: list[list[Any]] = []
+        for i, text in enumerate(reprs):
+            if blocks and blocks[-1][2] == text:
+                blocks[-1][1] = i
+            else:
+                blocks.append([i, i, text])
+        lines = []
+        for a, b, text in blocks:
+            label = f"({a}): " if a == b else f"({a}-{b}): {b - a + 1} x "
+            lines.append(_indent(label + text))
+        return module._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+    def _activation(self, module, name: str) -> str | None:
+        cls = type(module).__name__
+        if cls not in self.acts or list(module.parameters()):
+            return None
+        keys = [
+            key
+            for key, value in self.config.items()
+            if isinstance(value, str) and value in _ACTIVATIONS and _ACTIVATIONS[value] == repr(module)
+        ]
+        if len(keys) > 1:
+            keys = [key for key in keys if self.probe(key, name)] or keys
+        if not keys:
+            return None
+        return "{act:" + keys[0] + "=" + json.dumps(self.config[keys[0]]) + self._rewrites(keys[0]) + "}"
+
+    def _rewrites(self, key: str) -> str:
+        """`` gelu=gelu_pytorch_tanh`` for each activation name the config class replaces by another (GemmaConfig
+        reads the released configs' hidden_act "gelu" as "gelu_pytorch_tanh")."""
+        from transformers import AutoConfig
+
+        found = []
+        for name in _ACTIVATIONS:
+            with warnings.catch_warnings(), contextlib.suppress(Exception):
+                warnings.simplefilter("ignore")
+                read = getattr(AutoConfig.for_model(self.config["model_type"], **{key: name}), key, name)
+                if read != name and isinstance(read, str) and read in _ACTIVATIONS:
+                    found.append(f" {name}={read}")
+        return "".join(found)
+
+    def _numbers(self, extra: str, name: str, terms: list[Any]) -> str:
+        """``extra`` (an ``extra_repr``, or a whole repr) with its numbers as formulas, config keys or literals."""
+        if not extra:
+            return ""
+        numbers = [int(m) for m in re.findall(r"\d+", extra)]
+        match = None
+        for term in self.candidates(name, terms) if numbers else []:
+            shapes = _term_shapes(term)
+            values = {self.resolve._at(e) for e in shapes}
+            if set(numbers) & values:
+                match = term
+                break
+        preferred = _term_shapes(match) if match is not None else []
+        named = {"in_features": 0, "nx": 0, "out_features": 1, "nf": 1}
+
+        def number(m: re.Match) -> str:
+            text = m.group(0)
+            before = extra[: m.start()]
+            keyword = re.search(r"(\w+)=$", before)
+            if "." in text or "e" in text:
+                return self.resolve.number(text, name, self.probe)
+            value = int(text)
+            order = list(preferred)
+            if keyword and keyword.group(1) in named and len(preferred) >= 2:
+                first = preferred[named[keyword.group(1)]]
+                order = [first, *[e for e in preferred if e is not first]]
+            return self.resolve.integer(value, order, name, self.probe)
+
+        out = _NUMBER.sub(number, _brace(extra))
+        if match is not None and re.search(r"\bbias=(True|False)", out):
+            bias = match.path + ".bias"
+            if any(c.term.path == bias for c in self.model.architecture.choices):
+                out = re.sub(r"\bbias=(True|False)", "bias={bias:" + match.path + "}", out)
+        return out
+
+
+def _groups(parent: str) -> set[str]:
+    from ..renderers.tree import CONTAINERS
+
+    return {group for group, (attribute, _) in CONTAINERS.items() if attribute == parent}
+
+
+def _brace(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _indent(text: str) -> str:
+    """``torch.nn.modules.module._addindent(text, 2)``."""
+    first, *rest = text.split("\n")
+    return "\n".join([first, *[("  " + line) if line.strip() else "" for line in rest]])
+
+
+def _activation_classes(act2cls) -> dict[str, str]:
+    out = {}
+    for name, value in act2cls.items():
+        cls = value[0] if isinstance(value, tuple) else value
+        out[name] = cls.__name__
+    return out
+
+
+_ACTIVATIONS: dict[str, str] = {}
+
+
+def printed(model_type: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``[printed]`` table of a record: ``text`` (the tree, ``{layers}`` for the decoder layers' list) and
+    ``layers`` (one template per kind of layer and the record's terms in it)."""
+    from transformers.activations import ACT2FN
+
+    from ..formulas.config import read_config
+
+    if not _ACTIVATIONS:
+        for name in ACT2FN:
+            try:
+                _ACTIVATIONS[name] = repr(ACT2FN[name])
+            except Exception:  # an activation that needs a package: not one a record's default names
+                continue
+    errors = []
+    found: dict[str, Any] | None = None
+    for config in _configs(model_type, given or {}):
+        try:
+            model = read_config(dict(config), model_type)
+            hf = meta_model(config)
+            table = _table(model, config, hf)
+        except Exception as error:  # llmcount or transformers refuses this config: try the next
+            errors.append(f"{type(error).__name__}: {str(error)[:200]}")
+            continue
+        if found is None:
+            found = table
+            continue
+        # the example preset's kinds of layer the defaults do not have (DeepSeek-V2-Lite: q_proj without q LoRA)
+        known = {tuple(layer["terms"]) for layer in found["layers"]}
+        found["layers"] += [layer for layer in table["layers"] if tuple(layer["terms"]) not in known]
+    if found is None:
+        raise Unprintable("; ".join(errors) or "no config to build")
+    return found
+
+
+def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
+    import torch
+
+    from ..formulas.symbols import N
+    from ..renderers.tree import _layer_indices
+
+    reader = _Reader(model, config, hf)
+    total = model.values.get(N)
+    lists = [
+        (name, module)
+        for name, module in hf.named_modules()
+        if isinstance(module, torch.nn.ModuleList) and total is not None and len(module) == total
+    ]
+    if not lists:
+        raise Unprintable(f"no ModuleList of {total} layers")
+    layer_name, layer_list = lists[0]
+    layered = [t for t in model.derivation.terms if t.layers != 1]
+    outside = [t for t in model.derivation.terms if t.layers == 1]
+    indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
+    if any(v is None for v in indices.values()):
+        raise Unprintable("the config does not say which layers each term is in")
+    kinds: dict[tuple[str, ...], str] = {}
+    printed_as: dict[tuple[str, ...], str] = {}
+    for i, layer in enumerate(layer_list):
+        terms = [t for t in layered if i in indices[t.layers]]
+        key = tuple(sorted({t.path for t in terms if not t.path.endswith(".bias")}))
+        if printed_as.setdefault(key, repr(layer)) != repr(layer):
+            raise Unprintable(f"layer {i} and an earlier one print differently with the same terms")
+        if key not in kinds:
+            kinds[key] = reader.module(layer, f"{layer_name}.{i}", terms)
+    top = reader.module(hf, "", outside, layer_list)
+    return {"text": top, "layers": [{"terms": list(key), "text": text} for key, text in kinds.items()]}
+
+
+def _toml_string(text: str) -> str:
+    if "'''" not in text and "\r" not in text:
+        return "'''\n" + text + "'''"
+    return json.dumps(text)
+
+
+def table(data: dict[str, Any], version: str) -> str:
+    """The ``[printed]`` table as TOML."""
+    lines = ["[printed]  # print(model) in transformers, sizes as formulas (discover.printed)"]
+    if version != records.CHECKED_AGAINST:
+        lines.append(f'transformers = "{version}"')
+    lines.append("text = " + _toml_string(data["text"]))
+    for layer in data["layers"]:
+        lines.append("[[printed.layers]]")
+        lines.append("terms = " + json.dumps(layer["terms"]))
+        lines.append("text = " + _toml_string(layer["text"]))
+    return "\n".join(lines) + "\n"
+
+
+def with_table(text: str, printed_table: str) -> str:
+    """A record's text with its ``[printed]`` table (and its layers) replaced by ``printed_table``, placed before
+    ``[checked]`` (or at the end)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
+    if start is not None:
+        end = start + 1
+        while end < len(lines) and not (_TABLE.match(lines[end]) and not lines[end].startswith("[[printed.layers]]")):
+            end += 1
+        lines = lines[:start] + lines[end:]
+        text = "".join(lines).replace("\n\n\n", "\n\n")
+        lines = text.splitlines(keepends=True)
+    checked = next((i for i, line in enumerate(lines) if line.startswith("[checked]")), None)
+    if checked is None:
+        return text.rstrip("\n") + "\n\n" + printed_table
+    head = "".join(lines[:checked]).rstrip("\n") + "\n\n"
+    return head + printed_table + "\n" + "".join(lines[checked:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llmcount.discover.printed", description=__doc__.splitlines()[0])
+    parser.add_argument("model_types", nargs="*", help="records to fill (default: every bundled record)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a key the class defaults need to build (dots1: n_routed_experts=128); dotted keys reach sub-objects",
+    )
+    args = parser.parse_args(argv)
+    given = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        try:
+            given[key] = json.loads(value) if sep else None
+        except json.JSONDecodeError:
+            parser.error(f"--set {item}: the value is not JSON")
+    try:
+        import transformers
+    except ImportError:
+        print("printed needs torch and transformers: pip install '.[test]'", file=sys.stderr)
+        return 2
+    folder = Path(records.__file__).parent / "families"
+    names = args.model_types or list(records.names())
+    unknown = [name for name in names if name not in records.names()]
+    if unknown:
+        print(f"no record for {', '.join(unknown)}", file=sys.stderr)
+        return 1
+    failed = 0
+    for name in names:
+        path = folder / f"{name}.toml"
+        if not path.exists():
+            continue
+        try:
+            data = printed(name, given)
+        except Unprintable as error:
+            print(f"{name}: not written: {error}", file=sys.stderr)
+            failed += 1
+            continue
+        write_atomic(path, with_table(path.read_text("utf-8"), table(data, transformers.__version__)))
+        records.load(path)  # the record still parses
+        print(f"{name}: {len(data['layers'])} kinds of layer")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The write-up's module tree against transformers' own ``print(model)``: for every record's class defaults (as the
+other oracle tests build them) and for the bundled presets of the families the seed posts use, the tree llmcount
+renders from the record equals ``str(model)`` of the model built on the meta device, character for character.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcount.formulas import records
+from llmcount.formulas.config import read_config
+from llmcount.presets import presets
+from llmcount.renderers.tree import module_tree, printed_tree
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+FAMILIES = records.names()
+SEED_PRESETS = (
+    "qwen3-32b", "qwen3-0.6b", "qwen3-235b-a22b", "llama-3-8b", "llama-3.1-70b", "deepseek-v3", "mixtral-8x7b",
+    "gpt2", "gpt2-xl", "gemma-7b", "gemma-2-2b", "gemma-3-1b-it",
+    "glm-4.5-air", "gpt-oss-20b", "granite-3.1-8b",  # a pad_token_id: the embedding prints its padding_idx
+)  # fmt: skip
+
+
+def printed(config: dict) -> str:
+    """``print(model)`` of transformers' causal LM for ``config``, built on the meta device."""
+    model, _ = oracle._meta_model(oracle._freeze(config))
+    return str(model)
+
+
+@pytest.mark.parametrize("model_type", FAMILIES)
+def test_tree_equals_print_model_for_the_class_defaults(model_type: str) -> None:
+    config = oracle.runnable_defaults(model_type)
+    expected = printed(config)
+    tree = printed_tree(read_config(config, f"{model_type} defaults"))
+    assert tree is not None, f"{model_type}: the record has no [printed] tree for its class defaults"
+    assert tree == expected, f"{model_type}: the tree differs from print(model) ({oracle.VERSIONS})"
+
+
+@pytest.mark.parametrize("name", SEED_PRESETS)
+def test_tree_equals_print_model_for_published_configs(name: str) -> None:
+    config = {k: v for k, v in presets()[name].config().items() if k != "quantization_config"}
+    expected = printed(config)
+    tree = printed_tree(read_config(config, name))
+    assert tree == expected, f"preset {name}: the tree differs from print(model) ({oracle.VERSIONS})"
+
+
+def test_the_collapsed_ranges_are_transformers() -> None:
+    """Qwen3-32B's 64 layers are one run, as torch's ModuleList prints it (a hand-written line, not the code's)."""
+    tree = printed_tree(read_config(presets()["qwen3-32b"].config(), "qwen3-32b"))
+    assert "    (layers): ModuleList(\n      (0-63): 64 x Qwen3DecoderLayer(\n" in tree
+    assert "(embed_tokens): Embedding(151936, 5120)" in tree
+    assert "(q_norm): Qwen3RMSNorm((128,), eps=1e-06)" in tree
+    assert "(act_fn): SiLUActivation()" in tree
+    assert "(rotary_emb): Qwen3RotaryEmbedding()" in tree
+    assert "(o_proj): Linear(in_features=8192, out_features=5120, bias=False)" in tree
+
+
+def test_a_layer_kind_the_record_did_not_print_falls_back_to_the_generic_tree() -> None:
+    """DeepSeek-V3 with every layer dense has no MoE layer: the record's kinds still cover it; a config whose layers
+    hold terms no printed kind has gives None, and the write-up shows the generic tree."""
+    config = {**oracle.class_defaults("qwen3"), "attention_bias": True}
+    tree = printed_tree(read_config(config, "qwen3 with biases"))
+    assert tree is not None and "(q_proj): Linear(in_features=4096, out_features=4096, bias=True)" in tree
+    assert tree == printed(config)
+    family = records.family("qwen3")
+    stripped = {**dict(family.printed), "layers": [{"terms": ["attention/none"], "text": "X()"}]}
+    model = read_config(oracle.class_defaults("qwen3"), "qwen3", family=_with_printed(family, stripped))
+    assert printed_tree(model) is None
+    assert module_tree(model).startswith("ForCausalLM(")
+
+
+def _with_printed(family: records.Family, table: dict) -> records.Family:
+    from dataclasses import replace
+
+    return replace(family, printed=table)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"text": "X(\n  (layers): {layers}\n)", "colour": "red"}, "unknown fields"),
+        ({"text": "X()"}, "with {layers} once"),
+        ({"text": "{layers}", "layers": [{"terms": "attention/q_proj", "text": "Y()"}]}, "takes terms"),
+        ({"text": "{layers}", "layers": {"terms": [], "text": "Y()"}}, "expected an array of tables"),
+    ],
+)
+def test_a_bad_printed_table_is_refused_by_name(table, message):
+    import re
+
+    from llmcount.formulas.expressions import RecordError
+    from llmcount.formulas.records import parse_record
+
+    record = {
+        "model_type": "toy",
+        "title": "Toy",
+        "symbols": {"d": "hidden_size"},
+        "terms": [{"path": "norms/norm", "expr": "d"}],
+        "printed": table,
+    }
+    with pytest.raises(RecordError, match=re.escape(message)):
+        parse_record(record, "families/toy.toml")
+
+
+QWEN3_VL_SMALL = {
+    "model_type": "qwen3_vl",
+    "text_config": {
+        "model_type": "qwen3_vl_text",
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "vocab_size": 1000,
+    },
+    "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "out_hidden_size": 256},
+}
+
+
+def test_a_multimodal_post_names_the_class_its_language_model_is_laid_out_as(tmp_path):
+    """A composite config's post counts its language model, read with the text record (qwen3): the tree is that
+    class's print(model), and the post says so rather than calling it the whole model's."""
+    import json
+
+    from llmcount.renderers.writeup import build
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_VL_SMALL), "utf-8")
+    text = build(str(path), sections="tree").text
+    assert "The language model is laid out as transformers' `Qwen3ForCausalLM`; `print(model)` of that class" in text
+    assert "(0-1): 2 x Qwen3DecoderLayer(" in text
+    zh = build(str(path), "markdown", "zh", sections="tree").text
+    assert "语言模型的结构与 transformers 中的 `Qwen3ForCausalLM` 相同" in zh
