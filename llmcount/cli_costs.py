@@ -1,4 +1,4 @@
-"""Cost commands: flops, memory, verify (issue 5). Each resolves its inputs, calls one library function, prints."""
+"""Cost commands: flops, memory, verify. Each resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def memory(
     ep: EpOption = "1",
     lora: LoraOption = None,
     lora_targets: LoraTargetsOption = "attention,mlp",
-    attention: AttentionOption = AttentionKind.eager,
+    attention: AttentionOption = AttentionKind.sdpa,
     recompute: RecomputeOption = Recompute.none,
     sequence_parallel: SequenceParallelOption = False,
     table: Annotated[

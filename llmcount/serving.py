@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LlmcountError
 from .shown import Shown
+from .sizes import gb_gib
 
 if TYPE_CHECKING:
     from sympy import Expr, Symbol
@@ -184,11 +185,7 @@ class GpuFit(_Tabled):
         return f"{gb(self.left)} left for activations, the engine's workspace and more sequences"
 
 
-def gb(size: int) -> str:
-    """Bytes in GB and GiB both: ``80.00 GB = 74.51 GiB``."""
-    sign = "-" if size < 0 else ""
-    size = abs(size)
-    return f"{sign}{size / 10**9:,.2f} GB = {sign}{size / 2**30:,.2f} GiB"
+gb = gb_gib  # bytes in GB and GiB both: ``80.00 GB = 74.51 GiB``
 
 
 # --- the checks and the values the ranks see ------------------------------------------------------------------

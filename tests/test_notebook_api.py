@@ -65,7 +65,7 @@ def test_every_api_result_is_a_table_in_html_and_markdown(name: str) -> None:
 
 def test_bytes_are_shown_in_gb_and_gib() -> None:
     _, text, markdown = _shown(llmcount.memory("llama-2-7b", seq="4k"))
-    assert "2.15 GB, 2.00 GiB" in text and "2.15 GB, 2.00 GiB" in markdown  # 2**31 bytes of KV cache
+    assert "2.15 GB = 2.00 GiB" in text and "2.15 GB = 2.00 GiB" in markdown  # 2**31 bytes of KV cache
 
 
 def test_a_loaded_model_keeps_its_formula_markdown() -> None:

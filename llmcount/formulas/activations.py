@@ -46,7 +46,12 @@ from .records import TP_CHOICES, Family
 from .symbols import B, N, S, d, k
 from .training import TP_SPLIT
 
-ATTENTION = ("eager", "flash")
+ATTENTION = ("sdpa", "eager", "flash")
+"""How attention runs in training: ``sdpa``, transformers' default attn_implementation, whose fused kernel (PyTorch's
+flash or memory-efficient scaled_dot_product_attention) keeps what a FlashAttention kernel keeps (the entries a
+record marks ``core = "flash"``, checked against autograd with SDPA's kernel); ``eager`` keeps the S×S probabilities;
+``flash`` (flash_attention_2) keeps the same as ``sdpa``."""
+KEPT_AS = {"sdpa": "flash"}  # the record entries an attention implementation keeps, when named after another
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
 PER = ("token", "position", "sequence", "step")
@@ -206,7 +211,7 @@ def table(family: Family) -> Table | None:
 
 @dataclass(frozen=True)
 class Options:
-    attention: str = "eager"
+    attention: str = "eager"  # the record's own default; estimate(), the API and the CLI default to "sdpa"
     recompute: str = "none"
     tp: int = 1
     pp: int = 1
@@ -251,7 +256,7 @@ def choose(
         raise LlmcountError(f"unknown attention {attention!r}; choices: {', '.join(ATTENTION)}")
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
-    core = "inputs" if recompute == "selective" else attention
+    core = "inputs" if recompute == "selective" else KEPT_AS.get(attention, attention)
     if any(s.core for s in saved) and not any(s.core == core for s in saved):  # a table without attention fits all
         what = "--recompute selective" if core == "inputs" else f"--attention {attention}"
         raise LlmcountError(f"activations: {what} is not derived for this family: no entries checked against autograd")

@@ -693,7 +693,7 @@ def estimate(
     optimizer: str = "adamw",
     parallel: Parallel | None = None,
     lora: Lora | None = None,
-    attention: str = "eager",
+    attention: str = "sdpa",
     recompute: str = "none",
 ) -> Training:
     """Model states and activations of B × S tokens per GPU, as ``llmcount memory --training`` gives them; the

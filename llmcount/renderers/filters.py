@@ -16,6 +16,7 @@ from sympy.printing.str import StrPrinter
 from ..files import printable
 from ..formulas.symbols import LATEX_NAMES
 from ..formulas.training import LATEX_NAMES as STATE_NAMES
+from ..sizes import gb_gib
 
 _NAMES = {**LATEX_NAMES, **STATE_NAMES}
 
@@ -180,7 +181,7 @@ FILTERS = {
 }
 
 
-# --- write-ups (issue 3) ---------------------------------------------------------------------------------------------
+# --- write-ups -----------------------------------------------------------------------------------------------------
 
 
 def substitute(expr: Expr, values: dict) -> str:
@@ -293,6 +294,7 @@ def gib(value: int) -> str:
 
 FILTERS.update(
     gib=gib,
+    gb_gib=gb_gib,
     layer_list=layer_list,
     mermaid=mermaid,
     substitute=substitute,
@@ -304,7 +306,7 @@ FILTERS.update(
 )
 
 
-# --- analysis (issue 4) ----------------------------------------------------------------------------------------------
+# --- analysis ------------------------------------------------------------------------------------------------------
 
 
 def _terminating(value: Rational) -> str | None:

@@ -1,4 +1,4 @@
-"""Training memory (issue 14): its text table and its JSON form, over a :class:`~llmcount.formulas.training.Training`.
+"""Training memory: its text table and its JSON form, over a :class:`~llmcount.formulas.training.Training`.
 
 Kept apart from ``renderers/__init__.py``; uses its one Environment through ``render``.
 """
