@@ -31,7 +31,7 @@ Options:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -52,6 +52,10 @@ flash or memory-efficient scaled_dot_product_attention) keeps what a FlashAttent
 record marks ``core = "flash"``, checked against autograd with SDPA's kernel); ``eager`` keeps the S×S probabilities;
 ``flash`` (flash_attention_2) keeps the same as ``sdpa``."""
 KEPT_AS = {"sdpa": "flash"}  # the record entries an attention implementation keeps, when named after another
+EAGER_FOR_SDPA = (
+    "sdpa's fused-kernel tensors are not derived for this family, so eager attention's are counted (what "
+    "transformers runs for a model without SDPA support; an upper bound where it runs SDPA)"
+)
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
 PER = ("token", "position", "sequence", "step")
@@ -295,6 +299,10 @@ def activations(
     for test, reason in parsed.refuse:
         if test(namespace):
             raise NotDerived(family, reason)
+    assumptions = ASSUMPTIONS
+    cores = {s.core for s in parsed.saved}
+    if options.attention == "sdpa" and "eager" in cores and "flash" not in cores:
+        options, assumptions = replace(options, attention="eager"), f"{ASSUMPTIONS}; {EAGER_FOR_SDPA}"
     try:
         chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
     except LlmcountError as exc:
@@ -391,6 +399,7 @@ def activations(
         per_gpu_note=note,
         per_stage_bytes=tuple(candidates) if pp > 1 else (),
         per_gpu_layer_bytes=tuple(size for _, size in layers_gpu),
+        assumptions=assumptions,
     )
 
 

@@ -73,7 +73,7 @@ def render_training(model: Model, t: Training, seq: int, batch: int, width: int 
         states_note=STATES_NOTE,
         zero_note=ZERO_NOTE,
         parallel_note=PARALLEL_ASSUMPTIONS,
-        activation_note=ACTIVATION_ASSUMPTIONS,
+        activation_note=ACTIVATION_ASSUMPTIONS if a is None else a.assumptions,
     )
 
 
