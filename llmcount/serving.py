@@ -113,7 +113,7 @@ class Layout:
         return self.tp * self.pp * self.dp
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Shard(_Tabled):
     """What one GPU holds: the weights of its share of the model and its KV cache for B sequences of S tokens."""
 
@@ -146,7 +146,7 @@ class Shard(_Tabled):
         ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GpuFit(_Tabled):
     """A shard against one GPU's memory: what is left, and why it does not fit when it does not."""
 
@@ -568,7 +568,7 @@ def context_warning(name: str, seq: int, limit: tuple[int, str] | None) -> str |
 # --- what fits -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fit(_Tabled):
     """The longest S at B = 1 and the most sequences at ``seq`` that fit on each of ``layout.gpus`` GPUs, or why none
     does and what would."""

@@ -63,3 +63,14 @@ def test_training_assumes_sdpa_and_names_it() -> None:
     # per layer (32 layers, h = 32, S = 1024, B = 1): eager keeps the fp32 softmax output and its bf16 copy,
     # h·S·S·(4 + 2) bytes; SDPA's fused kernel keeps instead one fp32 log-sum-exp per query and head, h·S·4 bytes
     assert eager.activations.bytes - default.activations.bytes == 32 * (32 * 1024 * 1024 * 6 - 32 * 1024 * 4)
+
+
+def test_the_api_results_repr_their_bytes_in_gb_and_gib() -> None:
+    # llama-2-7b in bf16: 2 x 6,738,415,616 = 13,476,831,232 bytes of weights + 2,147,483,648 of KV cache at S = 4096
+    memory = repr(llmcount.memory("llama-2-7b", seq="4k"))
+    assert memory.startswith("<llmcount inference memory") and "15,624,314,880 B (15.62 GB = 14.55 GiB)>" in memory
+    assert "24,000,000,000 B (24.00 GB = 22.35 GiB)>" in repr(llmcount.fit("llama-2-7b", "24GB"))
+    training = repr(llmcount.training("llama-2-7b", seq="1k"))
+    assert training.startswith("<llmcount training memory per GPU") and " GB = " in training and "GiB)>" in training
+    shard = repr(llmcount.memory("llama-2-7b", seq="4k", tp=2))
+    assert shard.startswith("<llmcount per GPU: tp 2") and " GB = " in shard

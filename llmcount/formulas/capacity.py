@@ -53,7 +53,7 @@ def weights_table(parameters: int) -> list[WeightRow]:
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fit(Shown):
     """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
 

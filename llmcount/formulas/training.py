@@ -468,7 +468,7 @@ def state_bytes(held: Held, compute: str, optimizer: str) -> int:
     return sum(int(formula.subs(env)) for _, formula, _, _ in states(held, compute, optimizer))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Training(Shown):
     """Training memory of one GPU: model-state lines (after ZeRO), activations, and how they were obtained."""
 
