@@ -218,7 +218,7 @@ def memory(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
+    """Memory in exact bytes, GB (10^9) and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
     per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
     --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU. Without --training,
