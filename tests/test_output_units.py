@@ -77,7 +77,7 @@ def test_the_api_results_repr_their_bytes_in_gb_and_gib() -> None:
 
 
 def test_the_weights_table_orders_gb_then_gib_as_every_other_table() -> None:
-    # qwen3-8b: 8,190,735,360 parameters (transformers' count); fp32: 4 bytes each = 32,762,941,440 = 32.76 GB, 30.51 GiB
+    # qwen3-8b: 8,190,735,360 parameters (transformers' count); fp32: 4 bytes each = 32,762,941,440: 32.76 GB, 30.51 GiB
     out = run("memory", "qwen3-8b", "--table")
     assert next(line for line in out.splitlines() if line.startswith("dtype")).split()[-2:] == ["GB", "GiB"]
     assert next(line for line in out.splitlines() if line.startswith("fp32")).split()[-2:] == ["32.76", "30.51"]
