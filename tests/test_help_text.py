@@ -42,7 +42,14 @@ def test_the_placeholders_people_expect() -> None:
     assert help_of("verify").splitlines()[0] == "Usage: llmcount verify [OPTIONS] MODEL"
     assert help_of("check").splitlines()[0] == "Usage: llmcount check [OPTIONS] MODEL FORMULA"
     memory = help_of("memory")
-    for shown in ("--dtype DTYPE", "--kv-dtype DTYPE", "--gpu NAME", "--dp INT", "-s, --seq SIZE", "[eager|"):
+    for shown in (
+        "--dtype DTYPE",
+        "--kv-dtype DTYPE",
+        "--gpu NAME",
+        "--dp INT",
+        "-s, --seq SIZE",
+        "--attention [sdpa|eager|flash]",
+    ):
         assert shown in memory, shown
     assert "--max-files INT" in help_of("scan") and "--from MODEL" in help_of("solve")
 
