@@ -81,3 +81,18 @@ def test_the_weights_table_orders_gb_then_gib_as_every_other_table() -> None:
     out = run("memory", "qwen3-8b", "--table")
     assert next(line for line in out.splitlines() if line.startswith("dtype")).split()[-2:] == ["GB", "GiB"]
     assert next(line for line in out.splitlines() if line.startswith("fp32")).split()[-2:] == ["32.76", "30.51"]
+
+
+def test_a_family_without_sdpa_is_counted_eager_and_says_so() -> None:
+    # XLM has no SDPA path in transformers: its record's activations table has eager entries only
+    import oracle
+
+    from llmcount.formulas import training as tr
+    from llmcount.formulas.config import read_config
+
+    model = read_config({**oracle.runnable_defaults("xlm"), "model_type": "xlm"}, "xlm defaults")
+    default = tr.estimate(model, seq=64)
+    eager = tr.estimate(model, seq=64, attention="eager")
+    assert default.activations.options.attention == "eager"
+    assert default.activations.bytes == eager.activations.bytes
+    assert "sdpa's fused-kernel tensors are not derived for this family" in default.activations.assumptions
