@@ -194,7 +194,7 @@ def training(
     sequence_parallel: bool = False,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] = ("attention", "mlp"),
-    attention: str = "eager",
+    attention: str = "sdpa",
     recompute: str = "none",
 ) -> Training:
     """Training memory per GPU, as ``llmcount memory --training`` computes it: model states after ZeRO and

@@ -31,6 +31,7 @@ from .formulas.memory import BITS, dtype
 from .formulas.symbols import N, V, d, n_pos
 from .formulas.symbols import n as sym_n
 from .presets import find
+from .sizes import gb_gib
 from .sources import read_json, resolve
 
 MAX_HEADER = 100_000_000  # the safetensors format's own limit on the header size
@@ -964,7 +965,7 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
     checkpoint = size * 8 // bits
     from .quant.index import explain
 
-    note = f"metadata.total_size {size:,} bytes at {bits} bits per element ({name}): "
+    note = f"metadata.total_size {size:,} bytes ({gb_gib(size)}) at {bits} bits per element ({name}): "
     note += "assumes every tensor is stored in that dtype"
     names = list(index["weight_map"])
     formula, checks = model.counts.total, []

@@ -16,15 +16,102 @@ from .errors import LlmcountError
 
 try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
     from typer._click import exceptions as click
-    from typer._click import utils as click_formatting
 except ImportError:  # pragma: no cover - older typer, on the real click
     from click import exceptions as click
-    from click import utils as click_formatting
 
 ACTIVATED_HELP = (
     "Activated (MoE) = every parameter except the routed experts, plus k/n of the routed experts; "
     "the router and shared experts count fully. For dense models activated = total."
 )
+
+
+def summary(doc: str) -> str:
+    """A command's summary in the command list of ``--help``: the first sentence of its docstring, whole (the
+    list wraps it; it is never cut at a width)."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z])", paragraph, maxsplit=1)[0]
+
+
+# The placeholder of a value in every command's --help, when its declaration names none: by option, then by type.
+_PLACEHOLDERS = {
+    "--assume": "RATIO",
+    "--over": "MODEL,...",
+    "--set": "SYMBOL=VALUE",
+    "--target": "COUNT",
+    "--for": "SYMBOL",
+    "--from": "MODEL",
+    "--dtype": "DTYPE",
+    "--kv-dtype": "DTYPE",
+    "--scale-dtype": "DTYPE",
+    "--lora-targets": "A,B,...",
+    "--sections": "A,B,...",
+    "--gpu": "NAME",
+    "--convention": "NAME",
+    "--index": "FILE",
+    "--checkpoint": "PATH",
+    "--output": "FILE",
+    "--chart": "FILE",
+}
+_ARGUMENT_PLACEHOLDERS = {"spec": "MODEL"}
+
+
+def _choices(param) -> tuple[str, ...]:
+    """The choices of an option declared with an Enum (typer's descriptor, or click's Choice on older typer)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    found = getattr(descriptor, "choices", None) if descriptor is not None and descriptor.is_choice else None
+    found = found if found is not None else getattr(getattr(param, "type", None), "choices", None)
+    return tuple(getattr(c, "value", c) for c in found or ())
+
+
+def _placeholder(param) -> str:
+    choices = _choices(param)
+    if choices:
+        return "[" + "|".join(map(str, choices)) + "]"
+    named = next((_PLACEHOLDERS[o] for o in param.opts if o in _PLACEHOLDERS), None)
+    if named is not None:
+        return named
+    descriptor = getattr(param, "type_descriptor", None)
+    kind = getattr(descriptor, "annotation", None) or getattr(getattr(param, "type", None), "name", "")
+    if kind in (int, "integer", "integer range"):
+        return "INT"
+    if kind in (float, "float", "float range"):
+        return "NUMBER"
+    return param.name.upper()
+
+
+class _PlainArgument(typer.core.TyperArgument):
+    """An argument shown by its placeholder alone: ``MODEL`` in the usage line and the argument list (typer would
+    write ``{MODEL}`` and ``MODEL <str>``)."""
+
+    def get_usage_pieces(self, ctx) -> list[str]:
+        return [self.metavar if self.required else f"[{self.metavar}]"]
+
+    def get_help_record(self, ctx):
+        record = super().get_help_record(ctx)
+        return None if record is None else (self.metavar, record[1])
+
+
+def _takes_a_value(option) -> bool:
+    return not option.is_flag and not option.count and option.name != "help"
+
+
+def plain_placeholders(command):
+    """``command`` with a placeholder (``MODEL``, ``SIZE``, ``INT``, ``DTYPE``, ``[a|b]``) for every value its --help
+    shows, the same in every command; done once per command, when the root command hands it out."""
+    if getattr(command, "_plain_placeholders", False):
+        return command
+    for param in getattr(command, "params", ()):
+        if isinstance(param, typer.core.TyperArgument):
+            if param.metavar is None:
+                param.metavar = _ARGUMENT_PLACEHOLDERS.get(param.name, param.name.upper())
+            if param.nargs != 1 and not param.metavar.endswith("..."):
+                param.metavar += "..."
+            if type(param) is typer.core.TyperArgument:
+                param.__class__ = _PlainArgument
+        elif isinstance(param, typer.core.TyperOption) and param.metavar is None and _takes_a_value(param):
+            param.metavar = _placeholder(param)
+    command._plain_placeholders = True
+    return command
 
 
 class _OneLineErrors(typer.core.TyperGroup):
@@ -41,7 +128,7 @@ class _OneLineErrors(typer.core.TyperGroup):
         if found is None and name in COMMAND_MODULES:
             found = _load_command(name)
             self.commands[name] = found
-        return found
+        return found if found is None else plain_placeholders(found)
 
     def format_commands(self, ctx, formatter) -> None:
         """The command list of ``--help``: a command not imported yet by the summary read from its module's source
@@ -49,14 +136,13 @@ class _OneLineErrors(typer.core.TyperGroup):
         names = [name for name in self.list_commands(ctx) if name in self.commands or name in COMMAND_MODULES]
         if not names:
             return
-        limit = formatter.width - 6 - max(map(len, names))
         rows = []
         for name in names:
             if name in self.commands:
                 if not self.commands[name].hidden:
-                    rows.append((name, self.commands[name].get_short_help_str(limit)))
+                    rows.append((name, summary(self.commands[name].help or "")))
             else:
-                rows.append((name, click_formatting.make_default_short_help(_summaries().get(name, ""), limit)))
+                rows.append((name, summary(_summaries().get(name, ""))))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -107,7 +193,9 @@ SPEC_HELP = "A bundled preset (see `llmcount list`), a config.json, a folder hol
 # The arguments and options many commands share, declared once.
 ModelArgument = Annotated[str, typer.Argument(help=SPEC_HELP, metavar="MODEL")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-ActivatedOption = Annotated[bool, typer.Option("--activated", help="The activated count (MoE). " + ACTIVATED_HELP)]
+ActivatedOption = Annotated[
+    bool, typer.Option("--activated", help="The activated count (MoE), as `llmcount --help` defines it.")
+]
 CsvOption = Annotated[
     bool, typer.Option("--csv", help="One CSV row per model with a header: model,family,source,total,...")
 ]

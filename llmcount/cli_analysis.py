@@ -1,4 +1,4 @@
-"""Analysis commands: approx, check, compare, solve, sweep (issue 4)."""
+"""Analysis commands: approx, check, compare, solve, sweep."""
 
 from __future__ import annotations
 

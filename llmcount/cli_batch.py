@@ -1,4 +1,4 @@
-"""Many models at once: ``count`` of several models and ``scan`` of a folder or a Hugging Face cache (issue 13).
+"""Many models at once: ``count`` of several models and ``scan`` of a folder or a Hugging Face cache.
 One line per model on stdout; each bad config one line on stderr; exit 1 at the end if any failed."""
 
 from __future__ import annotations

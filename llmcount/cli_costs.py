@@ -1,4 +1,4 @@
-"""Cost commands: flops, memory, verify (issue 5). Each resolves its inputs, calls one library function, prints."""
+"""Cost commands: flops, memory, verify. Each resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ def memory(
     ep: EpOption = "1",
     lora: LoraOption = None,
     lora_targets: LoraTargetsOption = "attention,mlp",
-    attention: AttentionOption = AttentionKind.eager,
+    attention: AttentionOption = AttentionKind.sdpa,
     recompute: RecomputeOption = Recompute.none,
     sequence_parallel: SequenceParallelOption = False,
     table: Annotated[
@@ -239,7 +239,7 @@ def memory(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Memory in exact bytes and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
+    """Memory in exact bytes, GB (10^9) and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
     or with --training, per GPU, the weights, gradients and optimizer states (mixed-precision AdamW: 16 bytes
     per parameter; ZeRO, tp/pp/ep sharding, LoRA) and the activations of B × S tokens kept for backward.
     --table: the weights in every dtype side by side; --gpu-memory: what fits in a GPU. Without --training,

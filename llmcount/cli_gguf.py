@@ -118,7 +118,9 @@ def memory_quant(spec: str, quant: str, kv_dtype: str | None, seq: str, batch: s
 
 
 def _gib(n: int) -> str:
-    return f"{n / 2**30:,.2f} GiB"
+    from .sizes import gb_gib
+
+    return gb_gib(n)
 
 
 def render(data: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Costs at a glance (issue 10): ``flops --conventions``, ``memory --table``, ``memory --gpu-memory`` and ``mfu``.
+"""Costs at a glance: ``flops --conventions``, ``memory --table``, ``memory --gpu-memory`` and ``mfu``.
 Each resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shell integration: the completion script (issue 13)."""
+"""Shell integration: the completion script."""
 
 from __future__ import annotations
 

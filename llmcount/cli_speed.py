@@ -11,7 +11,7 @@ import typer
 from .cli import JsonOption, ModelArgument, app, fail, print_json
 from .errors import LlmcountError
 from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, parse_positive, parse_size
+from .sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
 
 
 @app.command()
@@ -187,9 +187,7 @@ def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, 
     return model, rl.scheme_weights(model, plan), kv, compute
 
 
-def _gb(value: int | Fraction) -> str:
-    """Bytes as GB and GiB: ``61.07 GB (56.88 GiB)``."""
-    return f"{float(value) / 10**9:,.2f} GB ({float(value) / 2**30:,.2f} GiB)"
+_gb = gb_gib  # bytes as GB and GiB: ``61.07 GB = 56.88 GiB``
 
 
 def _time(seconds: Fraction | None) -> str:

@@ -1,4 +1,4 @@
-"""``memory --training`` (issue 14): the options and the one function the ``memory`` command delegates to.
+"""``memory --training``: the options and the one function the ``memory`` command delegates to.
 
 The options are declared here and used by ``cli_costs.memory``; ``run`` resolves them, calls the library
 (:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
@@ -37,6 +37,7 @@ class Recompute(str, Enum):
 
 
 class AttentionKind(str, Enum):
+    sdpa = "sdpa"
     eager = "eager"
     flash = "flash"
 
@@ -89,7 +90,11 @@ LoraTargetsOption = Annotated[
 ]
 AttentionOption = Annotated[
     AttentionKind,
-    typer.Option("--attention", help="With --training: eager keeps the S×S probabilities; flash keeps none."),
+    typer.Option(
+        "--attention",
+        help="With --training: sdpa (transformers' default; its fused kernel keeps no S×S probabilities), eager "
+        "(keeps the S×S probabilities) or flash (flash_attention_2; keeps what sdpa keeps).",
+    ),
 ]
 RecomputeOption = Annotated[
     Recompute,
@@ -111,7 +116,7 @@ DEFAULTS = {
     "--ep": "1",
     "--lora": None,
     "--lora-targets": "attention,mlp",
-    "--attention": AttentionKind.eager,
+    "--attention": AttentionKind.sdpa,
     "--recompute": Recompute.none,
     "--sequence-parallel": False,
 }

@@ -1,4 +1,4 @@
-"""Write-up commands: writeup, chart (issue 3)."""
+"""Write-up commands: writeup, chart."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def writeup(
     tp: TpOption = "1",
     pp: PpOption = "1",
     ep: EpOption = "1",
-    attention: AttentionOption = AttentionKind.eager,
+    attention: AttentionOption = AttentionKind.sdpa,
     recompute: RecomputeOption = Recompute.none,
     sequence_parallel: SequenceParallelOption = False,
     lora: LoraOption = None,

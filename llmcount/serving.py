@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LlmcountError
 from .shown import Shown
+from .sizes import gb_gib
 
 if TYPE_CHECKING:
     from sympy import Expr, Symbol
@@ -112,7 +113,7 @@ class Layout:
         return self.tp * self.pp * self.dp
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Shard(_Tabled):
     """What one GPU holds: the weights of its share of the model and its KV cache for B sequences of S tokens."""
 
@@ -145,7 +146,7 @@ class Shard(_Tabled):
         ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GpuFit(_Tabled):
     """A shard against one GPU's memory: what is left, and why it does not fit when it does not."""
 
@@ -184,11 +185,7 @@ class GpuFit(_Tabled):
         return f"{gb(self.left)} left for activations, the engine's workspace and more sequences"
 
 
-def gb(size: int) -> str:
-    """Bytes in GB and GiB both: ``80.00 GB = 74.51 GiB``."""
-    sign = "-" if size < 0 else ""
-    size = abs(size)
-    return f"{sign}{size / 10**9:,.2f} GB = {sign}{size / 2**30:,.2f} GiB"
+gb = gb_gib  # bytes in GB and GiB both: ``80.00 GB = 74.51 GiB``
 
 
 # --- the checks and the values the ranks see ------------------------------------------------------------------
@@ -571,7 +568,7 @@ def context_warning(name: str, seq: int, limit: tuple[int, str] | None) -> str |
 # --- what fits -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fit(_Tabled):
     """The longest S at B = 1 and the most sequences at ``seq`` that fit on each of ``layout.gpus`` GPUs, or why none
     does and what would."""

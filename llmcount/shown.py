@@ -8,7 +8,18 @@ from __future__ import annotations
 
 
 class Shown:
-    """An API result a notebook shows as a table."""
+    """An API result a notebook shows as a table. A result that holds bytes declares itself ``repr=False`` to take
+    :meth:`__repr__` here: its caption and its amount, exact and in GB and GiB."""
+
+    def __repr__(self) -> str:
+        from .renderers.notebook import table_of
+        from .sizes import gb_gib
+
+        table = self._table() if hasattr(self, "_table") else table_of(self)
+        amounts = (getattr(self, name, None) for name in ("total_bytes", "capacity"))
+        amount = next((a for a in amounts if isinstance(a, int) and not isinstance(a, bool)), None)
+        tail = "" if amount is None else f": {amount:,} B ({gb_gib(amount)})"
+        return f"<llmcount {table.caption}{tail}>"
 
     def _repr_html_(self) -> str:
         from .renderers.notebook import table_of

@@ -12,6 +12,15 @@ from fractions import Fraction
 
 from .errors import LlmcountError
 
+
+def gb_gib(size: int | Fraction) -> str:
+    """Bytes in both units people use, wherever llmcount shows an amount of memory: ``80.00 GB = 74.51 GiB``
+    (GB = 10^9 bytes, GiB = 2^30 bytes, two decimals each)."""
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    return f"{sign}{float(size) / 10**9:,.2f} GB = {sign}{float(size) / 2**30:,.2f} GiB"
+
+
 SUFFIXES = {"": 1, "k": 2**10, "K": 2**10, "m": 2**20, "M": 2**20}
 MAX_DIGITS = 12  # more is a typo (or a number no machine holds tokens for), not a sequence length
 SUFFIX_HELP = "k/K = 1024, M = 1024² (32k = 32,768)"

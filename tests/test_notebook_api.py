@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -42,6 +43,7 @@ RESULTS = {
     "load": (lambda: llmcount.load("llama-2-7b"), "6,738,415,616"),
     "flops": (lambda: llmcount.flops("llama-2-7b", seq=1), "40,430,493,696"),  # 6·N·tokens at one token: 6 x N
     "memory": (lambda: llmcount.memory("llama-2-7b", seq="4k"), "2,147,483,648"),
+    "memory per GPU": (lambda: llmcount.memory("llama-2-7b", seq="4k", tp=2), "1,073,741,824"),  # half the cache
     "training": (lambda: llmcount.training("llama-2-7b", seq="4k"), f"{16 * 6_738_415_616:,}"),
     "fit": (lambda: llmcount.fit("llama-2-7b", "80GiB"), f"{80 * 2**30:,}"),
     "conventions": (lambda: llmcount.conventions("llama-2-7b"), "kaplan"),
@@ -65,7 +67,7 @@ def test_every_api_result_is_a_table_in_html_and_markdown(name: str) -> None:
 
 def test_bytes_are_shown_in_gb_and_gib() -> None:
     _, text, markdown = _shown(llmcount.memory("llama-2-7b", seq="4k"))
-    assert "2.15 GB, 2.00 GiB" in text and "2.15 GB, 2.00 GiB" in markdown  # 2**31 bytes of KV cache
+    assert "2.15 GB = 2.00 GiB" in text and "2.15 GB = 2.00 GiB" in markdown  # 2**31 bytes of KV cache
 
 
 def test_a_loaded_model_keeps_its_formula_markdown() -> None:
@@ -120,3 +122,11 @@ def test_writeup_returns_the_post_and_writes_nothing(tmp_path: Path, monkeypatch
     assert post._repr_markdown_() == post.text and str(post) == post.text
     assert post.data["total"] == 124_439_808  # GPT-2 small: transformers' count
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_function_docs_api_md_documents_is_in_all() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^## `llmcount\.(\w+)\(", text, flags=re.M))
+    api_functions = {"load", "flops", "memory", "training", "fit", "conventions", "mfu", "check", "approx", "writeup"}
+    assert api_functions <= documented
+    assert documented <= set(llmcount.__all__), documented - set(llmcount.__all__)

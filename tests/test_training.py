@@ -230,7 +230,7 @@ def test_parallel_degrees_that_do_not_divide_the_model(args: list[str], needles:
     [
         (["--training", "--optimizer", "adam"], ["--optimizer", "adamw8bit", "sgd-momentum", "adafactor", "muon"]),
         (["--training", "--recompute", "some"], ["--recompute", "none", "selective", "full"]),
-        (["--training", "--attention", "sdpa"], ["--attention", "eager", "flash"]),
+        (["--training", "--attention", "xformers"], ["--attention", "sdpa", "eager", "flash"]),
         (["--training", "--lora-targets", "q_proj"], ["--lora-targets needs --lora"]),
         (["--zero", "3"], ["--zero needs --training"]),
     ],

@@ -22,7 +22,7 @@ D, H, H_KV, H_D, D_FF, VOCAB, LAYERS = 4096, 32, 8, 128, 14336, 128256, 32
 
 
 def post(spec: str = "llama-3-8b", lang: str = "en", fmt: str = "markdown", **settings):
-    return build(spec, fmt, lang, sections="training", training=Settings(**settings))
+    return build(spec, fmt, lang, sections="training", training=Settings(**{"attention": "eager", **settings}))
 
 
 @pytest.mark.parametrize(

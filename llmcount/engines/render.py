@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..sizes import gb_gib
 from . import TRANSFORMERS, EngineKV, kv_cache
 
 
@@ -59,8 +60,7 @@ def engine_data(figure: EngineKV) -> dict[str, Any]:
     }
 
 
-def _gb(n: int) -> str:
-    return f"{n / 1e9:,.2f} GB / {n / 2**30:,.2f} GiB"
+_gb = gb_gib  # bytes as GB and GiB: ``16.00 GB = 14.90 GiB``
 
 
 def render_engine(figure: EngineKV) -> str:

@@ -31,7 +31,7 @@ Options:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -46,7 +46,16 @@ from .records import TP_CHOICES, Family
 from .symbols import B, N, S, d, k
 from .training import TP_SPLIT
 
-ATTENTION = ("eager", "flash")
+ATTENTION = ("sdpa", "eager", "flash")
+"""How attention runs in training: ``sdpa``, transformers' default attn_implementation, whose fused kernel (PyTorch's
+flash or memory-efficient scaled_dot_product_attention) keeps what a FlashAttention kernel keeps (the entries a
+record marks ``core = "flash"``, checked against autograd with SDPA's kernel); ``eager`` keeps the S×S probabilities;
+``flash`` (flash_attention_2) keeps the same as ``sdpa``."""
+KEPT_AS = {"sdpa": "flash"}  # the record entries an attention implementation keeps, when named after another
+EAGER_FOR_SDPA = (
+    "sdpa's fused-kernel tensors are not derived for this family, so eager attention's are counted (what "
+    "transformers runs for a model without SDPA support; an upper bound where it runs SDPA)"
+)
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("compute", "fp32", "int64", "int32", "bool")
 PER = ("token", "position", "sequence", "step")
@@ -206,7 +215,7 @@ def table(family: Family) -> Table | None:
 
 @dataclass(frozen=True)
 class Options:
-    attention: str = "eager"
+    attention: str = "eager"  # the record's own default; estimate(), the API and the CLI default to "sdpa"
     recompute: str = "none"
     tp: int = 1
     pp: int = 1
@@ -251,7 +260,7 @@ def choose(
         raise LlmcountError(f"unknown attention {attention!r}; choices: {', '.join(ATTENTION)}")
     if recompute not in RECOMPUTE:
         raise LlmcountError(f"unknown recompute mode {recompute!r}; choices: {', '.join(RECOMPUTE)}")
-    core = "inputs" if recompute == "selective" else attention
+    core = "inputs" if recompute == "selective" else KEPT_AS.get(attention, attention)
     if any(s.core for s in saved) and not any(s.core == core for s in saved):  # a table without attention fits all
         what = "--recompute selective" if core == "inputs" else f"--attention {attention}"
         raise LlmcountError(f"activations: {what} is not derived for this family: no entries checked against autograd")
@@ -290,6 +299,10 @@ def activations(
     for test, reason in parsed.refuse:
         if test(namespace):
             raise NotDerived(family, reason)
+    assumptions = ASSUMPTIONS
+    cores = {s.core for s in parsed.saved}
+    if options.attention == "sdpa" and "eager" in cores and "flash" not in cores:
+        options, assumptions = replace(options, attention="eager"), f"{ASSUMPTIONS}; {EAGER_FOR_SDPA}"
     try:
         chosen = choose(parsed.saved, compute, options.attention, options.recompute, namespace)
     except LlmcountError as exc:
@@ -386,6 +399,7 @@ def activations(
         per_gpu_note=note,
         per_stage_bytes=tuple(candidates) if pp > 1 else (),
         per_gpu_layer_bytes=tuple(size for _, size in layers_gpu),
+        assumptions=assumptions,
     )
 
 

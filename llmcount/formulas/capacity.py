@@ -21,6 +21,7 @@ from sympy import Symbol
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
 from ..shown import Shown
+from ..sizes import gb_gib
 from . import memory
 from .derivation import Derivation, evaluate_int
 
@@ -52,7 +53,7 @@ def weights_table(parameters: int) -> list[WeightRow]:
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fit(Shown):
     """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
 
@@ -158,9 +159,8 @@ def fit(
     if weights > capacity:
         short = weights - capacity
         raise LlmcountError(
-            f"--gpu-memory: {capacity:,} bytes ({capacity / 2**30:.2f} GiB) is smaller than the weights alone, "
-            f"{weights:,} bytes ({weights / 2**30:.2f} GiB) in {first.dtype}, by {short:,} bytes "
-            f"({short / 2**30:.2f} GiB)"
+            f"--gpu-memory: {capacity:,} bytes ({gb_gib(capacity)}) is smaller than the weights alone, "
+            f"{weights:,} bytes ({gb_gib(weights)}) in {first.dtype}, by {short:,} bytes ({gb_gib(short)})"
         )
     by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
     max_seq = by_memory

@@ -239,7 +239,7 @@ class KindAmount:
     note: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Memory(Shown):
     """A memory estimate: lines in reading order and the total of those that count."""
 

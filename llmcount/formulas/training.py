@@ -468,7 +468,7 @@ def state_bytes(held: Held, compute: str, optimizer: str) -> int:
     return sum(int(formula.subs(env)) for _, formula, _, _ in states(held, compute, optimizer))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Training(Shown):
     """Training memory of one GPU: model-state lines (after ZeRO), activations, and how they were obtained."""
 
@@ -693,7 +693,7 @@ def estimate(
     optimizer: str = "adamw",
     parallel: Parallel | None = None,
     lora: Lora | None = None,
-    attention: str = "eager",
+    attention: str = "sdpa",
     recompute: str = "none",
 ) -> Training:
     """Model states and activations of B × S tokens per GPU, as ``llmcount memory --training`` gives them; the

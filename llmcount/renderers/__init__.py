@@ -208,7 +208,7 @@ def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
     return data
 
 
-# --- costs: flops, memory, verify (issue 5) --------------------------------------------------------------------------
+# --- costs: flops, memory, verify ----------------------------------------------------------------------------------
 # (imported here, in this section, to keep the shared top of the module untouched)
 from ..checkpoint import Verification  # noqa: E402
 from ..formulas.flops import RULE_DEFINITION, TRAINING_DEFINITION, FlopCounts, Flops  # noqa: E402

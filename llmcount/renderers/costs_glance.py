@@ -1,4 +1,4 @@
-"""Text and JSON of the cost views added for issue 10: FLOPs conventions side by side, MFU, the weights in every
+"""Text and JSON of the cost views at a glance: FLOPs conventions side by side, MFU, the weights in every
 dtype, and what fits in a GPU's memory. Text fits 80 columns; templates format through filters only."""
 
 from __future__ import annotations

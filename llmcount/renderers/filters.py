@@ -17,6 +17,7 @@ from ..files import printable
 from ..formulas.symbols import LATEX_NAMES
 from ..formulas.training import LATEX_NAMES as STATE_NAMES
 from ..plain import count, grouped, percent, table  # the number forms and tables that need no sympy
+from ..sizes import gb_gib
 
 _NAMES = {**LATEX_NAMES, **STATE_NAMES}
 
@@ -138,7 +139,7 @@ FILTERS = {
 }
 
 
-# --- write-ups (issue 3) ---------------------------------------------------------------------------------------------
+# --- write-ups -----------------------------------------------------------------------------------------------------
 
 
 def substitute(expr: Expr, values: dict) -> str:
@@ -263,6 +264,7 @@ def gib(value: int) -> str:
 
 FILTERS.update(
     gib=gib,
+    gb_gib=gb_gib,
     layer_list=layer_list,
     mermaid=mermaid,
     substitute=substitute,
@@ -275,7 +277,7 @@ FILTERS.update(
 )
 
 
-# --- analysis (issue 4) ----------------------------------------------------------------------------------------------
+# --- analysis ------------------------------------------------------------------------------------------------------
 
 
 def _terminating(value: Rational) -> str | None:

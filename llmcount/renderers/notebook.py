@@ -11,6 +11,7 @@ from typing import Any
 
 from ..formulas.config import Model
 from ..formulas.symbols import GLOSSARY
+from ..sizes import gb_gib
 from . import render
 from .filters import escape
 
@@ -76,8 +77,8 @@ class Table:
 
 
 def _bytes(value: int) -> str:
-    """Bytes with both units people use: 65,524,246,528 B (65.52 GB, 61.02 GiB)."""
-    return f"{value:,} B ({value / 10**9:,.2f} GB, {value / 2**30:,.2f} GiB)"
+    """Bytes exact and in both units people use: 65,524,246,528 B (65.52 GB = 61.02 GiB)."""
+    return f"{value:,} B ({gb_gib(value)})"
 
 
 def _number(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Training memory (issue 14): its text table and its JSON form, over a :class:`~llmcount.formulas.training.Training`.
+"""Training memory: its text table and its JSON form, over a :class:`~llmcount.formulas.training.Training`.
 
 Kept apart from ``renderers/__init__.py``; uses its one Environment through ``render``.
 """
@@ -73,7 +73,7 @@ def render_training(model: Model, t: Training, seq: int, batch: int, width: int 
         states_note=STATES_NOTE,
         zero_note=ZERO_NOTE,
         parallel_note=PARALLEL_ASSUMPTIONS,
-        activation_note=ACTIVATION_ASSUMPTIONS,
+        activation_note=ACTIVATION_ASSUMPTIONS if a is None else a.assumptions,
     )
 
 

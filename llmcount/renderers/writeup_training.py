@@ -26,7 +26,7 @@ class Settings:
     batch: int = 1
     optimizer: str = "adamw"
     parallel: Parallel = field(default_factory=Parallel)
-    attention: str = "eager"
+    attention: str = "sdpa"
     recompute: str = "none"
     dtype: str = "bf16"  # the compute dtype (bf16/fp16: mixed precision)
     lora: Lora | None = None  # LoRA adapters: only they train
