@@ -94,7 +94,7 @@ def writeup(
             "flops (forward FLOPs per token at S), memory (weights per dtype, the KV cache per token), attention (MHA, "
             "GQA, MQA and MLA compared), training (model states and activations per GPU; also with --training), quant "
             "(the quantisation scheme, bits per weight by tensor class); all: every part but training and quant (the "
-            "long form). Default: tree,params,shares (a post), and quant when the config declares a quantisation.",
+            "long form). Default: tree,params,shares (a post).",
         ),
     ] = None,
     seq: Annotated[

@@ -262,7 +262,25 @@ def gib(value: int) -> str:
     return f"{int(value) / 2**30:,.2f}"
 
 
+def fold(text: str, width: int = 88) -> str:
+    """``print(model)``'s text with every line longer than ``width`` broken after its last ", " that fits, the rest
+    indented four spaces deeper, as a terminal of that width would wrap it readably (a LaTeX verbatim block neither
+    wraps nor shrinks). A line with no such break is left whole."""
+    out = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 4)
+        while len(line) > width:
+            cut = line.rfind(", ", len(indent), width - 1)
+            if cut < 0:
+                break
+            out.append(line[: cut + 1])
+            line = indent + line[cut + 2 :]
+        out.append(line)
+    return "\n".join(out)
+
+
 FILTERS.update(
+    fold=fold,
     gib=gib,
     gb_gib=gb_gib,
     layer_list=layer_list,

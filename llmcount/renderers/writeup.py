@@ -72,7 +72,7 @@ ALL = "all"
 """``--sections all``: every part but the optional ones (the long form)."""
 OPTIONAL_SECTIONS = ("training", "quant")
 """Parts a post has only when asked: training (model states and activations per GPU, ``--training``), quant (the
-scheme and its bits per weight by tensor class; shown too when the config declares a quantisation)."""
+scheme and its bits per weight by tensor class, for a config that declares one)."""
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
 DEFAULT_SEQ = 4096
 """The sequence length S of the flops and memory sections unless --seq says otherwise."""
@@ -1149,8 +1149,6 @@ def build(
     trained = training_part(model, training, seq) if "training" in show else None
     from ..quant import writeup as quant_writeup
 
-    if sections is None and "quant" not in show and quant_writeup.declares(config):  # a quantised checkpoint's post
-        show = (*show, "quant")
     quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
     files: dict[Path, bytes] = {}
     inline = None
