@@ -9,7 +9,6 @@ with more kinds of module (MLA, shared experts, dense layers) has more to derive
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,17 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_writeup_render import require
 
 from llmcount.renderers.writeup import build
-
-
-def require(available: bool, what: str) -> None:
-    if available:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing in CI: .ci/run must install it")
-    pytest.skip(f"{what} is not installed (see .ci/run)")
-
 
 SEEDS = {"en": (1_176, 1_220), "zh": (4_897, 7_316)}  # words, characters
 BAND = {lang: (low * 3 // 4, high * 3 // 2) for lang, (low, high) in SEEDS.items()}

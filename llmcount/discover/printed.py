@@ -269,20 +269,11 @@ class _Reader:
         return head + "\n  " + "\n  ".join(lines) + "\n)"
 
     def _module_list(self, module, name: str, terms: list[Any]) -> str:
-        reprs = [self.module(item, f"{name}.{i}", terms) for i, item in enumerate(module)]
-        if not reprs:
-            return module._get_name() + "()"
-        blocks: list[list[Any]] = []
-        for i, text in enumerate(reprs):
-            if blocks and blocks[-1][2] == text:
-                blocks[-1][1] = i
-            else:
-                blocks.append([i, i, text])
-        lines = []
-        for a, b, text in blocks:
-            label = f"({a}): " if a == b else f"({a}-{b}): {b - a + 1} x "
-            lines.append(_indent(label + text))
-        return module._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+        from ..renderers.tree import module_list
+
+        return module_list(
+            [self.module(item, f"{name}.{i}", terms) for i, item in enumerate(module)], module._get_name()
+        )
 
     def _activation(self, module, name: str) -> str | None:
         cls = type(module).__name__

@@ -402,8 +402,11 @@ def _fill(template: str, model: Model) -> str:
     return _FIELD.sub(one, template)
 
 
-def _module_list(reprs: list[str]) -> str:
-    """``torch.nn.ModuleList.__repr__`` of modules with these reprs: runs of equal ones collapsed, (0-63): 64 x ..."""
+def module_list(reprs: list[str], name: str = "ModuleList") -> str:
+    """``torch.nn.ModuleList.__repr__`` of modules with these reprs: runs of equal ones collapsed, (0-63): 64 x ...
+    (``name``: the list's class name)."""
+    if not reprs:
+        return name + "()"
     blocks: list[list] = []
     for i, text in enumerate(reprs):
         if blocks and blocks[-1][2] == text:
@@ -415,7 +418,7 @@ def _module_list(reprs: list[str]) -> str:
         label = f"({a}): " if a == b else f"({a}-{b}): {b - a + 1} x "
         first, *rest = (label + text).split("\n")
         lines.append("\n".join([first, *[("  " + line) if line.strip() else "" for line in rest]]))
-    return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+    return name + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 def printed_tree(model: Model) -> str | None:
@@ -448,7 +451,7 @@ def printed_tree(model: Model) -> str | None:
             if key not in filled:
                 filled[key] = _fill(kinds[key], model)
             reprs.append(filled[key])
-        layers = _module_list(reprs)
+        layers = module_list(reprs)
         lines = []
         for line in _fill(table["text"].replace("{layers}", "\0"), model).split("\n"):
             if "\0" in line:
