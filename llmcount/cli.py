@@ -120,6 +120,13 @@ DiscoverOption = Annotated[
         " transformers; checked exact against them, cached, and said so on stderr).",
     ),
 ]
+RediscoverOption = Annotated[
+    bool,
+    typer.Option(
+        "--rediscover",
+        help="As --discover, deriving the record again even when one (or the reason a discovery failed) is cached.",
+    ),
+]
 
 
 class Format(str, Enum):
@@ -181,6 +188,7 @@ def count(
     as_csv: CsvOption = False,
     jsonl: JsonlOption = False,
     discover: DiscoverOption = False,
+    rediscover: RediscoverOption = False,
     mtp: Annotated[
         bool,
         typer.Option(
@@ -215,13 +223,13 @@ def count(
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
         from .batch import count_all
 
-        print_rows(count_all(specs, discover), fmt)
+        print_rows(count_all(specs, discover or rediscover, rediscover), fmt)
         return
     from .renderers import count_data, render_count
     from .sources import load
 
     try:
-        model = load(specs[0], discover)
+        model = load(specs[0], discover or rediscover, rediscover=rediscover)
         if specs[0].lower().endswith(".gguf"):  # a GGUF file: its tensors' count beside the formula's
             from .cli_gguf import count_gguf
 

@@ -20,10 +20,10 @@ from .presets import find, presets
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
-def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
+def load(spec: str, discover: bool = False, name: str | None = None, rediscover: bool = False) -> Model:
     """The model a user named: preset name, Hub id of a preset, file, folder or Hub id, called ``name`` if
     given. ``discover``: a model_type with no bundled record is read with one derived from transformers' code
-    (see discovered.py)."""
+    (see discovered.py); ``rediscover``: derived again, whatever the cache holds."""
     found, source, config = resolve(spec)
     family = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
@@ -35,7 +35,7 @@ def load(spec: str, discover: bool = False, name: str | None = None) -> Model:
 
         if not discover:
             find_family(model_type, source, discovered.HINT if discovered.available() else "")
-        family = discovered.record(model_type, source)
+        family = discovered.record(model_type, source, rediscover=rediscover)
     model = read_config(config, source, files.printable(name) if name else found, family)
     note = unseen_note(model, config)
     if note:

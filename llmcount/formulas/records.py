@@ -542,6 +542,32 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
     return value
 
 
+_OWN_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")  # a config key with an underscore: never a glossary name
+
+
+def _glossary(data: Any, where: str) -> None:
+    """A record's own symbols (``[glossary]``, written by discovery for a config key the glossary has no symbol for):
+    each named after its key, a positive integer size, with its meaning; added to the glossary as the record loads."""
+    from .symbols import declare
+
+    for name, spec in _table(data, where).items():
+        if not _OWN_NAME.match(name) or len(name) > 64:
+            raise RecordError(
+                f"{where} {name[:64]!r}: a record's own symbol is named after its config key (snake_case)"
+            )
+        spec = _table(spec, f"{where} {name}")
+        unknown = set(spec) - {"key", "meaning"}
+        if unknown:
+            raise RecordError(f"{where} {name}: unknown fields {sorted(unknown)}")
+        meaning = _text(spec, "meaning", f"{where} {name}")
+        if spec.get("key", name) != name:
+            raise RecordError(f"{where} {name}: a record's own symbol is named after its key")
+        try:
+            declare(name, meaning[:300])
+        except ValueError as error:
+            raise RecordError(f"{where} {name}: {error}") from None
+
+
 def _symbol(name: str, where: str) -> Symbol:
     if name not in BY_NAME:
         raise RecordError(f"{where}: {name!r} is not a glossary symbol (formulas/symbols.py)")
@@ -848,10 +874,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
-    tables |= {"checked", "weights"}
+    tables |= {"checked", "weights", "glossary"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    _glossary(data.get("glossary", {}), f"{where} [glossary]")
     version, checked = _checked(data.get("checked", {}), f"{where} [checked]")
     data = _versioned(data, f"transformers {version}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")
