@@ -23,7 +23,7 @@ from .derivation import Counts, Derivation
 from .expressions import Unknown, condition_names
 from .layer_kinds import MAX_LAYERS
 from .records import NONE, REQUIRED, Composite, Family, Rule, SymbolSpec
-from .symbols import GLOSSARY
+from .symbols import GLOSSARY, entries
 
 MAX_SIZE = 2**40  # any one size (a width, a vocabulary, a layer count): beyond it a config is a typo
 MAX_LIST = 100_000  # entries of a list-valued key (layer_types, mlp_only_layers)
@@ -426,7 +426,7 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         used |= family.saved_symbols(namespace, values)
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
-    ordered = {e.symbol: values[e.symbol] for e in GLOSSARY if e.symbol in values and e.symbol not in left_out}
+    ordered = {e.symbol: values[e.symbol] for e in entries() if e.symbol in values and e.symbol not in left_out}
     dtype = config.get("dtype", config.get("torch_dtype"))
     dtype = dtype if isinstance(dtype, str) else None
     keys = {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}

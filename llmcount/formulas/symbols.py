@@ -860,3 +860,8 @@ def declare(name: str, meaning: str) -> Symbol:
         OWN[name] = BY_NAME[name] = entry
         LATEX_NAMES[symbol] = entry.latex
     return entry.symbol
+
+
+def entries() -> tuple[Entry, ...]:
+    """The glossary in its order, then the symbols records declared (:data:`OWN`)."""
+    return GLOSSARY + tuple(OWN.values())
