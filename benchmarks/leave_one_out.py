@@ -26,6 +26,7 @@ SAMPLE = ["llama", "qwen3", "mistral"]
 
 CLASSES = [  # (class, the pattern of the reason that puts a failure in it), the first that matches
     ("layer count refused by validators", r"refuses a build with \d+ layers"),
+    ("class defaults refused when given explicitly", r"refuses its class defaults given explicitly"),
     ("no random config accepted", r"random configs: transformers accepted|no random config accepted"),
     ("draft cannot be loaded", r"cannot load the draft"),
     ("draft refused by llmcount's reader", r"llmcount refuses it"),

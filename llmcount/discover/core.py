@@ -169,6 +169,11 @@ class Discoverer:
             except probe.Refused as error:
                 refusal = str(error)
         else:
+            if not self.parts and not lists:
+                raise RuntimeError(
+                    f"{self.model_type}: transformers refuses its class defaults given explicitly with"
+                    f" {self.fixed[self.layer_key]} layers ({_cut(refusal)}); no key tied to {self.layer_key} found"
+                )
             raise RuntimeError(
                 f"{self.model_type}: transformers refuses a build with {self.fixed[self.layer_key]} layers"
                 f" ({_cut(refusal)}); no keys tied to {self.layer_key} were found that make it accept one"
