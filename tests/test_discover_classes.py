@@ -125,3 +125,16 @@ def test_the_first_failing_check_is_said_in_words() -> None:
     assert first_failure(checks[:1]) == ""
     refused = [Check("random configs", None, None, "transformers accepted 2 of 40 drawn; the first refusal: E")]
     assert first_failure(refused) == "random configs: transformers accepted 2 of 40 drawn; the first refusal: E"
+
+
+def test_tensors_on_some_layers_by_position_alone(tmp_path) -> None:
+    # RWKV's pre_ln is on the first block only, whatever the config: a layer-count symbol of the record's own
+    from llmcount.discover.verify import verify
+
+    discoverer = Discoverer("rwkv", log=lambda text: None)
+    text = discoverer.run().text
+    assert '= "i == 0"' in text and "[glossary]" in text
+    path = tmp_path / "rwkv.toml"
+    path.write_text(text)
+    checks = verify(discoverer, path)
+    assert all(c.exact for c in checks), "\n".join(c.line() for c in checks)

@@ -20,7 +20,7 @@ from sympy import Expr, Integer, Mul, Symbol, expand
 from sympy import factor as factorize
 
 from ..formulas.expressions import condition
-from ..formulas.symbols import GLOSSARY
+from ..formulas.symbols import BY_NAME, GLOSSARY
 from . import fit, probe
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
@@ -318,7 +318,7 @@ class Discoverer:
                     b = self.build({**self.on, key: trial})
                 except probe.Refused:
                     continue
-                if _uneven(b) or (_uneven(base) and _membership(b) != _membership(base)):
+                if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         for key in found:
@@ -339,10 +339,13 @@ class Discoverer:
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
         which layers carry it, fitted over builds that vary one layer key at a time; "" when none is found."""
-        if not self.layer_values:
+        positional = not self.layer_values and _uneven(self.build(self.on))  # RWKV's pre_ln on the first layer only
+        if not self.layer_values and not positional:
             return {}
-        observations = []  # (the layer keys' values, {kind: membership over the layers})
+        observations = []  # (the layer keys' values and N, {kind: membership over the layers})
         settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        if positional:  # which layers, by their index alone: seen over several layer counts
+            settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
         for setting in settings:
             values = {k: self.defaults[k] for k in self.layer_values} | {
                 k: v for k, v in self.on.items() if k in self.layer_values
@@ -352,12 +355,13 @@ class Discoverer:
                 b = self.build({**self.on, **values})
             except probe.Refused:
                 continue
-            observations.append((values, _membership(b)))
+            values.pop(self.layer_key, None)
+            observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
         self.seen: dict[str, list] = {}
         in_layers = {k for k, kind in kinds.items() if kind.in_layer}
         for kind in sorted(in_layers):
-            seen = [(values, member.get(kind, [False] * LAYERS)) for values, member in observations]
+            seen = [(values, member.get(kind, [False] * values["N"])) for values, member in observations]
             if all(all(m) for _, m in seen):
                 continue
             self.seen[kind] = seen
@@ -376,6 +380,7 @@ class Discoverer:
                 single += [f"i in {key}", f"i not in {key}"]
             else:
                 single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
+        single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
 
@@ -638,11 +643,10 @@ class Discoverer:
                 symbol = names[words[0]].name
             else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
                 quoted = re.findall(r"'([A-Za-z0-9]+)", named)
-                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0])
-                self.log(
-                    f"glossary: no layer-count symbol for {named!r}; suggest adding {symbol} = _count({symbol!r}) "
-                    f"to formulas/symbols.py; the record uses {symbol!r}"
-                )
+                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0]).lower()
+                if symbol not in BY_NAME:  # declared in the record's [glossary]
+                    self.own[symbol] = f"number of layers where {named}"
+                    self.log(f"glossary: no layer-count symbol for {named!r}; the record declares {symbol!r}")
             if words and other is None and "mlp" not in groups[named]:  # MoE layers only: N - N_dense
                 self.layer_symbols[symbol] = f"not ({named})"
                 for k in by_condition[named]:

@@ -542,7 +542,8 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
     return value
 
 
-_OWN_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")  # a config key with an underscore: never a glossary name
+# a config key with an underscore (a size), or N_ and a word (a count of layers): never a glossary name
+_OWN_NAME = re.compile(r"^(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|N_[a-z0-9_]{1,40})$")
 
 
 def _glossary(data: Any, where: str) -> None:
@@ -560,7 +561,7 @@ def _glossary(data: Any, where: str) -> None:
         if unknown:
             raise RecordError(f"{where} {name}: unknown fields {sorted(unknown)}")
         meaning = _text(spec, "meaning", f"{where} {name}")
-        if spec.get("key", name) != name:
+        if spec.get("key", name) != name or (name.startswith("N_") and "key" in spec):
             raise RecordError(f"{where} {name}: a record's own symbol is named after its key")
         try:
             declare(name, meaning[:300])
