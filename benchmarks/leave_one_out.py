@@ -30,8 +30,8 @@ CLASSES = [  # (class, the pattern of the reason that puts a failure in it), the
     ("no random config accepted", r"random configs: transformers accepted|no random config accepted"),
     ("draft cannot be loaded", r"cannot load the draft"),
     ("draft refused by llmcount's reader", r"llmcount refuses it"),
-    ("draft not exact", r"the draft counts"),
     ("differs from the bundled record", r"bundled record"),
+    ("draft not exact", r"the draft counts"),
     ("no layer-count key", r"no config key for the number of layers"),
 ]
 

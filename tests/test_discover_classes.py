@@ -95,6 +95,7 @@ def test_a_record_declares_a_symbol_named_after_its_key(tmp_path) -> None:
     [
         ('d_ff = { meaning = "x" }', "is a glossary symbol already"),
         ('Weird = { meaning = "x" }', "named after its config key"),
+        ('N_Full = { meaning = "x" }', "named after its config key"),
         ('output_vocab_size = { key = "other_key", meaning = "x" }', "named after its key"),
         ('output_vocab_size = { meaning = "x", latex = "y" }', "unknown fields"),
     ],

@@ -543,7 +543,7 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
 
 
 # a config key with an underscore (a size), or N_ and a word (a count of layers): never a glossary name
-_OWN_NAME = re.compile(r"^(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|N_[a-z0-9_]{1,40})$")
+_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|N_[a-z0-9_]{1,40})$")
 
 
 def _glossary(data: Any, where: str) -> None:
