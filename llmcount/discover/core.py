@@ -103,6 +103,9 @@ class Discoverer:
         self.aliases = probe.attribute_map(model_type)
         names = glossary_keys()
         self.layer_key = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
+        if self.layer_key is None:  # the class's own name for it (GPT-Neo's num_layers, by its attribute_map)
+            alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
+            self.layer_key = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
         if self.layer_key is None:
             raise ValueError(f"{model_type}: no config key for the number of layers (glossary symbol N)")
         self.fixed: dict[str, Any] = {self.layer_key: LAYERS}
