@@ -34,13 +34,16 @@ class Result:
     error: str | None = None
 
 
-def load_one(spec: str, name: str | None = None, discover: bool = False) -> Result:
+def load_one(spec: str, name: str | None = None, discover: bool = False, rediscover: bool = False) -> Result:
     """The model a spec names (as ``llmcount count`` reads it), named ``name`` if given; a failure is
     a Result whose error names the spec."""
     from .sources import load, load_counted
 
     try:
-        model = load(spec, discover, name) if discover else load_counted(spec, name)
+        if discover or rediscover:
+            model = load(spec, discover or rediscover, name, rediscover=rediscover)
+        else:
+            model = load_counted(spec, name)
         model.counts  # noqa: B018 -- evaluate now, so a config that cannot be counted fails here
     except LlmcountError as exc:
         message = str(exc)
@@ -48,10 +51,12 @@ def load_one(spec: str, name: str | None = None, discover: bool = False) -> Resu
     return Result(spec, model)
 
 
-def count_all(specs: Iterable[str], discover: bool = False) -> Iterator[Result]:
-    """Each spec's Result, in order, lazily."""
+def count_all(specs: Iterable[str], discover: bool = False, rediscover: bool = False) -> Iterator[Result]:
+    """Each spec's Result, in order, lazily (``rediscover``: each discovered record derived again, once)."""
+    again = set()
     for spec in specs:
-        yield load_one(spec, discover=discover)
+        yield load_one(spec, discover=discover, rediscover=rediscover and spec not in again)
+        again.add(spec)
 
 
 def row(model: Model | Counted) -> dict[str, Any]:

@@ -208,6 +208,13 @@ DiscoverOption = Annotated[
         " transformers; checked exact against them, cached, and said so on stderr).",
     ),
 ]
+RediscoverOption = Annotated[
+    bool,
+    typer.Option(
+        "--rediscover",
+        help="As --discover, deriving the record again even when one (or the reason a discovery failed) is cached.",
+    ),
+]
 
 
 class Format(str, Enum):
@@ -269,6 +276,7 @@ def count(
     as_csv: CsvOption = False,
     jsonl: JsonlOption = False,
     discover: DiscoverOption = False,
+    rediscover: RediscoverOption = False,
     mtp: Annotated[
         bool,
         typer.Option(
@@ -332,7 +340,7 @@ def count(
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
         from .batch import count_all
 
-        print_rows(count_all(specs, discover), fmt)
+        print_rows(count_all(specs, discover or rediscover, rediscover), fmt)
         return
     from .gguf_file import check_header
 
@@ -347,7 +355,7 @@ def count(
         resolved = resolve(specs[0])
         wants_stored = not gguf and (scheme_options or stored_count.declares(resolved[2]))
         model = None
-        if not (discover or mtp or gguf or wants_stored):
+        if not (discover or rediscover or mtp or gguf or wants_stored):
             model = _count_compiled(specs[0], as_json, resolved)
             if isinstance(model, str):
                 typer.echo(model)
@@ -355,7 +363,7 @@ def count(
         from .renderers import count_data, render_count
         from .sources import load
 
-        model = model or load(specs[0], discover, None, resolved)
+        model = model or load(specs[0], discover or rediscover, None, resolved, rediscover)
         stored = None
         if wants_stored:
             stored = stored_count.summary(model, resolved[2], resolved[1], quant, bits, group_size, dtype)

@@ -9,6 +9,8 @@ torch nor transformers.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -19,9 +21,14 @@ import time
 from pathlib import Path
 
 from .errors import LlmcountError
-from .files import write_atomic
+from .files import read_bytes, write_atomic
 from .formulas import records
 from .formulas.expressions import RecordError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 HINT = "; `llmcount count --discover` derives a record from transformers' code"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")  # every transformers model_type, and safe as a file name
@@ -44,9 +51,35 @@ def cached_path(model_type: str, version: str) -> Path:
     return cache_folder() / f"{model_type}@{version}.toml"
 
 
-def record(model_type: str, source: str, say=lambda text: print(text, file=sys.stderr)) -> records.Family:
+def failed_path(model_type: str, version: str) -> Path:
+    return cache_folder() / f"{model_type}@{version}.failed"
+
+
+SEAL = "# sha256 "  # the last line of a cached record: the digest of the text above it (a truncated file fails it)
+
+
+def sealed(text: str) -> str:
+    """``text`` with its digest as the last line, as it is kept in the cache."""
+    return f"{text}{SEAL}{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n"
+
+
+def unsealed(raw: bytes) -> str:
+    """The text of a cached record, or ValueError saying why it cannot be trusted (cut short, edited)."""
+    text = raw.decode("utf-8")
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    if not last.startswith(SEAL):
+        raise ValueError("it does not end with its digest line (cut short?)")
+    if hashlib.sha256((body + "\n").encode("utf-8")).hexdigest() != last[len(SEAL) :].strip():
+        raise ValueError("its digest does not match its text (cut short or edited)")
+    return body + "\n"
+
+
+def record(
+    model_type: str, source: str, say=lambda text: print(text, file=sys.stderr), rediscover: bool = False
+) -> records.Family:
     """The record of ``model_type`` derived from transformers' code: from the cache, or discovered and cached.
-    ``say`` is told where the record comes from, in one line."""
+    ``say`` is told where the record comes from, in one line. A discovery that failed before is refused with its
+    cached reason unless ``rediscover``; a cached record that cannot be trusted is said and discovered again."""
     if not isinstance(model_type, str) or not _NAME.match(model_type):
         raise LlmcountError(f"{source}: model_type {str(model_type)[:60]!r} is not a transformers model_type name")
     if not available():
@@ -56,16 +89,54 @@ def record(model_type: str, source: str, say=lambda text: print(text, file=sys.s
         )
     version = importlib.metadata.version("transformers")
     path = cached_path(model_type, version)
-    if os.path.lexists(path):  # whatever is there (a FIFO, a link to a device) is read as a record or refused
-        try:
-            family = records.load(path)
-            if family.name != model_type:
-                raise RecordError(f"{path}: a record of model_type {family.name!r}, not {model_type!r}")
-        except (OSError, RecordError) as error:
-            raise LlmcountError(f"{error} (a cached discovered record: delete it to discover again)") from None
-        say(f"note: {model_type} is counted with a record discovered from transformers {version} (cached: {path})")
-        return family
+    failed = failed_path(model_type, version)
+    if not rediscover:
+        family = _cached(path, model_type, version, say)
+        if family is not None:
+            say(f"note: {model_type} is counted with a record discovered from transformers {version} (cached: {path})")
+            return family
+        reason = _failed_before(failed, model_type, version, say)
+        if reason:
+            raise LlmcountError(
+                f"{source}: discovery of {model_type!r} from transformers {version} failed before: {reason}"
+                f" (cached: {failed}; --rediscover tries again)"
+            )
     return _discover(model_type, version, path, source, say)
+
+
+def _cached(path: Path, model_type: str, version: str, say) -> records.Family | None:
+    """The cached record at ``path`` if it is whole, of ``model_type`` and of transformers ``version``; None when
+    there is none, or (said in one line) when it cannot be trusted."""
+    if not os.path.lexists(path):
+        return None
+    try:  # whatever is there (a FIFO, a link to a device) is read as a record or ignored
+        raw = read_bytes(path, "cached record", records.MAX_RECORD_BYTES)
+        text = unsealed(raw)
+        family = records.parse_record(tomllib.loads(text), str(path))
+        if family.name != model_type:
+            raise ValueError(f"it is a record of model_type {family.name!r}, not {model_type!r}")
+        if family.checked_version != version:
+            raise ValueError(f"it was discovered from transformers {family.checked_version}, not {version}")
+    except (LlmcountError, RecordError, ValueError, RecursionError) as error:  # TOMLDecodeError, UnicodeDecodeError
+        say(f"note: ignoring the cached record {path}: {_short(error)}; discovering {model_type} again")
+        return None
+    return family
+
+
+def _failed_before(path: Path, model_type: str, version: str, say) -> str:
+    """The reason a discovery of ``model_type`` from transformers ``version`` failed, from the cache; "" when none
+    is cached or (said in one line) the file is not one this module wrote."""
+    if not os.path.lexists(path):
+        return ""
+    try:
+        text = read_bytes(path, "cached failure", 4096).decode("utf-8")
+        head, _, reason = text.strip().partition(": ")
+        if head != f"{model_type}@{version}" or not reason or "\n" in reason:
+            raise ValueError("not a failure this version of llmcount wrote")
+    except (LlmcountError, ValueError) as error:
+        say(f"note: ignoring the cached failure {path}: {_short(error)}; discovering {model_type} again")
+        return ""
+    return reason
 
 
 def _discover(model_type: str, version: str, path: Path, source: str, say) -> records.Family:
@@ -74,31 +145,42 @@ def _discover(model_type: str, version: str, path: Path, source: str, say) -> re
     if model_type not in CONFIG_MAPPING:
         raise LlmcountError(f"{source}: model_type {model_type!r} is unknown to transformers {version} too")
     from .discover.core import Discoverer
-    from .discover.verify import verify
+    from .discover.verify import first_failure, verify
 
     start = time.monotonic()
+    failed = failed_path(model_type, version)
     try:
         discoverer = Discoverer(model_type, log=lambda text: None)
         text = discoverer.run().text
-    except Exception as error:  # model code the method cannot express: one line, the reason
-        raise LlmcountError(f"{source}: cannot discover a record for {model_type!r}: {_short(error)}") from None
+    except Exception as error:  # model code the method cannot express: one line, the reason, kept
+        reason = _short(error)
+        kept = _keep_failure(failed, model_type, version, reason)
+        raise LlmcountError(f"{source}: cannot discover a record for {model_type!r}: {reason} ({kept})") from None
     with tempfile.TemporaryDirectory(prefix="llmcount-") as folder:
         draft = Path(folder) / f"{model_type}.toml"
         draft.write_text(text, encoding="utf-8")
         checks = verify(discoverer, draft)
-        wrong = [check for check in checks if not check.exact]
+        wrong = first_failure(checks)
         if wrong:
-            raise LlmcountError(
-                f"{source}: the record discovered for {model_type!r} is not exact ({wrong[0].line()}); not used"
-            )
+            reason = f"the drafted record is not exact: {wrong}"
+            kept = _keep_failure(failed, model_type, version, reason)
+            raise LlmcountError(f"{source}: {reason}; not used ({kept})")
         family = records.load(draft)
-    kept = _keep(path, text)
+    kept = _keep(path, sealed(text))
+    with contextlib.suppress(OSError):
+        failed.unlink(missing_ok=True)
     seconds = time.monotonic() - start
     say(
         f"note: {model_type} has no bundled record; discovered one from transformers {version}'s code in"
         f" {seconds:.0f} s, exact on the class defaults and {len(checks) - 1} random configs ({kept})"
     )
     return family
+
+
+def _keep_failure(path: Path, model_type: str, version: str, reason: str) -> str:
+    """Cache why a discovery failed, so that the next run says it at once; say where."""
+    kept = _keep(path, f"{model_type}@{version}: {reason}\n")
+    return f"reason {kept}; --rediscover tries again" if kept.startswith("cached") else kept
 
 
 def _keep(path: Path, text: str) -> str:

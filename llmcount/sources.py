@@ -40,11 +40,16 @@ def load_counted(spec: str, name: str | None = None, resolved: tuple[str, str, A
 
 
 def load(
-    spec: str, discover: bool = False, name: str | None = None, resolved: tuple[str, str, Any] | None = None
+    spec: str,
+    discover: bool = False,
+    name: str | None = None,
+    resolved: tuple[str, str, Any] | None = None,
+    rediscover: bool = False,
 ) -> Model:
     """The model a user named: preset name, Hub id of a preset, file, folder or Hub id, called ``name`` if
     given. ``discover``: a model_type with no bundled record is read with one derived from transformers' code
-    (see discovered.py). ``resolved``: what :func:`resolve` gave for ``spec`` already (stdin is read once)."""
+    (see discovered.py); ``rediscover``: derived again, whatever the cache holds. ``resolved``: what
+    :func:`resolve` gave for ``spec`` already (stdin is read once)."""
     from .formulas import records
     from .formulas.config import find_family, read_config
 
@@ -59,7 +64,7 @@ def load(
 
         if not discover:
             find_family(model_type, source, discovered.HINT if discovered.available() else "")
-        family = discovered.record(model_type, source)
+        family = discovered.record(model_type, source, rediscover=rediscover)
     model = read_config(config, source, files.printable(name) if name else found, family)
     note = unseen_note(model, config)
     if note:

@@ -89,15 +89,18 @@ def test_names_transformers_does_not_know_are_refused(cache, tmp_path, model_typ
     assert not cache.exists()
 
 
-def test_a_broken_cached_record_is_named(cache, tmp_path) -> None:
+def test_a_broken_cached_record_is_ignored_with_one_line_and_discovered_again(cache, tmp_path) -> None:
     cache.mkdir(parents=True)
     broken = cache / f"{HIDDEN}@{transformers_version()}.toml"
     broken.write_text("not = [toml")
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
-    result = count(str(path), "--discover")
-    assert result.exit_code == 1 and result.stdout == ""
-    assert str(broken) in result.stderr and "delete it" in result.stderr
+    result = count(str(path), "--discover", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == oracle.meta_total(CONFIG)
+    ignored = [line for line in result.stderr.splitlines() if "ignoring the cached record" in line]
+    assert len(ignored) == 1 and str(broken) in ignored[0]
+    assert discovered.unsealed(broken.read_bytes())  # replaced by a whole record
 
 
 def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path) -> None:

@@ -50,7 +50,8 @@ def test_an_adjusted_width_refused_quotes_its_multiline_rule_on_one_line(bad: di
     assert "\\n" not in result.stderr
 
 
-# --- cached discovered records: read like a file a user hands us (bounded, regular, UTF-8, shallow, bounded degree)
+# --- cached discovered records: read like a file a user hands us (bounded, regular, UTF-8, shallow, bounded degree);
+# one that cannot be trusted is ignored with one line and discovered again (here a stand-in that refuses)
 
 HIDDEN = "llama"  # a family the tests hide, so that count --discover reads the cache (as tests/test_discover_cli.py)
 LLAMA = {
@@ -74,7 +75,11 @@ def cached(tmp_path, monkeypatch):
 
     monkeypatch.setenv("LLMCOUNT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(discovered, "available", lambda: True)
-    monkeypatch.setattr(discovered, "_discover", lambda *args: pytest.fail("discovery ran instead of a refusal"))
+
+    def again(model_type, version, path, source, say):
+        raise discovered.LlmcountError(f"{source}: stand-in: {model_type} discovered again")
+
+    monkeypatch.setattr(discovered, "_discover", again)
     bundled = records.family
     monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
     path = discovered.cached_path(HIDDEN, importlib.metadata.version("transformers"))
@@ -89,6 +94,8 @@ BLOWN = "*".join(["(d+h+N+V+h_d+d_ff+h_kv)**8"] * 12)
 
 
 def _write(path, kind: str) -> None:
+    from llmcount.discovered import sealed  # a record the cache wrote ends with its digest: these pass that check
+
     if kind == "binary":
         path.write_bytes(b"\xff\xfe\x00 not text")
     elif kind == "deep array":
@@ -98,7 +105,7 @@ def _write(path, kind: str) -> None:
     elif kind == "huge":
         path.write_text(GOOD + "\n#" + "x" * 2_000_000)
     elif kind == "huge int":
-        path.write_text(GOOD + "\nzz = " + "9" * 5000)
+        path.write_text(sealed(GOOD + "\nzz = " + "9" * 5000 + "\n"))
     elif kind == "folder":
         path.mkdir()
     elif kind == "fifo":
@@ -108,11 +115,11 @@ def _write(path, kind: str) -> None:
     elif kind == "dangling link":
         path.symlink_to(path.parent / "gone")
     elif kind == "another model_type":
-        path.write_text(GOOD.replace('model_type = "llama"', 'model_type = "mistral"'))
+        path.write_text(sealed(GOOD.replace('model_type = "llama"', 'model_type = "mistral"')))
     elif kind == "degree 96":
-        path.write_text(GOOD.replace('expr = "V*d"', f'expr = "{BLOWN}"', 1))
+        path.write_text(sealed(GOOD.replace('expr = "V*d"', f'expr = "{BLOWN}"', 1)))
     elif kind == "a 300-digit coefficient":
-        path.write_text(GOOD.replace('expr = "V*d"', f'expr = "{10**300}*V*d"', 1))
+        path.write_text(sealed(GOOD.replace('expr = "V*d"', f'expr = "{10**300}*V*d"', 1)))
 
 
 @pytest.mark.parametrize(
@@ -132,16 +139,22 @@ def _write(path, kind: str) -> None:
         "a 300-digit coefficient",
     ],
 )
-def test_a_hostile_cached_record_is_refused_by_name(cached, kind: str) -> None:
+def test_a_hostile_cached_record_is_ignored_by_name_and_discovered_again(cached, kind: str) -> None:
     path, config = cached
     _write(path, kind)
     result = run("count", config, "--discover")
-    assert_refused(result, str(path), "delete it")
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2, result.stderr
+    assert "ignoring the cached record" in lines[0] and str(path) in lines[0]
+    assert "stand-in: llama discovered again" in lines[1]
 
 
 def test_a_good_cached_record_is_still_read(cached) -> None:
+    from llmcount.discovered import sealed
+
     path, config = cached
-    path.write_text(GOOD)
+    path.write_text(sealed(GOOD))
     result = run("count", config, "--discover")
     assert result.exit_code == 0 and "llama" in result.stdout
 

@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     checks = verify(discoverer, path)
     for check in checks:
         print(check.line())
+    from .verify import first_failure
+
+    wrong = first_failure(checks)
+    if wrong:
+        print(f"discover {args.model_type}: not exact: {wrong}", file=sys.stderr)
     return 0 if all(c.exact for c in checks) else 1
 
 

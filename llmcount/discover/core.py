@@ -13,13 +13,14 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from sympy import Expr, Integer, Mul, Symbol, expand
 from sympy import factor as factorize
 
 from ..formulas.expressions import condition
-from ..formulas.symbols import GLOSSARY
+from ..formulas.symbols import BY_NAME, GLOSSARY
 from . import fit, probe
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
@@ -102,6 +103,9 @@ class Discoverer:
         self.aliases = probe.attribute_map(model_type)
         names = glossary_keys()
         self.layer_key = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
+        if self.layer_key is None:  # the class's own name for it (GPT-Neo's num_layers, by its attribute_map)
+            alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
+            self.layer_key = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
         if self.layer_key is None:
             raise ValueError(f"{model_type}: no config key for the number of layers (glossary symbol N)")
         self.fixed: dict[str, Any] = {self.layer_key: LAYERS}
@@ -112,13 +116,105 @@ class Discoverer:
             self.fixed[key] = 0 if key.endswith("_token_id") else value  # token ids index small vocabularies
         self.tokens = {k for k in self.fixed if k.endswith("_token_id")}
         self.rng = random.Random(0)
+        self.tie_layers()
+
+    # ---- layer counts the config's validators accept ------------------------------------------------------
+    def tie_layers(self) -> None:
+        """Find the keys the config class ties to the layer count and build with small values that agree: lists
+        with one entry per layer (``layer_types``: the default's kinds, each once, in order, cycled), and counts
+        of layer groups that sum to it (``n_input_layers + n_recurrent_layers + ... == num_hidden_layers``: the
+        keys named in the validator's error, or those whose defaults sum to the default layer count)."""
+        layers = self.defaults[self.layer_key]
+        self.per_layer: dict[str, list[Any]] = {}  # key -> its kinds in order of first appearance
+        self.parts: list[str] = []
+        if not isinstance(layers, int) or isinstance(layers, bool):
+            return
+        for key, value in self.defaults.items():
+            entries = isinstance(value, list) and len(value) == layers > 1 and all(isinstance(x, str) for x in value)
+            if entries:  # a list of layer indices (mlp_only_layers) is not one entry per layer
+                self.per_layer[key] = list(dict.fromkeys(value))
+        try:
+            self.build({})
+            return
+        except probe.Refused as error:
+            refusal = str(error)
+        counts = [
+            k
+            for k, v in self.defaults.items()
+            if k != self.layer_key
+            and k not in self.tokens
+            and isinstance(v, int)
+            and not isinstance(v, bool)
+            and 0 <= v <= layers
+        ]
+        named = [k for k in counts if re.search(rf"\b{re.escape(k)}\b", refusal)]
+        if sum(self.defaults[k] for k in named) == layers and len(named) > 1:
+            self.parts = named
+        else:
+            for size in (2, 3, 4):
+                found = [
+                    c
+                    for c in combinations([k for k in counts if "layer" in k], size)
+                    if sum(self.defaults[k] for k in c) == layers
+                ]
+                if found:
+                    self.parts = list(found[0])
+                    break
+        for key in self.parts:
+            self.fixed[key] = 1 if self.defaults[key] else 0
+        if self.parts:
+            self.fixed[self.layer_key] = max(1, sum(self.fixed[k] for k in self.parts))
+        lists = self.per_layer
+        for self.per_layer in (lists, {}):  # the lists cycled, else left for the class to compute from the count
+            try:
+                self.build({})
+                break
+            except probe.Refused as error:
+                refusal = str(error)
+        else:
+            if not self.parts and not lists:
+                raise RuntimeError(
+                    f"{self.model_type}: transformers refuses its class defaults given explicitly with"
+                    f" {self.fixed[self.layer_key]} layers ({_cut(refusal)}); no key tied to {self.layer_key} found"
+                )
+            raise RuntimeError(
+                f"{self.model_type}: transformers refuses a build with {self.fixed[self.layer_key]} layers"
+                f" ({_cut(refusal)}); no keys tied to {self.layer_key} were found that make it accept one"
+            ) from None
+        if self.parts or self.per_layer:
+            tied = ", ".join([*self.parts, *self.per_layer])
+            self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
+
+    def consistent(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with the keys tied to the layer count made to agree with it: the layer count follows the
+        group counts (or a per-layer list) that ``given`` sets; else the group counts share it out and the lists
+        take their kinds cycled to its length."""
+        out = dict(values)
+        n = self.layer_key
+        if self.parts:
+            if n not in given and any(k in given for k in self.parts):
+                out[n] = sum(int(out.get(k) or 0) for k in self.parts)
+            elif n in given and not any(k in given for k in self.parts) and isinstance(out[n], int):
+                share = dict.fromkeys(self.parts, 0)
+                positive = [k for k in self.parts if self.defaults[k]] or self.parts
+                for i in range(out[n]):
+                    share[positive[i % len(positive)]] += 1
+                out.update(share)
+        elif n not in given:
+            lengths = {len(v) for k, v in given.items() if k in self.per_layer and isinstance(v, list)}
+            if len(lengths) == 1:
+                out[n] = lengths.pop()
+        for key, kinds in self.per_layer.items():
+            if key not in given and isinstance(out.get(n), int):
+                out[key] = [kinds[i % len(kinds)] for i in range(out[n])]
+        return out
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
     # ---- builds -------------------------------------------------------------------------------------------
     def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> probe.Build:
-        return probe.build(self.model_type, {**self.fixed, **overrides}, drop)
+        return probe.build(self.model_type, self.consistent({**self.fixed, **overrides}, overrides), drop)
 
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
@@ -178,16 +274,16 @@ class Discoverer:
             kinds[k].factors = [Factor() for _ in factors]
         sizes, self.layer_keys = self.size_keys(kinds)
         self.symbols: dict[str, Symbol] = {}
+        self.own: dict[str, str] = {}  # config key -> meaning, for the symbols the glossary has not
         for key in sizes:
             symbol = names.get(key) or next(
                 (names[a] for a, k in self.aliases.items() if k == key and a in names), None
             )
-            if symbol is None:
+            if symbol is None:  # named after its key, declared in the record's [glossary]
                 symbol = Symbol(key, positive=True, integer=True)
-                self.log(
-                    f"glossary: no symbol for config key {key!r}; suggest adding to formulas/symbols.py: "
-                    f'{key} = _size("{key}") with Entry({key}, r"...", "{key}", "..."); the record uses {key!r}'
-                )
+                meaning = probe.docstring_meaning(self.model_type, key) or f"the config's {key}"
+                self.own[key] = meaning
+                self.log(f"glossary: no symbol for config key {key!r}; the record declares its own: {meaning}")
             self.symbols[key] = symbol
         self.fit(kinds, sizes)
         defaults = self.defaults_of(sizes, kinds)
@@ -225,7 +321,7 @@ class Discoverer:
                     b = self.build({**self.on, key: trial})
                 except probe.Refused:
                     continue
-                if _uneven(b) or (_uneven(base) and _membership(b) != _membership(base)):
+                if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         for key in found:
@@ -246,10 +342,13 @@ class Discoverer:
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
         which layers carry it, fitted over builds that vary one layer key at a time; "" when none is found."""
-        if not self.layer_values:
+        positional = not self.layer_values and _uneven(self.build(self.on))  # RWKV's pre_ln on the first layer only
+        if not self.layer_values and not positional:
             return {}
-        observations = []  # (the layer keys' values, {kind: membership over the layers})
+        observations = []  # (the layer keys' values and N, {kind: membership over the layers})
         settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        if positional:  # which layers, by their index alone: seen over several layer counts
+            settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
         for setting in settings:
             values = {k: self.defaults[k] for k in self.layer_values} | {
                 k: v for k, v in self.on.items() if k in self.layer_values
@@ -259,12 +358,13 @@ class Discoverer:
                 b = self.build({**self.on, **values})
             except probe.Refused:
                 continue
-            observations.append((values, _membership(b)))
+            values.pop(self.layer_key, None)
+            observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
         self.seen: dict[str, list] = {}
         in_layers = {k for k, kind in kinds.items() if kind.in_layer}
         for kind in sorted(in_layers):
-            seen = [(values, member.get(kind, [False] * LAYERS)) for values, member in observations]
+            seen = [(values, member.get(kind, [False] * values["N"])) for values, member in observations]
             if all(all(m) for _, m in seen):
                 continue
             self.seen[kind] = seen
@@ -283,6 +383,7 @@ class Discoverer:
                 single += [f"i in {key}", f"i not in {key}"]
             else:
                 single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
+        single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
 
@@ -545,11 +646,10 @@ class Discoverer:
                 symbol = names[words[0]].name
             else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
                 quoted = re.findall(r"'([A-Za-z0-9]+)", named)
-                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0])
-                self.log(
-                    f"glossary: no layer-count symbol for {named!r}; suggest adding {symbol} = _count({symbol!r}) "
-                    f"to formulas/symbols.py; the record uses {symbol!r}"
-                )
+                symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0]).lower()
+                if symbol not in BY_NAME:  # declared in the record's [glossary]
+                    self.own[symbol] = f"number of layers where {named}"
+                    self.log(f"glossary: no layer-count symbol for {named!r}; the record declares {symbol!r}")
             if words and other is None and "mlp" not in groups[named]:  # MoE layers only: N - N_dense
                 self.layer_symbols[symbol] = f"not ({named})"
                 for k in by_condition[named]:
@@ -563,6 +663,7 @@ class Discoverer:
 
     def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
         terms: dict[str, dict[str, Any]] = {}
+        self.term_of: dict[str, str] = {}  # tensor kind -> the path of the term counting it
         n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
         counts = self.layer_counts(kinds)
         for kind in sorted(kinds.values(), key=lambda k: k.order):
@@ -584,6 +685,7 @@ class Discoverer:
                 self.note(f"{path}: tensors with different conditions ({term['when']!r}, {when!r}); kept the first")
             term["exprs"].append(kind.expr)
             term["kinds"].append(kind)
+            self.term_of[kind.key] = path
         ordered = sorted(
             terms.items(), key=lambda item: (GROUP_ORDER.get(item[0].split("/")[0], 5), item[1]["kinds"][0].order)
         )
@@ -615,6 +717,7 @@ class Discoverer:
             if term["embedding"]:
                 lines.append("embedding = true")
             lines.append(f"note = {_q(self.describe(path, term['kinds']))}")
+        lines += ["", "[checked]", f"transformers = {_q(probe.transformers.__version__)}"]
         return "\n".join(lines) + "\n"
 
     def describe(self, path: str, kinds: list[Kind]) -> str:
@@ -653,6 +756,9 @@ class Discoverer:
         if aliases:
             lines += ["", "[aliases]"]
             lines += [f"{key} = [{', '.join(_q(a) for a in names)}]" for key, names in aliases.items()]
+        if self.own:
+            lines += ["", "[glossary]  # symbols of this record's own, named after their keys (meaning: the docstring)"]
+            lines += [f"{key} = {{ meaning = {_q(meaning)} }}" for key, meaning in self.own.items()]
         lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {self.defaults[self.layer_key]} }}"]
         for key in _topological(read, defaults, self.symbols):
             default, null = defaults[key]
@@ -718,6 +824,11 @@ def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) ->
             out += pending
             break
     return out
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _formula(expr: Expr) -> str:

@@ -77,6 +77,19 @@ def attribute_map(model_type: str) -> dict[str, str]:
         return dict(getattr(type(AutoConfig.for_model(model_type)), "attribute_map", {}) or {})
 
 
+def docstring_meaning(model_type: str, key: str) -> str:
+    """The first sentence the config class's docstring (or a base class's) gives ``key``: a glossary entry's draft;
+    "" when none describes it."""
+    config_class = type(AutoConfig.for_model(model_type))
+    for klass in config_class.__mro__:
+        doc = klass.__dict__.get("__doc__") or ""
+        found = re.search(rf"^\s*{re.escape(key)} \([^\n]*\):\s*\n((?:[ \t]+\S[^\n]*\n?)+)", doc, re.M)
+        if found:
+            text = " ".join(found.group(1).split())
+            return re.split(r"(?<=\.)\s", text, maxsplit=1)[0][:300]
+    return ""
+
+
 def _is_norm(module: torch.nn.Module) -> bool:
     name = type(module).__name__
     return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))

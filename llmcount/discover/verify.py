@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ class Check:
     expected: int | None  # transformers' count
     got: int | None  # llmcount's count with the draft record
     error: str = ""
+    where: str = ""  # a mismatch: the first term whose count differs, and the config's values, in words
 
     @property
     def exact(self) -> bool:
@@ -32,7 +34,24 @@ class Check:
         if self.error:
             return f"{self.name}: {self.error}"
         verdict = "exact" if self.exact else f"MISMATCH (llmcount - transformers = {self.got - self.expected:+,})"
-        return f"{self.name}: {verdict}: llmcount {self.got:,}, transformers {self.expected:,}"
+        where = f"; {self.where}" if self.where else ""
+        return f"{self.name}: {verdict}: llmcount {self.got:,}, transformers {self.expected:,}{where}"
+
+
+def first_failure(checks: list[Check]) -> str:
+    """The first check that is not exact, in words ("" when all are): what was checked, where it differs, the
+    draft's and transformers' numbers."""
+    for check in checks:
+        if check.exact:
+            continue
+        if check.error:
+            return f"{check.name}: {check.error}"
+        where = f"; {check.where}" if check.where else ""
+        return (
+            f"on the {check.name} the draft counts {check.got:,} and transformers {check.expected:,}"
+            f" ({check.got - check.expected:+,}){where}"
+        )
+    return ""
 
 
 def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
@@ -45,7 +64,15 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = value
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
+    for key in discoverer.parts:  # counts of layer groups: the layer count is their sum
+        config[key] = rng.randint(1 if discoverer.defaults[key] else 0, 2)
+    if discoverer.parts:
+        config[discoverer.layer_key] = max(1, sum(config[k] for k in discoverer.parts))
+    for key, kinds in discoverer.per_layer.items():  # one entry per layer, drawn from the default's kinds
+        config[key] = [rng.choice(kinds) for _ in range(config[discoverer.layer_key])]
     for key, values in sorted(discoverer.layer_values.items()):  # which layers carry which tensors
+        if key in discoverer.parts or key in discoverer.per_layer:
+            continue
         if rng.random() < 0.5:
             continue
         if isinstance(values[0], int):
@@ -65,24 +92,72 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
     except (OSError, RecordError) as error:
         return [Check("record", None, None, f"cannot load the draft: {error}")]
     rng = random.Random(seed)
-    configs = [("class defaults", {**probe.class_defaults(discoverer.model_type), "model_type": discoverer.model_type})]
-    while len(configs) < 1 + RANDOM_CONFIGS:
+    defaults = {**probe.class_defaults(discoverer.model_type), "model_type": discoverer.model_type}
+    configs = [("class defaults", defaults, probe.build(discoverer.model_type, _kwargs(defaults)))]
+    refused = ""
+    for _ in range(ATTEMPTS):
+        if len(configs) == 1 + RANDOM_CONFIGS:
+            break
         config = random_config(discoverer, rng)
         try:
-            probe.build(discoverer.model_type, _kwargs(config))
-        except probe.Refused:
+            built = probe.build(discoverer.model_type, _kwargs(config))
+        except probe.Refused as error:
+            refused = refused or str(error)
             continue
-        configs.append((f"random config {len(configs)}", config))
+        configs.append((f"random config {len(configs)}", config, built))
     checks = []
-    for name, config in configs:
-        expected = probe.build(discoverer.model_type, _kwargs(config)).total
+    for name, config, built in configs:
         try:
-            got = read_config(config, name, family=family).counts.total
+            counts = read_config(config, name, family=family).counts
         except (LlmcountError, ValueError) as error:
-            checks.append(Check(name, expected, None, f"llmcount refuses it: {error}"))
+            checks.append(Check(name, built.total, None, f"llmcount refuses it: {error}"))
             continue
-        checks.append(Check(name, expected, got))
+        where = "" if counts.total == built.total else _where(discoverer, counts, built, config)
+        checks.append(Check(name, built.total, counts.total, where=where))
+    if len(configs) < 1 + RANDOM_CONFIGS:
+        checks.append(
+            Check(
+                "random configs",
+                None,
+                None,
+                f"transformers accepted {len(configs) - 1} of {ATTEMPTS} drawn; the first refusal: {_cut(refused)}",
+            )
+        )
     return checks
+
+
+ATTEMPTS = 40  # random configs drawn before giving up on finding RANDOM_CONFIGS that transformers accepts
+
+
+def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str, Any]) -> str:
+    """The first term (in the record's order) whose count differs from the tensors transformers builds for it, with
+    the tensors and the config's values that shape it."""
+    term_of = getattr(discoverer, "term_of", {})
+    theirs: dict[str, int] = {}
+    tensors: dict[str, list[str]] = {}
+    for t in built.tensors:
+        path = term_of.get(t.key, "")
+        theirs[path] = theirs.get(path, 0) + math.prod(t.shape)
+        if t.key not in tensors.setdefault(path, []):
+            tensors[path].append(t.key)
+    values = ", ".join(
+        f"{k}={config[k]}" for k in [discoverer.layer_key, *discoverer.symbols] if k in config and config[k] is not None
+    )
+    for component in counts.components:
+        if component.count != theirs.get(component.path, 0):
+            named = ", ".join(tensors.get(component.path, [])[:3]) or "no tensor of transformers"
+            return (
+                f"term {component.path} ({named}): the draft {component.count:,}, transformers"
+                f" {theirs.get(component.path, 0):,} with {values}"
+            )
+    if theirs.get(""):
+        return f"tensors the draft has no term for: {', '.join(tensors[''][:3])} ({theirs['']:,} with {values})"
+    return f"with {values}"
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _kwargs(config: dict[str, Any]) -> dict[str, Any]:

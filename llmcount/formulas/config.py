@@ -32,7 +32,7 @@ from .reading import (  # noqa: F401 -- re-exported: the reader's names, as othe
     read_values,
 )
 from .records import Composite, Family
-from .symbols import GLOSSARY
+from .symbols import GLOSSARY, entries
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
         used |= family.saved_symbols(namespace, values)
     # a symbol only the terms this config leaves out use (d_ff of an MoE model without dense layers) is dropped
     left_out = (family.choice_symbols - used) | (_idle_window(family, values) - _used_symbols(terms))
-    kept = sorted((_GLOSSARY_ORDER[s], s) for s in values if s in _GLOSSARY_ORDER and s not in left_out)
+    order = {e.symbol: i for i, e in enumerate(entries())}  # the glossary's, then the symbols records declared
+    kept = sorted((order[s], s) for s in values if s in order and s not in left_out)
     ordered = {s: values[s] for _, s in kept}
     dtype = config.get("dtype", config.get("torch_dtype"))
     dtype = dtype if isinstance(dtype, str) else None
@@ -120,10 +121,6 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     return Model(
         name or source, source, family, ordered, terms, dtype, keys, indices, positions, mtp_config=kept, config=config
     )
-
-
-_GLOSSARY_ORDER = {e.symbol: i for i, e in enumerate(GLOSSARY)}
-"""Each symbol's place in the glossary: the order a model's values are listed in."""
 
 
 def _auto_mapped(config: Mapping[str, Any], model_type: str, source: str) -> Family | None:

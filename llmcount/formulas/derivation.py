@@ -13,7 +13,7 @@ from sympy import Add, Expr, Integer, Symbol, expand
 from .. import evaluate
 from ..errors import LlmcountError
 from .blocks import Term
-from .symbols import GLOSSARY, N
+from .symbols import N, entries
 
 if TYPE_CHECKING:
     from .records import Family
@@ -183,7 +183,7 @@ class Derivation:
     def symbols(self) -> tuple[Symbol, ...]:
         """The glossary symbols this formula uses, in glossary order."""
         used = self.total.free_symbols | self.activated.free_symbols
-        return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
+        return tuple(e.symbol for e in entries() if e.symbol in used)
 
     def grouped(self, activated: bool = False, terms: Iterable[Term] | None = None) -> list[tuple[Expr, list[Expr]]]:
         """The total (or that of ``terms``, some of this derivation's) as ``[(layers, [per-layer exprs...]), ...]``

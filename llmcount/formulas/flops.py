@@ -35,7 +35,7 @@ from ..shown import Shown
 from .blocks import ONE, Term
 from .derivation import Derivation, evaluate_int, gather
 from .records import Attention
-from .symbols import GLOSSARY, B, S, V, d, k, n
+from .symbols import B, S, V, d, entries, k, n
 
 CONVENTION = (
     "matrix multiplications only, 2 FLOPs per multiply-add (as torch.utils.flop_counter counts them): "
@@ -343,7 +343,7 @@ class Flops:
     def symbols(self) -> tuple[Symbol, ...]:
         """The glossary symbols this formula uses, in glossary order."""
         used = self.forward.free_symbols | self.rule_of_thumb.free_symbols
-        return tuple(e.symbol for e in GLOSSARY if e.symbol in used)
+        return tuple(e.symbol for e in entries() if e.symbol in used)
 
     def evaluate(self, values: dict[Symbol, int], seq: int, batch: int) -> FlopCounts:
         """Substitute a config's values and S, B; every count stays a Python int. A term of a kind of layer the

@@ -547,6 +547,33 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
     return value
 
 
+# a config key with an underscore (a size), or N_ and a word (a count of layers): never a glossary name
+_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|N_[a-z0-9_]{1,40})$")
+
+
+def _glossary(data: Any, where: str) -> None:
+    """A record's own symbols (``[glossary]``, written by discovery for a config key the glossary has no symbol for):
+    each named after its key, a positive integer size, with its meaning; added to the glossary as the record loads."""
+    from .symbols import declare
+
+    for name, spec in _table(data, where).items():
+        if not _OWN_NAME.match(name) or len(name) > 64:
+            raise RecordError(
+                f"{where} {name[:64]!r}: a record's own symbol is named after its config key (snake_case)"
+            )
+        spec = _table(spec, f"{where} {name}")
+        unknown = set(spec) - {"key", "meaning"}
+        if unknown:
+            raise RecordError(f"{where} {name}: unknown fields {sorted(unknown)}")
+        meaning = _text(spec, "meaning", f"{where} {name}")
+        if spec.get("key", name) != name or (name.startswith("N_") and "key" in spec):
+            raise RecordError(f"{where} {name}: a record's own symbol is named after its key")
+        try:
+            declare(name, meaning[:300])
+        except ValueError as error:
+            raise RecordError(f"{where} {name}: {error}") from None
+
+
 def _symbol(name: str, where: str) -> Symbol:
     if name not in BY_NAME:
         raise RecordError(f"{where}: {name!r} is not a glossary symbol (formulas/symbols.py)")
@@ -883,10 +910,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
-    tables |= {"checked", "weights", "printed"}
+    tables |= {"checked", "weights", "printed", "glossary"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    _glossary(data.get("glossary", {}), f"{where} [glossary]")
     version, checked = _checked(data.get("checked", {}), f"{where} [checked]")
     data = _versioned(data, f"transformers {version}")
     aliases = _table(data.get("aliases", {}), f"{where} [aliases]")

@@ -886,3 +886,27 @@ GLOSSARY: tuple[Entry, ...] = (
 
 BY_NAME: dict[str, Entry] = {entry.symbol.name: entry for entry in GLOSSARY}
 LATEX_NAMES: dict[Symbol, str] = {entry.symbol: entry.latex for entry in GLOSSARY}
+
+
+OWN: dict[str, Entry] = {}
+"""Symbols records declare for config keys the glossary has none for (``[glossary]``), by name."""
+
+
+def declare(name: str, meaning: str) -> Symbol:
+    """A record's own size symbol, named after its config key (or a count of layers, ``N_`` and a word): added to
+    :data:`BY_NAME` (and the LaTeX names) once;
+    ValueError when the name is a glossary symbol's."""
+    entry = BY_NAME.get(name)
+    if entry is not None and name not in OWN:
+        raise ValueError(f"{name!r} is a glossary symbol already")
+    if entry is None:
+        symbol = _count(name) if name.startswith("N_") else _size(name)
+        entry = Entry(symbol, r"\mathrm{" + name.replace("_", r"\_") + "}", name, meaning)
+        OWN[name] = BY_NAME[name] = entry
+        LATEX_NAMES[symbol] = entry.latex
+    return entry.symbol
+
+
+def entries() -> tuple[Entry, ...]:
+    """The glossary in its order, then the symbols records declared (:data:`OWN`)."""
+    return GLOSSARY + tuple(OWN.values())

@@ -1,0 +1,141 @@
+"""Discovery's failure classes, one test each: configs whose validators tie the layer count to other keys (a list
+with one entry per layer, counts of layer groups that sum to it), config keys the glossary has no symbol for (a
+record's own symbol, named after its key, with the docstring's meaning), and a draft that is not exact said in
+words (which term, which config, both numbers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcount.formulas import records
+from llmcount.formulas.config import read_config
+from llmcount.formulas.expressions import RecordError
+
+pytest.importorskip("torch", reason="discover needs torch and transformers")
+pytest.importorskip("transformers", reason="discover needs torch and transformers")
+
+from llmcount.discover import probe
+from llmcount.discover.core import Discoverer
+from llmcount.discover.verify import Check, first_failure
+
+
+def test_a_per_layer_list_follows_the_layer_count() -> None:
+    # lara_mini's validator: `num_hidden_layers` must equal the number of `layer_types` (34 by default)
+    default = probe.class_defaults("lara_mini")["layer_types"]  # given as the class gives it (discovery does)
+    with pytest.raises(probe.Refused, match="layer_types"):
+        probe.build("lara_mini", {"num_hidden_layers": 3, "layer_types": default})
+    discoverer = Discoverer("lara_mini", log=lambda text: None)
+    assert discoverer.per_layer == {"layer_types": ["linear_attention", "sliding_attention", "full_attention"]}
+    built = discoverer.build({})
+    assert built.layers == 3
+    five = discoverer.consistent({"num_hidden_layers": 5}, {"num_hidden_layers": 5})
+    kinds = ["linear_attention", "sliding_attention", "full_attention"]
+    assert five["layer_types"] == [*kinds, *kinds[:2]]
+    assert discoverer.build({"num_hidden_layers": 5}).layers == 5
+
+
+def test_group_counts_that_sum_to_the_layer_count() -> None:
+    # dory's validator: n_input_layers + n_recurrent_layers + n_output_layers must equal num_hidden_layers
+    groups = {"n_input_layers": 16, "n_recurrent_layers": 40, "n_output_layers": 16}  # the class defaults
+    with pytest.raises(probe.Refused, match="must equal num_hidden_layers"):
+        probe.build("dory", {"num_hidden_layers": 3, **groups})
+    discoverer = Discoverer("dory", log=lambda text: None)
+    assert discoverer.parts == ["n_input_layers", "n_recurrent_layers", "n_output_layers"]
+    assert discoverer.build({}).layers == 3
+    # a group count changed: the layer count follows; the layer count changed: the groups share it out
+    assert (
+        discoverer.consistent({**discoverer.fixed, "n_recurrent_layers": 4}, {"n_recurrent_layers": 4})[
+            "num_hidden_layers"
+        ]
+        == 6
+    )
+    shared = discoverer.consistent({**discoverer.fixed, "num_hidden_layers": 7}, {"num_hidden_layers": 7})
+    assert sum(shared[k] for k in discoverer.parts) == 7
+    assert discoverer.build({"n_recurrent_layers": 4}).layers == 6
+
+
+OWN = """
+model_type = "own_symbol_example"
+title = "A record with a symbol of its own"
+kind = "dense"
+
+[glossary]
+output_vocab_size = { meaning = "Number of LM-head rows kept." }
+
+[symbols]
+N = { key = "num_hidden_layers", default = 2 }
+V = { key = "vocab_size", default = 300 }
+d = { key = "hidden_size", default = 64 }
+output_vocab_size = { key = "output_vocab_size", default = "V", null = "V" }
+
+[[terms]]
+path = "embedding/embed_tokens"
+expr = "V*d"
+embedding = true
+
+[[terms]]
+path = "head/lm_head"
+expr = "d*output_vocab_size"
+embedding = true
+"""
+
+
+def test_a_record_declares_a_symbol_named_after_its_key(tmp_path) -> None:
+    path = tmp_path / "own.toml"
+    path.write_text(OWN)
+    family = records.load(path)
+    config = {"model_type": "own_symbol_example", "hidden_size": 64, "vocab_size": 300, "output_vocab_size": 100}
+    assert read_config(config, "own", family=family).counts.total == 300 * 64 + 64 * 100  # by hand
+    unset = {**config, "output_vocab_size": None}  # null: the whole vocabulary
+    assert read_config(unset, "own", family=family).counts.total == 2 * 300 * 64
+
+
+@pytest.mark.parametrize(
+    ("glossary", "message"),
+    [
+        ('d_ff = { meaning = "x" }', "is a glossary symbol already"),
+        ('Weird = { meaning = "x" }', "named after its config key"),
+        ('N_Full = { meaning = "x" }', "named after its config key"),
+        ('output_vocab_size = { key = "other_key", meaning = "x" }', "named after its key"),
+        ('output_vocab_size = { meaning = "x", latex = "y" }', "unknown fields"),
+    ],
+)
+def test_a_bad_own_symbol_is_refused_by_name(tmp_path, glossary: str, message: str) -> None:
+    path = tmp_path / "own.toml"
+    path.write_text(OWN.replace('output_vocab_size = { meaning = "Number of LM-head rows kept." }', glossary))
+    with pytest.raises(RecordError, match=message):
+        records.load(path)
+
+
+def test_the_meaning_is_drafted_from_the_config_docstring() -> None:
+    assert probe.docstring_meaning("dory", "n_recurrent_layers") == "Number of decoder layers in the recurrent section."
+    assert probe.docstring_meaning("llama", "no_such_key") == ""
+
+
+def test_the_first_failing_check_is_said_in_words() -> None:
+    checks = [
+        Check("class defaults", 1000, 1000),
+        Check(
+            "random config 2", 37_253, 2_248_159_360, where="term embedding/embed_tokens (model.embed_tokens.weight)"
+        ),
+        Check("random config 3", 5, 6),
+    ]
+    said = first_failure(checks)
+    assert said.startswith("on the random config 2 the draft counts 2,248,159,360 and transformers 37,253")
+    assert "embedding/embed_tokens" in said and "random config 3" not in said
+    assert first_failure(checks[:1]) == ""
+    refused = [Check("random configs", None, None, "transformers accepted 2 of 40 drawn; the first refusal: E")]
+    assert first_failure(refused) == "random configs: transformers accepted 2 of 40 drawn; the first refusal: E"
+
+
+def test_tensors_on_some_layers_by_position_alone(tmp_path) -> None:
+    # RWKV's pre_ln is on the first block only, whatever the config: a layer-count symbol of the record's own
+    from llmcount.discover.verify import verify
+
+    discoverer = Discoverer("rwkv", log=lambda text: None)
+    text = discoverer.run().text
+    assert '= "i == 0"' in text and "[glossary]" in text
+    path = tmp_path / "rwkv.toml"
+    path.write_text(text)
+    checks = verify(discoverer, path)
+    assert all(c.exact for c in checks), "\n".join(c.line() for c in checks)
