@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from llmcount import discovered
+from llmcount import counting, discovered
 from llmcount.cli import app
 from llmcount.formulas import records
 
@@ -33,6 +33,8 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LLMCOUNT_CACHE", str(tmp_path / "cache"))
     bundled = records.family
     monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
+    compiled = counting.compiled  # and its compiled snapshot, which count reads without the records
+    monkeypatch.setattr(counting, "compiled", lambda model_type: None if model_type == HIDDEN else compiled(model_type))
     return tmp_path / "cache" / "records"
 
 
@@ -140,6 +142,8 @@ def test_a_cache_that_cannot_be_written_is_said_and_the_count_still_made(tmp_pat
     monkeypatch.setenv("LLMCOUNT_CACHE", str(blocker))  # the cache folder would be below a regular file
     bundled = records.family
     monkeypatch.setattr(records, "family", lambda model_type: None if model_type == HIDDEN else bundled(model_type))
+    compiled = counting.compiled  # and its compiled snapshot, which count reads without the records
+    monkeypatch.setattr(counting, "compiled", lambda model_type: None if model_type == HIDDEN else compiled(model_type))
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
     result = count(str(path), "--discover", "--json")
