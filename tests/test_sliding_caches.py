@@ -321,7 +321,7 @@ def test_laguna_conventions_sum_the_widths_over_the_layers(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["ingredients"]["sum_h_d_qk"] == 3_072 and data["ingredients"]["h_d_qk"] is None
-    assert [c["name"] for c in data["not_given"]] == ["chinchilla", "chinchilla-table"]
+    assert [c["name"] for c in data["not_given"]] == ["chinchilla", "chinchilla-table", "maxtext"]
     refused = run("mfu", str(path), "--tokens-per-second", "10", "--gpu", "h100-sxm", "--convention", "chinchilla")
     assert_refused(refused, "chinchilla", "num_attention_heads_per_layer")
 

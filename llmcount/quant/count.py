@@ -47,12 +47,12 @@ class Summary:
 
 def declares(config: Any) -> bool:
     """Whether a config declares a quantisation (transformers' ``quantization_config``, also in ``text_config``;
-    MLX's ``quantization``)."""
+    MLX's ``quantization``); an empty one declares none."""
     if not isinstance(config, dict):
         return False
     text = config.get("text_config")
-    nested = isinstance(text, dict) and "quantization_config" in text
-    return "quantization_config" in config or "quantization" in config or nested
+    nested = isinstance(text, dict) and bool(text.get("quantization_config"))
+    return bool(config.get("quantization_config")) or bool(config.get("quantization")) or nested
 
 
 def summary(
