@@ -116,15 +116,22 @@ def is_gguf(spec: str) -> bool:
     return isinstance(spec, str) and spec.lower().endswith(".gguf")
 
 
+def gguf_package(what: str = "reading a GGUF file"):
+    """The gguf package (llama.cpp's own reader and type tables); LlmcountError with the install hint when it is not
+    installed."""
+    try:
+        import gguf
+    except ImportError:
+        raise LlmcountError(f"{what} needs the gguf package (pip install 'llmcount[gguf]')") from None
+    return gguf
+
+
 @lru_cache(maxsize=1)
 def _quant_sizes() -> tuple[dict[int, tuple[str, int, int]], str]:
     """ggml type id -> (name, elements per block, bytes per block), from the gguf package, and its version. Loaded
     when a header's tensor infos are checked, after its magic, counts and key-values: a hostile header is refused
     before the gguf package (and numpy) is imported."""
-    try:
-        import gguf
-    except ImportError:
-        raise LlmcountError("reading a GGUF file needs the gguf package (pip install 'llmcount[gguf]')") from None
+    gguf = gguf_package()
     from importlib import metadata
 
     sizes = {

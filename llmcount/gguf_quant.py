@@ -212,9 +212,10 @@ def predict(model: Any, arch: str, ftype: str, source: str = "BF16", imatrix: bo
     from a ``source`` file (F16 or BF16, the converter's output), and its exact bytes; ``imatrix``: quantized with an
     importance matrix (``--imatrix``), which changes ffn_down of the first eighth of the layers for Q4_0, Q5_0,
     IQ4_NL and IQ4_XS."""
-    import gguf
-
     from .formulas.symbols import N, h, h_kv
+    from .gguf_file import gguf_package
+
+    gguf = gguf_package(f"--quant {ftype} (llama.cpp's types)")
 
     ftype = file_type(ftype)
     sizes = {t.name: gguf.GGML_QUANT_SIZES[t] for t in gguf.GGMLQuantizationType}

@@ -381,3 +381,21 @@ def test_vllm_matches_its_specs_on_random_configs(extra, seq, batch, tp, batched
     model = _model("mistral-7b", extra, tmp_path)
     got = engines.kv_cache("vllm", model, seq, batch, tp=tp, max_num_batched_tokens=batched)
     assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "mistral-7b", "--engine", "llama.cpp", "--kv-dtype", "q8_0"),
+        ("memory", "qwen3-8b", "--quant", "q4_k_m"),
+    ],
+)
+def test_without_the_gguf_package_one_line_names_the_extra(args) -> None:
+    """A plain install has no gguf: llama.cpp's block sizes are refused with the install hint, not a traceback."""
+    import subprocess
+
+    code = f"import sys; sys.modules['gguf'] = None\nfrom llmcount.cli import main\nmain({list(args)!r})"
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "pip install 'llmcount[gguf]'" in done.stderr

@@ -204,8 +204,9 @@ def element_bytes(eng: Engine, kv_dtype: str, model_dtype: str) -> tuple[str, An
         )
     size = eng.dtypes[name]
     if eng.allocation == "cells":
-        import gguf
+        from ..gguf_file import gguf_package
 
+        gguf = gguf_package(f"--engine {eng.name} --kv-dtype {name}")
         block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[size]]
         return name, (block, type_size)
     if size == 0:  # auto: the model's dtype
