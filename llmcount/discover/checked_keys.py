@@ -111,23 +111,33 @@ def with_table(text: str, checked: str) -> str:
     return text.rstrip("\n") + "\n\n" + checked
 
 
+def records_to_fill(needs: str, model_types: list[str]):
+    """For a script that writes a table into the bundled records: (the transformers module, the records' folder,
+    the model_types named, else every record's); an exit code after one line on stderr when transformers is missing
+    (2) or a name has no record (1)."""
+    try:
+        import transformers
+    except ImportError:
+        print(f"{needs}: pip install '.[test]'", file=sys.stderr)
+        return 2
+    names = model_types or list(records.names())
+    unknown = [name for name in names if name not in records.names()]
+    if unknown:
+        print(f"no record for {', '.join(unknown)}", file=sys.stderr)
+        return 1
+    return transformers, Path(records.__file__).parent / "families", names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m llmcount.discover.checked_keys", description=__doc__.splitlines()[0]
     )
     parser.add_argument("model_types", nargs="*", help="records to fill (default: every bundled record)")
     args = parser.parse_args(argv)
-    try:
-        import transformers
-    except ImportError:
-        print("checked_keys needs transformers: pip install '.[test]'", file=sys.stderr)
-        return 2
-    folder = Path(records.__file__).parent / "families"
-    names = args.model_types or list(records.names())
-    unknown = [name for name in names if name not in records.names()]
-    if unknown:
-        print(f"no record for {', '.join(unknown)}", file=sys.stderr)
-        return 1
+    chosen = records_to_fill("checked_keys needs transformers", args.model_types)
+    if isinstance(chosen, int):
+        return chosen
+    transformers, folder, names = chosen
     for name in names:
         path = folder / f"{name}.toml"
         keys = class_keys(name)

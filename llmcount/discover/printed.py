@@ -30,7 +30,6 @@ import json
 import re
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 from ..files import write_atomic
@@ -491,17 +490,12 @@ def main(argv: list[str] | None = None) -> int:
             given[key] = json.loads(value) if sep else None
         except json.JSONDecodeError:
             parser.error(f"--set {item}: the value is not JSON")
-    try:
-        import transformers
-    except ImportError:
-        print("printed needs torch and transformers: pip install '.[test]'", file=sys.stderr)
-        return 2
-    folder = Path(records.__file__).parent / "families"
-    names = args.model_types or list(records.names())
-    unknown = [name for name in names if name not in records.names()]
-    if unknown:
-        print(f"no record for {', '.join(unknown)}", file=sys.stderr)
-        return 1
+    from .checked_keys import records_to_fill
+
+    chosen = records_to_fill("printed needs torch and transformers", args.model_types)
+    if isinstance(chosen, int):
+        return chosen
+    transformers, folder, names = chosen
     failed = 0
     for name in names:
         path = folder / f"{name}.toml"
