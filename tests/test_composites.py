@@ -5,6 +5,8 @@ class's defaults and for drawn text configs; what is not counted is said in the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import gemma3
 import pytest
@@ -378,3 +380,24 @@ def test_dots3_note_adapters_as_wide_as_the_text_model(adapters: dict, refused: 
         oracle.composite_total(config, "Dots3NoteForCausalLM")
     with pytest.raises(RuleRefusal, match=f"the {refused}'s output width .* is not the text hidden_size \\(64\\)"):
         total(config)
+
+
+def test_types_refused_by_name_say_why(tmp_path) -> None:
+    """A type with a [refused] entry is one transformers has (its CONFIG_MAPPING), is refused with its reason on one
+    line, and is never also counted."""
+    from transformers import CONFIG_MAPPING
+
+    from llmcount.formulas.records import _composites
+
+    reasons = _composites()[2]
+    assert reasons, "composites.toml refuses no type"
+    for name, reason in reasons.items():
+        assert name in CONFIG_MAPPING, name
+        assert records.family(name) is None and records.composite(name) is None, name
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"model_type": name}))
+        result = subprocess.run(
+            [sys.executable, "-m", "llmcount", "count", str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 1 and result.stdout == "", name
+        assert result.stderr.strip() == f"llmcount: error: {path}: model_type {name!r} is not counted: {reason}"

@@ -264,6 +264,9 @@ def find_family(model_type: Any, source: str, also: str = "") -> Family:
     family = records.family(model_type) if isinstance(model_type, str) else None
     if family is not None:
         return family
+    reason = records.refused(model_type) if isinstance(model_type, str) else None
+    if reason:
+        raise LlmcountError(f"{source}: model_type {model_type!r} is not counted: {reason}")
     known = records.names()
     close = difflib.get_close_matches(model_type, known, n=3, cutoff=0.6) if isinstance(model_type, str) else []
     hint = f"; closest: {', '.join(close)}" if close else f"; {len(known)} are supported (llmcount list)"

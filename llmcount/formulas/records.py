@@ -1351,14 +1351,14 @@ def _composite(name: str, data: Any, where: str) -> Composite:
 
 
 @cache
-def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]]]:
+def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]], dict[str, str]]:
     where = "formulas/composites.toml"
     text = resources.files(__package__).joinpath("composites.toml").read_text("utf-8")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RecordError(f"{where}: {exc}") from None
-    unknown = set(data) - {"composite", "text_defaults"}
+    unknown = set(data) - {"composite", "text_defaults", "refused"}
     if unknown:
         raise RecordError(f"{where}: unknown tables {sorted(unknown)}")
     table = {
@@ -1373,12 +1373,27 @@ def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]]]:
         sizes = _table(sizes, f"{where} [text_defaults.{name}]")
         if not all(type(v) is int for v in sizes.values()):
             raise RecordError(f"{where} [text_defaults.{name}]: each key takes an integer")
-    return table, defaults
+    refused = {}
+    for name, entry in _table(data.get("refused", {}), f"{where} [refused]").items():
+        entry = _table(entry, f"{where} [refused.{name}]")
+        if set(entry) != {"reason"} or not isinstance(entry["reason"], str) or not entry["reason"].strip():
+            raise RecordError(f'{where} [refused.{name}]: takes one key, reason = "..." (why it is not counted)')
+        refused[name] = entry["reason"].strip()
+    clash = sorted(set(refused) & (set(table) | set(names())))
+    if clash:
+        raise RecordError(f"{where}: {', '.join(clash)} are refused and counted at once")
+    return table, defaults, refused
 
 
 def composite(model_type: str) -> Composite | None:
     """The composite config of ``model_type`` (its language model read from ``text_config``); None if it is not one."""
     return _composites()[0].get(model_type)
+
+
+def refused(model_type: str) -> str | None:
+    """Why llmcount does not count ``model_type`` (a type transformers has that no record can describe yet), or None
+    (``[refused.<model_type>]`` of composites.toml)."""
+    return _composites()[2].get(model_type)
 
 
 def text_defaults(model_type: str, outer: Composite | None = None) -> Mapping[str, int]:
@@ -1412,6 +1427,7 @@ __all__ = [
     "names",
     "newer_transformers",
     "parse_record",
+    "refused",
     "tower",
     "tower_names",
 ]
