@@ -13,7 +13,6 @@ from fractions import Fraction
 import pytest
 from refusal import assert_refused, run
 
-from llmcount.formulas import records
 from llmcount.formulas.config import read_config
 from llmcount.formulas.conventions import CONVENTIONS, conventions, ingredients
 from llmcount.presets import presets
@@ -221,7 +220,7 @@ def test_every_preset_fits_80_columns_or_is_refused_in_one_line(preset: str) -> 
     for args in (["flops", preset, "--conventions"], ["mfu", preset, "--tokens-per-second", "1", "--gpu", "b200"]):
         result = run(*args)
         if result.exit_code == 1:  # a family whose record has no [attention] section, or layers with a state
-            family = records.family(presets()[preset].config()["model_type"])
+            family = read_config(presets()[preset].config(), preset).architecture
             assert_refused(result, "[[state]]" if family.states else "[attention]")
             continue
         assert result.exit_code == 0, result.output

@@ -397,7 +397,7 @@ def test_small_config_equals_flop_counter(name: str, batch: int, seq: int) -> No
 
 def _costed_presets() -> list[str]:
     """Presets whose record derives FLOPs (it has an [attention] section and no [[state]] layers)."""
-    costed = [(n, records.family(p.config()["model_type"])) for n, p in presets().items()]
+    costed = [(n, load(n).architecture) for n in presets()]
     return sorted(n for n, family in costed if family.attention is not None and not family.states)
 
 

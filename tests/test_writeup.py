@@ -665,8 +665,10 @@ def test_a_leading_dense_block_comes_before_the_experts_in_token_order():
 def test_every_preset_gets_a_post_in_every_format_and_language():
     from llmcount.presets import presets
 
-    for name in presets():
+    for name, preset in presets().items():
         total = expected_numbers(name)["total"]
+        if load(name).composite is not None:  # a whole multimodal model: its published count, towers included
+            total = preset.published_total
         for fmt in ("markdown", "latex"):
             for lang in ("en", "zh"):
                 assert f"{total:,}" in build(name, fmt, lang).text, (name, fmt, lang)
@@ -722,3 +724,38 @@ def test_long_names_may_break_in_latex_and_chinese_is_not_letter_spaced():
     )
     zh = post("deepseek-v3", "latex", "zh")
     assert "\\CJKglue" not in zh  # CJK's own glue: Chinese stretches a little, not the spaces around Latin words
+
+
+def test_a_whole_multimodal_model_gets_a_section_per_part_and_the_whole_total():
+    """Gemma 3 27B: the language model's sections, then the SigLIP tower's and the projector's, each with its
+    formula; the total is the checkpoint's (google/medgemma-27b-it's index: 54,864,813,280 bytes of bf16), the
+    chart has a slice per part. The tower's and projector's counts by hand: tests/test_towers.py."""
+    tower, projector = 416_866_032, 6_194_304
+    for lang, heads in (("en", ("Vision tower", "Projector")), ("zh", ("视觉编码器", "多模态投影层"))):
+        text = build("gemma-3-27b-it", "markdown", lang).text
+        found = re.findall(r"^## \d+\. (.*)$", text, re.M)
+        assert found.index(heads[0]) + 1 == found.index(heads[1]) < found.index("Total" if lang == "en" else "总参数量")
+        assert f"{54_864_813_280 // 2:,}" in text and tex_int(tower) in text and tex_int(projector) in text
+        assert "`vision_config.num_hidden_layers`" in text  # the tower's symbols, keyed where the config gives them
+        assert "not in this config" not in text and "配置中没有此字段" not in text  # text_config gives the sizes
+    latex = build("gemma-3-27b-it", "latex", "en").text
+    assert r"P_{\mathrm{vision}}" in latex and r"P_{\mathrm{projector}}" in latex
+
+
+@pytest.mark.parametrize("name", ["qwen3-32b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-27b-it"])
+def test_the_posts_check_code_prints_the_count(name, monkeypatch, capsys):
+    """The Python a post gives its readers to check the count, run as written (the preset's config.json stands in
+    for the download): it prints the number the post states."""
+    import transformers
+
+    from llmcount.presets import presets
+
+    config = presets()[name].config()
+    text = build(name).text
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    stated = int(re.search(r"# (\d+)$", code.strip()).group(1))
+    built = transformers.AutoConfig.for_model(**config)
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", lambda *_a, **_k: built)
+    exec(compile(code, name, "exec"), {})  # the post's own code, not a formula string
+    assert int(capsys.readouterr().out) == stated
+    assert f"{stated:,}" in text

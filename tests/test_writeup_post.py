@@ -3,9 +3,11 @@
 Length, measured as the reference posts (shared/seeds) were measured: English in words (``len(text.split())``,
 whitespace-separated, code and math included), Chinese in characters (``len(text)``, code and whitespace
 included), of the Markdown a blogger pastes. The two English seeds have 1,176 and 1,220 words, the three Chinese
-ones 4,897 to 7,316 characters. A default post may be a quarter shorter than the shortest seed (a dense model has
-fewer modules to derive: Qwen3-32B's English post is 939 words) and half again longer than the longest: a model
-with more kinds of module (MLA, shared experts, dense layers) has more to derive."""
+ones 4,897 to 7,316 characters. Measured on the defaults (2026-11-28): Qwen3-32B (dense) 995 words / 5,822
+characters, Qwen3-30B-A3B (MoE) 1,279 / 7,230, DeepSeek-V3 (MLA, dense and MoE layers) 1,719 / 10,897. A default
+post may be a quarter shorter than the shortest seed (a dense model has fewer modules to derive) and half again
+longer than the longest: a model with more kinds of module (MLA, shared experts, dense layers) has more to derive,
+and Chinese counts every character of its math and code, which the seeds have less of."""
 
 from __future__ import annotations
 
@@ -171,3 +173,23 @@ def test_chinese_latex_uses_xecjk_under_xelatex_and_cjk_glue_under_pdflatex():
     xetex, pdftex = text.split("\\ifXeTeX")[1].split("\\fi")[0].split("\\else")
     assert "\\usepackage{xeCJK}" in xetex and "\\usepackage{CJKutf8}" in pdftex
     assert "\\CJKglue" not in text and "\\begin{zh}" in text and text.rstrip().endswith("\\end{zh}\n\\end{document}")
+
+
+def test_a_hybrid_posts_tree_shows_each_kind_of_layer_group_once():
+    """Qwen3-Next prints 24 groups of layers (3 linear-attention layers, then 1 full-attention layer, twelve times):
+    the post shows the first two, one ``...`` line for the rest and says which layers it stands for; every line
+    shown is print(model)'s own (tests/test_printed.py checks the whole text against transformers)."""
+    from llmcount.renderers.tree import printed_tree
+    from llmcount.sources import load
+
+    printed = printed_tree(load("qwen3-next-80b-a3b")).split("\n")
+    text = build("qwen3-next-80b-a3b").text
+    tree = re.search(r"```text\n(.*?)```", text, re.S).group(1).rstrip("\n").split("\n")
+    rest = iter(printed)  # the lines shown are print(model)'s, in its order: a subsequence of it
+    assert all(any(line == other for other in rest) for line in tree if line.strip() != "...")
+    assert sum(line.strip() == "..." for line in tree) == 1
+    shown = [line.strip() for line in tree]
+    assert "(0-2): 3 x Qwen3NextDecoderLayer(" in shown and "(3): Qwen3NextDecoderLayer(" in shown
+    assert not any(line.strip().startswith(("(4-6)", "(7)", "(47)")) for line in tree)
+    assert "stands for layers 4 to 47" in text
+    assert len(tree) < len(printed) // 5

@@ -89,6 +89,10 @@ def card_check(model: Model, card: dict[str, Any] | None) -> CardCheck | None:
         return None
     stated = parse_stated(card["size"])
     total, non_embedding = model.counts.total, model.counts.non_embedding
+    if model.whole_total is not None:  # a whole composite model: the language model and its parts
+        others = [part.model.counts for part in model.parts]
+        total = model.whole_total
+        non_embedding += sum(c.non_embedding for c in others)
     match = None
     for kinds in (("exact", "rounds"), ("cut",)):
         for which, count in (("total", total), ("non_embedding", non_embedding)):

@@ -37,6 +37,9 @@ WORDS = {  # every word a chart prints, per language
         "mlp": "MLP",
         "norms": "Norms",
         "head": "LM head",
+        "vision": "Vision tower",
+        "projector": "Projector",
+        "audio": "Audio tower",
         "activated": "activated per token",
         "title": "Where the parameters sit, by component",
         "title+activated": "Where the parameters sit: total, and activated per token",
@@ -52,6 +55,9 @@ WORDS = {  # every word a chart prints, per language
         "mlp": "MLP",
         "norms": "归一化",
         "head": "输出层（LM head）",
+        "vision": "视觉编码器",
+        "projector": "多模态投影层",
+        "audio": "音频编码器",
         "activated": "每 token 激活",
         "title": "参数量分布：按模块",
         "title+activated": "参数量分布：总参数量与每 token 激活参数量",
@@ -66,8 +72,11 @@ COLORS = {  # colour-blind-safe (Okabe-Ito), one per component, the same in ever
     "mlp": "#0072B2",
     "norms": "#CC79A7",
     "head": "#D55E00",
+    "vision": "#882255",
+    "projector": "#44AA99",
+    "audio": "#777777",
 }
-SPARE = ("#F0E442", "#882255", "#44AA99", "#777777")  # for a component of a new family
+SPARE = ("#F0E442", "#332288", "#DDCC77", "#AA4499")  # for a component of a new family
 INSIDE = Fraction(15, 100)  # a segment at least this wide carries its percentage inside the bar
 
 
@@ -108,16 +117,16 @@ class Bar:
 def bars(models: list[Model], activated: bool = False, lang: str = "en") -> list[Bar]:
     """The bars of a chart: each model's total and, with ``activated``, an MoE model's activated count.
     Bars are labelled with the model's display name (Qwen3-32B, not the preset id qwen3-32b)."""
-    from .writeup import display_name, sections
+    from .writeup import display_name, post_sections
 
     result = []
     for model in models:
-        parts = sections(model)
+        parts, counts = post_sections(model)
         name = display_name(model)
-        result.append(Bar(name, model.counts.total, tuple((s.key, s.count, s.share) for s in parts if s.count)))
+        result.append(Bar(name, counts.total, tuple((s.key, s.count, s.share) for s in parts if s.count)))
         if activated and model.architecture.is_moe:
             segments = tuple((s.key, s.activated, s.activated_share) for s in parts if s.activated)
-            result.append(Bar(name, model.counts.activated, segments, WORDS[lang]["activated"]))
+            result.append(Bar(name, counts.activated, segments, WORDS[lang]["activated"]))
     return result
 
 

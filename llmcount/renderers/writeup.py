@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtyp
 from ..errors import LlmcountError
 from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
-from ..formulas.derivation import evaluate_int
+from ..formulas.derivation import Counts, evaluate_int
 from ..formulas.expressions import RecordError, formula
 from ..formulas.symbols import (
     GLOSSARY,
@@ -153,6 +153,22 @@ PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>
 PROSE_UNBIASED = {"moe"}  # sections whose written-out prose says their weights have no bias (gpt-oss' have)
 
 
+def _rows(terms, values) -> tuple[Row, ...]:
+    """The weights of ``terms`` evaluated with ``values``, one row each."""
+    return tuple(
+        Row(
+            name=t.path.split("/", 1)[1],
+            expr=t.expr,
+            each=int(t.expr.subs(values)),
+            layers=t.layers,
+            copies=int(t.layers.subs(values)),
+            bias=t.path.endswith(".bias"),
+            note=t.note,
+        )
+        for t in terms
+    )
+
+
 def sections(model: Model) -> list[Section]:
     """The model's terms as sections in reader's order; a tied model gets an empty ``head`` section."""
     counts = {c.path: c for c in model.counts.components}
@@ -163,18 +179,7 @@ def sections(model: Model) -> list[Section]:
     by_group.setdefault("head", [])
     result = []
     for key, terms in by_group.items():
-        rows = tuple(
-            Row(
-                name=t.path.split("/", 1)[1],
-                expr=t.expr,
-                each=int(t.expr.subs(model.values)),
-                layers=t.layers,
-                copies=int(t.layers.subs(model.values)),
-                bias=t.path.endswith(".bias"),
-                note=t.note,
-            )
-            for t in terms
-        )
+        rows = _rows(terms, model.values)
         count = sum(counts[t.path].count for t in terms)
         active = sum(counts[t.path].activated for t in terms)
         result.append(
@@ -190,6 +195,126 @@ def sections(model: Model) -> list[Section]:
             )
         )
     return result
+
+
+PART_KEYS = {"vision tower": "vision", "projector": "projector", "audio tower": "audio"}
+"""The section key of each part of a whole composite model besides its language model."""
+
+
+def part_sections(model: Model) -> list[Section]:
+    """One section per part of a whole composite model (vision tower, projector), after the language model's, with
+    shares of the whole model; empty when the model is not a whole composite."""
+    whole = model.whole_total
+    if whole is None:
+        return []
+    activated = model.counts.activated + sum(part.model.counts.activated for part in model.parts)
+    result = []
+    for part in model.parts:
+        derivation, values, counts = part.model.derivation, part.model.values, part.model.counts
+        rows = _rows(derivation.terms, values)
+        result.append(
+            Section(
+                key=PART_KEYS.get(part.role, part.role.replace(" ", "_")),
+                rows=rows,
+                groups=derivation.grouped(),
+                activated_groups=derivation.grouped(True),
+                count=counts.total,
+                activated=counts.activated,
+                share=Fraction(counts.total, whole),
+                activated_share=Fraction(counts.activated, activated),
+            )
+        )
+    return result
+
+
+def whole_counts(model: Model) -> Counts:
+    """The counts of the whole composite model: the language model's and its parts' summed."""
+    every = (model.counts, *(part.model.counts for part in model.parts))
+    return Counts(
+        total=sum(c.total for c in every),
+        activated=sum(c.activated for c in every),
+        embedding=sum(c.embedding for c in every),
+        components=tuple(component for c in every for component in c.components),
+        values={name: value for c in reversed(every) for name, value in c.values.items()},
+    )
+
+
+def post_sections(model: Model) -> tuple[list[Section], Counts]:
+    """The sections a post derives and the counts they add up to: the language model's, and for a whole composite
+    model its parts after them, with shares of the whole model."""
+    parts = sections(model)
+    if model.whole_total is None:
+        return parts, model.counts
+    counts = whole_counts(model)
+    parts = parts + part_sections(model)
+    return [
+        replace(p, share=Fraction(p.count, counts.total), activated_share=Fraction(p.activated, counts.activated))
+        for p in parts
+    ], counts
+
+
+def check_code(model: Model, preset: Any, total: int) -> str:
+    """The few lines of Python that build ``model`` on PyTorch's meta device with transformers and print its
+    parameter count (``total``): what a reader runs to check the post."""
+    cls = model.composite.model if model.whole_total is not None else printed_tree(model).split("(", 1)[0]
+    where = preset.hub_id if preset and preset.hub_id else "path/to/the/model"  # the folder holding config.json
+    return "\n".join(
+        [
+            "import torch",
+            f"from transformers import AutoConfig, {cls}",
+            "",
+            f'config = AutoConfig.from_pretrained("{where}")',
+            'with torch.device("meta"):  # shapes only: no memory, no weights downloaded',
+            f"    model = {cls}(config)",
+            f"print(sum(p.numel() for p in model.parameters()))  # {total}",
+        ]
+    )
+
+
+ELIDED = "..."
+"""The line a post's module tree shows in place of layer groups that repeat groups printed above."""
+
+
+@dataclass(frozen=True)
+class Abridged:
+    """A printed module tree as a post shows it: each kind of layer group once, the repeats left out."""
+
+    text: str
+    left_out: str = ""  # the layer indices of the groups left out, as print(model) labels them ("4-6, 8-10, ...")
+    first: str = ""  # the first index left out
+    last: str = ""  # the last index left out
+
+
+def abridged(printed: str) -> Abridged:
+    """``printed`` (``print(model)``'s text) with every layer group that repeats an earlier one (the same modules
+    and shapes; a hybrid model's alternating linear and full attention layers print one group per run) replaced by one
+    ``...`` line: the lines shown stay transformers' own."""
+    lines = printed.split("\n")
+    header = re.compile(r"^(\s*)\((\d+(?:-\d+)?)\): (?:\d+ x )?(.*)$")
+    out, seen, dropped, i = [], set(), [], 0
+    while i < len(lines):
+        line = lines[i]
+        match = header.match(line)
+        if not match:
+            out.append(line)
+            i += 1
+            continue
+        indent, label, rest = match.groups()
+        end = i
+        if rest.endswith("("):  # a block: up to its closing bracket at the same indent
+            end = next(j for j in range(i + 1, len(lines)) if lines[j] == f"{indent})")
+        body = (indent, rest, *lines[i + 1 : end + 1])
+        if body in seen:
+            if not dropped or out[-1] != f"{indent}{ELIDED}":
+                out.append(f"{indent}{ELIDED}")
+            dropped.append(label)
+        else:
+            seen.add(body)
+            out.extend(lines[i : end + 1])
+        i = end + 1
+    if not dropped:
+        return Abridged(printed)
+    return Abridged("\n".join(out), ", ".join(dropped), dropped[0].split("-")[0], dropped[-1].split("-")[-1])
 
 
 @dataclass(frozen=True)
@@ -588,6 +713,24 @@ def variables(model: Model, present: Collection[str] | None = None) -> list[Vari
     ]
 
 
+def part_variables(model: Model) -> list[Variable]:
+    """The glossary rows of the symbols of a whole composite model's parts that the language model does not have,
+    their keys under the sub-config that gives them (``vision_config.hidden_size``)."""
+    if model.whole_total is None:
+        return []
+    seen = {symbol.name for symbol in model.values}
+    rows = []
+    for part in model.parts:
+        for row in variables(part.model):
+            if row.name in seen:
+                continue
+            seen.add(row.name)
+            if part.config_key and "." not in row.key:
+                row = replace(row, key=f"{part.config_key}.{row.key}")
+            rows.append(row)
+    return rows
+
+
 def features(model: Model) -> dict[str, Any]:
     """What the prose needs to know about the architecture, read off the terms and the values."""
     paths = {t.path for t in model.derivation.terms}
@@ -629,7 +772,8 @@ def _preset(model: Model):
     """The bundled preset ``model`` was read from, or None (a file, a Hub id)."""
     from ..presets import find
 
-    return find(model.name) if model.source == f"preset {model.name}" else None
+    name = model.whole_name or model.name
+    return find(name) if model.source == f"preset {name}" else None
 
 
 def _up_ratio(model: Model) -> Fraction | None:
@@ -643,9 +787,7 @@ def _up_ratio(model: Model) -> Fraction | None:
 def display_name(model: Model) -> str:
     """The name a reader knows the model by: a preset's model name (Qwen3-32B for the preset qwen3-32b), else
     the name it was given (a Hub id, a folder's name)."""
-    from ..presets import find
-
-    preset = find(model.name) if model.source == f"preset {model.name}" else None
+    preset = _preset(model)
     return preset.model if preset else model.name
 
 
@@ -665,19 +807,18 @@ def context(
 ) -> dict[str, Any]:
     """Everything a write-up template prints, computed; ``present``: the keys the config has; ``author`` and
     ``date``: the byline the user gives (none by default)."""
-    from ..presets import find
-
-    preset = find(model.name) if model.source == f"preset {model.name}" else None
-    hub = model.source == f"{model.name} (Hub)"
-    counts = model.counts
+    preset = _preset(model)
+    hub = model.source == f"{model.whole_name or model.name} (Hub)"
     moe = model.architecture.is_moe
     try:
         layer = leading(model)
     except LlmcountError:  # layers of several kinds (linear and full attention): no one layer to approximate
         layer = None
     classic = None if moe or layer is None else CLASSIC * model.values[d] ** 2
-    parts = sections(model)
+    parts, counts = post_sections(model)
+    whole = model.whole_total is not None
     printed = printed_tree(model) if "tree" in show else None
+    shown_tree = abridged(printed) if printed else None
     dense = model.layer_indices.get(N_dense, ())
     if dense and dense == tuple(range(len(dense))):  # a leading dense block: a token meets it before the MoE
         keys = [p.key for p in parts]
@@ -689,7 +830,17 @@ def context(
         "lang": lang,
         "show": show,
         "model": model,
-        "model_title": preset.model if preset else model.name,
+        "model_title": preset.model if preset else (model.whole_name if whole else "") or model.name,
+        "whole": whole,
+        # the parts of a whole composite model: section key -> the record it is read with and the key it is read from
+        "towers": {
+            PART_KEYS.get(part.role, part.role.replace(" ", "_")): {
+                "record": part.model.architecture.name,
+                "title": part.model.architecture.title,
+                "config_key": part.config_key,
+            }
+            for part in (model.parts if whole else ())
+        },
         "hub_id": preset.hub_id if preset else None,
         "source": {
             "kind": "preset" if preset else "hub" if hub else "file",
@@ -698,10 +849,10 @@ def context(
         "arch": model.architecture,
         "d": model.derivation,
         "counts": counts,
-        "values": model.values,
+        "values": {**{k: v for p in model.parts for k, v in p.model.values.items()}, **model.values},
         "v": {s.name: value for s, value in model.values.items()},
         "f": features(model),
-        "variables": variables(model, present),
+        "variables": variables(model, present) + part_variables(model),
         "sections": parts,
         "embedding_groups": list(dict.fromkeys(t.group for t in model.derivation.terms if t.embedding)),
         "pie": pie(parts),
@@ -717,7 +868,9 @@ def context(
         "chart": chart,
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
-        "tree": (printed or module_tree(model, lang)) if "tree" in show else None,
+        "tree": (shown_tree.text if shown_tree else module_tree(model, lang)) if "tree" in show else None,
+        "tree_left_out": shown_tree if shown_tree and shown_tree.left_out else None,
+        "check": check_code(model, preset, counts.total) if printed else None,
         # the printed tree's top class (print(model) of the language model's class, for a composite model)
         "tree_printed": printed.split("(", 1)[0] if printed else None,
         "tree_language_model": model.composite is not None,
@@ -1160,8 +1313,11 @@ def build(
         from .charts import svg_chart
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
+    present = set(config)  # the keys the config gives: a composite's language model reads its text_config
+    if model.composite is not None and isinstance(config.get("text_config"), dict):
+        present = set(config["text_config"])
     text = render_writeup(
-        model, fmt, lang, verification, link, inline, set(config), show, seq, trained, math, author, date, quantised
+        model, fmt, lang, verification, link, inline, present, show, seq, trained, math, author, date, quantised
     )
     if flavor == "commonmark":
         from .html import fence_math
