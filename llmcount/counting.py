@@ -213,41 +213,43 @@ class Compiled:
                 states.append(f"{symbol.name}=0")
             elif value == layers:
                 states.append(f"{symbol.name}=N")
-        key = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
-        plan = self._plans.get(key)
+        plan = self._plans.get((held, *states))
         if plan is None:
-            plan = self._plan(held, dict(state.split("=") for state in states))
+            plan = self._plan(held, states)
             if len(self._plans) < 4096:
-                self._plans[key] = plan
-        counted, terms, in_terms = plan
-        numbers = [evaluate.whole(number) for number in _value(counted, by_name)]
-        components = tuple(
-            Component(path, text, formula, numbers[2 * i], numbers[2 * i + 1], embedding)
-            for i, (path, text, formula, embedding) in enumerate(terms)
-        )
-        if any(c.count is None or c.activated is None for c in components):
-            raise Fallback  # a count that is not a whole number: the sympy path words it
-        used = in_terms | self.cost_symbols
-        if self.choice_symbols - used:
-            used |= self._saved_symbols(namespace, by_name)
-        left_out = (self.choice_symbols - used) | (self._idle_window(by_name) - in_terms)
-        ordered = {n: by_name[n] for n in self.data["order"] if n in by_name and n not in left_out}
-        return Counted(name or source, source, self, ordered, components, key, config=config)
+                self._plans[(held, *states)] = plan
+        numbers = _value(plan.counted, by_name)
+        if not all(type(number) is int for number in numbers):
+            numbers = tuple(evaluate.whole(number) for number in numbers)
+            if None in numbers:
+                raise Fallback  # a count that is not a whole number: the sympy path words it
+        left_out = plan.left_out
+        if plan.saved:
+            left_out = left_out - self._saved_symbols(namespace, by_name)
+        if self.data["window"] is not None:
+            left_out = left_out | (self._idle_window(by_name) - plan.in_terms)
+        ordered = {n: by_name[n] for n in self.order if n in by_name and n not in left_out}
+        return Counted(name or source, source, self, ordered, plan, numbers, config=config)
 
     @cached_property
-    def _plans(self) -> dict[str, Any]:
+    def order(self) -> tuple[str, ...]:
+        return tuple(self.data["order"])
+
+    @cached_property
+    def _plans(self) -> dict[tuple, Plan]:
         return {}
 
-    def _plan(self, held: tuple[bool, ...], states: dict[str, str]) -> tuple[Any, tuple, frozenset[str]]:
-        """The terms a selection keeps: one compiled function giving every term's total and activated counts, each
-        term's path, formulas and embedding flag, and the symbols the terms use."""
+    def _plan(self, held: tuple[bool, ...], states: list[str]) -> Plan:
+        """The terms a selection keeps (:class:`Plan`), for the choices that hold and the layer counts that are 0 or
+        all N layers (``states``: ``N_dense=0``, ``N_full=N``)."""
         terms: list[tuple[str, str, str, bool]] = []
         sources: list[str] = []
         used: set[str] = set()
+        by_count = dict(state.split("=") for state in states)
         for choice, holds in zip(self.choices, held, strict=True):
             if not holds:
                 continue
-            variant = choice.variants[",".join(f"{c}={states[c]}" for c in choice.counts if c in states)]
+            variant = choice.variants[",".join(f"{c}={by_count[c]}" for c in choice.counts if c in by_count)]
             if variant.get("drop"):
                 continue
             if any(t[0] == choice.path for t in terms):
@@ -259,7 +261,11 @@ class Compiled:
             counted = evaluate.from_source("(" + "".join(f"{text}, " for text in sources) + ")")
         except evaluate.NotCompiled:
             raise Fallback from None
-        return counted, tuple(terms), frozenset(used)
+        selection = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
+        in_terms = frozenset(used)
+        left_out = self.choice_symbols - in_terms - self.cost_symbols
+        embedding = tuple(i for i, term in enumerate(terms) if term[3])
+        return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection)
 
     def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> set[str]:
         used: set[str] = set()
@@ -297,6 +303,21 @@ def _value(function: Any, values: dict[str, int]) -> Any:
         raise Fallback from None
 
 
+class Plan(NamedTuple):
+    """What one selection of terms counts: one compiled function giving every term's total and activated counts (in
+    turn), each term's path, formulas and embedding flag, the symbols the terms use, the choice symbols a count leaves
+    out of its values unless the activation tables read them (``saved``: whether to ask), the indices of the
+    embedding terms, and the selection's key in the snapshot."""
+
+    counted: Any
+    terms: tuple[tuple[str, str, str, bool], ...]
+    in_terms: frozenset[str]
+    left_out: frozenset[str]
+    saved: bool
+    embedding: tuple[int, ...]
+    selection: str
+
+
 class Component(NamedTuple):
     """One term counted: its path, its formula as ``count`` prints it (``text``) and as sympy writes it (``formula``,
     the JSON's), its counts and whether it is an embedding."""
@@ -317,8 +338,8 @@ class Counted:
     source: str
     architecture: Compiled
     values: dict[str, int]
-    components: tuple[Component, ...]
-    selection: str
+    plan: Plan = field(repr=False)
+    numbers: tuple[int, ...] = field(repr=False)  # each term's total and activated count, in turn
     composite: None = None
     parts: tuple[()] = ()
     config: Any = field(default=None, repr=False, compare=False)  # the config read (the sympy path reads it again)
@@ -333,17 +354,29 @@ class Counted:
     def counts(self) -> Counted:
         return self
 
+    @property
+    def selection(self) -> str:
+        return self.plan.selection
+
+    @cached_property
+    def components(self) -> tuple[Component, ...]:
+        numbers = self.numbers
+        return tuple(
+            Component(path, text, formula, numbers[2 * i], numbers[2 * i + 1], embedding)
+            for i, (path, text, formula, embedding) in enumerate(self.plan.terms)
+        )
+
     @cached_property
     def total(self) -> int:
-        return sum(c.count for c in self.components)
+        return sum(self.numbers[0::2])
 
     @cached_property
     def activated(self) -> int:
-        return sum(c.activated for c in self.components)
+        return sum(self.numbers[1::2])
 
     @cached_property
     def embedding(self) -> int:
-        return sum(c.count for c in self.components if c.embedding)
+        return sum(self.numbers[2 * i] for i in self.plan.embedding)
 
     @property
     def non_embedding(self) -> int:
