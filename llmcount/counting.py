@@ -1,4 +1,5 @@
-"""The numeric path of ``count``: a config read and counted with its family's compiled snapshot, without sympy.
+"""The numeric path of ``count`` and ``flops --json``: a config read and counted with its family's compiled
+snapshot, and its FLOPs evaluated from it, without sympy.
 
 A snapshot (``formulas/compiled/<model_type>.json``, made by :mod:`llmcount.formulas.snapshot` from the checked
 record) holds the record's reading rules as condition texts and each term's counts as compiled expressions
@@ -13,7 +14,6 @@ Only what this path is sure to read exactly as the sympy path does is read here;
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
@@ -24,6 +24,14 @@ from . import evaluate
 from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
 from .formulas.reading import NONE, REQUIRED, _nested_keys, _Reader, read_values
+
+try:  # the builtin SHA-256 (hashlib would load OpenSSL first, which costs more than a count)
+    from _sha2 import sha256  # Python >= 3.12
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover - a Python built without them
+        from hashlib import sha256
 
 FORMAT = 1  # the layout of a snapshot this module reads (formulas/snapshot.py writes it)
 ACTIVATED_DEFINITION = (
@@ -366,15 +374,15 @@ class Counted:
             for i, (path, text, formula, embedding) in enumerate(self.plan.terms)
         )
 
-    @cached_property
+    @property
     def total(self) -> int:
         return sum(self.numbers[0::2])
 
-    @cached_property
+    @property
     def activated(self) -> int:
         return sum(self.numbers[1::2])
 
-    @cached_property
+    @property
     def embedding(self) -> int:
         return sum(self.numbers[2 * i] for i in self.plan.embedding)
 
@@ -387,6 +395,78 @@ class Counted:
         """The whole formula of this selection of terms (``P = ...``, the JSON's total and activated), when the
         snapshot holds it."""
         return self.architecture.data["selections"].get(self.selection)
+
+    def flops(self, seq: int, batch: int, causal: bool = False) -> Any:
+        """``Flops(derivation, causal).at(values, seq).evaluate(values, seq, batch)`` of the sympy path, from the
+        snapshot's compiled FLOPs formula of this selection of terms: a
+        :class:`~llmcount.formulas.flop_counts.FlopCounts` whose components' formulas are text. :class:`Fallback`
+        when the snapshot does not hold the formula, or S is past the longest S the record's [attention] describes
+        (the sympy path reads what runs there, or refuses it by name)."""
+        from fractions import Fraction
+
+        from .formulas.flop_counts import FlopComponent, FlopCounts
+
+        shown = self.shown
+        formulas = shown.get("flops") if shown is not None else None
+        if formulas is None:
+            raise Fallback
+        values = {**self.values, "S": seq, "B": batch}
+        if formulas["longest"] is not None:
+            longest, symbols = formulas["longest"]
+            if set(symbols) <= values.keys() and seq > int(_value(evaluate.from_source(longest), values)):
+                raise Fallback
+        if formulas["window"] is not None and not set(formulas["window"][0]) <= values.keys():
+            window, sliding = formulas["window"]  # no window in the config: no layer slides, every layer sees all S
+            values.update({name: 0 for name in sliding if name not in values})
+            values.update({name: seq for name in window if name not in values})
+        chosen = formulas["causal" if causal else "eager"]
+        components = []
+        for path, text, forward, present in chosen["terms"]:
+            layers = evaluate.whole(_value(evaluate.from_source(present), values))
+            if layers == 0:
+                continue  # no layer of that kind in this config
+            count = evaluate.whole(_value(evaluate.from_source(forward), values))
+            if layers is None or count is None:
+                raise Fallback  # not a whole number: the sympy path words it
+            components.append(FlopComponent(path, text, count))
+        forward = sum(c.flops for c in components)
+        rule = evaluate.whole(_value(evaluate.from_source(formulas["rule_of_thumb"]), values))
+        if rule is None:
+            raise Fallback
+        per_token = Fraction(forward, seq * batch)
+        return FlopCounts(
+            seq=seq,
+            batch=batch,
+            forward=forward,
+            per_token=per_token.numerator if per_token.denominator == 1 else per_token,
+            training=3 * forward,
+            rule_of_thumb=rule,
+            components=tuple(components),
+            convention=chosen["convention"],
+        )
+
+    def flops_data(self, counts: Any, causal: bool = False) -> dict[str, Any]:
+        """What ``renderers.flops_data`` gives (``flops --json``) for ``counts`` of :meth:`flops`."""
+        from .formulas.flop_counts import RULE_DEFINITION, TRAINING_DEFINITION
+
+        chosen = self.shown["flops"]["causal" if causal else "eager"]
+        per_token = counts.per_token
+        return {
+            "model": self.name,
+            "family": self.architecture.name,
+            "seq": counts.seq,
+            "batch": counts.batch,
+            "causal": causal,
+            "forward_flops": counts.forward,
+            "per_token": per_token if isinstance(per_token, int) else float(per_token),
+            "training_flops": counts.training,
+            "rule_of_thumb_flops": counts.rule_of_thumb,
+            "rule_of_thumb_relative_error": float(counts.rule_error),
+            "convention": counts.convention,
+            "components": [{"path": c.path, "formula": c.formula, "flops": c.flops} for c in counts.components],
+            "formula": {"forward": chosen["forward"], "per_token": chosen["per_token"]},
+            "definitions": {"training": TRAINING_DEFINITION, "rule_of_thumb": RULE_DEFINITION},
+        }
 
     def summary(self) -> dict[str, Any]:
         """What ``renderers.summary_data`` gives for a model that is not composite."""
@@ -447,9 +527,21 @@ def compiled(model_type: str) -> Compiled | None:
     if data.get("format") != FORMAT or data.get("name") != model_type:
         return None
     texts = [_record_bytes(name) for name in (model_type, *([data["shares"]] if data.get("shares") else []))]
-    if any(t is None for t in texts) or hashlib.sha256(b"\0".join(texts)).hexdigest() != data.get("hash"):
+    if any(t is None for t in texts) or sha256(b"\0".join(texts)).hexdigest() != data.get("hash"):
         return None
     return Compiled(data)
+
+
+def flops_data(model: Any, seq: int, batch: int, causal: bool) -> dict[str, Any] | None:
+    """``flops --json`` of a model :func:`llmcount.sources.load_counted` gave, by the compiled FLOPs formula (no
+    sympy); None when the model was read by the sympy path or the snapshot does not take it (the caller evaluates
+    the sympy formula, which words any refusal)."""
+    if not isinstance(model, Counted):
+        return None
+    try:
+        return model.flops_data(model.flops(seq, batch, causal), causal)
+    except Fallback:
+        return None
 
 
 def read(config: Any, source: str, name: str | None = None) -> Counted:
