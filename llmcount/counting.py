@@ -41,6 +41,9 @@ ACTIVATED_DEFINITION = (
 EMBEDDING_DEFINITION = "embedding = token embedding + learned position table + untied LM head"
 
 
+_INT = {int}
+
+
 class Fallback(Exception):
     """The compiled path does not take this config (or record): the sympy path reads it, and words any error."""
 
@@ -139,6 +142,7 @@ class Compiled:
             Choice(c["path"], _rule(c["when"], where), c["embedding"], tuple(c["counts"]), c["variants"])
             for c in data["choices"]
         )
+        self.whens = tuple(c.when for c in self.choices)
         self.cost_symbols = frozenset(data["cost_symbols"])
         self.choice_symbols = frozenset(data["choice_symbols"])
         self.layer_symbols = frozenset(data["layer_symbols"])
@@ -210,7 +214,7 @@ class Compiled:
             raise Fallback from None
         by_name = {symbol.name: value for symbol, value in values.items()}
         try:
-            held = tuple(c.when is None or bool(c.when(namespace)) for c in self.choices)
+            held = tuple(True if when is None else bool(when(namespace)) for when in self.whens)
         except Exception:
             raise Fallback from None
         layers = by_name.get("N")
@@ -227,7 +231,7 @@ class Compiled:
             if len(self._plans) < 4096:
                 self._plans[(held, *states)] = plan
         numbers = _value(plan.counted, by_name)
-        if not all(type(number) is int for number in numbers):
+        if set(map(type, numbers)) != _INT:  # a Fraction (or a bool): whole ones as ints, else the sympy path
             numbers = tuple(evaluate.whole(number) for number in numbers)
             if None in numbers:
                 raise Fallback  # a count that is not a whole number: the sympy path words it
