@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import LlmcountError
-from .formulas.config import Model
 from .shown import Shown, ShownList
 from .sizes import parse_size
 
 if TYPE_CHECKING:
     from .analysis.approx import Approximation
     from .analysis.check import Check
+    from .counting import Counted
     from .formulas.capacity import Fit
+    from .formulas.config import Model
     from .formulas.conventions import Convention, Utilisation
     from .formulas.derivation import Counts, Derivation
     from .formulas.flops import FlopCounts
@@ -94,7 +95,7 @@ class Loaded(Shown):
         return notebook.latex(self.model)
 
 
-Spec = Union[str, "os.PathLike[str]", Loaded, Model]
+Spec = Union[str, "os.PathLike[str]", Loaded, "Model"]
 
 
 def load(spec: Spec, discover: bool = False) -> Loaded:
@@ -105,6 +106,8 @@ def load(spec: Spec, discover: bool = False) -> Loaded:
     >>> llmcount.load("llama-2-7b").counts.total
     6738415616
     """
+    from .formulas.config import Model
+
     if isinstance(spec, Loaded):
         return spec
     if isinstance(spec, Model):
@@ -126,11 +129,33 @@ def flops(spec: Spec, seq: int | str = DEFAULT_SEQ, batch: int | str = 1, causal
     >>> llmcount.flops("llama-2-7b", seq="2k").seq
     2048
     """
+    seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
+    counted = _counted(spec)
+    if counted is not None:
+        from .counting import Fallback
+
+        try:
+            return counted.flops(seq_, batch_, bool(causal))  # the compiled formula: no sympy
+        except Fallback:
+            spec = counted.full()
     from .formulas.flops import Flops
 
     model = load(spec).model
-    seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
     return Flops(model.derivation, causal=causal).evaluate(model.values, seq_, batch_)
+
+
+def _counted(spec: Spec) -> Counted | None:
+    """``spec`` read by the compiled path (:func:`llmcount.sources.load_counted`, which says what ``load`` says about
+    it) when it names a config (not a model already loaded) and the compiled path takes it; else None."""
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        return None
+    from .counting import Counted
+    from .sources import load_counted
+
+    model = load_counted(spec)
+    return model if isinstance(model, Counted) else None
 
 
 def memory(

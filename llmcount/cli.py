@@ -149,7 +149,8 @@ class _OneLineErrors(typer.core.TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            quick = _quick_count(args)
+            code = quick() if quick else super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.NoArgsIsHelpError as exc:
             typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
             sys.exit(2)
@@ -385,6 +386,31 @@ def count(
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     typer.echo(output)
+
+
+_QUICK_FLAGS = {"--json": "as_json", "--csv": "as_csv", "--jsonl": "jsonl"}
+
+
+def _quick_count(args: list[str]):
+    """``count MODEL... [--json | --csv | --jsonl]`` as a call of :func:`count` (returning its exit status), for the
+    root command to make without click's parsing, whose typer builds a pydantic validator for every option (more CPU
+    than the count itself); None for any other command line, which click parses (a MODEL starting with ``-``, any
+    other option, ``--help``)."""
+    if len(args) < 2 or args[0] != "count":
+        return None
+    flags = [arg for arg in args[1:] if arg.startswith("-")]
+    specs = [arg for arg in args[1:] if not arg.startswith("-")]
+    if not specs or "" in specs or len(flags) > 1 or not set(flags) <= _QUICK_FLAGS.keys():
+        return None
+
+    def run() -> int:
+        try:
+            count(specs, **{_QUICK_FLAGS[flag]: True for flag in flags})
+        except typer.Exit as exc:
+            return exc.exit_code
+        return 0
+
+    return run
 
 
 def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):

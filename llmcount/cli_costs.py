@@ -104,13 +104,19 @@ def flops(
         from .cli_glance import print_conventions
 
         return print_conventions(spec, seq, as_json, mtp)
-    from .formulas.flops import Flops
-    from .renderers import flops_data, render_flops
-    from .sources import load
+    from . import counting
+    from .sources import load_counted
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
-        model = load(spec)
+        model = load_counted(spec)
+        data = counting.flops_data(model, seq_, batch_, causal) if as_json else None  # no sympy where it takes it
+        if data is not None:
+            return print_json(data)
+        model = model.full() if isinstance(model, counting.Counted) else model
+        from .formulas.flops import Flops
+        from .renderers import flops_data, render_flops
+
         formula = Flops(model.derivation, causal=causal).at(model.values, seq_)  # the one that holds at S
         counts = formula.evaluate(model.values, seq_, batch_)
     except LlmcountError as exc:

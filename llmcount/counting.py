@@ -1,4 +1,5 @@
-"""The numeric path of ``count``: a config read and counted with its family's compiled snapshot, without sympy.
+"""The numeric path of ``count`` and ``flops --json``: a config read and counted with its family's compiled
+snapshot, and its FLOPs evaluated from it, without sympy.
 
 A snapshot (``formulas/compiled/<model_type>.json``, made by :mod:`llmcount.formulas.snapshot` from the checked
 record) holds the record's reading rules as condition texts and each term's counts as compiled expressions
@@ -13,7 +14,6 @@ Only what this path is sure to read exactly as the sympy path does is read here;
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
@@ -25,12 +25,23 @@ from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
 from .formulas.reading import NONE, REQUIRED, _nested_keys, _Reader, read_values
 
+try:  # the builtin SHA-256 (hashlib would load OpenSSL first, which costs more than a count)
+    from _sha2 import sha256  # Python >= 3.12
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover - a Python built without them
+        from hashlib import sha256
+
 FORMAT = 1  # the layout of a snapshot this module reads (formulas/snapshot.py writes it)
 ACTIVATED_DEFINITION = (
     "activated = every parameter except the routed experts, plus k/n of the routed experts "
     "(router and shared experts count fully); for dense models activated = total"
 )
 EMBEDDING_DEFINITION = "embedding = token embedding + learned position table + untied LM head"
+
+
+_INT = {int}
 
 
 class Fallback(Exception):
@@ -131,6 +142,7 @@ class Compiled:
             Choice(c["path"], _rule(c["when"], where), c["embedding"], tuple(c["counts"]), c["variants"])
             for c in data["choices"]
         )
+        self.whens = tuple(c.when for c in self.choices)
         self.cost_symbols = frozenset(data["cost_symbols"])
         self.choice_symbols = frozenset(data["choice_symbols"])
         self.layer_symbols = frozenset(data["layer_symbols"])
@@ -202,7 +214,7 @@ class Compiled:
             raise Fallback from None
         by_name = {symbol.name: value for symbol, value in values.items()}
         try:
-            held = tuple(c.when is None or bool(c.when(namespace)) for c in self.choices)
+            held = tuple(True if when is None else bool(when(namespace)) for when in self.whens)
         except Exception:
             raise Fallback from None
         layers = by_name.get("N")
@@ -213,41 +225,43 @@ class Compiled:
                 states.append(f"{symbol.name}=0")
             elif value == layers:
                 states.append(f"{symbol.name}=N")
-        key = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
-        plan = self._plans.get(key)
+        plan = self._plans.get((held, *states))
         if plan is None:
-            plan = self._plan(held, dict(state.split("=") for state in states))
+            plan = self._plan(held, states)
             if len(self._plans) < 4096:
-                self._plans[key] = plan
-        counted, terms, in_terms = plan
-        numbers = [evaluate.whole(number) for number in _value(counted, by_name)]
-        components = tuple(
-            Component(path, text, formula, numbers[2 * i], numbers[2 * i + 1], embedding)
-            for i, (path, text, formula, embedding) in enumerate(terms)
-        )
-        if any(c.count is None or c.activated is None for c in components):
-            raise Fallback  # a count that is not a whole number: the sympy path words it
-        used = in_terms | self.cost_symbols
-        if self.choice_symbols - used:
-            used |= self._saved_symbols(namespace, by_name)
-        left_out = (self.choice_symbols - used) | (self._idle_window(by_name) - in_terms)
-        ordered = {n: by_name[n] for n in self.data["order"] if n in by_name and n not in left_out}
-        return Counted(name or source, source, self, ordered, components, key, config=config)
+                self._plans[(held, *states)] = plan
+        numbers = _value(plan.counted, by_name)
+        if set(map(type, numbers)) != _INT:  # a Fraction (or a bool): whole ones as ints, else the sympy path
+            numbers = tuple(evaluate.whole(number) for number in numbers)
+            if None in numbers:
+                raise Fallback  # a count that is not a whole number: the sympy path words it
+        left_out = plan.left_out
+        if plan.saved:
+            left_out = left_out - self._saved_symbols(namespace, by_name)
+        if self.data["window"] is not None:
+            left_out = left_out | (self._idle_window(by_name) - plan.in_terms)
+        ordered = {n: by_name[n] for n in self.order if n in by_name and n not in left_out}
+        return Counted(name or source, source, self, ordered, plan, numbers, config=config)
 
     @cached_property
-    def _plans(self) -> dict[str, Any]:
+    def order(self) -> tuple[str, ...]:
+        return tuple(self.data["order"])
+
+    @cached_property
+    def _plans(self) -> dict[tuple, Plan]:
         return {}
 
-    def _plan(self, held: tuple[bool, ...], states: dict[str, str]) -> tuple[Any, tuple, frozenset[str]]:
-        """The terms a selection keeps: one compiled function giving every term's total and activated counts, each
-        term's path, formulas and embedding flag, and the symbols the terms use."""
+    def _plan(self, held: tuple[bool, ...], states: list[str]) -> Plan:
+        """The terms a selection keeps (:class:`Plan`), for the choices that hold and the layer counts that are 0 or
+        all N layers (``states``: ``N_dense=0``, ``N_full=N``)."""
         terms: list[tuple[str, str, str, bool]] = []
         sources: list[str] = []
         used: set[str] = set()
+        by_count = dict(state.split("=") for state in states)
         for choice, holds in zip(self.choices, held, strict=True):
             if not holds:
                 continue
-            variant = choice.variants[",".join(f"{c}={states[c]}" for c in choice.counts if c in states)]
+            variant = choice.variants[",".join(f"{c}={by_count[c]}" for c in choice.counts if c in by_count)]
             if variant.get("drop"):
                 continue
             if any(t[0] == choice.path for t in terms):
@@ -259,7 +273,11 @@ class Compiled:
             counted = evaluate.from_source("(" + "".join(f"{text}, " for text in sources) + ")")
         except evaluate.NotCompiled:
             raise Fallback from None
-        return counted, tuple(terms), frozenset(used)
+        selection = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
+        in_terms = frozenset(used)
+        left_out = self.choice_symbols - in_terms - self.cost_symbols
+        embedding = tuple(i for i, term in enumerate(terms) if term[3])
+        return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection)
 
     def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> set[str]:
         used: set[str] = set()
@@ -297,6 +315,21 @@ def _value(function: Any, values: dict[str, int]) -> Any:
         raise Fallback from None
 
 
+class Plan(NamedTuple):
+    """What one selection of terms counts: one compiled function giving every term's total and activated counts (in
+    turn), each term's path, formulas and embedding flag, the symbols the terms use, the choice symbols a count leaves
+    out of its values unless the activation tables read them (``saved``: whether to ask), the indices of the
+    embedding terms, and the selection's key in the snapshot."""
+
+    counted: Any
+    terms: tuple[tuple[str, str, str, bool], ...]
+    in_terms: frozenset[str]
+    left_out: frozenset[str]
+    saved: bool
+    embedding: tuple[int, ...]
+    selection: str
+
+
 class Component(NamedTuple):
     """One term counted: its path, its formula as ``count`` prints it (``text``) and as sympy writes it (``formula``,
     the JSON's), its counts and whether it is an embedding."""
@@ -317,8 +350,8 @@ class Counted:
     source: str
     architecture: Compiled
     values: dict[str, int]
-    components: tuple[Component, ...]
-    selection: str
+    plan: Plan = field(repr=False)
+    numbers: tuple[int, ...] = field(repr=False)  # each term's total and activated count, in turn
     composite: None = None
     parts: tuple[()] = ()
     config: Any = field(default=None, repr=False, compare=False)  # the config read (the sympy path reads it again)
@@ -333,17 +366,29 @@ class Counted:
     def counts(self) -> Counted:
         return self
 
+    @property
+    def selection(self) -> str:
+        return self.plan.selection
+
     @cached_property
+    def components(self) -> tuple[Component, ...]:
+        numbers = self.numbers
+        return tuple(
+            Component(path, text, formula, numbers[2 * i], numbers[2 * i + 1], embedding)
+            for i, (path, text, formula, embedding) in enumerate(self.plan.terms)
+        )
+
+    @property
     def total(self) -> int:
-        return sum(c.count for c in self.components)
+        return sum(self.numbers[0::2])
 
-    @cached_property
+    @property
     def activated(self) -> int:
-        return sum(c.activated for c in self.components)
+        return sum(self.numbers[1::2])
 
-    @cached_property
+    @property
     def embedding(self) -> int:
-        return sum(c.count for c in self.components if c.embedding)
+        return sum(self.numbers[2 * i] for i in self.plan.embedding)
 
     @property
     def non_embedding(self) -> int:
@@ -354,6 +399,78 @@ class Counted:
         """The whole formula of this selection of terms (``P = ...``, the JSON's total and activated), when the
         snapshot holds it."""
         return self.architecture.data["selections"].get(self.selection)
+
+    def flops(self, seq: int, batch: int, causal: bool = False) -> Any:
+        """``Flops(derivation, causal).at(values, seq).evaluate(values, seq, batch)`` of the sympy path, from the
+        snapshot's compiled FLOPs formula of this selection of terms: a
+        :class:`~llmcount.formulas.flop_counts.FlopCounts` whose components' formulas are text. :class:`Fallback`
+        when the snapshot does not hold the formula, or S is past the longest S the record's [attention] describes
+        (the sympy path reads what runs there, or refuses it by name)."""
+        from fractions import Fraction
+
+        from .formulas.flop_counts import FlopComponent, FlopCounts
+
+        shown = self.shown
+        formulas = shown.get("flops") if shown is not None else None
+        if formulas is None:
+            raise Fallback
+        values = {**self.values, "S": seq, "B": batch}
+        if formulas["longest"] is not None:
+            longest, symbols = formulas["longest"]
+            if set(symbols) <= values.keys() and seq > int(_value(evaluate.from_source(longest), values)):
+                raise Fallback
+        if formulas["window"] is not None and not set(formulas["window"][0]) <= values.keys():
+            window, sliding = formulas["window"]  # no window in the config: no layer slides, every layer sees all S
+            values.update({name: 0 for name in sliding if name not in values})
+            values.update({name: seq for name in window if name not in values})
+        chosen = formulas["causal" if causal else "eager"]
+        components = []
+        for path, text, forward, present in chosen["terms"]:
+            layers = evaluate.whole(_value(evaluate.from_source(present), values))
+            if layers == 0:
+                continue  # no layer of that kind in this config
+            count = evaluate.whole(_value(evaluate.from_source(forward), values))
+            if layers is None or count is None:
+                raise Fallback  # not a whole number: the sympy path words it
+            components.append(FlopComponent(path, text, count))
+        forward = sum(c.flops for c in components)
+        rule = evaluate.whole(_value(evaluate.from_source(formulas["rule_of_thumb"]), values))
+        if rule is None:
+            raise Fallback
+        per_token = Fraction(forward, seq * batch)
+        return FlopCounts(
+            seq=seq,
+            batch=batch,
+            forward=forward,
+            per_token=per_token.numerator if per_token.denominator == 1 else per_token,
+            training=3 * forward,
+            rule_of_thumb=rule,
+            components=tuple(components),
+            convention=chosen["convention"],
+        )
+
+    def flops_data(self, counts: Any, causal: bool = False) -> dict[str, Any]:
+        """What ``renderers.flops_data`` gives (``flops --json``) for ``counts`` of :meth:`flops`."""
+        from .formulas.flop_counts import RULE_DEFINITION, TRAINING_DEFINITION
+
+        chosen = self.shown["flops"]["causal" if causal else "eager"]
+        per_token = counts.per_token
+        return {
+            "model": self.name,
+            "family": self.architecture.name,
+            "seq": counts.seq,
+            "batch": counts.batch,
+            "causal": causal,
+            "forward_flops": counts.forward,
+            "per_token": per_token if isinstance(per_token, int) else float(per_token),
+            "training_flops": counts.training,
+            "rule_of_thumb_flops": counts.rule_of_thumb,
+            "rule_of_thumb_relative_error": float(counts.rule_error),
+            "convention": counts.convention,
+            "components": [{"path": c.path, "formula": c.formula, "flops": c.flops} for c in counts.components],
+            "formula": {"forward": chosen["forward"], "per_token": chosen["per_token"]},
+            "definitions": {"training": TRAINING_DEFINITION, "rule_of_thumb": RULE_DEFINITION},
+        }
 
     def summary(self) -> dict[str, Any]:
         """What ``renderers.summary_data`` gives for a model that is not composite."""
@@ -414,9 +531,21 @@ def compiled(model_type: str) -> Compiled | None:
     if data.get("format") != FORMAT or data.get("name") != model_type:
         return None
     texts = [_record_bytes(name) for name in (model_type, *([data["shares"]] if data.get("shares") else []))]
-    if any(t is None for t in texts) or hashlib.sha256(b"\0".join(texts)).hexdigest() != data.get("hash"):
+    if any(t is None for t in texts) or sha256(b"\0".join(texts)).hexdigest() != data.get("hash"):
         return None
     return Compiled(data)
+
+
+def flops_data(model: Any, seq: int, batch: int, causal: bool) -> dict[str, Any] | None:
+    """``flops --json`` of a model :func:`llmcount.sources.load_counted` gave, by the compiled FLOPs formula (no
+    sympy); None when the model was read by the sympy path or the snapshot does not take it (the caller evaluates
+    the sympy formula, which words any refusal)."""
+    if not isinstance(model, Counted):
+        return None
+    try:
+        return model.flops_data(model.flops(seq, batch, causal), causal)
+    except Fallback:
+        return None
 
 
 def read(config: Any, source: str, name: str | None = None) -> Counted:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .counting import Counted
@@ -181,54 +180,28 @@ def _piece(pieces: list[str], j: int, height: int) -> str:
 
 
 def render_count(model: Counted, width: int | None = None) -> str:
-    """``renderers.render_count`` of a model counted by the compiled path: the same template, its formulas the
-    snapshot's text (``count.txt.j2`` is given them as they print, so ``text`` and ``ordered_text`` pass them on)."""
-    import jinja2
-
+    """``renderers.render_count`` of a model counted by the compiled path, written out in Python: the branch of
+    ``count.txt.j2`` a language model without an MTP module takes (a test holds the two texts equal), without
+    importing jinja2 and compiling the template on every run."""
     from .counting import ACTIVATED_DEFINITION, Fallback
 
     shown = model.shown
     if shown is None or model.architecture.data["mtp"]:
         raise Fallback  # a selection of terms whose formula the snapshot does not hold: the sympy path shows it
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "renderers" / "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-        extensions=["jinja2.ext.do"],
-    )
-    env.filters.update(
-        text=str, ordered_text=str, count=count, grouped=grouped, percent=percent, wrap=wrap, fit_table=fit_table
-    )
-    env.globals.update(ACTIVATED_DEFINITION=ACTIVATED_DEFINITION)
-    return env.get_template("count.txt.j2").render(
-        model=model, counts=_Shown(model), d=_Whole(shown), width=width, mtp=None, with_mtp=False
-    )
-
-
-class _Whole:
-    """The whole formula as ``count.txt.j2`` asks for it: ``d.grouped()``, ``d.grouped(true)``."""
-
-    def __init__(self, shown: dict[str, str]):
-        self.shown = shown
-
-    def grouped(self, activated: bool = False) -> str:
-        return self.shown["P_act" if activated else "P"]
-
-
-class _Shown:
-    """A Counted's counts with each component's formula as it prints (``text``)."""
-
-    def __init__(self, model: Counted):
-        self.model = model
-        self.components = [_Component(c.path, c.text, c.count) for c in model.components]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
-
-
-class _Component:
-    def __init__(self, path: str, formula: str, count: int):
-        self.path, self.formula, self.count = path, formula, count
+    family = model.architecture
+    lines = [wrap(f"{model.name} ({family.title}, model_type {family.name}; {model.source})", width, "  ")]
+    if family.not_counted:
+        lines.append(wrap(f"counted: {family.counted}; not counted: {family.not_counted}", width, "  "))
+    total = model.total
+    rows = [["component", "formula", "parameters", "", "share"]]
+    rows += [[c.path, c.text, grouped(c.count), count(c.count), percent(c.count, total)] for c in model.components]
+    rows += [["", "", "", "", ""], ["total", "", grouped(total), count(total), ""]]
+    shares = [("activated", model.activated)] if family.is_moe else []
+    shares += [("embedding", model.embedding), ("non-embedding", model.non_embedding)]
+    rows += [[label, "", grouped(value), count(value), percent(value, total)] for label, value in shares]
+    lines += [fit_table(rows, "llrrr", width, 1), "", wrap(f"P = {shown['P']}", width, "    ")]
+    if family.is_moe:
+        lines += [wrap(f"P_act = {shown['P_act']}", width, "    "), wrap(f"  ({ACTIVATED_DEFINITION})", width, "   ")]
+    values = ", ".join(f"{name}={value}" for name, value in model.values.items())
+    lines.append(wrap(f"values: {values}", width, "        "))
+    return "\n".join(lines) + "\n\n"  # the template ends with a blank line

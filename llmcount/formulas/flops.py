@@ -31,9 +31,11 @@ from functools import cached_property
 from sympy import Add, Expr, Min, Mod, Symbol, expand, floor
 
 from ..errors import LlmcountError
-from ..shown import Shown
 from .blocks import ONE, Term
 from .derivation import Derivation, evaluate_int, gather
+from .flop_counts import RULE_DEFINITION as RULE_DEFINITION
+from .flop_counts import TRAINING_DEFINITION as TRAINING_DEFINITION
+from .flop_counts import FlopComponent, FlopCounts
 from .records import Attention
 from .symbols import B, S, V, d, entries, k, n
 
@@ -61,11 +63,6 @@ STATE_CONVENTION = (
     "decays, Gated DeltaNet's triangular solve and KDA's intra-chunk matrices (elementwise products and sums) not "
     "counted"
 )
-TRAINING_DEFINITION = (
-    "training = forward + backward = 3 × forward (the backward pass computes gradients with respect to "
-    "activations and to weights, each as costly as the forward); no activation recomputation"
-)
-RULE_DEFINITION = "rule of thumb = 6 · activated parameters · B · S (all activated parameters, embeddings included)"
 
 
 @dataclass(frozen=True)
@@ -87,36 +84,6 @@ class FlopTerm:
     def forward(self) -> Expr:
         """FLOPs of this term in one forward pass of B sequences of S tokens."""
         return B * S * self.layers * self.per_token
-
-
-@dataclass(frozen=True)
-class FlopComponent:
-    path: str
-    formula: Expr
-    flops: int
-
-
-@dataclass(frozen=True)
-class FlopCounts(Shown):
-    """A FLOPs formula evaluated on one config, sequence length and batch: exact integers."""
-
-    seq: int
-    batch: int
-    forward: int
-    per_token: int | Fraction  # forward / (B·S): a Fraction when B·S does not divide it (windows, convolutions)
-    training: int
-    rule_of_thumb: int
-    components: tuple[FlopComponent, ...]
-    convention: str
-
-    @property
-    def rule_error(self) -> Fraction:
-        """Relative error of the 6·N·tokens rule against the training count: rule / training - 1."""
-        return Fraction(self.rule_of_thumb, self.training) - 1
-
-    @property
-    def rule_error_percent(self) -> float:
-        return float(100 * self.rule_error)
 
 
 def is_norm(path: str) -> bool:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import LlmcountError
 from .expressions import Unknown, condition_names
@@ -370,7 +370,7 @@ def _condition_names(text: str) -> tuple[str, ...]:
     return tuple(condition_names(text))
 
 
-def _check(reader: _Reader, rules: list[Rule], namespace: Mapping[str, Any]) -> None:
+def _check(reader: _Reader, rules: Iterable[Rule], namespace: Mapping[str, Any]) -> None:
     """Refuse the config at the first rule it fails, naming the defaults the rule read."""
     for rule in rules:
         if not reader.rule(rule, namespace):
@@ -472,17 +472,61 @@ def _per_layer_symbols(
             values[spec.symbol] = value
 
 
+class _Layout(NamedTuple):
+    """What :func:`read_values` walks for one family, worked out once: its [keys] (with whether the config gives each
+    under one name only), its symbols read in order (with the least value of those a plain integer key gives, else
+    None), and its checks made before and after the layers are counted."""
+
+    keys: tuple[tuple[str, Any, bool], ...]
+    symbols: tuple[tuple[Any, int | None], ...]
+    early: tuple[Any, ...]
+    late: tuple[Any, ...]
+
+
+_LAYOUTS: dict[int, tuple[Any, _Layout]] = {}  # by id of the family, which the entry holds (so the id stays its own)
+
+
+def _layout(family: Family) -> _Layout:
+    found = _LAYOUTS.get(id(family))
+    if found is not None and found[0] is family:
+        return found[1]
+    keys = tuple((key, default, not family.aliases.get(key)) for key, default in family.keys.items())
+    symbols = tuple((spec, _plain_minimum(family, spec)) for spec in family.symbols if not spec.summed_on)
+    # a check that names a layer-count symbol (N_full + N_linear == N) or a symbol read on some layers is made once
+    # the layers are counted
+    counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
+    late = tuple(rule for rule in family.checks if counted & set(_condition_names(rule.text)))
+    layout = _Layout(keys, symbols, tuple(rule for rule in family.checks if rule not in late), late)
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[id(family)] = (family, layout)
+    return layout
+
+
+def _plain_minimum(family: Family, spec: SymbolSpec) -> int | None:
+    """The least value of a symbol whose key, when the config gives it as an integer, is that integer (under one name,
+    not a list, not 0-as-null, not adjusted, not per layer): :meth:`_Reader.symbol` reads such a value as it is when it
+    lies in [minimum, MAX_SIZE], so :func:`read_values` takes it straight. None for any other symbol."""
+    plain = not (spec.distinct or spec.length or spec.summed or spec.same or spec.zero_is_none or spec.ratio)
+    if plain and spec.adjust is None and spec.on is None and not family.aliases.get(spec.key):
+        return spec.minimum
+    return None
+
+
 def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[Any, tuple[int, ...]]]:
     """The config's [keys], symbols and layer counts, checked by the record's rules: ``(namespace, values,
     indices)``; the namespace by key and symbol name, the values and the layers each kind counted by symbol."""
-    family = reader.family
+    family, config = reader.family, reader.config
+    layout = _layout(family)
     namespace: dict[str, Any] = {}
-    for key, default in family.keys.items():
-        namespace[key] = reader.key(key, default)
+    for key, default, single in layout.keys:
+        namespace[key] = reader.key(key, default) if not single or key in config else default
     values: dict[Any, int] = {}
-    for spec in family.symbols:
-        if spec.summed_on:  # read once the layers are counted (_per_layer_symbols)
-            continue
+    for spec, minimum in layout.symbols:
+        if minimum is not None:
+            value = config.get(spec.key)
+            if type(value) is int and minimum <= value <= MAX_SIZE:  # the common case, as reader.symbol reads it
+                namespace[spec.key] = namespace[spec.symbol.name] = values[spec.symbol] = value
+                continue
         value = reader.symbol(spec, namespace)
         namespace[spec.key] = value
         if value is not None and spec.adjust is not None:
@@ -493,12 +537,8 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
     for rule in family.refuse:
         if reader.rule(rule, namespace):
             raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)} (model_type {family.name})")
-    # a check that names a layer-count symbol (N_full + N_linear == N) or a symbol read on some layers is made once
-    # the layers are counted
-    counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
-    late = [rule for rule in family.checks if counted & set(_condition_names(rule.text))]
-    _check(reader, [rule for rule in family.checks if rule not in late], namespace)
+    _check(reader, layout.early, namespace)
     indices = _count_layers(reader, namespace, values)
     _per_layer_symbols(reader, namespace, values, indices)
-    _check(reader, late, namespace)
+    _check(reader, layout.late, namespace)
     return namespace, values, indices

@@ -18,7 +18,10 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
   sliding window);
 * the whole formula (``P = ...`` and the JSON's total and activated) of the selections of terms the bundled presets
   and the record's own defaults make, each counted by both paths and checked equal as it is made; a config that
-  selects other terms is counted without sympy in a batch, and shown through the sympy path.
+  selects other terms is counted without sympy in a batch, and shown through the sympy path;
+* for each of those selections, its forward FLOPs formula, eager and causal (each term's forward FLOPs as text and
+  compiled, the layers of its kind, the rule of thumb, the conventions), which ``flops --json`` and
+  ``llmcount.flops`` evaluate without sympy.
 
 A bundled file beside the records, checked by a test, rather than a cache built at run time in the user's home: the
 first run is as fast as the others, nothing is written outside the package, no cache can be stale or planted, and
@@ -159,15 +162,50 @@ def _saved(family: Family) -> list[dict[str, Any]]:
     return out
 
 
-def _shown(model: Any) -> dict[str, str]:
-    """The whole formula of a model read through the sympy path, as ``count`` shows it."""
+def _shown(model: Any) -> dict[str, Any]:
+    """The whole formula of a model read through the sympy path, as ``count`` shows it, and its FLOPs formula."""
     from ..renderers.filters import ordered_text
 
     d = model.derivation
     shown = {"total": str(d.total), "activated": str(d.activated), "P": ordered_text(d.grouped())}
     if model.architecture.is_moe:
         shown["P_act"] = ordered_text(d.grouped(True))
+    flops = _flops(model)
+    if flops is not None:
+        shown["flops"] = flops
     return shown
+
+
+def _flops(model: Any) -> dict[str, Any] | None:
+    """The forward FLOPs formula of a model's selection of terms (``Flops``, eager and causal): each term's path, its
+    forward FLOPs as text and compiled, and the layers of its kind (a term on none is left out); the rule of thumb,
+    the conventions, the whole formula as text; the longest S the record's [attention] describes (beyond it the
+    sympy path reads the formula that runs there) and the symbols of the window (a config without one: no layer
+    slides). None where the formula is refused or not compiled: the sympy path evaluates it, and words any error."""
+    from .flops import Flops
+
+    out: dict[str, Any] = {}
+    try:
+        for causal in (False, True):
+            formula = Flops(model.derivation, causal=causal)
+            out["causal" if causal else "eager"] = {
+                "terms": [
+                    [t.path, str(t.forward), evaluate.source(t.forward), evaluate.source(t.present)]
+                    for t in formula.terms
+                ],
+                "forward": str(formula.forward),
+                "per_token": str(formula.per_token),
+                "convention": formula.convention,
+            }
+        out["rule_of_thumb"] = evaluate.source(formula.rule_of_thumb)
+    except (LlmcountError, evaluate.NotCompiled):
+        return None
+    spec = model.architecture.attention
+    longest = spec.longest if spec is not None else None
+    out["longest"] = None if longest is None else [evaluate.source(longest), _names([longest])]
+    window = spec.window if spec is not None else None
+    out["window"] = None if window is None else [_names([window]), _names([spec.sliding])]
+    return out
 
 
 def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:
@@ -243,7 +281,7 @@ def _default_config(family: Family) -> dict[str, Any]:
     return config
 
 
-def _selections(data: dict[str, Any], configs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, str]]:
+def _selections(data: dict[str, Any], configs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The selections of terms ``configs`` make, read by the compiled path from ``data`` (a snapshot without them),
     each with its whole formula from the sympy path; each count checked equal on both paths."""
     from .config import read_config
