@@ -101,13 +101,15 @@ def test_refused_records_name_the_reason(model_type: str, tmp_path) -> None:
 
 # The tied shared blocks of Zamba and Zamba2 (transformers ties every hybrid layer's copy only with tied word
 # embeddings) and Gemma 3n's last unembedding projection (the model's last parameter when the head is tied) are left
-# alone by get_keys_to_not_convert; untied, every copy is converted. Both ways against the quantiser.
+# alone by get_keys_to_not_convert; untied, every copy is converted. BLT's last parameter is its patcher's head, which
+# has no patcher without patch_in_forward. Both ways against the quantiser.
 @pytest.mark.parametrize(
     ("model_type", "keys"),
     [
         ("zamba", {"tie_word_embeddings": False}),
         ("zamba2", {"tie_word_embeddings": False, "use_shared_attention_adapter": True}),
         ("gemma3n_text", {"tie_word_embeddings": False}),
+        ("blt", {"patch_in_forward": False}),
     ],
 )
 def test_untied_variants_match_transformers_fp8_quantiser(model_type: str, keys: dict) -> None:
