@@ -76,3 +76,15 @@ def test_a_model_the_scheme_refuses_is_one_line_and_the_rest_print(tmp_path) -> 
     errors = result.stderr.strip().splitlines()
     assert "quantization_config.group_size" in errors[0] and bad in errors[0]
     assert errors[-1] == "llmcount: 1 of 2 configs failed"
+
+
+def test_awq_keeps_the_head_even_with_a_skip_list(tmp_path) -> None:
+    """transformers' AWQ quantiser adds its own skips (the LM head) to modules_to_not_convert (quantizer_awq.py
+    5.24.0: get_modules_to_not_convert(..., add_default_skips=True)). Skipping layer 1's MLP moves its three
+    matrices (3·160·96 = 46,080 parameters) from AWQ's in·out·37/64 bytes to BF16; the head stays BF16."""
+    mlp = 3 * 160 * 96
+    expected = AWQ_G32 - mlp * 37 // 64 + 2 * mlp  # 267,312
+    awq = {"quant_method": "awq", "bits": 4, "group_size": 32, "modules_to_not_convert": ["model.layers.1.mlp"]}
+    result = run("count", _write(tmp_path, "awq", quantization_config=awq), "--jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["stored_bytes"] == expected

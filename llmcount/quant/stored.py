@@ -154,7 +154,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         )
     fp32_kept = _fp32_kept(model) if quant.scheme.method in KEEPS_FP32_MODULES else frozenset()
     tied, tied_why = tied_paths(model)
-    last = _last_parameter(model) if quant.default_skips and not quant.skip else ""
+    last = _last_parameter(model) if quant.own_skips else ""
     groups: list[Group] = []
     matched: set[str] = set()
     for term, component in zip(model.terms, model.counts.components, strict=True):
@@ -166,7 +166,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             groups.append(Group(term.path, component.count, (kept,), dtype_code))
             continue
         if term.path in tied:
-            if not (quant.default_skips and not quant.skip):
+            if not quant.own_skips:
                 raise LlmcountError(
                     f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record's {term.path} "
                     f"once the config lists the modules to leave alone: {tied_why}"
@@ -452,7 +452,7 @@ def _decide(quant: Quant, full: str, kind: str, matched: set[str]) -> tuple[bool
             if entry is False:
                 return True, sizes
             sizes.update({"bits": entry.get("bits", sizes["bits"]), "g": entry.get("group_size", sizes["g"])})
-    if kind == "head" and quant.default_skips and not quant.skip:
+    if kind == "head" and quant.own_skips:
         return True, sizes
     return any(quant.skipped(name) for name in names), sizes
 
