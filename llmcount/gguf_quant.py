@@ -8,7 +8,9 @@ routers ``ffn_gate_inp`` stay as they are), ``tensor_get_category`` and ``llama_
 more bits for attn_v, ffn_down, attn_output, the output and a tied token embedding, by layer and by the model's
 grouped-query ratio and expert count), ``tensor_type_fallback`` (a type whose block does not divide the row falls back
 to a smaller block, else F16). The ``LLM_TYPE_70B`` rule follows ``src/models/{llama,qwen2,olmo,deci}.cpp``.
-The low-bit IQ1/IQ2/IQ3 mixtures depend on an importance matrix and are refused by name.
+The low-bit IQ1/IQ2/IQ3 mixtures depend on an importance matrix and are refused by name. llama.cpp counts ffn_down's
+layers over ``block_count`` (``n_layer_all``, MTP layers included); for every architecture mapped here the converter
+writes no MTP layers, so that is num_hidden_layers.
 
 A model's GGUF tensors come from its record's components through ``[tensors]`` of gguf_archs.toml (the tensors
 llama.cpp's converter writes for each component and the width ``ne[0]`` of their rows); the type of every tensor the
