@@ -32,6 +32,7 @@ class Result:
     spec: str
     model: Model | Counted | None = None
     error: str | None = None
+    stored: Mapping[str, Any] | None = None  # the stored-bytes columns (quant.count.STORED_FIELDS), when sized
 
 
 def load_one(spec: str, name: str | None = None, discover: bool = False, rediscover: bool = False) -> Result:

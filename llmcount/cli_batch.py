@@ -42,14 +42,16 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
-def print_rows(results: Iterable[Result], fmt: Rows) -> None:
+def print_rows(results: Iterable[Result], fmt: Rows, extra: tuple[str, ...] = ()) -> None:
     """Each model's row as soon as it is counted (CSV, JSON lines), or all of them at the end (a text table,
-    a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed."""
+    a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed. ``extra``:
+    more CSV columns (a result's ``stored`` values; JSON carries them whenever a result has them)."""
     from .batch import ROW_FIELDS, csv_line, jsonl_line, row
 
     done, failed, kept = 0, 0, []
+    fields = ROW_FIELDS + extra
     if fmt is Rows.csv:
-        typer.echo(csv_line(ROW_FIELDS))
+        typer.echo(csv_line(fields))
     for result in results:
         done += 1
         if result.model is None:
@@ -57,18 +59,18 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
             typer.echo(f"llmcount: error: {one_line(result.error)}", err=True)
             continue
         if fmt is Rows.csv:
-            data = row(result.model)
-            typer.echo(csv_line([data[key] for key in ROW_FIELDS]))
+            data = {**row(result.model), **(result.stored or {})}
+            typer.echo(csv_line([data.get(key) for key in fields]))
         elif fmt is Rows.jsonl:
-            typer.echo(jsonl_line(row(result.model)))
+            typer.echo(jsonl_line({**row(result.model), **(result.stored or {})}))
         else:
-            kept.append(result.model)
+            kept.append(result)
     if fmt is Rows.json:
-        print_json([_count_data(model) for model in kept])
+        print_json([{**_count_data(r.model), **(r.stored or {})} for r in kept])
     elif fmt is Rows.text and kept:
         from .renderers.rows import text_table
 
-        typer.echo(text_table([row(model) for model in kept], terminal_width()))
+        typer.echo(text_table([row(r.model) for r in kept], terminal_width()))
     if failed:
         typer.echo(f"llmcount: {failed} of {done} configs failed", err=True)
         raise typer.Exit(1)

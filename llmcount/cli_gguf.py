@@ -84,7 +84,7 @@ def quant_data(spec: str, quant: str, kv_dtype: str | None, seq: int, batch: int
     weights = sum(r["bytes"] for r in rows)
     return {
         "model": model.name,
-        "file": f"{ftype.upper()} as llama.cpp 0c1e57098's llama-quantize makes it (from a BF16 conversion)",
+        "file": f"{ftype.upper()} as llama.cpp 007dbbf3fd17's llama-quantize makes it (from a BF16 conversion)",
         "architecture": arch,
         "record": model.architecture.name,
         "file_type": FILE_TYPES[ftype][0],

@@ -1,13 +1,16 @@
 """Which ggml type llama.cpp's quantizer (``llama-quantize``) gives each tensor of a model for a file type (Q4_K_M,
 Q8_0 ...), and the exact bytes that makes.
 
-Transcribed from llama.cpp 0c1e57098 ``src/llama-quant.cpp`` (the tree the ``gguf`` package 0.19.0 ships with):
+Transcribed from llama.cpp ``src/llama-quant.cpp`` at commit 007dbbf3fd17 (its type mixture is the one of 0c1e57098, the
+tree the ``gguf`` package 0.19.0 ships with; the later commit adds tensors it never quantises):
 ``llama_ftype_get_default_type`` (the file type's base type), ``tensor_allows_quantization`` (1-D tensors, norms,
 routers ``ffn_gate_inp`` stay as they are), ``tensor_get_category`` and ``llama_tensor_get_type_impl`` (the mixture:
 more bits for attn_v, ffn_down, attn_output, the output and a tied token embedding, by layer and by the model's
 grouped-query ratio and expert count), ``tensor_type_fallback`` (a type whose block does not divide the row falls back
 to a smaller block, else F16). The ``LLM_TYPE_70B`` rule follows ``src/models/{llama,qwen2,olmo,deci}.cpp``.
-The low-bit IQ1/IQ2/IQ3 mixtures depend on an importance matrix and are refused by name.
+The low-bit IQ1/IQ2/IQ3 mixtures depend on an importance matrix and are refused by name. llama.cpp counts ffn_down's
+layers over ``block_count`` (``n_layer_all``, MTP layers included); for every architecture mapped here the converter
+writes no MTP layers, so that is num_hidden_layers.
 
 A model's GGUF tensors come from its record's components through ``[tensors]`` of gguf_archs.toml (the tensors
 llama.cpp's converter writes for each component and the width ``ne[0]`` of their rows); the type of every tensor the
@@ -192,12 +195,31 @@ def _category(name: str) -> str:
     return "other"
 
 
+NOT_QUANTISED = (
+    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
+    "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight", "attn_rel_b.weight",
+    *(f"time_mix_{x}.weight" for x in ("first", "w0", "w1", "w2", "v0", "v1", "v2", "a0", "a1", "a2", "g1", "g2",
+                                        "decay_w1", "decay_w2", "lerp_fused")),
+)  # fmt: skip
+"""Name parts tensor_allows_quantization never quantises (llama.cpp 007dbbf3f src/llama-quant.cpp), besides the exact
+names position_embd.weight and token_types.weight."""
+CONVERTER_F32 = (
+    "ffn_gate_inp.", "position_embd.", "token_types.", "ssm_conv1d.", "shortconv.conv.", "time_mix_first.",
+    "time_mix_w1.", "time_mix_w2.", "time_mix_decay_w1.", "time_mix_decay_w2.", "time_mix_lerp_fused.",
+)  # fmt: skip
+"""The tensors llama.cpp's converter always writes in F32 (convert_hf_to_gguf.py ModelBase.prepare_tensors:
+FFN_GATE_INP, POS_EMBD, TOKEN_TYPES, SSM_CONV1D, SHORTCONV_CONV, TIME_MIX_FIRST, _W1, _W2, _DECAY_W1, _DECAY_W2,
+_LERP_FUSED); llama-quantize leaves them so."""
+
+
 def _quantizable(t: Planned) -> bool:
     """tensor_allows_quantization, for the tensors a language model's GGUF holds."""
     if t.rows <= 1 and t.experts <= 1:  # ggml_n_dims < 2
         return False
     name = t.name
-    return name.endswith("weight") and "_norm.weight" not in name and "ffn_gate_inp.weight" not in name
+    if name in ("position_embd.weight", "token_types.weight"):
+        return False
+    return name.endswith("weight") and not any(part in name for part in NOT_QUANTISED)
 
 
 @dataclass(frozen=True)
@@ -233,7 +255,7 @@ def predict(model: Any, arch: str, ftype: str, source: str = "BF16", imatrix: bo
     out = []
     for t in tensors:
         if not _quantizable(t):
-            kind = "F32" if t.rows <= 1 or "ffn_gate_inp" in t.name else source
+            kind = "F32" if t.rows <= 1 or any(part in t.name for part in CONVERTER_F32) else source
         elif default in FLOATS:
             kind = default
         else:

@@ -379,7 +379,7 @@ def test_hostile_gguf_is_refused_before_the_records_load(name, command, tmp_path
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# memory MODEL --quant: llama-quantize's choice of type per tensor (llama.cpp 0c1e57098 src/llama-quant.cpp)
+# memory MODEL --quant: llama-quantize's choice of type per tensor (llama.cpp 007dbbf3fd17 src/llama-quant.cpp)
 
 
 def _more_bits(i: int, n: int) -> bool:

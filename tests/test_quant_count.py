@@ -110,7 +110,8 @@ def test_none_and_plain_configs_have_no_stored_line() -> None:
         (("qwen3-8b", "--quant", "fp8", "--group-size", "64"), "no choice of group size"),
         (("qwen3-8b", "--quant", "q4_k_m", "--bits", "4"), "llama.cpp file type"),
         (("qwen3-8b", "--quant", "int3"), "unknown scheme 'int3'"),
-        (("qwen3-8b", "llama-3-8b", "--quant", "awq"), "one model"),
+        (("qwen3-8b", "llama-3-8b", "--quant", "int3"), "unknown scheme 'int3'"),
+        (("qwen3-8b", "llama-3-8b", "--quant", "fp8", "--group-size", "64", "--csv"), "no choice of group size"),
         (("qwen3-8b", "--dtype", "fp16"), "--dtype"),
     ],
 )

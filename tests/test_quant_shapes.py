@@ -30,16 +30,21 @@ else:  # pragma: no cover
 
 FP8 = {"quant_method": "fp8", "weight_block_size": [128, 128]}
 TABLE = _shapes_file()
-WRITTEN = sorted(name for name in TABLE if name not in ("refused", "jetmoe", "mllama_text_model"))
+TABLES = ("refused", "tied", "last", "keep")
+WRITTEN = sorted(
+    ({name for name in TABLE if name not in TABLES} | {name for t in TABLES[1:] for name in TABLE.get(t, {})})
+    - {"jetmoe", "mllama_text_model"}
+)
 # not built here: jetmoe (transformers 5.24.0 cannot build JetMoeConfig's class defaults: no hidden_act) and
 # mllama_text_model (AutoModelForCausalLM takes only the whole Mllama config); stablelm's k_proj and v_proj, the
 # same shapes, are checked
 
 
-def quantised_bytes(model_type: str) -> tuple[int, int]:
-    """(transformers' quantised bytes, llmcount's) for the record's class-default config under FP8 128×128."""
+def quantised_bytes(model_type: str, quant: dict | None = None, **keys) -> tuple[int, int]:
+    """(transformers' quantised bytes, llmcount's) for the record's class-default config (with ``keys`` set) under
+    FP8 128×128 (or ``quant``)."""
     defaults = {k: v for k, v in class_defaults(model_type).items() if k not in ("dtype", "torch_dtype")}
-    config = {"model_type": model_type, **defaults, "quantization_config": FP8}
+    config = {"model_type": model_type, **defaults, **keys, "quantization_config": quant or FP8}
     _, tensors = oracle_bytes(config)
     size = {"torch.float8_e4m3fn": 1, "torch.float32": 4}
     theirs = sum(
@@ -63,6 +68,13 @@ def test_every_written_path_is_a_term_of_its_record() -> None:
         if name == "refused":
             assert all(records.family(f) is not None for f in entries), entries
             continue
+        if name in TABLES[1:]:
+            for record, entry in entries.items():
+                family = records.family(record)
+                assert family is not None, record
+                paths = {c.term.path for c in family.choices}
+                assert set(entry.get("paths", [entry.get("path")])) <= paths, (name, record)
+            continue
         family = records.family(name)
         assert family is not None, name
         paths = {c.term.path for c in family.choices}
@@ -85,3 +97,33 @@ def test_refused_records_name_the_reason(model_type: str, tmp_path) -> None:
     path.write_text(json.dumps(config))
     result = run("memory", str(path), "--quant", "fp8-block", "--dtype", "bf16")
     assert_refused(result, f"is not sized for the {model_type} record", TABLE["refused"][model_type][:40])
+
+
+# The tied shared blocks of Zamba and Zamba2 (transformers ties every hybrid layer's copy only with tied word
+# embeddings) and Gemma 3n's last unembedding projection (the model's last parameter when the head is tied) are left
+# alone by get_keys_to_not_convert; untied, every copy is converted. BLT's last parameter is its patcher's head, which
+# has no patcher without patch_in_forward. Both ways against the quantiser.
+@pytest.mark.parametrize(
+    ("model_type", "keys"),
+    [
+        ("zamba", {"tie_word_embeddings": False}),
+        ("zamba2", {"tie_word_embeddings": False, "use_shared_attention_adapter": True}),
+        ("gemma3n_text", {"tie_word_embeddings": False}),
+        ("blt", {"patch_in_forward": False}),
+    ],
+)
+def test_untied_variants_match_transformers_fp8_quantiser(model_type: str, keys: dict) -> None:
+    theirs, ours = quantised_bytes(model_type, **keys)
+    assert ours == theirs, f"{model_type} {keys}: FP8 weights and scales, transformers 5.24.0's quantiser {theirs:,}"
+
+
+def test_an_explicit_skip_list_on_a_tied_block_is_refused(tmp_path) -> None:
+    import json
+
+    quant = {**FP8, "modules_to_not_convert": ["lm_head"]}
+    defaults = {k: v for k, v in class_defaults("zamba").items() if k not in ("dtype", "torch_dtype")}
+    config = {"model_type": "zamba", **defaults, "torch_dtype": "bfloat16", "quantization_config": quant}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("memory", str(path))
+    assert_refused(result, "zamba record's attention/q_proj once the config lists the modules", "_tied_weights_keys")

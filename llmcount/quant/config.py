@@ -53,11 +53,18 @@ class Quant:
     scale_dtype: str | None = None  # a safetensors code; None: the checkpoint dtype
     strategy: str = ""  # compressed-tensors: group, channel, tensor, block, tensor_group
     default_skips: bool = True  # the method adds its own skips (lm_head) to the config's
+    skips_always: bool = False  # ... even when the config lists its own (transformers' AWQ quantiser)
     words: str = ""  # the scheme as the config sets it, for output
 
     @property
     def name(self) -> str:
         return self.scheme.name
+
+    @property
+    def own_skips(self) -> bool:
+        """Whether the method's own skips (get_keys_to_not_convert: the LM head, tied modules, the last parameter)
+        apply to this config."""
+        return self.default_skips and (self.skips_always or not self.skip)
 
     @property
     def label(self) -> str:
@@ -237,7 +244,9 @@ def _awq(raw: Mapping[str, Any], where: str) -> Quant:
         raise _fail(where, "version", f"{version!r}: only AWQ's gemm layout is read (gemv and exllama are not)")
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"AWQ int{bits} (GEMM), group {group}"
-    return Quant(BY_NAME["awq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
+    # quantizer_awq.py (transformers 5.24.0) calls get_modules_to_not_convert with add_default_skips=True: the head
+    # (and tied blocks, the last parameter) stay unquantised even when modules_to_not_convert is given
+    return Quant(BY_NAME["awq"], {"bits": bits, "g": group}, frozenset(), skip, skips_always=True, words=words)
 
 
 def _bnb(raw: Mapping[str, Any], where: str) -> Quant:

@@ -143,11 +143,79 @@ def gguf_summary(model: Any, quant: str) -> Summary:
     return Summary(
         f"llama.cpp {ftype.upper()} ({FILE_TYPES[ftype][0]})",
         ftype,
-        "llama.cpp 0c1e57098 src/llama-quant.cpp (llmcount/gguf_quant.py)",
+        "llama.cpp 007dbbf3fd17 src/llama-quant.cpp (llmcount/gguf_quant.py)",
         model.counts.total,
         parts,
         tuple(notes),
     )
+
+
+STORED_FIELDS = ("stored_scheme", "stored_bytes", "stored_bits_per_parameter")
+"""A batch row's stored-bytes columns (``count A B --quant ... --csv``): the scheme (as --quant names it, or the
+llama.cpp file type), the bytes, and bits per parameter (scales and kept tensors included)."""
+
+
+def check_options(quant: str | None, bits_text: str | None, group_text: str | None, dtype: str | None) -> None:
+    """A batch's --quant, --bits, --group-size and --dtype checked once, before any model is read."""
+    from ..sizes import parse_size
+
+    bits = None if bits_text is None else parse_size(bits_text, "--bits", suffixes=False)
+    group = None if group_text is None else parse_size(group_text, "--group-size", suffixes=False)
+    if quant is None or quant == "none":
+        return
+    from ..gguf_quant import is_file_type
+
+    if is_file_type(quant):
+        if bits is not None or group is not None or dtype is not None:
+            raise LlmcountError(f"--quant {quant}: a llama.cpp file type has no --bits, --group-size or --dtype")
+        return
+    if group is not None and quant not in ("gptq", "awq", "mlx"):
+        raise LlmcountError(f"--group-size: the scheme {quant} has no choice of group size")
+    from .config import from_options
+
+    from_options(quant, bits, group)
+
+
+def with_stored(
+    results: Any, quant: str | None, bits: str | None, group: str | None, dtype: str | None
+) -> Any:  # fmt: skip
+    """Each batch result with its stored-bytes columns: under ``--quant`` for every model, else for a config that
+    declares its quantisation; a model the scheme cannot size is one failed result naming why."""
+    from ..batch import Result
+
+    for result in results:
+        if result.model is None:
+            yield result
+            continue
+        try:
+            yield Result(result.spec, result.model, stored=_stored_row(result, quant, bits, group, dtype))
+        except LlmcountError as exc:
+            message = str(exc)
+            yield Result(result.spec, error=message if message.startswith(result.spec) else f"{result.spec}: {message}")
+
+
+def _stored_row(result: Any, quant: str | None, bits: str | None, group: str | None, dtype: str | None) -> Any:
+    from ..counting import Counted
+    from ..sources import STDIN, resolve
+
+    if result.spec.lower().endswith(".gguf"):
+        if quant is not None or bits is not None or group is not None or dtype is not None:
+            raise LlmcountError("--quant: a GGUF file's tensors are stored in its own types (memory FILE shows them)")
+        return None
+    if result.spec == STDIN:  # read once, by the count
+        if quant is not None:
+            raise LlmcountError("--quant in a batch sizes configs named by path or preset, not stdin")
+        return None
+    _, where, config = resolve(result.spec)
+    if quant is None and not declares(config):
+        if bits is not None or group is not None:
+            raise LlmcountError("--bits and --group-size need --quant")
+        return None
+    model = result.model.full() if isinstance(result.model, Counted) else result.model
+    s = summary(model, config, where, quant, bits, group, dtype)
+    if s is None:
+        return None
+    return {"stored_scheme": s.name, "stored_bytes": s.bytes, "stored_bits_per_parameter": float(s.bits)}
 
 
 def with_note(s: Summary, note: str) -> Summary:

@@ -133,6 +133,9 @@ TABLE_SCHEMES = (
 )
 """The schemes ``memory --table`` sets side by side, with their usual sizes."""
 
+TABLE_FILE_TYPES = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "iq4_xs")
+"""The llama.cpp file types ``memory --table`` adds (llama.cpp's choice of type per tensor; tensor data only)."""
+
 
 @dataclass(frozen=True)
 class SchemeRow:
@@ -165,4 +168,19 @@ def scheme_table(model: Model, dtype: str | None) -> tuple[list[SchemeRow], list
             continue
         converted = sum(g.parameters for g in stored.groups if g.stored_as != stored.dtype)
         rows.append(SchemeRow(shown, quant.label, stored.parameters, converted, stored.bytes))
+    for ftype in TABLE_FILE_TYPES:
+        try:
+            rows.append(_file_type_row(model, ftype))
+        except LlmcountError as exc:
+            refused.append(f"{ftype}: {exc}")
     return rows, refused
+
+
+def _file_type_row(model: Model, ftype: str) -> SchemeRow:
+    """The GGUF llama.cpp's llama-quantize makes for ``ftype``: every tensor in the type llama.cpp picks for it
+    (:func:`llmcount.gguf_quant.predict`), bytes from gguf's GGML_QUANT_SIZES; parameters as the model defines them."""
+    from .count import gguf_summary
+
+    summary = gguf_summary(model, ftype)
+    kept = sum(p.parameters for p in summary.parts if p.what in ("F32", "F16", "BF16"))
+    return SchemeRow(ftype, summary.scheme, model.counts.total, model.counts.total - kept, summary.bytes)

@@ -152,11 +152,25 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         raise LlmcountError(
             f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record: {refused}"
         )
+    fp32_kept = _fp32_kept(model) if quant.scheme.method in KEEPS_FP32_MODULES else frozenset()
+    tied, tied_why = tied_paths(model)
+    last = _last_parameter(model) if quant.own_skips else ""
     groups: list[Group] = []
     matched: set[str] = set()
     for term, component in zip(model.terms, model.counts.components, strict=True):
         kept = TensorBytes("", (component.count,), dtype_code, 1, True)
-        if not _convertible(term, quant.scheme):
+        if not _convertible(term, quant.scheme, isinstance(table.get(term.path), list)):
+            groups.append(Group(term.path, component.count, (kept,), dtype_code))
+            continue
+        if term.path in fp32_kept:  # transformers' _keep_in_fp32_modules
+            groups.append(Group(term.path, component.count, (kept,), dtype_code))
+            continue
+        if term.path in tied:
+            if not quant.own_skips:
+                raise LlmcountError(
+                    f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record's {term.path} "
+                    f"once the config lists the modules to leave alone: {tied_why}"
+                )
             groups.append(Group(term.path, component.count, (kept,), dtype_code))
             continue
         per_layer = evaluate_int(term.expr, values, term.path)
@@ -164,9 +178,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         if isinstance(written, str):  # not an nn.Linear: no scheme converts it
             groups.append(Group(term.path, component.count, (kept,), dtype_code))
             continue
-        shapes = _matrices(term, values, per_layer)
-        if shapes is None and written is not None:
-            shapes = _written(written, term, values)
+        shapes = _written(written, term, values) if written is not None else _matrices(term, values, per_layer)
         if shapes is None:
             if _is_vector(term):
                 groups.append(Group(term.path, component.count, (kept,), dtype_code))
@@ -181,8 +193,14 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         tensors: list[TensorBytes] = []
         if rest:  # a bias written in the same term as its weight: kept as it is
             tensors.append(TensorBytes("", (rest * sum(1 for _ in _layers(model, term)),), dtype_code, 1, True))
-        for layer in _layers(model, term):
+        layers = list(_layers(model, term))
+        for layer in layers:
             for kind, module, count, out_f, in_f in shapes:
+                if term.path == last and layer == layers[-1] and (kind, module) == shapes[-1][:2]:
+                    tensors.append(TensorBytes("", (out_f * in_f,), dtype_code, 1, True))  # the last parameter's
+                    count -= 1
+                    if not count:
+                        continue
                 full = _module_name(names, term.path, module, layer)
                 skipped, sizes = _decide(quant, full, kind, matched)
                 if skipped or not _fits(quant, out_f, in_f):
@@ -225,6 +243,41 @@ def written_shapes(record: str) -> tuple[Mapping[str, Any], str]:
     return data.get(record, {}), data.get("refused", {}).get(record, "")
 
 
+KEEPS_FP32_MODULES = ("fp8", "fbgemm_fp8", "mxfp4", "awq", "bitsandbytes")
+"""The methods whose transformers quantiser adds the model's ``_keep_in_fp32_modules`` to the modules it leaves
+alone, whatever the config lists (``get_modules_to_not_convert`` in quantizers/base.py, called by
+quantizer_finegrained_fp8.py, quantizer_fbgemm_fp8.py, quantizer_mxfp4.py, quantizer_awq.py, quantizer_bnb_4bit.py and
+quantizer_bnb_8bit.py, transformers 5.24.0)."""
+
+
+def _fp32_kept(model: Model) -> frozenset[str]:
+    """The terms of ``model`` that its transformers class lists in ``_keep_in_fp32_modules``, as ``shapes.toml``'s
+    ``[keep.<record>]`` names them."""
+    entry = _shapes_file().get("keep", {}).get(model.architecture.name)
+    return frozenset(entry["paths"]) if entry else frozenset()
+
+
+def tied_paths(model: Model) -> tuple[frozenset[str], str]:
+    """The terms of ``model`` that transformers ties across layers (``_tied_weights_keys``) as ``shapes.toml``'s
+    ``[tied.<record>]`` lists them (when the record key it names is true), and why. transformers' quantisers leave
+    tied modules unconverted when the config gives no skip list (``get_keys_to_not_convert``, quantizers/base.py
+    5.24.0: tied keys, the last parameter's module and the output embedding)."""
+    entry = _shapes_file().get("tied", {}).get(model.architecture.name)
+    if not entry or not model.keys.get(entry["when"]):
+        return frozenset(), ""
+    return frozenset(entry["paths"]), entry["why"]
+
+
+def _last_parameter(model: Model) -> str:
+    """The term whose last matrix is the model's last parameter (``named_parameters()`` order) when that is no
+    LM head, as ``shapes.toml``'s ``[last.<record>]`` names it (when the record key it names is true): transformers'
+    quantisers leave that module alone too when the config gives no skip list (``get_keys_to_not_convert``)."""
+    entry = _shapes_file().get("last", {}).get(model.architecture.name)
+    if not entry or not model.keys.get(entry["when"]):
+        return ""
+    return entry["path"]
+
+
 def _written(entries: list, term, values: Mapping) -> list[Shape]:
     """The matrices ``shapes.toml`` writes for a term: (kind, module, count, out, in) per entry."""
     from ..formulas.expressions import formula
@@ -265,13 +318,19 @@ def _merge(tensors: list[TensorBytes]) -> tuple[TensorBytes, ...]:
     return tuple(out.values())
 
 
-def _convertible(term, scheme: Scheme) -> bool:
-    """Whether the scheme's code would look at this term at all (a bias, a norm never; MXFP4 only the experts)."""
+def _convertible(term, scheme: Scheme, listed: bool = False) -> bool:
+    """Whether the scheme's code would look at this term at all (a bias never; MXFP4 only the experts; what
+    ``shapes.toml`` lists as nn.Linear modules always, in a norm or among the embeddings too; else a norm or an
+    embedding never)."""
     path = term.path
-    if path.endswith(".bias") or is_norm(path) or (not term.matmul and not term.embedding):
+    if path.endswith(".bias"):
         return False
     if scheme.converts == "experts":
         return term.routed
+    if listed:  # an nn.Linear, wherever the record files it (a gate MLP inside a norm)
+        return True
+    if is_norm(path) or (not term.matmul and not term.embedding):
+        return False
     if any(path == k or (k.endswith("/") and path.startswith(k)) for k in scheme.keeps):
         return False
     if term.group == "embedding":
@@ -393,7 +452,7 @@ def _decide(quant: Quant, full: str, kind: str, matched: set[str]) -> tuple[bool
             if entry is False:
                 return True, sizes
             sizes.update({"bits": entry.get("bits", sizes["bits"]), "g": entry.get("group_size", sizes["g"])})
-    if kind == "head" and quant.default_skips and not quant.skip:
+    if kind == "head" and quant.own_skips:
         return True, sizes
     return any(quant.skipped(name) for name in names), sizes
 
