@@ -65,12 +65,6 @@ def assumptions(layout: Layout, routed: bool) -> str:
     return "; ".join(ASSUMPTION_PARTS[part] for part in parts)
 
 
-ALREADY_SCALED = ("gemma3",)
-"""model_types whose max_position_embeddings already includes the rope scaling: vLLM skips the factor for them
-(vllm/config/model.py, _get_and_verify_max_len: ``"gemma3" not in hf_config.model_type``)."""
-UNSCALED_ROPE = ("su", "longrope", "llama3")
-"""rope types whose factor does not lengthen the context vLLM derives (same function)."""
-
 KvRule = Callable[[int, int], int]
 """KV-cache bytes one GPU holds for (S tokens, B sequences): transformers' cache split over the ranks by default
 (:meth:`Plan.kv_bytes`); an engine's rule plugs in as ``kv(plan) -> KvRule`` (:func:`shard`, :func:`fit`)."""
@@ -526,22 +520,26 @@ def context_limit(config: Mapping[str, Any], max_positions: int | None) -> tuple
     """The longest sequence an engine accepts for this config, and how it was derived: max_position_embeddings,
     times the rope scaling factor as vLLM reads ``rope_scaling`` / ``rope_parameters`` (yarn from its
     ``original_max_position_embeddings``; su, longrope and llama3 not lengthened; the model_types of
-    :data:`ALREADY_SCALED` not at all): vllm/config/model.py, _get_and_verify_max_len. None without a length."""
+    vLLM record's ``[context] already_scaled`` not at all): vllm/config/model.py, _get_and_verify_max_len. None
+    without a length."""
+    from .engines import engine
+
     if max_positions is None:
         return None
+    rules = engine("vllm").context
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     source = text if text is not None and ("rope_scaling" in text or "rope_parameters" in text) else config
     rope = source.get("rope_parameters") or source.get("rope_scaling")
     model_type = str(source.get("model_type", config.get("model_type", "")))
     how = f"max_position_embeddings {max_positions:,}"
-    if not isinstance(rope, dict) or any(name in model_type for name in ALREADY_SCALED):
+    if not isinstance(rope, dict) or any(name in model_type for name in rules["already_scaled"]):
         return max_positions, how
     nested = all(isinstance(value, dict) for value in rope.values()) and rope
     entries = list(rope.values()) if nested else [rope]
     limit, factor = max_positions, 1
     for entry in entries:
         kind = entry.get("rope_type", entry.get("type"))
-        if kind in UNSCALED_ROPE or kind is None:
+        if kind in rules["unscaled_rope"] or kind is None:
             continue
         value = entry.get("factor", factor)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 2**20:

@@ -46,6 +46,7 @@ class Engine:
     hybrid: Mapping[str, Any] = field(default_factory=dict)  # how state layers' pages meet attention pages
     states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model type -> its state calculator
     no_longer: Mapping[str, Any] = field(default_factory=dict)  # model type -> [architecture, last version]
+    context: Mapping[str, Any] = field(default_factory=dict)  # how the engine derives the longest context
 
     @property
     def cited(self) -> str:
@@ -64,7 +65,7 @@ TRANSFORMERS_ENGINE = Engine(
 )
 
 
-OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer"}
+OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context"}
 
 
 def _load(name: str) -> Engine:
@@ -95,6 +96,7 @@ def _load(name: str) -> Engine:
         hybrid=data.get("hybrid", {}),
         states=data.get("states", {}),
         no_longer=data.get("no_longer", {}),
+        context=data.get("context", {}),
     )
 
 
