@@ -584,3 +584,45 @@ def test_without_the_gguf_package_one_line_names_the_extra(args) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "pip install 'llmcount[gguf]'" in done.stderr
+
+
+# ---------------------------------------------------------------- memory --engine per GPU
+
+
+def test_memory_per_gpu_takes_the_engines_cache_per_rank():
+    """memory --engine E --tp N: the KV line per GPU is the engine's figure at tp = N (Mistral-7B-v0.1 under vLLM,
+    every layer full: 32 layers · 2048 blocks · 16 tokens · 8 KV heads · 256 · 2 bytes = 4 GiB, 2 GiB per rank)."""
+    args = ("memory", "mistral-7b", "--seq", "32k", "--engine", "vllm", "--json")
+    data = json.loads(run(*args, "--tp", "2", "--gpu", "h100").stdout)
+    assert data["kv_cache_bytes_per_gpu"] == 2 * GIB
+    assert data["kv_cache_bytes_per_gpu"] == engines.kv_cache_bytes("vllm", load("mistral-7b"), 32768, 1, tp=2)
+    assert data["engine"]["name"] == "vllm" and data["total_bytes_per_gpu"] == data["weights_bytes_per_gpu"] + 2 * GIB
+    plain = json.loads(run("memory", "mistral-7b", "--seq", "32k", "--json", "--tp", "2").stdout)
+    assert plain["weights_bytes_per_gpu"] == data["weights_bytes_per_gpu"]
+    assert plain["kv_cache_bytes_per_gpu"] < data["kv_cache_bytes_per_gpu"]  # transformers keeps the window
+    text = run(*args[:-1], "--tp", "2").stdout
+    assert "vLLM's cache" in text and "transformers' cache" not in text
+
+
+def test_memory_per_gpu_passes_the_engines_settings():
+    """Gemma-2-2B's sliding layers under vLLM hold the window plus 2 · max_num_batched_tokens: the setting reaches
+    the per-GPU figure."""
+    args = ("memory", "gemma-2-2b", "--seq", "32k", "--engine", "vllm", "--gpu", "h100", "--json")
+    data = json.loads(run(*args, "--max-num-batched-tokens", "8192").stdout)
+    model = load("gemma-2-2b")
+    assert data["kv_cache_bytes_per_gpu"] == engines.kv_cache_bytes("vllm", model, 32768, max_num_batched_tokens=8192)
+    assert data["kv_cache_bytes_per_gpu"] != json.loads(run(*args).stdout)["kv_cache_bytes_per_gpu"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--engine", "vllm", "--tp", "2", "--pp", "2"), ("--pp",)),
+        (("--engine", "llama.cpp", "--tp", "2"), ("split-mode",)),
+        (("--engine", "llama.cpp", "--gpu", "h100", "--ctx", "8192"), ("--ctx",)),
+        (("--engine", "vllm", "--tp", "3"), ("--tp 3",)),
+        (("--engine", "vlm", "--tp", "2"), ("unknown engine",)),
+    ],
+)
+def test_memory_per_gpu_with_an_engine_refuses_in_one_line(args, needles):
+    assert_refused(run("memory", "mistral-7b", *args), *needles)
