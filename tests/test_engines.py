@@ -364,10 +364,28 @@ def test_vllm_refuses_models_it_no_longer_runs(tmp_path):
         engines.kv_cache("vllm", load(str(tmp_path)), 4096)
 
 
-def test_engines_without_a_state_rule_refuse_state_layers():
-    for name in ("sglang", "llama.cpp"):
-        with pytest.raises(engines.LlmcountError, match="linear_attention layers"):
-            engines.kv_cache(name, load("qwen3-next-80b-a3b"), 4096)
+def test_sglang_refuses_state_layers():
+    with pytest.raises(engines.LlmcountError, match="MambaPool"):
+        engines.kv_cache("sglang", load("qwen3-next-80b-a3b"), 4096)
+
+
+def test_llama_cpp_recurrent_states_by_hand():
+    """llama_memory_recurrent (src/llama-memory-recurrent.cpp, llama-hparams.cpp): one row per sequence of
+    n_embd_r = (d_conv − 1)·(d_inner + 2·n_group·d_state) and n_embd_s = d_state·d_inner F32 elements per state layer.
+    Qwen3-Next-80B-A3B as convert_hf_to_gguf.py writes it: d_inner = 128·32 = 4,096, d_state = 128, n_group = 16,
+    d_conv = 4: n_embd_r = 3·(4,096 + 2·16·128) = 24,576, n_embd_s = 128·4,096 = 524,288; 36 such layers. The 12
+    attention layers keep n_ctx = 32,768 cells of 2 KV heads of 256, K and V in f16."""
+    got = engines.kv_cache("llama.cpp", load("qwen3-next-80b-a3b"), 32768, 1, ctx=32768)
+    assert got.bytes == 36 * (24_576 + 524_288) * 4 + 12 * 32768 * 2 * 2 * 256 * 2
+
+
+def test_llama_cpp_mamba1_states_by_hand(tmp_path):
+    """Jamba's class defaults: d_inner = 2·4,096 = 8,192, d_state 16, d_conv 4, no groups (Mamba-1): n_embd_r = 3 ·
+    8,192, n_embd_s = 16 · 8,192; 28 Mamba layers and 4 attention layers of 8 KV heads of 128; two sequences, each
+    a stream of pad(4,096, 256) = 4,096 cells."""
+    (tmp_path / "config.json").write_text(json.dumps(_class_config("jamba")))
+    got = engines.kv_cache("llama.cpp", load(str(tmp_path)), 4096, 2)
+    assert got.bytes == 2 * 28 * (3 * 8192 + 16 * 8192) * 4 + 4 * 2 * 4096 * 2 * 8 * 128 * 2
 
 
 # ---------------------------------------------------------------- SGLang, by hand

@@ -336,11 +336,14 @@ def kv_cache(
         )
     states = [k for k in kinds if k.is_state]
     pages = {}
-    if states:
+    if states and eng.allocation != "cells":
         pages = _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
+        if k.is_state and eng.allocation == "cells":
+            rows.append(_recurrent_row(eng, model, model_type, k, amount, batch, env))
+            continue
         if k.is_state:
             rows.append(_state_row(eng, k, amount, pages[k.kind], batch, env, settings))
             continue
@@ -439,6 +442,28 @@ def _state_row(eng, kind, amount, page_info, batch, env, settings) -> KindBytes:
         f"{settings['block_size']:,} tokens, {padded:,} bytes; {count} pages per sequence: {why}"
     )
     return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * count * padded, rule, 0, amount.bytes)
+
+
+def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindBytes:
+    """llama.cpp's llama_memory_recurrent: mem_size = max(1, n_seq_max) = B rows per layer of an r tensor of
+    n_embd_r and an s tensor of n_embd_s elements, both F32 (llama_model::create_memory); n_embd_r and n_embd_s
+    from the GGUF's ssm keys as the record's ``[states.<model_type>]`` writes them (llama-hparams.cpp)."""
+    from ..formulas.derivation import evaluate_int
+    from ..formulas.expressions import formula
+
+    table = eng.states.get(model_type)
+    if table is None:
+        raise LlmcountError(
+            f"{eng.title}: the {kind.kind} layers of {model.architecture.title}: {eng.refused['state']}"
+        )
+    r, s = (evaluate_int(formula(table[part], f"[states.{model_type}] {part}"), model.values, part) for part in "rs")
+    layers = evaluate_int(kind.layers, env, kind.kind)
+    cell = (r + s) * eng.hybrid["state_bytes"]
+    rule = (
+        f"llama_memory_recurrent: B = {batch:,} rows (one per sequence) of n_embd_r = {r:,} and n_embd_s = {s:,} "
+        f"elements in F32 ({cell:,} bytes a row) per layer, whatever S; the conv state keeps d_conv − 1 columns"
+    )
+    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes)
 
 
 def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
