@@ -644,3 +644,12 @@ def test_memory_per_gpu_passes_the_engines_settings():
 )
 def test_memory_per_gpu_with_an_engine_refuses_in_one_line(args, needles):
     assert_refused(run("memory", "mistral-7b", *args), *needles)
+
+
+@pytest.mark.parametrize(("kv_dtype", "row"), [("f16", 576 * 2), ("q8_0", 576 // 32 * 34), ("q4_0", 576 // 32 * 18)])
+def test_llama_cpp_mla_keeps_one_latent_row_by_hand(kv_dtype, row):
+    """llama.cpp runs DeepSeek's MLA as one K head of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per
+    cell and allocates no V (src/llama-kv-cache.cpp: has_v = !is_mla). DeepSeek-V3: 61 layers; --ctx 32768 is a
+    multiple of 256."""
+    got = engines.kv_cache("llama.cpp", load("deepseek-v3"), 32768, 1, kv_dtype, ctx=32768)
+    assert got.bytes == 61 * 32768 * row

@@ -381,7 +381,7 @@ def kv_cache(
         elif eng.allocation == "pool":
             tokens, nbytes, rule, token_bytes = _pool(*rule_args)
         else:
-            tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind)
+            tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind, latent)
         if why_full:
             rule = f"{why_full}: {rule}"
         if tp > 1:
@@ -516,7 +516,7 @@ def _row(block_type: tuple[int, int], elements: int) -> int:
     return elements // block * type_size
 
 
-def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx, kind):
+def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx, kind, latent=False):
     """llama.cpp: n_ctx = pad(ctx, 256); per stream (one per sequence, --kv-unified off) n_ctx_seq =
     pad(n_ctx / B, 256) cells; an SWA layer keeps pad(min(n_ctx_seq, W + n_ubatch), 256) cells per stream; a cell
     of a layer is a K row and a V row of the cache type."""
@@ -526,12 +526,20 @@ def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx,
     if n_ctx // batch == 0:
         raise LlmcountError(f"--ctx: a context of {n_ctx:,} cells gives each of the {batch} sequences none")
     settings.update({"ctx": ctx if ctx is not None else batch * seq, "n_ctx": n_ctx_seq * batch, "n_ubatch": ubatch})
-    if per_layer % 2:
+    if latent:  # MLA: one K row of the latent per cell, V a view of it (llama-kv-cache.cpp: has_v = !is_mla)
+        cell = _row(size, per_layer)
+    elif per_layer % 2:
         raise LlmcountError(f"{eng.title}: the {kind} cache is not keys and values of equal width")
-    cell = _row(size, per_layer // 2) * 2
+    else:
+        cell = _row(size, per_layer // 2) * 2
     if run == "full_attention":
         cells = n_ctx_seq
         rule = f"n_ctx padded to {pad}: {cells:,} cells per sequence ({cell:,} bytes a cell)"
+        if latent:
+            rule += (
+                "; MLA as one K head of kv_lora_rank + qk_rope_head_dim per cell and no V tensor (V is a view of K), "
+                "as a GGUF converted with the MLA keys (attention.key_length_mla) runs"
+            )
     else:
         cells = _pad(min(n_ctx_seq, window + ubatch), pad)
         rule = (
