@@ -287,10 +287,12 @@ def memory(
     if not training and per_gpu:
         from .cli_serving import serving_memory
 
-        refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}
-        refused |= {"--group-size": group_size, "--overhead": None if overhead.strip() == "0" else overhead}
-        refused |= {"--ctx": ctx}
+        refused = {"--mtp": mtp or None, "--table": table or None}
+        refused |= {"--overhead": None if overhead.strip() == "0" else overhead, "--ctx": ctx}
+        if gpu_memory is not None:
+            refused |= {"--quant": quant, "--bits": bits, "--group-size": group_size}
         engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
+        engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
         return serving_memory(
             spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json, **engine_given
         )

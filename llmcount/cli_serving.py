@@ -110,6 +110,9 @@ def serving_memory(
     as_json: bool,
     engine: str | None = None,
     max_num_batched_tokens: str | None = None,
+    quant: str | None = None,
+    bits: str | None = None,
+    group_size: str | None = None,
 ) -> None:
     """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`, with
     ``engine``'s KV cache per rank when given), or with --gpu-memory what fits GPUs of that memory
@@ -131,6 +134,7 @@ def serving_memory(
     if gpu_memory is not None:
         return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
     engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
+    engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
     return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json, **engine_given)
 
 
@@ -149,9 +153,13 @@ def memory_per_gpu(
     as_json: bool,
     engine: str | None = None,
     max_num_batched_tokens: str | None = None,
+    quant: str | None = None,
+    bits: str | None = None,
+    group_size: str | None = None,
 ) -> None:
-    """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E]``: per GPU the weights shard, the KV shard (as
-    ``engine`` allocates it per tp rank, when given); with a GPU, what is left and whether it fits."""
+    """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E] [--quant S]``: per GPU the weights shard (as
+    the checkpoint's quantisation scheme, or ``--quant``'s, stores them), the KV shard (as ``engine`` allocates it
+    per tp rank, when given); with a GPU, what is left and whether it fits."""
     from . import serving
 
     try:
@@ -170,9 +178,19 @@ def memory_per_gpu(
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
-        config, model = _config_and_model(spec, dtype, notes)
+        config, model = _config_and_model(spec, dtype)
+        stored = _stored(config, spec, model, dtype, quant, bits, group_size)
+        notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
-        shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv)
+        shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
+        if stored is not None:
+            from dataclasses import replace
+
+            shard = replace(shard, dtype=stored[2])
+            notes.append(
+                f"{stored[1]}, split over the ranks in proportion to the parameters each holds (scales and zeros with "
+                "the rows or columns they belong to)"
+            )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
@@ -203,6 +221,31 @@ def _engine_settings(engine: str, kv_dtype: str | None, batched: int | None) -> 
     given = {} if batched is None else {"max_num_batched_tokens": batched}
     kv = kv_dtype or eng.default_dtype
     return {"name": eng.name, "version": eng.version, "commit": eng.commit, "kv_dtype": kv, "settings": given}
+
+
+def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, group_size):
+    """The weights as stored, for :func:`llmcount.serving.shard`: ((path, parameters, bytes) groups, label) under
+    ``--quant`` (``none``: none), else under the checkpoint's own scheme unless ``--dtype`` is given; None
+    otherwise."""
+    from .cli_costs import positive_int
+    from .gguf_quant import is_file_type
+
+    if quant is not None and is_file_type(quant):
+        raise LlmcountError(f"--quant {quant}: a llama.cpp file type per GPU is not modelled (llama.cpp splits layers)")
+    if quant is None and (bits is not None or group_size is not None):
+        raise LlmcountError("--bits and --group-size need --quant")
+    if quant is None and dtype is not None:
+        return None
+    from .quant import report
+
+    groups = positive_int("--group-size", group_size) if group_size is not None else None
+    scheme = report.scheme_for(config, spec, quant, positive_int("--bits", bits) if bits else None, groups)
+    if scheme is None:
+        return None
+    plan = report.model_plan(model, scheme, dtype, spec)
+    rest = report.short_dtype(plan.dtype)
+    label = f"the weights as {scheme.label} stores them (the rest in {rest})"
+    return [(g.path, g.parameters, g.bytes) for g in plan.groups], label, f"{scheme.label}, the rest {rest}"
 
 
 def fitted(text: str) -> str:
