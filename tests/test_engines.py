@@ -338,7 +338,39 @@ HYBRID_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("make", "seq", "batch", "tp", "dtype"), HYBRID_CASES)
+def _random_hybrid(count: int = 6, seed: int = 29):
+    import random
+
+    rng = random.Random(seed)
+    for i in range(count):
+        tp = rng.choice([1, 2, 4])
+        kv = rng.choice([1, 2, 4, 8])
+        if i % 2:
+            extra = {
+                "linear_num_key_heads": 4 * rng.choice([1, 2, 4]),
+                "linear_num_value_heads": 8 * rng.choice([1, 2, 4]),
+                "linear_key_head_dim": rng.choice([64, 128]),
+                "linear_value_head_dim": rng.choice([64, 128]),
+                "linear_conv_kernel_dim": rng.choice([2, 4]),
+                "num_key_value_heads": kv,
+                "head_dim": rng.choice([128, 256]),
+            }
+            make = (lambda e: lambda: {**preset("qwen3-next-80b-a3b"), **e})(extra)
+        else:
+            heads = 8 * rng.choice([4, 8, 16])
+            extra = {
+                "mamba_num_heads": heads,
+                "mamba_head_dim": rng.choice([32, 64]),
+                "n_groups": rng.choice([1, 2, 8]),
+                "ssm_state_size": rng.choice([64, 128]),
+                "num_key_value_heads": kv,
+                "num_attention_heads": 32,
+            }
+            make = (lambda e: lambda: _class_config("nemotron_h", **e))(extra)
+        yield make, rng.randint(1, 100000), rng.randint(1, 4), tp, rng.choice(["auto", "fp8"])
+
+
+@pytest.mark.parametrize(("make", "seq", "batch", "tp", "dtype"), HYBRID_CASES + list(_random_hybrid()))
 def test_vllm_hybrid_matches_its_own_alignment_and_specs(make, seq, batch, tp, dtype, tmp_path):
     config = make()
     expected, block = vllm_hybrid_bytes(config, seq, batch, tp, dtype)
