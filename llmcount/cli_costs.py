@@ -290,14 +290,18 @@ def memory(
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
-    if engine is not None and per_gpu:
-        raise fail("--engine with --gpu, --gpus, --tp, --pp, --dp or --ep: not modelled in memory; use llmcount fit")
     if not training and per_gpu:
         from .cli_serving import serving_memory
 
-        refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}
-        refused |= {"--group-size": group_size, "--overhead": None if overhead.strip() == "0" else overhead}
-        return serving_memory(spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json)
+        refused = {"--mtp": mtp or None, "--table": table or None}
+        refused |= {"--overhead": None if overhead.strip() == "0" else overhead, "--ctx": ctx}
+        if gpu_memory is not None:
+            refused |= {"--quant": quant, "--bits": bits, "--group-size": group_size}
+        engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
+        engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
+        return serving_memory(
+            spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json, **engine_given
+        )
     if training and (gpu is not None or gpus is not None):
         raise fail("--gpu and --gpus size inference per GPU: not with --training")
     if training and not (table or gpu_memory is not None):

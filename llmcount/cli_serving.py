@@ -108,10 +108,16 @@ def serving_memory(
     gpu: str | None,
     gpus: str | None,
     as_json: bool,
+    engine: str | None = None,
+    max_num_batched_tokens: str | None = None,
+    quant: str | None = None,
+    bits: str | None = None,
+    group_size: str | None = None,
 ) -> None:
-    """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`), or
-    with --gpu-memory what fits GPUs of that memory (:func:`fit_memory`). ``given``: the training options as typed
-    (the parallel degrees among them); ``refused``: the options that size something else, None when not given."""
+    """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`, with
+    ``engine``'s KV cache per rank when given), or with --gpu-memory what fits GPUs of that memory
+    (:func:`fit_memory`). ``given``: the training options as typed (the parallel degrees among them); ``refused``: the
+    options that size something else, None when not given."""
     from . import cli_training
 
     degrees = [str(given[option]) for option in ("--tp", "--pp", "--dp", "--ep")]
@@ -127,7 +133,9 @@ def serving_memory(
     cli_training.refuse_without_training(others)
     if gpu_memory is not None:
         return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
-    return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json)
+    engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
+    engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
+    return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json, **engine_given)
 
 
 def memory_per_gpu(
@@ -143,12 +151,22 @@ def memory_per_gpu(
     gpu: str | None,
     gpus: str | None,
     as_json: bool,
+    engine: str | None = None,
+    max_num_batched_tokens: str | None = None,
+    quant: str | None = None,
+    bits: str | None = None,
+    group_size: str | None = None,
 ) -> None:
-    """``memory MODEL --tp N ... [--gpu NAME [--gpus G]]``: per GPU the weights shard, the KV shard; with a GPU, what
-    is left and whether it fits."""
+    """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E] [--quant S]``: per GPU the weights shard (as
+    the checkpoint's quantisation scheme, or ``--quant``'s, stores them), the KV shard (as ``engine`` allocates it
+    per tp rank, when given); with a GPU, what is left and whether it fits."""
     from . import serving
 
     try:
+        batched = None
+        if max_num_batched_tokens is not None:
+            batched = parse_size(max_num_batched_tokens, "--max-num-batched-tokens")
+        rule = _engine_rule(engine, kv_dtype, max_num_batched_tokens=batched)
         card = None
         if gpu is not None:
             from .gpus import gpu as find_gpu
@@ -158,16 +176,76 @@ def memory_per_gpu(
             raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
-        config, model = _config_and_model(spec, dtype, notes)
-        shard = serving.shard(model, layout, dtype or "bf16", kv_dtype, seq_, batch_)
+        if rule is not None and layout.pp > 1:
+            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        config, model = _config_and_model(spec, dtype)
+        stored = _stored(config, spec, model, dtype, quant, bits, group_size)
+        notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
+        kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
+        if stored is not None:
+            from dataclasses import replace
+
+            shard = replace(shard, dtype=stored[2])
+            notes.append(
+                f"{stored[1]}, split over the ranks in proportion to the parameters each holds (scales and zeros with "
+                "the rows or columns they belong to)"
+            )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
+    if rule is not None:
+        notes.append(_engine_note(engine))
     checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
     if as_json:
-        print_json(shard_data(model.name, shard, checked, notes))
+        data = shard_data(model.name, shard, checked, notes)
+        if rule is not None:
+            data["engine"] = _engine_settings(engine, kv_dtype, batched)
+        print_json(data)
     else:
-        typer.echo(fitted(render_shard(model.name, shard, checked, notes)))
+        source = "transformers' cache" if rule is None else _engine_source(engine, kv_dtype)
+        typer.echo(fitted(render_shard(model.name, shard, checked, notes, source)))
+
+
+def _engine_source(engine: str, kv_dtype: str | None) -> str:
+    from .engines import engine as find_engine
+
+    eng = find_engine(engine)
+    return f"{eng.title}'s cache, KV dtype {kv_dtype or eng.default_dtype}"
+
+
+def _engine_settings(engine: str, kv_dtype: str | None, batched: int | None) -> dict[str, Any]:
+    from .engines import engine as find_engine
+
+    eng = find_engine(engine)
+    given = {} if batched is None else {"max_num_batched_tokens": batched}
+    kv = kv_dtype or eng.default_dtype
+    return {"name": eng.name, "version": eng.version, "commit": eng.commit, "kv_dtype": kv, "settings": given}
+
+
+def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, group_size):
+    """The weights as stored, for :func:`llmcount.serving.shard`: ((path, parameters, bytes) groups, label) under
+    ``--quant`` (``none``: none), else under the checkpoint's own scheme unless ``--dtype`` is given; None
+    otherwise."""
+    from .cli_costs import positive_int
+    from .gguf_quant import is_file_type
+
+    if quant is not None and is_file_type(quant):
+        raise LlmcountError(f"--quant {quant}: a llama.cpp file type per GPU is not modelled (llama.cpp splits layers)")
+    if quant is None and (bits is not None or group_size is not None):
+        raise LlmcountError("--bits and --group-size need --quant")
+    if quant is None and dtype is not None:
+        return None
+    from .quant import report
+
+    groups = positive_int("--group-size", group_size) if group_size is not None else None
+    scheme = report.scheme_for(config, spec, quant, positive_int("--bits", bits) if bits else None, groups)
+    if scheme is None:
+        return None
+    plan = report.model_plan(model, scheme, dtype, spec)
+    rest = report.short_dtype(plan.dtype)
+    label = f"the weights as {scheme.label} stores them (the rest in {rest})"
+    return [(g.path, g.parameters, g.bytes) for g in plan.groups], label, f"{scheme.label}, the rest {rest}"
 
 
 def fitted(text: str) -> str:
@@ -213,7 +291,9 @@ def shard_data(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]
     return data
 
 
-def render_shard(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]) -> str:
+def render_shard(
+    name: str, shard: Shard, checked: GpuFit | None, notes: list[str], source: str = "transformers' cache"
+) -> str:
     from .serving import gb
 
     layout = shard.layout
@@ -226,7 +306,7 @@ def render_shard(name: str, shard: Shard, checked: GpuFit | None, notes: list[st
         f"  weights   {shard.weights_bytes:>20,} bytes  {gb(shard.weights_bytes)}  "
         f"({shard.gpu_parameters:,} of {shard.parameters:,} parameters in {shard.dtype})",
         f"  KV cache  {shard.kv_bytes:>20,} bytes  {gb(shard.kv_bytes)}  "
-        f"(B = {shard.batch:,} × S = {shard.seq:,} tokens in {shard.kv_dtype}, transformers' cache)",
+        f"(B = {shard.batch:,} × S = {shard.seq:,} tokens in {shard.kv_dtype}, {source})",
         f"  total     {shard.total_bytes:>20,} bytes  {gb(shard.total_bytes)}",
     ]
     if checked is not None:
@@ -299,13 +379,12 @@ def fit(
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
     if engine is not None and rule is not None:
-        from .engines import engine as find_engine
-
-        eng = find_engine(engine)
-        notes.append(f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)")
+        notes.append(_engine_note(engine))
     if as_json:
         data = fit_data(model.name, result, notes)
         if rule is not None:
+            from .engines import engine as find_engine
+
             data["engine"] = find_engine(engine).name
         print_json(data)
     else:
@@ -313,10 +392,18 @@ def fit(
         typer.echo(fitted(render_fit(model.name, result, notes, source)))
 
 
-def _engine_rule(engine: str | None, kv_dtype: str | None):
-    """For ``--engine`` other than transformers: a function of (model, weights' dtype) giving ``serving.fit``'s KV
-    rule (the engine's cache per tp rank) and the dtype transformers' plan is made in; None otherwise. The engine
-    and its KV dtype are checked before any model is read."""
+def _engine_note(engine: str) -> str:
+    from .engines import engine as find_engine
+
+    eng = find_engine(engine)
+    return f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)"
+
+
+def _engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
+    """For ``--engine`` other than transformers: a function of (model, weights' dtype) giving ``serving.fit``'s and
+    ``serving.shard``'s KV rule (the engine's cache per tp rank, under the engine ``settings`` given) and the dtype
+    transformers' plan is made in; None otherwise. The engine and its KV dtype are checked before any model is
+    read."""
     if engine is None:
         return None
     from . import engines
@@ -326,7 +413,8 @@ def _engine_rule(engine: str | None, kv_dtype: str | None):
 
     def rule(model, dtype: str):
         def per_plan(plan):
-            return lambda s, b: engines.kv_cache_bytes(engine, model, s, b, kv_dtype, dtype=dtype, tp=plan.layout.tp)
+            tp = plan.layout.tp
+            return lambda s, b: engines.kv_cache_bytes(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings)
 
         return per_plan, engines.transformers_dtype(kv_dtype, dtype)
 

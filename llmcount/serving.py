@@ -19,7 +19,7 @@ transformers'.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import LlmcountError
@@ -64,12 +64,6 @@ def assumptions(layout: Layout, routed: bool) -> str:
     parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
     return "; ".join(ASSUMPTION_PARTS[part] for part in parts)
 
-
-ALREADY_SCALED = ("gemma3",)
-"""model_types whose max_position_embeddings already includes the rope scaling: vLLM skips the factor for them
-(vllm/config/model.py, _get_and_verify_max_len: ``"gemma3" not in hf_config.model_type``)."""
-UNSCALED_ROPE = ("su", "longrope", "llama3")
-"""rope types whose factor does not lengthen the context vLLM derives (same function)."""
 
 KvRule = Callable[[int, int], int]
 """KV-cache bytes one GPU holds for (S tokens, B sequences): transformers' cache split over the ranks by default
@@ -357,7 +351,7 @@ class Plan:
     def weights_bytes(self) -> int:
         from .dtypes import nbytes
 
-        return nbytes(self.parameters, self.dtype)
+        return self.stored_bytes if self.stored_bytes is not None else nbytes(self.parameters, self.dtype)
 
     def kv_bytes(self, seq: int, batch: int) -> int:
         """transformers' cache, split over the ranks as the module docstring says: the default KV rule."""
@@ -371,6 +365,38 @@ class Plan:
 
     at_seq: int = 1
     env: Mapping[Symbol, int] = field(default_factory=dict)
+    stored_bytes: int | None = None  # the weights as a quantisation scheme stores them, on the GPU counted
+
+
+def stored_on_rank(model: Model, layout: Layout, groups: Any, label: str) -> int:
+    """Bytes one GPU holds of weights stored as ``groups`` (path, parameters, bytes: a quantised checkpoint's tensor
+    groups, :class:`llmcount.quant.stored.Plan`'s), without pipeline stages: each group's bytes in proportion to
+    the parameters the rank holds of its term (packed weights, scales and zeros split with the rows or columns
+    they belong to, as vLLM's quantised linear layers shard them); LlmcountError naming the path when a share is
+    not a whole number of bytes (the rank's part is then not whole quantisation groups, which vLLM refuses to
+    load)."""
+    from .formulas.derivation import evaluate_int
+    from .formulas.layer_kinds import is_model_level
+
+    if layout.pp > 1:
+        raise LlmcountError(f"{label} per pipeline stage is not modelled; give --tp, --dp or --ep without --pp")
+    env = _layout_values(model, layout)
+    counted = model.derivation.layer_counts
+    held: dict[str, int] = {}
+    for t in model.derivation.terms:
+        layers = int(t.layers) if is_model_level(t.layers, counted) else evaluate_int(t.layers, dict(env), t.path)
+        held[t.path] = held.get(t.path, 0) + _term_parameters(t, env, layout) * layers
+    total = 0
+    for path, parameters, size in groups:
+        if path not in held:
+            raise LlmcountError(f"{label}: the stored tensor group {path} is not a term of the model")
+        if (size * held[path]) % parameters:
+            raise LlmcountError(
+                f"{label} under --tp {layout.tp}: the rank's share of {path} ({held[path]:,} of {parameters:,} "
+                "parameters) is not a whole number of stored bytes: not whole quantisation groups"
+            )
+        total += size * held[path] // parameters
+    return total
 
 
 def stage_plans(
@@ -490,10 +516,16 @@ def shard(
     seq: int = 4096,
     batch: int = 1,
     kv: Callable[[Plan], KvRule] | None = None,
+    stored: tuple[Any, ...] | None = None,
 ) -> Shard:
     """What one GPU holds (:class:`Shard`), on the pipeline stage whose weights and KV cache of B × S tokens are the
-    largest; ``kv(plan)`` gives the KV rule in place of transformers' cache split over the ranks."""
+    largest; ``kv(plan)`` gives the KV rule in place of transformers' cache split over the ranks; ``stored``: the
+    weights as a quantisation scheme stores them ((path, parameters, bytes) groups, the scheme's label), split as
+    :func:`stored_on_rank` says."""
     plans = stage_plans(model, layout, dtype_name, kv_dtype, seq)
+    if stored is not None:
+        groups, label = stored[:2]
+        plans = [replace(p, stored_bytes=stored_on_rank(model, layout, groups, label)) for p in plans]
     laid = heaviest(plans, seq, batch, kv)
     notes = laid.notes
     if laid.stage:
@@ -526,22 +558,26 @@ def context_limit(config: Mapping[str, Any], max_positions: int | None) -> tuple
     """The longest sequence an engine accepts for this config, and how it was derived: max_position_embeddings,
     times the rope scaling factor as vLLM reads ``rope_scaling`` / ``rope_parameters`` (yarn from its
     ``original_max_position_embeddings``; su, longrope and llama3 not lengthened; the model_types of
-    :data:`ALREADY_SCALED` not at all): vllm/config/model.py, _get_and_verify_max_len. None without a length."""
+    vLLM record's ``[context] already_scaled`` not at all): vllm/config/model.py, _get_and_verify_max_len. None
+    without a length."""
+    from .engines import engine
+
     if max_positions is None:
         return None
+    rules = engine("vllm").context
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     source = text if text is not None and ("rope_scaling" in text or "rope_parameters" in text) else config
     rope = source.get("rope_parameters") or source.get("rope_scaling")
     model_type = str(source.get("model_type", config.get("model_type", "")))
     how = f"max_position_embeddings {max_positions:,}"
-    if not isinstance(rope, dict) or any(name in model_type for name in ALREADY_SCALED):
+    if not isinstance(rope, dict) or any(name in model_type for name in rules["already_scaled"]):
         return max_positions, how
     nested = all(isinstance(value, dict) for value in rope.values()) and rope
     entries = list(rope.values()) if nested else [rope]
     limit, factor = max_positions, 1
     for entry in entries:
         kind = entry.get("rope_type", entry.get("type"))
-        if kind in UNSCALED_ROPE or kind is None:
+        if kind in rules["unscaled_rope"] or kind is None:
             continue
         value = entry.get("factor", factor)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 2**20:

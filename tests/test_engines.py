@@ -35,9 +35,9 @@ def preset(name: str) -> dict:
 
 @cache
 def vllm_interface():
-    path = os.environ.get("LLMCOUNT_VLLM_PATH")
-    if path and path not in sys.path:
-        sys.path.insert(0, path)
+    for path in reversed(os.environ.get("LLMCOUNT_VLLM_PATH", "").split(os.pathsep)):
+        if path and path not in sys.path:
+            sys.path.insert(0, path)
     return pytest.importorskip("vllm.v1.kv_cache_interface", reason="vllm is not installed (pip install --no-deps)")
 
 
@@ -180,9 +180,244 @@ def test_vllm_refuses_sliding_layers_of_model_files_not_transcribed():
         engines.kv_cache("vllm", load("starcoder2-7b"), 4096)
 
 
-def test_vllm_refuses_hybrid_state_layers():
-    with pytest.raises(engines.LlmcountError, match="linear_attention layers"):
-        engines.kv_cache("vllm", load("qwen3-next-80b-a3b"), 4096)
+# ---------------------------------------------------------------- vLLM, hybrid models against its own code
+
+
+@cache
+def vllm_mamba():
+    """vLLM's state calculators and Platform._align_hybrid_block_size; they import vllm.config, which needs pyzmq,
+    cbor2, aiohttp, openai ... (``pip install --no-deps --target DIR`` them and add DIR to LLMCOUNT_VLLM_PATH)."""
+    vllm_interface()
+    try:
+        from vllm.model_executor.layers.mamba import mamba_utils
+        from vllm.platforms.interface import Platform
+    except ImportError as error:
+        pytest.skip(f"vllm's mamba_utils do not import here ({error})")
+    return mamba_utils, Platform
+
+
+def vllm_state(model_type: str, text: dict, tp: int):
+    """The state shapes and dtypes of one layer as the model file's get_mamba_state_shape_from_config and
+    get_mamba_state_dtype_from_config give them (vLLM 0.33.0; config values read as those files read them), and
+    whether its mixer keeps a prefill checkpoint block (MambaMixer2.get_kv_cache_spec)."""
+    import torch
+
+    utils, _ = vllm_mamba()
+    shapes, dtypes = utils.MambaStateShapeCalculator, utils.MambaStateDtypeCalculator
+    bf16 = torch.bfloat16
+    if model_type == "jamba":  # jamba.py
+        shape = shapes.mamba1_state_shape(
+            tp, text["mamba_expand"] * text["hidden_size"], text["mamba_d_state"], text["mamba_d_conv"]
+        )
+        return shape, dtypes.mamba1_state_dtype(bf16, "auto", "auto"), 0
+    if model_type == "nemotron_h":  # nemotron_h.py; NemotronHForCausalLMConfig: ssm dtype float32 by default
+        shape = shapes.mamba2_state_shape(
+            tp,
+            text["mamba_num_heads"] * text["mamba_head_dim"],
+            text["n_groups"],
+            text["mamba_num_heads"],
+            text["mamba_head_dim"],
+            text["ssm_state_size"],
+            text["conv_kernel"],
+        )
+        ssm = text.get("mamba_ssm_cache_dtype") or "float32"
+        return shape, dtypes.mamba2_state_dtype(bf16, "auto", ssm), 1
+    if model_type == "falcon_h1":  # falcon_h1.py
+        inner = text["mamba_d_ssm"] or int(text["mamba_expand"] * text["hidden_size"])
+        shape = shapes.mamba2_state_shape(
+            tp,
+            inner,
+            text["mamba_n_groups"],
+            text["mamba_n_heads"],
+            text["mamba_d_head"],
+            text["mamba_d_state"],
+            text["mamba_d_conv"],
+        )
+        return shape, dtypes.mamba2_state_dtype(bf16, "auto", "auto"), 1
+    assert model_type == "qwen3_next"  # qwen3_next.py
+    shape = shapes.gated_delta_net_state_shape(
+        tp,
+        text["linear_num_key_heads"],
+        text["linear_num_value_heads"],
+        text["linear_key_head_dim"],
+        text["linear_value_head_dim"],
+        text["linear_conv_kernel_dim"],
+    )
+    return shape, dtypes.gated_delta_net_state_dtype(bf16, "auto", "auto"), 0
+
+
+def vllm_hybrid_bytes(config: dict, seq: int, batch: int, tp: int, cache_dtype: str) -> tuple[int, int]:
+    """B sequences' bytes as vLLM 0.33.0 reserves them for a hybrid model, and its attention block size: vLLM's own
+    Platform._align_hybrid_block_size (FlashAttention's kernel blocks MultipleOf(16), mamba_cache_mode align) sets
+    the block size and the padded state page; FullAttentionSpec and MambaSpec of each layer sum
+    max_memory_usage_bytes."""
+    import torch
+    import transformers
+
+    kvi = vllm_interface()
+    _, platform = vllm_mamba()
+    from vllm.model_executor import models
+    from vllm.v1.attention.backend import MultipleOf
+
+    model_type = config["model_type"]
+    keys = {k: v for k, v in config.items() if k != "model_type"}
+    text = transformers.AutoConfig.for_model(model_type, **keys).to_dict()
+    shape, dtypes, checkpoint = vllm_state(model_type, text, tp)
+    kinds = {
+        "jamba": lambda c: c.layers_block_type,
+        "nemotron_h": lambda c: ["mamba" if k == "linear_attention" else k for k in c.layers_block_type],
+        "qwen3_next": lambda c: c.layer_types,
+        "falcon_h1": lambda c: ["attention", "mamba"] * c.num_hidden_layers,  # every layer has both
+    }[model_type](transformers.AutoConfig.for_model(model_type, **keys))
+    heads = max(1, text["num_key_value_heads"] // tp)
+    head_size = text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"]
+    dtype = {"auto": torch.bfloat16, "fp8": torch.uint8}[cache_dtype]
+
+    class Backend:  # FlashAttention on CUDA (flash_attn.py): kernel blocks MultipleOf(16), no packing
+        customize_spec = staticmethod(lambda spec: spec)
+        get_supported_kernel_block_sizes = staticmethod(lambda spec=None: [MultipleOf(16)])
+
+    class Model:
+        get_mamba_state_shape_from_config = classmethod(lambda cls, c: shape)
+        get_mamba_state_dtype_from_config = classmethod(lambda cls, c: dtypes)
+
+    class Cuda(platform):
+        _find_non_ssm_backends = classmethod(lambda cls, c: [Backend])
+
+    cache_config = SimpleNamespace(
+        cache_dtype=cache_dtype, block_size=16, mamba_cache_mode="align", mamba_page_size_padded=None
+    )
+    model_config = SimpleNamespace(
+        dtype=torch.bfloat16, use_mla=False, architecture=model_type, get_head_size=lambda: head_size
+    )
+    model_config.get_num_kv_heads = lambda parallel: heads
+    config = SimpleNamespace(
+        cache_config=cache_config,
+        model_config=model_config,
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1, pipeline_parallel_size=1),
+        compilation_config=SimpleNamespace(static_forward_context={}),
+    )
+    resolve = models.ModelRegistry.resolve_model_cls
+    models.ModelRegistry.resolve_model_cls = lambda *a, **k: (Model, model_type)
+    try:
+        Cuda._align_hybrid_block_size(config, Backend)
+    finally:
+        models.ModelRegistry.resolve_model_cls = resolve
+    block = cache_config.block_size
+    attention = kvi.FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=head_size, dtype=dtype)
+    state = kvi.MambaSpec(
+        block_size=block,
+        shapes=shape,
+        dtypes=dtypes,
+        page_size_padded=cache_config.mamba_page_size_padded,
+        mamba_cache_mode="align",
+        num_prefill_checkpoint_blocks=checkpoint,
+    )
+    config.model_config.max_model_len = seq
+    per_kind = {"attention": attention, "full_attention": attention, "mamba": state, "linear_attention": state}
+    total = sum(per_kind[k].max_memory_usage_bytes(config) for k in kinds if k in per_kind)
+    return batch * total, block
+
+
+def _class_config(model_type: str, **extra) -> dict:
+    import transformers
+
+    return {**transformers.AutoConfig.for_model(model_type).to_dict(), **extra}
+
+
+HYBRID_CASES = [
+    # (config, S, B, tp, kv dtype)
+    (lambda: _class_config("jamba"), 32768, 1, 1, "auto"),  # Mamba-1, 4 attention layers in 32
+    (lambda: _class_config("jamba"), 10000, 3, 4, "fp8"),
+    (lambda: _class_config("nemotron_h"), 32768, 2, 1, "auto"),  # Mamba-2, SSM state in float32
+    (lambda: _class_config("nemotron_h", mamba_ssm_cache_dtype="bfloat16"), 8000, 1, 2, "auto"),
+    (lambda: _class_config("falcon_h1"), 20000, 1, 1, "auto"),  # attention and Mamba-2 in every layer
+    (lambda: _class_config("falcon_h1"), 20000, 2, 2, "fp8"),  # one group, extended to tp groups
+    (lambda: preset("qwen3-next-80b-a3b"), 32768, 1, 1, "auto"),  # Gated DeltaNet
+    (lambda: preset("qwen3-next-80b-a3b"), 131072, 4, 2, "fp8"),
+]
+
+
+def _random_hybrid(count: int = 6, seed: int = 29):
+    import random
+
+    rng = random.Random(seed)
+    for i in range(count):
+        tp = rng.choice([1, 2, 4])
+        kv = rng.choice([1, 2, 4, 8])
+        if i % 2:
+            extra = {
+                "linear_num_key_heads": 4 * rng.choice([1, 2, 4]),
+                "linear_num_value_heads": 8 * rng.choice([1, 2, 4]),
+                "linear_key_head_dim": rng.choice([64, 128]),
+                "linear_value_head_dim": rng.choice([64, 128]),
+                "linear_conv_kernel_dim": rng.choice([2, 4]),
+                "num_key_value_heads": kv,
+                "head_dim": rng.choice([128, 256]),
+            }
+            make = (lambda e: lambda: {**preset("qwen3-next-80b-a3b"), **e})(extra)
+        else:
+            heads = 8 * rng.choice([4, 8, 16])
+            extra = {
+                "mamba_num_heads": heads,
+                "mamba_head_dim": rng.choice([32, 64]),
+                "n_groups": rng.choice([1, 2, 8]),
+                "ssm_state_size": rng.choice([64, 128]),
+                "num_key_value_heads": kv,
+                "num_attention_heads": 32,
+            }
+            make = (lambda e: lambda: _class_config("nemotron_h", **e))(extra)
+        yield make, rng.randint(1, 100000), rng.randint(1, 4), tp, rng.choice(["auto", "fp8"])
+
+
+@pytest.mark.parametrize(("make", "seq", "batch", "tp", "dtype"), HYBRID_CASES + list(_random_hybrid()))
+def test_vllm_hybrid_matches_its_own_alignment_and_specs(make, seq, batch, tp, dtype, tmp_path):
+    config = make()
+    expected, block = vllm_hybrid_bytes(config, seq, batch, tp, dtype)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    got = engines.kv_cache("vllm", load(str(tmp_path)), seq, batch, dtype, tp=tp)
+    assert got.settings["block_size"] == block, f"vLLM 0.33.0's block size: {block}"
+    assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
+
+
+def test_vllm_qwen3_next_by_hand():
+    """Qwen3-Next-80B-A3B, bf16, tp = 1: a Gated DeltaNet state of conv (2·16·128 + 32·128) · (4 − 1) = 24,576 and
+    temporal 32·128·128 = 524,288 elements, 2 bytes each: 1,097,728 bytes. One attention token: 2 KV heads of 256,
+    K and V, 2 bytes: 2,048 bytes, so the block is 16 · cdiv(1,097,728, 16 · 2,048) = 544 tokens and a page
+    1,114,112 bytes. 12 attention layers of cdiv(32768, 544) = 61 pages, 36 state layers of 2 pages."""
+    got = engines.kv_cache("vllm", load("qwen3-next-80b-a3b"), 32768)
+    assert got.settings["block_size"] == 544
+    assert got.bytes == 12 * 61 * 1_114_112 + 36 * 2 * 1_114_112
+
+
+def test_vllm_refuses_models_it_no_longer_runs(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_class_config("bamba")))
+    with pytest.raises(engines.LlmcountError, match=r"BambaForCausalLM until 0\.23\.0"):
+        engines.kv_cache("vllm", load(str(tmp_path)), 4096)
+
+
+def test_sglang_refuses_state_layers():
+    with pytest.raises(engines.LlmcountError, match="MambaPool"):
+        engines.kv_cache("sglang", load("qwen3-next-80b-a3b"), 4096)
+
+
+def test_llama_cpp_recurrent_states_by_hand():
+    """llama_memory_recurrent (src/llama-memory-recurrent.cpp, llama-hparams.cpp): one row per sequence of
+    n_embd_r = (d_conv − 1)·(d_inner + 2·n_group·d_state) and n_embd_s = d_state·d_inner F32 elements per state layer.
+    Qwen3-Next-80B-A3B as convert_hf_to_gguf.py writes it: d_inner = 128·32 = 4,096, d_state = 128, n_group = 16,
+    d_conv = 4: n_embd_r = 3·(4,096 + 2·16·128) = 24,576, n_embd_s = 128·4,096 = 524,288; 36 such layers. The 12
+    attention layers keep n_ctx = 32,768 cells of 2 KV heads of 256, K and V in f16."""
+    got = engines.kv_cache("llama.cpp", load("qwen3-next-80b-a3b"), 32768, 1, ctx=32768)
+    assert got.bytes == 36 * (24_576 + 524_288) * 4 + 12 * 32768 * 2 * 2 * 256 * 2
+
+
+def test_llama_cpp_mamba1_states_by_hand(tmp_path):
+    """Jamba's class defaults: d_inner = 2·4,096 = 8,192, d_state 16, d_conv 4, no groups (Mamba-1): n_embd_r = 3 ·
+    8,192, n_embd_s = 16 · 8,192; 28 Mamba layers and 4 attention layers of 8 KV heads of 128; two sequences, each
+    a stream of pad(4,096, 256) = 4,096 cells."""
+    (tmp_path / "config.json").write_text(json.dumps(_class_config("jamba")))
+    got = engines.kv_cache("llama.cpp", load(str(tmp_path)), 4096, 2)
+    assert got.bytes == 2 * 28 * (3 * 8192 + 16 * 8192) * 4 + 4 * 2 * 4096 * 2 * 8 * 128 * 2
 
 
 # ---------------------------------------------------------------- SGLang, by hand
@@ -399,3 +634,54 @@ def test_without_the_gguf_package_one_line_names_the_extra(args) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "pip install 'llmcount[gguf]'" in done.stderr
+
+
+# ---------------------------------------------------------------- memory --engine per GPU
+
+
+def test_memory_per_gpu_takes_the_engines_cache_per_rank():
+    """memory --engine E --tp N: the KV line per GPU is the engine's figure at tp = N (Mistral-7B-v0.1 under vLLM,
+    every layer full: 32 layers · 2048 blocks · 16 tokens · 8 KV heads · 256 · 2 bytes = 4 GiB, 2 GiB per rank)."""
+    args = ("memory", "mistral-7b", "--seq", "32k", "--engine", "vllm", "--json")
+    data = json.loads(run(*args, "--tp", "2", "--gpu", "h100").stdout)
+    assert data["kv_cache_bytes_per_gpu"] == 2 * GIB
+    assert data["kv_cache_bytes_per_gpu"] == engines.kv_cache_bytes("vllm", load("mistral-7b"), 32768, 1, tp=2)
+    assert data["engine"]["name"] == "vllm" and data["total_bytes_per_gpu"] == data["weights_bytes_per_gpu"] + 2 * GIB
+    plain = json.loads(run("memory", "mistral-7b", "--seq", "32k", "--json", "--tp", "2").stdout)
+    assert plain["weights_bytes_per_gpu"] == data["weights_bytes_per_gpu"]
+    assert plain["kv_cache_bytes_per_gpu"] < data["kv_cache_bytes_per_gpu"]  # transformers keeps the window
+    text = run(*args[:-1], "--tp", "2").stdout
+    assert "vLLM's cache" in text and "transformers' cache" not in text
+
+
+def test_memory_per_gpu_passes_the_engines_settings():
+    """Gemma-2-2B's sliding layers under vLLM hold the window plus 2 · max_num_batched_tokens: the setting reaches
+    the per-GPU figure."""
+    args = ("memory", "gemma-2-2b", "--seq", "32k", "--engine", "vllm", "--gpu", "h100", "--json")
+    data = json.loads(run(*args, "--max-num-batched-tokens", "8192").stdout)
+    model = load("gemma-2-2b")
+    assert data["kv_cache_bytes_per_gpu"] == engines.kv_cache_bytes("vllm", model, 32768, max_num_batched_tokens=8192)
+    assert data["kv_cache_bytes_per_gpu"] != json.loads(run(*args).stdout)["kv_cache_bytes_per_gpu"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--engine", "vllm", "--tp", "2", "--pp", "2"), ("--pp",)),
+        (("--engine", "llama.cpp", "--tp", "2"), ("split-mode",)),
+        (("--engine", "llama.cpp", "--gpu", "h100", "--ctx", "8192"), ("--ctx",)),
+        (("--engine", "vllm", "--tp", "3"), ("--tp 3",)),
+        (("--engine", "vlm", "--tp", "2"), ("unknown engine",)),
+    ],
+)
+def test_memory_per_gpu_with_an_engine_refuses_in_one_line(args, needles):
+    assert_refused(run("memory", "mistral-7b", *args), *needles)
+
+
+@pytest.mark.parametrize(("kv_dtype", "row"), [("f16", 576 * 2), ("q8_0", 576 // 32 * 34), ("q4_0", 576 // 32 * 18)])
+def test_llama_cpp_mla_keeps_one_latent_row_by_hand(kv_dtype, row):
+    """llama.cpp runs DeepSeek's MLA as one K head of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per
+    cell and allocates no V (src/llama-kv-cache.cpp: has_v = !is_mla). DeepSeek-V3: 61 layers; --ctx 32768 is a
+    multiple of 256."""
+    got = engines.kv_cache("llama.cpp", load("deepseek-v3"), 32768, 1, kv_dtype, ctx=32768)
+    assert got.bytes == 61 * 32768 * row

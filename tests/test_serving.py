@@ -9,6 +9,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from refusal import assert_refused, run
 from typer.testing import CliRunner
 
 from llmcount import serving
@@ -384,3 +385,47 @@ def test_fit_refuses_engine_names_and_dtypes_it_lacks() -> None:
     ):
         result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", *args])
         assert result.exit_code == 1 and named in result.output and not result.stdout.strip().startswith("{")
+
+
+def test_quantised_weights_per_gpu_sum_to_the_stored_total_plus_the_replicated_norms():
+    """memory --quant awq --tp 2: each rank holds half of every AWQ tensor group and of the embedding and head (by
+    vocabulary rows), and the whole of the three norms (bf16): the two ranks sum to the stored total (the quant
+    module's plan of the whole checkpoint) plus one more copy of the norms, 32·4,096·2 + 32·4,096·2 + 4,096·2
+    bytes."""
+    from llmcount.quant import report
+    from llmcount.sources import load
+
+    model = load("llama-3-8b")
+    plan = report.model_plan(model, report.scheme_for(model.config, "x", "awq", None, None), None, "x")
+    stored = sum(g.bytes for g in plan.groups)
+    data = json.loads(run("memory", "llama-3-8b", "--quant", "awq", "--tp", "2", "--json").stdout)
+    norms = 32 * 4096 * 2 * 2 + 4096 * 2
+    assert 2 * data["weights_bytes_per_gpu"] == stored + norms
+    assert "AWQ" in data["dtype"]
+
+
+def test_a_quantised_checkpoint_is_split_as_stored(tmp_path):
+    """A config with an AWQ quantization_config: per GPU the weights as AWQ stores them, not in bf16; --dtype
+    keeps today's reading (every parameter in that dtype)."""
+    import transformers
+
+    config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=512, intermediate_size=1024).to_dict()
+    config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}
+    config["dtype"] = "float16"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    given = json.loads(run("memory", str(tmp_path), "--tp", "2", "--json").stdout)
+    plain = json.loads(run("memory", str(tmp_path), "--tp", "2", "--json", "--dtype", "bf16").stdout)
+    assert given["weights_bytes_per_gpu"] < plain["weights_bytes_per_gpu"] == 2 * plain["gpu_parameters"]
+    assert "AWQ" in given["dtype"] and plain["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--quant", "q4_k_m", "--tp", "2"), ("llama.cpp file type",)),
+        (("--quant", "awq", "--tp", "2", "--pp", "2"), ("pipeline stage",)),
+        (("--bits", "4", "--tp", "2"), ("--quant",)),
+    ],
+)
+def test_quantised_weights_per_gpu_refusals(args, needles):
+    assert_refused(run("memory", "llama-3-8b", *args), *needles)

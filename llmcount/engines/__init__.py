@@ -43,6 +43,10 @@ class Engine:
     ignored: tuple[str, ...] = ()
     refused: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)  # block_size, pad, n_ubatch ...
+    hybrid: Mapping[str, Any] = field(default_factory=dict)  # how state layers' pages meet attention pages
+    states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model type -> its state calculator
+    no_longer: Mapping[str, Any] = field(default_factory=dict)  # model type -> [architecture, last version]
+    context: Mapping[str, Any] = field(default_factory=dict)  # how the engine derives the longest context
 
     @property
     def cited(self) -> str:
@@ -59,6 +63,9 @@ TRANSFORMERS_ENGINE = Engine(
     {},
     "",
 )
+
+
+OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context"}
 
 
 def _load(name: str) -> Engine:
@@ -85,7 +92,11 @@ def _load(name: str) -> Engine:
         full_note=data.get("sliding", {}).get("full_note", ""),
         ignored=tuple(data.get("sliding", {}).get("ignored", ())),
         refused=data.get("refused", {}),
-        settings={k: v for k, v in data.items() if k not in known | {"sliding", "refused"}},
+        settings={k: v for k, v in data.items() if k not in known | OWN_TABLES},
+        hybrid=data.get("hybrid", {}),
+        states=data.get("states", {}),
+        no_longer=data.get("no_longer", {}),
+        context=data.get("context", {}),
     )
 
 
@@ -317,11 +328,25 @@ def kv_cache(
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
     settings: dict[str, int] = {}
+    if model_type in eng.no_longer:
+        architecture, version = eng.no_longer[model_type]
+        refusal = eng.refused["no_longer"]
+        raise LlmcountError(
+            f"{eng.title}: " + refusal.format(model_type=model_type, architecture=architecture, version=version)
+        )
+    states = [k for k in kinds if k.is_state]
+    pages = {}
+    if states and eng.allocation != "cells":
+        pages = _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
+        if k.is_state and eng.allocation == "cells":
+            rows.append(_recurrent_row(eng, model, model_type, k, amount, batch, env))
+            continue
         if k.is_state:
-            raise LlmcountError(f"{eng.title}: {k.kind} layers: {eng.refused['state']}")
+            rows.append(_state_row(eng, k, amount, pages[k.kind], batch, env, settings))
+            continue
         if k.kind == mem.INDEXER:
             raise LlmcountError(f"{eng.title}: {eng.refused['indexer']}")
         if k.grown != 0:
@@ -356,13 +381,89 @@ def kv_cache(
         elif eng.allocation == "pool":
             tokens, nbytes, rule, token_bytes = _pool(*rule_args)
         else:
-            tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind)
+            tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind, latent)
         if why_full:
             rule = f"{why_full}: {rule}"
         if tp > 1:
             rule += f"; per GPU at tp = {tp}"
         rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
     return EngineKV(eng, seq, batch, name, tp, tuple(rows), settings, reference.kv_dtype)
+
+
+def _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings):
+    """vLLM's hybrid allocation: each state layer's page (its states on one rank) and the attention block size
+    that makes an attention page hold it (:mod:`llmcount.engines.states`); per state kind (state page, the padded
+    page, pages per sequence)."""
+    from ..dtypes import BITS
+    from ..formulas.derivation import evaluate_int
+    from .states import state_page, unified_block
+
+    what = f"{eng.title}: the {states[0].kind} layers of {model.architecture.title}"
+    if eng.allocation != "paged" or not eng.hybrid:
+        raise LlmcountError(f"{what}: {eng.refused['state']}")
+    table = eng.states.get(model_type)
+    if table is None:
+        raise LlmcountError(f"{what}: {eng.refused['state']}")
+    attention = [k for k in kinds if not k.is_state]
+    if not attention:
+        raise LlmcountError(f"{what}: {eng.refused['attention_free']}")
+    if latent:
+        raise LlmcountError(
+            f"{what}: the alignment of MLA pages to 128-token blocks beside state layers is not transcribed"
+        )
+    token_bytes = {
+        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp) * size for k in attention
+    }
+    if len(token_bytes) != 1:
+        raise LlmcountError(f"{what}: attention layers of different widths beside state layers are not transcribed")
+    (token,) = token_bytes
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {}), **(getattr(model, "keys", None) or {})}
+    page = state_page(table, model.values, config, tp, BITS[model_dtype] // 8)
+    block = unified_block(eng.settings["block_size"], eng.hybrid["kernel_block"], token, page.bytes)
+    settings["block_size"] = block
+    align = eng.hybrid["mamba_cache_mode"] == "align"
+    count = 2 + table["checkpoint_pages"] if align else 1
+    return {k.kind: (page, block * token, count) for k in states}
+
+
+def _state_row(eng, kind, amount, page_info, batch, env, settings) -> KindBytes:
+    """A state kind under vLLM: ``count`` padded pages per sequence in each layer."""
+    from ..formulas.derivation import evaluate_int
+
+    page, padded, count = page_info
+    layers = evaluate_int(kind.layers, env, kind.kind)
+    why = "the running state and the state at the last full block, for prefix caching (mamba_cache_mode align)"
+    if count == 3:
+        why += ", and one prefill checkpoint (MambaMixer2)"
+    rule = (
+        f"{page.calculator} state of {page.conv:,} conv and {page.temporal:,} temporal elements per rank (conv in "
+        f"the model's dtype, temporal in {page.temporal_dtype}): {page.bytes:,} bytes, padded to the attention page of "
+        f"{settings['block_size']:,} tokens, {padded:,} bytes; {count} pages per sequence: {why}"
+    )
+    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * count * padded, rule, 0, amount.bytes)
+
+
+def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindBytes:
+    """llama.cpp's llama_memory_recurrent: mem_size = max(1, n_seq_max) = B rows per layer of an r tensor of
+    n_embd_r and an s tensor of n_embd_s elements, both F32 (llama_model::create_memory); n_embd_r and n_embd_s
+    from the GGUF's ssm keys as the record's ``[states.<model_type>]`` writes them (llama-hparams.cpp)."""
+    from ..formulas.derivation import evaluate_int
+    from ..formulas.expressions import formula
+
+    table = eng.states.get(model_type)
+    if table is None:
+        raise LlmcountError(
+            f"{eng.title}: the {kind.kind} layers of {model.architecture.title}: {eng.refused['state']}"
+        )
+    r, s = (evaluate_int(formula(table[part], f"[states.{model_type}] {part}"), model.values, part) for part in "rs")
+    layers = evaluate_int(kind.layers, env, kind.kind)
+    cell = (r + s) * eng.hybrid["state_bytes"]
+    rule = (
+        f"llama_memory_recurrent: B = {batch:,} rows (one per sequence) of n_embd_r = {r:,} and n_embd_s = {s:,} "
+        f"elements in F32 ({cell:,} bytes a row) per layer, whatever S; the conv state keeps d_conv − 1 columns"
+    )
+    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes)
 
 
 def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
@@ -375,9 +476,8 @@ def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batc
     """vLLM: pages of ``block_size`` tokens, page_size_bytes = block_size × elements per token × dtype bytes; a
     full (or MLA) layer holds cdiv(S, block_size) pages per request, a sliding one cdiv(min(W − 1 + in-flight
     tokens, S), block_size) + 1, a chunked one cdiv(min(C + in-flight tokens, S), block_size)."""
-    block = eng.settings["block_size"]
+    block = settings.setdefault("block_size", eng.settings["block_size"])
     page = block * per_layer * size
-    settings["block_size"] = block
     if run == "full_attention":
         blocks = _cdiv(seq, block)
         rule = f"cdiv(S, {block}) = {blocks:,} blocks of {block} tokens ({page:,} bytes a page) per sequence"
@@ -416,7 +516,7 @@ def _row(block_type: tuple[int, int], elements: int) -> int:
     return elements // block * type_size
 
 
-def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx, kind):
+def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx, kind, latent=False):
     """llama.cpp: n_ctx = pad(ctx, 256); per stream (one per sequence, --kv-unified off) n_ctx_seq =
     pad(n_ctx / B, 256) cells; an SWA layer keeps pad(min(n_ctx_seq, W + n_ubatch), 256) cells per stream; a cell
     of a layer is a K row and a V row of the cache type."""
@@ -426,12 +526,20 @@ def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx,
     if n_ctx // batch == 0:
         raise LlmcountError(f"--ctx: a context of {n_ctx:,} cells gives each of the {batch} sequences none")
     settings.update({"ctx": ctx if ctx is not None else batch * seq, "n_ctx": n_ctx_seq * batch, "n_ubatch": ubatch})
-    if per_layer % 2:
+    if latent:  # MLA: one K row of the latent per cell, V a view of it (llama-kv-cache.cpp: has_v = !is_mla)
+        cell = _row(size, per_layer)
+    elif per_layer % 2:
         raise LlmcountError(f"{eng.title}: the {kind} cache is not keys and values of equal width")
-    cell = _row(size, per_layer // 2) * 2
+    else:
+        cell = _row(size, per_layer // 2) * 2
     if run == "full_attention":
         cells = n_ctx_seq
         rule = f"n_ctx padded to {pad}: {cells:,} cells per sequence ({cell:,} bytes a cell)"
+        if latent:
+            rule += (
+                "; MLA as one K head of kv_lora_rank + qk_rope_head_dim per cell and no V tensor (V is a view of K), "
+                "as a GGUF converted with the MLA keys (attention.key_length_mla) runs"
+            )
     else:
         cells = _pad(min(n_ctx_seq, window + ubatch), pad)
         rule = (
