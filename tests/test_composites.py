@@ -60,6 +60,7 @@ ADAPTERS = {
     "glm46v": {"vision_config": "out_hidden_size"},
     "glmga": {"vision_config": "out_hidden_size"},
     "cosmos3_omni": {"vision_config": "out_hidden_size"},
+    "exaone4_5": {"vision_config": "out_hidden_size"},
     "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width
     "fun_asr_nano": {"adaptor_config": "hidden_size"},  # FunAsrNanoConfig checks its audio adaptor's width
     "inkling2": {"vision_config": "text_hidden_size"},  # Inkling2Config checks its vision tower's output width

@@ -163,8 +163,10 @@ def test_a_text_config_named_as_the_composite_class_reads_it(model_type: str, te
     """Exaone4_5_Config reads an exaone4_5_text text config as EXAONE 4's; Cosmos3OmniConfig's default text config is
     Qwen3-VL's (Qwen3's decoder): llmcount reads both with the record of that decoder."""
     config = {"model_type": model_type, "text_config": {"model_type": text_type, **SMALL}}
-    if model_type == "cosmos3_omni":  # counted whole: the ViT's mergers as wide as the language model
-        config["vision_config"] = {"out_hidden_size": 64, "depth": 1, "hidden_size": 16, "num_heads": 2}
+    # counted whole: the ViT's mergers as wide as the language model
+    config["vision_config"] = {"out_hidden_size": 64, "depth": 1, "hidden_size": 16, "num_heads": 2}
+    if model_type == "exaone4_5":
+        config["vision_config"]["num_key_value_heads"] = 1
     assert total(config) == expected(config), oracle.VERSIONS
 
 

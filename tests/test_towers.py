@@ -90,6 +90,7 @@ CONTRADICTORY = {
     "qwen3_vl": ("out_hidden_size", 4096),
     "qwen3_vl_moe": ("out_hidden_size", 2048),
     "cosmos3_omni": ("out_hidden_size", 4096),  # Qwen3-VL's defaults
+    "exaone4_5": ("out_hidden_size", 4096),  # Exaone4_5_VisionConfig's 3584, EXAONE 4's 4096
 }
 
 
@@ -306,8 +307,9 @@ def drawn(draw, model_type: str) -> dict:
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
             "out_hidden_size": d,
         }
-    # Cosmos 3 Omni is Qwen3-VL's model; HyperCLOVA X Vision V2's tower is Qwen2.5-VL's ViT
-    if model_type.startswith("qwen") or model_type in ("cosmos3_omni", "hyperclovax_vision_v2"):
+    # Cosmos 3 Omni is Qwen3-VL's model; HyperCLOVA X Vision V2's tower is Qwen2.5-VL's ViT, EXAONE 4.5's one with
+    # grouped key/value heads
+    if model_type.startswith("qwen") or model_type in ("cosmos3_omni", "hyperclovax_vision_v2", "exaone4_5"):
         vision |= {
             "patch_size": draw(st.sampled_from([2, 4, 14])),
             "temporal_patch_size": draw(st.sampled_from([1, 2])),
@@ -315,7 +317,10 @@ def drawn(draw, model_type: str) -> dict:
             "in_channels": draw(st.sampled_from([1, 3])),
         }
         depth = vision["depth"]
-        if model_type in ("qwen2_5_vl", "hyperclovax_vision_v2"):
+        if model_type == "exaone4_5":  # Exaone4_5_Config reads text_config's model_type (a KeyError without one)
+            text["model_type"] = "exaone4"
+            vision["num_key_value_heads"] = draw(st.sampled_from([k for k in (1, 2) if vision["num_heads"] % k == 0]))
+        if model_type in ("qwen2_5_vl", "hyperclovax_vision_v2", "exaone4_5"):
             vision["fullatt_block_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=2, unique=True))
             vision["window_size"] = draw(st.sampled_from([16, 112]))
         if model_type.startswith("qwen3_vl") or model_type == "cosmos3_omni":
