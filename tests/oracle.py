@@ -507,6 +507,8 @@ CAUSAL_LM_CLASSES = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_M
 TEXT_ONLY = {
     "Gemma3nForConditionalGeneration": "its vision tower is a timm model (TimmWrapperModel); its language model is "
     "Gemma3nTextModel and an LM head, which Gemma3nForCausalLM is",
+    "FastVlmForConditionalGeneration": "its vision tower is a timm model (TimmWrapperModel, FastViTHD); its language "
+    "model is the text config's model and an LM head, which its ...ForCausalLM is",
 }
 
 

@@ -57,8 +57,18 @@ ADAPTERS = {
     "qwen3_vl_moe": {"vision_config": "out_hidden_size"},
     "hy_v4_vl": {"vision_config": "out_hidden_size"},
     "glm4v": {"vision_config": "out_hidden_size"},
+    "glm46v": {"vision_config": "out_hidden_size"},
+    "glmga": {"vision_config": "out_hidden_size"},
+    "cosmos3_omni": {"vision_config": "out_hidden_size"},
+    "exaone4_5": {"vision_config": "out_hidden_size"},
     "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width
+    "fun_asr_nano": {"adaptor_config": "hidden_size"},  # FunAsrNanoConfig checks its audio adaptor's width
+    "inkling2": {"vision_config": "text_hidden_size"},  # Inkling2Config checks its vision tower's output width
+    "granite_docling": {"vision_config": "out_hidden_size"},  # so does GraniteDoclingConfig
 }
+
+# FunAsrNanoConfig also requires the adaptor's intermediate_size to be the text hidden_size // 4.
+QUARTER_WIDTHS = {"fun_asr_nano": ("adaptor_config", "intermediate_size")}
 
 
 # Composite classes that check their code ranges against the text vocabulary: Apertus 1.5's visual and audio codes
@@ -75,7 +85,7 @@ CODES = {
 
 # Composite classes whose text attention has heads of hidden_size // num_attention_heads where the text record reads
 # head_dim (128 by default): llmcount counts them at 128 only (GLM-4.1V) and refuses the others by name.
-HEADS_OF_128 = {"glm4v"}
+HEADS_OF_128 = {"glm4v", "glm46v", "glmga"}
 
 
 # Composite classes whose default vision_config transformers cannot build, and the keys that make it one: Aya Vision's
@@ -100,6 +110,9 @@ def with_adapters(config: dict, model_type: str, text: dict) -> dict:
             config[key] = {**(config.get(key) or {}), width_key: width}
         else:
             config[width_key] = width
+    if model_type in QUARTER_WIDTHS:
+        key, width_key = QUARTER_WIDTHS[model_type]
+        config[key] = {**config[key], width_key: width // 4}
     return config
 
 
@@ -129,7 +142,7 @@ def test_gemma3_4b_language_model() -> None:
 def test_class_defaults(model_type: str) -> None:
     """The composite class's defaults as to_dict writes them, and the bare model_type (text_config absent)."""
     full = oracle.class_defaults(model_type)
-    contradicting = model_type in ADAPTERS and model_type not in ("dots3_note", "paligemma")
+    contradicting = model_type in ADAPTERS and model_type not in ("dots3_note", "paligemma", "fun_asr_nano")
     contradicting = contradicting or model_type in UNBUILDABLE_VISION
     if contradicting:  # contradicting defaults
         full = with_adapters(full, model_type, full["text_config"])

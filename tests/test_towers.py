@@ -89,6 +89,8 @@ CONTRADICTORY = {
     "qwen2_5_vl": ("out_hidden_size", 8192),
     "qwen3_vl": ("out_hidden_size", 4096),
     "qwen3_vl_moe": ("out_hidden_size", 2048),
+    "cosmos3_omni": ("out_hidden_size", 4096),  # Qwen3-VL's defaults
+    "exaone4_5": ("out_hidden_size", 4096),  # Exaone4_5_VisionConfig's 3584, EXAONE 4's 4096
 }
 
 
@@ -152,6 +154,11 @@ def _vit(draw, width_key: str = "hidden_size", layers_key: str = "num_hidden_lay
     }
 
 
+# The composites whose tower is SigLIP or CLIP (vision_config's model_type picks it; Gemma 3's is SigLIP).
+SIGLIP_OR_CLIP = ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision")
+SIGLIP_OR_CLIP += ("cohere2_vision", "deepseek_vl")
+
+
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small language model and a drawn tower: width, depth, heads, MLP width, patch and
@@ -201,7 +208,7 @@ def drawn(draw, model_type: str) -> dict:
             "vision_output_dim": draw(st.sampled_from([8, 40])),
         }
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type == "glm4v":
+    elif model_type in ("glm4v", "glm46v", "glmga"):  # GLM-4.6V and GLM-GA: GLM-4.1V's model
         text["hidden_size"] = 128 * text["num_attention_heads"]  # its heads are hidden_size // heads: GLM-4's 128
         d = text["hidden_size"]
         config["vision_config"] = {
@@ -262,7 +269,7 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision"):
+    elif model_type in SIGLIP_OR_CLIP:
         vision = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -278,7 +285,7 @@ def drawn(draw, model_type: str) -> dict:
         config["vision_config"] = vision
         if model_type == "paligemma":
             config["projection_dim"] = d
-        if model_type == "aya_vision":
+        if model_type in ("aya_vision", "cohere2_vision"):  # a pixel shuffle and a SwiGLU projector
             config["downsample_factor"] = draw(st.sampled_from([1, 2, 3]))
             config["alignment_intermediate_size"] = draw(st.sampled_from([None, 8, 30, 2 * d]))
             if config["alignment_intermediate_size"] is None:  # absent: the language model's width
@@ -300,7 +307,9 @@ def drawn(draw, model_type: str) -> dict:
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
             "out_hidden_size": d,
         }
-    if model_type.startswith("qwen"):
+    # Cosmos 3 Omni is Qwen3-VL's model; HyperCLOVA X Vision V2's tower is Qwen2.5-VL's ViT, EXAONE 4.5's one with
+    # grouped key/value heads
+    if model_type.startswith("qwen") or model_type in ("cosmos3_omni", "hyperclovax_vision_v2", "exaone4_5"):
         vision |= {
             "patch_size": draw(st.sampled_from([2, 4, 14])),
             "temporal_patch_size": draw(st.sampled_from([1, 2])),
@@ -308,10 +317,13 @@ def drawn(draw, model_type: str) -> dict:
             "in_channels": draw(st.sampled_from([1, 3])),
         }
         depth = vision["depth"]
-        if model_type == "qwen2_5_vl":
+        if model_type == "exaone4_5":  # Exaone4_5_Config reads text_config's model_type (a KeyError without one)
+            text["model_type"] = "exaone4"
+            vision["num_key_value_heads"] = draw(st.sampled_from([k for k in (1, 2) if vision["num_heads"] % k == 0]))
+        if model_type in ("qwen2_5_vl", "hyperclovax_vision_v2", "exaone4_5"):
             vision["fullatt_block_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=2, unique=True))
             vision["window_size"] = draw(st.sampled_from([16, 112]))
-        if model_type.startswith("qwen3_vl"):
+        if model_type.startswith("qwen3_vl") or model_type == "cosmos3_omni":
             vision["deepstack_visual_indexes"] = draw(st.lists(st.integers(0, depth - 1), max_size=3, unique=True))
             vision["num_position_embeddings"] = draw(st.sampled_from([16, 36, 2304]))
         config["vision_config"] = vision

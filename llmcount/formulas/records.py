@@ -1314,8 +1314,8 @@ def _composite(name: str, data: Any, where: str) -> Composite:
             k: None if v == NULL else v for k, v in _table(vision_absent, f"{where}.vision_absent").items()
         }
     own_defaults = _table(data.get("text_defaults", {}), f"{where}.text_defaults")
-    if not all(type(v) is int for v in own_defaults.values()):
-        raise RecordError(f"{where}.text_defaults: each key takes an integer")
+    if not all(type(v) in (int, bool) for v in own_defaults.values()):
+        raise RecordError(f"{where}.text_defaults: each key takes an integer or a boolean")
     ignores = data.get("text_ignores", [])
     if not isinstance(ignores, list) or not all(isinstance(k, str) for k in ignores):
         raise RecordError(f"{where}.text_ignores: a list of keys")
