@@ -100,12 +100,12 @@ def test_auto_map_class_is_counted_with_its_record(tmp_path: Path) -> None:
 def test_auto_map_naming_no_known_class_is_refused(tmp_path: Path) -> None:
     config = {
         **KIMI_K2,
-        "model_type": "minimax_m1",
-        "auto_map": {"AutoModelForCausalLM": "modeling_minimax_m1.MiniMaxM1ForCausalLM"},
+        "model_type": "some_remote_lm",
+        "auto_map": {"AutoModelForCausalLM": "modeling_some_remote_lm.SomeRemoteLMForCausalLM"},
     }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    assert_refused(run("count", str(path)), "unsupported model_type 'minimax_m1'")
+    assert_refused(run("count", str(path)), "unsupported model_type 'some_remote_lm'")
     for odd in ({"AutoModel": 5}, ["x"], {"AutoModelForCausalLM": ["modeling_x.Nothing"]}, "s"):
         path.write_text(json.dumps({**config, "auto_map": odd}))
         assert_refused(run("count", str(path)), "unsupported model_type")

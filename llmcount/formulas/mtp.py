@@ -41,9 +41,21 @@ class Mtp:
     source: str  # the released checkpoints the layout was read from
     note: str = ""
     names: Mapping[str, str] = field(default_factory=dict)  # a decoder path -> its tensor's name in the MTP layer
+    # when the MTP layer is part of the record's decoder layer (LongCat-Flash's: one of its two attention and MLP
+    # sublayers, no MoE): a decoder path prefix -> the share of those terms it holds; terms no prefix names are left out
+    share: Mapping[str, Any] = field(default_factory=dict)
+
+    def share_of(self, path: str) -> Any:
+        """The share of the decoder term ``path`` the MTP layer holds (1 without ``share``), None when it has none."""
+        from sympy import Integer
+
+        if not self.share:
+            return Integer(1)
+        found = [prefix for prefix in self.share if path.startswith(prefix)]
+        return self.share[max(found, key=len)] if found else None
 
 
-_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms", "names"}
+_FIELDS = {"count", "decoder", "layers", "first", "source", "note", "terms", "names", "share"}
 
 
 def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
@@ -57,7 +69,7 @@ def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     count = _symbol_spec("N_mtp", table.get("count"), f"{where}.count")
     decoder = _table(table.get("decoder", {}), f"{where}.decoder")
-    if decoder.get("num_hidden_layers") != 1:
+    if 1 not in (decoder.get("num_hidden_layers"), decoder.get("num_layers")):  # num_layers: LongCat-Flash's N
         raise RecordError(f"{where}.decoder: num_hidden_layers = 1 (the keys of one MTP decoder layer)")
     layers = _text(table, "layers", where)
     if "{i}" not in layers:
@@ -88,7 +100,13 @@ def parse(data: Any, where: str, symbols: set[Symbol]) -> Mtp:
     names = _table(table.get("names", {}), f"{where}.names")
     if not all(isinstance(v, str) and v for v in names.values()):
         raise RecordError(f"{where}.names: each decoder path takes the tensor name the MTP layer gives it")
-    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note, names)
+    share = {}
+    for prefix, text in _table(table.get("share", {}), f"{where}.share").items():
+        value = formula(text, f"{where}.share.{prefix}") if isinstance(text, str) else None
+        if value is None or not value.is_Rational or not 0 < value <= 1:
+            raise RecordError(f'{where}.share.{prefix}: a fraction of the decoder layer\'s terms, "1/2" (0 < it ≤ 1)')
+        share[prefix] = value
+    return Mtp(count, decoder, layers, first, tuple(terms), tensors, source, note, names, share)
 
 
 @dataclass(frozen=True)
@@ -156,11 +174,15 @@ def module(model: Model) -> MtpModule | None:
     components = []
     values = {**model.values, N_mtp: layers}
     for term, component in zip(decoder.terms, decoder.counts.components, strict=True):
-        if term.layers == 1:  # the embedding, the final norm and the head: the model's, not the layer's
+        part = spec.share_of(term.path)
+        if term.layers == 1 or part is None:  # the embedding, the final norm and the head: the model's, not the layer's
             continue
-        shown = str(N_mtp * term.expr)
-        count, activated = layers * component.count, layers * component.activated
-        components.append(MtpComponent(f"mtp/{term.path}", shown, count, activated, term.embedding))
+        per_layer = term.layers.subs(N, 1) if spec.share else 1  # the record's layer holds it that many times
+        shown = str(N_mtp * part * per_layer * term.expr)
+        count, activated = layers * component.count * part, layers * component.activated * part
+        if not (count.is_Integer and activated.is_Integer):
+            raise LlmcountError(f"{model.source}: the MTP layer's share {part} of {term.path} is not a whole count")
+        components.append(MtpComponent(f"mtp/{term.path}", shown, int(count), int(activated), term.embedding))
     namespace = {**decoder.keys, **{s.name: v for s, v in values.items()}}
     for choice in spec.terms:
         if choice.when is not None and not choice.when(namespace):
@@ -224,6 +246,8 @@ def with_memory(
         found.decoder.derivation, found.decoder.values, dtype_name, kv_dtype, seq, batch, None, "fp16", 0, max_positions
     )
     cache = [line for line in layer.lines if line.name in ("kv_cache", "state") and line.in_total]
+    part = found.spec.share_of("attention/") or 0  # the MTP layer's share of the decoder layer's attention
+    cache = [replace(line, formula=line.formula * part, bytes=int(line.bytes * part)) for line in cache] if part else []
     if cache:
         formula = Add(*(line.formula for line in cache)).subs(mem.P, found.total).subs(N, N_mtp)  # N = 1 layer
         note = (

@@ -1,0 +1,137 @@
+"""Figures for the remote-code records: build a family's own modeling code on the meta device and count.
+
+A family whose modeling file is published beside its checkpoints (remote code) is not in transformers, so its oracle
+is that file itself, built from configs on the meta device as transformers' own classes are. Each family has a JSON
+file here (``<family>.json``) holding the public repository and commit the files are read from, the files, the
+classes, the configs, and the figures this script recorded: the parameter count of each config (``total``, as
+``sum(p.numel() for p in model.parameters())``, a tied weight once) and, for configs marked ``"shapes": true``, the
+name and shape of every parameter (the small configs the tests write as checkpoints for ``verify``).
+
+The modeling code is never copied into the project: the script reads it from a git clone at the recorded commit,
+copies it into a temporary package and imports it from there. Old remote code imports names transformers has since
+removed; ``shims`` in the JSON lists them (module -> names), and the script puts a stand-in in their place before the
+import: ``false`` for an ``is_..._available`` check (the optional kernel is absent), ``identity`` for a decorator,
+``missing`` for a function the forward pass would call (it raises if called; building a model never calls it).
+``class_attributes`` restates a class attribute in the form transformers now reads (4.x's list of tied weights,
+``_tied_weights_keys = ["lm_head.weight"]``, is a mapping ``{"lm_head.weight": "model.embed_tokens.weight"}`` in 5.x:
+the same tie). Neither changes what ``__init__`` builds.
+
+Re-run (needs torch and transformers; the figures were recorded with the versions the JSON names):
+
+    git clone https://github.com/MiniMax-AI/MiniMax-M1 /tmp/MiniMax-M1
+    python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1            # compare with the figures
+    python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1 --write    # record them again
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _stand_in(kind: str, name: str):
+    if kind == "false":
+        return lambda *args, **kwargs: False
+    if kind == "identity":
+        return lambda *args, **kwargs: lambda f: f
+    if kind == "missing":
+
+        def missing(*args, **kwargs):
+            raise RuntimeError(f"{name} is a stand-in (not in this transformers); building a model never calls it")
+
+        return missing
+    raise SystemExit(f"unknown shim kind {kind!r} for {name}")
+
+
+def install_shims(shims: dict[str, dict[str, str]]) -> None:
+    """Put stand-ins for names the remote code imports and the installed transformers lacks."""
+    for module_name, names in shims.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            module = types.ModuleType(module_name)
+            sys.modules[module_name] = module
+        for name, kind in names.items():
+            if not hasattr(module, name):
+                setattr(module, name, _stand_in(kind, name))
+
+
+def load_package(spec: dict, git: Path, root: Path) -> str:
+    """Copy the family's files at the recorded commit from the clone ``git`` into a package under ``root``."""
+    package = spec["package"]
+    folder = root / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for path in spec["files"]:
+        text = subprocess.run(
+            ["git", "-C", str(git), "show", f"{spec['commit']}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
+        for old, new in spec.get("imports", {}).items():  # absolute imports of a source tree's own package
+            text = text.replace(old, new)
+        (folder / Path(path).name).write_text(text)
+    return package
+
+
+def build(spec: dict, git: Path) -> dict[str, dict]:
+    import torch
+    import transformers
+
+    install_shims(spec.get("shims", {}))
+    figures: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as root:
+        sys.path.insert(0, root)
+        package = load_package(spec, git, Path(root))
+        config_module, config_class = spec["config_class"].rsplit(".", 1)
+        model_module, model_class = spec["model_class"].rsplit(".", 1)
+        config_type = getattr(importlib.import_module(f"{package}.{config_module}"), config_class)
+        model_type = getattr(importlib.import_module(f"{package}.{model_module}"), model_class)
+        for class_name, attributes in spec.get("class_attributes", {}).items():
+            owner = getattr(importlib.import_module(f"{package}.{model_module}"), class_name)
+            for key, value in attributes.items():
+                setattr(owner, key, value)
+        for name, entry in spec["configs"].items():
+            config = config_type(**entry["config"])
+            with torch.device("meta"):
+                model = model_type(config)
+            figure: dict = {"total": sum(p.numel() for p in model.parameters())}
+            if entry.get("shapes"):
+                figure["shapes"] = {n: list(p.shape) for n, p in model.named_parameters()}
+            figures[name] = figure
+    figures["_versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("family", help="the JSON file's name here, without .json")
+    parser.add_argument("--git", type=Path, required=True, help="a clone of the family's repository")
+    parser.add_argument("--write", action="store_true", help="record the figures in the JSON file")
+    args = parser.parse_args()
+    path = HERE / f"{args.family}.json"
+    spec = json.loads(path.read_text("utf-8"))
+    figures = build(spec, args.git)
+    versions = figures.pop("_versions")
+    if args.write:
+        spec["versions"] = versions
+        spec["figures"] = figures
+        path.write_text(json.dumps(spec, indent=1) + "\n", "utf-8")
+        print(f"wrote {len(figures)} figures to {path}")
+        return
+    different = [n for n, f in figures.items() if spec.get("figures", {}).get(n) != f]
+    for name in different:
+        recorded = spec.get("figures", {}).get(name, {}).get("total")
+        print(f"{name}: built {figures[name]['total']:,}, recorded {recorded}")
+    print("every figure as recorded" if not different else f"{len(different)} figures differ")
+    sys.exit(1 if different else 0)
+
+
+if __name__ == "__main__":
+    main()
