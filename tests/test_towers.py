@@ -152,6 +152,10 @@ def _vit(draw, width_key: str = "hidden_size", layers_key: str = "num_hidden_lay
     }
 
 
+# More composites whose tower is a drawn CLIP or SigLIP (their own tests: tests/test_mm_b_*.py).
+SIGLIP_OR_CLIP = ("llava_next_video", "shieldgemma2", "vipllava")
+
+
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small language model and a drawn tower: width, depth, heads, MLP width, patch and
@@ -262,7 +266,7 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision"):
+    elif model_type in ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision", *SIGLIP_OR_CLIP):
         vision = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -284,7 +288,7 @@ def drawn(draw, model_type: str) -> dict:
             if config["alignment_intermediate_size"] is None:  # absent: the language model's width
                 del config["alignment_intermediate_size"]
             config["tie_word_embeddings"] = draw(st.booleans())
-        if model_type.startswith("llava"):
+        if model_type.startswith("llava") or model_type == "vipllava":
             config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1], [0, -1, -2]]))
             config["multimodal_projector_bias"] = draw(st.booleans())
             config["tie_word_embeddings"] = draw(st.booleans())
