@@ -62,7 +62,7 @@ TYPES = [
     "voxtral_realtime",
 ]
 COUNTED = [name for name in TYPES if records.composite(name) is not None]
-WHOLE = ["llava_next_video", "shieldgemma2", "vipllava"]
+WHOLE = ["lighton_ocr", "llava_next_video", "shieldgemma2", "vipllava"]
 
 # Keys a drawn text config needs besides the usual sizes: LFM3's pad token (0 is within any vocabulary), Nemotron-H's
 # layer pattern (its record and transformers build one layer per entry) with small Mamba and expert sizes.
@@ -226,3 +226,14 @@ def test_count_of_a_language_model_only_type_names_what_it_leaves_out(tmp_path) 
     data = json.loads(result.stdout)
     assert "total" not in data and data["language_model_total"] == expected(json.loads(path.read_text()))
     assert "audio encoder" in data["composite"]["not_counted"]
+
+
+def test_lighton_ocr_whole_by_hand() -> None:
+    """LightOnOcrConfig's defaults (LightOnOCR-1B): the vision projection is an RMSNorm of 1024, the patch merger
+    4·1024² (2 × 2 patches to 1024), linear_1 1024·1024 and linear_2 1024², no biases: 6,292,480; the Pixtral tower
+    (24 layers of 1024, patches of 14) and the Qwen3 language model, each as transformers builds it."""
+    model = read_config({"model_type": "lighton_ocr"}, "LightOnOCR-1B")
+    parts = {part.role: part.model.counts.total for part in model.parts}
+    assert parts["projector"] == 1024 + 4 * 1024**2 + 1024 * 1024 + 1024**2 == 6_292_480
+    whole = oracle.composite_total({"model_type": "lighton_ocr"}, "LightOnOcrForConditionalGeneration")
+    assert model.whole_total == whole, oracle.VERSIONS

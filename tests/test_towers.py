@@ -42,7 +42,8 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
-    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
+    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None)
+    tower = tower or getattr(inner, "vision_model", None) or inner.vision_encoder  # LightOnOCR's
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
     whole = sum(p.numel() for p in model.parameters())
@@ -170,7 +171,7 @@ def drawn(draw, model_type: str) -> dict:
         text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
-    if model_type == "mistral3":
+    if model_type in ("mistral3", "lighton_ocr"):
         config["vision_config"] = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
