@@ -534,7 +534,8 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
     inner = getattr(model, "model", model)
     text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
     if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
-        parts = [*text.parameters(), *model.get_output_embeddings().parameters()]
+        head = model.get_output_embeddings()  # None where the language model is a whole ...ForCausalLM with its head
+        parts = [*text.parameters(), *(head.parameters() if head is not None else ())]
     elif hasattr(model, "language_model"):  # the language model is a whole ...ForCausalLM (Llama 4)
         parts = list(model.language_model.parameters())
     else:  # the class is the text model itself

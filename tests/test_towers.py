@@ -42,7 +42,8 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
         except Exception as error:  # whatever transformers raises, it refused the config
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
-    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None) or inner.vision_model
+    tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None)
+    tower = tower or getattr(inner, "vision_model", None) or inner.vision_encoder  # LightOnOCR's
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
     whole = sum(p.numel() for p in model.parameters())
@@ -156,7 +157,7 @@ def _vit(draw, width_key: str = "hidden_size", layers_key: str = "num_hidden_lay
 
 # The composites whose tower is SigLIP or CLIP (vision_config's model_type picks it; Gemma 3's is SigLIP).
 SIGLIP_OR_CLIP = ("gemma3", "llava", "llava_next", "llava_onevision", "paligemma", "aya_vision")
-SIGLIP_OR_CLIP += ("cohere2_vision", "deepseek_vl")
+SIGLIP_OR_CLIP += ("cohere2_vision", "deepseek_vl", "llava_next_video", "shieldgemma2", "vipllava")
 
 
 @st.composite
@@ -173,7 +174,7 @@ def drawn(draw, model_type: str) -> dict:
         text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
-    if model_type == "mistral3":
+    if model_type in ("mistral3", "lighton_ocr"):
         config["vision_config"] = {
             **_vit(draw),
             "intermediate_size": draw(st.sampled_from([8, 20, 36])),
@@ -291,7 +292,7 @@ def drawn(draw, model_type: str) -> dict:
             if config["alignment_intermediate_size"] is None:  # absent: the language model's width
                 del config["alignment_intermediate_size"]
             config["tie_word_embeddings"] = draw(st.booleans())
-        if model_type.startswith("llava"):
+        if model_type.startswith("llava") or model_type == "vipllava":
             config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1], [0, -1, -2]]))
             config["multimodal_projector_bias"] = draw(st.booleans())
             config["tie_word_embeddings"] = draw(st.booleans())

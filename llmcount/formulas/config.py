@@ -172,6 +172,8 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
                 raise LlmcountError(f"{where}: key '{key}' must be true or false, got {describe(nested)}")
             value = value or nested
         inner[key] = value
+    if outer.untied:  # the class ties no weights: the LM head is its own, whatever tie_word_embeddings says
+        inner["tie_word_embeddings"] = False
     if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top
         inner.update({k: config[k] for k in ("dtype", "torch_dtype") if k in config})
     # the name says it wherever a command shows it (count, writeup, memory, batch rows): the vision parts are left out

@@ -1271,6 +1271,9 @@ class Composite:
     text_defaults: Mapping[str, Any] = field(default_factory=dict)
     # keys the text record reads that the composite's text config class does not have (its model ignores them)
     text_ignores: tuple[str, ...] = ()
+    # the class ties no weights (no _tied_weights_keys): its LM head is never the embedding, whatever
+    # tie_word_embeddings says
+    untied: bool = False
 
     @property
     def whole(self) -> bool:
@@ -1280,7 +1283,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1319,6 +1322,9 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     ignores = data.get("text_ignores", [])
     if not isinstance(ignores, list) or not all(isinstance(k, str) for k in ignores):
         raise RecordError(f"{where}.text_ignores: a list of keys")
+    untied = data.get("untied", False)
+    if not isinstance(untied, bool) or (untied and "tie_word_embeddings" in top):
+        raise RecordError(f"{where}.untied: true or false, and not with a top-level tie_word_embeddings")
     vision = _text(data, "vision", where, "")
     if not vision and "left_out" not in data:
         raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
@@ -1347,6 +1353,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         projector=_text(data, "projector", where, ""),
         text_defaults=own_defaults,
         text_ignores=tuple(ignores),
+        untied=untied,
     )
 
 
