@@ -1,0 +1,121 @@
+"""The command line's modules import each other in one direction: command modules (those that register a command
+with ``@app.command``) import the shared app and options and helper modules, never another command module, and no
+import of the package's modules closes a circle. Read from the source with ``ast`` (every import, also those inside
+functions), so that a lazy import is checked as strictly as one at the top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import llmcount
+from llmcount.cli import COMMAND_MODULES
+
+ROOT = Path(llmcount.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    parts = ["llmcount", *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def imports(name: str) -> set[str]:
+    """The llmcount modules ``name`` imports anywhere in its source, and the packages that holds them (importing
+    a module runs its package's ``__init__`` first)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    package = name if is_package(name) else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found |= {f"{target}.{alias.name}" for alias in node.names}
+    known: set[str] = set()
+    for target in found:
+        while target and target not in MODULES:
+            target = target.rpartition(".")[0]
+        while target:
+            known.add(target)
+            target = target.rpartition(".")[0]
+    return known - {name, "llmcount"}
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def cli_modules() -> list[str]:
+    return [name for name in MODULES if name == "llmcount.cli" or name.startswith(("llmcount.cli.", "llmcount.cli_"))]
+
+
+def registers_a_command(name: str) -> bool:
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                call = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if ast.unparse(call) == "app.command":
+                    return True
+    return False
+
+
+COMMANDS = [name for name in cli_modules() if registers_a_command(name)]
+
+
+def cycle_through(start: str) -> list[str] | None:
+    """A shortest path of imports from ``start`` back to itself, or None."""
+    paths = {target: [start, target] for target in GRAPH[start]}
+    frontier = list(paths)
+    while frontier:
+        following = []
+        for name in frontier:
+            if name == start:
+                return paths[name]
+            for target in GRAPH.get(name, ()):
+                if target not in paths:
+                    paths[target] = [*paths[name], target]
+                    following.append(target)
+        frontier = following
+    return None
+
+
+def test_the_command_modules_are_the_ones_the_commands_are_loaded_from() -> None:
+    assert set(COMMANDS) == {f"llmcount.{module}" for module in COMMAND_MODULES.values()}
+
+
+@pytest.mark.parametrize("name", cli_modules())
+def test_no_cli_module_is_in_an_import_cycle(name: str) -> None:
+    assert cycle_through(name) is None, " -> ".join(cycle_through(name) or [])
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_command_module_imports_no_other_command_module(name: str) -> None:
+    assert not [other for other in COMMANDS if other != name and other in GRAPH[name]], GRAPH[name]
+
+
+def test_the_cycle_check_can_fail() -> None:
+    """The checks above see imports inside functions and from the package's parent: a circle drawn by hand is
+    found."""
+    saved = dict(GRAPH)
+    try:
+        GRAPH["llmcount.errors"] = GRAPH["llmcount.errors"] | {COMMANDS[0]}
+        GRAPH[COMMANDS[0]] = GRAPH[COMMANDS[0]] | {"llmcount.errors"}
+        assert cycle_through(COMMANDS[0]) is not None
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
