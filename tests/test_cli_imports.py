@@ -28,15 +28,28 @@ def is_package(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
+def ancestors(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def known(target: str) -> str:
+    """The llmcount module an import names: itself, or the module holding the name it imports."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target
+
+
 def imports(name: str) -> set[str]:
-    """The llmcount modules ``name`` imports anywhere in its source, and the packages that holds them (importing
-    a module runs its package's ``__init__`` first)."""
+    """The llmcount modules ``name`` imports anywhere in its source (a name imported from a package is an import of
+    its ``__init__``), and the packages that hold them, whose ``__init__`` runs first (but for ``name``'s own
+    packages, which have run before ``name`` does)."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     package = name if is_package(name) else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            found |= {known(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -44,16 +57,11 @@ def imports(name: str) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
-            found |= {f"{target}.{alias.name}" for alias in node.names}
-    known: set[str] = set()
-    for target in found:
-        while target and target not in MODULES:
-            target = target.rpartition(".")[0]
-        while target:
-            known.add(target)
-            target = target.rpartition(".")[0]
-    return known - {name, "llmcount"}
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in MODULES else known(target))
+    found |= {parent for module in found for parent in ancestors(module)} - ancestors(name)
+    return found - {name, "", "llmcount"}
 
 
 GRAPH = {name: imports(name) for name in MODULES}
