@@ -22,6 +22,9 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+NAMESPACES = {module_name(p / "__init__.py") for p in ROOT.rglob("*") if p.is_dir() and any(p.glob("*.py"))}
+NAMESPACES -= set(MODULES)
+"""Folders of modules without an ``__init__.py`` (``llmcount.formulas``): packages that hold only their modules."""
 
 
 def is_package(name: str) -> bool:
@@ -127,3 +130,59 @@ def test_the_cycle_check_can_fail() -> None:
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
+
+
+def defined(name: str) -> set[str] | None:
+    """The names a module binds at its top level (also under ``if`` and ``try``), or None when it makes names on
+    demand (a module ``__getattr__``)."""
+    names: set[str] = set()
+    body = list(ast.parse(MODULES[name].read_text(encoding="utf-8")).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.If, ast.Try)):
+            body += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
+            body += [n for handler in getattr(node, "handlers", []) for n in handler.body]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return None if "__getattr__" in names else names
+
+
+def unresolved(name: str) -> list[str]:
+    """Each relative import of ``name`` that names no llmcount module, or a name its module does not define: what a
+    module moved into or out of a package, or a line merged from before a move, would leave behind."""
+    package = name if is_package(name) else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = package.split(".")
+        target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+        line = f"{name}:{node.lineno}: {ast.unparse(node)}"
+        if target not in MODULES and target not in NAMESPACES:
+            found.append(f"{line}: no module {target}")
+            continue
+        names = defined(target) if target in MODULES else set()
+        missing = [a.name for a in node.names if f"{target}.{a.name}" not in MODULES and names is not None]
+        missing = [m for m in missing if m not in names]
+        if missing:
+            found.append(f"{line}: {target} defines no {', '.join(missing)}")
+    return found
+
+
+@pytest.mark.parametrize("name", cli_modules())
+def test_every_relative_import_names_a_module_and_what_it_defines(name: str) -> None:
+    assert unresolved(name) == []
+
+
+def test_an_import_that_does_not_resolve_is_found(tmp_path, monkeypatch) -> None:
+    stale = tmp_path / "stale.py"
+    stale.write_text("def f():\n    from .errors import LlmcountError, Nothing\n    from .nowhere import x\n")
+    monkeypatch.setitem(MODULES, "llmcount.stale", stale)
+    found = unresolved("llmcount.stale")
+    assert len(found) == 2 and "defines no Nothing" in found[0] and "no module llmcount.nowhere" in found[1], found
+    assert defined("llmcount") is None  # the package makes its API's names on demand: any name is taken
