@@ -282,7 +282,7 @@ def _load_command(name: str):
     importlib.import_module(f"{__package__}.{COMMAND_MODULES[name]}")
     info = _registered(name)
     if info is None:  # pragma: no cover - COMMAND_MODULES names a module that does not register it
-        raise LookupError(f"llmcount.{COMMAND_MODULES[name]} registers no command {name!r}")
+        raise LookupError(f"{__package__}.{COMMAND_MODULES[name]} registers no command {name!r}")
     return typer.main.get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
     )
