@@ -118,8 +118,8 @@ class _OneLineErrors(typer.core.TyperGroup):
     traceback (set LLMCOUNT_DEBUG=1 to see one for an internal error)."""
 
     def list_commands(self, ctx) -> list[str]:
-        names = super().list_commands(ctx)
-        return names + [name for name in COMMAND_MODULES if name not in names]
+        """Every command in the order of :data:`COMMAND_MODULES`, whichever of them are imported already."""
+        return listed(super().list_commands(ctx))
 
     def get_command(self, ctx, name: str):
         found = super().get_command(ctx, name)
@@ -294,7 +294,15 @@ def load_commands() -> list[str]:
     for name in COMMAND_MODULES:
         if _registered(name) is None:
             _load_command(name)
-    return [info.name or typer.main.get_command_name(info.callback.__name__) for info in app.registered_commands]
+    return listed(
+        [info.name or typer.main.get_command_name(info.callback.__name__) for info in app.registered_commands]
+    )
+
+
+def listed(registered: list[str]) -> list[str]:
+    """The commands in the order of :data:`COMMAND_MODULES` (not the order their modules happened to be imported
+    in), then any registered command it does not name."""
+    return [*COMMAND_MODULES, *(name for name in registered if name not in COMMAND_MODULES)]
 
 
 def _summaries() -> dict[str, str]:

@@ -5,6 +5,8 @@ starts it, and checked on ``sys.modules``."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -43,7 +45,9 @@ def imported(*args: str) -> tuple[int, list[str]]:
 
 SHARED = {"llmcount.cli_app", "llmcount.cli_options"}
 """What every command and ``--help`` imports: the app and the options."""
-COMMANDS = {f"llmcount.{module}" for module in cli.COMMAND_MODULES.values()}
+PACKAGE = "llmcount"
+"""The package whose modules COMMAND_MODULES names."""
+COMMANDS = {f"{PACKAGE}.{module}" for module in cli.COMMAND_MODULES.values()}
 
 
 def test_help_imports_no_command_module_and_nothing_heavy() -> None:
@@ -83,3 +87,12 @@ def test_every_lazy_command_is_registered_by_its_module() -> None:
         assert group.get_command(None, name).callback.__module__ == f"llmcount.{module}", name
     modules = {info.callback.__module__ for info in cli.app.registered_commands}
     assert modules == COMMANDS
+
+
+def test_the_command_list_keeps_its_order_whichever_command_module_is_imported_first() -> None:
+    module = f"{PACKAGE}.{cli.COMMAND_MODULES['memory']}"
+    code = f"import importlib; importlib.import_module({module!r}); from llmcount.cli import main; main(['--help'])"
+    env = {**os.environ, "COLUMNS": "250"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    listed = re.findall(r"^  (\S+)", done.stdout.split("Commands:")[1], flags=re.M)
+    assert listed == list(cli.COMMAND_MODULES)
