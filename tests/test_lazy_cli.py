@@ -84,7 +84,7 @@ def test_every_lazy_command_is_registered_by_its_module() -> None:
     cli.load_commands()
     group = typer.main.get_command(cli.app)
     for name, module in cli.COMMAND_MODULES.items():
-        assert group.get_command(None, name).callback.__module__ == f"llmcount.{module}", name
+        assert group.get_command(None, name).callback.__module__ == f"{PACKAGE}.{module}", name
     modules = {info.callback.__module__ for info in cli.app.registered_commands}
     assert modules == COMMANDS
 
