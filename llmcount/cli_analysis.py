@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .cli import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument, app, fail, print_json
-from .cli_batch import terminal_width
+from .cli_app import app, fail, print_json, terminal_width
+from .cli_options import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument
 from .errors import LlmcountError
 from .renderers.fit import fit_lines
 
@@ -118,8 +118,6 @@ def compare(
     if as_json:
         print_json(result.data())
     else:
-        from .cli_batch import terminal_width
-
         rendered = render("analysis_compare.txt.j2", cmp=result, by_component=components, width=terminal_width())
         typer.echo(rendered.rstrip())
 

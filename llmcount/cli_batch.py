@@ -1,17 +1,15 @@
-"""Many models at once: ``count`` of several models and ``scan`` of a folder or a Hugging Face cache.
-One line per model on stdout; each bad config one line on stderr; exit 1 at the end if any failed."""
+"""Many models at once, as ``count`` of several models and ``scan`` of a folder print them: one line per model on
+stdout; each bad config one line on stderr; exit 1 at the end if any failed."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from .cli import CsvOption, JsonlOption, app, fail, one_line, print_json
-from .errors import LlmcountError
+from .cli_app import one_line, print_json, terminal_width, usage_error
 
 if TYPE_CHECKING:
     from .batch import Result
@@ -24,22 +22,11 @@ class Rows(str, Enum):
     json = "json"
 
 
-def usage_error(message: str) -> typer.Exit:
-    """A wrong combination of options: one line on stderr, exit 2 (as click's usage errors)."""
-    typer.echo(f"llmcount: error: {one_line(message)}", err=True)
-    return typer.Exit(2)
-
-
 def output_format(as_json: bool, as_csv: bool, jsonl: bool) -> Rows:
     chosen = [name for name, on in (("--json", as_json), ("--csv", as_csv), ("--jsonl", jsonl)) if on]
     if len(chosen) > 1:
         raise usage_error(f"{' and '.join(chosen)} cannot be combined; give one output format")
     return Rows(chosen[0].lstrip("-")) if chosen else Rows.text
-
-
-def terminal_width() -> int:
-    """COLUMNS if set, else the terminal's width, else 80 (a pipe or a file)."""
-    return shutil.get_terminal_size((80, 24)).columns
 
 
 def print_rows(results: Iterable[Result], fmt: Rows, extra: tuple[str, ...] = ()) -> None:
@@ -88,43 +75,3 @@ def _count_data(model) -> dict:
     from .renderers import count_data
 
     return count_data(model)
-
-
-@app.command()
-def scan(
-    folder: Annotated[str, typer.Argument(help="A folder of models, or a Hugging Face cache.", metavar="DIR")],
-    as_csv: CsvOption = False,
-    jsonl: JsonlOption = False,
-    max_files: Annotated[
-        int, typer.Option("--max-files", min=1, help="Read at most this many config.json files.")
-    ] = 10_000,
-    max_depth: Annotated[int, typer.Option("--max-depth", min=0, help="Descend at most this many folders.")] = 8,
-) -> None:
-    """Count every config.json below a folder, one row per model: in a Hugging Face cache
-    (models--org--name/snapshots/*/config.json) the row is named org/name. Symlinked folders are
-    followed once; hidden folders are skipped. A bad config is one line on stderr and the scan goes on.
-
-    Example: llmcount scan ~/.cache/huggingface/hub --csv
-    """
-    from .batch import Scan
-
-    fmt = output_format(False, as_csv, jsonl)
-    try:
-        walk = Scan(folder, max_files=max_files, max_depth=max_depth)
-    except LlmcountError as exc:
-        raise fail(str(exc)) from None
-    found = 0
-
-    def each():
-        nonlocal found
-        for result in walk.results():
-            found += 1
-            yield result
-
-    try:
-        print_rows(each(), fmt)
-    finally:
-        if walk.truncated:
-            typer.echo(f"llmcount: warning: {folder}: {walk.truncated}", err=True)
-    if not found:
-        raise fail(f"{folder}: no config.json found")

@@ -1,14 +1,15 @@
-"""Cost commands: flops, memory, verify. Each resolves its inputs, calls one library function, prints."""
+"""Cost commands: flops, memory, verify, mfu and fit (what fits on GPUs of a named type). Each resolves its inputs,
+calls one library function, prints."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from .cli import SPEC_HELP, JsonOption, ModelArgument, app, fail, print_json
-from .cli_batch import terminal_width
+from .cli_app import app, fail, print_json, terminal_width
+from .cli_options import SPEC_HELP, JsonOption, ModelArgument, positive_int
 from .cli_training import (
     AttentionKind,
     AttentionOption,
@@ -27,10 +28,7 @@ from .cli_training import (
 )
 from .errors import LlmcountError
 from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, parse_size
-
-if TYPE_CHECKING:
-    from .formulas.derivation import Derivation
+from .sizes import SUFFIX_HELP, parse_positive, parse_size
 
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
@@ -54,11 +52,6 @@ def _check_gguf(spec: str) -> None:
         check_header(spec)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
-
-
-def positive_int(option: str, value: str) -> int:
-    """A positive integer typed by the user, without size suffixes; LlmcountError naming the option otherwise."""
-    return parse_size(value, option, suffixes=False)
 
 
 @app.command()
@@ -329,6 +322,7 @@ def memory(
         from .cli_gguf import memory_gguf
 
         return memory_gguf(spec, kv_dtype, seq, batch, as_json)
+    from .cli_serving import model_and_scheme
     from .quant import report
 
     try:
@@ -354,7 +348,7 @@ def memory(
         groups = positive_int("--group-size", group_size) if group_size is not None else None
         bits_ = positive_int("--bits", bits) if bits is not None else None
         percent = 0 if overhead.strip() == "0" else positive_int("--overhead", overhead)
-        model, scheme, config = _model_and_scheme(spec, quant, bits_, groups, dtype)
+        model, scheme, config = model_and_scheme(spec, quant, bits_, groups, dtype)
         stored = None if scheme is None else report.model_plan(model, scheme, dtype, spec)
         weights, rows = (None, ()) if stored is None else report.lines(stored)
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
@@ -406,25 +400,6 @@ def memory(
         typer.echo(render_memory(model, result, terminal_width()).rstrip())
         if engine is not None:
             typer.echo(engine_render.render_engine(engine_kv).rstrip())
-
-
-def _model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
-    """The model ``spec`` names, the quantisation scheme ``memory`` sizes its weights in (``--quant``, else the
-    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate)
-    and the config read."""
-    from .dtypes import lookup
-    from .formulas.config import read_config
-    from .quant.report import scheme_for
-    from .sources import resolve
-
-    name, source, config = resolve(spec)
-    model = read_config(config, source, name)
-    uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
-    if quant is None and uniform:
-        return model, None, config
-    if quant is not None and groups is not None and quant not in ("gptq", "awq", "mlx"):
-        raise LlmcountError(f"--group-size: the scheme {quant} has no choice of group size")
-    return model, scheme_for(config, source, quant, bits, groups), config
 
 
 @app.command()
@@ -482,15 +457,143 @@ def verify(
         raise fail(f"{result.model}: {why} (--strict)")
 
 
-def flops_formula(derivation: Derivation, fmt: str, title: str, as_json: bool) -> str:
-    """The output of ``formula --flops``: the family's forward FLOPs formula, rendered or as JSON."""
-    from .formulas.flops import Flops
-    from .renderers import flops_formula_data, render_flops_formula
+@app.command()
+def mfu(
+    spec: ModelArgument,
+    tokens_per_second: Annotated[
+        str,
+        typer.Option(
+            "--tokens-per-second",
+            help="Training throughput of all the GPUs together, tokens per second: 3500, 12000.5.",
+            metavar="NUMBER",
+        ),
+    ],
+    seq: Annotated[
+        str, typer.Option("--seq", "-s", help=f"Training sequence length S: 4096, 8k; {SUFFIX_HELP}.", metavar="SIZE")
+    ] = "4096",
+    gpu: Annotated[str | None, typer.Option("--gpu", help=f"A GPU type: {KNOWN}.")] = None,
+    gpus: Annotated[str, typer.Option("--gpus", help="How many GPUs produce that throughput.", metavar="K")] = "1",
+    peak_tflops: Annotated[
+        str | None,
+        typer.Option("--peak-tflops", help="Dense peak per GPU in TFLOP/s, instead of --gpu.", metavar="NUMBER"),
+    ] = None,
+    convention: Annotated[
+        str,
+        typer.Option(
+            "--convention",
+            help="How training FLOPs per token are counted: palm (default), kaplan, chinchilla, chinchilla-table, "
+            "megatron, megatron-recompute, torchtitan, llmcount, llmcount-causal.",
+        ),
+    ] = "palm",
+    dtype: Annotated[str, typer.Option("--dtype", help="The peak to use with --gpu: bf16 or fp8.")] = "bf16",
+    as_json: JsonOption = False,
+) -> None:
+    """Model FLOPs utilisation: tokens/s × training FLOPs per token (by a named convention, PaLM's by default)
+    over the dense peak of K GPUs (a cited table of bf16/fp8 peaks, or --peak-tflops).
 
-    formula = Flops(derivation)
+    Example: llmcount mfu llama-3-8b --seq 4096 --tokens-per-second 28000 --gpu h100-sxm --gpus 8
+    """
+    from .dtypes import canonical
+    from .formulas.conventions import utilisation
+    from .gpus import peak as gpu_peak
+    from .renderers.costs_glance import mfu_data, render_mfu
+    from .sources import load
+
+    try:
+        rate = parse_positive(tokens_per_second, "--tokens-per-second")
+        seq_ = parse_size(seq, "--seq")
+        count = parse_size(gpus, "--gpus", suffixes=False)
+        dtype_ = canonical(dtype)
+        if dtype_ not in ("bf16", "fp8"):
+            raise LlmcountError(f"--dtype: the peaks are of bf16 or fp8, got {dtype!r}")
+        peak, name = gpu_peak(gpu, peak_tflops, dtype_)
+        model = load(spec)
+        result = utilisation(model, seq_, rate, count, peak, name, dtype_, convention)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
     if as_json:
-        return json.dumps(flops_formula_data(formula), indent=2)
-    return render_flops_formula(formula, fmt, title).rstrip()
+        print_json(mfu_data(model, result))
+    else:
+        typer.echo(render_mfu(model, result).rstrip())
 
 
-from . import cli_glance  # noqa: E402, F401 -- registers ``mfu``
+@app.command()
+def fit(
+    spec: ModelArgument,
+    gpu: Annotated[str, typer.Option("--gpu", help=f"The GPU type: {KNOWN}.")],
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
+    ] = None,
+    seq: Annotated[
+        str,
+        typer.Option(
+            "--seq", "-s", help=f"The context at which to count concurrent sequences; {SUFFIX_HELP}.", metavar="SIZE"
+        ),
+    ] = "4096",
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Weights' dtype (default bf16).")] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: the weights').")] = None,
+    tp: Annotated[str, typer.Option("--tp", help="Tensor-parallel ranks.", metavar="INT")] = "1",
+    pp: Annotated[str, typer.Option("--pp", help="Pipeline stages.", metavar="INT")] = "1",
+    dp: Annotated[str, typer.Option("--dp", help="Data-parallel replicas.", metavar="INT")] = "1",
+    ep: Annotated[str, typer.Option("--ep", help="Expert-parallel ranks: 1 or tp·dp.", metavar="INT")] = "1",
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
+            "sglang, llama.cpp; --kv-dtype then takes the engine's names.",
+            metavar="ENGINE",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
+    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache (or --engine's); when
+    nothing fits, why, and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's
+    workspace are not counted: the answers are upper bounds.
+
+    Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
+    """
+    from . import serving
+    from .cli_serving import (
+        config_and_model,
+        context_of,
+        engine_note,
+        engine_rule,
+        fit_data,
+        fitted,
+        layout_from,
+        render_fit,
+        warn_context,
+    )
+    from .gpus import gpu as find_gpu
+
+    try:
+        card = find_gpu(gpu)
+        seq_ = parse_size(seq, "--seq")
+        rule = engine_rule(engine, kv_dtype)
+        layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        if rule is not None and layout.pp > 1:
+            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        config, model = config_and_model(spec, dtype, notes)
+        context = context_of(config, model.max_positions)
+        kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        result = serving.fit(
+            model, card.memory_bytes, layout, dtype or "bf16", plan_kv_dtype, seq_, context, kv=kv, gpu=card.title
+        )
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    warn_context(model.name, config, model.max_positions, seq_)
+    if engine is not None and rule is not None:
+        notes.append(engine_note(engine))
+    if as_json:
+        data = fit_data(model.name, result, notes)
+        if rule is not None:
+            from .engines import engine as find_engine
+
+            data["engine"] = find_engine(engine).name
+        print_json(data)
+    else:
+        source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
+        typer.echo(fitted(render_fit(model.name, result, notes, source)))

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from .cli import fail, print_json
+from .cli_app import fail, print_json
 from .errors import LlmcountError
 from .sizes import parse_size
 

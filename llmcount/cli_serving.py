@@ -1,17 +1,16 @@
-"""Serving commands: inference memory per GPU under tp/pp/dp/ep (``memory --tp ...`` without --training, and
-``memory --gpu NAME``, reached from cli_costs.memory) and ``fit``: the longest context and the most sequences that
-fit on G GPUs of a named type."""
+"""Serving, as the ``memory`` and ``fit`` commands and ``speed`` ask for it: inference memory per GPU under
+tp/pp/dp/ep (``memory --tp ...`` without --training, and ``memory --gpu NAME``), the longest context and the most
+sequences that fit on G GPUs, the model and the quantisation scheme its weights are sized in."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .cli import JsonOption, ModelArgument, app, fail, print_json
+from .cli_app import fail, print_json, terminal_width
 from .errors import LlmcountError
-from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, parse_size
+from .sizes import parse_size
 
 if TYPE_CHECKING:
     from .serving import Fit, GpuFit, Layout, Shard
@@ -46,7 +45,7 @@ def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[L
     return layout, notes
 
 
-def _config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
+def config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
     """The config and the model ``spec`` names; ``notes`` gets :func:`stored_note`'s."""
     from .formulas.config import read_config
     from .sources import resolve
@@ -75,6 +74,25 @@ def stored_note(config: Any, source: str, dtype: str | None) -> list[str]:
         f"the checkpoint stores its weights as {scheme.label}; per GPU they are counted in bf16 here (--dtype fp8 "
         "or int4 counts every parameter in that dtype; the scheme's scales are not split over the ranks)"
     ]
+
+
+def model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int | None, dtype: str | None):
+    """The model ``spec`` names, the quantisation scheme ``memory`` sizes its weights in (``--quant``, else the
+    config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate)
+    and the config read."""
+    from .dtypes import lookup
+    from .formulas.config import read_config
+    from .quant.report import scheme_for
+    from .sources import resolve
+
+    name, source, config = resolve(spec)
+    model = read_config(config, source, name)
+    uniform = groups is not None or (dtype is not None and lookup(dtype).bits < 16)
+    if quant is None and uniform:
+        return model, None, config
+    if quant is not None and groups is not None and quant not in ("gptq", "awq", "mlx"):
+        raise LlmcountError(f"--group-size: the scheme {quant} has no choice of group size")
+    return model, scheme_for(config, source, quant, bits, groups), config
 
 
 def context_of(config: Any, max_positions: int | None) -> tuple[int, str] | None:
@@ -166,7 +184,7 @@ def memory_per_gpu(
         batched = None
         if max_num_batched_tokens is not None:
             batched = parse_size(max_num_batched_tokens, "--max-num-batched-tokens")
-        rule = _engine_rule(engine, kv_dtype, max_num_batched_tokens=batched)
+        rule = engine_rule(engine, kv_dtype, max_num_batched_tokens=batched)
         card = None
         if gpu is not None:
             from .gpus import gpu as find_gpu
@@ -178,7 +196,7 @@ def memory_per_gpu(
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
-        config, model = _config_and_model(spec, dtype)
+        config, model = config_and_model(spec, dtype)
         stored = _stored(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
@@ -195,7 +213,7 @@ def memory_per_gpu(
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
     if rule is not None:
-        notes.append(_engine_note(engine))
+        notes.append(engine_note(engine))
     checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
     if as_json:
         data = shard_data(model.name, shard, checked, notes)
@@ -250,7 +268,6 @@ def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, 
 
 def fitted(text: str) -> str:
     """``text`` with each line wrapped to the terminal's width."""
-    from .cli_batch import terminal_width
     from .renderers.fit import fit_lines
 
     return fit_lines(text, terminal_width())
@@ -321,85 +338,14 @@ def render_shard(
     return "\n".join(lines)
 
 
-@app.command()
-def fit(
-    spec: ModelArgument,
-    gpu: Annotated[str, typer.Option("--gpu", help=f"The GPU type: {KNOWN}.")],
-    gpus: Annotated[
-        str | None,
-        typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
-    ] = None,
-    seq: Annotated[
-        str,
-        typer.Option(
-            "--seq", "-s", help=f"The context at which to count concurrent sequences; {SUFFIX_HELP}.", metavar="SIZE"
-        ),
-    ] = "4096",
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Weights' dtype (default bf16).")] = None,
-    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV cache dtype (default: the weights').")] = None,
-    tp: Annotated[str, typer.Option("--tp", help="Tensor-parallel ranks.", metavar="INT")] = "1",
-    pp: Annotated[str, typer.Option("--pp", help="Pipeline stages.", metavar="INT")] = "1",
-    dp: Annotated[str, typer.Option("--dp", help="Data-parallel replicas.", metavar="INT")] = "1",
-    ep: Annotated[str, typer.Option("--ep", help="Expert-parallel ranks: 1 or tp·dp.", metavar="INT")] = "1",
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
-            "sglang, llama.cpp; --kv-dtype then takes the engine's names.",
-            metavar="ENGINE",
-        ),
-    ] = None,
-    as_json: JsonOption = False,
-) -> None:
-    """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
-    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache (or --engine's); when
-    nothing fits, why, and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's
-    workspace are not counted: the answers are upper bounds.
-
-    Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
-    """
-    from . import serving
-    from .gpus import gpu as find_gpu
-
-    try:
-        card = find_gpu(gpu)
-        seq_ = parse_size(seq, "--seq")
-        rule = _engine_rule(engine, kv_dtype)
-        layout, notes = layout_from(tp, pp, dp, ep, gpus)
-        if rule is not None and layout.pp > 1:
-            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
-        config, model = _config_and_model(spec, dtype, notes)
-        context = context_of(config, model.max_positions)
-        kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
-        result = serving.fit(
-            model, card.memory_bytes, layout, dtype or "bf16", plan_kv_dtype, seq_, context, kv=kv, gpu=card.title
-        )
-    except LlmcountError as exc:
-        raise fail(str(exc)) from None
-    warn_context(model.name, config, model.max_positions, seq_)
-    if engine is not None and rule is not None:
-        notes.append(_engine_note(engine))
-    if as_json:
-        data = fit_data(model.name, result, notes)
-        if rule is not None:
-            from .engines import engine as find_engine
-
-            data["engine"] = find_engine(engine).name
-        print_json(data)
-    else:
-        source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
-        typer.echo(fitted(render_fit(model.name, result, notes, source)))
-
-
-def _engine_note(engine: str) -> str:
+def engine_note(engine: str) -> str:
     from .engines import engine as find_engine
 
     eng = find_engine(engine)
     return f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)"
 
 
-def _engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
+def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
     """For ``--engine`` other than transformers: a function of (model, weights' dtype) giving ``serving.fit``'s and
     ``serving.shard``'s KV rule (the engine's cache per tp rank, under the engine ``settings`` given) and the dtype
     transformers' plan is made in; None otherwise. The engine and its KV dtype are checked before any model is
@@ -441,7 +387,7 @@ def fit_memory(
         capacity = parse_bytes(gpu_memory, "--gpu-memory")
         seq_ = parse_size(seq, "--seq")
         layout, notes = layout_from(tp, pp, dp, ep, None)
-        config, model = _config_and_model(spec, dtype, notes)
+        config, model = config_and_model(spec, dtype, notes)
         context = context_of(config, model.max_positions)
         result = serving.fit(
             model, capacity, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}"

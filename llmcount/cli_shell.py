@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import app
+from .cli_app import app
 
 COMPLETE_VAR = "_LLMCOUNT_COMPLETE"
 

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli import JsonOption, ModelArgument, app, fail, print_json
+from .cli_app import app, fail, print_json, terminal_width
+from .cli_options import JsonOption, ModelArgument, positive_int
 from .errors import LlmcountError
 from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
@@ -170,11 +171,11 @@ def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, 
             raise LlmcountError("--bits and --dtype do not apply to a llama.cpp file type (--quant)")
         model = load(spec)
         return model, rl.gguf_weights(model, quant), canonical(kv_dtype) if kv_dtype else "fp16", "bf16"
-    from .cli_costs import _model_and_scheme, positive_int
+    from .cli_serving import model_and_scheme
     from .quant import report
 
     bits_ = positive_int("--bits", bits) if bits is not None else None
-    model, scheme, _ = _model_and_scheme(spec, quant, bits_, None, dtype)
+    model, scheme, _ = model_and_scheme(spec, quant, bits_, None, dtype)
     if scheme is None:
         name = canonical(dtype or "bf16")
         kv = canonical(kv_dtype) if kv_dtype else (name if BITS[name] >= 16 else "bf16")
@@ -241,7 +242,6 @@ def render(r: Any) -> str:
         lines.append(f"    B = {dec.batch:,}: {_gb(dec.weights_bytes)} + {_gb(dec.cache_bytes)}")
     lines.append("")
     lines += [f"  * {note}" for note in r.notes]
-    from .cli_batch import terminal_width
     from .renderers.fit import fit_lines
 
     return fit_lines("\n".join(lines), terminal_width())
@@ -257,7 +257,6 @@ def render_formulas(shown: list[tuple[str, Any]]) -> str:
         "  M_pre: weights a prefill reads; all bytes as stored)",
     ]
     lines += [f"  {name} = {text(expr)}" for name, expr in shown]
-    from .cli_batch import terminal_width
     from .renderers.fit import fit_lines
 
     return fit_lines("\n".join(lines), terminal_width())

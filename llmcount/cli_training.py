@@ -1,7 +1,7 @@
 """``memory --training``: the options and the one function the ``memory`` command delegates to.
 
-The options are declared here and used by ``cli_costs.memory``; ``run`` resolves them, calls the library
-(:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
+The options are declared here and used by ``memory`` and ``writeup --training``; ``run`` resolves them, calls the
+library (:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import fail, print_json
+from .cli_app import fail, print_json, terminal_width
 from .errors import LlmcountError
 from .sizes import parse_size
 
@@ -170,7 +170,6 @@ def run(
 ) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print; with ``conventions``, Korthikanti
     et al.'s activations per layer beside llmcount's."""
-    from .cli_batch import terminal_width
     from .formulas import training as tr
     from .renderers.training import render_training, training_data
     from .sources import load

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .cli import SPEC_HELP, ModelArgument, app, fail, print_json
-from .cli_batch import usage_error
+from .cli_app import app, fail, print_json, usage_error
+from .cli_options import SPEC_HELP, ModelArgument
 from .cli_training import (
     AttentionKind,
     AttentionOption,

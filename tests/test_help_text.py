@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from llmcount import cli
+from llmcount.cli_app import summary
 
 runner = CliRunner()
 COMMANDS = cli.load_commands()
@@ -59,8 +61,8 @@ def test_the_command_list_shows_whole_summaries() -> None:
     listed = "".join(text.split("Commands:")[1].split())  # the list wraps lines, at spaces or after a hyphen
     assert "..." not in listed.replace("h_kv/h,...)", "")
     for name in COMMANDS:
-        command = cli.typer.main.get_command(cli.app).get_command(None, name)
-        first = cli.summary(command.help or "")
+        command = typer.main.get_command(cli.app).get_command(None, name)
+        first = summary(command.help or "")
         assert first.endswith((".", ")")) and "".join(first.split()) in listed, name
 
 

@@ -5,6 +5,8 @@ starts it, and checked on ``sys.modules``."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -24,7 +26,8 @@ try:
 except SystemExit as exc:
     code = exc.code
 print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if m.split(".")[0] in %r
-                                                  or m.startswith("llmcount.cli_"))}), file=sys.stderr)
+                                                  or m == "llmcount.cli" or m.startswith("llmcount.cli_"))}),
+      file=sys.stderr)
 """
 
 
@@ -40,10 +43,17 @@ def imported(*args: str) -> tuple[int, list[str]]:
     return report["code"], report["modules"]
 
 
+SHARED = {"llmcount.cli_app", "llmcount.cli_options"}
+"""What every command and ``--help`` imports: the app and the options."""
+PACKAGE = "llmcount"
+"""The package whose modules COMMAND_MODULES names."""
+COMMANDS = {f"{PACKAGE}.{module}" for module in cli.COMMAND_MODULES.values()}
+
+
 def test_help_imports_no_command_module_and_nothing_heavy() -> None:
     code, modules = imported("--help")
     assert code == 0
-    assert modules == [], modules
+    assert set(modules) <= SHARED | {"llmcount.cli"}, modules
 
 
 @pytest.mark.parametrize("args", [("count", "qwen3-32b"), ("count", "qwen3-32b", "llama-3-8b", "--csv")])
@@ -51,7 +61,7 @@ def test_count_imports_no_command_module_and_no_optional_dependency(args) -> Non
     code, modules = imported(*args)
     assert code == 0
     assert not [m for m in modules if m.split(".")[0] in HEAVY], modules
-    assert not [m for m in modules if m.startswith("llmcount.cli_") and m != "llmcount.cli_batch"], modules
+    assert not [m for m in modules if m in COMMANDS and m != "llmcount.cli"], modules
 
 
 def test_a_command_imports_its_module_when_it_runs() -> None:
@@ -74,6 +84,15 @@ def test_every_lazy_command_is_registered_by_its_module() -> None:
     cli.load_commands()
     group = typer.main.get_command(cli.app)
     for name, module in cli.COMMAND_MODULES.items():
-        assert group.get_command(None, name).callback.__module__ == f"llmcount.{module}", name
-    modules = {info.callback.__module__ for info in cli.app.registered_commands} - {"llmcount.cli"}
-    assert modules == {f"llmcount.{m}" for m in cli.COMMAND_MODULES.values()}
+        assert group.get_command(None, name).callback.__module__ == f"{PACKAGE}.{module}", name
+    modules = {info.callback.__module__ for info in cli.app.registered_commands}
+    assert modules == COMMANDS
+
+
+def test_the_command_list_keeps_its_order_whichever_command_module_is_imported_first() -> None:
+    module = f"{PACKAGE}.{cli.COMMAND_MODULES['memory']}"
+    code = f"import importlib; importlib.import_module({module!r}); from llmcount.cli import main; main(['--help'])"
+    env = {**os.environ, "COLUMNS": "250"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    listed = re.findall(r"^  (\S+)", done.stdout.split("Commands:")[1], flags=re.M)
+    assert listed == list(cli.COMMAND_MODULES)

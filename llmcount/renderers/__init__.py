@@ -16,7 +16,7 @@ from ..formulas.config import Model
 from ..formulas.derivation import ACTIVATED_DEFINITION, EMBEDDING_DEFINITION, Derivation
 from ..formulas.symbols import GLOSSARY
 from . import fit  # noqa: F401 -- registers the wrap and fit_table filters before the environment is made
-from .filters import FILTERS
+from .filters import FILTERS, escape
 
 FORMATS = ("text", "markdown", "latex")
 _SUFFIX = {"text": "txt", "markdown": "md", "latex": "tex"}
@@ -64,9 +64,15 @@ def render_formula(derivation: Derivation, fmt: str, activated: bool = False, ti
         f"formula.{_SUFFIX[fmt]}.j2",
         d=derivation,
         activated=activated,
-        title=title or derivation.architecture.title,
+        title=_markdown_title(title or derivation.architecture.title, fmt),
         glossary=glossary,
     )
+
+
+def _markdown_title(title: str, fmt: str) -> str:
+    """A title for a Markdown heading made literal (a model's name comes from a folder's name: ``<img ...>``, a
+    fence, ``$``); the LaTeX templates escape theirs, text shows it as it is."""
+    return escape(title, "markdown") if fmt == "markdown" else title
 
 
 def render_count(model: Model, width: int | None = None, mtp: bool = False) -> str:
@@ -235,7 +241,7 @@ def render_flops(
 def render_flops_formula(flops: Flops, fmt: str, title: str = "") -> str:
     """The forward FLOPs formula of a family in one of FORMATS."""
     glossary = [e for e in GLOSSARY if e.symbol in flops.symbols]
-    title = title or flops.derivation.architecture.title
+    title = _markdown_title(title or flops.derivation.architecture.title, fmt)
     return render(f"costs_formula.{_SUFFIX[fmt]}.j2", f=flops, title=title, glossary=glossary)
 
 
