@@ -99,14 +99,18 @@ def count(
 
     fmt = output_format(as_json, as_csv, jsonl)
     scheme_options = quant is not None or bits is not None or group_size is not None or dtype is not None
-    if scheme_options and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
-        raise fail("--quant, --bits, --group-size and --dtype size one model's stored weights (without --csv, --jsonl)")
     if mtp and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
         raise fail("--mtp counts one model at a time (without --csv or --jsonl)")
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
         from .batch import count_all
+        from .quant.count import STORED_FIELDS, check_options, with_stored
 
-        print_rows(count_all(specs, discover or rediscover, rediscover), fmt)
+        try:
+            check_options(quant, bits, group_size, dtype)
+        except LlmcountError as exc:
+            raise fail(str(exc)) from None
+        results = with_stored(count_all(specs, discover or rediscover, rediscover), quant, bits, group_size, dtype)
+        print_rows(results, fmt, STORED_FIELDS if quant not in (None, "none") else ())
         return
     from .gguf_file import check_header
 

@@ -245,7 +245,7 @@ def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, 
     """The weights as stored, for :func:`llmcount.serving.shard`: ((path, parameters, bytes) groups, label) under
     ``--quant`` (``none``: none), else under the checkpoint's own scheme unless ``--dtype`` is given; None
     otherwise."""
-    from .cli_costs import positive_int
+    from .cli_options import positive_int
     from .gguf_quant import is_file_type
 
     if quant is not None and is_file_type(quant):
