@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llmcount.formulas import records
 from llmcount.formulas.config import read_config
-from llmcount.formulas.tower_flops import image_flops
+from llmcount.formulas.tower_flops import image_flops, part_flops
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
@@ -108,6 +109,71 @@ def test_drawn_gemma3_towers_match_flop_counter(config: dict, images: int) -> No
     assert found.image_tokens == config["mm_tokens_per_image"]
 
 
+def tower_oracle(vision: dict) -> int:
+    """FLOPs FlopCounterMode counts in the vision tower alone (``AutoModel`` of the vision config: CLIPVisionModel,
+    SiglipVisionModel) over one image of the config's size, on the meta device."""
+    from transformers import AutoModel
+
+    built = AutoConfig.for_model(**vision, attn_implementation="eager")
+    with torch.device("meta"):
+        model = AutoModel.from_config(built).eval()
+    pixels = torch.ones(1, built.num_channels, built.image_size, built.image_size, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(pixel_values=pixels)
+    return counter.get_total_flops()
+
+
+def tower_ours(vision: dict) -> int:
+    tower = read_config(vision, "vision_config", "tower", records.tower(vision["model_type"]))
+    return sum(t.flops for t in part_flops(tower, "vision tower", "tower"))
+
+
+@st.composite
+def drawn_vit(draw, model_type: str) -> dict:
+    heads, patch = draw(st.integers(1, 4)), draw(st.sampled_from([2, 4, 8]))
+    return {
+        "model_type": model_type,
+        "hidden_size": heads * draw(st.sampled_from([4, 8])),
+        "intermediate_size": draw(st.integers(1, 40)),
+        "num_hidden_layers": draw(st.integers(1, 3)),
+        "num_attention_heads": heads,
+        "patch_size": patch,
+        "image_size": patch * draw(st.integers(1, 5)) + draw(st.integers(0, patch - 1)),
+        "num_channels": draw(st.integers(1, 4)),
+    }
+
+
+def test_clip_vit_l_336_by_hand_and_oracle() -> None:
+    """LLaVA-1.5's CLIP ViT-L/14 at 336 pixels: (336 // 14)² = 576 patches and the class token, 577 tokens of 1024,
+    24 layers. By hand: the patch convolution 2·576·3·14²·1024 (the class token is no convolution); per layer q, k,
+    v, out 4 · 2·577·1024², scores and values 2 · 2·577²·1024, MLP 2 · 2·577·1024·4096."""
+    vision = {
+        "model_type": "clip_vision_model",
+        "hidden_size": 1024,
+        "intermediate_size": 4096,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "patch_size": 14,
+        "image_size": 336,
+    }
+    t = 577
+    layer = 4 * 2 * t * 1024**2 + 2 * 2 * t * t * 1024 + 2 * 2 * t * 1024 * 4096
+    assert tower_ours(vision) == 2 * 576 * 3 * 14 * 14 * 1024 + 24 * layer == tower_oracle(vision), oracle.VERSIONS
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(vision=drawn_vit("clip_vision_model"))
+def test_drawn_clip_towers_match_flop_counter(vision: dict) -> None:
+    assert tower_ours(vision) == tower_oracle(vision), f"{vision} ({oracle.VERSIONS})"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(vision=drawn_vit("siglip_vision_model"), head=st.booleans())
+def test_drawn_siglip_towers_match_flop_counter(vision: dict, head: bool) -> None:
+    vision = {**vision, "vision_use_head": head}
+    assert tower_ours(vision) == tower_oracle(vision), f"{vision} ({oracle.VERSIONS})"
+
+
 def run(*args: str):
     from typer.testing import CliRunner
 
@@ -168,7 +234,7 @@ def test_whole_forward_with_images_matches_flop_counter(tmp_path, seq: int, imag
         (
             {"model_type": "llava"},
             ["--images", "1"],
-            "FLOPs per image: no formula for the CLIP",
+            "FLOPs per image: no formula for the LLaVA multimodal projector (llava_projector) yet",
         ),
     ],
 )

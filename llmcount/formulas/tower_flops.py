@@ -72,6 +72,28 @@ def _refuse(model: Model, why: str) -> LlmcountError:
     return LlmcountError(f"{model.whole_name or model.name}: FLOPs per image: {why}")
 
 
+def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
+    """The matmuls of one part (a tower or a projector read with its record) per image, evaluated on its config;
+    refused by name when its record has no ``[[flops]]`` or leaves a weight's group without an entry."""
+    record, values = part.architecture, part.values
+    if not record.flops:
+        raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
+    groups = {t.path.partition("/")[0] for t in part.terms}
+    covered = {op.path.partition("/")[0] for op in record.flops}
+    uncovered = [t.path for t in part.terms if is_matmul_weight(t) and t.path.partition("/")[0] not in covered]
+    if uncovered:
+        raise LlmcountError(
+            f"{name}: FLOPs per image: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet"
+        )
+    terms = []
+    for op in record.flops:
+        if op.path.partition("/")[0] not in groups:
+            continue  # a group of which this config has no weight: not run
+        total = expand(op.layers * op.expr)
+        terms.append(ImageTerm(role, op.path, total, op.note, evaluate_int(total, values, f"{op.path} FLOPs")))
+    return terms
+
+
 def image_flops(model: Model) -> ImageFlops:
     """The per-image FLOPs of ``model``'s vision tower and projector and the tokens per image entering its language
     model; refused by name when the model has no tower, or a part has no FLOPs formula yet."""
@@ -80,22 +102,9 @@ def image_flops(model: Model) -> ImageFlops:
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
     for part in model.parts:
+        terms += part_flops(part.model, part.role, model.whole_name or model.name)
         record, values = part.model.architecture, part.model.values
-        if not record.flops:
-            raise _refuse(model, f"no formula for the {record.title} ({record.name}) yet")
-        groups = {t.path.partition("/")[0] for t in part.model.terms}
-        covered = {op.path.partition("/")[0] for op in record.flops}
-        uncovered = [
-            t.path for t in part.model.terms if is_matmul_weight(t) and t.path.partition("/")[0] not in covered
-        ]
-        if uncovered:
-            raise _refuse(model, f"no formula for {uncovered[0]} of the {record.title} ({record.name}) yet")
-        for op in record.flops:
-            if op.path.partition("/")[0] not in groups:
-                continue  # a group of which this config has no weight: not run
-            total = expand(op.layers * op.expr)
-            terms.append(ImageTerm(part.role, op.path, total, op.note, evaluate_int(total, values, f"{op.path} FLOPs")))
-        if record.image_tokens is not None:
+        if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
     if tokens is None:
