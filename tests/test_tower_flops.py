@@ -231,6 +231,7 @@ def test_whole_forward_with_images_matches_flop_counter(tmp_path, seq: int, imag
         (TINY, ["--images", "9" * 400], "--images"),
         (TINY, ["--images", "1", "--conventions"], "--images with flops"),
         ("llama-3-8b", ["--images", "1"], "FLOPs per image: the model has no vision tower"),
+        ({"model_type": "gemma3n"}, ["--images", "1"], "FLOPs per image: llmcount does not count its vision tower"),
         (
             {"model_type": "llava"},
             ["--images", "1"],

@@ -98,6 +98,9 @@ def image_flops(model: Model) -> ImageFlops:
     """The per-image FLOPs of ``model``'s vision tower and projector and the tokens per image entering its language
     model; refused by name when the model has no tower, or a part has no FLOPs formula yet."""
     if not model.parts:
+        left_out = model.composite.left_out if model.composite is not None else ""
+        if left_out:
+            raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
         raise _refuse(model, "the model has no vision tower (--images needs a multimodal model whose tower is counted)")
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
