@@ -4,7 +4,7 @@ calls one library function, prints."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +29,10 @@ from .cli_training import (
 from .errors import LlmcountError
 from .gpus import KNOWN
 from .sizes import SUFFIX_HELP, parse_positive, parse_size
+
+if TYPE_CHECKING:
+    from .formulas.config import Model
+    from .formulas.tower_flops import ImageFlops
 
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
@@ -82,6 +86,16 @@ def flops(
             metavar="INT",
         ),
     ] = None,
+    images: Annotated[
+        str | None,
+        typer.Option(
+            "--images",
+            help="Images per sequence (a composite model with its vision tower): the tower's and projector's FLOPs "
+            "per image at the config's image size, times the images, plus the language model over the S text "
+            "tokens and the image tokens.",
+            metavar="INT",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
@@ -90,7 +104,11 @@ def flops(
     conventions of papers and training frameworks side by side.
 
     Example: llmcount flops llama-3-8b --seq 2048
+
+    Example: llmcount flops ./gemma-3-27b-it/ --images 1 --seq 4096
     """
+    if images is not None and (conventions or mtp is not None):
+        raise fail("--images with flops: forward FLOPs only, not with --conventions or --mtp")
     if mtp is not None and not conventions:
         raise fail("--mtp with flops: Megatron-LM's MTP layers in --conventions (flops MODEL --conventions --mtp 1)")
     if conventions:
@@ -102,22 +120,60 @@ def flops(
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        images_ = _images(images)
         model = load_counted(spec)
-        data = counting.flops_data(model, seq_, batch_, causal) if as_json else None  # no sympy where it takes it
+        data = counting.flops_data(model, seq_, batch_, causal) if as_json and not images_ else None  # no sympy
         if data is not None:
             return print_json(data)
         model = model.full() if isinstance(model, counting.Counted) else model
         from .formulas.flops import Flops
         from .renderers import flops_data, render_flops
 
-        formula = Flops(model.derivation, causal=causal).at(model.values, seq_)  # the one that holds at S
-        counts = formula.evaluate(model.values, seq_, batch_)
+        found = image_flops(model) if images_ else None
+        text = seq_ + (images_ * found.image_tokens if found else 0)  # the language model's tokens per sequence
+        formula = Flops(model.derivation, causal=causal).at(model.values, text)  # the one that holds at S
+        counts = formula.evaluate(model.values, text, batch_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
-        print_json(flops_data(model, formula, counts))
+        data = flops_data(model, formula, counts)
+        if found is not None:
+            whole = counts.forward + found.per_image * images_ * batch_
+            data.update(text_tokens=seq_, images=found.data(images_, batch_), whole_forward_flops=whole)
+        print_json(data)
     else:
         typer.echo(render_flops(model, formula, counts, training, terminal_width()).rstrip())
+        if found is not None:
+            typer.echo("\n".join(image_lines(found, images_, batch_, seq_, counts.forward)))
+
+
+def _images(images: str | None) -> int:
+    """``--images``: a positive integer up to MAX_IMAGES (0 when not given); LlmcountError naming the option."""
+    from .formulas.tower_flops import MAX_IMAGES
+
+    if images is None:
+        return 0
+    value = parse_size(images, "--images", suffixes=False)
+    if value > MAX_IMAGES:
+        raise LlmcountError(f"--images must be at most {MAX_IMAGES:,} images per sequence, got {value:,}")
+    return value
+
+
+def image_flops(model: Model) -> ImageFlops:
+    """The per-image FLOPs of a composite model's vision tower and projector (imported when --images is given)."""
+    from .formulas.tower_flops import image_flops as found
+
+    return found(model)
+
+
+def image_lines(found: ImageFlops, images: int, batch: int, seq: int, language: int) -> list[str]:
+    """The lines ``flops --images`` adds below the language model's: the image parts, the tokens, the whole."""
+    from .formulas.tower_flops import render_lines
+
+    lines = ["", *render_lines(found, images, batch)]
+    lines.append(f"  language model above: S = {seq:,} text + {images:,} × {found.image_tokens:,} image tokens")
+    lines.append(f"Whole forward (language model + images): {language + found.per_image * images * batch:,} FLOPs")
+    return lines
 
 
 @app.command()

@@ -332,6 +332,8 @@ class Family:
     # the optional [[flops]]: matmul-type operations besides the weights and the attention of [attention] (a matmul of
     # the hidden state with coefficients computed from it, a weight used twice), each in ``layers`` layers
     flops: tuple[StateFlops, ...] = ()
+    # a tower's or projector's tokens per image entering the language model (tower_flops.py reads it), over its symbols
+    image_tokens: Expr | None = None
     caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
@@ -908,7 +910,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     if "alias" in data:  # a config type of a modeling class another record describes: that record, its own defaults
         return replace(parse_record(_aliased(data, where), where), shares=data["alias"])
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    fields |= {"counted", "not_counted", "per_layer", "head"}
+    fields |= {"counted", "not_counted", "per_layer", "head", "image_tokens"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
     tables |= {"checked", "weights", "printed", "glossary"}
     unknown = set(data) - fields - tables
@@ -950,6 +952,9 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         tree=_tree(data["tree"], f"{where} [tree]") if "tree" in data else None,
         printed=_printed(data["printed"], f"{where} [printed]") if "printed" in data else None,
         head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else None,
+        image_tokens=(
+            formula(_text(data, "image_tokens", where), f"{where}.image_tokens") if "image_tokens" in data else None
+        ),
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
         flops=tuple(
