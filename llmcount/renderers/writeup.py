@@ -266,7 +266,7 @@ def check_code(model: Model, preset: Any, total: int) -> str:
             f'config = AutoConfig.from_pretrained("{where}")',
             'with torch.device("meta"):  # shapes only: no memory, no weights downloaded',
             f"    model = {cls}(config)",
-            f"print(sum(p.numel() for p in model.parameters()))  # {total}",
+            f'print(f"{{sum(p.numel() for p in model.parameters()):,}}")  # {total:,}',
         ]
     )
 
