@@ -203,3 +203,41 @@ def test_a_one_word_name_the_formulas_reserve_is_refused(tmp_path, name: str) ->
     path.write_text(OWN.replace("output_vocab_size", name))
     with pytest.raises(RecordError, match="named after its config key"):
         records.load(path)
+
+
+def test_a_size_shared_out_over_heads() -> None:
+    # RecurrentGemma's RG-LRU gates are block-diagonal: one (w / h) x (w / h) block per head
+    from sympy import Symbol
+
+    from llmcount.discover import fit
+
+    w, h = Symbol("w", positive=True, integer=True), Symbol("h", positive=True, integer=True)
+    samples = [({w: a * b, h: b}, a) for a, b in ((4, 2), (6, 3), (8, 5), (10, 2), (3, 7), (12, 4), (5, 6))]
+    assert fit.polynomial(samples, [w, h]) is None
+    assert fit.quotient(samples, [w, h]) == w / h
+
+
+def test_a_key_a_validator_ties_to_the_sizes_is_left_for_the_class_to_compute() -> None:
+    # XLNet's validator: d_head must equal d_model // n_head; discovery gives d_head only because it is an integer
+    discoverer = Discoverer("xlnet", log=lambda text: None)
+    with pytest.raises(probe.Refused, match="d_head"):
+        discoverer.build({"d_model": 2 * discoverer.defaults["d_model"]})
+    built = discoverer.build({"d_model": 2 * discoverer.defaults["d_model"]}, repair=True)
+    assert built.attributes["d_head"] == 2 * discoverer.defaults["d_model"] // discoverer.defaults["n_head"]
+
+
+def test_the_experts_per_token_a_validator_pins_are_drawn_at_the_class_default() -> None:
+    # ZAYA accepts num_experts_per_tok=1 only: random configs must draw it as the class has it, often enough
+    import random
+
+    from sympy import Symbol
+
+    from llmcount.discover.verify import random_config
+
+    discoverer = Discoverer("zaya", log=lambda text: None)
+    assert discoverer.defaults["num_experts_per_tok"] == 1
+    discoverer.symbols = {"num_experts_per_tok": Symbol("k", positive=True, integer=True)}
+    discoverer.activation_keys, discoverer.switches_read, discoverer.layer_values = ["num_experts_per_tok"], [], {}
+    rng = random.Random(1)
+    drawn = [random_config(discoverer, rng).get("num_experts_per_tok") for _ in range(10)]
+    assert drawn.count(1) >= 3, drawn

@@ -280,8 +280,18 @@ class Discoverer:
         self.notes.append(text)
 
     # ---- builds -------------------------------------------------------------------------------------------
-    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> probe.Build:
-        return probe.build(self.model_type, self.consistent({**self.fixed, **overrides}, overrides), drop)
+    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = (), repair: bool = False) -> probe.Build:
+        """What the class defaults with ``overrides`` build (every integer key given explicitly). ``repair``: when a
+        validator refuses it naming keys given only because they are fixed (XLNet's ``d_head`` must equal
+        ``d_model // n_head``), build once more with those left for the class to compute."""
+        values = self.consistent({**self.fixed, **overrides}, overrides)
+        try:
+            return probe.build(self.model_type, values, drop)
+        except probe.Refused as error:
+            named = _named_keys(str(error), self.fixed) - set(overrides) - {self.layer_key, *self.parts}
+            if not repair or not named:
+                raise
+            return probe.build(self.model_type, values, (*drop, *sorted(named)))
 
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
@@ -354,6 +364,7 @@ class Discoverer:
             self.symbols[key] = symbol
         self.fit(kinds, sizes)
         defaults = self.defaults_of(sizes, kinds)
+        self.activation_keys: list[str] = []  # symbols that shape no tensor (k): drawn near the class default
         if any(".experts." in k for k in kinds):  # routed experts: the activated count needs k, which shapes nothing
             for key, value in sorted(self.defaults.items()):
                 symbol = names.get(key) or next(
@@ -361,6 +372,7 @@ class Discoverer:
                 )  # ERNIE's moe_k, by its attribute_map
                 if symbol is not None and symbol.name == "k" and key not in self.symbols:
                     self.symbols[key] = symbol
+                    self.activation_keys.append(key)
                     # None by default (DeepSeek-V2): the total is counted, the active count is not
                     defaults[key] = (None, "none") if value is None else (str(value), None)
         text = self.write(kinds, defaults, effects)
@@ -522,7 +534,7 @@ class Discoverer:
         changes, or None when it changes which tensors exist); None when no value changes anything."""
         for trial in self.variations(value):
             try:
-                changed = _per_kind(self.build({**self.on, key: trial}))
+                changed = _per_kind(self.build({**self.on, key: trial}, repair=True))
             except probe.Refused:
                 continue
             if set(changed) != set(base):
@@ -562,7 +574,7 @@ class Discoverer:
             values = self.draw(sizes)
             overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
             try:
-                return values, self.build(overrides, drop)
+                return values, self.build(overrides, drop, repair=True)
             except probe.Refused:
                 continue
         raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
@@ -582,6 +594,8 @@ class Discoverer:
                 variables = [self.symbols[k] for k in sorted(factor.deps)]
                 points = [(values, f[j]) for values, f in fitting]
                 factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
+                if factor.expr is None and len(variables) > 1:  # a share per head: lru_width / num_attention_heads
+                    factor.expr = fit.quotient(points, variables)
                 if factor.expr is None:
                     self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
                     continue
@@ -874,6 +888,11 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _named_keys(text: str, keys) -> set[str]:
+    """The keys of ``keys`` that a refusal's message names (as whole words, or in backquotes)."""
+    return {k for k in keys if re.search(rf"(?<![A-Za-z0-9_]){re.escape(k)}(?![A-Za-z0-9_])", text)}
 
 
 def _membership(b: probe.Build) -> dict[str, list[bool]]:

@@ -67,6 +67,19 @@ def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degre
     return None
 
 
+def quotient(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 3) -> Expr | None:
+    """A polynomial divided by one of ``variables`` (a size shared out over heads: ``w / h``), when no polynomial
+    gives the samples; the first divisor (in name order) that gives every sample's number exactly."""
+    for divisor in sorted(variables, key=lambda s: s.name):
+        scaled = [(values, y * values[divisor]) for values, y in samples]
+        found = polynomial(scaled, variables, max_degree)
+        if found is not None and found != 0:
+            expr = found / divisor
+            if all(expr.subs(values) == y for values, y in samples):
+                return expr
+    return None
+
+
 def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
     out = 1
     for s in monomial:

@@ -65,6 +65,10 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
     for key, value in discoverer.draw(sizes).items():
         if rng.random() < 0.8:  # else absent: the record's default must be transformers' default
             config[key] = value
+    for key in getattr(discoverer, "activation_keys", []):  # validators may pin it (ZAYA: 1 expert per token)
+        default = discoverer.defaults.get(key)
+        if key in config and isinstance(default, int) and rng.random() < 0.5:
+            config[key] = default
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
     for key in discoverer.parts:  # counts of layer groups: the layer count is their sum
