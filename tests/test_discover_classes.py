@@ -222,7 +222,7 @@ def test_a_key_a_validator_ties_to_the_sizes_is_left_for_the_class_to_compute() 
     discoverer = Discoverer("xlnet", log=lambda text: None)
     with pytest.raises(probe.Refused, match="d_head"):
         discoverer.build({"d_model": 2 * discoverer.defaults["d_model"]})
-    built = discoverer.build({"d_model": 2 * discoverer.defaults["d_model"]}, repair=True)
+    built = discoverer.build({"d_model": 2 * discoverer.defaults["d_model"]}, repair={"d_model"})
     assert built.attributes["d_head"] == 2 * discoverer.defaults["d_model"] // discoverer.defaults["n_head"]
 
 

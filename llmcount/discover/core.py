@@ -280,16 +280,18 @@ class Discoverer:
         self.notes.append(text)
 
     # ---- builds -------------------------------------------------------------------------------------------
-    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = (), repair: bool = False) -> probe.Build:
-        """What the class defaults with ``overrides`` build (every integer key given explicitly). ``repair``: when a
-        validator refuses it naming keys given only because they are fixed (XLNet's ``d_head`` must equal
-        ``d_model // n_head``), build once more with those left for the class to compute."""
+    def build(
+        self, overrides: dict[str, Any], drop: tuple[str, ...] = (), repair: set[str] | None = None
+    ) -> probe.Build:
+        """What the class defaults with ``overrides`` build (every integer key given explicitly). ``repair`` (the
+        keys that must keep their values): when a validator refuses the config naming other keys (XLNet's
+        ``d_head`` must equal ``d_model // n_head``), build once more with those left for the class to compute."""
         values = self.consistent({**self.fixed, **overrides}, overrides)
         try:
             return probe.build(self.model_type, values, drop)
         except probe.Refused as error:
-            named = _named_keys(str(error), self.fixed) - set(overrides) - {self.layer_key, *self.parts}
-            if not repair or not named:
+            named = _named_keys(str(error), values) - (repair or set()) - {self.layer_key, *self.parts}
+            if repair is None or not named:
                 raise
             return probe.build(self.model_type, values, (*drop, *sorted(named)))
 
@@ -534,7 +536,7 @@ class Discoverer:
         changes, or None when it changes which tensors exist); None when no value changes anything."""
         for trial in self.variations(value):
             try:
-                changed = _per_kind(self.build({**self.on, key: trial}, repair=True))
+                changed = _per_kind(self.build({**self.on, key: trial}, repair={key, *self.on}))
             except probe.Refused:
                 continue
             if set(changed) != set(base):
@@ -574,7 +576,7 @@ class Discoverer:
             values = self.draw(sizes)
             overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
             try:
-                return values, self.build(overrides, drop, repair=True)
+                return values, self.build(overrides, drop, repair={*sizes, *self.on, *null})
             except probe.Refused:
                 continue
         raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
