@@ -241,3 +241,17 @@ def test_the_experts_per_token_a_validator_pins_are_drawn_at_the_class_default()
     rng = random.Random(1)
     drawn = [random_config(discoverer, rng).get("num_experts_per_tok") for _ in range(10)]
     assert drawn.count(1) >= 3, drawn
+
+
+def test_tensors_of_one_name_with_other_conditions_get_terms_of_their_own(tmp_path) -> None:
+    # ModernBERT-decoder's norm biases exist only with norm_bias (default False): a term of their own with its
+    # condition, not added to the weights' term unconditionally (which counted them twice the norm weights)
+    from llmcount.discover.verify import verify
+
+    discoverer = Discoverer("modernbert-decoder", log=lambda text: None)
+    text = discoverer.run().text
+    assert 'path = "norms/mlp_norm.bias"' in text
+    path = tmp_path / "modernbert-decoder.toml"
+    path.write_text(text)
+    checks = verify(discoverer, path)
+    assert all(c.exact for c in checks), "\n".join(c.line() for c in checks)

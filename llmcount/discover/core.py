@@ -715,10 +715,12 @@ class Discoverer:
         return f"{group}/{name}{bias}", False
 
     def qualified(self, path: str, kind: Kind) -> str:
-        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks."""
+        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks; a
+        bias keeps its ``.bias`` (a norm's too: ModernBERT's norm biases exist only with norm_bias)."""
         parts = kind.key.split(".*.", 1)[-1].split(".")
         modules = [m for m in parts[:-1] if m != "*"]
-        return f"{path.split('/')[0]}/{'.'.join(modules)}{'.bias' if path.endswith('.bias') else ''}"
+        bias = ".bias" if path.endswith(".bias") or parts[-1] == "bias" else ""
+        return f"{path.split('/')[0]}/{'.'.join(modules)}{bias}"
 
     def layer_counts(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Kind -> its ``layers`` text; fills ``self.layer_symbols`` (symbol -> condition) for ``[layers]``. A
@@ -769,13 +771,16 @@ class Discoverer:
         for kind in sorted(kinds.values(), key=lambda k: k.order):
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
-            if path in terms and terms[path]["when"] != when:  # GPT-2's crossattention.c_attn beside attn.c_attn
+            layers = counts.get(kind.key, "N") if kind.in_layer else "1"
+            # GPT-2's crossattention.c_attn beside attn.c_attn (another condition); OLMo-Hybrid's linear_attn.q_proj
+            # beside self_attn.q_proj (other layers): a term of their own, named by their module chain
+            if path in terms and (terms[path]["when"] != when or terms[path]["layers"] != layers):
                 path = self.qualified(path, kind)
             term = terms.setdefault(
                 path,
                 {
                     "exprs": [],
-                    "layers": counts.get(kind.key, "N") if kind.in_layer else "1",
+                    "layers": layers,
                     "when": when,
                     "embedding": embedding,
                     "kinds": [],
