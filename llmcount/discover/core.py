@@ -27,6 +27,8 @@ LAYERS = 3  # decoder layers of every build: enough to see the first layers diff
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
 ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
+_LAYER_COUNT = re.compile(r"(^|_)(n|num)_(\w+_)?layers?$|^(\w+_)?layers$|^n_layers?$")
+_SIZE_NAME = re.compile(r"(_dim|_size|_rank|experts|_per_tok|heads)$")
 _WORD = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 GROUP_ORDER = {"embedding": 0, "attention": 1, "mlp": 2, "moe": 2, "norms": 3, "head": 4}
 
@@ -101,13 +103,7 @@ class Discoverer:
         self.notes: list[str] = []
         self.defaults = probe.class_defaults(model_type)
         self.aliases = probe.attribute_map(model_type)
-        names = glossary_keys()
-        self.layer_key = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
-        if self.layer_key is None:  # the class's own name for it (GPT-Neo's num_layers, by its attribute_map)
-            alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
-            self.layer_key = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
-        if self.layer_key is None:
-            raise ValueError(f"{model_type}: no config key for the number of layers (glossary symbol N)")
+        self.layer_key = self.find_layer_key()
         self.fixed: dict[str, Any] = {self.layer_key: LAYERS}
         for key, value in self.defaults.items():
             if key == self.layer_key or not isinstance(value, int) or isinstance(value, bool):
@@ -117,6 +113,41 @@ class Discoverer:
         self.tokens = {k for k in self.fixed if k.endswith("_token_id")}
         self.rng = random.Random(0)
         self.tie_layers()
+
+    # ---- the layer count ------------------------------------------------------------------------------------
+    def find_layer_key(self) -> str:
+        """The config key of the number of layers: the glossary's (``num_hidden_layers``, ``n_layer``); else the
+        name the class's attribute_map gives it (GPT-Neo's ``num_layers``) when no other integer key names layers;
+        else the one of those keys whose value is the number of layers built (BART's causal LM is its decoder: of
+        ``encoder_layers`` and ``decoder_layers``, the second)."""
+        names = glossary_keys()
+        named = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
+        if named is not None:
+            return named
+        # the class's own name for it, by its attribute_map
+        alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
+        named = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
+        counts = [
+            k
+            for k, v in self.defaults.items()
+            if _LAYER_COUNT.search(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0 and k != named
+        ]
+        if named is not None and not counts:
+            return named
+        for key in [named, *counts] if named is not None else counts:
+            try:
+                if all(probe.build(self.model_type, {key: n}).layers == n for n in (1, 2)):
+                    if key != named:
+                        self.note(f"{key}: the number of layers built (the key the causal LM reads)")
+                    return key
+            except probe.Refused:
+                continue
+        if named is not None:  # validators refuse a bare change of it: tie_layers finds the keys tied to it
+            return named
+        raise ValueError(
+            f"{self.model_type}: no config key for the number of layers (glossary symbol N; tried"
+            f" {', '.join(counts) or 'no integer key naming layers'})"
+        )
 
     # ---- layer counts the config's validators accept ------------------------------------------------------
     def tie_layers(self) -> None:
@@ -138,6 +169,8 @@ class Discoverer:
             return
         except probe.Refused as error:
             refusal = str(error)
+        if self.fill_nulls():
+            return
         counts = [
             k
             for k, v in self.defaults.items()
@@ -185,6 +218,40 @@ class Discoverer:
             tied = ", ".join([*self.parts, *self.per_layer])
             self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
 
+    def fill_nulls(self) -> bool:
+        """When the class's own defaults do not build (Ministral's ``head_dim`` None, Dots1's expert counts None):
+        give the size keys that default to None a value, the fewest that make transformers accept the config
+        (kept in every build; the draft then has no default for them, and refuses their absence as the class
+        does). True when that made it build."""
+        names = glossary_keys()
+        nulls = [
+            k
+            for k, v in self.defaults.items()
+            if v is None and k not in self.tokens and (k in names or _SIZE_NAME.search(k))
+        ]
+        if not nulls:
+            return False
+        for value in (8, 64):
+            try:
+                self.build(dict.fromkeys(nulls, value))
+            except probe.Refused:
+                continue
+            needed = list(nulls)
+            for key in nulls:  # the fewest: each left at None in turn, kept out when it still builds
+                trial = [k for k in needed if k != key]
+                try:
+                    self.build(dict.fromkeys(trial, value))
+                except probe.Refused:
+                    continue
+                needed = trial
+            self.fixed.update(dict.fromkeys(needed, value))
+            self.note(
+                f"{', '.join(needed)}: None by default, and transformers cannot build without"
+                f" {'it' if len(needed) == 1 else 'them'}: builds give {value}; the draft has no default"
+            )
+            return True
+        return False
+
     def consistent(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """``values`` with the keys tied to the layer count made to agree with it: the layer count follows the
         group counts (or a per-layer list) that ``given`` sets; else the group counts share it out and the lists
@@ -213,8 +280,20 @@ class Discoverer:
         self.notes.append(text)
 
     # ---- builds -------------------------------------------------------------------------------------------
-    def build(self, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> probe.Build:
-        return probe.build(self.model_type, self.consistent({**self.fixed, **overrides}, overrides), drop)
+    def build(
+        self, overrides: dict[str, Any], drop: tuple[str, ...] = (), repair: set[str] | None = None
+    ) -> probe.Build:
+        """What the class defaults with ``overrides`` build (every integer key given explicitly). ``repair`` (the
+        keys that must keep their values): when a validator refuses the config naming other keys (XLNet's
+        ``d_head`` must equal ``d_model // n_head``), build once more with those left for the class to compute."""
+        values = self.consistent({**self.fixed, **overrides}, overrides)
+        try:
+            return probe.build(self.model_type, values, drop)
+        except probe.Refused as error:
+            named = _named_keys(str(error), values) - (repair or set()) - {self.layer_key, *self.parts}
+            if repair is None or not named:
+                raise
+            return probe.build(self.model_type, values, (*drop, *sorted(named)))
 
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
@@ -287,12 +366,17 @@ class Discoverer:
             self.symbols[key] = symbol
         self.fit(kinds, sizes)
         defaults = self.defaults_of(sizes, kinds)
+        self.activation_keys: list[str] = []  # symbols that shape no tensor (k): drawn near the class default
         if any(".experts." in k for k in kinds):  # routed experts: the activated count needs k, which shapes nothing
             for key, value in sorted(self.defaults.items()):
-                symbol = names.get(key)
+                symbol = names.get(key) or next(
+                    (names[a] for a, k in self.aliases.items() if k == key and a in names), None
+                )  # ERNIE's moe_k, by its attribute_map
                 if symbol is not None and symbol.name == "k" and key not in self.symbols:
                     self.symbols[key] = symbol
-                    defaults[key] = (None if value is None else str(value), None)
+                    self.activation_keys.append(key)
+                    # None by default (DeepSeek-V2): the total is counted, the active count is not
+                    defaults[key] = (None, "none") if value is None else (str(value), None)
         text = self.write(kinds, defaults, effects)
         switches = {k: self.defaults[k] for k in effects}
         self.switches_read = sorted(effects)
@@ -381,8 +465,10 @@ class Discoverer:
                 single += [f"i % {key} == 0", f"i % {key} != 0"]
             elif all(isinstance(x, int) for v in values for x in v):
                 single += [f"i in {key}", f"i not in {key}"]
-            else:
+            elif key in getattr(self, "per_layer", {}) or len(self.defaults[key]) == self.defaults[self.layer_key]:
                 single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
+            else:  # a pattern shorter than the layers, repeated over them (RecurrentGemma's block_types)
+                single += [f"{key}[i % len({key})] == '{x}'" for x in sorted({x for v in values for x in v})]
         single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
@@ -416,15 +502,23 @@ class Discoverer:
         unlisted = sorted(set(glossary_keys()) - set(self.defaults) - set(self.aliases) - set(self.layer_values))
         candidates += [(key, None) for key in unlisted]
         base = _per_kind(self.build(self.on))
+        self.null_switches: dict[str, list[str]] = {}  # None by default; set, other tensors exist (q_lora_rank)
         for key, value in candidates:
             if value is None:
                 found = self.effect(key, value, base)
+                if found is not None and found[1] is None and key in self.defaults:
+                    built = set(_per_kind(self.build({**self.on, key: found[0]})))
+                    self.null_switches[key] = sorted(built ^ set(base))
+                    self.note(f"{key}: set, it changes which tensors exist; the draft refuses it set")
+                    continue
                 if found is not None:
                     self.fixed[key] = found[0]
                     base = _per_kind(self.build(self.on))
         base = _per_kind(self.build(self.on))
         sizes, layer_keys = [], []
         for key, value in candidates:
+            if key in self.null_switches:
+                continue
             found = self.effect(key, self.fixed.get(key, value), base)
             if found is None:
                 continue
@@ -442,7 +536,7 @@ class Discoverer:
         changes, or None when it changes which tensors exist); None when no value changes anything."""
         for trial in self.variations(value):
             try:
-                changed = _per_kind(self.build({**self.on, key: trial}))
+                changed = _per_kind(self.build({**self.on, key: trial}, repair={key, *self.on}))
             except probe.Refused:
                 continue
             if set(changed) != set(base):
@@ -482,7 +576,7 @@ class Discoverer:
             values = self.draw(sizes)
             overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
             try:
-                return values, self.build(overrides, drop)
+                return values, self.build(overrides, drop, repair={*sizes, *self.on, *null})
             except probe.Refused:
                 continue
         raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
@@ -502,6 +596,8 @@ class Discoverer:
                 variables = [self.symbols[k] for k in sorted(factor.deps)]
                 points = [(values, f[j]) for values, f in fitting]
                 factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
+                if factor.expr is None and len(variables) > 1:  # a share per head: lru_width / num_attention_heads
+                    factor.expr = fit.quotient(points, variables)
                 if factor.expr is None:
                     self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
                     continue
@@ -532,7 +628,11 @@ class Discoverer:
                         break
                     points.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, value))
                 if len(points) < 4:
-                    found.append(None)
+                    # no config without it is accepted (a divisibility check against the others' draws): the
+                    # class's own default, a constant, which the random configs that leave it out then check
+                    value = self.defaults.get(key)
+                    kept = drop and isinstance(value, int) and not isinstance(value, bool)
+                    found.append(str(value) if kept else None)
                     continue
                 text = fit.derived(points, others)
                 if text is None:
@@ -615,10 +715,12 @@ class Discoverer:
         return f"{group}/{name}{bias}", False
 
     def qualified(self, path: str, kind: Kind) -> str:
-        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks."""
+        """``path`` with the whole module chain of the layer, to tell apart modules of one name in two blocks; a
+        bias keeps its ``.bias`` (a norm's too: ModernBERT's norm biases exist only with norm_bias)."""
         parts = kind.key.split(".*.", 1)[-1].split(".")
         modules = [m for m in parts[:-1] if m != "*"]
-        return f"{path.split('/')[0]}/{'.'.join(modules)}{'.bias' if path.endswith('.bias') else ''}"
+        bias = ".bias" if path.endswith(".bias") or parts[-1] == "bias" else ""
+        return f"{path.split('/')[0]}/{'.'.join(modules)}{bias}"
 
     def layer_counts(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Kind -> its ``layers`` text; fills ``self.layer_symbols`` (symbol -> condition) for ``[layers]``. A
@@ -669,13 +771,16 @@ class Discoverer:
         for kind in sorted(kinds.values(), key=lambda k: k.order):
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
-            if path in terms and terms[path]["when"] != when:  # GPT-2's crossattention.c_attn beside attn.c_attn
+            layers = counts.get(kind.key, "N") if kind.in_layer else "1"
+            # GPT-2's crossattention.c_attn beside attn.c_attn (another condition); OLMo-Hybrid's linear_attn.q_proj
+            # beside self_attn.q_proj (other layers): a term of their own, named by their module chain
+            if path in terms and (terms[path]["when"] != when or terms[path]["layers"] != layers):
                 path = self.qualified(path, kind)
             term = terms.setdefault(
                 path,
                 {
                     "exprs": [],
-                    "layers": counts.get(kind.key, "N") if kind.in_layer else "1",
+                    "layers": layers,
                     "when": when,
                     "embedding": embedding,
                     "kinds": [],
@@ -746,6 +851,14 @@ class Discoverer:
             f"title = {_q(title)}",
             f"kind = {_q('moe' if routed else 'dense')}",
         ]
+        nulls = getattr(self, "null_switches", {})
+        if nulls:  # set, they build tensors the draft was not fitted on: refused by name, never guessed
+            lines.append("refuse = [")
+            for key, changed in nulls.items():
+                why = f"{key} is set ({self.defaults[key]!r} by default): with it transformers builds other tensors"
+                why += f" ({', '.join(changed[:3])}), which this discovered record does not describe"
+                lines.append(f"  [{_q(f'{key} is not None')}, {_q(why.replace('None', 'null'))}],")
+            lines.append("]")
         read = sorted(self.symbols, key=self._rank)
         used = set().union(*(set(t["when"].replace("not ", "").split(" and ")) - {""} for t in terms))
         aliases = {
@@ -768,7 +881,7 @@ class Discoverer:
             if null is not None:
                 fields.append(f"null = {_toml_value(null)}")
             lines.append(f"{self.symbols[key].name} = {{ {', '.join(fields)} }}")
-        used |= set(self.layer_values)
+        used |= set(self.layer_values) | set(nulls)
         if used:
             lines += ["", "[keys]"]
             lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]
@@ -782,6 +895,11 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _named_keys(text: str, keys) -> set[str]:
+    """The keys of ``keys`` that a refusal's message names (as whole words, or in backquotes)."""
+    return {k for k in keys if re.search(rf"(?<![A-Za-z0-9_]){re.escape(k)}(?![A-Za-z0-9_])", text)}
 
 
 def _membership(b: probe.Build) -> dict[str, list[bool]]:
@@ -844,6 +962,8 @@ def _toml_value(text: str) -> str:
 
 
 def _toml(value: Any) -> str:
+    if value is None:
+        return _q("null")  # the reader's word for a class default of None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -67,6 +67,19 @@ def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degre
     return None
 
 
+def quotient(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 3) -> Expr | None:
+    """A polynomial divided by one of ``variables`` (a size shared out over heads: ``w / h``), when no polynomial
+    gives the samples; the first divisor (in name order) that gives every sample's number exactly."""
+    for divisor in sorted(variables, key=lambda s: s.name):
+        scaled = [(values, y * values[divisor]) for values, y in samples]
+        found = polynomial(scaled, variables, max_degree)
+        if found is not None and found != 0:
+            expr = found / divisor
+            if all(expr.subs(values) == y for values, y in samples):
+                return expr
+    return None
+
+
 def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
     out = 1
     for s in monomial:
@@ -75,7 +88,8 @@ def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
 
 
 def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
-    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x`` or ``x // y``; the first
+    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x // y``, ``x // c`` or
+    ``(x + c - 1) // c``; the first
     (in that order, symbols in the order given) that gives every sample's value."""
     observed = [y for _, y in samples]
     if len(set(observed)) == 1:
@@ -83,6 +97,9 @@ def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
     candidates: list[tuple[str, object]] = [(s.name, lambda v, s=s: v[s]) for s in names]
     candidates += [(f"{c} * {s.name}", lambda v, s=s, c=c: c * v[s]) for c in range(2, 9) for s in names]
     candidates += [(f"{a.name} // {b.name}", lambda v, a=a, b=b: v[a] // v[b]) for a in names for b in names if a != b]
+    divisors = [*range(2, 17), 32, 64, 128, 256]  # a fixed fraction, rounded down or up (Mamba's ceil(d / 16))
+    candidates += [(f"{s.name} // {c}", lambda v, s=s, c=c: v[s] // c) for s in names for c in divisors]
+    candidates += [(f"({s.name} + {c - 1}) // {c}", lambda v, s=s, c=c: -(-v[s] // c)) for s in names for c in divisors]
     for text, rule in candidates:
         if all(rule(values) == y for values, y in samples):
             return text

@@ -25,12 +25,15 @@ class Check:
     got: int | None  # llmcount's count with the draft record
     error: str = ""
     where: str = ""  # a mismatch: the first term whose count differs, and the config's values, in words
+    refused: str = ""  # transformers refuses the config and so does llmcount: both reasons, agreed
 
     @property
     def exact(self) -> bool:
-        return self.expected is not None and self.expected == self.got
+        return bool(self.refused) or (self.expected is not None and self.expected == self.got)
 
     def line(self) -> str:
+        if self.refused:
+            return f"{self.name}: refused by both: {self.refused}"
         if self.error:
             return f"{self.name}: {self.error}"
         verdict = "exact" if self.exact else f"MISMATCH (llmcount - transformers = {self.got - self.expected:+,})"
@@ -62,6 +65,10 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
     for key, value in discoverer.draw(sizes).items():
         if rng.random() < 0.8:  # else absent: the record's default must be transformers' default
             config[key] = value
+    for key in getattr(discoverer, "activation_keys", []):  # validators may pin it (ZAYA: 1 expert per token)
+        default = discoverer.defaults.get(key)
+        if key in config and isinstance(default, int) and rng.random() < 0.5:
+            config[key] = default
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
     for key in discoverer.parts:  # counts of layer groups: the layer count is their sum
@@ -93,10 +100,15 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
         return [Check("record", None, None, f"cannot load the draft: {error}")]
     rng = random.Random(seed)
     defaults = {**probe.class_defaults(discoverer.model_type), "model_type": discoverer.model_type}
-    configs = [("class defaults", defaults, probe.build(discoverer.model_type, _kwargs(defaults)))]
+    checks = []
+    try:
+        configs = [("class defaults", defaults, probe.build(discoverer.model_type, _kwargs(defaults)))]
+    except probe.Refused as error:  # the class's own defaults do not build: the draft must refuse them too
+        configs = []
+        checks.append(_both_refuse("class defaults", defaults, family, str(error)))
     refused = ""
     for _ in range(ATTEMPTS):
-        if len(configs) == 1 + RANDOM_CONFIGS:
+        if len(configs) + len(checks) == 1 + RANDOM_CONFIGS:
             break
         config = random_config(discoverer, rng)
         try:
@@ -104,8 +116,8 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
         except probe.Refused as error:
             refused = refused or str(error)
             continue
-        configs.append((f"random config {len(configs)}", config, built))
-    checks = []
+        configs.append((f"random config {len(configs) + len(checks)}", config, built))
+    randoms = len(configs) - (0 if checks else 1)  # checks: the class defaults, refused by both
     for name, config, built in configs:
         try:
             counts = read_config(config, name, family=family).counts
@@ -114,16 +126,25 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
             continue
         where = "" if counts.total == built.total else _where(discoverer, counts, built, config)
         checks.append(Check(name, built.total, counts.total, where=where))
-    if len(configs) < 1 + RANDOM_CONFIGS:
+    if randoms < RANDOM_CONFIGS:
         checks.append(
             Check(
                 "random configs",
                 None,
                 None,
-                f"transformers accepted {len(configs) - 1} of {ATTEMPTS} drawn; the first refusal: {_cut(refused)}",
+                f"transformers accepted {randoms} of {ATTEMPTS} drawn; the first refusal: {_cut(refused)}",
             )
         )
     return checks
+
+
+def _both_refuse(name: str, config: dict[str, Any], family, theirs: str) -> Check:
+    """A config transformers refuses: agreed when llmcount's reader refuses it too (by name), else not exact."""
+    try:
+        counts = read_config(config, name, family=family).counts
+    except (LlmcountError, ValueError) as error:
+        return Check(name, None, None, refused=f"transformers: {_cut(theirs, 120)}; llmcount: {_cut(str(error), 120)}")
+    return Check(name, None, counts.total, f"transformers refuses it ({_cut(theirs, 120)}); the draft counts it")
 
 
 ATTEMPTS = 40  # random configs drawn before giving up on finding RANDOM_CONFIGS that transformers accepts

@@ -549,8 +549,10 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
     return value
 
 
-# a config key with an underscore (a size), or N_ and a word (a count of layers): never a glossary name
-_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|N_[a-z0-9_]{1,40})$")
+# a config key with an underscore (a size) or one lowercase word of 4 or more letters (ProphetNet's ngram), or N_
+# and a word (a count of layers): never a glossary name, a function of the formulas or a word they reserve
+_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]{3,40}|N_[a-z0-9_]{1,40})$")
+_RESERVED = {"ceil", "floor", "sqrt", "isqrt", "none", "null", "true", "false", "auto"}
 
 
 def _glossary(data: Any, where: str) -> None:
@@ -559,7 +561,7 @@ def _glossary(data: Any, where: str) -> None:
     from .symbols import declare
 
     for name, spec in _table(data, where).items():
-        if not _OWN_NAME.match(name) or len(name) > 64:
+        if not _OWN_NAME.match(name) or len(name) > 64 or name in _RESERVED:
             raise RecordError(
                 f"{where} {name[:64]!r}: a record's own symbol is named after its config key (snake_case)"
             )
