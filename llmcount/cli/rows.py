@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .cli_app import one_line, print_json, terminal_width, usage_error
+from .app import one_line, print_json, terminal_width, usage_error
 
 if TYPE_CHECKING:
-    from .batch import Result
+    from ..batch import Result
 
 
 class Rows(str, Enum):
@@ -32,7 +32,7 @@ def output_format(as_json: bool, as_csv: bool, jsonl: bool) -> Rows:
 def print_rows(results: Iterable[Result], fmt: Rows) -> None:
     """Each model's row as soon as it is counted (CSV, JSON lines), or all of them at the end (a text table,
     a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed."""
-    from .batch import ROW_FIELDS, csv_line, jsonl_line, row
+    from ..batch import ROW_FIELDS, csv_line, jsonl_line, row
 
     done, failed, kept = 0, 0, []
     if fmt is Rows.csv:
@@ -53,7 +53,7 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
     if fmt is Rows.json:
         print_json([_count_data(model) for model in kept])
     elif fmt is Rows.text and kept:
-        from .renderers.rows import text_table
+        from ..renderers.rows import text_table
 
         typer.echo(text_table([row(model) for model in kept], terminal_width()))
     if failed:
@@ -63,13 +63,13 @@ def print_rows(results: Iterable[Result], fmt: Rows) -> None:
 
 def _count_data(model) -> dict:
     """``count --json`` of one model: by the compiled path when it holds the formula, else the renderer's."""
-    from .counting import Counted, Fallback
+    from ..counting import Counted, Fallback
 
     if isinstance(model, Counted):
         try:
             return model.count_data()
         except Fallback:
             model = model.full()
-    from .renderers import count_data
+    from ..renderers import count_data
 
     return count_data(model)

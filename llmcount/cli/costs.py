@@ -8,9 +8,12 @@ from typing import Annotated
 
 import typer
 
-from .cli_app import app, fail, print_json, terminal_width
-from .cli_options import SPEC_HELP, JsonOption, ModelArgument, positive_int
-from .cli_training import (
+from ..errors import LlmcountError
+from ..gpus import KNOWN
+from ..sizes import SUFFIX_HELP, parse_positive, parse_size
+from .app import app, fail, print_json, terminal_width
+from .options import SPEC_HELP, JsonOption, ModelArgument, positive_int
+from .training import (
     AttentionKind,
     AttentionOption,
     DpOption,
@@ -26,9 +29,6 @@ from .cli_training import (
     TpOption,
     ZeroOption,
 )
-from .errors import LlmcountError
-from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, parse_positive, parse_size
 
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
@@ -46,7 +46,7 @@ Batch = Annotated[
 
 def _check_gguf(spec: str) -> None:
     """A GGUF file's header read before the command's imports: a hostile file is one line, at the reader's cost."""
-    from .gguf_file import check_header
+    from ..gguf_file import check_header
 
     try:
         check_header(spec)
@@ -94,12 +94,12 @@ def flops(
     if mtp is not None and not conventions:
         raise fail("--mtp with flops: Megatron-LM's MTP layers in --conventions (flops MODEL --conventions --mtp 1)")
     if conventions:
-        from .cli_glance import print_conventions
+        from .glance import print_conventions
 
         return print_conventions(spec, seq, as_json, mtp)
-    from .formulas.flops import Flops
-    from .renderers import flops_data, render_flops
-    from .sources import load
+    from ..formulas.flops import Flops
+    from ..renderers import flops_data, render_flops
+    from ..sources import load
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -249,9 +249,9 @@ def memory(
     Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
     _check_gguf(spec)
-    from . import cli_training
-    from .formulas import memory as mem
-    from .renderers import memory_data, render_memory
+    from ..formulas import memory as mem
+    from ..renderers import memory_data, render_memory
+    from . import training as cli_training
 
     given = {
         "--optimizer": optimizer,
@@ -280,7 +280,7 @@ def memory(
     if engine is not None and per_gpu:
         raise fail("--engine with --gpu, --gpus, --tp, --pp, --dp or --ep: not modelled in memory; use llmcount fit")
     if not training and per_gpu:
-        from .cli_serving import serving_memory
+        from .inference import serving_memory
 
         refused = {"--quant": quant, "--bits": bits, "--mtp": mtp or None, "--table": table or None}
         refused |= {"--group-size": group_size, "--overhead": None if overhead.strip() == "0" else overhead}
@@ -291,7 +291,7 @@ def memory(
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json, conventions)
         return
     if table or gpu_memory is not None:
-        from .cli_glance import print_fit, print_weights_table
+        from .glance import print_fit, print_weights_table
 
         if training or (table and gpu_memory is not None):
             raise fail("give only one of --table, --gpu-memory and --training")
@@ -300,26 +300,26 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
-    from .gguf_quant import is_file_type
+    from ..gguf_quant import is_file_type
 
     if engine is not None and ((quant is not None and is_file_type(quant)) or spec.lower().endswith(".gguf")):
         raise fail("--engine reads a config.json model; for a GGUF file or type give --kv-dtype without --engine")
     if quant is not None and is_file_type(quant):  # the GGUF llama.cpp's quantizer makes of it
-        from .cli_gguf import memory_quant
+        from .gguf import memory_quant
 
         return memory_quant(spec, quant, kv_dtype, seq, batch, as_json)
     if spec.lower().endswith(".gguf"):  # the weights as the GGUF file stores them
-        from .cli_gguf import memory_gguf
+        from .gguf import memory_gguf
 
         return memory_gguf(spec, kv_dtype, seq, batch, as_json)
-    from .cli_serving import model_and_scheme
-    from .quant import report
+    from ..quant import report
+    from .inference import model_and_scheme
 
     try:
         serving = False
         if engine is not None:
-            from .engines import TRANSFORMERS
-            from .engines import check as check_engine
+            from ..engines import TRANSFORMERS
+            from ..engines import check as check_engine
 
             serving = check_engine(engine, kv_dtype).name != TRANSFORMERS
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -332,7 +332,7 @@ def memory(
                 raise LlmcountError(
                     f"--ctx {ctx_:,} holds {batch_:,} sequences of {ctx_ // batch_:,} tokens, not --seq"
                 )
-            from .engines import check_count
+            from ..engines import check_count
 
             seq_ = check_count("--ctx / --batch", ctx_ // batch_)
         groups = positive_int("--group-size", group_size) if group_size is not None else None
@@ -344,7 +344,7 @@ def memory(
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
         engine_kv_dtype = kv_dtype
         if serving:  # the engine's dtype name; transformers' figure in the dtype llmcount has for it
-            from .engines import transformers_dtype
+            from ..engines import transformers_dtype
 
             kv_dtype = transformers_dtype(kv_dtype, weights_dtype)
         result = mem.inference(
@@ -363,19 +363,19 @@ def memory(
             stored=rows,
         )
         if mtp:
-            from .formulas import mtp as mtp_module
+            from ..formulas import mtp as mtp_module
 
             found = mtp_module.require(model)
             result = mtp_module.with_memory(found, result, seq_, batch_, percent, model.max_positions)
         if engine is not None:
-            from .engines import render as engine_render
+            from ..engines import render as engine_render
 
             result, engine_kv = engine_render.applied(
                 engine, model, result, engine_kv_dtype, max_num_batched_tokens=batched, ctx=ctx_
             )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
-    from .cli_serving import warn_context
+    from .inference import warn_context
 
     warn_context(model.name, config, model.max_positions, seq_)  # once the answer stands: a refusal is one line
     if as_json:
@@ -421,14 +421,14 @@ def verify(
     Example: llmcount verify Qwen3-8B-Q4_K_M.gguf
     """
     _check_gguf(spec)
-    from .checkpoint import verify as verify_checkpoint
-    from .renderers import render_verify, verify_data
+    from ..checkpoint import verify as verify_checkpoint
+    from ..renderers import render_verify, verify_data
 
     try:
         if sum(x is not None for x in (index, checkpoint)) + hub > 1:
             raise LlmcountError("give only one of --index, --checkpoint and --hub")
         if spec.lower().endswith(".gguf") and index is None and checkpoint is None and not hub:
-            from .gguf_model import verify as verify_gguf
+            from ..gguf_model import verify as verify_gguf
 
             result = verify_gguf(spec)
         else:
@@ -483,11 +483,11 @@ def mfu(
 
     Example: llmcount mfu llama-3-8b --seq 4096 --tokens-per-second 28000 --gpu h100-sxm --gpus 8
     """
-    from .dtypes import canonical
-    from .formulas.conventions import utilisation
-    from .gpus import peak as gpu_peak
-    from .renderers.costs_glance import mfu_data, render_mfu
-    from .sources import load
+    from ..dtypes import canonical
+    from ..formulas.conventions import utilisation
+    from ..gpus import peak as gpu_peak
+    from ..renderers.costs_glance import mfu_data, render_mfu
+    from ..sources import load
 
     try:
         rate = parse_positive(tokens_per_second, "--tokens-per-second")
@@ -545,9 +545,9 @@ def fit(
 
     Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
     """
-    from . import serving
-    from .cli_serving import config_and_model, context_of, fit_data, fitted, layout_from, render_fit, warn_context
-    from .gpus import gpu as find_gpu
+    from .. import serving
+    from ..gpus import gpu as find_gpu
+    from .inference import config_and_model, context_of, fit_data, fitted, layout_from, render_fit, warn_context
 
     try:
         card = find_gpu(gpu)
@@ -566,7 +566,7 @@ def fit(
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
     if engine is not None and rule is not None:
-        from .engines import engine as find_engine
+        from ..engines import engine as find_engine
 
         eng = find_engine(engine)
         notes.append(f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)")
@@ -586,7 +586,7 @@ def _engine_rule(engine: str | None, kv_dtype: str | None):
     and its KV dtype are checked before any model is read."""
     if engine is None:
         return None
-    from . import engines
+    from .. import engines
 
     if engines.check(engine, kv_dtype).name == engines.TRANSFORMERS:
         return None
