@@ -71,7 +71,7 @@ GRAPH = {name: imports(name) for name in MODULES}
 
 
 def cli_modules() -> list[str]:
-    return [name for name in MODULES if name == "llmcount.cli" or name.startswith(("llmcount.cli.", "llmcount.cli_"))]
+    return [name for name in MODULES if name == "llmcount.cli" or name.startswith("llmcount.cli.")]
 
 
 def registers_a_command(name: str) -> bool:
@@ -106,7 +106,7 @@ def cycle_through(start: str) -> list[str] | None:
 
 
 def test_the_command_modules_are_the_ones_the_commands_are_loaded_from() -> None:
-    assert set(COMMANDS) == {f"llmcount.{module}" for module in COMMAND_MODULES.values()}
+    assert set(COMMANDS) == {f"llmcount.cli.{module}" for module in COMMAND_MODULES.values()}
 
 
 @pytest.mark.parametrize("name", cli_modules())

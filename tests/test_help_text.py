@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from llmcount import cli
-from llmcount.cli_app import summary
+from llmcount.cli.app import summary
 
 runner = CliRunner()
 COMMANDS = cli.load_commands()

@@ -13,7 +13,7 @@ import pytest
 from refusal import assert_refused, run
 
 from llmcount import gpus, roofline
-from llmcount.cli_speed import _weights
+from llmcount.cli.speed import _weights
 from llmcount.sources import load
 
 H100_BANDWIDTH = 3350 * 10**9  # bytes/s, NVIDIA H100 SXM datasheet: 3.35 TB/s
@@ -294,7 +294,7 @@ def test_speed_imports_no_optional_dependency() -> None:
     from test_lazy_cli import HEAVY, imported
 
     code, modules = imported("speed", "qwen3-30b-a3b", "--gpu", "h100", "--batch", "1,8")
-    assert code == 0 and "llmcount.cli_speed" in modules
+    assert code == 0 and "llmcount.cli.speed" in modules
     assert not [m for m in modules if m.split(".")[0] in HEAVY], modules
     code, modules = imported("speed", "--help")
     assert code == 0 and "sympy" not in modules, modules

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from .cli_app import app, fail, print_json, terminal_width
-from .cli_options import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument
-from .errors import LlmcountError
-from .renderers.fit import fit_lines
+from ..errors import LlmcountError
+from ..renderers.fit import fit_lines
+from .app import app, fail, print_json, terminal_width
+from .options import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument
 
 SUBJECT_HELP = "A family (e.g. qwen3) or a model: " + SPEC_HELP
 SET_HELP = "SYMBOL=VALUE: a number (N=32) or a relation (d_ff=8/3 d, h_kv=h/4). Repeatable."
@@ -43,11 +43,11 @@ def approx(
 
     Example: llmcount approx qwen3-8b --over qwen3-32b,qwen3-0.6b
     """
-    from .analysis import subject
-    from .analysis.approx import approximate
-    from .analysis.parse import Vocabulary, parse_setting
-    from .renderers import render
-    from .sources import load
+    from ..analysis import subject
+    from ..analysis.approx import approximate
+    from ..analysis.parse import Vocabulary, parse_setting
+    from ..renderers import render
+    from ..sources import load
 
     try:
         derivation, model = subject(spec)
@@ -81,9 +81,9 @@ def check(
 
     Example: llmcount check qwen3-8b "2 V d + 11.5 d^2 N"
     """
-    from .analysis.check import check as check_formula
-    from .renderers import render
-    from .sources import load
+    from ..analysis.check import check as check_formula
+    from ..renderers import render
+    from ..sources import load
 
     try:
         result = check_formula(load(spec), formula, activated=activated)
@@ -105,9 +105,9 @@ def compare(
 
     Example: llmcount compare qwen3-8b llama-3-8b mistral-7b
     """
-    from .analysis.compare import compare as compare_models
-    from .renderers import render
-    from .sources import load
+    from ..analysis.compare import compare as compare_models
+    from ..renderers import render
+    from ..sources import load
 
     try:
         if len(specs) < 2:
@@ -138,10 +138,10 @@ def solve(
 
     Example: llmcount solve llama --target 7B --for d --set N=32 --set V=32000 --set d_ff=8/3*d --set h_kv=h
     """
-    from .analysis import subject_and_base
-    from .analysis.parse import Vocabulary, parse_count, parse_setting
-    from .analysis.solve import solve as solve_for
-    from .renderers import render
+    from ..analysis import subject_and_base
+    from ..analysis.parse import Vocabulary, parse_count, parse_setting
+    from ..analysis.solve import solve as solve_for
+    from ..renderers import render
 
     try:
         derivation, base, title = subject_and_base(spec, from_)
@@ -173,11 +173,11 @@ def sweep(
 
     Example: llmcount sweep qwen3 --set d=1024:8192:1024 --set N=24,32,48 --from qwen3-8b --csv
     """
-    from .analysis import subject_and_base
-    from .analysis.parse import Vocabulary, parse_setting
-    from .analysis.sweep import sweep as sweep_grid
-    from .analysis.sweep import write_csv
-    from .renderers import render
+    from ..analysis import subject_and_base
+    from ..analysis.parse import Vocabulary, parse_setting
+    from ..analysis.sweep import sweep as sweep_grid
+    from ..analysis.sweep import write_csv
+    from ..renderers import render
 
     try:
         derivation, base, title = subject_and_base(spec, from_)

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .cli_app import fail, print_json, terminal_width
-from .errors import LlmcountError
-from .sizes import parse_size
+from ..errors import LlmcountError
+from ..sizes import parse_size
+from .app import fail, print_json, terminal_width
 
 if TYPE_CHECKING:
-    from .serving import Fit, GpuFit, Layout, Shard
+    from ..serving import Fit, GpuFit, Layout, Shard
 
 MAX_DEGREE = 65_536
 """The largest parallel degree or GPU count taken: more is a typo, not a cluster."""
@@ -29,7 +29,7 @@ def degree(option: str, value: str | int) -> int:
 
 def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[Layout, list[str]]:
     """The layout the options give, and a note when --gpus alone set tp; LlmcountError naming a bad option."""
-    from .serving import Layout
+    from ..serving import Layout
 
     layout = Layout(degree("--tp", tp), degree("--pp", pp), degree("--dp", dp), degree("--ep", ep))
     notes = []
@@ -47,8 +47,8 @@ def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[L
 
 def config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
     """The config and the model ``spec`` names; ``notes`` gets :func:`stored_note`'s."""
-    from .formulas.config import read_config
-    from .sources import resolve
+    from ..formulas.config import read_config
+    from ..sources import resolve
 
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
@@ -62,7 +62,7 @@ def stored_note(config: Any, source: str, dtype: str | None) -> list[str]:
     counted in bf16, not as the scheme stores them (its per-tensor scales are not split over ranks here)."""
     if dtype is not None or not isinstance(config, dict):
         return []
-    from .quant.report import scheme_for
+    from ..quant.report import scheme_for
 
     try:
         scheme = scheme_for(config, source, None, None, None)
@@ -80,10 +80,10 @@ def model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int
     """The model ``spec`` names, the quantisation scheme ``memory`` sizes its weights in (``--quant``, else the
     config's own unless a uniform ``--dtype`` of fewer than 16 bits or ``--group-size`` asks for the plain estimate)
     and the config read."""
-    from .dtypes import lookup
-    from .formulas.config import read_config
-    from .quant.report import scheme_for
-    from .sources import resolve
+    from ..dtypes import lookup
+    from ..formulas.config import read_config
+    from ..quant.report import scheme_for
+    from ..sources import resolve
 
     name, source, config = resolve(spec)
     model = read_config(config, source, name)
@@ -97,7 +97,7 @@ def model_and_scheme(spec: str, quant: str | None, bits: int | None, groups: int
 
 def context_of(config: Any, max_positions: int | None) -> tuple[int, str] | None:
     """The context an engine accepts (:func:`llmcount.serving.context_limit`)."""
-    from .serving import context_limit
+    from ..serving import context_limit
 
     return context_limit(config if isinstance(config, dict) else {}, max_positions)
 
@@ -105,7 +105,7 @@ def context_of(config: Any, max_positions: int | None) -> tuple[int, str] | None
 def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
     """:func:`context_of`, with a warning on stderr when ``seq`` is beyond it; called once the answer stands, so
     that a refusal stays one line."""
-    from .serving import context_warning
+    from ..serving import context_warning
 
     limit = context_of(config, max_positions)
     warning = context_warning(name, seq, limit)
@@ -136,7 +136,7 @@ def serving_memory(
     ``engine``'s KV cache per rank when given), or with --gpu-memory what fits GPUs of that memory
     (:func:`fit_memory`). ``given``: the training options as typed (the parallel degrees among them); ``refused``: the
     options that size something else, None when not given."""
-    from . import cli_training
+    from . import training as cli_training
 
     degrees = [str(given[option]) for option in ("--tp", "--pp", "--dp", "--ep")]
     others = {k: v for k, v in given.items() if k not in ("--tp", "--pp", "--dp", "--ep")}
@@ -178,7 +178,7 @@ def memory_per_gpu(
     """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E] [--quant S]``: per GPU the weights shard (as
     the checkpoint's quantisation scheme, or ``--quant``'s, stores them), the KV shard (as ``engine`` allocates it
     per tp rank, when given); with a GPU, what is left and whether it fits."""
-    from . import serving
+    from .. import serving
 
     try:
         batched = None
@@ -187,7 +187,7 @@ def memory_per_gpu(
         rule = engine_rule(engine, kv_dtype, max_num_batched_tokens=batched)
         card = None
         if gpu is not None:
-            from .gpus import gpu as find_gpu
+            from ..gpus import gpu as find_gpu
 
             card = find_gpu(gpu)
         elif gpus is not None:
@@ -226,14 +226,14 @@ def memory_per_gpu(
 
 
 def _engine_source(engine: str, kv_dtype: str | None) -> str:
-    from .engines import engine as find_engine
+    from ..engines import engine as find_engine
 
     eng = find_engine(engine)
     return f"{eng.title}'s cache, KV dtype {kv_dtype or eng.default_dtype}"
 
 
 def _engine_settings(engine: str, kv_dtype: str | None, batched: int | None) -> dict[str, Any]:
-    from .engines import engine as find_engine
+    from ..engines import engine as find_engine
 
     eng = find_engine(engine)
     given = {} if batched is None else {"max_num_batched_tokens": batched}
@@ -245,8 +245,8 @@ def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, 
     """The weights as stored, for :func:`llmcount.serving.shard`: ((path, parameters, bytes) groups, label) under
     ``--quant`` (``none``: none), else under the checkpoint's own scheme unless ``--dtype`` is given; None
     otherwise."""
-    from .cli_options import positive_int
-    from .gguf_quant import is_file_type
+    from ..gguf_quant import is_file_type
+    from .options import positive_int
 
     if quant is not None and is_file_type(quant):
         raise LlmcountError(f"--quant {quant}: a llama.cpp file type per GPU is not modelled (llama.cpp splits layers)")
@@ -254,7 +254,7 @@ def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, 
         raise LlmcountError("--bits and --group-size need --quant")
     if quant is None and dtype is not None:
         return None
-    from .quant import report
+    from ..quant import report
 
     groups = positive_int("--group-size", group_size) if group_size is not None else None
     scheme = report.scheme_for(config, spec, quant, positive_int("--bits", bits) if bits else None, groups)
@@ -268,7 +268,7 @@ def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, 
 
 def fitted(text: str) -> str:
     """``text`` with each line wrapped to the terminal's width."""
-    from .renderers.fit import fit_lines
+    from ..renderers.fit import fit_lines
 
     return fit_lines(text, terminal_width())
 
@@ -311,7 +311,7 @@ def shard_data(name: str, shard: Shard, checked: GpuFit | None, notes: list[str]
 def render_shard(
     name: str, shard: Shard, checked: GpuFit | None, notes: list[str], source: str = "transformers' cache"
 ) -> str:
-    from .serving import gb
+    from ..serving import gb
 
     layout = shard.layout
     stage = f", stage {shard.stage} of {layout.pp}" if shard.stage else ""
@@ -339,7 +339,7 @@ def render_shard(
 
 
 def engine_note(engine: str) -> str:
-    from .engines import engine as find_engine
+    from ..engines import engine as find_engine
 
     eng = find_engine(engine)
     return f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)"
@@ -352,7 +352,7 @@ def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
     read."""
     if engine is None:
         return None
-    from . import engines
+    from .. import engines
 
     if engines.check(engine, kv_dtype).name == engines.TRANSFORMERS:
         return None
@@ -380,8 +380,8 @@ def fit_memory(
     as_json: bool,
 ) -> None:
     """``memory MODEL --gpu-memory SIZE --tp N ...``: what ``fit`` answers, for GPUs of a stated memory."""
-    from . import serving
-    from .sizes import parse_bytes
+    from .. import serving
+    from ..sizes import parse_bytes
 
     try:
         capacity = parse_bytes(gpu_memory, "--gpu-memory")
@@ -430,7 +430,7 @@ def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:
 def render_fit(
     name: str, result: Fit, notes: list[str], kv_source: str = "transformers' KV cache split over the ranks"
 ) -> str:
-    from .serving import gb
+    from ..serving import gb
 
     layout = result.layout
     lines = [
@@ -453,7 +453,7 @@ def render_fit(
         batch = "no limit from memory" if result.max_batch is None else f"{result.max_batch:,}"
         lines.append(f"  concurrent sequences at S = {result.seq:,}   {batch}")
     lines += [f"note: {note}" for note in (*notes, *result.notes)]
-    from .engines import engine
+    from ..engines import engine
 
     vllm = engine("vllm")
     share = vllm.settings.get("gpu_memory_utilization")

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .cli_app import COMMAND_MODULES, app, fail, load_commands, main, print_json, terminal_width, usage_error
-from .cli_options import (
+from ..errors import LlmcountError
+from .app import app, fail, print_json, terminal_width, usage_error
+from .options import (
     SPEC_HELP,
     ActivatedOption,
     CsvOption,
@@ -18,12 +19,9 @@ from .cli_options import (
     JsonlOption,
     RediscoverOption,
 )
-from .errors import LlmcountError
 
 if TYPE_CHECKING:
-    from .formulas.derivation import Derivation
-
-__all__ = ["COMMAND_MODULES", "app", "load_commands", "main"]  # the entry point and what tests use, until the package
+    from ..formulas.derivation import Derivation
 
 
 class Format(str, Enum):
@@ -95,15 +93,15 @@ def count(
 
     Example: llmcount count qwen3-8b --quant awq --bits 4 --group-size 128
     """
-    from .cli_batch import Rows, output_format, print_rows
+    from .rows import Rows, output_format, print_rows
 
     fmt = output_format(as_json, as_csv, jsonl)
     scheme_options = quant is not None or bits is not None or group_size is not None or dtype is not None
     if mtp and (len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl)):
         raise fail("--mtp counts one model at a time (without --csv or --jsonl)")
     if len(specs) > 1 or fmt in (Rows.csv, Rows.jsonl):
-        from .batch import count_all
-        from .quant.count import STORED_FIELDS, check_options, with_stored
+        from ..batch import count_all
+        from ..quant.count import STORED_FIELDS, check_options, with_stored
 
         try:
             check_options(quant, bits, group_size, dtype)
@@ -112,15 +110,15 @@ def count(
         results = with_stored(count_all(specs, discover or rediscover, rediscover), quant, bits, group_size, dtype)
         print_rows(results, fmt, STORED_FIELDS if quant not in (None, "none") else ())
         return
-    from .gguf_file import check_header
+    from ..gguf_file import check_header
 
     try:
         check_header(specs[0])  # a hostile GGUF file is refused before the records (and sympy) load
         gguf = specs[0].lower().endswith(".gguf")
         if gguf and scheme_options:
             raise LlmcountError("--quant: a GGUF file's tensors are stored in its own types (memory FILE shows them)")
-        from .quant import count as stored_count  # imports no sympy unless a scheme is read
-        from .sources import resolve
+        from ..quant import count as stored_count  # imports no sympy unless a scheme is read
+        from ..sources import resolve
 
         resolved = resolve(specs[0])
         wants_stored = not gguf and (scheme_options or stored_count.declares(resolved[2]))
@@ -130,8 +128,8 @@ def count(
             if isinstance(model, str):
                 typer.echo(model)
                 return
-        from .renderers import count_data, render_count
-        from .sources import load
+        from ..renderers import count_data, render_count
+        from ..sources import load
 
         model = model or load(specs[0], discover or rediscover, None, resolved, rediscover)
         stored = None
@@ -140,7 +138,7 @@ def count(
             if stored is not None and mtp:
                 stored = stored_count.with_note(stored, "the MTP module counted above is not in these bytes")
         if gguf:  # a GGUF file: its tensors' count beside the formula's
-            from .cli_gguf import count_gguf
+            from .gguf import count_gguf
 
             output = count_gguf(specs[0], model, as_json, terminal_width())
         elif as_json:
@@ -185,8 +183,8 @@ def _quick_count(args: list[str]):
 def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):
     """``count``'s output for one model by the compiled path (no sympy), a str; or, when the compiled path does not
     take it, the Model the sympy path read (the config is read once, its note said once)."""
-    from .counting import Counted, Fallback
-    from .sources import load_counted
+    from ..counting import Counted, Fallback
+    from ..sources import load_counted
 
     model = load_counted(spec, resolved=resolved)
     if not isinstance(model, Counted):
@@ -194,7 +192,7 @@ def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):
     try:
         if as_json:
             return json.dumps(model.count_data(), indent=2)
-        from .plain import render_count
+        from ..plain import render_count
 
         return render_count(model, terminal_width()).rstrip()
     except Fallback:
@@ -226,10 +224,10 @@ def formula(
 
     Example: llmcount formula qwen2_5_vl --part vision
     """
-    from .formulas import records
-    from .formulas.derivation import Derivation
-    from .renderers import formula_data, render_formula
-    from .sources import load
+    from ..formulas import records
+    from ..formulas.derivation import Derivation
+    from ..renderers import formula_data, render_formula
+    from ..sources import load
 
     roles = {"language": "language model", "vision": "vision tower", "projector": "projector"}
     if part not in roles:
@@ -270,7 +268,7 @@ def formula(
             message += f"; or a family: {', '.join(records.names())}"
         raise fail(message) from None
     if not as_json and fmt is Format.text:
-        from .renderers.fit import fit_lines
+        from ..renderers.fit import fit_lines
 
         output = fit_lines(output, terminal_width())
     typer.echo(output)
@@ -285,9 +283,9 @@ def list_(
 
     Example: llmcount list
     """
-    from .formulas.records import composites, families
-    from .presets import presets
-    from .renderers import render
+    from ..formulas.records import composites, families
+    from ..presets import presets
+    from ..renderers import render
 
     if as_json:
         print_json(
@@ -318,8 +316,8 @@ def list_(
 
 def flops_formula(derivation: Derivation, fmt: str, title: str, as_json: bool) -> str:
     """The output of ``formula --flops``: the family's forward FLOPs formula, rendered or as JSON."""
-    from .formulas.flops import Flops
-    from .renderers import flops_formula_data, render_flops_formula
+    from ..formulas.flops import Flops
+    from ..renderers import flops_formula_data, render_flops_formula
 
     formula = Flops(derivation)
     if as_json:
@@ -343,8 +341,8 @@ def scan(
 
     Example: llmcount scan ~/.cache/huggingface/hub --csv
     """
-    from .batch import Scan
-    from .cli_batch import output_format, print_rows
+    from ..batch import Scan
+    from .rows import output_format, print_rows
 
     fmt = output_format(False, as_csv, jsonl)
     try:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .sizes import parse_size
+from ..sizes import parse_size
 
 ACTIVATED_HELP = (
     "Activated (MoE) = every parameter except the routed experts, plus k/n of the routed experts; "

@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
-from . import _pipes
-from .cli_options import ACTIVATED_HELP
-from .errors import LlmcountError
+from .. import _pipes
+from ..errors import LlmcountError
+from .options import ACTIVATED_HELP
 
 try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
     from typer._click import exceptions as click
@@ -236,7 +236,7 @@ def terminal_width() -> int:
 
 def _print_version(value: bool) -> None:
     if value:
-        from . import __version__
+        from .. import __version__
 
         typer.echo(f"llmcount {__version__}")
         raise typer.Exit()
@@ -257,24 +257,24 @@ def _options(
 # only when one of its commands runs (or is completed, or its --help is asked for), so that `llmcount --help`
 # imports none of them and `llmcount count` only its own, and nothing heavy (sympy, torch, numpy, matplotlib).
 COMMAND_MODULES: dict[str, str] = {
-    "count": "cli",
-    "formula": "cli",
-    "list": "cli",
-    "scan": "cli",
-    "approx": "cli_analysis",
-    "check": "cli_analysis",
-    "compare": "cli_analysis",
-    "solve": "cli_analysis",
-    "sweep": "cli_analysis",
-    "flops": "cli_costs",
-    "memory": "cli_costs",
-    "verify": "cli_costs",
-    "mfu": "cli_costs",
-    "speed": "cli_speed",
-    "fit": "cli_costs",
-    "completion": "cli_shell",
-    "writeup": "cli_writeup",
-    "chart": "cli_writeup",
+    "count": "count",
+    "formula": "count",
+    "list": "count",
+    "scan": "count",
+    "approx": "analysis",
+    "check": "analysis",
+    "compare": "analysis",
+    "solve": "analysis",
+    "sweep": "analysis",
+    "flops": "costs",
+    "memory": "costs",
+    "verify": "costs",
+    "mfu": "costs",
+    "speed": "speed",
+    "fit": "costs",
+    "completion": "shell",
+    "writeup": "writeup",
+    "chart": "writeup",
 }
 """Command name -> the module of this package that registers it."""
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import typer
 
-from .cli_app import fail, print_json
-from .errors import LlmcountError
-from .sizes import parse_bytes, parse_size
+from ..errors import LlmcountError
+from ..sizes import parse_bytes, parse_size
+from .app import fail, print_json
 
 
 def print_conventions(spec: str, seq: str, as_json: bool, mtp: str | None = None) -> None:
     """``flops MODEL --conventions``: every named convention's training FLOPs per token at S."""
-    from .formulas.conventions import conventions, ingredients
-    from .presets import find
-    from .renderers.costs_glance import conventions_data, render_conventions
-    from .sources import load
+    from ..formulas.conventions import conventions, ingredients
+    from ..presets import find
+    from ..renderers.costs_glance import conventions_data, render_conventions
+    from ..sources import load
 
     try:
         seq_ = parse_size(seq, "--seq")
@@ -35,10 +35,10 @@ def print_conventions(spec: str, seq: str, as_json: bool, mtp: str | None = None
 
 def print_weights_table(spec: str, as_json: bool) -> None:
     """``memory MODEL --table``: the weights in every dtype."""
-    from .formulas.capacity import weights_table
-    from .quant.report import scheme_table
-    from .renderers.costs_glance import render_weights_table, weights_table_data
-    from .sources import load
+    from ..formulas.capacity import weights_table
+    from ..quant.report import scheme_table
+    from ..renderers.costs_glance import render_weights_table, weights_table_data
+    from ..sources import load
 
     try:
         model = load(spec)
@@ -65,9 +65,9 @@ def print_fit(
     as_json: bool,
 ) -> None:
     """``memory MODEL --gpu-memory SIZE``: the longest S at B = 1 and the largest B at S that fit."""
-    from .formulas.capacity import fit
-    from .renderers.costs_glance import fit_data, render_fit
-    from .sources import load
+    from ..formulas.capacity import fit
+    from ..renderers.costs_glance import fit_data, render_fit
+    from ..sources import load
 
     try:
         capacity = parse_bytes(gpu_memory, "--gpu-memory")

@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cli_app import app, fail, print_json, terminal_width
-from .cli_options import SPEC_HELP, JsonOption, ModelArgument, positive_int
-from .cli_training import (
+from ..errors import LlmcountError
+from ..gpus import KNOWN
+from ..sizes import SUFFIX_HELP, parse_positive, parse_size
+from .app import app, fail, print_json, terminal_width
+from .options import SPEC_HELP, JsonOption, ModelArgument, positive_int
+from .training import (
     AttentionKind,
     AttentionOption,
     DpOption,
@@ -26,13 +29,10 @@ from .cli_training import (
     TpOption,
     ZeroOption,
 )
-from .errors import LlmcountError
-from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, parse_positive, parse_size
 
 if TYPE_CHECKING:
-    from .formulas.config import Model
-    from .formulas.tower_flops import ImageFlops
+    from ..formulas.config import Model
+    from ..formulas.tower_flops import ImageFlops
 
 DEFAULT_SEQ = "4096"
 DTYPES_HELP = "fp32, bf16, fp16, fp8, int8 or int4 (also fp64, fp8_e5m2 and torch's names: bfloat16, ...)."
@@ -50,7 +50,7 @@ Batch = Annotated[
 
 def _check_gguf(spec: str) -> None:
     """A GGUF file's header read before the command's imports: a hostile file is one line, at the reader's cost."""
-    from .gguf_file import check_header
+    from ..gguf_file import check_header
 
     try:
         check_header(spec)
@@ -112,11 +112,11 @@ def flops(
     if mtp is not None and not conventions:
         raise fail("--mtp with flops: Megatron-LM's MTP layers in --conventions (flops MODEL --conventions --mtp 1)")
     if conventions:
-        from .cli_glance import print_conventions
+        from .glance import print_conventions
 
         return print_conventions(spec, seq, as_json, mtp)
-    from . import counting
-    from .sources import load_counted
+    from .. import counting
+    from ..sources import load_counted
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -126,8 +126,8 @@ def flops(
         if data is not None:
             return print_json(data)
         model = model.full() if isinstance(model, counting.Counted) else model
-        from .formulas.flops import Flops
-        from .renderers import flops_data, render_flops
+        from ..formulas.flops import Flops
+        from ..renderers import flops_data, render_flops
 
         found = image_flops(model) if images_ else None
         text = seq_ + (images_ * found.image_tokens if found else 0)  # the language model's tokens per sequence
@@ -149,7 +149,7 @@ def flops(
 
 def _images(images: str | None) -> int:
     """``--images``: a positive integer up to MAX_IMAGES (0 when not given); LlmcountError naming the option."""
-    from .formulas.tower_flops import MAX_IMAGES
+    from ..formulas.tower_flops import MAX_IMAGES
 
     if images is None:
         return 0
@@ -161,14 +161,14 @@ def _images(images: str | None) -> int:
 
 def image_flops(model: Model) -> ImageFlops:
     """The per-image FLOPs of a composite model's vision tower and projector (imported when --images is given)."""
-    from .formulas.tower_flops import image_flops as found
+    from ..formulas.tower_flops import image_flops as found
 
     return found(model)
 
 
 def image_lines(found: ImageFlops, images: int, batch: int, seq: int, language: int) -> list[str]:
     """The lines ``flops --images`` adds below the language model's: the image parts, the tokens, the whole."""
-    from .formulas.tower_flops import render_lines
+    from ..formulas.tower_flops import render_lines
 
     lines = ["", *render_lines(found, images, batch)]
     lines.append(f"  language model above: S = {seq:,} text + {images:,} × {found.image_tokens:,} image tokens")
@@ -311,9 +311,9 @@ def memory(
     Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
     _check_gguf(spec)
-    from . import cli_training
-    from .formulas import memory as mem
-    from .renderers import memory_data, render_memory
+    from ..formulas import memory as mem
+    from ..renderers import memory_data, render_memory
+    from . import training as cli_training
 
     given = {
         "--optimizer": optimizer,
@@ -340,7 +340,7 @@ def memory(
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
     if not training and per_gpu:
-        from .cli_serving import serving_memory
+        from .inference import serving_memory
 
         refused = {"--mtp": mtp or None, "--table": table or None}
         refused |= {"--overhead": None if overhead.strip() == "0" else overhead, "--ctx": ctx}
@@ -357,7 +357,7 @@ def memory(
         cli_training.run(spec, dtype or "bf16", seq, batch, given, as_json, conventions)
         return
     if table or gpu_memory is not None:
-        from .cli_glance import print_fit, print_weights_table
+        from .glance import print_fit, print_weights_table
 
         if training or (table and gpu_memory is not None):
             raise fail("give only one of --table, --gpu-memory and --training")
@@ -366,26 +366,26 @@ def memory(
             return print_weights_table(spec, as_json)
         return print_fit(spec, gpu_memory, dtype or "bf16", kv_dtype, seq, overhead, group_size, scale_dtype, as_json)
     cli_training.refuse_without_training(given)
-    from .gguf_quant import is_file_type
+    from ..gguf_quant import is_file_type
 
     if engine is not None and ((quant is not None and is_file_type(quant)) or spec.lower().endswith(".gguf")):
         raise fail("--engine reads a config.json model; for a GGUF file or type give --kv-dtype without --engine")
     if quant is not None and is_file_type(quant):  # the GGUF llama.cpp's quantizer makes of it
-        from .cli_gguf import memory_quant
+        from .gguf import memory_quant
 
         return memory_quant(spec, quant, kv_dtype, seq, batch, as_json)
     if spec.lower().endswith(".gguf"):  # the weights as the GGUF file stores them
-        from .cli_gguf import memory_gguf
+        from .gguf import memory_gguf
 
         return memory_gguf(spec, kv_dtype, seq, batch, as_json)
-    from .cli_serving import model_and_scheme
-    from .quant import report
+    from ..quant import report
+    from .inference import model_and_scheme
 
     try:
         serving = False
         if engine is not None:
-            from .engines import TRANSFORMERS
-            from .engines import check as check_engine
+            from ..engines import TRANSFORMERS
+            from ..engines import check as check_engine
 
             serving = check_engine(engine, kv_dtype).name != TRANSFORMERS
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -398,7 +398,7 @@ def memory(
                 raise LlmcountError(
                     f"--ctx {ctx_:,} holds {batch_:,} sequences of {ctx_ // batch_:,} tokens, not --seq"
                 )
-            from .engines import check_count
+            from ..engines import check_count
 
             seq_ = check_count("--ctx / --batch", ctx_ // batch_)
         groups = positive_int("--group-size", group_size) if group_size is not None else None
@@ -410,7 +410,7 @@ def memory(
         weights_dtype = (dtype or "bf16") if stored is None else report.short_dtype(stored.dtype)
         engine_kv_dtype = kv_dtype
         if serving:  # the engine's dtype name; transformers' figure in the dtype llmcount has for it
-            from .engines import transformers_dtype
+            from ..engines import transformers_dtype
 
             kv_dtype = transformers_dtype(kv_dtype, weights_dtype)
         result = mem.inference(
@@ -429,19 +429,19 @@ def memory(
             stored=rows,
         )
         if mtp:
-            from .formulas import mtp as mtp_module
+            from ..formulas import mtp as mtp_module
 
             found = mtp_module.require(model)
             result = mtp_module.with_memory(found, result, seq_, batch_, percent, model.max_positions)
         if engine is not None:
-            from .engines import render as engine_render
+            from ..engines import render as engine_render
 
             result, engine_kv = engine_render.applied(
                 engine, model, result, engine_kv_dtype, max_num_batched_tokens=batched, ctx=ctx_
             )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
-    from .cli_serving import warn_context
+    from .inference import warn_context
 
     warn_context(model.name, config, model.max_positions, seq_)  # once the answer stands: a refusal is one line
     if as_json:
@@ -487,14 +487,14 @@ def verify(
     Example: llmcount verify Qwen3-8B-Q4_K_M.gguf
     """
     _check_gguf(spec)
-    from .checkpoint import verify as verify_checkpoint
-    from .renderers import render_verify, verify_data
+    from ..checkpoint import verify as verify_checkpoint
+    from ..renderers import render_verify, verify_data
 
     try:
         if sum(x is not None for x in (index, checkpoint)) + hub > 1:
             raise LlmcountError("give only one of --index, --checkpoint and --hub")
         if spec.lower().endswith(".gguf") and index is None and checkpoint is None and not hub:
-            from .gguf_model import verify as verify_gguf
+            from ..gguf_model import verify as verify_gguf
 
             result = verify_gguf(spec)
         else:
@@ -549,11 +549,11 @@ def mfu(
 
     Example: llmcount mfu llama-3-8b --seq 4096 --tokens-per-second 28000 --gpu h100-sxm --gpus 8
     """
-    from .dtypes import canonical
-    from .formulas.conventions import utilisation
-    from .gpus import peak as gpu_peak
-    from .renderers.costs_glance import mfu_data, render_mfu
-    from .sources import load
+    from ..dtypes import canonical
+    from ..formulas.conventions import utilisation
+    from ..gpus import peak as gpu_peak
+    from ..renderers.costs_glance import mfu_data, render_mfu
+    from ..sources import load
 
     try:
         rate = parse_positive(tokens_per_second, "--tokens-per-second")
@@ -611,8 +611,9 @@ def fit(
 
     Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
     """
-    from . import serving
-    from .cli_serving import (
+    from .. import serving
+    from ..gpus import gpu as find_gpu
+    from .inference import (
         config_and_model,
         context_of,
         engine_note,
@@ -623,7 +624,6 @@ def fit(
         render_fit,
         warn_context,
     )
-    from .gpus import gpu as find_gpu
 
     try:
         card = find_gpu(gpu)
@@ -646,7 +646,7 @@ def fit(
     if as_json:
         data = fit_data(model.name, result, notes)
         if rule is not None:
-            from .engines import engine as find_engine
+            from ..engines import engine as find_engine
 
             data["engine"] = find_engine(engine).name
         print_json(data)

@@ -7,17 +7,17 @@ from typing import Any
 
 import typer
 
-from .cli_app import fail, print_json
-from .errors import LlmcountError
-from .sizes import parse_size
+from ..errors import LlmcountError
+from ..sizes import parse_size
+from .app import fail, print_json
 
 DEFAULT_KV = "fp16"  # llama.cpp's default cache type (common/arg.cpp: --cache-type-k/-v f16)
 
 
 def memory_data(spec: str, kv_dtype: str | None, seq: int, batch: int) -> dict[str, Any]:
     """Stored bytes per component (by ggml type), the KV cache for ``batch`` × ``seq`` tokens, and the total."""
-    from .formulas import memory as mem
-    from .gguf_model import file_type, stored
+    from ..formulas import memory as mem
+    from ..gguf_model import file_type, stored
 
     g, model, groups = stored(spec)
     kv = mem.inference(model.derivation, model.values, "bf16", kv_dtype or DEFAULT_KV, seq, batch)
@@ -53,9 +53,9 @@ def memory_data(spec: str, kv_dtype: str | None, seq: int, batch: int) -> dict[s
 
 def quant_data(spec: str, quant: str, kv_dtype: str | None, seq: int, batch: int) -> dict[str, Any]:
     """``memory MODEL --quant q4_k_m``: the GGUF llama-quantize makes of the model, per component and ggml type."""
-    from .formulas import memory as mem
-    from .gguf_quant import FILE_TYPES, file_type, gguf_arch, predict
-    from .sources import load
+    from ..formulas import memory as mem
+    from ..gguf_quant import FILE_TYPES, file_type, gguf_arch, predict
+    from ..sources import load
 
     ftype = file_type(quant)
     model = load(spec)
@@ -118,13 +118,13 @@ def memory_quant(spec: str, quant: str, kv_dtype: str | None, seq: str, batch: s
 
 
 def _gib(n: int) -> str:
-    from .sizes import gb_gib
+    from ..sizes import gb_gib
 
     return gb_gib(n)
 
 
 def render(data: dict[str, Any]) -> str:
-    from .renderers.filters import table
+    from ..renderers.filters import table
 
     lines = [
         f"{data['model']}: {data['file']} (GGUF {data['architecture']}, read as {data['record']}; {data['file_type']})",
@@ -173,8 +173,8 @@ def count_gguf(spec: str, model: Any, as_json: bool, width: int) -> str:
     elements against it (equal, or the difference and where ``verify`` names it)."""
     import json
 
-    from .gguf_model import verify
-    from .renderers import count_data, render_count
+    from ..gguf_model import verify
+    from ..renderers import count_data, render_count
 
     result = verify(spec)
     if as_json:

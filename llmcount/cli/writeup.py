@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from .cli_app import app, fail, print_json, usage_error
-from .cli_options import SPEC_HELP, ModelArgument
-from .cli_training import (
+from ..errors import LlmcountError
+from ..sizes import SUFFIX_HELP, parse_size
+from .app import app, fail, print_json, usage_error
+from .options import SPEC_HELP, ModelArgument
+from .training import (
     AttentionKind,
     AttentionOption,
     DpOption,
@@ -25,8 +27,6 @@ from .cli_training import (
     TpOption,
     ZeroOption,
 )
-from .errors import LlmcountError
-from .sizes import SUFFIX_HELP, parse_size
 
 
 class WriteupFormat(str, Enum):
@@ -173,9 +173,9 @@ def writeup(
 
     Example: llmcount writeup qwen3 --family-sizes qwen3-0.6b,qwen3-8b,qwen3-32b
     """
-    from . import cli_training
-    from .renderers.writeup import ALL, ALL_SECTIONS, build, save
-    from .renderers.writeup_training import Settings
+    from ..renderers.writeup import ALL, ALL_SECTIONS, build, save
+    from ..renderers.writeup_training import Settings
+    from . import training as cli_training
 
     parallel = {
         "--optimizer": optimizer,
@@ -262,8 +262,8 @@ def _write_sizes(
     flavor: Flavor,
     as_json: bool,
 ) -> None:
-    from .renderers.family import build_sizes
-    from .renderers.writeup import save
+    from ..renderers.family import build_sizes
+    from ..renderers.writeup import save
 
     try:
         post = build_sizes(family, sizes, fmt.value, lang.value, output=output, chart=chart, flavor=flavor.value)
@@ -293,8 +293,8 @@ def chart_(
 
     Example: llmcount chart qwen3-30b-a3b qwen3-235b-a22b --activated --lang zh -o moe.svg
     """
-    from .renderers.charts import chart
-    from .renderers.writeup import save
+    from ..renderers.charts import chart
+    from ..renderers.writeup import save
 
     try:
         drawn = chart(specs, output, activated, lang.value)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .cli_app import app
+from .app import app
 
 COMPLETE_VAR = "_LLMCOUNT_COMPLETE"
 

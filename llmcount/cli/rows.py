@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .cli_app import one_line, print_json, terminal_width, usage_error
+from .app import one_line, print_json, terminal_width, usage_error
 
 if TYPE_CHECKING:
-    from .batch import Result
+    from ..batch import Result
 
 
 class Rows(str, Enum):
@@ -33,7 +33,7 @@ def print_rows(results: Iterable[Result], fmt: Rows, extra: tuple[str, ...] = ()
     """Each model's row as soon as it is counted (CSV, JSON lines), or all of them at the end (a text table,
     a JSON array); each failure one line on stderr as it happens; a summary and exit 1 if any failed. ``extra``:
     more CSV columns (a result's ``stored`` values; JSON carries them whenever a result has them)."""
-    from .batch import ROW_FIELDS, csv_line, jsonl_line, row
+    from ..batch import ROW_FIELDS, csv_line, jsonl_line, row
 
     done, failed, kept = 0, 0, []
     fields = ROW_FIELDS + extra
@@ -55,7 +55,7 @@ def print_rows(results: Iterable[Result], fmt: Rows, extra: tuple[str, ...] = ()
     if fmt is Rows.json:
         print_json([{**_count_data(r.model), **(r.stored or {})} for r in kept])
     elif fmt is Rows.text and kept:
-        from .renderers.rows import text_table
+        from ..renderers.rows import text_table
 
         typer.echo(text_table([row(r.model) for r in kept], terminal_width()))
     if failed:
@@ -65,13 +65,13 @@ def print_rows(results: Iterable[Result], fmt: Rows, extra: tuple[str, ...] = ()
 
 def _count_data(model) -> dict:
     """``count --json`` of one model: by the compiled path when it holds the formula, else the renderer's."""
-    from .counting import Counted, Fallback
+    from ..counting import Counted, Fallback
 
     if isinstance(model, Counted):
         try:
             return model.count_data()
         except Fallback:
             model = model.full()
-    from .renderers import count_data
+    from ..renderers import count_data
 
     return count_data(model)

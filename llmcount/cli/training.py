@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from .cli_app import fail, print_json, terminal_width
-from .errors import LlmcountError
-from .sizes import parse_size
+from ..errors import LlmcountError
+from ..sizes import parse_size
+from .app import fail, print_json, terminal_width
 
 try:  # typer >= 0.26 vendors click
     from typer._click import exceptions as click
@@ -135,7 +135,7 @@ def _degree(option: str, value: str) -> int:
 
 def parallel_from(options: dict[str, object]):
     """The parallel degrees and ZeRO stage the options give; LlmcountError naming a bad one."""
-    from .formulas import training as tr
+    from ..formulas import training as tr
 
     zero_text = str(options["--zero"]).strip()
     if zero_text not in ("0", "1", "2", "3"):
@@ -153,7 +153,7 @@ def parallel_from(options: dict[str, object]):
 def lora_from(options: dict[str, object]):
     """The LoRA adapters --lora and --lora-targets ask for (None without --lora); a usage error for --lora-targets
     alone, LlmcountError naming a bad rank or an empty target list."""
-    from .formulas import training as tr
+    from ..formulas import training as tr
 
     if options["--lora"] is None:
         if options["--lora-targets"] != DEFAULTS["--lora-targets"]:
@@ -170,9 +170,9 @@ def run(
 ) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print; with ``conventions``, Korthikanti
     et al.'s activations per layer beside llmcount's."""
-    from .formulas import training as tr
-    from .renderers.training import render_training, training_data
-    from .sources import load
+    from ..formulas import training as tr
+    from ..renderers.training import render_training, training_data
+    from ..sources import load
 
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
@@ -197,7 +197,7 @@ def run(
     if as_json:
         data = training_data(model, result, seq_, batch_)
         if extra is not None:
-            from .renderers.activation_conventions import conventions_data, deepspeed_data, megatron_data
+            from ..renderers.activation_conventions import conventions_data, deepspeed_data, megatron_data
 
             data["activation_conventions"] = conventions_data(*extra)
             data["megatron_memory"] = megatron_data(*megatron)
@@ -206,7 +206,7 @@ def run(
     else:
         typer.echo(render_training(model, result, seq_, batch_, terminal_width()).rstrip())
         if extra is not None:
-            from .renderers.activation_conventions import render_conventions, render_deepspeed, render_megatron
+            from ..renderers.activation_conventions import render_conventions, render_deepspeed, render_megatron
 
             typer.echo("\n" + render_conventions(*extra))
             typer.echo("\n" + render_megatron(*megatron))
@@ -215,7 +215,7 @@ def run(
 
 def _deepspeed(model, parallel):
     """DeepSpeed's ZeRO-2 and ZeRO-3 estimates for the model's parameters over every GPU of the options, one node."""
-    from .formulas.deepspeed_memory import estimates, largest_layer
+    from ..formulas.deepspeed_memory import estimates, largest_layer
 
     name, largest = largest_layer(model)
     gpus = parallel.gpus
@@ -224,7 +224,7 @@ def _deepspeed(model, parallel):
 
 def _megatron(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
     """Megatron-LM's theoretical memory for the options (or why it is not given), and llmcount's bytes per GPU."""
-    from .formulas.megatron_memory import megatron_memory
+    from ..formulas.megatron_memory import megatron_memory
 
     try:
         made = megatron_memory(
@@ -245,8 +245,8 @@ def _megatron(model, result, seq: int, batch: int, parallel, options: dict[str, 
 
 def _conventions(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
     """Korthikanti's rows for the model's sizes and llmcount's exact bytes of its heaviest layer on the GPU."""
-    from .formulas.activation_conventions import korthikanti
-    from .formulas.symbols import d, h
+    from ..formulas.activation_conventions import korthikanti
+    from ..formulas.symbols import d, h
 
     if h not in model.values:
         raise fail(

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_app import app, fail, print_json, terminal_width
-from .cli_options import JsonOption, ModelArgument, positive_int
-from .errors import LlmcountError
-from .gpus import KNOWN
-from .sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
+from ..errors import LlmcountError
+from ..gpus import KNOWN
+from ..sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
+from .app import app, fail, print_json, terminal_width
+from .options import JsonOption, ModelArgument, positive_int
 
 
 @app.command()
@@ -87,7 +87,7 @@ def speed(
 
     Example: llmcount speed gpt-oss-120b --gpu h100 --quant mxfp4
     """
-    from . import roofline as rl
+    from .. import roofline as rl
 
     try:
         batches = parse_batches(batch)
@@ -99,7 +99,7 @@ def speed(
             raise LlmcountError(f"--tp: {tp_:,} GPUs is more than {rl.MAX_TP:,}")
         mfu_ = parse_mfu(mfu) if mfu is not None else None
         peak_ = parse_positive(peak_tflops, "--peak-tflops") if peak_tflops is not None else None
-        from .gpus import gpu as find_gpu
+        from ..gpus import gpu as find_gpu
 
         card = find_gpu(gpu)
         model, weights, kv, compute = _weights(spec, quant, bits, dtype, kv_dtype)
@@ -112,7 +112,7 @@ def speed(
     if as_json:
         data = speed_data(result)
         if shown is not None:
-            from .renderers.filters import text
+            from ..renderers.filters import text
 
             data["formulas"] = [{"name": name, "sympy": str(expr), "text": text(expr)} for name, expr in shown]
         print_json(data)
@@ -125,7 +125,7 @@ def speed(
 def parse_batches(text: str) -> list[int]:
     """``1,8,64``: positive integers, at most :data:`~llmcount.roofline.MAX_BATCHES` of them, each at most
     :data:`~llmcount.roofline.MAX_BATCH`; LlmcountError naming --batch otherwise."""
-    from .roofline import MAX_BATCH, MAX_BATCHES
+    from ..roofline import MAX_BATCH, MAX_BATCHES
 
     parts = text.split(",")
     if len(parts) > MAX_BATCHES:
@@ -149,12 +149,12 @@ def parse_mfu(text: str) -> Fraction:
 
 def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, kv_dtype: str | None):
     """The model, its weights as stored (by role), the KV dtype and the dtype of the compute peak."""
-    from . import roofline as rl
-    from .dtypes import BITS, canonical
-    from .gguf_quant import is_file_type
+    from .. import roofline as rl
+    from ..dtypes import BITS, canonical
+    from ..gguf_quant import is_file_type
 
     if spec.lower().endswith(".gguf"):  # the weights as the file stores them
-        from .gguf_model import file_type, stored
+        from ..gguf_model import file_type, stored
 
         if quant is not None or bits is not None or dtype is not None:
             raise LlmcountError(
@@ -165,14 +165,14 @@ def _weights(spec: str, quant: str | None, bits: str | None, dtype: str | None, 
         weights = rl.split_weights(model, rows, f"{file_type(g)} (the GGUF file's tensors)")
         return model, weights, canonical(kv_dtype) if kv_dtype else "fp16", "bf16"
     if quant is not None and is_file_type(quant):
-        from .sources import load
+        from ..sources import load
 
         if bits is not None or dtype is not None:
             raise LlmcountError("--bits and --dtype do not apply to a llama.cpp file type (--quant)")
         model = load(spec)
         return model, rl.gguf_weights(model, quant), canonical(kv_dtype) if kv_dtype else "fp16", "bf16"
-    from .cli_serving import model_and_scheme
-    from .quant import report
+    from ..quant import report
+    from .inference import model_and_scheme
 
     bits_ = positive_int("--bits", bits) if bits is not None else None
     model, scheme, _ = model_and_scheme(spec, quant, bits_, None, dtype)
@@ -242,13 +242,13 @@ def render(r: Any) -> str:
         lines.append(f"    B = {dec.batch:,}: {_gb(dec.weights_bytes)} + {_gb(dec.cache_bytes)}")
     lines.append("")
     lines += [f"  * {note}" for note in r.notes]
-    from .renderers.fit import fit_lines
+    from ..renderers.fit import fit_lines
 
     return fit_lines("\n".join(lines), terminal_width())
 
 
 def render_formulas(shown: list[tuple[str, Any]]) -> str:
-    from .renderers.filters import text
+    from ..renderers.filters import text
 
     lines = [
         "",
@@ -257,7 +257,7 @@ def render_formulas(shown: list[tuple[str, Any]]) -> str:
         "  M_pre: weights a prefill reads; all bytes as stored)",
     ]
     lines += [f"  {name} = {text(expr)}" for name, expr in shown]
-    from .renderers.fit import fit_lines
+    from ..renderers.fit import fit_lines
 
     return fit_lines("\n".join(lines), terminal_width())
 
