@@ -149,10 +149,10 @@ def flops(
 
 def _images(images: str | None) -> int:
     """``--images``: a positive integer up to MAX_IMAGES (0 when not given); LlmcountError naming the option."""
-    from ..formulas.tower_flops import MAX_IMAGES
-
     if images is None:
         return 0
+    from ..formulas.tower_flops import MAX_IMAGES
+
     value = parse_size(images, "--images", suffixes=False)
     if value > MAX_IMAGES:
         raise LlmcountError(f"--images must be at most {MAX_IMAGES:,} images per sequence, got {value:,}")
