@@ -245,3 +245,15 @@ def test_bad_images_are_refused_in_one_line(tmp_path, config: dict | str, args: 
     result = run("flops", config if isinstance(config, str) else str(path), *args)
     assert result.exit_code in (1, 2) and result.stdout == "", result.output
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_the_image_lines_fit_80_columns_and_read_as_the_other_formulas() -> None:
+    """Gemma 3 27B's per-image formula is longer than a line: it wraps within 80 columns, written with · and ² as
+    every other formula of the CLI (not Python's * and **)."""
+    result = run("flops", "gemma-3-27b-it", "--images", "1")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    images = result.stdout[result.stdout.index("Images (") :]
+    assert "**" not in images and "*" not in images.replace("×", "")
+    assert "per image: 5,463,563,304,960 FLOPs = 2·C_img·d_vis·n_patch·p_vis²" in images

@@ -144,7 +144,10 @@ def flops(
     else:
         typer.echo(render_flops(model, formula, counts, training, terminal_width()).rstrip())
         if found is not None:
-            typer.echo("\n".join(image_lines(found, images_, batch_, seq_, counts.forward)))
+            from ..plain import fit_lines
+
+            lines = image_lines(found, images_, batch_, seq_, counts.forward)
+            typer.echo(fit_lines("\n".join(lines), terminal_width()))
 
 
 def _images(images: str | None) -> int:

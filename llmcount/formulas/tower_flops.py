@@ -125,14 +125,15 @@ def image_flops(model: Model) -> ImageFlops:
 
 def render_lines(found: ImageFlops, images: int, batch: int) -> list[str]:
     """The plain-text lines of the image parts: each matmul per image, the per-image total and its formula."""
+    from ..renderers.filters import text
+
     lines = ["Images (vision tower and projector, per image at the config's image size):"]
     width = max(len(t.path) for t in found.terms)
     for t in found.terms:
-        lines.append(f"  {t.role:<12} {t.path:<{width}}  {t.flops:>22,}  {t.formula}")
-    lines.append(f"  per image: {found.per_image:,} FLOPs = {found.formula}")
-    lines.append(
-        f"  image tokens per image entering the language model: {found.image_tokens:,} = {found.image_tokens_formula}"
-    )
+        lines.append(f"  {t.role:<12} {t.path:<{width}}  {t.flops:>22,}  {text(t.formula)}")
+    lines.append(f"  per image: {found.per_image:,} FLOPs = {text(found.formula)}")
+    tokens = f"{found.image_tokens:,} = {text(found.image_tokens_formula)}"
+    lines.append(f"  image tokens per image entering the language model: {tokens}")
     lines.append(f"  {images} image(s) × {batch} sequence(s): {found.per_image * images * batch:,} FLOPs")
     return lines
 
