@@ -106,12 +106,12 @@ def test_the_latex_post_draws_its_chart_without_a_file():
 OVERFULL = re.compile(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)")
 
 
-def compile_clean(folder: Path, name: str, text: str) -> list[str]:
-    """The problems pdflatex reports for one article: errors, an overfull line wider than 1pt, a float too large, a
-    LaTeX warning."""
+def compile_clean(folder: Path, name: str, text: str, engine: str = "pdflatex") -> list[str]:
+    """The problems ``engine`` (pdflatex, xelatex) reports for one article: errors, an overfull line wider than 1pt,
+    a float too large, a LaTeX warning."""
     (folder / f"{name}.tex").write_text(text, "utf-8")
     done = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
+        [engine, "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
         cwd=folder,
         capture_output=True,
         timeout=180,
@@ -193,3 +193,15 @@ def test_a_hybrid_posts_tree_shows_each_kind_of_layer_group_once():
     assert not any(line.strip().startswith(("(4-6)", "(7)", "(47)")) for line in tree)
     assert "stands for layers 4 to 47" in text
     assert len(tree) < len(printed) // 5
+
+
+def test_xelatex_sets_the_chinese_post_with_xecjk_clean(tmp_path):
+    """Under xelatex the Chinese article loads xeCJK (its own spacing between Chinese and Latin words, the fonts the
+    system has) instead of CJKutf8; it compiles as clean as under pdflatex, for a dense and an MoE model."""
+    require(shutil.which("xelatex") is not None, "xelatex (texlive-xetex, texlive-lang-chinese)")
+    for spec in ("qwen3-32b", "qwen3-30b-a3b"):
+        text = build(spec, "latex", "zh").text
+        assert "\\usepackage{xeCJK}" in text
+        assert not compile_clean(tmp_path, spec, text, "xelatex"), spec
+        log = (tmp_path / f"{spec}.log").read_text("latin-1")
+        assert "xeCJK" in log and "Output written" in log
