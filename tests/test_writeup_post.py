@@ -3,8 +3,9 @@
 Length, measured as the reference posts (shared/seeds) were measured: English in words (``len(text.split())``,
 whitespace-separated, code and math included), Chinese in characters (``len(text)``, code and whitespace
 included), of the Markdown a blogger pastes. The two English seeds have 1,176 and 1,220 words, the three Chinese
-ones 4,897 to 7,316 characters. Measured on the defaults (2026-11-28): Qwen3-32B (dense) 995 words / 5,822
-characters, Qwen3-30B-A3B (MoE) 1,279 / 7,230, DeepSeek-V3 (MLA, dense and MoE layers) 1,719 / 10,897. A default
+ones 4,897 to 7,316 characters. Measured on the defaults (2026-11-28): Qwen3-32B (dense) 993 words / 5,818
+characters, Qwen3-30B-A3B (MoE) 1,268 / 7,162, Llama-4-Scout (multimodal) 1,256 / 6,946, DeepSeek-V3 (MLA, dense
+and MoE layers) 1,686 / 10,282, Qwen3-Next-80B-A3B (hybrid) 1,767 / 11,287. A default
 post may be a quarter shorter than the shortest seed (a dense model has fewer modules to derive) and half again
 longer than the longest: a model with more kinds of module (MLA, shared experts, dense layers) has more to derive,
 and Chinese counts every character of its math and code, which the seeds have less of."""
@@ -38,7 +39,7 @@ def length(text: str, lang: str) -> int:
     return len(text.split()) if lang == "en" else len(text)
 
 
-@pytest.mark.parametrize("spec", ["qwen3-32b", "qwen3-30b-a3b", "deepseek-v3"])
+@pytest.mark.parametrize("spec", ["qwen3-32b", "qwen3-30b-a3b", "deepseek-v3", "llama-4-scout"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_default_is_a_posts_length(spec, lang):
     low, high = BAND[lang]
@@ -187,7 +188,8 @@ def test_a_hybrid_posts_tree_shows_each_kind_of_layer_group_once():
     tree = re.search(r"```text\n(.*?)```", text, re.S).group(1).rstrip("\n").split("\n")
     rest = iter(printed)  # the lines shown are print(model)'s, in its order: a subsequence of it
     assert all(any(line == other for other in rest) for line in tree if line.strip() != "...")
-    assert sum(line.strip() == "..." for line in tree) == 1
+    groups = [line for line in tree if line.strip() == "..." and len(line) - len(line.lstrip()) == 6]
+    assert len(groups) == 1  # one line for the layer groups left out; the others stand inside a module
     shown = [line.strip() for line in tree]
     assert "(0-2): 3 x Qwen3NextDecoderLayer(" in shown and "(3): Qwen3NextDecoderLayer(" in shown
     assert not any(line.strip().startswith(("(4-6)", "(7)", "(47)")) for line in tree)
@@ -205,3 +207,24 @@ def test_xelatex_sets_the_chinese_post_with_xecjk_clean(tmp_path):
         assert not compile_clean(tmp_path, spec, text, "xelatex"), spec
         log = (tmp_path / f"{spec}.log").read_text("latin-1")
         assert "xeCJK" in log and "Output written" in log
+
+
+def test_a_module_repeated_in_a_later_layer_group_is_shown_once():
+    """DeepSeek-V3 prints two layer groups (3 dense, 58 MoE) whose attention modules are the same seven lines: the
+    post prints them in the first group and a ``...`` inside the second's ``self_attn``, and says so; every other
+    line is print(model)'s own, in its order."""
+    from llmcount.renderers.tree import printed_tree
+    from llmcount.sources import load
+
+    printed = printed_tree(load("deepseek-v3")).split("\n")
+    text = build("deepseek-v3").text
+    tree = re.search(r"```text\n(.*?)```", text, re.S).group(1).rstrip("\n").split("\n")
+    rest = iter(printed)
+    assert all(any(line == other for other in rest) for line in tree if line.strip() != "...")
+    assert sum("(q_a_proj): Linear(in_features=7168, out_features=1536" in line for line in printed) == 2
+    assert sum("(q_a_proj): Linear(in_features=7168, out_features=1536" in line for line in tree) == 1
+    at = tree.index("      (3-60): 58 x DeepseekV3DecoderLayer(")
+    assert tree[at + 1 : at + 4] == ["        (self_attn): DeepseekV3Attention(", "          ...", "        )"]
+    assert "(shared_experts): DeepseekV3MLP(" in text  # a module seen for the first time is printed in full
+    assert "Inside a module, `...` stands for the lines of the same module printed above" in text
+    assert len(tree) == len(printed) - 6

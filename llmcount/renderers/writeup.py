@@ -283,12 +283,25 @@ class Abridged:
     left_out: str = ""  # the layer indices of the groups left out, as print(model) labels them ("4-6, 8-10, ...")
     first: str = ""  # the first index left out
     last: str = ""  # the last index left out
+    inner: bool = False  # a module inside a layer group shown as `...`: the same module printed in full above
+
+
+ELIDED_LINES = 3
+"""A module's lines are elided when it repeats one printed above and holds at least this many: shorter ones are
+quicker to read than the note saying where they are."""
+
+
+def _block_end(lines: list[str], i: int, indent: str) -> int:
+    """The index of the line closing the block opened at ``lines[i]`` (its ``)`` at the same indent)."""
+    return next(j for j in range(i + 1, len(lines)) if lines[j] == f"{indent})")
 
 
 def abridged(printed: str) -> Abridged:
     """``printed`` (``print(model)``'s text) with every layer group that repeats an earlier one (the same modules
     and shapes; a hybrid model's alternating linear and full attention layers print one group per run) replaced by one
-    ``...`` line: the lines shown stay transformers' own."""
+    ``...`` line, and inside the groups shown, the body of a module that repeats one printed above (the same name,
+    class and lines: DeepSeek's attention in its dense and its MoE layers) replaced by ``...``: the lines shown stay
+    transformers' own."""
     lines = printed.split("\n")
     header = re.compile(r"^(\s*)\((\d+(?:-\d+)?)\): (?:\d+ x )?(.*)$")
     out, seen, dropped, i = [], set(), [], 0
@@ -300,9 +313,7 @@ def abridged(printed: str) -> Abridged:
             i += 1
             continue
         indent, label, rest = match.groups()
-        end = i
-        if rest.endswith("("):  # a block: up to its closing bracket at the same indent
-            end = next(j for j in range(i + 1, len(lines)) if lines[j] == f"{indent})")
+        end = _block_end(lines, i, indent) if rest.endswith("(") else i
         body = (indent, rest, *lines[i + 1 : end + 1])
         if body in seen:
             if not dropped or out[-1] != f"{indent}{ELIDED}":
@@ -312,9 +323,31 @@ def abridged(printed: str) -> Abridged:
             seen.add(body)
             out.extend(lines[i : end + 1])
         i = end + 1
+    out, inner = _inner_repeats(out)
     if not dropped:
-        return Abridged(printed)
-    return Abridged("\n".join(out), ", ".join(dropped), dropped[0].split("-")[0], dropped[-1].split("-")[-1])
+        return Abridged("\n".join(out), inner=inner)
+    first, last = dropped[0].split("-")[0], dropped[-1].split("-")[-1]
+    return Abridged("\n".join(out), ", ".join(dropped), first, last, inner)
+
+
+def _inner_repeats(lines: list[str]) -> tuple[list[str], bool]:
+    """``lines`` with the body of every named module that repeats one printed above replaced by one ``...`` line."""
+    opener = re.compile(r"^(\s*)\(([A-Za-z_]\w*)\): \w+\($")
+    out, seen, elided, i = [], set(), False, 0
+    while i < len(lines):
+        match = opener.match(lines[i])
+        if match:
+            indent = match.group(1)
+            end = _block_end(lines, i, indent)
+            key = tuple(line[len(indent) :] for line in lines[i:end])
+            if key in seen and end - i - 1 >= ELIDED_LINES:
+                out += [lines[i], f"{indent}  {ELIDED}", lines[end]]
+                elided, i = True, end + 1
+                continue
+            seen.add(key)
+        out.append(lines[i])
+        i += 1
+    return out, elided
 
 
 @dataclass(frozen=True)
@@ -869,7 +902,7 @@ def context(
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": memory_part(model, seq) if "memory" in show else None,
         "tree": (shown_tree.text if shown_tree else module_tree(model, lang)) if "tree" in show else None,
-        "tree_left_out": shown_tree if shown_tree and shown_tree.left_out else None,
+        "tree_left_out": shown_tree if shown_tree and (shown_tree.left_out or shown_tree.inner) else None,
         "check": check_code(model, preset, counts.total) if printed else None,
         # the printed tree's top class (print(model) of the language model's class, for a composite model)
         "tree_printed": printed.split("(", 1)[0] if printed else None,
