@@ -83,6 +83,8 @@ def _with_printed(family: records.Family, table: dict) -> records.Family:
         ({"text": "X()"}, "with {layers} once"),
         ({"text": "{layers}", "layers": [{"terms": "attention/q_proj", "text": "Y()"}]}, "takes terms"),
         ({"text": "{layers}", "layers": {"terms": [], "text": "Y()"}}, "expected an array of tables"),
+        ({"text": "{layers}", "by": ["N sliding"]}, "by takes the names of layer-count symbols"),
+        ({"text": "{layers}", "when": {"qk_norm": "use_qk_norm"}}, "when maps a module name"),
     ],
 )
 def test_a_bad_printed_table_is_refused_by_name(table, message):
@@ -132,3 +134,22 @@ def test_a_multimodal_post_names_the_class_its_language_model_is_laid_out_as(tmp
     assert "(0-1): 2 x Qwen3DecoderLayer(" in text
     zh = build(str(path), "markdown", "zh", sections="tree").text
     assert "语言模型的结构与 transformers 中的 `Qwen3ForCausalLM` 相同" in zh
+
+
+LLAMA4_SMALL = {
+    "model_type": "llama4_text", "num_hidden_layers": 8, "hidden_size": 64, "intermediate_size": 32,
+    "intermediate_size_mlp": 96, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "vocab_size": 100, "num_local_experts": 4, "moe_layers": [1, 3, 5, 7],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("use_qk_norm", [True, False])
+def test_layers_with_the_same_weights_that_print_otherwise_are_told_apart(use_qk_norm: bool) -> None:
+    """Llama 4's RoPE layers (three in four) print a weightless ``qk_norm`` the others do not, and only when
+    ``use_qk_norm``: the record's ``[printed]`` table tells its layers apart by ``N_sliding`` (``by``) and leaves the
+    module out when the key is false (``when``). Dense and MoE layers alternate here (``moe_layers``)."""
+    config = {**LLAMA4_SMALL, "use_qk_norm": use_qk_norm}
+    tree = printed_tree(read_config(config, "llama4 small"))
+    assert tree == printed(config)
+    # one per RoPE layer (all but 3 and 7): dense and MoE layers alternate, so no two neighbours collapse into a run
+    assert tree.count("(qk_norm): Llama4TextL2Norm") == (6 if use_qk_norm else 0)

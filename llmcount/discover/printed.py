@@ -404,7 +404,7 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
     import torch
 
     from ..formulas.symbols import N
-    from ..renderers.tree import _layer_indices
+    from ..renderers.tree import _layer_indices, layer_kinds
 
     reader = _Reader(model, config, hf)
     total = model.values.get(N)
@@ -419,19 +419,21 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
     layered = [t for t in model.derivation.terms if t.layers != 1]
     outside = [t for t in model.derivation.terms if t.layers == 1]
     indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
-    if any(v is None for v in indices.values()):
+    keys = layer_kinds(model)
+    if keys is None or any(v is None for v in indices.values()):
         raise Unprintable("the config does not say which layers each term is in")
     kinds: dict[tuple[str, ...], str] = {}
     printed_as: dict[tuple[str, ...], str] = {}
-    for i, layer in enumerate(layer_list):
+    for i, (layer, key) in enumerate(zip(layer_list, keys, strict=True)):
         terms = [t for t in layered if i in indices[t.layers]]
-        key = tuple(sorted({t.path for t in terms if not t.path.endswith(".bias")}))
         if printed_as.setdefault(key, repr(layer)) != repr(layer):
             raise Unprintable(f"layer {i} and an earlier one print differently with the same terms")
         if key not in kinds:
             kinds[key] = reader.module(layer, f"{layer_name}.{i}", terms)
     top = reader.module(hf, "", outside, layer_list)
-    return {"text": top, "layers": [{"terms": list(key), "text": text} for key, text in kinds.items()]}
+    given = model.architecture.printed or {}
+    layers = [{"terms": list(key), "text": text} for key, text in kinds.items()]
+    return {"text": top, "layers": layers, "by": list(given.get("by", ())), "when": dict(given.get("when", {}))}
 
 
 def _toml_string(text: str) -> str:
@@ -445,6 +447,10 @@ def table(data: dict[str, Any], version: str) -> str:
     lines = ["[printed]  # print(model) in transformers, sizes as formulas (discover.printed)"]
     if version != records.CHECKED_AGAINST:
         lines.append(f'transformers = "{version}"')
+    if data.get("by"):
+        lines.append("by = " + json.dumps(data["by"]))
+    if data.get("when"):
+        lines.append("when = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in data["when"].items()) + " }")
     lines.append("text = " + _toml_string(data["text"]))
     for layer in data["layers"]:
         lines.append("[[printed.layers]]")

@@ -887,11 +887,26 @@ def _tree(data: Any, where: str) -> dict[str, Any]:
 
 def _printed(data: Any, where: str) -> dict[str, Any]:
     """The ``[printed]`` table (written by ``python -m llmcount.discover.printed``): ``text``, the tree with
-    ``{layers}`` for the decoder layers, and ``layers``, each kind's ``terms`` and ``text`` (see renderers/tree.py)."""
+    ``{layers}`` for the decoder layers, and ``layers``, each kind's ``terms`` and ``text`` (see renderers/tree.py);
+    ``by``, written by hand, names layer-count symbols whose layers print otherwise with the same terms (Llama 4's
+    RoPE layers carry a weightless qk norm): a kind's ``terms`` then hold ``@symbol`` for the layers in that set;
+    ``when`` maps the name of a module without weights to the config key that builds it (``qk_norm =
+    "use_qk_norm=true"``): its line is left out of the tree where that key is false."""
     table = _table(data, where)
-    unknown = set(table) - {"text", "layers", "transformers"}
+    unknown = set(table) - {"text", "layers", "transformers", "by", "when"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
+    by = _list(table.get("by", []), where, "by")
+    if not all(isinstance(x, str) and x.isidentifier() for x in by):
+        raise RecordError(f"{where}: by takes the names of layer-count symbols")
+    when = table.get("when", {})
+    if not isinstance(when, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and "=" in v and v.split("=", 1)[0].isidentifier()
+        for k, v in when.items()
+    ):
+        raise RecordError(f"{where}: when maps a module name to the config key that builds it, as 'key=default'")
+    if "text" not in table and "layers" not in table:  # only `by` and `when`: the tree is still to be written
+        return {"by": list(by), "when": dict(when)}
     if not isinstance(table.get("text"), str) or table["text"].count("{layers}") != 1:
         raise RecordError(f"{where}: text takes the tree as a string, with {{layers}} once")
     layers = _list(table.get("layers", []), where, "[[printed.layers]]")
@@ -904,7 +919,8 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
             and all(isinstance(x, str) for x in layer["terms"])
         ):
             raise RecordError(f"{where} layers[{i}]: takes terms (a list of term paths) and text (a string)")
-    return {"text": table["text"], "layers": [{"terms": list(x["terms"]), "text": x["text"]} for x in layers]}
+    kinds = [{"terms": list(x["terms"]), "text": x["text"]} for x in layers]
+    return {"text": table["text"], "layers": kinds, "by": list(by), "when": dict(when)}
 
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:

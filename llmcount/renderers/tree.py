@@ -421,6 +421,35 @@ def module_list(reprs: list[str], name: str = "ModuleList") -> str:
     return name + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
+def _unbuilt(text: str, when: Mapping[str, str], model: Model) -> str:
+    """``text`` without the one-line modules of ``when`` whose config key is false (the model does not build them)."""
+    for name, rule in when.items():
+        key, _, default = rule.partition("=")
+        if not model.config.get(key, json.loads(default)):
+            text = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith(f"({name}): "))
+    return text
+
+
+def layer_kinds(model: Model) -> list[tuple[str, ...]] | None:
+    """Each decoder layer's kind, as a ``[printed]`` table keys its templates: the paths of the record's terms in
+    that layer (biases aside), and ``@symbol`` for each of the table's ``by`` symbols whose layers include it. None
+    when the config does not say which layers a term (or a ``by`` symbol) counts."""
+    total = model.values.get(N)
+    layered = [t for t in model.derivation.terms if t.layers != 1]
+    named = {symbol.name: symbol for symbol in model.layer_indices}
+    by = [named.get(name) for name in (model.architecture.printed or {}).get("by", ())]
+    if None in by:  # a `by` symbol this config does not give layer by layer
+        return None
+    indices = {layers: _layer_indices(model, layers) for layers in [*(t.layers for t in layered), *by]}
+    if total is None or any(v is None for v in indices.values()):
+        return None
+    return [
+        tuple(sorted({t.path for t in layered if i in indices[t.layers] and not t.path.endswith(".bias")}))
+        + tuple(f"@{symbol}" for symbol in by if i in indices[symbol])
+        for i in range(total)
+    ]
+
+
 def printed_tree(model: Model) -> str | None:
     """What ``print(model)`` prints in transformers for this config: the record's ``[printed]`` table (written by
     ``python -m llmcount.discover.printed`` from a model built on the meta device) filled in with the config's values.
@@ -431,25 +460,23 @@ def printed_tree(model: Model) -> str | None:
     terms in it). None when the record has no such table or the config has a kind of layer the table does not
     describe."""
     table = model.architecture.printed
-    if not table:
+    if not table or "text" not in table:
         return None
     total = model.values.get(N)
     if total is None or total > MAX_LAYERS:
         return None
-    layered = [t for t in model.derivation.terms if t.layers != 1]
-    indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
-    if any(v is None for v in indices.values()):
+    keys = layer_kinds(model)
+    if keys is None:
         return None
     kinds = {tuple(layer["terms"]): layer["text"] for layer in table["layers"]}
     try:
         filled: dict[tuple[str, ...], str] = {}
         reprs = []
-        for i in range(total):
-            key = tuple(sorted({t.path for t in layered if i in indices[t.layers] and not t.path.endswith(".bias")}))
+        for key in keys:
             if key not in kinds:
                 return None
             if key not in filled:
-                filled[key] = _fill(kinds[key], model)
+                filled[key] = _unbuilt(_fill(kinds[key], model), table.get("when", {}), model)
             reprs.append(filled[key])
         layers = module_list(reprs)
         lines = []
