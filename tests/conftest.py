@@ -5,8 +5,8 @@ lists the same limits for users."""
 import pytest
 
 PRINTED_SAME_TERMS = (
-    "layers with the same weights print differently (DeepSeek-V4's hash-routed and compressed layers, RWKV's "
-    "first layer with its pre-norm): the record's terms do not tell them apart, so it has "
+    "layers with the same weights print differently (RWKV's first layer with its pre-norm): the record's terms do "
+    "not tell them apart, so it has "
     "no [printed] tree yet and the write-up shows the generic one"
 )
 PRINTED_LAYERS = (
@@ -14,7 +14,7 @@ PRINTED_LAYERS = (
     "pattern the record counts as a number): the record has no [printed] tree yet and the write-up shows the "
     "generic one"
 )
-PRINTED = {"deepseek_v4": PRINTED_SAME_TERMS, "rwkv": PRINTED_SAME_TERMS}
+PRINTED = {"rwkv": PRINTED_SAME_TERMS}
 PRINTED |= {
     name: PRINTED_LAYERS
     for name in (

@@ -209,6 +209,7 @@ g_o = _size("g_o")
 r_o = _size("r_o")
 N_csa = _count("N_csa")
 N_hca = _count("N_hca")
+N_hashed = _count("N_hashed")
 h_kv_c = _size("h_kv_c")
 c_H = _size("c_H")
 c_L = _count("c_L")
@@ -806,6 +807,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(r_o, "r_{o}", "o_lora_rank", "width each head group's output is projected to before the output mixing"),
     Entry(N_csa, r"N_{\mathrm{csa}}", "layer_types", "layers with compressed sparse attention (DeepSeek-V4)"),
     Entry(N_hca, r"N_{\mathrm{hca}}", "layer_types", "layers with heavily compressed attention (DeepSeek-V4)"),
+    Entry(N_hashed, r"N_{\mathrm{hashed}}", "mlp_layer_types", "layers whose MoE routes by token id (DeepSeek-V4)"),
     Entry(
         r_q_sw,
         r"r_{q,\mathrm{sw}}",
