@@ -10,8 +10,8 @@ sglang 0.5.23 wheel cited in llmcount/engines/sglang.toml:
 - mem_cache/kv_cache_configurator.py _calculate_mamba_ratio: 3 slots a running request with the radix cache, 2 more
   under the extra_buffer strategy with the overlap schedule (the default for Qwen3-Next, Nemotron-H, Falcon-H1);
 - model_executor/pool_configurator.py HybridSWAPoolConfigurator: the full layers' pool of B·S tokens, the sliding
-  layers' pool of int(B·S · 0.8) tokens, each plus page_size (1) padded slot; refused at startup when the sliding
-  window + page_size reaches the pool.
+  layers' pool of int(B·S · 0.8) tokens, each plus page_size (1) padded slot; SGLang refuses to start when the
+  sliding window + page_size reaches the sliding pool, so below that the pools are the smallest it starts with.
 """
 
 from __future__ import annotations
@@ -104,14 +104,28 @@ def test_gpt_oss_swa_pool_by_hand():
     assert [k.bytes for k in sliding] == [12 * 52429 * 2048]
 
 
-def test_gpt_oss_swa_pool_too_small_is_refused():
+def test_gpt_oss_smallest_swa_pool_sglang_starts_with():
     """validate_swa_pool_size: the model's window sliding_window − 1 = 127 plus page_size 1 must stay below the
-    sliding pool; 2 sequences of 80 tokens give int(160 · 0.8) = 128 tokens: refused as SGLang refuses it; 81 tokens
-    give int(162 · 0.8) = 129: accepted."""
-    with pytest.raises(LlmcountError, match="validate_swa_pool_size"):
-        engines.kv_cache("sglang", load("gpt-oss-20b"), 80, 2)
-    got = engines.kv_cache("sglang", load("gpt-oss-20b"), 81, 2)
-    assert got.bytes == 12 * (162 + 1) * 2048 + 12 * (129 + 1) * 2048
+    sliding pool. 2 sequences of 81 tokens: full 162, int(162 · 0.8) = 129 sliding: accepted. 2 of 80: int(160 · 0.8)
+    = 128 is refused at startup, so the pools are the smallest SGLang starts with: int(161 · 0.8) = 128 still is,
+    int(162 · 0.8) = 129 is not: the same 162 and 129 tokens (+ 1 padded slot each), as for one token."""
+    expected = 12 * (162 + 1) * 2048 + 12 * (129 + 1) * 2048
+    assert engines.kv_cache("sglang", load("gpt-oss-20b"), 81, 2).bytes == expected
+    assert engines.kv_cache("sglang", load("gpt-oss-20b"), 80, 2).bytes == expected
+    got = engines.kv_cache("sglang", load("gpt-oss-20b"), 1)
+    assert got.bytes == expected
+    assert all("validate_swa_pool_size" in k.rule for k in got.kinds)
+
+
+def test_fit_under_sglang_with_a_sliding_pool():
+    """fit searches S and B through the same pools: every size has a figure, the smallest ones included."""
+    from llmcount import serving
+    from llmcount.serving import Layout
+
+    model = load("gpt-oss-20b")
+    rule = lambda plan: lambda s, b: engines.kv_cache_bytes("sglang", model, s, b, tp=plan.layout.tp)  # noqa: E731
+    result = serving.fit(model, 80 * 10**9, Layout(), seq=4096, kv=rule)
+    assert result.max_batch > 0 and not result.reason
 
 
 def test_llama4_pools_by_architecture(tmp_path):
@@ -125,8 +139,10 @@ def test_llama4_pools_by_architecture(tmp_path):
     composite = {**_preset("llama-4-scout"), "architectures": ["Llama4ForConditionalGeneration"]}
     got = engines.kv_cache("sglang", _written(tmp_path, composite), 32768)
     assert got.bytes == 12 * (32768 + 1) * per_token + 36 * (26214 + 1) * per_token
-    with pytest.raises(LlmcountError, match="validate_swa_pool_size"):  # 8,192 + 1 >= int(10,000 · 0.8)
-        engines.kv_cache("sglang", _written(tmp_path, composite), 10000)
+    # S = 10,000: int(10,000 · 0.8) = 8,000 <= 8,192 + 1, refused at startup; the smallest full pool SGLang starts
+    # with is 10,243 tokens: int(10,242 · 0.8) = 8,193 is not above 8,193, int(10,243 · 0.8) = 8,194 is
+    small = engines.kv_cache("sglang", _written(tmp_path, composite), 10000)
+    assert small.bytes == 12 * (10243 + 1) * per_token + 36 * (8194 + 1) * per_token
 
 
 def test_refusals_by_name(tmp_path):

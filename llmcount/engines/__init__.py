@@ -342,6 +342,17 @@ def kv_cache(
         pages = _pool_state_pages(eng, model, model_type, kinds, states, tp, model_dtype, settings)
     elif states and eng.allocation != "cells":
         pages = _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings)
+    archs = (getattr(model, "config", None) or {}).get("architectures") or []
+    table = eng.swa.get(model_type)
+    only = table.get("architectures") if isinstance(table, Mapping) else None
+    pooled = model_type in eng.pooled and (not only or bool(set(archs) & set(only)))
+    slides = [k for k in kinds if k.kind in ("sliding_attention", "chunked_attention")]
+    split = None  # SGLang's hybrid-SWA split: (full pool tokens, sliding pool tokens, why the full pool is larger)
+    if pooled and slides:
+        if not isinstance(table, Mapping):
+            raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
+        _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
+        split = _swa_split(eng, model_type, evaluate_int(family.attention.window, env, "window"), seq, batch)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -366,16 +377,9 @@ def kv_cache(
         sliding = k.kind in ("sliding_attention", "chunked_attention")
         window = evaluate_int(family.attention.window, env, "window") if sliding else None
         why_full = ""
-        archs = (getattr(model, "config", None) or {}).get("architectures") or []
-        table = eng.swa.get(model_type)
-        only = table.get("architectures") if isinstance(table, Mapping) else None
-        pooled = model_type in eng.pooled and (not only or bool(set(archs) & set(only)))
-        if sliding and pooled:
-            if model_type not in eng.swa or not isinstance(eng.swa[model_type], Mapping):
-                raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
+        if split is not None:
             layers = evaluate_int(k.layers, env, k.kind)
-            _check_swa_split(eng, model_type, model.values, kinds, env, layers)
-            tokens, nbytes, rule, token_bytes = _swa_pool(eng, model_type, window, seq, batch, layers, per_layer, size)
+            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size)
             if tp > 1:
                 rule += f"; per GPU at tp = {tp}"
             settings["page_size"] = eng.settings["page_size"]
@@ -503,22 +507,45 @@ def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> Non
         )
 
 
-def _swa_pool(eng, model_type, window, seq, batch, layers, per_layer, size):
-    """SGLang's hybrid-SWA pool: the sliding layers share one pool of int(B·S · swa_full_tokens_ratio) tokens
-    (page-aligned) plus page_size padded slots, the full layers keep B·S (:func:`_pool`)."""
+def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
+    """SGLang's hybrid-SWA pools for B sequences of S tokens: the full pool holds full = B·S tokens
+    (page-aligned), the sliding pool int(full · swa_full_tokens_ratio) (page-aligned), SGLang's own float product as
+    pool_configurator.py computes it. validate_swa_pool_size refuses to start when the model's window + page_size
+    reaches the sliding pool: below that the full pool is the smallest one SGLang starts with."""
     page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    own = window - eng.swa[model_type].get("window_minus", 0)
+
+    def sliding(full: int) -> int:
+        return int(full * ratio) // page * page
+
     full = batch * seq // page * page
-    swa = int(full * ratio) // page * page  # SGLang's own float product, as pool_configurator.py computes it
-    own_window = window - eng.swa[model_type].get("window_minus", 0)
-    if own_window + page >= swa:
-        raise LlmcountError(
-            f"{eng.title}: an SWA pool of {swa:,} tokens (swa_full_tokens_ratio {ratio} of B·S = {full:,}) cannot "
-            f"hold one request: SGLang refuses it at startup (validate_swa_pool_size: sliding_window_size "
-            f"{own_window:,} + page_size {page} >= the pool); give a longer --seq or more --batch"
+    why = ""
+    if own + page >= sliding(full):
+        least = -(-int((own + page + 1) / ratio) // page) * page  # near the least full pool; then step to it
+        while own + page >= sliding(least):
+            least += page
+        while least > page and own + page < sliding(least - page):
+            least -= page
+        why = (
+            f"B·S = {full:,} tokens give a sliding pool SGLang refuses to start with (validate_swa_pool_size: the "
+            f"window {own:,} + page_size {page} must stay below it), so the full pool is the smallest it starts "
+            f"with, {least:,} tokens; "
         )
+        full = least
+    return full, sliding(full), why
+
+
+def _swa_pool(eng, split, sliding, batch, layers, per_layer, size):
+    """SGLang's hybrid-SWA pools (:func:`_swa_split`), each plus page_size padded slots: the full layers keep the
+    full pool, the sliding layers the sliding pool, shared by the B sequences."""
+    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    full, swa, why = split
+    if not sliding:
+        rule = f"{why}the full layers' pool of {full:,} token slots plus {page} padded slot (SWAKVPool)"
+        return full // batch, layers * (full + page) * per_layer * size, rule, per_layer * size
     rule = (
-        f"the sliding layers' own pool (SWAKVPool) of int(B·S · {ratio}) = {swa:,} token slots shared by the B "
-        f"sequences, plus {page} padded slot (swa_full_tokens_ratio {ratio}; not a window per sequence)"
+        f"{why}the sliding layers' own pool of int({full:,} · {ratio}) = {swa:,} token slots shared by the B "
+        f"sequences, plus {page} padded slot (SWAKVPool; swa_full_tokens_ratio {ratio}; not a window per sequence)"
     )
     return swa // batch, layers * (swa + page) * per_layer * size, rule, per_layer * size
 
