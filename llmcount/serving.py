@@ -366,37 +366,44 @@ class Plan:
     at_seq: int = 1
     env: Mapping[Symbol, int] = field(default_factory=dict)
     stored_bytes: int | None = None  # the weights as a quantisation scheme stores them, on the GPU counted
+    held: Mapping[str, int] = field(default_factory=dict)  # term path -> parameters the GPU counted holds of it
+
+
+def stored_on_plan(laid: Plan, groups: Any, label: str) -> int:
+    """Bytes the GPU of ``laid`` (one rank of one pipeline stage) holds of weights stored as ``groups`` (path,
+    parameters, bytes: a quantised checkpoint's tensor groups, :class:`llmcount.quant.stored.Plan`'s): each group's
+    bytes in proportion to the parameters the rank holds of its term (a stage holds its layers' share, the first
+    the embedding, the last the head; packed weights, scales and zeros split with the rows or columns they belong
+    to, as vLLM's quantised linear layers shard them); LlmcountError naming the path when a share is not a whole
+    number of bytes (the rank's part is then not whole quantisation groups, which vLLM refuses to load)."""
+    layout = laid.layout
+    known = {t.path for t in laid.model.derivation.terms}
+    total = 0
+    for path, parameters, size in groups:
+        if path not in known:
+            raise LlmcountError(f"{label}: the stored tensor group {path} is not a term of the model")
+        share = laid.held.get(path, 0)  # 0: a term of another pipeline stage
+        if (size * share) % parameters:
+            where = f"--tp {layout.tp}" + (f" --pp {layout.pp} (stage {laid.stage})" if layout.pp > 1 else "")
+            raise LlmcountError(
+                f"{label} under {where}: the rank's share of {path} ({share:,} of {parameters:,} parameters) is not "
+                "a whole number of stored bytes: not whole quantisation groups"
+            )
+        total += size * share // parameters
+    return total
 
 
 def stored_on_rank(model: Model, layout: Layout, groups: Any, label: str) -> int:
-    """Bytes one GPU holds of weights stored as ``groups`` (path, parameters, bytes: a quantised checkpoint's tensor
-    groups, :class:`llmcount.quant.stored.Plan`'s), without pipeline stages: each group's bytes in proportion to
-    the parameters the rank holds of its term (packed weights, scales and zeros split with the rows or columns
-    they belong to, as vLLM's quantised linear layers shard them); LlmcountError naming the path when a share is
-    not a whole number of bytes (the rank's part is then not whole quantisation groups, which vLLM refuses to
-    load)."""
-    from .formulas.derivation import evaluate_int
-    from .formulas.layer_kinds import is_model_level
+    """:func:`stored_on_plan` on the largest stage's GPU of ``layout``."""
+    return max(stored_on_plan(p, groups, label) for p in stage_plans(model, layout))
 
-    if layout.pp > 1:
-        raise LlmcountError(f"{label} per pipeline stage is not modelled; give --tp, --dp or --ep without --pp")
-    env = _layout_values(model, layout)
-    counted = model.derivation.layer_counts
-    held: dict[str, int] = {}
-    for t in model.derivation.terms:
-        layers = int(t.layers) if is_model_level(t.layers, counted) else evaluate_int(t.layers, dict(env), t.path)
-        held[t.path] = held.get(t.path, 0) + _term_parameters(t, env, layout) * layers
-    total = 0
-    for path, parameters, size in groups:
-        if path not in held:
-            raise LlmcountError(f"{label}: the stored tensor group {path} is not a term of the model")
-        if (size * held[path]) % parameters:
-            raise LlmcountError(
-                f"{label} under --tp {layout.tp}: the rank's share of {path} ({held[path]:,} of {parameters:,} "
-                "parameters) is not a whole number of stored bytes: not whole quantisation groups"
-            )
-        total += size * held[path] // parameters
-    return total
+
+def with_stored(plans: list[Plan], stored: tuple[Any, ...] | None) -> list[Plan]:
+    """``plans`` with the weights as ``stored`` ((path, parameters, bytes) groups, label) stores them, per GPU."""
+    if stored is None:
+        return plans
+    groups, label = stored[:2]
+    return [replace(p, stored_bytes=stored_on_plan(p, groups, label)) for p in plans]
 
 
 def stage_plans(
@@ -426,18 +433,27 @@ def stage_plans(
     def model_level(predicate) -> int:
         return sum(_term_parameters(t, env, layout) * int(t.layers) for t in model_terms if predicate(t))
 
+    def model_paths(predicate) -> dict[str, int]:
+        return _summed((t.path, _term_parameters(t, env, layout) * int(t.layers)) for t in model_terms if predicate(t))
+
+    paths: list[dict[str, int]] = []  # per GPU counted: term path -> parameters held
     if layout.pp == 1:
         parameters = model_level(lambda t: True)
         parameters += sum(
             _term_parameters(t, env, layout) * evaluate_int(t.layers, dict(env), t.path) for t in layer_terms
         )
         held = [(0, parameters, {k.kind: evaluate_int(k.layers, dict(env), k.kind) for k in kinds})]
+        paths.append(_summed(_held_rows(terms, env, layout, counted)))
     else:
         per_kind: dict[str, tuple[int, dict[str, int]]] = {}
+        kind_paths: dict[str, dict[str, int]] = {}
 
         def weigh(kind: Kind) -> int:
             parameters = sum(_term_parameters(t, env, layout) * kind.times(t.layers) for t in layer_terms)
             per_kind[kind.name] = (parameters, {k.kind: kind.times(k.layers) for k in kinds})
+            kind_paths[kind.name] = _summed(
+                (t.path, _term_parameters(t, env, layout) * kind.times(t.layers)) for t in layer_terms
+            )
             return nbytes(parameters, dtype_name) + _kv_bytes(kinds, per_kind[kind.name][1], kv_dtype, max(seq, 1), 1)
 
         runs, bound = tr.stage_kinds(
@@ -447,15 +463,26 @@ def stage_plans(
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
             last += model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
+        first_paths = model_paths(lambda t: t.group == "embedding")
+        last_paths = model_paths(lambda t: t.group != "embedding")
+        if model.tied:
+            tied = model_paths(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
+            last_paths = _summed([*last_paths.items(), *tied.items()])
         held = []
         for number, run in enumerate(runs):
             parameters = (first if number == 0 else 0) + (last if number == layout.pp - 1 else 0)
+            rows = [
+                *(first_paths.items() if number == 0 else ()),
+                *(last_paths.items() if number == layout.pp - 1 else ()),
+            ]
             counts: dict[str, int] = {}
             for kind in run:
                 parameters += per_kind[kind.name][0]
+                rows += kind_paths[kind.name].items()
                 for name, times in per_kind[kind.name][1].items():
                     counts[name] = counts.get(name, 0) + times
             held.append((number + 1, parameters, counts))
+            paths.append(_summed(rows))
         sizes = "/".join(str(len(run)) for run in runs)
         notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
     vocab = next((env[s] for s in tr.TP_PADDED if env.get(s) is not None), None)
@@ -488,10 +515,39 @@ def stage_plans(
         notes.append(f"the language model only: the {others} of {model.whole_name or model.name} not counted per GPU")
     return [
         Plan(
-            model, layout, dtype_name, kv_dtype, parameters, counts, tuple(kinds), stage, vocab, tuple(notes), seq, env
+            model,
+            layout,
+            dtype_name,
+            kv_dtype,
+            parameters,
+            counts,
+            tuple(kinds),
+            stage,
+            vocab,
+            tuple(notes),
+            seq,
+            env,
+            held=held_paths,
         )
-        for stage, parameters, counts in held
+        for (stage, parameters, counts), held_paths in zip(held, paths, strict=True)
     ]
+
+
+def _summed(rows: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for path, parameters in rows:
+        out[path] = out.get(path, 0) + parameters
+    return out
+
+
+def _held_rows(terms: Any, env: Mapping[Symbol, int], layout: Layout, counted: Any) -> Any:
+    """(path, parameters held on one rank) of every term, without pipeline stages."""
+    from .formulas.derivation import evaluate_int
+    from .formulas.layer_kinds import is_model_level
+
+    for t in terms:
+        layers = int(t.layers) if is_model_level(t.layers, counted) else evaluate_int(t.layers, dict(env), t.path)
+        yield t.path, _term_parameters(t, env, layout) * layers
 
 
 def _rule(laid: Plan, kv: Callable[[Plan], KvRule] | None) -> KvRule:
@@ -522,10 +578,7 @@ def shard(
     largest; ``kv(plan)`` gives the KV rule in place of transformers' cache split over the ranks; ``stored``: the
     weights as a quantisation scheme stores them ((path, parameters, bytes) groups, the scheme's label), split as
     :func:`stored_on_rank` says."""
-    plans = stage_plans(model, layout, dtype_name, kv_dtype, seq)
-    if stored is not None:
-        groups, label = stored[:2]
-        plans = [replace(p, stored_bytes=stored_on_rank(model, layout, groups, label)) for p in plans]
+    plans = with_stored(stage_plans(model, layout, dtype_name, kv_dtype, seq), stored)
     laid = heaviest(plans, seq, batch, kv)
     notes = laid.notes
     if laid.stage:
@@ -654,16 +707,19 @@ def fit(
     context: tuple[int, str] | None = None,
     kv: Callable[[Plan], KvRule] | None = None,
     gpu: str = "",
+    stored: tuple[Any, ...] | None = None,
 ) -> Fit:
     """The longest S (B = 1) and the most sequences B (at ``seq``) whose weights and KV cache per GPU fit in
     ``capacity`` bytes, by an integer search over the KV rule (``kv(plan)``: transformers' cache split over the
     ranks by default; an engine's rule plugs in). When nothing fits, the reason and what would: more GPUs (the
-    smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context."""
+    smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context.
+    ``stored``: the weights as a quantisation scheme stores them ((path, parameters, bytes) groups, the scheme's
+    label, the dtype shown), per GPU as :func:`stored_on_plan` splits them."""
     from .formulas.capacity import LIMIT, largest, searchable
 
     if kv is None:  # transformers' cache: the search needs a total that grows with S
         searchable(model.derivation, model.values, "fit")
-    plans = stage_plans(model, layout, dtype_name, kv_dtype)
+    plans = with_stored(stage_plans(model, layout, dtype_name, kv_dtype), stored)
     rules = [(p.weights_bytes, _rule(p, kv)) for p in plans]
     laid = max(plans, key=lambda p: p.weights_bytes)
     weights = laid.weights_bytes
@@ -684,7 +740,7 @@ def fit(
         elif max_batch == 0:
             reason = f"one sequence of {seq:,} tokens does not fit: its KV cache needs {gb(_rule(worst, kv)(seq, 1))}"
     if reason:
-        would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv)
+        would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv, stored)
     context_len, how = context if context is not None else (None, "")
     notes = list(laid.notes)
     if max_seq is not None and max_seq >= LIMIT:
@@ -693,7 +749,7 @@ def fit(
         gpu=gpu,
         capacity=capacity,
         layout=layout,
-        dtype=laid.dtype,
+        dtype=laid.dtype if stored is None else stored[2],
         kv_dtype=laid.kv_dtype,
         weights_bytes=weights,
         seq=seq,
@@ -734,10 +790,10 @@ def _wider(model: Model, layout: Layout) -> list[Layout]:
 
 
 def _alternatives(
-    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv
+    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv, stored=None
 ) -> list[str]:
-    """What would fit one sequence of ``seq`` tokens when ``layout`` does not: more GPUs, fp8 weights, an fp8 KV
-    cache, a shorter context."""
+    """What would fit one sequence of ``seq`` tokens when ``layout`` does not: more GPUs, fp8 weights (unless the
+    weights are quantised already), an fp8 KV cache, a shorter context."""
     from .dtypes import BITS
 
     def fits(plans: list[Plan]) -> bool:
@@ -746,14 +802,15 @@ def _alternatives(
     would = []
     for wider in _wider(model, layout):
         try:
-            if fits(stage_plans(model, wider, laid.dtype, laid.kv_dtype, seq)):
+            if fits(with_stored(stage_plans(model, wider, laid.dtype, laid.kv_dtype, seq), stored)):
                 flags = f"--tp {wider.tp}" + (f" --pp {wider.pp}" if wider.pp > 1 else "")
                 would.append(f"{flags} ({wider.gpus} GPUs): one sequence of {seq:,} tokens fits")
                 break
         except LlmcountError:
             continue
     if (
-        BITS[laid.dtype] > 8
+        stored is None
+        and BITS[laid.dtype] > 8
         and laid.weights_bytes > capacity
         and fits(stage_plans(model, layout, "fp8", laid.kv_dtype, seq))
     ):
@@ -761,7 +818,7 @@ def _alternatives(
     if (
         laid.weights_bytes <= capacity
         and BITS[laid.kv_dtype] > 8
-        and fits(stage_plans(model, layout, laid.dtype, "fp8", seq))
+        and fits(with_stored(stage_plans(model, layout, laid.dtype, "fp8", seq), stored))
     ):
         would.append(f"--kv-dtype fp8: one sequence of {seq:,} tokens fits")
     if max_seq:

@@ -605,12 +605,29 @@ def fit(
             metavar="ENGINE",
         ),
     ] = None,
+    quant: Annotated[
+        str | None,
+        typer.Option(
+            "--quant",
+            help="Weights as a quantisation scheme stores them (fp8-block, mxfp4, gptq, awq, nvfp4 ...; none: "
+            "ignore the config's own, which is the default when it has one and --dtype is not given).",
+            metavar="SCHEME",
+        ),
+    ] = None,
+    bits: Annotated[
+        str | None, typer.Option("--bits", help="With --quant gptq, awq or mlx: bits per weight.", metavar="INT")
+    ] = None,
+    group_size: Annotated[
+        str | None,
+        typer.Option("--group-size", help="Group quantisation: one scale per this many parameters.", metavar="INT"),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
-    type, per GPU as vLLM splits the weights (tp/pp/dp/ep) with transformers' KV cache (or --engine's); when
-    nothing fits, why, and what would (more GPUs, an fp8 KV cache, a shorter context). Activations and the engine's
-    workspace are not counted: the answers are upper bounds.
+    type, per GPU as vLLM splits the weights (tp/pp/dp/ep; as the checkpoint's quantisation scheme or --quant's
+    stores them) with transformers' KV cache (or --engine's); when nothing fits, why, and what would (more GPUs,
+    an fp8 KV cache, a shorter context). Activations and the engine's workspace are not counted: the answers are
+    upper bounds.
 
     Example: llmcount fit deepseek-v3 --gpu h200 --gpus 8 --engine vllm
     """
@@ -625,6 +642,8 @@ def fit(
         fitted,
         layout_from,
         render_fit,
+        stored_note,
+        stored_weights,
         warn_context,
     )
 
@@ -635,12 +654,25 @@ def fit(
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
-        config, model = config_and_model(spec, dtype, notes)
+        config, model = config_and_model(spec, dtype)
+        stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
+        notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
         result = serving.fit(
-            model, card.memory_bytes, layout, dtype or "bf16", plan_kv_dtype, seq_, context, kv=kv, gpu=card.title
+            model,
+            card.memory_bytes,
+            layout,
+            dtype or "bf16",
+            plan_kv_dtype,
+            seq_,
+            context,
+            kv=kv,
+            gpu=card.title,
+            stored=stored,
         )
+        if stored is not None:
+            notes.append(f"{stored[1]}, split over the ranks in proportion to the parameters each holds")
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)

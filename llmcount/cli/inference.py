@@ -197,7 +197,7 @@ def memory_per_gpu(
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
         config, model = config_and_model(spec, dtype)
-        stored = _stored(config, spec, model, dtype, quant, bits, group_size)
+        stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
         shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
@@ -241,7 +241,7 @@ def _engine_settings(engine: str, kv_dtype: str | None, batched: int | None) -> 
     return {"name": eng.name, "version": eng.version, "commit": eng.commit, "kv_dtype": kv, "settings": given}
 
 
-def _stored(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, group_size):
+def stored_weights(config: Any, spec: str, model: Any, dtype: str | None, quant, bits, group_size):
     """The weights as stored, for :func:`llmcount.serving.shard`: ((path, parameters, bytes) groups, label) under
     ``--quant`` (``none``: none), else under the checkpoint's own scheme unless ``--dtype`` is given; None
     otherwise."""

@@ -47,6 +47,7 @@ class Engine:
     states: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model type -> its state calculator
     no_longer: Mapping[str, Any] = field(default_factory=dict)  # model type -> [architecture, last version]
     context: Mapping[str, Any] = field(default_factory=dict)  # how the engine derives the longest context
+    swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
 
     @property
     def cited(self) -> str:
@@ -65,7 +66,7 @@ TRANSFORMERS_ENGINE = Engine(
 )
 
 
-OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context"}
+OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context", "swa"}
 
 
 def _load(name: str) -> Engine:
@@ -97,6 +98,7 @@ def _load(name: str) -> Engine:
         states=data.get("states", {}),
         no_longer=data.get("no_longer", {}),
         context=data.get("context", {}),
+        swa=data.get("swa", {}),
     )
 
 
@@ -336,13 +338,29 @@ def kv_cache(
         )
     states = [k for k in kinds if k.is_state]
     pages = {}
-    if states and eng.allocation != "cells":
+    if states and eng.allocation == "pool":
+        pages = _pool_state_pages(eng, model, model_type, kinds, states, tp, model_dtype, settings)
+    elif states and eng.allocation != "cells":
         pages = _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings)
+    archs = (getattr(model, "config", None) or {}).get("architectures") or []
+    table = eng.swa.get(model_type)
+    only = table.get("architectures") if isinstance(table, Mapping) else None
+    pooled = model_type in eng.pooled and (not only or bool(set(archs) & set(only)))
+    slides = [k for k in kinds if k.kind in ("sliding_attention", "chunked_attention")]
+    split = None  # SGLang's hybrid-SWA split: (full pool tokens, sliding pool tokens, why the full pool is larger)
+    if pooled and slides:
+        if not isinstance(table, Mapping):
+            raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
+        _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
+        split = _swa_split(eng, model_type, evaluate_int(family.attention.window, env, "window"), seq, batch)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
         if k.is_state and eng.allocation == "cells":
             rows.append(_recurrent_row(eng, model, model_type, k, amount, batch, env))
+            continue
+        if k.is_state and eng.allocation == "pool":
+            rows.append(_pool_state_row(k, amount, pages[k.kind], batch, env, settings))
             continue
         if k.is_state:
             rows.append(_state_row(eng, k, amount, pages[k.kind], batch, env, settings))
@@ -359,8 +377,16 @@ def kv_cache(
         sliding = k.kind in ("sliding_attention", "chunked_attention")
         window = evaluate_int(family.attention.window, env, "window") if sliding else None
         why_full = ""
-        if sliding and model_type in eng.pooled:
-            raise LlmcountError(f"{eng.title}: {model_type}: {eng.refused['sliding']}")
+        if split is not None:
+            layers = evaluate_int(k.layers, env, k.kind)
+            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size)
+            if tp > 1:
+                rule += f"; per GPU at tp = {tp}"
+            settings["page_size"] = eng.settings["page_size"]
+            rows.append(
+                KindBytes(k.kind, k.kind, layers, tokens, nbytes, rule, _tokens(k, env), amount.bytes, token_bytes)
+            )
+            continue
         if sliding and (model_type in eng.ignored or "*" in eng.ignored):
             why_full = (eng.full_note or "{title} runs {model_type}'s layers without a window").format(
                 title=eng.title, model_type=model_type
@@ -425,6 +451,103 @@ def _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_d
     align = eng.hybrid["mamba_cache_mode"] == "align"
     count = 2 + table["checkpoint_pages"] if align else 1
     return {k.kind: (page, block * token, count) for k in states}
+
+
+def _pool_state_pages(eng, model, model_type, kinds, states, tp, model_dtype, settings):
+    """SGLang's MambaPool: each state layer's conv and temporal state on one rank (Mamba2StateShape.create, in the
+    dtypes of mamba2_state_dtype) and the slots B running requests need; per state kind (state page, slots)."""
+    from .states import state_page
+
+    what = f"{eng.title}: the {states[0].kind} layers of {model.architecture.title}"
+    table = eng.states.get(model_type)
+    if table is None:
+        raise LlmcountError(f"{what}: {eng.refused['state']}")
+    if not [k for k in kinds if not k.is_state]:
+        raise LlmcountError(f"{what}: {eng.refused['attention_free']}")
+    hybrid = eng.hybrid
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {}), **(getattr(model, "keys", None) or {})}
+    page = state_page({**hybrid, **table}, model.values, config, tp, 2, engine_title=eng.title)
+    ratio = hybrid["radix_ratio"] + (hybrid["extra_buffer_slots"] if table.get("extra_buffer") else 0)
+    settings["mamba_slots_per_request"] = ratio
+    return {k.kind: (page, ratio) for k in states}
+
+
+def _pool_state_row(kind, amount, page_info, batch, env, settings) -> KindBytes:
+    """A state kind under SGLang: a MambaPool of max_mamba_cache_size = ratio · B slots plus one padded slot."""
+    from ..formulas.derivation import evaluate_int
+
+    page, ratio = page_info
+    layers = evaluate_int(kind.layers, env, kind.kind)
+    slots = ratio * batch + 1
+    why = "3 for the radix cache (_calculate_mamba_ratio)"
+    if ratio > 3:
+        why += f" and {ratio - 3} ping-pong tracking slots (the extra_buffer strategy under the overlap schedule)"
+    rule = (
+        f"MambaPool: a state of {page.conv:,} conv elements in bfloat16 and {page.temporal:,} temporal elements in "
+        f"{page.temporal_dtype} per rank ({page.bytes:,} bytes) in each of max_mamba_cache_size + 1 = {ratio} · B + 1 "
+        f"= {slots:,} slots per layer: {ratio} slots per running request, {why}, and the padded slot 0, whatever S"
+    )
+    return KindBytes(kind.kind, kind.kind, layers, 0, layers * slots * page.bytes, rule, 0, amount.bytes)
+
+
+def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> None:
+    """SGLang splits some architectures' layers by a rule of its own (get_hybrid_layer_ids); refused where the
+    config's layers of a window are not those."""
+    from ..formulas.derivation import evaluate_int
+
+    every = eng.swa[model_type].get("full_every")
+    if not every:
+        return
+    total = sum(evaluate_int(k.layers, env, k.kind) for k in kinds if not k.is_state)
+    if sliding_layers != total - total // every:
+        raise LlmcountError(
+            f"{eng.title}: {model_type}: SGLang gives the layers with (i + 1) % {every} != 0 the sliding pool "
+            f"({total - total // every} of {total}); this config gives {sliding_layers} layers a window"
+        )
+
+
+def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
+    """SGLang's hybrid-SWA pools for B sequences of S tokens: the full pool holds full = B·S tokens
+    (page-aligned), the sliding pool int(full · swa_full_tokens_ratio) (page-aligned), SGLang's own float product as
+    pool_configurator.py computes it. validate_swa_pool_size refuses to start when the model's window + page_size
+    reaches the sliding pool: below that the full pool is the smallest one SGLang starts with."""
+    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    own = window - eng.swa[model_type].get("window_minus", 0)
+
+    def sliding(full: int) -> int:
+        return int(full * ratio) // page * page
+
+    full = batch * seq // page * page
+    why = ""
+    if own + page >= sliding(full):
+        least = -(-int((own + page + 1) / ratio) // page) * page  # near the least full pool; then step to it
+        while own + page >= sliding(least):
+            least += page
+        while least > page and own + page < sliding(least - page):
+            least -= page
+        why = (
+            f"B·S = {full:,} tokens give a sliding pool SGLang refuses to start with (validate_swa_pool_size: the "
+            f"window {own:,} + page_size {page} must stay below it), so the full pool is the smallest it starts "
+            f"with, {least:,} tokens; "
+        )
+        full = least
+    return full, sliding(full), why
+
+
+def _swa_pool(eng, split, sliding, batch, layers, per_layer, size):
+    """SGLang's hybrid-SWA pools (:func:`_swa_split`), each plus page_size padded slots: the full layers keep the
+    full pool, the sliding layers the sliding pool, shared by the B sequences."""
+    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    full, swa, why = split
+    if not sliding:
+        rule = f"{why}the full layers' pool of {full:,} token slots plus {page} padded slot (SWAKVPool)"
+        return full // batch, layers * (full + page) * per_layer * size, rule, per_layer * size
+    rule = (
+        f"{why}the sliding layers' own pool of int({full:,} · {ratio}) = {swa:,} token slots shared by the B "
+        f"sequences, plus {page} padded slot (SWAKVPool; swa_full_tokens_ratio {ratio}; not a window per sequence)"
+    )
+    return swa // batch, layers * (swa + page) * per_layer * size, rule, per_layer * size
 
 
 def _state_row(eng, kind, amount, page_info, batch, env, settings) -> KindBytes:

@@ -73,10 +73,18 @@ ARGUMENTS = {
 }
 
 
-def state_page(table: Mapping[str, Any], values: Mapping[Any, int], keys: Mapping[str, Any], tp: int, model_bytes: int):
+def state_page(
+    table: Mapping[str, Any],
+    values: Mapping[Any, int],
+    keys: Mapping[str, Any],
+    tp: int,
+    model_bytes: int,
+    engine_title: str = "vLLM",
+):
     """The state page of a model type's record table (``[states.<model_type>]``) on one of ``tp`` ranks.
     ``model_bytes``: bytes of the model's dtype (mamba_cache_dtype ``auto``: the conv state, and the temporal state
-    unless the table names an ssm dtype of its own)."""
+    unless the table names an ssm dtype of its own); a ``conv_dtype`` in the table is the conv state's own dtype
+    (SGLang: bfloat16 whatever the model's)."""
     from ..formulas.derivation import evaluate_int
     from ..formulas.expressions import formula
 
@@ -89,9 +97,10 @@ def state_page(table: Mapping[str, Any], values: Mapping[Any, int], keys: Mappin
     if ssm is not None:
         ssm = str(keys.get(table.get("ssm_dtype_key", ""), None) or ssm)
         if ssm not in DTYPE_BYTES:
-            raise LlmcountError(f"{table.get('ssm_dtype_key')}: {ssm[:40]!r} is not a state dtype vLLM takes")
+            raise LlmcountError(f"{table.get('ssm_dtype_key')}: {ssm[:40]!r} is not a state dtype {engine_title} takes")
     temporal_bytes = DTYPE_BYTES[ssm] if ssm else model_bytes
-    return StatePage(conv, model_bytes, temporal, temporal_bytes, calculator, ssm or "the model's dtype")
+    conv_bytes = DTYPE_BYTES[table["conv_dtype"]] if "conv_dtype" in table else model_bytes
+    return StatePage(conv, conv_bytes, temporal, temporal_bytes, calculator, ssm or "the model's dtype")
 
 
 def cdiv(a: int, b: int) -> int:

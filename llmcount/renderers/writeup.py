@@ -620,6 +620,91 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     )
 
 
+SPEED_GPU = "h100-sxm"
+"""The GPU the memory section's roofline speed is stated for (llmcount.gpus; ``llmcount speed --gpu`` for others)."""
+SPEED_BATCH = 64  # the larger batch the section's decode bound is also stated at
+
+
+@dataclass(frozen=True)
+class SpeedPart:
+    """The roofline (:mod:`llmcount.roofline`) of the memory section: on :data:`SPEED_GPU`, weights in the
+    section's dtype, bf16 KV cache, prefill of one sequence of S tokens and decode at S for B = 1 and
+    :data:`SPEED_BATCH`; ``formula``: the bounds as LaTeX from sympy. ``derived`` False: the FLOPs are not derived."""
+
+    gpu: str
+    gpu_source: str
+    bandwidth_gbs: Fraction
+    peak_tflops: Fraction | None
+    dtype: str
+    seq: int
+    compute: str = "bf16"  # the dtype of the peak
+    derived: bool = False
+    prefill_seconds: Fraction = Fraction(0)
+    prefill_bound: str = ""
+    decode_rate: Fraction = Fraction(0)  # tokens/s of one sequence
+    decode_bound: str = ""
+    decode_bytes: Fraction = Fraction(0)  # bytes one step reads at B = 1
+    batch: int = SPEED_BATCH
+    batch_rate: Fraction = Fraction(0)  # tokens/s of the batch together
+    batch_bound: str = ""
+    experts: Fraction | None = None  # expected distinct routed experts per layer at B = SPEED_BATCH
+    moe: tuple[int, int] | None = None
+    formula: str = ""
+
+
+def speed_formula() -> str:
+    """The prefill and decode bounds as one LaTeX line, from sympy expressions."""
+    from sympy import Eq, Max, Symbol
+
+    from .filters import latex
+
+    peak, bandwidth, batch = Symbol(r"\Pi"), Symbol(r"\mathrm{BW}"), Symbol("B")
+    prefill = Eq(
+        Symbol(r"t_{\mathrm{pre}}"),
+        Max(Symbol(r"F_{\mathrm{pre}}") / peak, Symbol(r"M_{\mathrm{pre}}") / bandwidth),
+        evaluate=False,
+    )
+    decode = Eq(
+        Symbol(r"t_{\mathrm{dec}}"),
+        Max(Symbol(r"M_{\mathrm{dec}}") / bandwidth, batch * Symbol(r"F_{\mathrm{tok}}") / peak),
+        evaluate=False,
+    )
+    return rf"{latex(prefill)}, \qquad {latex(decode)}"
+
+
+def speed_part(model: Model, memory: MemoryPart) -> SpeedPart:
+    from .. import roofline as rl
+    from ..gpus import gpu
+
+    card = gpu(SPEED_GPU)
+    compute = "fp8" if memory.dtype.startswith("fp8") else "bf16"
+    part = SpeedPart(
+        card.title, card.source, card.bandwidth_gbs, card.peak_tflops(compute), memory.dtype, memory.seq, compute
+    )
+    try:
+        weights = rl.plain_weights(model, memory.dtype)
+        result = rl.roofline(model, weights, card, [1, SPEED_BATCH], memory.seq, "bf16", compute)
+    except LlmcountError:
+        return part
+    (prefill, _), (one, many) = result.prefill, result.decode
+    return SpeedPart(
+        **{
+            **part.__dict__,
+            "derived": True,
+            "prefill_seconds": prefill.seconds,
+            "prefill_bound": prefill.bound,
+            "decode_rate": 1 / one.seconds,
+            "decode_bound": one.bound,
+            "decode_bytes": one.bytes,
+            "batch_rate": SPEED_BATCH / many.seconds,
+            "batch_bound": many.bound,
+            "experts": many.experts,
+            "moe": result.moe,
+            "formula": speed_formula(),
+        }
+    )
+
+
 # --- verification against a safetensors index ----------------------------------------------------------------------
 
 
@@ -900,7 +985,8 @@ def context(
         "verification": verification,
         "chart": chart,
         "flops": flops_part(model, seq) if "flops" in show else None,
-        "memory": memory_part(model, seq) if "memory" in show else None,
+        "memory": (memory := memory_part(model, seq) if "memory" in show else None),
+        "speed": speed_part(model, memory) if memory is not None else None,
         "tree": (shown_tree.text if shown_tree else module_tree(model, lang)) if "tree" in show else None,
         "tree_left_out": shown_tree if shown_tree and (shown_tree.left_out or shown_tree.inner) else None,
         "check": check_code(model, preset, counts.total) if printed else None,
@@ -1400,6 +1486,18 @@ def build(
             "kv_bytes_per_token": mem.kv_bytes if mem.kv_groups else None,
             "kv_bytes_per_sequence": mem.kv_seq_bytes if mem.kv_groups else None,
         }
+        speed = speed_part(model, mem)
+        data["memory"]["roofline"] = (
+            None
+            if not speed.derived
+            else {
+                "gpu": speed.gpu,
+                "seq": speed.seq,
+                "prefill_seconds": float(speed.prefill_seconds),
+                "decode_tokens_per_second": float(speed.decode_rate),
+                f"decode_tokens_per_second_at_batch_{speed.batch}": float(speed.batch_rate),
+            }
+        )
     if trained is not None:
         data["training"] = training_json(model, trained)
     if quantised is not None:
