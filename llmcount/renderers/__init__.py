@@ -35,7 +35,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals.update(ACTIVATED_DEFINITION=ACTIVATED_DEFINITION, EMBEDDING_DEFINITION=EMBEDDING_DEFINITION)
-    env.globals.update(GLOSSARY_ZH=glossary_zh())
+    env.globals.update(GLOSSARY_ZH=glossary_zh(), NOTES_ZH=notes_zh())
     return env
 
 
@@ -48,6 +48,16 @@ def glossary_zh() -> dict[str, dict[str, str]]:
 
     data = tomllib.loads(Path(__file__).with_name("glossary_zh.toml").read_text("utf-8"))
     return {table: {key: row["zh"] for key, row in rows.items()} for table, rows in data.items()}
+
+
+@cache
+def notes_zh() -> dict[str, str]:
+    """The Chinese of the records' notes on each weight (notes_zh.toml), keyed by the English note."""
+    from pathlib import Path
+
+    import tomllib
+
+    return tomllib.loads(Path(__file__).with_name("notes_zh.toml").read_text("utf-8"))["notes"]
 
 
 def render(name: str, **context: Any) -> str:
