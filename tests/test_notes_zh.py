@@ -65,3 +65,35 @@ def test_no_preset_post_prints_an_english_note(name):
         assert f"：{escape(note, 'markdown')}\n" not in text, note
     items = re.findall(r"^- `[^`]+`：(.*)$", text, re.M)  # the weights of a section told from the notes
     assert all(CJK.search(item) for item in items), [item for item in items if not CJK.search(item)]
+
+
+BART = {  # a small BART decoder: its record counts the decoder and says the encoder is left out
+    "model_type": "bart",
+    "vocab_size": 1000,
+    "d_model": 64,
+    "decoder_layers": 2,
+    "encoder_layers": 2,
+    "decoder_attention_heads": 4,
+    "encoder_attention_heads": 4,
+    "decoder_ffn_dim": 128,
+    "encoder_ffn_dim": 128,
+    "max_position_embeddings": 128,
+}
+
+
+def test_the_records_other_prose_is_chinese(tmp_path):
+    import json
+
+    from llmcount.renderers import texts_zh
+
+    path = tmp_path / "bart.json"
+    path.write_text(json.dumps(BART))
+    family = records.family("bart")
+    texts = texts_zh()
+    for english in (family.counted, family.not_counted, family.attention.not_run):
+        assert english in texts and CJK.search(texts[english]), english
+    text = build(str(path), "markdown", "zh", sections="params,flops").text
+    assert escape(texts[family.counted], "markdown") in text
+    assert escape(texts[family.not_counted], "markdown") in text
+    assert escape(texts[family.attention.not_run], "markdown") in text
+    assert "英文说明" not in text and "builds it" not in text and "is not run" not in text
