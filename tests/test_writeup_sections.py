@@ -139,7 +139,8 @@ def big_bird(tmp_path):
 def test_a_sequence_beyond_full_attention_counts_the_block_sparse_attention(lang, big_bird):
     text = build(big_bird, "markdown", lang, sections="flops,memory").text
     assert "F_{\\mathrm{token}}" in text and "E_{\\mathrm{KV}}" not in text
-    assert f"{BIG_BIRD_PER_TOKEN:,}" in text and "block-sparse attention without a mask" in text
+    sparse = "block-sparse attention without a mask" if lang == "en" else "不带掩码的块稀疏注意力"
+    assert f"{BIG_BIRD_PER_TOKEN:,}" in text and sparse in text
     assert "$S = 704$" in text
     assert ("the KV cache is 0 bytes" if lang == "en" else "KV 缓存为 0 字节") in text
     assert f"{2 * load(big_bird).counts.total:,}" in text  # the weights table stays

@@ -35,7 +35,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     env.globals.update(ACTIVATED_DEFINITION=ACTIVATED_DEFINITION, EMBEDDING_DEFINITION=EMBEDDING_DEFINITION)
-    env.globals.update(GLOSSARY_ZH=glossary_zh())
+    env.globals.update(GLOSSARY_ZH=glossary_zh(), NOTES_ZH=notes_zh(), TEXTS_ZH=texts_zh())
     return env
 
 
@@ -48,6 +48,25 @@ def glossary_zh() -> dict[str, dict[str, str]]:
 
     data = tomllib.loads(Path(__file__).with_name("glossary_zh.toml").read_text("utf-8"))
     return {table: {key: row["zh"] for key, row in rows.items()} for table, rows in data.items()}
+
+
+@cache
+def _records_zh() -> dict[str, dict[str, str]]:
+    from pathlib import Path
+
+    import tomllib
+
+    return tomllib.loads(Path(__file__).with_name("notes_zh.toml").read_text("utf-8"))
+
+
+def notes_zh() -> dict[str, str]:
+    """The Chinese of the records' notes on each weight (notes_zh.toml), keyed by the English note."""
+    return _records_zh()["notes"]
+
+
+def texts_zh() -> dict[str, str]:
+    """The Chinese of the records' other prose (counted, not_counted, attention notes), keyed by the English."""
+    return _records_zh()["texts"]
 
 
 def render(name: str, **context: Any) -> str:
