@@ -4,18 +4,12 @@ lists the same limits for users."""
 
 import pytest
 
-PRINTED_SAME_TERMS = (
-    "layers with the same weights print differently (RWKV's first layer with its pre-norm): the record's terms do "
-    "not tell them apart, so it has "
-    "no [printed] tree yet and the write-up shows the generic one"
-)
 PRINTED_LAYERS = (
     "a weight counted on layers the config does not name one by one (N - 1 layers, layers of a sub-stack or of a "
     "pattern the record counts as a number): the record has no [printed] tree yet and the write-up shows the "
     "generic one"
 )
-PRINTED = {"rwkv": PRINTED_SAME_TERMS}
-PRINTED |= {
+PRINTED = {
     name: PRINTED_LAYERS
     for name in (
         "blt", "gemma3n_text", "git", "hrm_text", "inkling2_text", "longcat_flash", "mimo_v2_flash",

@@ -108,7 +108,8 @@ class _Resolver:
 
         self.model = model
         self.config = config
-        self.symbols = list(model.values.items())
+        apart = set((model.architecture.printed or {}).get("by", ()))  # they tell layers apart, they size nothing
+        self.symbols = [(symbol, value) for symbol, value in model.values.items() if symbol.name not in apart]
         self.products = [
             (Mul(a, b), va * vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i:] if va * vb > 1
         ]

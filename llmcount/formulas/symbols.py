@@ -210,6 +210,7 @@ r_o = _size("r_o")
 N_csa = _count("N_csa")
 N_hca = _count("N_hca")
 N_hashed = _count("N_hashed")
+N_first = _count("N_first")
 h_kv_c = _size("h_kv_c")
 c_H = _size("c_H")
 c_L = _count("c_L")
@@ -808,6 +809,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(N_csa, r"N_{\mathrm{csa}}", "layer_types", "layers with compressed sparse attention (DeepSeek-V4)"),
     Entry(N_hca, r"N_{\mathrm{hca}}", "layer_types", "layers with heavily compressed attention (DeepSeek-V4)"),
     Entry(N_hashed, r"N_{\mathrm{hashed}}", "mlp_layer_types", "layers whose MoE routes by token id (DeepSeek-V4)"),
+    Entry(N_first, r"N_{\mathrm{first}}", "num_hidden_layers", "the first layer, holding a module the others lack"),
     Entry(
         r_q_sw,
         r"r_{q,\mathrm{sw}}",
