@@ -18,8 +18,8 @@ PRINTED = {"deepseek_v4": PRINTED_SAME_TERMS, "llama4_text": PRINTED_SAME_TERMS,
 PRINTED |= {
     name: PRINTED_LAYERS
     for name in (
-        "blt", "gemma3n_text", "git", "hrm_text", "inkling2_text", "longcat_flash", "mimo_v2_flash",
-        "modernbert-decoder", "phi4_multimodal", "zamba2", "zaya",
+        "blt", "gemma3n_text", "git", "hrm_text", "inkling2_loop_text", "inkling2_text", "longcat_flash",
+        "mimo_v2_flash", "modernbert-decoder", "phi4_multimodal", "zamba2", "zaya",
     )
 }  # fmt: skip
 
