@@ -203,3 +203,22 @@ def test_count_on_the_command_line(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-m", "llmcount", "count", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "total (language model only)                 26,068,156,416" in out.stdout
+
+
+def test_bf16_weights_keep_the_fp32_modules_from_pretrained_keeps(tmp_path) -> None:
+    """memory's bf16 weights: the modules _keep_in_fp32_modules_strict names (the message gates' forget and message
+    projections and message_input among them, not their down projections) in fp32, as from_pretrained loads them."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(oracle._hf_config(SMALL)).save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    expected = sum(p.numel() * p.element_size() for p in loaded.parameters())
+    model = read_config(SMALL, "test config")
+    weights = memory.inference(model.derivation, model.values, "bf16", seq=1, batch=1).bytes_of("weights")
+    # fp32 by hand: the post-attention and post-MLP convolutions 6·16·3 and the sliding k/v convolutions 4·12·3; the
+    # gates' forget and message projections 16·3·16; mlp_input 3·16; the routers 3·16·4; attention_input 3·16 + 16;
+    # final_input 16; message_input 2·4·16: two more bytes each than in bf16
+    fp32 = 6 * 16 * 3 + 4 * 12 * 3 + 16 * 3 * 16 + 3 * 16 + 3 * 16 * 4 + 3 * 16 + 16 + 16 + 2 * 4 * 16
+    assert weights == expected == 2 * SMALL_TOTAL + 2 * fp32, oracle.VERSIONS
