@@ -64,6 +64,7 @@ ADAPTERS = {
     "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width
     "fun_asr_nano": {"adaptor_config": "hidden_size"},  # FunAsrNanoConfig checks its audio adaptor's width
     "inkling2": {"vision_config": "text_hidden_size"},  # Inkling2Config checks its vision tower's output width
+    "inkling2_loop": {"vision_config": "text_hidden_size"},  # so does Inkling2LoopConfig
     "granite_docling": {"vision_config": "out_hidden_size"},  # so does GraniteDoclingConfig
 }
 

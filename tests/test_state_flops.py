@@ -247,6 +247,16 @@ SMALL = {
         **{"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 6},
         "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"],
     },
+    "inkling2_loop_text": {  # Inkling 2 Loop: layers 1 to 3 of 5 (sliding, full, sliding) run 3 times; blocks of 1
+        "model_type": "inkling2_loop_text",
+        **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 5, "num_attention_heads": 4},
+        **{"num_key_value_heads": 2, "head_dim": 8, "n_layers_per_attn_res_block": 1},
+        **{"swa_num_attention_heads": 6, "swa_num_key_value_heads": 3, "swa_head_dim": 4, "sliding_window_size": 3},
+        **{"d_rel": 5, "rel_extent": 7, "conv_kernel_size": 3},
+        **{"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 6},
+        **{"loop_layer_index_start": 1, "loop_layer_index_end": 4, "loop_num_passes": 3, "loop_gate_rank": 3},
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"],
+    },
     "cpmant": {  # three prompts of three tokens, prepended to every sequence (the third prompt's ids are read)
         "model_type": "cpmant",
         **{"vocab_size": 64, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, "dim_head": 6},

@@ -227,6 +227,10 @@ N_rec = _count("N_rec")
 N_rec_sliding = _count("N_rec_sliding")
 c_rec = _size("c_rec")
 c_kv = _size("c_kv")
+i_start = _size("i_start")
+i_end = _size("i_end")
+r_loop = _size("r_loop")
+M_loop = _count("M_loop")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -885,6 +889,20 @@ GLOSSARY: tuple[Entry, ...] = (
         r"c_{\mathrm{kv}}",
         "recurrent_kv_cache_mode",
         "cache slots of a looped layer: one per loop (per_loop), or one the last loop writes (last_loop)",
+    ),
+    Entry(i_start, r"i_{\mathrm{start}}", "loop_layer_index_start", "index of the first looped layer (Inkling 2 Loop)"),
+    Entry(i_end, r"i_{\mathrm{end}}", "loop_layer_index_end", "index after the last looped layer (Inkling 2 Loop)"),
+    Entry(
+        r_loop,
+        r"r_{\mathrm{loop}}",
+        "loop_gate_rank",
+        "rank of a message gate: 2·d down to r_loop, then back to d for its forget and its message gate",
+    ),
+    Entry(
+        M_loop,
+        r"M_{\mathrm{loop}}",
+        "n_layers_per_attn_res_block",
+        "query-state pairs of the looped layers' attention residuals, summed over them (run again in every later pass)",
     ),
 )
 
