@@ -3,6 +3,7 @@ the commands registered lazily by name, the helpers every command uses to print 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -317,9 +318,11 @@ def listed(registered: list[str]) -> list[str]:
     return [*COMMAND_MODULES, *(name for name in registered if name not in COMMAND_MODULES)]
 
 
+@functools.cache
 def _summaries() -> dict[str, str]:
     """Each command's docstring as its module's source states it, read with ``ast`` (the module is not imported):
-    a function decorated ``@app.command()`` (or ``@app.command(name=...)``)."""
+    a function decorated ``@app.command()`` (or ``@app.command(name=...)``); read once per process (``--help`` lists
+    every command)."""
     import ast
     import importlib.util
 
