@@ -30,8 +30,14 @@ from llmcount.presets import presets
 TARGET = 1_000  # configs/s
 
 
-def write_configs(folder: Path, count: int) -> list[str]:
+def write_configs(folder: Path, count: int, plain: bool = False) -> list[str]:
+    """``count`` config files of the bundled presets in ``folder``; ``plain``: only the presets whose config declares
+    no quantisation scheme (whose rows have no stored-bytes columns to compute)."""
     specs = list(presets().values())
+    if plain:
+        from llmcount.quant.count import declares
+
+        specs = [spec for spec in specs if not declares(spec.config())]
     paths = []
     for i in range(count):
         config = specs[i % len(specs)].config()
