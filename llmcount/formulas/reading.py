@@ -539,7 +539,16 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
     layout = _layout(family)
     namespace: dict[str, Any] = {}
     for key, default, single in layout.keys:
-        namespace[key] = reader.key(key, default) if not single or key in config else default
+        if single:
+            value = config.get(key, _ABSENT)
+            if value is _ABSENT:
+                namespace[key] = default
+                continue
+            kind = type(value)
+            if kind is type(default) and (kind is bool or kind is str or (kind is int and abs(value) <= MAX_SIZE)):
+                namespace[key] = value  # the common case, as reader.key accepts it: a value of its default's type
+                continue
+        namespace[key] = reader.key(key, default)
     values: dict[Any, int] = {}
     for spec, minimum in layout.symbols:
         if minimum is not None:
