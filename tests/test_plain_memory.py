@@ -146,3 +146,54 @@ def test_the_apis_memory_imports_no_sympy() -> None:
     assert int(per_token) == 2 * 64 * 8 * 128 * 2
     assert int(total) == 32_762_123_264 * 2 + int(per_token) * 4096 * 2
     assert heavy.strip() == "[]"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "llmcount", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "90"},
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("qwen3-32b", "--seq", "4096"),
+        ("gemma-2-2b", "--seq=32k", "-b", "4", "--kv-dtype", "fp8", "--json"),
+        ("llama-3-8b", "--dtype", "int4", "--batch=2"),
+        ("deepseek-v3", "-s", "8k"),  # a quantised config: the sympy path, called the same way
+        ("qwen3-32b", "--seq", "0"),
+        ("qwen3-32b", "--dtype", "fp7"),
+        ("no-such-model",),
+    ],
+)
+def test_memory_without_clicks_parsing_prints_what_the_parsed_command_prints(args: tuple[str, ...]) -> None:
+    # after "--" every word is a MODEL: the command line is click's to parse
+    quick = _run("memory", *args)
+    model = [a for a in args if not a.startswith("-") and a not in ("4096", "0", "4", "fp8", "int4", "fp7", "8k")]
+    options = [a for a in args if a not in model]
+    parsed = _run("memory", *options, "--", *model)
+    assert quick == parsed
+    assert quick[1] or quick[2]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "qwen3-32b", "--seq", "4096", "--seq", "8192"),
+        ("memory", "qwen3-32b", "--training"),
+        ("memory", "qwen3-32b", "--seq"),
+        ("memory", "qwen3-32b", "--seq", "-1"),
+        ("memory", "qwen3-32b", "llama-3-8b"),
+        ("memory", "--help"),
+        ("memory",),
+    ],
+)
+def test_other_memory_command_lines_are_clicks(args: tuple[str, ...]) -> None:
+    from llmcount.cli.costs import _quick_memory
+
+    assert _quick_memory(list(args)) is None

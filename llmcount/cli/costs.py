@@ -464,6 +464,52 @@ def memory(
             typer.echo(engine_render.render_engine(engine_kv).rstrip())
 
 
+_QUICK_MEMORY = {"--seq": "seq", "-s": "seq", "--batch": "batch", "-b": "batch", "--dtype": "dtype"}
+_QUICK_MEMORY["--kv-dtype"] = "kv_dtype"
+
+
+def _quick_memory(args: list[str]):
+    """``memory MODEL [--seq S] [--batch B] [--dtype D] [--kv-dtype K] [--json]`` as a call of :func:`memory`
+    (returning its exit status), for the root command to make without click's parsing (typer's pydantic validators
+    cost more than the answer); None for any other command line, which click parses (another option, one given
+    twice, a value starting with ``-``, ``--help``, a MODEL starting with ``-``)."""
+    if len(args) < 2 or args[0] != "memory":
+        return None
+    given: dict[str, str | bool] = {}
+    specs = []
+    rest = args[1:]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json" and "as_json" not in given:
+            given["as_json"] = True
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        option = _QUICK_MEMORY.get(name)
+        if option is not None and option not in given:
+            if not eq:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            if not value or value.startswith("-"):
+                return None
+            given[option] = value
+            continue
+        if not arg or arg.startswith("-"):
+            return None
+        specs.append(arg)
+    if len(specs) != 1:
+        return None
+
+    def run() -> int:
+        try:
+            memory(specs[0], **given)
+        except typer.Exit as exc:
+            return exc.exit_code
+        return 0
+
+    return run
+
+
 def _plain_memory(spec: str, dtype: str | None, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> bool:
     """``memory`` of every parameter in one dtype and the KV cache, printed from the compiled snapshot without
     importing sympy (:mod:`llmcount.plain_memory`); False, having printed nothing, when the compiled path does not
