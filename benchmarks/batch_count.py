@@ -30,8 +30,22 @@ from llmcount.presets import presets
 TARGET = 1_000  # configs/s
 
 
-def write_configs(folder: Path, count: int) -> list[str]:
+def write_configs(folder: Path, count: int, plain: bool = False) -> list[str]:
+    """``count`` config files of the bundled presets in ``folder``; ``plain``: only the presets the compiled path
+    counts (not a composite) whose config declares no quantisation scheme (no stored-bytes columns to compute)."""
     specs = list(presets().values())
+    if plain:
+        from llmcount import counting
+        from llmcount.quant.count import declares
+
+        def compiled(config: dict) -> bool:
+            try:
+                counting.read(config, "bench")
+            except counting.Fallback:
+                return False
+            return True
+
+        specs = [spec for spec in specs if not declares(spec.config()) and compiled(spec.config())]
     paths = []
     for i in range(count):
         config = specs[i % len(specs)].config()

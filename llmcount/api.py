@@ -183,16 +183,27 @@ def memory(
     >>> llmcount.memory("llama-2-7b", seq="4k").kv_per_token_bytes
     524288
     """
-    from .formulas import memory as mem
-
     if training:
         return _training(spec, dtype, seq=seq, batch=batch)
-    model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
     degrees = {
         name: parse_size(value, name, suffixes=False)
         for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
     }
+    if group_size is None and overhead == 0 and all(value == 1 for value in degrees.values()):
+        counted = _counted(spec)
+        if counted is not None:  # the compiled snapshot's memory: no sympy
+            from . import plain_memory
+            from .counting import Fallback
+
+            try:
+                positions = plain_memory.max_positions(counted.config)
+                return plain_memory.inference(counted, dtype, kv_dtype, seq_, batch_, positions)
+            except Fallback:
+                spec = counted.full()
+    from .formulas import memory as mem
+
+    model = load(spec).model
     if any(value > 1 for value in degrees.values()):
         from . import serving
 

@@ -23,7 +23,16 @@ from typing import Any, NamedTuple
 from . import evaluate
 from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
-from .formulas.reading import NONE, REQUIRED, _nested_keys, _Reader, read_values
+from .formulas.reading import (
+    _ABSENT,
+    NONE,
+    REQUIRED,
+    _condition_names,
+    _frozen,
+    _nested_keys,
+    _Reader,
+    read_values,
+)
 
 try:  # the builtin SHA-256 (hashlib would load OpenSSL first, which costs more than a count)
     from _sha2 import sha256  # Python >= 3.12
@@ -213,10 +222,15 @@ class Compiled:
         except LlmcountError:
             raise Fallback from None
         by_name = {symbol.name: value for symbol, value in values.items()}
-        try:
-            held = tuple(True if when is None else bool(when(namespace)) for when in self.whens)
-        except Exception:
-            raise Fallback from None
+        key = _inputs(self._when_names, namespace)
+        held = self._held.get(key) if key is not None else None
+        if held is None:
+            try:
+                held = tuple(True if when is None else bool(when(namespace)) for when in self.whens)
+            except Exception:
+                raise Fallback from None
+            if key is not None and len(self._held) < 4096:
+                self._held[key] = held
         layers = by_name.get("N")
         states = []
         for symbol, _, _ in self.layers:
@@ -242,6 +256,28 @@ class Compiled:
             left_out = left_out | (self._idle_window(by_name) - plan.in_terms)
         ordered = {n: by_name[n] for n in self.order if n in by_name and n not in left_out}
         return Counted(name or source, source, self, ordered, plan, numbers, config=config)
+
+    @cached_property
+    def _when_names(self) -> tuple[str, ...]:
+        """The names the choices' conditions read: which terms a config selects depends on their values alone."""
+        texts = [c["when"] for c in self.data["choices"] if c["when"] not in (None, "none")]
+        return tuple(dict.fromkeys(name for text in texts for name in _condition_names(text)))
+
+    @cached_property
+    def _held(self) -> dict[tuple, tuple[bool, ...]]:
+        """Which choices hold, by the values of :attr:`_when_names` (a batch of one family evaluates them once)."""
+        return {}
+
+    @cached_property
+    def _saved_names(self) -> tuple[str, ...]:
+        """The names :meth:`_saved_symbols` reads: its conditions' and the layer counts of its entries."""
+        names = [n for e in self.data["saved"] if e["when"] is not None for n in _condition_names(e["when"])]
+        names += [n for e in self.data["saved"] for n in e["layer_symbols"]]
+        return tuple(dict.fromkeys(names))
+
+    @cached_property
+    def _saved_cache(self) -> dict[tuple, frozenset[str]]:
+        return {}
 
     @cached_property
     def order(self) -> tuple[str, ...]:
@@ -279,7 +315,18 @@ class Compiled:
         embedding = tuple(i for i, term in enumerate(terms) if term[3])
         return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection)
 
-    def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> set[str]:
+    def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> frozenset[str]:
+        """The symbols the activation tables read for this config (``Family.saved_symbols``), once per values of
+        :attr:`_saved_names` (a symbol's value is in ``by_name`` exactly when the namespace holds it, not None)."""
+        key = _inputs(self._saved_names, namespace)
+        found = self._saved_cache.get(key) if key is not None else None
+        if found is None:
+            found = frozenset(self._saved_walk(namespace, by_name))
+            if key is not None and len(self._saved_cache) < 4096:
+                self._saved_cache[key] = found
+        return found
+
+    def _saved_walk(self, namespace: dict[str, Any], by_name: dict[str, int]) -> set[str]:
         used: set[str] = set()
         for when, layers, symbols, layer_symbols in self._saved:
             try:
@@ -306,6 +353,15 @@ class Compiled:
         if all(c is not None and _value(evaluate.from_source(c), by_name) == 0 for c in counts):
             return symbols
         return frozenset()
+
+
+def _inputs(names: tuple[str, ...], namespace: dict[str, Any]) -> tuple | None:
+    """The values of ``names`` in ``namespace``, each with its type (1, 1.0 and true differ; absent is its own), as
+    a key; None when one cannot be a key (a JSON object)."""
+    try:
+        return tuple(_frozen(namespace.get(name, _ABSENT)) for name in names)
+    except TypeError:
+        return None
 
 
 def _value(function: Any, values: dict[str, int]) -> Any:

@@ -3,6 +3,7 @@ the commands registered lazily by name, the helpers every command uses to print 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -179,12 +180,17 @@ class _OneLineErrors(typer.core.TyperGroup):
         return code
 
 
+_QUICK = ("count", "memory")  # the commands whose module has a fast path (``_quick_<command>``)
+
+
 def _quick_count(args: list[str]):
-    """The count module's fast path for ``count MODEL... [--json | --csv | --jsonl]``, or None (imported by name, as
-    the lazy loader imports every command module, so that this module imports no command module)."""
-    if len(args) < 2 or args[0] != "count":
+    """The fast path of ``count MODEL... [--json | --csv | --jsonl]`` (the count module's) or of ``memory MODEL`` with
+    the options of :func:`llmcount.cli.costs._quick_memory`, or None (imported by name, as the lazy loader imports
+    every command module, so that this module imports no command module)."""
+    if len(args) < 2 or args[0] not in _QUICK:
         return None
-    return importlib.import_module(f"{__package__}.{COMMAND_MODULES['count']}")._quick_count(args)
+    module = importlib.import_module(f"{__package__}.{COMMAND_MODULES[args[0]]}")
+    return getattr(module, f"_quick_{args[0]}")(args)
 
 
 app = typer.Typer(
@@ -317,9 +323,11 @@ def listed(registered: list[str]) -> list[str]:
     return [*COMMAND_MODULES, *(name for name in registered if name not in COMMAND_MODULES)]
 
 
+@functools.cache
 def _summaries() -> dict[str, str]:
     """Each command's docstring as its module's source states it, read with ``ast`` (the module is not imported):
-    a function decorated ``@app.command()`` (or ``@app.command(name=...)``)."""
+    a function decorated ``@app.command()`` (or ``@app.command(name=...)``); read once per process (``--help`` lists
+    every command)."""
     import ast
     import importlib.util
 

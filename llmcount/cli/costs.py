@@ -314,8 +314,6 @@ def memory(
     Example: llmcount memory llama-3.1-70b --seq 128k --tp 4 --gpu h100
     """
     _check_gguf(spec)
-    from ..formulas import memory as mem
-    from ..renderers import memory_data, render_memory
     from . import training as cli_training
 
     given = {
@@ -381,7 +379,12 @@ def memory(
         from .gguf import memory_gguf
 
         return memory_gguf(spec, kv_dtype, seq, batch, as_json)
+    plain = engine is None and not mtp and quant is None and bits is None and group_size is None
+    if plain and overhead.strip() == "0" and ctx is None and _plain_memory(spec, dtype, kv_dtype, seq, batch, as_json):
+        return None
+    from ..formulas import memory as mem
     from ..quant import report
+    from ..renderers import memory_data, render_memory
     from .inference import model_and_scheme
 
     try:
@@ -459,6 +462,83 @@ def memory(
         typer.echo(render_memory(model, result, terminal_width()).rstrip())
         if engine is not None:
             typer.echo(engine_render.render_engine(engine_kv).rstrip())
+
+
+_QUICK_MEMORY = {"--seq": "seq", "-s": "seq", "--batch": "batch", "-b": "batch", "--dtype": "dtype"}
+_QUICK_MEMORY["--kv-dtype"] = "kv_dtype"
+
+
+def _quick_memory(args: list[str]):
+    """``memory MODEL [--seq S] [--batch B] [--dtype D] [--kv-dtype K] [--json]`` as a call of :func:`memory`
+    (returning its exit status), for the root command to make without click's parsing (typer's pydantic validators
+    cost more than the answer); None for any other command line, which click parses (another option, one given
+    twice, a value starting with ``-``, ``--help``, a MODEL starting with ``-``)."""
+    if len(args) < 2 or args[0] != "memory":
+        return None
+    given: dict[str, str | bool] = {}
+    specs = []
+    rest = args[1:]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json" and "as_json" not in given:
+            given["as_json"] = True
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        option = _QUICK_MEMORY.get(name)
+        if option is not None and option not in given:
+            if not eq:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            if not value or value.startswith("-"):
+                return None
+            given[option] = value
+            continue
+        if not arg or arg.startswith("-"):
+            return None
+        specs.append(arg)
+    if len(specs) != 1:
+        return None
+
+    def run() -> int:
+        try:
+            memory(specs[0], **given)
+        except typer.Exit as exc:
+            return exc.exit_code
+        return 0
+
+    return run
+
+
+def _plain_memory(spec: str, dtype: str | None, kv_dtype: str | None, seq: str, batch: str, as_json: bool) -> bool:
+    """``memory`` of every parameter in one dtype and the KV cache, printed from the compiled snapshot without
+    importing sympy (:mod:`llmcount.plain_memory`); False, having printed nothing, when the compiled path does not
+    take the model, its config names a quantisation scheme, or an input is bad (the sympy path then words it)."""
+    from .. import counting
+    from .. import plain_memory as pm
+    from ..dtypes import lookup
+    from ..quant.config import read_quant
+    from ..sources import STDIN, resolve
+
+    if spec == STDIN:
+        return False  # stdin is read once: by the sympy path
+    try:
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        name, source, config = resolve(spec)
+        model = counting.read(config, source, name)
+        if (dtype is None or lookup(dtype).bits >= 16) and read_quant(config, source) is not None:
+            return False  # the weights as the config's scheme stores them: the sympy path sizes them
+        result = pm.inference(model, dtype or "bf16", kv_dtype, seq_, batch_, pm.max_positions(config))
+    except (LlmcountError, counting.Fallback):
+        return False
+    from .inference import warn_context
+
+    warn_context(model.name, config, pm.max_positions(config), seq_)
+    if as_json:
+        print_json(pm.memory_data(model, result))
+    else:
+        typer.echo(pm.render_memory(model, result, terminal_width()).rstrip())
+    return True
 
 
 @app.command()

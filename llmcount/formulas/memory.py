@@ -21,6 +21,7 @@ from sympy import Add, Expr, Integer, Min, Symbol, ceiling
 
 from ..dtypes import BITS, canonical
 from ..errors import LlmcountError
+from ..plain_memory import FLOAT_16, INDEXER, INFERENCE_ASSUMPTIONS, STATE_ASSUMPTION  # shared with the numeric path
 from ..shown import Shown
 from .derivation import Derivation, evaluate_int
 from .flops import attention_spec
@@ -30,22 +31,12 @@ from .symbols import B, S
 P = Symbol("P", positive=True, integer=True)
 """The model's total parameter count, as one symbol, to keep memory formulas short."""
 
-FLOAT_16 = ("bf16", "fp16")
 
 TRAINING_ASSUMPTIONS = (
     "mixed-precision AdamW: weights and gradients in bf16/fp16 (2 + 2 bytes), an fp32 master copy of the weights "
     "(4) and fp32 Adam first and second moments (4 + 4): 16 bytes per parameter; with --dtype fp32 there is no "
     "master copy and weights and gradients take 4 + 4: again 16. Activations, temporary buffers, the framework "
     "and fragmentation are not counted; nothing is sharded (one replica)"
-)
-INFERENCE_ASSUMPTIONS = (
-    "every parameter stored in the weights' dtype; the KV cache of B sequences of S tokens in the KV dtype; "
-    "activations, temporary buffers, the framework and fragmentation are not counted unless an overhead is stated"
-)
-
-STATE_ASSUMPTION = (
-    "the fixed state of the {kinds} layers in the KV dtype, except the recurrent states that transformers' torch "
-    "code keeps in fp32 whatever the model's dtype (a record's recurrent_dtype)"
 )
 
 
@@ -77,7 +68,6 @@ WINDOW_NOTE = (
 
 
 ZERO = Integer(0)
-INDEXER = "indexer"  # the kind of the indexer keys some attention layers cache besides their keys and values
 
 
 @dataclass(frozen=True)

@@ -481,6 +481,9 @@ class _Layout(NamedTuple):
     symbols: tuple[tuple[Any, int | None], ...]
     early: tuple[Any, ...]
     late: tuple[Any, ...]
+    early_names: tuple[str, ...]  # the names the refusals and the early checks read
+    late_names: tuple[str, ...]  # the names the late checks read
+    passed: dict[tuple, bool]  # the values of those names (early or late) for which every rule passed
 
 
 _LAYOUTS: dict[int, tuple[Any, _Layout]] = {}  # by id of the family, which the entry holds (so the id stays its own)
@@ -496,10 +499,27 @@ def _layout(family: Family) -> _Layout:
     # the layers are counted
     counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
     late = tuple(rule for rule in family.checks if counted & set(_condition_names(rule.text)))
-    layout = _Layout(keys, symbols, tuple(rule for rule in family.checks if rule not in late), late)
+    early = tuple(rule for rule in family.checks if rule not in late)
+    early_names = _rule_names((*family.refuse, *early))
+    layout = _Layout(keys, symbols, early, late, early_names, _rule_names(late), {})
     if len(_LAYOUTS) < 4096:
         _LAYOUTS[id(family)] = (family, layout)
     return layout
+
+
+def _rule_names(rules: Iterable[Rule]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name for rule in rules for name in _condition_names(rule.text)))
+
+
+def _passed(which: str, names: tuple[str, ...], namespace: Mapping[str, Any]) -> tuple | None:
+    """The key under which :attr:`_Layout.passed` records that the rules ``which`` (early or late) passed for these
+    values of ``names``, each with its type (a rule reads nothing else of a config); None when a value cannot be a
+    key (a JSON object). Rules not recorded as passed are checked, and a config that fails one is refused with its
+    message: only passes are recorded."""
+    try:
+        return (which, *(_frozen(namespace.get(name, _ABSENT)) for name in names))
+    except TypeError:
+        return None
 
 
 def _plain_minimum(family: Family, spec: SymbolSpec) -> int | None:
@@ -519,7 +539,16 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
     layout = _layout(family)
     namespace: dict[str, Any] = {}
     for key, default, single in layout.keys:
-        namespace[key] = reader.key(key, default) if not single or key in config else default
+        if single:
+            value = config.get(key, _ABSENT)
+            if value is _ABSENT:
+                namespace[key] = default
+                continue
+            kind = type(value)
+            if kind is type(default) and (kind is bool or kind is str or (kind is int and abs(value) <= MAX_SIZE)):
+                namespace[key] = value  # the common case, as reader.key accepts it: a value of its default's type
+                continue
+        namespace[key] = reader.key(key, default)
     values: dict[Any, int] = {}
     for spec, minimum in layout.symbols:
         if minimum is not None:
@@ -534,11 +563,19 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
         namespace[spec.symbol.name] = value
         if value is not None:
             values[spec.symbol] = value
-    for rule in family.refuse:
-        if reader.rule(rule, namespace):
-            raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)} (model_type {family.name})")
-    _check(reader, layout.early, namespace)
+    key = _passed("early", layout.early_names, namespace)
+    if key is None or key not in layout.passed:
+        for rule in family.refuse:
+            if reader.rule(rule, namespace):
+                raise RuleRefusal(f"{reader.source}: {_message(rule, namespace)} (model_type {family.name})")
+        _check(reader, layout.early, namespace)
+        if key is not None and len(layout.passed) < 4096:
+            layout.passed[key] = True
     indices = _count_layers(reader, namespace, values)
     _per_layer_symbols(reader, namespace, values, indices)
-    _check(reader, layout.late, namespace)
+    key = _passed("late", layout.late_names, namespace)
+    if key is None or key not in layout.passed:
+        _check(reader, layout.late, namespace)
+        if key is not None and len(layout.passed) < 4096:
+            layout.passed[key] = True
     return namespace, values, indices

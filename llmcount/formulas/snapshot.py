@@ -21,7 +21,10 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
   selects other terms is counted without sympy in a batch, and shown through the sympy path;
 * for each of those selections, its forward FLOPs formula, eager and causal (each term's forward FLOPs as text and
   compiled, the layers of its kind, the rule of thumb, the conventions), which ``flops --json`` and
-  ``llmcount.flops`` evaluate without sympy.
+  ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps parameters in fp32;
+* the memory plans of the configs the presets and the defaults give (``memory``'s cache, per kind of layer, compiled,
+  with its formulas for each width of the cache's dtype), which ``memory`` and ``llmcount.memory`` evaluate without
+  sympy (:mod:`llmcount.plain_memory`).
 
 A bundled file beside the records, checked by a test, rather than a cache built at run time in the user's home: the
 first run is as fast as the others, nothing is written outside the package, no cache can be stale or planted, and
@@ -173,7 +176,145 @@ def _shown(model: Any) -> dict[str, Any]:
     flops = _flops(model)
     if flops is not None:
         shown["flops"] = flops
+    weights = _fp32_weights(model)
+    if weights is not None:
+        shown["fp32_weights"] = weights
     return shown
+
+
+MEMORY_BITS = (64, 32, 16, 8, 4)  # the widths of the dtypes a memory line's formula is written for (dtypes.BITS)
+
+
+def _pair(expr: Any) -> list[str]:
+    """A memory formula as the table prints it and as the JSON writes it."""
+    from ..renderers.filters import text
+
+    return [text(expr), str(expr)]
+
+
+def _fp32_weights(model: Any) -> dict[str, Any] | None:
+    """The weights line of a 16-bit model whose record keeps some parameters in fp32 (``memory._weights_line``):
+    its formula per 16-bit width and the paths of the terms kept in fp32; None when the record keeps none."""
+    from . import memory as mem
+
+    kept = model.architecture.fp32_weights
+    terms = [t for t in model.derivation.terms if t.path in kept]
+    if not terms:
+        return None
+    fp32 = sum((t.total for t in terms), Integer(0))
+    formula = (mem.P - fp32) * 16 / 8 + fp32 * 32 / 8
+    return {"paths": list(dict.fromkeys(t.path for t in terms)), "formula": _pair(formula)}
+
+
+def _memory_names(family: Family) -> list[str]:
+    """The symbols whose presence in a config's values decides how its cache is described (``memory.layer_kinds``:
+    the window, the caching layers that slide, the attention layers that slide)."""
+    spec = family.attention
+    if spec is None or spec.window is None:
+        return []
+    return _names([spec.window, spec.cache_windowed, spec.windowed])
+
+
+def _memory_key(names: list[str], present: Any, equal: bool) -> str:
+    """The key of a memory plan: which of ``names`` a config's values hold, and whether its sliding caching layers
+    are all its caching layers."""
+    return ",".join(name for name in names if name in present) + ("|all" if equal else "")
+
+
+def _memory_plan(family: Family, values: dict[Any, int]) -> dict[str, Any]:
+    """What ``memory`` computes of a config's cache (``memory.layer_kinds`` at its values, before the kinds on no
+    layer are dropped): each kind's layers, elements (cache dtype and fp32) compiled, its note and formula per width;
+    for each way kinds can be on no layer, the kv_cache and state lines' formulas per width; the elements per token;
+    the expanded MLA cache."""
+    from . import memory as mem
+
+    kinds = mem.layer_kinds(family, values)
+    out: dict[str, Any] = {"kinds": [], "lines": {}}
+    for k in kinds:
+        formulas = {str(bits): _pair(k.elements * bits / 8 + k.elements_fp32 * 32 / 8) for bits in MEMORY_BITS}
+        out["kinds"].append(
+            {
+                "kind": k.kind,
+                "layers": evaluate.source(k.layers),
+                "elements": evaluate.source(k.elements),
+                "fp32": evaluate.source(k.elements_fp32),
+                "state": k.is_state,
+                "note": k.note,
+                "formula": formulas,
+            }
+        )
+    if len(kinds) > 6:
+        raise evaluate.NotCompiled(f"{len(kinds)} kinds of layer in the cache")
+    for pattern in itertools.product((False, True), repeat=len(kinds)):
+        chosen = [k for k, on in zip(kinds, pattern, strict=True) if on]
+        lines = {}
+        for bits in MEMORY_BITS:
+            formula = {}
+            for name, state in (("kv_cache", False), ("state", True)):
+                parts = [k.elements * bits / 8 + k.elements_fp32 * 32 / 8 for k in chosen if k.is_state == state]
+                formula[name] = _pair(sum(parts, Integer(0))) if parts else None
+            lines[str(bits)] = formula
+        out["lines"]["".join("1" if on else "0" for on in pattern)] = lines
+    spec = family.attention
+    out["per_token"] = None
+    if spec is not None:
+        with_sizes = {**values, mem.S: 1, mem.B: 1}
+        indexer = spec.indexed * spec.indexed_kv if spec.indexed is not None and spec.indexed_dtype else None
+        out["per_token"] = {
+            "elements": evaluate.source(mem.kv_elements_per_token(spec, values=with_sizes)),
+            "indexer": None if indexer is None else evaluate.source(indexer),
+            "indexer_dtype": spec.indexed_dtype if indexer is not None else None,
+        }
+    out["expanded"] = None
+    if spec is not None and spec.kv_expanded is not None:
+        expanded = sum(
+            (k.elements for k in mem.layer_kinds(family, values, expanded=True) if not k.is_state), Integer(0)
+        )
+        formulas = {str(bits): _pair(expanded * bits / 8) for bits in MEMORY_BITS}
+        out["expanded"] = {"elements": evaluate.source(expanded), "note": spec.expanded_note, "formula": formulas}
+    return out
+
+
+def _memory(family: Family, models: list[Any]) -> dict[str, Any] | None:
+    """The memory plans of a record (:func:`_memory_plan`) for the configs ``models`` were read from, by
+    :func:`_memory_key`, with what ``counting.memory`` needs to choose one and to refuse what it does not take (the
+    window, the longest S); None for a record that says nothing of its cache (``memory`` refuses it by name)."""
+    from . import memory as mem
+    from .derivation import evaluate_int
+
+    if family.attention is None and not family.states and not family.caches:
+        return None
+    names = _memory_names(family)
+    spec = family.attention
+    out: dict[str, Any] = {
+        "names": names,
+        "sliding": None,
+        "window": None,
+        "longest": None,
+        "weights": {str(bits): _pair(mem.P * bits / 8) for bits in MEMORY_BITS},
+        "plans": {},
+    }
+    if spec is not None and spec.window is not None:
+        out["sliding"] = [evaluate.source(spec.cache_windowed), evaluate.source(spec.cache_layers)]
+        out["window"] = [evaluate.source(spec.window), _names([spec.window])]
+    if spec is not None and spec.longest is not None:
+        out["longest"] = [evaluate.source(spec.longest), _names([spec.longest])]
+    for model in models:
+        values = model.values
+        present = {s.name for s in values}
+        equal = False
+        if spec is not None and spec.window is not None and spec.window.free_symbols <= set(values):
+            equal = evaluate_int(spec.cache_windowed, values, "sliding") == evaluate_int(
+                spec.cache_layers, values, "layers"
+            )
+        key = _memory_key(names, present, equal)
+        if key not in out["plans"]:
+            try:
+                out["plans"][key] = _memory_plan(family, values)
+            except LlmcountError:
+                continue  # refused by name (a window below 2): the sympy path words it
+    out["plans"] = dict(sorted(out["plans"].items()))
+    return out
 
 
 def _flops(model: Any) -> dict[str, Any] | None:
@@ -255,6 +396,15 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> 
         "selections": {},
     }
     data["selections"] = dict(sorted(_selections(data, list(configs)).items()))
+    from .config import read_config
+
+    models = []
+    for source, config in configs:
+        try:
+            models.append(read_config(config, source))
+        except LlmcountError:
+            continue
+    data["memory"] = _memory(family, models)
     return data
 
 

@@ -206,7 +206,10 @@ def _stored_row(result: Any, quant: str | None, bits: str | None, group: str | N
         if quant is not None:
             raise LlmcountError("--quant in a batch sizes configs named by path or preset, not stdin")
         return None
-    _, where, config = resolve(result.spec)
+    if isinstance(result.model, Counted):  # the config the compiled path counted, read once
+        where, config = result.model.source, result.model.config
+    else:
+        _, where, config = resolve(result.spec)
     if quant is None and not declares(config):
         if bits is not None or group is not None:
             raise LlmcountError("--bits and --group-size need --quant")
