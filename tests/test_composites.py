@@ -19,7 +19,7 @@ from llmcount.formulas.config import RuleRefusal, read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-COMPOSITES = [c.name for c in records.composites()]
+COMPOSITES = [c.name for c in records.composites() if not c.remote]  # remote: test_remote_built.py
 
 # google/gemma-3-4b-it's config.json as published (its text_config leaves the sizes Gemma3TextConfig defaults out:
 # vocab_size 262208, num_attention_heads 8, num_key_value_heads 4, head_dim 256).
@@ -208,7 +208,7 @@ def test_drawn_text_configs(model_type: str, data) -> None:
     assert_counted_as_transformers_builds(model_type, config)
 
 
-FLAT = [c.name for c in records.composites() if c.text_at_top]
+FLAT = [c.name for c in records.composites() if c.text_at_top and not c.remote]
 
 
 @pytest.mark.parametrize("model_type", FLAT)

@@ -1281,6 +1281,12 @@ class Composite:
     # the class ties no weights (no _tied_weights_keys): its LM head is never the embedding, whatever
     # tie_word_embeddings says
     untied: bool = False
+    # top-level keys the vision tower's module reads (with the composite class's defaults), given to its record with
+    # vision_config's keys (MiniCPM-V's drop_vision_last_layer)
+    vision_top: Mapping[str, Any] = field(default_factory=dict)
+    # published with remote code: ``model`` names its modeling file's class, not one of transformers (the figures of
+    # tests/remote_oracle are its oracle)
+    remote: bool = False
 
     @property
     def whole(self) -> bool:
@@ -1290,7 +1296,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1332,6 +1338,14 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     untied = data.get("untied", False)
     if not isinstance(untied, bool) or (untied and "tie_word_embeddings" in top):
         raise RecordError(f"{where}.untied: true or false, and not with a top-level tie_word_embeddings")
+    vision_top = _table(data.get("vision_top", {}), f"{where}.vision_top")
+    if not all(isinstance(v, (bool, int, str)) for v in vision_top.values()):
+        raise RecordError(
+            f"{where}.vision_top: each key takes the composite class's default (a boolean, integer or string)"
+        )
+    remote = data.get("remote", False)
+    if not isinstance(remote, bool):
+        raise RecordError(f"{where}.remote: true or false")
     vision = _text(data, "vision", where, "")
     if not vision and "left_out" not in data:
         raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
@@ -1361,6 +1375,8 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_defaults=own_defaults,
         text_ignores=tuple(ignores),
         untied=untied,
+        vision_top=vision_top,
+        remote=remote,
     )
 
 

@@ -225,6 +225,7 @@ N_rec = _count("N_rec")
 N_rec_sliding = _count("N_rec_sliding")
 c_rec = _size("c_rec")
 c_kv = _size("c_kv")
+n_query = _size("n_query")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -570,6 +571,12 @@ GLOSSARY: tuple[Entry, ...] = (
         "tile layouts (aspect ratios) the vision encoder embeds, one row each and one for none (Mllama)",
     ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
+    Entry(
+        n_query,
+        r"n_{\mathrm{query}}",
+        "query_num",
+        "learned queries of a perceiver resampler: the tokens it puts out per image slice (MiniCPM-V)",
+    ),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
     Entry(d_aud, r"d_{\mathrm{aud}}", "audio_config.hidden_size", "hidden size of the audio encoder"),
     Entry(

@@ -11,7 +11,9 @@ The modeling code is never copied into the project: the script reads it from a g
 copies it into a temporary package and imports it from there. Old remote code imports names transformers has since
 removed; ``shims`` in the JSON lists them (module -> names), and the script puts a stand-in in their place before the
 import: ``false`` for an ``is_..._available`` check (the optional kernel is absent), ``identity`` for a decorator,
-``missing`` for a function the forward pass would call (it raises if called; building a model never calls it).
+``missing`` for a function the forward pass would call (it raises if called; building a model never calls it),
+``typing`` for a name of ``typing`` an old module re-exported (``List`` of torch.nn.functional, which remote code
+star-imports), and a module with no names (``{}``) for one the remote code imports and never uses in ``__init__``.
 ``class_attributes`` restates a class attribute in the form transformers now reads (4.x's list of tied weights,
 ``_tied_weights_keys = ["lm_head.weight"]``, is a mapping ``{"lm_head.weight": "model.embed_tokens.weight"}`` in 5.x:
 the same tie). Neither changes what ``__init__`` builds.
@@ -42,6 +44,10 @@ def _stand_in(kind: str, name: str):
         return lambda *args, **kwargs: False
     if kind == "identity":
         return lambda *args, **kwargs: lambda f: f
+    if kind == "typing":  # a typing name an old module re-exported (the remote code star-imports it from there)
+        import typing
+
+        return getattr(typing, name)
     if kind == "missing":
 
         def missing(*args, **kwargs):
