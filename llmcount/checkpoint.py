@@ -987,6 +987,10 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         formula_rest = formula + stored
     else:
         formula_rest = formula
+    for check in _kept_float32(model, names, bits, name):
+        checks.append(check)
+        formula_rest += check.checkpoint
+        note += f", but {check.path.removesuffix(' (float32)')}, which the record says is stored in float32"
     checks += explain(model, names, checkpoint - formula_rest, 1, bias, name)
     return Verification(
         model=model.name,
@@ -997,6 +1001,37 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         components=tuple(checks),
         note=note,
     )
+
+
+def _kept_float32(model: Model, names: list[str], bits: int, dtype_name: str) -> list[ComponentCheck]:
+    """The paths the record says the published checkpoint stores in float32 whatever its dtype (``[checkpoint]
+    float32``), where the index lists their tensors: the elements of ``dtype_name`` they take beyond their count
+    (a float32 value is 32 / bits of them)."""
+    kept = model.architecture.checkpoint.float32
+    if not kept or bits >= 32 or 32 % bits:
+        return []
+    counts: dict[str, int] = {}
+    layered: set[str] = set()
+    for term, component in zip(model.terms, model.counts.components, strict=True):
+        counts[component.path] = counts.get(component.path, 0) + component.count
+        if term.layers != 1:
+            layered.add(component.path)
+    own = model.architecture.checkpoint
+    known = frozenset(counts)
+    paths = Paths(known, frozenset(layered), dict(own.names.items()), own.buffers, claimed(names, known))
+    checks = []
+    for path in kept:
+        listed = [n for n in names if component_path(n, model.values[N], paths) == path]
+        if not listed or not counts.get(path):
+            continue
+        extra = counts[path] * (32 // bits - 1)
+        note = (
+            f"{len(listed)} tensors ({listed[0]} ...) the published checkpoint stores in float32 (the record's "
+            f"[checkpoint] float32): {counts[path]:,} parameters at 4 bytes, {extra * bits // 8:,} bytes more than "
+            f"{dtype_name}"
+        )
+        checks.append(ComponentCheck(f"{path} (float32)", 0, extra, note))
+    return checks
 
 
 def _mtp_index_note(module: Any) -> str:

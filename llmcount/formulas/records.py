@@ -830,12 +830,15 @@ class CheckpointNames:
     names: Mapping[str, str] = field(default_factory=dict)  # a path -> the tensor name that holds it (a dotted ending)
     shared: Mapping[str, str] = field(default_factory=dict)  # a path -> the path whose tensors also hold it
     buffers: tuple[str, ...] = ()  # tensors saved with the weights that are buffers, not parameters (dotted endings)
+    # paths the published checkpoint stores in float32 whatever its dtype (MiniMax-M1's routers): verify --index
+    # names the bytes they take beyond the dtype's
+    float32: tuple[str, ...] = ()
 
 
 def _checkpoint(data: Any, where: str, paths: set[str]) -> CheckpointNames:
     """The ``[checkpoint]`` table, checked: ``names`` and ``shared`` name paths of the record's terms."""
     table = _table(data, where)
-    unknown = set(table) - {"names", "shared", "buffers"}
+    unknown = set(table) - {"names", "shared", "buffers", "float32"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     names = _table(table.get("names", {}), f"{where} names")
@@ -852,7 +855,11 @@ def _checkpoint(data: Any, where: str, paths: set[str]) -> CheckpointNames:
     buffers = _list(table.get("buffers", []), f"{where} buffers")
     if not all(isinstance(x, str) and x for x in buffers):
         raise RecordError(f"{where} buffers: a list of tensor names")
-    return CheckpointNames(names, shared, tuple(buffers))
+    float32 = _list(table.get("float32", []), f"{where} float32")
+    strange = sorted(p for p in float32 if not isinstance(p, str) or p not in paths)
+    if strange:
+        raise RecordError(f"{where} float32: {strange[0]!r} is not a path of the record's terms")
+    return CheckpointNames(names, shared, tuple(buffers), tuple(float32))
 
 
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
