@@ -6,7 +6,7 @@ config, and every parameter's name and shape for the small ones): re-run it ther
 compared with the record's count, and each small config's parameters are written as a checkpoint (zeros of the
 recorded shapes, under the recorded names) that ``verify`` must map to the record term by term. A multimodal family
 (a composite of composites.toml marked ``remote``) is compared whole, and part by part: the JSON's ``parts`` names the
-prefix of each part's parameters in the modeling file's model (MiniCPM-V's ``vpm.`` and ``resampler.``).
+beginnings of each part's parameter names in the modeling file's model (MiniCPM-V's ``vpm.`` and ``resampler.``).
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def test_each_part_equals_the_remote_code_module(family: str, name: str) -> None
     numel = {key: math.prod(shape) for key, shape in shapes.items()}
     model = read_config(config_of(family, name), name)
     ours = {part.role: part.model.counts.total for part in model.parts}
-    built = {role: sum(n for k, n in numel.items() if k.startswith(prefix)) for role, prefix in spec["parts"].items()}
+    built = {
+        role: sum(n for k, n in numel.items() if k.startswith(tuple(starts))) for role, starts in spec["parts"].items()
+    }
     built["language model"] = sum(numel.values()) - sum(built.values())
     assert {**ours, "language model": model.counts.total} == built, f"{family} {name} ({spec['versions']})"
 

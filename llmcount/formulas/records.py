@@ -1294,6 +1294,7 @@ class Composite:
     # published with remote code: ``model`` names its modeling file's class, not one of transformers (the figures of
     # tests/remote_oracle are its oracle)
     remote: bool = False
+    text_key: str = "text_config"  # the key of the language model's config (DeepSeek-VL2's language_config)
 
     @property
     def whole(self) -> bool:
@@ -1303,7 +1304,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1384,6 +1385,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         untied=untied,
         vision_top=vision_top,
         remote=remote,
+        text_key=_text(data, "text_key", where, "text_config"),
     )
 
 
