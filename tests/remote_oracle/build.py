@@ -30,6 +30,11 @@ Re-run (needs torch and transformers; the figures were recorded with the version
     git clone https://github.com/MiniMax-AI/MiniMax-M1 /tmp/MiniMax-M1
     python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1            # compare with the figures
     python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1 --write    # record them again
+
+    git clone https://github.com/404805854/minicpmv2.6-onnx /tmp/minicpmv      # MiniCPM-V 2.6 (commit 8490e59)
+    python tests/remote_oracle/build.py minicpmv --git /tmp/minicpmv
+    git clone https://github.com/deepseek-ai/DeepSeek-VL2 /tmp/DeepSeek-VL2     # needs pip install --no-deps timm
+    python tests/remote_oracle/build.py deepseek_vl_v2 --git /tmp/DeepSeek-VL2
 """
 
 from __future__ import annotations
