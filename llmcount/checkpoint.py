@@ -421,6 +421,7 @@ class Paths:
     names: Mapping[str, str] = dataclasses.field(default_factory=dict)
     buffers: tuple[str, ...] = ()
     claimed: frozenset[str] = frozenset()
+    others: tuple[str, ...] = ()  # a composite's top-level modules of its other parts (its record's ``parts_modules``)
 
 
 _LAYER_LISTS = ("layers", "h", "layer")
@@ -448,8 +449,9 @@ def component_path(name: str, layers: int, paths: Paths | set[str]) -> str | Non
     *modules, leaf = parts
     if leaf in QUANTIZATION_LEAVES:
         return f"quantization/{leaf}"
-    if modules and modules[0] in _OTHER_TOWERS:
-        return f"other/{modules[0]}"
+    top = modules[0] if modules else leaf  # a top-level parameter of a part (DeepSeek-VL2's image_newline)
+    if (modules and top in _OTHER_TOWERS) or top in paths.others:
+        return f"other/{top}"
     at = next((i for i, m in enumerate(modules[:-1]) if m in _LAYER_LISTS and modules[i + 1].isdigit()), None)
     if at is not None and int(modules[at + 1]) >= layers:
         return f"extra/layers.{modules[at + 1]}"
@@ -854,6 +856,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
         {ending: _shared(path, names.shared) for path, ending in names.names.items()},
         names.buffers,
         claimed([t.name for t in plain.tensors], known),
+        model.composite.parts_modules if model.composite is not None else (),
     )
     found: dict[str, int] = {}
     rows: dict[str, set[int]] = {}

@@ -88,3 +88,22 @@ def test_verify_maps_every_parameter_the_remote_code_builds(tmp_path: Path, fami
     assert not result.unmapped, [t.name for t in result.unmapped]
     assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
     assert result.formula_total == sum(t.numel() for t in tensors.values()) == SPECS[family]["figures"][name]["total"]
+
+
+@pytest.mark.parametrize(("family", "name"), PARTS)
+def test_verify_maps_the_language_model_and_lists_the_parts_apart(tmp_path: Path, family: str, name: str) -> None:
+    """A multimodal checkpoint as its modeling file names it: the language model's tensors map to the record term by
+    term; the tower's and the projector's (the composite's parts_modules) are listed apart, under other/<module>."""
+    spec = SPECS[family]
+    shapes = spec["figures"][name]["shapes"]
+    tensors = {key: torch.zeros(shape, dtype=torch.bfloat16) for key, shape in shapes.items()}
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    (tmp_path / "config.json").write_text(json.dumps(config_of(family, name)))
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    apart = {c.path: c.checkpoint for c in result.components if c.path.startswith("other/")}
+    assert all(c.path.startswith("other/") for c in result.differences), result.differences
+    model = read_config(config_of(family, name), name)
+    assert result.formula_total == model.counts.total
+    assert sum(apart.values()) == sum(part.model.counts.total for part in model.parts)
+    assert {path.removeprefix("other/") for path in apart} == set(records.composite(model.composite.name).parts_modules)

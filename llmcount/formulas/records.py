@@ -1295,6 +1295,9 @@ class Composite:
     # tests/remote_oracle are its oracle)
     remote: bool = False
     text_key: str = "text_config"  # the key of the language model's config (DeepSeek-VL2's language_config)
+    # the top-level modules of its checkpoint that hold the parts besides the language model, where they are not
+    # the usual ones (vision_tower, multi_modal_projector, ...): verify lists their tensors apart (other/<module>)
+    parts_modules: tuple[str, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -1304,7 +1307,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1386,7 +1389,14 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         vision_top=vision_top,
         remote=remote,
         text_key=_text(data, "text_key", where, "text_config"),
+        parts_modules=_modules(data.get("parts_modules", []), f"{where}.parts_modules"),
     )
+
+
+def _modules(data: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(data, list) or not all(isinstance(m, str) and m.isidentifier() for m in data):
+        raise RecordError(f"{where}: a list of module names")
+    return tuple(data)
 
 
 @cache
