@@ -421,6 +421,7 @@ class Paths:
     names: Mapping[str, str] = dataclasses.field(default_factory=dict)
     buffers: tuple[str, ...] = ()
     claimed: frozenset[str] = frozenset()
+    others: tuple[str, ...] = ()  # a composite's top-level modules of its other parts (its record's ``parts_modules``)
 
 
 _LAYER_LISTS = ("layers", "h", "layer")
@@ -448,8 +449,9 @@ def component_path(name: str, layers: int, paths: Paths | set[str]) -> str | Non
     *modules, leaf = parts
     if leaf in QUANTIZATION_LEAVES:
         return f"quantization/{leaf}"
-    if modules and modules[0] in _OTHER_TOWERS:
-        return f"other/{modules[0]}"
+    top = modules[0] if modules else leaf  # a top-level parameter of a part (DeepSeek-VL2's image_newline)
+    if (modules and top in _OTHER_TOWERS) or top in paths.others:
+        return f"other/{top}"
     at = next((i for i, m in enumerate(modules[:-1]) if m in _LAYER_LISTS and modules[i + 1].isdigit()), None)
     if at is not None and int(modules[at + 1]) >= layers:
         return f"extra/layers.{modules[at + 1]}"
@@ -854,6 +856,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
         {ending: _shared(path, names.shared) for path, ending in names.names.items()},
         names.buffers,
         claimed([t.name for t in plain.tensors], known),
+        model.composite.parts_modules if model.composite is not None else (),
     )
     found: dict[str, int] = {}
     rows: dict[str, set[int]] = {}
@@ -987,6 +990,10 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         formula_rest = formula + stored
     else:
         formula_rest = formula
+    for check in _kept_float32(model, names, bits, name):
+        checks.append(check)
+        formula_rest += check.checkpoint
+        note += f", but {check.path.removesuffix(' (float32)')}, which the record says is stored in float32"
     checks += explain(model, names, checkpoint - formula_rest, 1, bias, name)
     return Verification(
         model=model.name,
@@ -997,6 +1004,37 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         components=tuple(checks),
         note=note,
     )
+
+
+def _kept_float32(model: Model, names: list[str], bits: int, dtype_name: str) -> list[ComponentCheck]:
+    """The paths the record says the published checkpoint stores in float32 whatever its dtype (``[checkpoint]
+    float32``), where the index lists their tensors: the elements of ``dtype_name`` they take beyond their count
+    (a float32 value is 32 / bits of them)."""
+    kept = model.architecture.checkpoint.float32
+    if not kept or bits >= 32 or 32 % bits:
+        return []
+    counts: dict[str, int] = {}
+    layered: set[str] = set()
+    for term, component in zip(model.terms, model.counts.components, strict=True):
+        counts[component.path] = counts.get(component.path, 0) + component.count
+        if term.layers != 1:
+            layered.add(component.path)
+    own = model.architecture.checkpoint
+    known = frozenset(counts)
+    paths = Paths(known, frozenset(layered), dict(own.names.items()), own.buffers, claimed(names, known))
+    checks = []
+    for path in kept:
+        listed = [n for n in names if component_path(n, model.values[N], paths) == path]
+        if not listed or not counts.get(path):
+            continue
+        extra = counts[path] * (32 // bits - 1)
+        note = (
+            f"{len(listed)} tensors ({listed[0]} ...) the published checkpoint stores in float32 (the record's "
+            f"[checkpoint] float32): {counts[path]:,} parameters at 4 bytes, {extra * bits // 8:,} bytes more than "
+            f"{dtype_name}"
+        )
+        checks.append(ComponentCheck(f"{path} (float32)", 0, extra, note))
+    return checks
 
 
 def _mtp_index_note(module: Any) -> str:

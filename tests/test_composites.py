@@ -19,7 +19,7 @@ from llmcount.formulas.config import RuleRefusal, read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-COMPOSITES = [c.name for c in records.composites()]
+COMPOSITES = [c.name for c in records.composites() if not c.remote]  # remote: test_remote_built.py
 
 # google/gemma-3-4b-it's config.json as published (its text_config leaves the sizes Gemma3TextConfig defaults out:
 # vocab_size 262208, num_attention_heads 8, num_key_value_heads 4, head_dim 256).
@@ -183,6 +183,8 @@ def test_text_config_with_only_what_its_class_does_not_default(model_type: str, 
 
 def test_text_defaults_are_the_text_config_classes_defaults() -> None:
     for composite in records.composites():
+        if composite.remote:  # its text config class is the modeling file's (tests/test_remote_built.py)
+            continue
         defaults = oracle.class_defaults(composite.text)
         family = records.family(composite.text)
         table = records.text_defaults(composite.text)
@@ -209,7 +211,7 @@ def test_drawn_text_configs(model_type: str, data) -> None:
     assert_counted_as_transformers_builds(model_type, config)
 
 
-FLAT = [c.name for c in records.composites() if c.text_at_top]
+FLAT = [c.name for c in records.composites() if c.text_at_top and not c.remote]
 
 
 @pytest.mark.parametrize("model_type", FLAT)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from refusal import run
 
 from llmcount.checkpoint import verify
@@ -62,8 +63,9 @@ def test_m1_80k_by_hand_and_as_built() -> None:
 
 
 def test_published_index_against_the_record(tmp_path: Path) -> None:
-    """verify --index reads total_size as bfloat16 throughout: what is left is the routers' float32, which an index
-    cannot show (it names no dtypes), so it is reported as unexplained rather than matched."""
+    """verify --index reads total_size as bfloat16 elements: what is left is the routers' float32, which the record's
+    [checkpoint] float32 names: by hand, 80 gate tensors of 6144 × 32 = 15,728,640 parameters at 4 bytes take
+    31,457,280 bytes more than at 2, i.e. 15,728,640 bfloat16 elements beyond the formula's; nothing is unexplained."""
     (tmp_path / "config.json").write_text(json.dumps(M1_80K))
     names = published_names()
     assert len(names) == 8243
@@ -73,7 +75,28 @@ def test_published_index_against_the_record(tmp_path: Path) -> None:
     result = verify(str(tmp_path), index=str(index), dtype_name="bfloat16")
     assert result.formula_total == m1_by_hand()
     assert result.checkpoint_total - result.formula_total == 80 * 6144 * 32
-    assert [(c.path, c.checkpoint) for c in result.components] == [("unexplained", 80 * 6144 * 32)]
+    assert [(c.path, c.formula, c.checkpoint) for c in result.components] == [("moe/router (float32)", 0, 15_728_640)]
+    note = result.components[0].note
+    assert "80 tensors (model.layers.0.block_sparse_moe.gate.weight ...)" in note, note
+    assert "15,728,640 parameters at 4 bytes, 31,457,280 bytes more than bf16" in note, note
+    assert 2 * (result.formula_total + 15_728_640) == TOTAL_SIZE
+
+
+def test_float32_routers_in_a_float32_index_take_nothing_more(tmp_path: Path) -> None:
+    """At float32 (4 bytes for every weight) the routers are no different: total_size 4 · P is matched as is."""
+    (tmp_path / "config.json").write_text(json.dumps(M1_80K))
+    index = tmp_path / "model.safetensors.index.json"
+    weight_map = dict.fromkeys(published_names(), "model-00001-of-00413.safetensors")
+    index.write_text(json.dumps({"metadata": {"total_size": 4 * m1_by_hand()}, "weight_map": weight_map}))
+    result = verify(str(tmp_path), index=str(index), dtype_name="float32")
+    assert result.match and result.components == ()
+
+
+def test_a_record_float32_path_must_be_one_of_its_terms() -> None:
+    from llmcount.formulas.records import RecordError, _checkpoint
+
+    with pytest.raises(RecordError, match="float32: 'moe/gate' is not a path of the record's terms"):
+        _checkpoint({"float32": ["moe/gate"]}, "minimax_m1 [checkpoint]", {"moe/router"})
 
 
 def test_published_config_counts_through_its_record_and_refuses_without_attn_type_list(tmp_path: Path) -> None:

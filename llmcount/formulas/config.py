@@ -146,14 +146,14 @@ POSITION_KEYS = ("max_position_embeddings", "n_positions")
 def _read_composite(config: dict[str, Any], source: str, name: str | None, outer: Composite) -> Model:
     """The language model of a composite config: its ``text_config`` read with the record of the text model_type,
     as transformers reads it (the keys of ``outer.top`` from the top level); the model says what is not counted."""
-    text = config.get("text_config")
+    text = config.get(outer.text_key)
     if text is None:
         text = _text_at_top(config, outer)
     if text is None:  # absent or null: the composite config class's own text config
         text = dict(outer.absent or {})
     elif not isinstance(text, dict):
-        raise LlmcountError(f"{source}: key 'text_config' must be a JSON object, got {describe(text)}")
-    where = f"{source}, text_config"
+        raise LlmcountError(f"{source}: key '{outer.text_key}' must be a JSON object, got {describe(text)}")
+    where = f"{source}, {outer.text_key}"
     text_type = text.get("model_type", outer.text) if outer.any_text else outer.text
     family = find_family(text_type, where)
     given = {name for key in text for name in (key, *family.aliases.get(key, ()))}

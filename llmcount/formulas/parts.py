@@ -50,6 +50,12 @@ def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite,
         vision = dict(outer.vision_absent or {})
     elif not isinstance(vision, dict):
         raise LlmcountError(f"{source}: key 'vision_config' must be a JSON object, got {describe(vision)}")
+    for key, default in outer.vision_top.items():  # a top-level key the tower's module reads
+        value = config.get(key, default)
+        if type(value) is not type(default):
+            kind = "true or false" if isinstance(default, bool) else f"a {type(default).__name__}"
+            raise LlmcountError(f"{source}: key '{key}' must be {kind}, got {describe(value)}")
+        vision = {**vision, key: value}
     vision_type = vision.get("model_type", outer.vision) if outer.any_vision else outer.vision
     tower = records.tower(vision_type) if isinstance(vision_type, str) else None
     if tower is None:

@@ -830,12 +830,15 @@ class CheckpointNames:
     names: Mapping[str, str] = field(default_factory=dict)  # a path -> the tensor name that holds it (a dotted ending)
     shared: Mapping[str, str] = field(default_factory=dict)  # a path -> the path whose tensors also hold it
     buffers: tuple[str, ...] = ()  # tensors saved with the weights that are buffers, not parameters (dotted endings)
+    # paths the published checkpoint stores in float32 whatever its dtype (MiniMax-M1's routers): verify --index
+    # names the bytes they take beyond the dtype's
+    float32: tuple[str, ...] = ()
 
 
 def _checkpoint(data: Any, where: str, paths: set[str]) -> CheckpointNames:
     """The ``[checkpoint]`` table, checked: ``names`` and ``shared`` name paths of the record's terms."""
     table = _table(data, where)
-    unknown = set(table) - {"names", "shared", "buffers"}
+    unknown = set(table) - {"names", "shared", "buffers", "float32"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     names = _table(table.get("names", {}), f"{where} names")
@@ -852,7 +855,11 @@ def _checkpoint(data: Any, where: str, paths: set[str]) -> CheckpointNames:
     buffers = _list(table.get("buffers", []), f"{where} buffers")
     if not all(isinstance(x, str) and x for x in buffers):
         raise RecordError(f"{where} buffers: a list of tensor names")
-    return CheckpointNames(names, shared, tuple(buffers))
+    float32 = _list(table.get("float32", []), f"{where} float32")
+    strange = sorted(p for p in float32 if not isinstance(p, str) or p not in paths)
+    if strange:
+        raise RecordError(f"{where} float32: {strange[0]!r} is not a path of the record's terms")
+    return CheckpointNames(names, shared, tuple(buffers), tuple(float32))
 
 
 TREE_NAMES = ("class", "model", "model_class", "layers", "layer_class", "linear")
@@ -1297,6 +1304,16 @@ class Composite:
     # the class ties no weights (no _tied_weights_keys): its LM head is never the embedding, whatever
     # tie_word_embeddings says
     untied: bool = False
+    # top-level keys the vision tower's module reads (with the composite class's defaults), given to its record with
+    # vision_config's keys (MiniCPM-V's drop_vision_last_layer)
+    vision_top: Mapping[str, Any] = field(default_factory=dict)
+    # published with remote code: ``model`` names its modeling file's class, not one of transformers (the figures of
+    # tests/remote_oracle are its oracle)
+    remote: bool = False
+    text_key: str = "text_config"  # the key of the language model's config (DeepSeek-VL2's language_config)
+    # the top-level modules of its checkpoint that hold the parts besides the language model, where they are not
+    # the usual ones (vision_tower, multi_modal_projector, ...): verify lists their tensors apart (other/<module>)
+    parts_modules: tuple[str, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -1306,7 +1323,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1348,6 +1365,14 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     untied = data.get("untied", False)
     if not isinstance(untied, bool) or (untied and "tie_word_embeddings" in top):
         raise RecordError(f"{where}.untied: true or false, and not with a top-level tie_word_embeddings")
+    vision_top = _table(data.get("vision_top", {}), f"{where}.vision_top")
+    if not all(isinstance(v, (bool, int, str)) for v in vision_top.values()):
+        raise RecordError(
+            f"{where}.vision_top: each key takes the composite class's default (a boolean, integer or string)"
+        )
+    remote = data.get("remote", False)
+    if not isinstance(remote, bool):
+        raise RecordError(f"{where}.remote: true or false")
     vision = _text(data, "vision", where, "")
     if not vision and "left_out" not in data:
         raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
@@ -1377,7 +1402,17 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_defaults=own_defaults,
         text_ignores=tuple(ignores),
         untied=untied,
+        vision_top=vision_top,
+        remote=remote,
+        text_key=_text(data, "text_key", where, "text_config"),
+        parts_modules=_modules(data.get("parts_modules", []), f"{where}.parts_modules"),
     )
+
+
+def _modules(data: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(data, list) or not all(isinstance(m, str) and m.isidentifier() for m in data):
+        raise RecordError(f"{where}: a list of module names")
+    return tuple(data)
 
 
 @cache

@@ -231,6 +231,9 @@ i_start = _size("i_start")
 i_end = _size("i_end")
 r_loop = _size("r_loop")
 M_loop = _count("M_loop")
+n_query = _size("n_query")
+N_proj = _count("N_proj")
+r_mlp = _size("r_mlp")
 
 GLOSSARY: tuple[Entry, ...] = (
     Entry(N, "N", "num_hidden_layers (GPT-2: n_layer)", "number of decoder layers"),
@@ -576,6 +579,24 @@ GLOSSARY: tuple[Entry, ...] = (
         "tile layouts (aspect ratios) the vision encoder embeds, one row each and one for none (Mllama)",
     ),
     Entry(n_img, r"n_{\mathrm{img}}", "num_image_with_embedding", "video frames with a temporal embedding each (GIT)"),
+    Entry(
+        n_query,
+        r"n_{\mathrm{query}}",
+        "query_num",
+        "learned queries of a perceiver resampler: the tokens it puts out per image slice (MiniCPM-V)",
+    ),
+    Entry(
+        N_proj,
+        r"N_{\mathrm{proj}}",
+        "projector_config.depth - 2",
+        "hidden linears of an MLP projector between its first and its last (DeepSeek-VL2)",
+    ),
+    Entry(
+        r_mlp,
+        r"r_{\mathrm{mlp}}",
+        "projector_config.mlp_ratio",
+        "width of an MLP projector's hidden linears, per d (DeepSeek-VL2)",
+    ),
     Entry(N_aud, r"N_{\mathrm{aud}}", "audio_config.num_blocks", "conformer blocks of the audio encoder"),
     Entry(d_aud, r"d_{\mathrm{aud}}", "audio_config.hidden_size", "hidden size of the audio encoder"),
     Entry(

@@ -11,7 +11,16 @@ The modeling code is never copied into the project: the script reads it from a g
 copies it into a temporary package and imports it from there. Old remote code imports names transformers has since
 removed; ``shims`` in the JSON lists them (module -> names), and the script puts a stand-in in their place before the
 import: ``false`` for an ``is_..._available`` check (the optional kernel is absent), ``identity`` for a decorator,
-``missing`` for a function the forward pass would call (it raises if called; building a model never calls it).
+``missing`` for a function the forward pass would call (it raises if called; building a model never calls it),
+``typing`` for a name of ``typing`` an old module re-exported (``List`` of torch.nn.functional, which remote code
+star-imports), and a module with no names (``{}``) for one the remote code imports and never uses in ``__init__``.
+``placeholders`` names packages a dependency imports at module level and building never uses (timm's data
+pipeline imports torchvision): every module and name under them is a placeholder class that raises when called.
+``on_cpu`` names torch factories built on the CPU inside the meta device, whose result ``__init__`` reads as a
+number (timm's stochastic-depth rates, ``torch.linspace(...)[i].item()``): no parameter is made by them.
+``config_attributes`` restates a config attribute (dotted into sub-configs) in the form the old code reads
+(transformers 5 fills ``rope_scaling`` from its ``rope_parameters``; the old code reads a dict with a ``type``, and
+``None`` as no scaling, which is what the configs here ask for); rotary tables are not parameters.
 ``class_attributes`` restates a class attribute in the form transformers now reads (4.x's list of tied weights,
 ``_tied_weights_keys = ["lm_head.weight"]``, is a mapping ``{"lm_head.weight": "model.embed_tokens.weight"}`` in 5.x:
 the same tie). Neither changes what ``__init__`` builds.
@@ -21,6 +30,11 @@ Re-run (needs torch and transformers; the figures were recorded with the version
     git clone https://github.com/MiniMax-AI/MiniMax-M1 /tmp/MiniMax-M1
     python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1            # compare with the figures
     python tests/remote_oracle/build.py minimax_m1 --git /tmp/MiniMax-M1 --write    # record them again
+
+    git clone https://github.com/404805854/minicpmv2.6-onnx /tmp/minicpmv      # MiniCPM-V 2.6 (commit 8490e59)
+    python tests/remote_oracle/build.py minicpmv --git /tmp/minicpmv
+    git clone https://github.com/deepseek-ai/DeepSeek-VL2 /tmp/DeepSeek-VL2     # needs pip install --no-deps timm
+    python tests/remote_oracle/build.py deepseek_vl_v2 --git /tmp/DeepSeek-VL2
 """
 
 from __future__ import annotations
@@ -42,6 +56,10 @@ def _stand_in(kind: str, name: str):
         return lambda *args, **kwargs: False
     if kind == "identity":
         return lambda *args, **kwargs: lambda f: f
+    if kind == "typing":  # a typing name an old module re-exported (the remote code star-imports it from there)
+        import typing
+
+        return getattr(typing, name)
     if kind == "missing":
 
         def missing(*args, **kwargs):
@@ -49,6 +67,50 @@ def _stand_in(kind: str, name: str):
 
         return missing
     raise SystemExit(f"unknown shim kind {kind!r} for {name}")
+
+
+class _PlaceholderType(type):
+    """The type of a placeholder: any attribute of one is another placeholder."""
+
+    def __getattr__(cls, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return placeholder(f"{cls.__qualname__}.{name}")
+
+
+def placeholder(name: str) -> type:
+    """A name of a placeholder package: a class (it can be subclassed, as timm subclasses torchvision's transforms)
+    that raises when called; building a model never calls one."""
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError(f"{name} is a placeholder (the package is not installed); building never calls it")
+
+    return _PlaceholderType(name.rsplit(".", 1)[-1], (), {"__init__": refuse, "__qualname__": name})
+
+
+def install_placeholders(packages: list[str]) -> None:
+    """Make every module under each of ``packages`` importable, each name in it a placeholder: for a package that a
+    dependency of the remote code imports at module level and building never uses (timm's data pipeline imports
+    torchvision; its VisionTransformer does not use it)."""
+    import importlib.abc
+    import importlib.machinery
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname, path, target=None):
+            if fullname.split(".")[0] in packages:
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+            return None
+
+        def create_module(self, spec):
+            module = types.ModuleType(spec.name)
+            module.__path__ = []
+            module.__getattr__ = lambda name: placeholder(f"{spec.name}.{name}")
+            return module
+
+        def exec_module(self, module):
+            return None
+
+    sys.meta_path.insert(0, Finder())
 
 
 def install_shims(shims: dict[str, dict[str, str]]) -> None:
@@ -84,6 +146,10 @@ def build(spec: dict, git: Path) -> dict[str, dict]:
     import torch
     import transformers
 
+    install_placeholders(spec.get("placeholders", []))
+    for name in spec.get("on_cpu", []):  # a torch factory whose result __init__ reads as a number (.item())
+        made = getattr(torch, name)
+        setattr(torch, name, lambda *args, _made=made, **kwargs: _made(*args, **{"device": "cpu", **kwargs}))
     install_shims(spec.get("shims", {}))
     figures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as root:
@@ -99,6 +165,12 @@ def build(spec: dict, git: Path) -> dict[str, dict]:
                 setattr(owner, key, value)
         for name, entry in spec["configs"].items():
             config = config_type(**entry["config"])
+            for dotted, value in spec.get("config_attributes", {}).items():
+                *path, leaf = dotted.split(".")
+                owner = config
+                for step in path:
+                    owner = getattr(owner, step)
+                setattr(owner, leaf, value)
             with torch.device("meta"):
                 model = model_type(config)
             figure: dict = {"total": sum(p.numel() for p in model.parameters())}
