@@ -12,7 +12,7 @@ import math
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -21,11 +21,12 @@ from sympy import factor as factorize
 
 from ..formulas.expressions import condition
 from ..formulas.symbols import BY_NAME, GLOSSARY
-from . import fit, probe
+from . import fit, probe, ties
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
+MAX_FIT_SAMPLES = 60  # the most random configs a fit draws (a quadratic in 9 keys has 55 monomials)
 ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
 _LAYER_COUNT = re.compile(r"(^|_)(n|num)_(\w+_)?layers?$|^(\w+_)?layers$|^n_layers?$")
 _SIZE_NAME = re.compile(r"(_dim|_size|_rank|experts|_per_tok|heads)$")
@@ -112,7 +113,42 @@ class Discoverer:
             self.fixed[key] = 0 if key.endswith("_token_id") else value  # token ids index small vocabularies
         self.tokens = {k for k in self.fixed if k.endswith("_token_id")}
         self.rng = random.Random(0)
+        self.dependent: dict[str, ties.Tie] = {}
+        self.splits: dict[str, str] | None = None  # set by the first build: see find_splits
+        self.tie_sizes()
         self.tie_layers()
+
+    # ---- sizes the config's validators tie by an equation ------------------------------------------------
+    def tie_sizes(self) -> None:
+        """For each equation between sizes that a validator checks (``mamba_d_head * mamba_n_heads ==
+        mamba_expand * hidden_size``), the key computed from the others in every build: the first (in the
+        equation's order) whose value, solved from random draws of the others, is always a positive integer. It is
+        then no size key of its own: the draft reads the others, which give it."""
+        values = {**self.defaults, **self.fixed}
+        for tie in ties.ties(probe.config_class(self.model_type)):
+            keys = [k for k in tie.keys(values) if k not in self.dependent and k != self.layer_key]
+            if len(keys) < 2 or not tie.holds(values):
+                continue
+            draws = [{**values, **self.draw(keys)} for _ in range(6)]
+            for key in keys:
+                if all(tie.solve(draw, key) is not None for draw in draws):
+                    self.dependent[key] = tie
+                    self.note(
+                        f"{key}: tied to {', '.join(k for k in keys if k != key)} by {tie.where}'s equation;"
+                        " builds compute it from them"
+                    )
+                    break
+
+    def solve_ties(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with each tied key (not in ``given``) computed from the others by its equation."""
+        out = dict(values)
+        for key, tie in self.dependent.items():
+            if key in given:
+                continue
+            solved = tie.solve({**self.defaults, **out}, key)
+            if solved is not None:
+                out[key] = solved
+        return out
 
     # ---- the layer count ------------------------------------------------------------------------------------
     def find_layer_key(self) -> str:
@@ -274,7 +310,7 @@ class Discoverer:
         for key, kinds in self.per_layer.items():
             if key not in given and isinstance(out.get(n), int):
                 out[key] = [kinds[i % len(kinds)] for i in range(out[n])]
-        return out
+        return self.solve_ties(out, given)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -288,12 +324,62 @@ class Discoverer:
         ``d_head`` must equal ``d_model // n_head``), build once more with those left for the class to compute."""
         values = self.consistent({**self.fixed, **overrides}, overrides)
         try:
-            return probe.build(self.model_type, values, drop)
+            built = probe.build(self.model_type, values, drop)
         except probe.Refused as error:
             named = _named_keys(str(error), values) - (repair or set()) - {self.layer_key, *self.parts}
             if repair is None or not named:
                 raise
-            return probe.build(self.model_type, values, (*drop, *sorted(named)))
+            built = probe.build(self.model_type, values, (*drop, *sorted(named)))
+        if self.splits is None:
+            self.splits = self.find_splits(built, values)
+        elif getattr(self, "forming", False) and not self.resplit:  # every build of the run is evidence
+            more = self.find_splits(built, values, skip=set(self.splits))
+            if more:
+                self.splits.update(more)
+                self.resplit = True
+        return self.split(built, values)
+
+    def find_splits(self, built: probe.Build, values: dict[str, Any], skip: set[str] = frozenset()) -> dict[str, str]:
+        """Tensor kinds of one name with other shapes on other layers (Kimi-Linear's ``self_attn.q_proj``, of its
+        linear and of its MLA attention): each -> the per-layer list whose kinds tell them apart (``layer_types``),
+        the shape being one within each kind. Every build then names them after the kind: ``q_proj_full_attention``."""
+        table = built.table()
+        out: dict[str, str] = {}
+        for key in sorted({k for k, layer in table if layer is not None} - skip):
+            shapes = [table.get((key, i)) for i in range(built.layers)]
+            if len({str(s) for s in shapes if s is not None}) < 2:
+                continue
+            named = [n for n in self.per_layer if _partitions(values.get(n), shapes)]
+            if len(named) > 1:  # lists that agree on these layers (Kimi's layer_types, mlp_layer_types): each
+                named = [n for n in named if self._still_partitions(key, n, values)] or named  # turned by one
+            if named:
+                out[key] = named[0]
+                self.note(f"{key}: other shapes on layers of other {named[0]}: a kind of its own for each")
+        return out
+
+    def _still_partitions(self, key: str, name: str, values: dict[str, Any]) -> bool:
+        """Whether the list ``name``, its entries turned by one layer, still tells apart the shapes of ``key``."""
+        entries = values[name]
+        turned = {**values, name: entries[1:] + entries[:1]}
+        try:
+            table = probe.build(self.model_type, turned).table()
+        except probe.Refused:
+            return False
+        return _partitions(turned[name], [table.get((key, i)) for i in range(len(entries))])
+
+    def split(self, built: probe.Build, values: dict[str, Any]) -> probe.Build:
+        """``built`` with the tensor kinds of ``self.splits`` named after their layer's kind."""
+        if not self.splits:
+            return built
+        tensors = []
+        for t in built.tensors:
+            entries = values.get(self.splits.get(t.key, ""))
+            if t.layer is not None and isinstance(entries, list) and t.layer < len(entries):
+                parts = t.key.split(".")
+                parts[-2] += "_" + re.sub(r"\W+", "_", str(entries[t.layer]))
+                t = replace(t, key=".".join(parts))
+            tensors.append(t)
+        return replace(built, tensors=tuple(tensors))
 
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
@@ -323,6 +409,20 @@ class Discoverer:
 
     # ---- the main steps -----------------------------------------------------------------------------------
     def run(self) -> Discovery:
+        """The draft record. A tensor kind found with other shapes on other layers only once the kinds were formed
+        (Inkling's ``k_proj``, alike on every layer at the class defaults): the steps once more, with it split."""
+        notes = list(self.notes)
+        self.resplit = False
+        self.forming = True
+        found = self.steps()
+        if self.resplit:
+            self.log(f"kinds split by layer kind once formed ({', '.join(sorted(self.splits or {}))}): once more")
+            self.notes = notes
+            self.resplit = self.forming = False  # the kinds of this pass stay as they are
+            found = self.steps()
+        return found
+
+    def steps(self) -> Discovery:
         names = glossary_keys()
         effects = self.switches()
         # fitting builds set every switch that only adds tensors, so that every tensor kind is seen
@@ -336,6 +436,7 @@ class Discoverer:
                 except probe.Refused:
                     self.note(f"switch {key} cannot be combined with {sorted(self.on)}: its tensors are not fitted")
         self.layer_values = self.find_layer_keys()
+        self.switches_on_layers(effects)
         base_build = self.build(self.on)
         base = _per_kind(base_build)
         kinds = self.kinds(base_build)
@@ -367,6 +468,7 @@ class Discoverer:
         self.fit(kinds, sizes)
         defaults = self.defaults_of(sizes, kinds)
         self.activation_keys: list[str] = []  # symbols that shape no tensor (k): drawn near the class default
+        self.null_activations: list[str] = []  # those of them None by default: the draft refuses them unset
         if any(".experts." in k for k in kinds):  # routed experts: the activated count needs k, which shapes nothing
             for key, value in sorted(self.defaults.items()):
                 symbol = names.get(key) or next(
@@ -375,12 +477,29 @@ class Discoverer:
                 if symbol is not None and symbol.name == "k" and key not in self.symbols:
                     self.symbols[key] = symbol
                     self.activation_keys.append(key)
-                    # None by default (DeepSeek-V2): the total is counted, the active count is not
-                    defaults[key] = (None, "none") if value is None else (str(value), None)
+                    # None by default (DeepSeek-V2): absent or null it has no value, and the draft refuses the
+                    # config by name (the active count needs it); verify checks the total with it set
+                    defaults[key] = ("none", "none") if value is None else (str(value), None)
+                    if value is None:
+                        self.null_activations.append(key)
         text = self.write(kinds, defaults, effects)
         switches = {k: self.defaults[k] for k in effects}
         self.switches_read = sorted(effects)
         return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
+
+    def switches_on_layers(self, effects: dict[str, tuple[set[str], set[str]]]) -> None:
+        """The switches' effects once more with the layer keys that show every tensor kind: a switch's tensors on
+        layers the first builds did not have (DeepSeek-V2's dense-MLP biases with mlp_bias, on the layers before
+        first_k_dense_replace, which is 0 by default) exist only with it."""
+        if not any(k in self.layer_values for k in self.on):
+            return
+        for key, (added, removed) in effects.items():
+            try:
+                off = set(_per_kind(self.build({**self.on, key: self.defaults[key]})))
+                on = set(_per_kind(self.build({**self.on, key: not self.defaults[key]})))
+            except probe.Refused:
+                continue
+            effects[key] = (added | (on - off), removed | (off - on))
 
     def find_layer_keys(self) -> dict[str, list[Any]]:
         """Keys that change which layers carry which tensors (decoder_sparse_step, mlp_only_layers,
@@ -462,7 +581,7 @@ class Discoverer:
         for key, values in sorted(self.layer_values.items()):
             if isinstance(values[0], int):
                 single += [f"i < {key}", f"i >= {key}", f"(i + 1) % {key} != 0", f"(i + 1) % {key} == 0"]
-                single += [f"i % {key} == 0", f"i % {key} != 0"]
+                single += [f"i % {key} == 0", f"i % {key} != 0", f"i <= {key}", f"i > {key}"]
             elif all(isinstance(x, int) for v in values for x in v):
                 single += [f"i in {key}", f"i not in {key}"]
             elif key in getattr(self, "per_layer", {}) or len(self.defaults[key]) == self.defaults[self.layer_key]:
@@ -471,7 +590,19 @@ class Discoverer:
                 single += [f"{key}[i % len({key})] == '{x}'" for x in sorted({x for v in values for x in v})]
         single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
-        return single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+        out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+        # three integer keys that together bound the layers (ERNIE-4.5-MoE: every moe_layer_interval-th layer from
+        # moe_layer_start_index to moe_layer_end_index): each key's condition, all three holding, or not
+        ints = {k: [c for c in single if re.search(rf"\b{k}\b", c)] for k in self.layer_values}
+        ints = {k: v for k, v in ints.items() if isinstance(self.layer_values[k][0], int)}
+        triples = [
+            f"{a} and {b} and {c}"
+            for x, y, z in combinations(sorted(ints), 3)
+            for a in ints[x]
+            for b in ints[y]
+            for c in ints[z]
+        ]
+        return out + [t for three in triples for t in (three, f"not ({three})")]
 
     def kinds(self, b: probe.Build) -> dict[str, Kind]:
         out: dict[str, Kind] = {}
@@ -496,6 +627,7 @@ class Discoverer:
             if key != self.layer_key
             and key not in self.tokens
             and key not in self.layer_values
+            and key not in self.dependent
             and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
         ]
         # keys the glossary knows that the class does not list, read by the model code (Qwen3-MoE's head_dim)
@@ -554,7 +686,7 @@ class Discoverer:
     def draw(self, sizes: list[str]) -> dict[str, int]:
         """Random small values: head counts dividing each other, the large sizes multiples of 2·lcm(heads)."""
         # head counts even where they shape no tensor (GPT-2's n_head): the sizes must stay divisible by them
-        candidates = set(sizes) | {k for k in self.fixed if k not in self.tokens}
+        candidates = (set(sizes) | {k for k in self.fixed if k not in self.tokens}) - set(self.dependent)
         heads = sorted(
             (k for k in candidates if "heads" in k or k.endswith("_head")), key=lambda k: (self.defaults.get(k) or 0, k)
         )
@@ -564,7 +696,7 @@ class Discoverer:
             previous = values[key] = previous * self.rng.choice([1, 2, 3])
         unit = 2 * math.lcm(*values.values()) if values else 2
         for key in sizes:
-            if key in values:
+            if key in values or key in self.dependent:
                 continue
             default = self.defaults.get(key)
             values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
@@ -582,7 +714,13 @@ class Discoverer:
         raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
 
     def fit(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
-        samples = [self.sample(sizes) for _ in range(FIT_SAMPLES + CHECK_SAMPLES)]
+        """Each factor as a polynomial over random configs, checked on fresh ones. A factor in many keys (Mamba's
+        in_proj width, quadratic in five) needs more configs than monomials of degree 2: as many are drawn."""
+        widest = max((len(f.deps) for kind in kinds.values() for f in kind.factors), default=0)
+        needed = math.comb(widest + 2, 2) + 2  # the monomials of degree <= 2 in that many keys, and two more
+        fitting = min(MAX_FIT_SAMPLES, max(FIT_SAMPLES, needed))
+        samples = [self.sample(sizes) for _ in range(fitting + CHECK_SAMPLES)]
+        self.fit_samples = fitting
         for kind in kinds.values():
             observed = []
             for values, b in samples:
@@ -591,7 +729,7 @@ class Discoverer:
                     observed.append(({self.symbols[k]: v for k, v in values.items() if k in self.symbols}, found))
             if len(observed) < len(samples):
                 self.note(f"{kind.key}: absent from some random configs; fitted on those that have it")
-            fitting, checking = observed[:FIT_SAMPLES], observed[FIT_SAMPLES:]
+            fitting, checking = observed[: self.fit_samples], observed[self.fit_samples :]
             for j, factor in enumerate(kind.factors):
                 variables = [self.symbols[k] for k in sorted(factor.deps)]
                 points = [(values, f[j]) for values, f in fitting]
@@ -852,12 +990,19 @@ class Discoverer:
             f"kind = {_q('moe' if routed else 'dense')}",
         ]
         nulls = getattr(self, "null_switches", {})
-        if nulls:  # set, they build tensors the draft was not fitted on: refused by name, never guessed
+        unset = getattr(self, "null_activations", [])
+        if nulls or unset:  # set, they build tensors the draft was not fitted on: refused by name, never guessed
             lines.append("refuse = [")
             for key, changed in nulls.items():
                 why = f"{key} is set ({self.defaults[key]!r} by default): with it transformers builds other tensors"
                 why += f" ({', '.join(changed[:3])}), which this discovered record does not describe"
                 lines.append(f"  [{_q(f'{key} is not None')}, {_q(why.replace('None', 'null'))}],")
+            for key in unset:  # it shapes no tensor: the total does not need it, the active count does
+                why = (
+                    f"{key} is absent or null (the config class's default): the active parameters need it (it shapes"
+                    " no tensor, so the total does not); set it to count"
+                )
+                lines.append(f"  [{_q(f'{self.symbols[key].name} is None')}, {_q(why)}],")
             lines.append("]")
         read = sorted(self.symbols, key=self._rank)
         used = set().union(*(set(t["when"].replace("not ", "").split(" and ")) - {""} for t in terms))
@@ -895,6 +1040,17 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _partitions(entries: Any, shapes: list[Any]) -> bool:
+    """Whether a per-layer list gives one shape per entry kind (layers without the tensor aside)."""
+    if not isinstance(entries, list) or len(entries) != len(shapes):
+        return False
+    by_kind: dict[Any, set[str]] = {}
+    for entry, shape in zip(entries, shapes, strict=True):
+        if shape is not None:
+            by_kind.setdefault(str(entry), set()).add(str(shape))
+    return all(len(v) == 1 for v in by_kind.values())
 
 
 def _named_keys(text: str, keys) -> set[str]:

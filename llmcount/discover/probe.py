@@ -70,6 +70,12 @@ def class_defaults(model_type: str) -> dict[str, Any]:
         return AutoConfig.for_model(model_type).to_dict()
 
 
+def config_class(model_type: str) -> type:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return type(AutoConfig.for_model(model_type))
+
+
 def attribute_map(model_type: str) -> dict[str, str]:
     """The config class's other names for its keys: alias -> key."""
     with warnings.catch_warnings():

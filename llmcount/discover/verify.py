@@ -32,6 +32,8 @@ class Check:
         return bool(self.refused) or (self.expected is not None and self.expected == self.got)
 
     def line(self) -> str:
+        if self.refused and self.expected is not None:  # transformers builds it; the draft refuses it by name
+            return f"{self.name}: {self.refused}"
         if self.refused:
             return f"{self.name}: refused by both: {self.refused}"
         if self.error:
@@ -77,6 +79,10 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
         config[discoverer.layer_key] = max(1, sum(config[k] for k in discoverer.parts))
     for key, kinds in discoverer.per_layer.items():  # one entry per layer, drawn from the default's kinds
         config[key] = [rng.choice(kinds) for _ in range(config[discoverer.layer_key])]
+    for key, tie in discoverer.dependent.items():  # a size a validator's equation ties: computed from the others
+        solved = tie.solve({**discoverer.defaults, **config}, key)
+        if solved is not None:
+            config[key] = solved
     for key, values in sorted(discoverer.layer_values.items()):  # which layers carry which tensors
         if key in discoverer.parts or key in discoverer.per_layer:
             continue
@@ -122,7 +128,7 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
         try:
             counts = read_config(config, name, family=family).counts
         except (LlmcountError, ValueError) as error:
-            checks.append(Check(name, built.total, None, f"llmcount refuses it: {error}"))
+            checks.append(_unset_activation(discoverer, name, config, family, built.total, str(error)))
             continue
         where = "" if counts.total == built.total else _where(discoverer, counts, built, config)
         checks.append(Check(name, built.total, counts.total, where=where))
@@ -147,6 +153,28 @@ def _both_refuse(name: str, config: dict[str, Any], family, theirs: str) -> Chec
     return Check(name, None, counts.total, f"transformers refuses it ({_cut(theirs, 120)}); the draft counts it")
 
 
+def _unset_activation(discoverer: Discoverer, name: str, config: dict[str, Any], family, total: int, why: str):
+    """A config transformers builds and the draft refuses. Agreed when the refusal is for a key that shapes no tensor
+    and is unset (DeepSeek-V2's num_experts_per_tok, None by default: the active parameters need it): then the total
+    is checked with the key set to 1, which changes no tensor; else not exact."""
+    unset = [k for k in getattr(discoverer, "null_activations", []) if config.get(k) is None and k in why]
+    if not unset:
+        return Check(name, total, None, f"llmcount refuses it: {why}")
+    try:
+        counts = read_config({**config, **dict.fromkeys(unset, 1)}, name, family=family).counts
+    except (LlmcountError, ValueError) as error:
+        return Check(name, total, None, f"llmcount refuses it: {why}; with {unset[0]} set: {error}")
+    if counts.total != total:
+        return Check(name, total, counts.total, f"with {unset[0]} set the draft counts {counts.total:,}")
+    return Check(
+        name,
+        total,
+        counts.total,
+        refused=f"the total ({total:,}) is exact with {', '.join(unset)} set; unset, llmcount refuses it by name: "
+        + _cut(why, 120),
+    )
+
+
 ATTEMPTS = 40  # random configs drawn before giving up on finding RANDOM_CONFIGS that transformers accepts
 
 
@@ -154,6 +182,7 @@ def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str,
     """The first term (in the record's order) whose count differs from the tensors transformers builds for it, with
     the tensors and the config's values that shape it."""
     term_of = getattr(discoverer, "term_of", {})
+    built = discoverer.split(built, config)  # kinds of one name on layers of other kinds, named as the draft names them
     theirs: dict[str, int] = {}
     tensors: dict[str, list[str]] = {}
     for t in built.tensors:
