@@ -1,0 +1,69 @@
+"""Towers and connectors of the composites that were counted as their language model only (Idefics2's perceiver
+resampler, LFM2-VL's SigLIP2 NaFlex tower, ...): each part and the whole model against what transformers builds on
+the meta device, on the composite class's defaults and on drawn configs that vary the tower and the connector."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_towers import _text, _vit, assert_as_transformers_builds, ours, transformers_parts
+
+from llmcount.formulas import records
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+NEW = ["idefics2", "lfm2_vl"]
+
+
+@pytest.mark.parametrize("model_type", NEW)
+def test_class_defaults_are_whole(model_type: str) -> None:
+    """The composite is counted whole, and its class defaults (as to_dict writes them, and the bare model_type) give
+    transformers' parts."""
+    assert records.composite(model_type).whole
+    full = oracle.class_defaults(model_type)
+    assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
+    assert ours({"model_type": model_type}) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
+
+
+def _tower(draw) -> dict:
+    return {
+        **_vit(draw),
+        "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+        "patch_size": draw(st.sampled_from([2, 4, 14])),
+        "num_channels": draw(st.sampled_from([1, 3])),
+    }
+
+
+@st.composite
+def drawn(draw, model_type: str) -> dict:
+    text = _text(draw, records.composite(model_type).text)
+    config: dict = {"model_type": model_type, "text_config": text}
+    config["tie_word_embeddings"] = draw(st.booleans())
+    vision = _tower(draw)
+    if model_type == "idefics2":
+        vision["image_size"] = draw(st.integers(8, 60))  # the convolution floors a partial patch
+        heads = draw(st.sampled_from([1, 2, 4]))
+        config["perceiver_config"] = {
+            "resampler_n_latents": draw(st.sampled_from([1, 4, 9])),
+            "resampler_depth": draw(st.integers(1, 3)),
+            "resampler_n_heads": heads,
+            "resampler_head_dim": draw(st.sampled_from([4, 8])),
+            "num_key_value_heads": draw(st.sampled_from([k for k in (1, 2, 4) if heads % k == 0])),
+        }
+    elif model_type == "lfm2_vl":
+        vision["num_patches"] = draw(st.sampled_from([4, 16, 64]))
+        vision["vision_use_head"] = draw(st.booleans())
+        config["downsample_factor"] = draw(st.sampled_from([1, 2, 3]))
+        config["projector_hidden_size"] = draw(st.sampled_from([8, 24]))
+        config["projector_bias"] = draw(st.booleans())
+        config["projector_use_layernorm"] = draw(st.booleans())
+    config["vision_config"] = vision
+    return config
+
+
+@pytest.mark.parametrize("model_type", NEW)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_towers_and_connectors(model_type: str, data) -> None:
+    assert_as_transformers_builds(data.draw(drawn(model_type)))
