@@ -9,11 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_towers import _text, _vit, assert_as_transformers_builds, ours, transformers_parts
 
+from llmcount.errors import LlmcountError
 from llmcount.formulas import records
+from llmcount.formulas.config import read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["idefics2", "lfm2_vl"]
+NEW = ["idefics2", "lfm2_vl", "aria"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -41,7 +43,13 @@ def drawn(draw, model_type: str) -> dict:
     config: dict = {"model_type": model_type, "text_config": text}
     config["tie_word_embeddings"] = draw(st.booleans())
     vision = _tower(draw)
-    if model_type == "idefics2":
+    if model_type == "aria":
+        vision["image_size"] = draw(st.integers(8, 60))
+        queries = draw(st.lists(st.integers(1, 12), min_size=1, max_size=3))
+        config["projector_patch_to_query_dict"] = {str(49 * (i + 1)): q for i, q in enumerate(queries)}
+        if draw(st.booleans()):  # as to_dict writes it, or another value: the model takes the one given
+            config["max_value_projector_patch_to_query_dict"] = draw(st.sampled_from([max(queries), 5]))
+    elif model_type == "idefics2":
         vision["image_size"] = draw(st.integers(8, 60))  # the convolution floors a partial patch
         heads = draw(st.sampled_from([1, 2, 4]))
         config["perceiver_config"] = {
@@ -60,6 +68,25 @@ def drawn(draw, model_type: str) -> dict:
         config["projector_use_layernorm"] = draw(st.booleans())
     config["vision_config"] = vision
     return config
+
+
+def test_aria_queries_are_the_largest_of_the_patch_to_query_map() -> None:
+    """AriaConfig sizes the projector's queries by the largest value of projector_patch_to_query_dict (its keys are
+    patch counts): {1225: 128, 4900: 256} by default gives 256 queries of 1152, and a map whose largest value is 7
+    gives 7; a config that also gives max_value_projector_patch_to_query_dict (as to_dict writes it) has that many."""
+    base = read_config({"model_type": "aria"}, "aria").parts[1].model.counts.total
+    config = {"model_type": "aria", "projector_patch_to_query_dict": {"1225": 3, "4900": 7}}
+    assert read_config(config, "aria").parts[1].model.counts.total == base - (256 - 7) * 1152
+    assert ours(config) == transformers_parts(config), oracle.VERSIONS
+    config["max_value_projector_patch_to_query_dict"] = 5
+    assert read_config(config, "aria").parts[1].model.counts.total == base - (256 - 5) * 1152
+    assert ours(config) == transformers_parts(config), oracle.VERSIONS
+
+
+@pytest.mark.parametrize("value", [{}, {"1225": "x"}, [1.5], {"1": True}])
+def test_a_bad_patch_to_query_map_is_refused_naming_the_key(value) -> None:
+    with pytest.raises(LlmcountError, match="key 'projector_patch_to_query_dict' must hold 1 to"):
+        read_config({"model_type": "aria", "projector_patch_to_query_dict": value}, "aria")
 
 
 @pytest.mark.parametrize("model_type", NEW)

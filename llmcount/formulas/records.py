@@ -96,6 +96,7 @@ class SymbolSpec:
     ratio: bool = False  # ratio = true: the key may be a fraction (0.5), which ``adjust`` turns into a size
     # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    largest: bool = False  # entries = "largest": a mapping of integers (or a list), the symbol its largest value
 
     @property
     def minimum(self) -> int:
@@ -613,11 +614,11 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length", "largest"):
         raise RecordError(
             f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers), '
-            '"same" (one integer for every layer, or a list of equal ones) or "length" (how many entries a list holds; '
-            "a single integer is one)"
+            '"same" (one integer for every layer, or a list of equal ones), "length" (how many entries a list holds; '
+            'a single integer is one) or "largest" (the largest integer value of a mapping or list)'
         )
     adjust = spec.get("adjust")
     if adjust is not None:
@@ -648,6 +649,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         spec.get("entries") == "length",
         ratio,
         dict(spec),
+        largest=spec.get("entries") == "largest",
     )
 
 
