@@ -38,6 +38,20 @@ def settled(family: Family, model: Model, raw: Mapping[str, Any]) -> dict[str, A
     return out
 
 
+TOWER_TOKENS = "vision_config.image_tokens"
+"""The key a projector record reads the vision tower's tokens per image from (the tower record's ``image_tokens``)."""
+
+
+def tower_tokens(tower: Family, model: Model) -> int | None:
+    """The tokens per image the tower ``model`` (read with the record ``tower``) puts out; None when its record does
+    not say."""
+    if tower.image_tokens is None:
+        return None
+    from .derivation import evaluate_int
+
+    return evaluate_int(tower.image_tokens, model.values, f"{tower.name} image_tokens")
+
+
 def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite, language: Model) -> tuple[Part, ...]:
     """The vision tower and the projector of the composite config ``config`` (empty when the composite names none)."""
     from .config import describe, read_config
@@ -67,6 +81,9 @@ def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite,
         assert record is not None  # checked when composites.toml is loaded
         whole = {key: value for key, value in config.items() if key not in ("text_config", "vision_config")}
         whole["vision_config"] = settled(tower, tower_model, vision)
+        tokens = tower_tokens(tower, tower_model) if TOWER_TOKENS in record.nested else None
+        if tokens is not None:  # the projector takes the tower's tokens per image (its FLOPs)
+            whole["vision_config"]["image_tokens"] = tokens
         whole["text_config"] = settled(language.architecture, language, {})
         whole["model_type"] = outer.projector
         parts.append(Part("projector", "", read_config(whole, source, f"{name} (projector)", record)))
