@@ -15,14 +15,14 @@ from llmcount.formulas.config import read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["idefics2", "lfm2_vl", "aria"]
+NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
 def test_class_defaults_are_whole(model_type: str) -> None:
     """The composite is counted whole, and its class defaults (as to_dict writes them, and the bare model_type) give
     transformers' parts."""
-    assert records.composite(model_type).whole
+    assert records.composite(model_type).whole and read_config({"model_type": model_type}, "x").whole_total
     full = oracle.class_defaults(model_type)
     assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
     assert ours({"model_type": model_type}) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
@@ -42,6 +42,17 @@ def drawn(draw, model_type: str) -> dict:
     text = _text(draw, records.composite(model_type).text)
     config: dict = {"model_type": model_type, "text_config": text}
     config["tie_word_embeddings"] = draw(st.booleans())
+    if model_type in ("qwen2_audio", "voxtral"):  # a Whisper-style audio encoder under audio_config
+        heads = draw(st.sampled_from([1, 2, 4]))
+        names = ("encoder_layers", "d_model", "encoder_attention_heads", "encoder_ffn_dim")
+        if model_type == "voxtral":
+            names = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+        audio = {names[0]: draw(st.integers(1, 3)), names[1]: heads * draw(st.sampled_from([4, 8])), names[2]: heads}
+        audio[names[3]] = draw(st.sampled_from([8, 20, 36]))
+        audio["num_mel_bins"] = draw(st.sampled_from([8, 80, 128]))
+        audio["max_source_positions"] = draw(st.sampled_from([10, 1500]))
+        config["audio_config"] = audio
+        return config
     vision = _tower(draw)
     if model_type == "aria":
         vision["image_size"] = draw(st.integers(8, 60))
@@ -94,3 +105,32 @@ def test_a_bad_patch_to_query_map_is_refused_naming_the_key(value) -> None:
 @given(data=st.data())
 def test_drawn_towers_and_connectors(model_type: str, data) -> None:
     assert_as_transformers_builds(data.draw(drawn(model_type)))
+
+
+def test_audio_models_count_their_audio_tower(tmp_path) -> None:
+    """Qwen2-Audio-7B's encoder by hand (Qwen2AudioEncoderConfig's defaults are Whisper-large-v3's encoder): two
+    convolutions 3·128·1280 + 1280 and 3·1280² + 1280, 1500 positions of 1280, 32 layers of q, v, out 3·(1280² + 1280),
+    k 1280², MLP 2·1280·5120 + 5120 + 1280 and two LayerNorms 4·1280, the final LayerNorm 2·1280: 636,968,960; the
+    projector 1280·4096 + 4096."""
+    layer = 3 * (1280**2 + 1280) + 1280**2 + 2 * 1280 * 5120 + 5120 + 1280 + 4 * 1280
+    tower = 3 * 128 * 1280 + 1280 + 3 * 1280**2 + 1280 + 1500 * 1280 + 32 * layer + 2 * 1280
+    model = read_config({"model_type": "qwen2_audio"}, "qwen2-audio")
+    assert [(p.role, p.model.counts.total) for p in model.parts] == [
+        ("audio tower", tower),
+        ("projector", 1280 * 4096 + 4096),
+    ]
+    assert tower == 636_968_960
+    import json
+
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "qwen2_audio"}))
+    out = CliRunner().invoke(app, ["count", str(path)]).output
+    assert "audio tower: Qwen2-Audio encoder" in out and "total (whole model)" in out
+    bad = CliRunner().invoke(app, ["count", str(path.with_name("c.json"))])
+    path.with_name("c.json").write_text(json.dumps({"model_type": "qwen2_audio", "audio_config": [1]}))
+    bad = CliRunner().invoke(app, ["count", str(path.with_name("c.json"))])
+    assert bad.exit_code == 1 and "key 'audio_config' must be a JSON object, got a list" in bad.stderr

@@ -1276,6 +1276,9 @@ class Composite:
     any_vision: bool = False
     vision_absent: Mapping[str, Any] | None = None  # vision_config when it is absent or null (None: {})
     projector: str = ""
+    # the sub-config the tower is read from: "vision_config", or "audio_config" for an audio encoder (its part is then
+    # the audio tower, and the projector reads the tower's values under that key)
+    tower_config: str = "vision_config"
     # the text config class's defaults for this composite's text_config, where they differ from the shared table's
     text_defaults: Mapping[str, Any] = field(default_factory=dict)
     # keys the text record reads that the composite's text config class does not have (its model ignores them)
@@ -1292,7 +1295,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "tower_config"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1340,6 +1343,9 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
             raise RecordError(f"{where}: {part!r} is not a record of towers/")
+    tower_config = data.get("tower_config", "vision_config")
+    if tower_config not in ("vision_config", "audio_config"):
+        raise RecordError(f'{where}.tower_config: "vision_config" or "audio_config"')
     keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
     if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
         raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
@@ -1363,6 +1369,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_defaults=own_defaults,
         text_ignores=tuple(ignores),
         untied=untied,
+        tower_config=tower_config,
     )
 
 
