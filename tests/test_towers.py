@@ -211,7 +211,7 @@ def drawn(draw, model_type: str) -> dict:
             "vision_output_dim": draw(st.sampled_from([8, 40])),
         }
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("glm4v", "glm46v", "glmga"):  # GLM-4.6V and GLM-GA: GLM-4.1V's model
+    elif model_type in ("glm4v", "glm46v", "glmga", "glm4v_moe"):  # GLM-4.6V and GLM-GA: GLM-4.1V's model
         text["hidden_size"] = 128 * text["num_attention_heads"]  # its heads are hidden_size // heads: GLM-4's 128
         d = text["hidden_size"]
         config["vision_config"] = {

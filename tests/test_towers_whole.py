@@ -15,7 +15,7 @@ from llmcount.formulas.config import read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral"]
+NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral", "glm4v_moe"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -52,6 +52,21 @@ def drawn(draw, model_type: str) -> dict:
         audio["num_mel_bins"] = draw(st.sampled_from([8, 80, 128]))
         audio["max_source_positions"] = draw(st.sampled_from([10, 1500]))
         config["audio_config"] = audio
+        return config
+    if model_type == "glm4v_moe":  # GLM-4.1V's ViT on 3-D patches and its patch merger, as wide as the language model
+        config["vision_config"] = {
+            **_vit(draw, "hidden_size", "depth"),
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "image_size": draw(st.sampled_from([16, 28, 60])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2])),
+            "attention_bias": draw(st.booleans()),
+            "out_hidden_size": text["hidden_size"],
+        }
+        text |= {"n_routed_experts": draw(st.sampled_from([2, 4])), "num_experts_per_tok": 1, "head_dim": 8}
+        text |= {"moe_intermediate_size": 8, "first_k_dense_replace": draw(st.sampled_from([0, 1]))}
         return config
     vision = _tower(draw)
     if model_type == "aria":
@@ -105,6 +120,12 @@ def test_a_bad_patch_to_query_map_is_refused_naming_the_key(value) -> None:
 @given(data=st.data())
 def test_drawn_towers_and_connectors(model_type: str, data) -> None:
     assert_as_transformers_builds(data.draw(drawn(model_type)))
+
+
+def test_glm4v_moe_refuses_a_merger_narrower_than_the_language_model() -> None:
+    config = {"model_type": "glm4v_moe", "vision_config": {"out_hidden_size": 2048}}
+    with pytest.raises(LlmcountError, match=r"vision_config.out_hidden_size \(2048\).* hidden_size \(4096\)"):
+        read_config(config, "glm-4.5v")
 
 
 def test_audio_models_count_their_audio_tower(tmp_path) -> None:
