@@ -15,7 +15,7 @@ from llmcount.formulas.config import read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral", "glm4v_moe"]
+NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral", "glm4v_moe", "glmasr"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -42,6 +42,17 @@ def drawn(draw, model_type: str) -> dict:
     text = _text(draw, records.composite(model_type).text)
     config: dict = {"model_type": model_type, "text_config": text}
     config["tie_word_embeddings"] = draw(st.booleans())
+    if model_type == "glmasr":  # Whisper's encoder with rotary positions and grouped key/value heads
+        heads = draw(st.sampled_from([2, 4]))
+        audio = {"num_hidden_layers": draw(st.integers(1, 3)), "num_attention_heads": heads}
+        audio["hidden_size"] = heads * draw(st.sampled_from([4, 8]))
+        audio["num_key_value_heads"] = draw(st.sampled_from([1, 2]))
+        audio["intermediate_size"] = draw(st.sampled_from([8, 20, 36]))
+        audio["num_mel_bins"] = draw(st.sampled_from([8, 128]))
+        if draw(st.booleans()):
+            audio["head_dim"] = draw(st.sampled_from([4, 6]))
+        config["audio_config"] = audio
+        return config
     if model_type in ("qwen2_audio", "voxtral"):  # a Whisper-style audio encoder under audio_config
         heads = draw(st.sampled_from([1, 2, 4]))
         names = ("encoder_layers", "d_model", "encoder_attention_heads", "encoder_ffn_dim")
