@@ -15,7 +15,7 @@ from llmcount.formulas.config import read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral", "glm4v_moe", "glmasr"]
+NEW = ["idefics2", "lfm2_vl", "aria", "qwen2_audio", "voxtral", "glm4v_moe", "glmasr", "moss_transcribe_diarize"]
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -53,10 +53,13 @@ def drawn(draw, model_type: str) -> dict:
             audio["head_dim"] = draw(st.sampled_from([4, 6]))
         config["audio_config"] = audio
         return config
-    if model_type in ("qwen2_audio", "voxtral"):  # a Whisper-style audio encoder under audio_config
+    if model_type == "moss_transcribe_diarize":
+        config["audio_merge_size"] = draw(st.sampled_from([1, 2, 4]))
+        config["projector_bias"] = draw(st.booleans())
+    if model_type in ("qwen2_audio", "voxtral", "moss_transcribe_diarize"):  # Whisper-style encoder (audio_config)
         heads = draw(st.sampled_from([1, 2, 4]))
         names = ("encoder_layers", "d_model", "encoder_attention_heads", "encoder_ffn_dim")
-        if model_type == "voxtral":
+        if model_type != "qwen2_audio":
             names = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
         audio = {names[0]: draw(st.integers(1, 3)), names[1]: heads * draw(st.sampled_from([4, 8])), names[2]: heads}
         audio[names[3]] = draw(st.sampled_from([8, 20, 36]))
