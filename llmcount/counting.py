@@ -85,6 +85,7 @@ class Spec:
     absent_text: str = ""
     length: bool = False
     ratio: bool = False
+    largest: bool = False
 
     @property
     def minimum(self) -> int:
@@ -179,6 +180,7 @@ class Compiled:
             data["absent_text"],
             entries == "length",
             data.get("ratio", False),
+            entries == "largest",
         )
 
     @cached_property

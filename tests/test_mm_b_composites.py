@@ -220,7 +220,7 @@ def test_count_of_a_language_model_only_type_names_what_it_leaves_out(tmp_path) 
     from llmcount.cli import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "qwen2_audio", "text_config": SMALL}))
+    path.write_text(json.dumps({"model_type": "qwen3_asr", "text_config": SMALL}))
     result = CliRunner().invoke(app, ["count", str(path), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

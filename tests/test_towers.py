@@ -43,7 +43,8 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
             raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
     tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None)
-    tower = tower or getattr(inner, "vision_model", None) or inner.vision_encoder  # LightOnOCR's
+    tower = tower or getattr(inner, "vision_model", None) or getattr(inner, "audio_tower", None)
+    tower = tower or inner.vision_encoder  # LightOnOCR's
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
     whole = sum(p.numel() for p in model.parameters())
@@ -62,7 +63,8 @@ def transformers_parts(config: dict) -> dict[str, int]:
 def ours(config: dict) -> dict[str, int]:
     model = read_config(config, "test config")
     parts = {part.role: part.model.counts.total for part in model.parts}
-    return {"whole": model.whole_total, "vision tower": parts["vision tower"], "projector": parts.get("projector", 0)}
+    tower = parts.get("vision tower", parts.get("audio tower"))  # an audio encoder is the tower of an audio model
+    return {"whole": model.whole_total, "vision tower": tower, "projector": parts.get("projector", 0)}
 
 
 def assert_as_transformers_builds(config: dict) -> None:
@@ -209,7 +211,7 @@ def drawn(draw, model_type: str) -> dict:
             "vision_output_dim": draw(st.sampled_from([8, 40])),
         }
         config["tie_word_embeddings"] = draw(st.booleans())
-    elif model_type in ("glm4v", "glm46v", "glmga"):  # GLM-4.6V and GLM-GA: GLM-4.1V's model
+    elif model_type in ("glm4v", "glm46v", "glmga", "glm4v_moe"):  # GLM-4.6V and GLM-GA: GLM-4.1V's model
         text["hidden_size"] = 128 * text["num_attention_heads"]  # its heads are hidden_size // heads: GLM-4's 128
         d = text["hidden_size"]
         config["vision_config"] = {

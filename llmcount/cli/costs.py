@@ -255,6 +255,14 @@ def memory(
         str | None,
         typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
     ] = None,
+    freeze_vision: Annotated[
+        bool,
+        typer.Option(
+            "--freeze-vision",
+            help="With --training: the vision tower and projector frozen (weights only, no gradients or optimizer "
+            "states).",
+        ),
+    ] = False,
     mtp: Annotated[
         bool,
         typer.Option(
@@ -328,6 +336,7 @@ def memory(
         "--attention": attention,
         "--recompute": recompute,
         "--sequence-parallel": sequence_parallel,
+        "--freeze-vision": freeze_vision,
     }
     if mtp and (training or table or gpu_memory is not None):
         raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
@@ -434,6 +443,9 @@ def memory(
             scheme=scheme.label if scheme is not None else "",
             stored=rows,
         )
+        from ..formulas.tower_memory import with_parts
+
+        result = with_parts(model, result, percent)  # a composite's vision tower and projector: the whole model
         if mtp:
             from ..formulas import mtp as mtp_module
 

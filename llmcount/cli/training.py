@@ -119,6 +119,7 @@ DEFAULTS = {
     "--attention": AttentionKind.sdpa,
     "--recompute": Recompute.none,
     "--sequence-parallel": False,
+    "--freeze-vision": False,
 }
 
 
@@ -190,6 +191,10 @@ def run(
             options["--attention"].value,
             options["--recompute"].value,
         )
+        from ..formulas.tower_memory import with_parts_training
+
+        freeze = bool(options.get("--freeze-vision", False))
+        result = with_parts_training(model, result, options["--optimizer"].value, freeze, lora)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None

@@ -38,6 +38,20 @@ def settled(family: Family, model: Model, raw: Mapping[str, Any]) -> dict[str, A
     return out
 
 
+TOWER_TOKENS = "vision_config.image_tokens"
+"""The key a projector record reads the vision tower's tokens per image from (the tower record's ``image_tokens``)."""
+
+
+def tower_tokens(tower: Family, model: Model) -> int | None:
+    """The tokens per image the tower ``model`` (read with the record ``tower``) puts out; None when its record does
+    not say."""
+    if tower.image_tokens is None:
+        return None
+    from .derivation import evaluate_int
+
+    return evaluate_int(tower.image_tokens, model.values, f"{tower.name} image_tokens")
+
+
 def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite, language: Model) -> tuple[Part, ...]:
     """The vision tower and the projector of the composite config ``config`` (empty when the composite names none)."""
     from .config import describe, read_config
@@ -45,34 +59,36 @@ def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite,
     parts: list[Part] = []
     if not outer.vision:
         return ()
-    vision = config.get("vision_config")
-    if vision is None:  # absent or null: the composite config class's own vision config
+    key = outer.tower_config  # vision_config, or audio_config for an audio encoder
+    role = f"{key.split('_')[0]} tower"
+    vision = config.get(key)
+    if vision is None:  # absent or null: the composite config class's own tower config
         vision = dict(outer.vision_absent or {})
     elif not isinstance(vision, dict):
-        raise LlmcountError(f"{source}: key 'vision_config' must be a JSON object, got {describe(vision)}")
-    for key, default in outer.vision_top.items():  # a top-level key the tower's module reads
-        value = config.get(key, default)
+        raise LlmcountError(f"{source}: key '{key}' must be a JSON object, got {describe(vision)}")
+    for top, default in outer.vision_top.items():  # a top-level key the tower's module reads
+        value = config.get(top, default)
         if type(value) is not type(default):
             kind = "true or false" if isinstance(default, bool) else f"a {type(default).__name__}"
-            raise LlmcountError(f"{source}: key '{key}' must be {kind}, got {describe(value)}")
-        vision = {**vision, key: value}
+            raise LlmcountError(f"{source}: key '{top}' must be {kind}, got {describe(value)}")
+        vision = {**vision, top: value}
     vision_type = vision.get("model_type", outer.vision) if outer.any_vision else outer.vision
     tower = records.tower(vision_type) if isinstance(vision_type, str) else None
     if tower is None:
         known = ", ".join(n for n in records.tower_names() if not n.endswith("_projector"))
         raise LlmcountError(
-            f"{source}: vision_config has model_type {vision_type!r}, a vision tower llmcount has no record of "
-            f"(towers: {known})"
+            f"{source}: {key} has model_type {vision_type!r}, a {role} llmcount has no record of (towers: {known})"
         )
-    tower_model = read_config(
-        {**vision, "model_type": vision_type}, f"{source}, vision_config", f"{name} (vision tower)", tower
-    )
-    parts.append(Part("vision tower", "vision_config", tower_model))
+    tower_model = read_config({**vision, "model_type": vision_type}, f"{source}, {key}", f"{name} ({role})", tower)
+    parts.append(Part(role, key, tower_model))
     if outer.projector:
         record = records.tower(outer.projector)
         assert record is not None  # checked when composites.toml is loaded
-        whole = {key: value for key, value in config.items() if key not in ("text_config", "vision_config")}
-        whole["vision_config"] = settled(tower, tower_model, vision)
+        whole = {k: value for k, value in config.items() if k not in ("text_config", key)}
+        whole[key] = settled(tower, tower_model, vision)
+        tokens = tower_tokens(tower, tower_model) if TOWER_TOKENS in record.nested else None
+        if tokens is not None:  # the projector takes the tower's tokens per image (its FLOPs)
+            whole[key]["image_tokens"] = tokens
         whole["text_config"] = settled(language.architecture, language, {})
         whole["model_type"] = outer.projector
         parts.append(Part("projector", "", read_config(whole, source, f"{name} (projector)", record)))

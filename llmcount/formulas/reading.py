@@ -112,6 +112,12 @@ class _Reader:
             return self.integer(found[0], len(self.config[found[0]]), spec.minimum)
         if spec.length and found and type(self.config[found[0]]) is int:  # a single entry
             return 1
+        if spec.largest and found and isinstance(self.config[found[0]], (dict, list)):  # its largest integer value
+            raw = self.config[found[0]]
+            values = list(raw.values()) if isinstance(raw, dict) else raw
+            if not values or len(values) > MAX_LIST or not all(type(v) is int for v in values):
+                raise self.fail(f"key '{found[0]}' must hold 1 to {MAX_LIST:,} integers, got {describe(raw)}")
+            return self.integer(found[0], max(values), spec.minimum)
         if spec.summed and found and self.config[found[0]] is not None:  # one integer per layer: their sum
             return self.summed(found[0], self.config[found[0]], spec, namespace)
         if spec.same and found and isinstance(self.config[found[0]], list):  # one integer per layer, all equal
@@ -526,7 +532,8 @@ def _plain_minimum(family: Family, spec: SymbolSpec) -> int | None:
     """The least value of a symbol whose key, when the config gives it as an integer, is that integer (under one name,
     not a list, not 0-as-null, not adjusted, not per layer): :meth:`_Reader.symbol` reads such a value as it is when it
     lies in [minimum, MAX_SIZE], so :func:`read_values` takes it straight. None for any other symbol."""
-    plain = not (spec.distinct or spec.length or spec.summed or spec.same or spec.zero_is_none or spec.ratio)
+    plain = not (spec.distinct or spec.length or spec.largest or spec.summed or spec.same or spec.zero_is_none)
+    plain = plain and not spec.ratio
     if plain and spec.adjust is None and spec.on is None and not family.aliases.get(spec.key):
         return spec.minimum
     return None

@@ -96,6 +96,7 @@ class SymbolSpec:
     ratio: bool = False  # ratio = true: the key may be a fraction (0.5), which ``adjust`` turns into a size
     # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    largest: bool = False  # entries = "largest": a mapping of integers (or a list), the symbol its largest value
 
     @property
     def minimum(self) -> int:
@@ -613,11 +614,11 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length", "largest"):
         raise RecordError(
             f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers), '
-            '"same" (one integer for every layer, or a list of equal ones) or "length" (how many entries a list holds; '
-            "a single integer is one)"
+            '"same" (one integer for every layer, or a list of equal ones), "length" (how many entries a list holds; '
+            'a single integer is one) or "largest" (the largest integer value of a mapping or list)'
         )
     adjust = spec.get("adjust")
     if adjust is not None:
@@ -648,6 +649,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         spec.get("entries") == "length",
         ratio,
         dict(spec),
+        largest=spec.get("entries") == "largest",
     )
 
 
@@ -1297,6 +1299,9 @@ class Composite:
     any_vision: bool = False
     vision_absent: Mapping[str, Any] | None = None  # vision_config when it is absent or null (None: {})
     projector: str = ""
+    # the sub-config the tower is read from: "vision_config", or "audio_config" for an audio encoder (its part is then
+    # the audio tower, and the projector reads the tower's values under that key)
+    tower_config: str = "vision_config"
     # the text config class's defaults for this composite's text_config, where they differ from the shared table's
     text_defaults: Mapping[str, Any] = field(default_factory=dict)
     # keys the text record reads that the composite's text config class does not have (its model ignores them)
@@ -1323,7 +1328,7 @@ class Composite:
 
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
-_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules"}
+_COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules", "tower_config"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1379,6 +1384,9 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
             raise RecordError(f"{where}: {part!r} is not a record of towers/")
+    tower_config = data.get("tower_config", "vision_config")
+    if tower_config not in ("vision_config", "audio_config"):
+        raise RecordError(f'{where}.tower_config: "vision_config" or "audio_config"')
     keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
     if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
         raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
@@ -1406,6 +1414,7 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         remote=remote,
         text_key=_text(data, "text_key", where, "text_config"),
         parts_modules=_modules(data.get("parts_modules", []), f"{where}.parts_modules"),
+        tower_config=tower_config,
     )
 
 

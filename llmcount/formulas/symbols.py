@@ -141,6 +141,8 @@ m_vis = _size("m_vis")
 d_vout = _size("d_vout")
 N_ds = _count("N_ds")
 n_feat = _size("n_feat")
+t_vis = _size("t_vis")
+n_drop = _count("n_drop")
 n_pos_vis = _size("n_pos_vis")
 d_ff_proj = _size("d_ff_proj")
 d_pin = _size("d_pin")
@@ -534,6 +536,18 @@ GLOSSARY: tuple[Entry, ...] = (
         r"n_{\mathrm{feat}}",
         "vision_feature_layer",
         "vision layers whose features the projector concatenates: 1 for a single layer, else the list's length (LLaVA)",
+    ),
+    Entry(
+        t_vis,
+        r"t_{\mathrm{vis}}",
+        "the vision tower's image_tokens (vision_config.image_tokens, as the composite passes it to the projector)",
+        "tokens per image the vision tower puts out, which the projector takes (CLIP: patches and the class token)",
+    ),
+    Entry(
+        n_drop,
+        r"n_{\mathrm{drop}}",
+        "vision_feature_select_strategy",
+        "tokens of the tower's output the projector does not take: 1 (the first) with 'default', 0 with 'full' (LLaVA)",
     ),
     Entry(
         n_pos_vis,
