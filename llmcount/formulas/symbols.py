@@ -597,7 +597,7 @@ GLOSSARY: tuple[Entry, ...] = (
         n_query,
         r"n_{\mathrm{query}}",
         "query_num",
-        "learned queries of a perceiver resampler: the tokens it puts out per image slice (MiniCPM-V)",
+        "learned queries of a resampler or cross-attention projector: the tokens it puts out per image (slice)",
     ),
     Entry(
         N_proj,
