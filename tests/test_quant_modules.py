@@ -267,3 +267,22 @@ def test_a_fused_gate_up_projection_is_one_matrix(model_type: str, monkeypatch) 
     monkeypatch.setitem(SMALL, model_type, FUSED)
     theirs, mine = weight_bytes(config(model_type, FP8))
     assert mine == theirs, f"{model_type}: transformers 5.24.0's FP8 quantiser"
+
+
+def test_the_tables_own_skip_list_is_no_warning(tmp_path) -> None:
+    """``memory --table``'s nvfp4 column ignores ``lm_head`` by its own choice: a model without such a module (BERT's
+    head is cls.predictions.decoder) gets no warning about a list the user never wrote."""
+    cfg = {
+        "model_type": "bert",
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "vocab_size": 300,
+        "torch_dtype": "bfloat16",
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    result = run("memory", str(path), "--table")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -56,6 +56,7 @@ class Quant:
     skips_always: bool = False  # ... even when the config lists its own (transformers' AWQ quantiser)
     listed: bool = False  # the config gives its skip list, even an empty one (then the method adds no skips)
     words: str = ""  # the scheme as the config sets it, for output
+    stated: bool = True  # the skip lists are a config's (False: --quant's own, not worth a warning)
 
     @property
     def name(self) -> str:
@@ -462,7 +463,9 @@ def from_options(name: str, bits: int | None, group_size: int | None, where: str
         )
     if bits is not None and name not in ("gptq", "awq", "mlx"):
         raise LlmcountError(f"--bits: the scheme {name} has no choice of bits")
-    return read_quant({"quantization_config": raw}, where)  # type: ignore[return-value]
+    quant = read_quant({"quantization_config": raw}, where)
+    assert quant is not None
+    return replace(quant, stated=False)
 
 
 OPTION_NAMES = (

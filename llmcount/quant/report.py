@@ -106,7 +106,7 @@ _WARNED: set[tuple[str, tuple[str, ...]]] = set()
 
 def unmatched_message(stored: Plan, model: Model, where: str) -> str:
     """The line that says which skip-list entries match no module of ``model`` ("" when all match)."""
-    if not stored.unmatched:
+    if not stored.unmatched or not stored.quant.stated:
         return ""
     key = {"bitsandbytes": "llm_int8_skip_modules", "compressed-tensors": "ignore"}
     name = key.get(stored.quant.scheme.method, "modules_to_not_convert")

@@ -229,7 +229,9 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
             "weights"
         )
-    every = real.every or frozenset(placed | {"lm_head"})
+    every = real.every or frozenset(placed)
+    if any(t.path == "head/lm_head" for t in model.terms):  # "lm_head" names the head whatever its module (_candidates)
+        every = every | {"lm_head"}
     return Plan(quant, dtype_code, tuple(groups), tuple(notes), quant.unmatched(every))
 
 
