@@ -14,7 +14,7 @@ import sys
 import pytest
 
 pytest.importorskip("torch")
-from oracle import class_defaults
+from oracle import REFUSED_DEFAULTS, class_defaults
 from refusal import assert_refused, run
 from test_quant_oracle import oracle_bytes
 
@@ -33,9 +33,10 @@ TABLE = _shapes_file()
 TABLES = ("refused", "tied", "last", "keep")
 WRITTEN = sorted(
     ({name for name in TABLE if name not in TABLES} | {name for t in TABLES[1:] for name in TABLE.get(t, {})})
-    - {"jetmoe", "mllama_text_model"}
+    - {"jetmoe", "mllama_text_model", "lfm2_moe"}
 )
-# not built here: jetmoe (transformers 5.24.0 cannot build JetMoeConfig's class defaults: no hidden_act) and
+# not built here: jetmoe and lfm2_moe (transformers 5.24.0 cannot build JetMoeConfig's or Lfm2MoeConfig's class
+# defaults: no hidden_act; lfm2_moe's in_proj is lfm2's, checked) and
 # mllama_text_model (AutoModelForCausalLM takes only the whole Mllama config); stablelm's k_proj and v_proj, the
 # same shapes, are checked
 
@@ -44,6 +45,9 @@ def quantised_bytes(model_type: str, quant: dict | None = None, **keys) -> tuple
     """(transformers' quantised bytes, llmcount's) for the record's class-default config (with ``keys`` set) under
     FP8 128×128 (or ``quant``)."""
     defaults = {k: v for k, v in class_defaults(model_type).items() if k not in ("dtype", "torch_dtype")}
+    if model_type in REFUSED_DEFAULTS:  # defaults that build no model: the value that makes them one
+        key, value, *more = REFUSED_DEFAULTS[model_type]
+        defaults = {**defaults, key: value, **(more[0] if more else {})}
     config = {"model_type": model_type, **defaults, **keys, "quantization_config": quant or FP8}
     _, tensors = oracle_bytes(config)
     size = {"torch.float8_e4m3fn": 1, "torch.float32": 4}

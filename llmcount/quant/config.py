@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -54,7 +54,9 @@ class Quant:
     strategy: str = ""  # compressed-tensors: group, channel, tensor, block, tensor_group
     default_skips: bool = True  # the method adds its own skips (lm_head) to the config's
     skips_always: bool = False  # ... even when the config lists its own (transformers' AWQ quantiser)
+    listed: bool = False  # the config gives its skip list, even an empty one (then the method adds no skips)
     words: str = ""  # the scheme as the config sets it, for output
+    stated: bool = True  # the skip lists are a config's (False: --quant's own, not worth a warning)
 
     @property
     def name(self) -> str:
@@ -63,8 +65,10 @@ class Quant:
     @property
     def own_skips(self) -> bool:
         """Whether the method's own skips (get_keys_to_not_convert: the LM head, tied modules, the last parameter)
-        apply to this config."""
-        return self.default_skips and (self.skips_always or not self.skip)
+        apply to this config: when it gives no skip list (a missing or null key; an empty list is a list, which
+        leaves the head to be converted: ``get_modules_to_not_convert`` tests ``skip_modules is None``,
+        quantizers/base.py 5.24.0), or always for AWQ."""
+        return self.default_skips and (self.skips_always or not self.listed)
 
     @property
     def label(self) -> str:
@@ -91,6 +95,39 @@ class Quant:
         if any(r.match(module) for r in regexes):
             return True
         return self.overrides.get(module, True) is False
+
+    def unmatched(self, modules: frozenset[str]) -> tuple[str, ...]:
+        """The entries of ``modules_to_not_convert`` (or ``llm_int8_skip_modules``) and ``ignore`` that match none
+        of ``modules`` (the model's full module names), as :meth:`skipped` matches them, in the config's order."""
+        if not (self.skip or self.ignore):
+            return ()
+        heads: set[str] = set()
+        tails: set[str] = set()
+        for module in modules:
+            parts = module.split(".")
+            heads.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            tails.update(".".join(parts[i:]) for i in range(len(parts)))
+        out = []
+        ends: set[str] = set()  # every character suffix of every name, made when an entry needs it
+        compiled = iter(self._matchers[1])  # one boundary pattern per entry with regex characters, in order
+        for entry in self.skip:
+            pattern = next(compiled) if _META.search(entry) else None
+            if not ends and entry not in heads and entry not in tails:
+                ends = {m[i:] for m in modules for i in range(len(m))}
+            hit = entry in heads or entry in tails or entry in ends  # a prefix, a suffix
+            if not hit and pattern is not None:  # a regex from the start up to a module boundary
+                hit = any(pattern.match(m) for m in modules)
+            if not hit:
+                out.append(entry)
+        for entry in self.ignore:
+            if entry.startswith("re:"):
+                pattern = re.compile(entry[3:])
+                hit = any(pattern.match(m) for m in modules)
+            else:
+                hit = entry in tails
+            if not hit:
+                out.append(entry)
+        return tuple(out)
 
     @cached_property
     def _matchers(self) -> tuple[frozenset[str], tuple, frozenset[str], tuple]:
@@ -156,6 +193,12 @@ def _names(raw: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _listed(raw: Mapping[str, Any]) -> bool:
+    """Whether the config gives ``modules_to_not_convert`` (an empty list too: transformers' quantisers then add no
+    skips of their own)."""
+    return raw.get("modules_to_not_convert") is not None
+
+
 def _bool(raw: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
@@ -192,8 +235,9 @@ def _fp8(raw: Mapping[str, Any], where: str) -> Quant:
     block = raw.get("weight_block_size")
     flags = _activation(raw, "activation_scheme", where)
     skip = _names(raw, "modules_to_not_convert", where)
+    listed = _listed(raw)
     if block is None:
-        return Quant(BY_NAME["fp8"], {}, flags, skip, words="FP8 e4m3, one fp32 scale per tensor")
+        return Quant(BY_NAME["fp8"], {}, flags, skip, listed=listed, words="FP8 e4m3, one fp32 scale per tensor")
     if (
         not isinstance(block, list)
         or len(block) != 2
@@ -201,7 +245,7 @@ def _fp8(raw: Mapping[str, Any], where: str) -> Quant:
     ):
         raise _fail(where, "weight_block_size", f"must be two positive integers [rows, cols], got {block!r}")
     words = f"FP8 e4m3, fp32 scale per {block[0]}×{block[1]} block"
-    return Quant(BY_NAME["fp8-block"], {"b0": block[0], "b1": block[1]}, flags, skip, words=words)
+    return Quant(BY_NAME["fp8-block"], {"b0": block[0], "b1": block[1]}, flags, skip, listed=listed, words=words)
 
 
 def _activation(raw: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
@@ -213,12 +257,14 @@ def _activation(raw: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
 
 def _fbgemm(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
-    return Quant(BY_NAME["fbgemm-fp8"], {}, frozenset(), skip, words="FP8 e4m3 (fbgemm), fp32 scale per row")
+    words = "FP8 e4m3 (fbgemm), fp32 scale per row"
+    return Quant(BY_NAME["fbgemm-fp8"], {}, frozenset(), skip, listed=_listed(raw), words=words)
 
 
 def _mxfp4(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
-    return Quant(BY_NAME["mxfp4"], {}, frozenset(), skip, words="MXFP4 experts (E2M1 + E8M0 scale per 32)")
+    words = "MXFP4 experts (E2M1 + E8M0 scale per 32)"
+    return Quant(BY_NAME["mxfp4"], {}, frozenset(), skip, listed=_listed(raw), words=words)
 
 
 def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
@@ -231,7 +277,7 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
     _bool(raw, "sym", where, True)
     skip = _names(raw, "modules_to_not_convert", where)
     words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}"
-    return Quant(BY_NAME["gptq"], {"bits": bits, "g": group}, frozenset(), skip, words=words)
+    return Quant(BY_NAME["gptq"], {"bits": bits, "g": group}, frozenset(), skip, listed=bool(skip), words=words)
 
 
 def _awq(raw: Mapping[str, Any], where: str) -> Quant:
@@ -255,15 +301,16 @@ def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
     if four == eight:
         raise _fail(where, "load_in_4bit", "exactly one of load_in_4bit and load_in_8bit must be true")
     skip = _names(raw, "llm_int8_skip_modules", where)
+    listed = raw.get("llm_int8_skip_modules") is not None
     if eight:
-        return Quant(BY_NAME["bnb-int8"], {}, frozenset(), skip, default_skips=not skip, words="bitsandbytes int8")
+        return Quant(BY_NAME["bnb-int8"], {}, frozenset(), skip, listed=listed, words="bitsandbytes int8")
     kind = raw.get("bnb_4bit_quant_type", "fp4")
     if kind not in ("nf4", "fp4"):
         raise _fail(where, "bnb_4bit_quant_type", f"{kind!r} is neither nf4 nor fp4")
     double = _bool(raw, "bnb_4bit_use_double_quant", where, False)
     scheme = BY_NAME["bnb-nf4-double" if double else "bnb-nf4"]
     words = f"bitsandbytes {kind}" + (" with double quantisation" if double else "")
-    return Quant(scheme, {"bs": 64}, frozenset({kind}), skip, default_skips=not skip, words=words)
+    return Quant(scheme, {"bs": 64}, frozenset({kind}), skip, listed=listed, words=words)
 
 
 CT_FORMATS = {"pack-quantized": "ct-pack", "float-quantized": "ct-fp8", "naive-quantized": "ct-fp8"}
@@ -416,7 +463,9 @@ def from_options(name: str, bits: int | None, group_size: int | None, where: str
         )
     if bits is not None and name not in ("gptq", "awq", "mlx"):
         raise LlmcountError(f"--bits: the scheme {name} has no choice of bits")
-    return read_quant({"quantization_config": raw}, where)  # type: ignore[return-value]
+    quant = read_quant({"quantization_config": raw}, where)
+    assert quant is not None
+    return replace(quant, stated=False)
 
 
 OPTION_NAMES = (

@@ -93,9 +93,42 @@ def lines(stored: Plan) -> tuple[tuple[Line, ...], tuple[Row, ...]]:
 
 
 def model_plan(model: Model, quant: Quant, dtype: str | None, where: str) -> Plan:
-    """The plan of ``model`` under ``quant``, its unquantised tensors in ``dtype`` (else the config's)."""
+    """The plan of ``model`` under ``quant``, its unquantised tensors in ``dtype`` (else the config's); skip-list
+    entries that name no module of the model are said on stderr (:func:`warn_unmatched`)."""
     code, note = rest_dtype(quant, model.dtype, dtype, where)
-    return plan(model, quant, code, note)
+    stored = plan(model, quant, code, note)
+    warn_unmatched(stored, model, where)
+    return stored
+
+
+_WARNED: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def unmatched_message(stored: Plan, model: Model, where: str) -> str:
+    """The line that says which skip-list entries match no module of ``model`` ("" when all match)."""
+    if not stored.unmatched or not stored.quant.stated:
+        return ""
+    key = {"bitsandbytes": "llm_int8_skip_modules", "compressed-tensors": "ignore"}
+    name = key.get(stored.quant.scheme.method, "modules_to_not_convert")
+    entries = ", ".join(repr(e) for e in stored.unmatched[:5]) + (
+        f" and {len(stored.unmatched) - 5} more" if len(stored.unmatched) > 5 else ""
+    )
+    return (
+        f"llmcount: warning: {where}: quantization_config.{name}: {entries} "
+        f"{'matches' if len(stored.unmatched) == 1 else 'match'} no module of the "
+        f"{model.architecture.name} model (its modules are named as transformers names them), so they leave "
+        "nothing unconverted"
+    )
+
+
+def warn_unmatched(stored: Plan, model: Model, where: str) -> None:
+    """:func:`unmatched_message` on stderr, once per config and entries."""
+    import sys
+
+    message = unmatched_message(stored, model, where)
+    if message and (where, stored.unmatched) not in _WARNED:
+        _WARNED.add((where, stored.unmatched))
+        print(" ".join(message.split()), file=sys.stderr)
 
 
 def short_dtype(code: str) -> str:

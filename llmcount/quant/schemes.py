@@ -90,6 +90,28 @@ def dim(text: str, env: Mapping[str, int]) -> int:
     return walk(_PARSED[text] if text in _PARSED else _expr(text))
 
 
+CLASSES = {
+    "fp8": ("Linear",),  # integrations/finegrained_fp8.py replace_with_fp8_linear: type(module) is nn.Linear
+    "fbgemm_fp8": ("Linear", "FalconLinear"),  # integrations/fbgemm_fp8.py: isinstance(module, nn.Linear)
+    "awq": ("Linear", "FalconLinear"),  # integrations/awq.py replace_with_awq_linear: isinstance(module, nn.Linear)
+    "bitsandbytes": (
+        "Linear",
+        "Conv1D",
+    ),  # integrations/bitsandbytes.py: isinstance(module, Conv1D) or type is nn.Linear
+    # compressed-tensors 0.20.0 utils/match.py _match_class: the target "Linear" among the class's MRO names
+    "compressed-tensors": ("Linear", "FalconLinear"),
+}
+"""The module classes (as ``print(model)`` names them, :data:`llmcount.quant.modules.LINEAR_CLASSES`) each method's
+code converts, transformers 5.24.0; a method not listed converts every one (GPTQ through optimum's
+``gptq/utils.py get_layers``, isinstance of Conv1D, nn.Conv2d or nn.Linear; MLX, whose mlx_lm models are built of its
+own nn.Linear)."""
+
+
+def converts_class(method: str, cls: str) -> bool:
+    """Whether ``method`` converts a module of class ``cls`` ("": not known, taken as nn.Linear)."""
+    return not cls or method not in CLASSES or cls in CLASSES[method]
+
+
 LINEAR_KEEPS = ("embedding/", "moe/router")
 """What transformers' ``replace_with_*_linear`` never convert: embeddings are not ``nn.Linear``, nor is a router in
 transformers 5 (its own ``*TopkRouter`` class). The LM head is left alone only when the config gives no

@@ -6,9 +6,13 @@ an MLP written as one term, ``c·d·W`` (``3·n·d·d_moe`` for n routed experts
 c - 1 matrices from d to W and one from W back to d, per expert. A weight whose shape the record does not tell is
 refused by name when the scheme would convert it.
 
-Which layer a term is on decides its module name (``model.layers.3.self_attn.q_proj``, from the record's
-``[tree]`` names), and so whether the config's skip lists (``modules_to_not_convert``, compressed-tensors'
-``ignore``, MLX's per-module entries) leave it alone; layers are walked one by one for that.
+Which layer a term is on decides its module name, the one transformers' model gives it
+(``transformer.h.3.attn.c_attn``, from the record's ``[printed]`` tree: :mod:`llmcount.quant.modules`; else the
+``[tree]`` names, else ``model.layers.3.self_attn.q_proj``), and so whether the config's skip lists
+(``modules_to_not_convert``, compressed-tensors' ``ignore``, MLX's per-module entries) leave it alone; layers are
+walked one by one for that. Its class decides whether the method converts it at all (Conv1D, FalconLinear:
+:data:`llmcount.quant.schemes.CLASSES`). Skip-list entries that name no module of the model are listed in
+:attr:`Plan.unmatched`.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from ..formulas.derivation import evaluate_int
 from ..formulas.flops import is_norm
 from ..formulas.symbols import N, d, n
 from .config import Quant
-from .schemes import Scheme, Stored, dim
+from .modules import ModuleNames
+from .schemes import Scheme, Stored, converts_class, dim
 
 CODE_BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
@@ -102,6 +107,7 @@ class Plan:
     dtype: str  # the checkpoint dtype of what the scheme leaves alone (a safetensors code)
     groups: tuple[Group, ...]
     notes: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()  # skip-list entries that name no module of the model
 
     @property
     def bytes(self) -> int:
@@ -146,6 +152,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     from ..renderers.tree import Names
 
     names = Names.of(model)
+    real = ModuleNames.of(model)
     values = model.values
     table, refused = written_shapes(model.architecture.name)
     if refused and quant.scheme.converts != "experts":
@@ -157,6 +164,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     last = _last_parameter(model) if quant.own_skips else ""
     groups: list[Group] = []
     matched: set[str] = set()
+    placed: set[str] = set()
     for term, component in zip(model.terms, model.counts.components, strict=True):
         kept = TensorBytes("", (component.count,), dtype_code, 1, True)
         if not _convertible(term, quant.scheme, isinstance(table.get(term.path), list)):
@@ -201,9 +209,10 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                     count -= 1
                     if not count:
                         continue
-                full = _module_name(names, term.path, module, layer)
+                full, cls = real.name(term.path, module, layer) or (_module_name(names, term.path, module, layer), "")
+                placed.update(_candidates(full, kind))
                 skipped, sizes = _decide(quant, full, kind, matched)
-                if skipped or not _fits(quant, out_f, in_f):
+                if skipped or not _fits(quant, out_f, in_f) or not converts_class(quant.scheme.method, cls):
                     tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
                     continue
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
@@ -220,7 +229,10 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
             "weights"
         )
-    return Plan(quant, dtype_code, tuple(groups), tuple(notes))
+    every = real.every or frozenset(placed)
+    if any(t.path == "head/lm_head" for t in model.terms):  # "lm_head" names the head whatever its module (_candidates)
+        every = every | {"lm_head"}
+    return Plan(quant, dtype_code, tuple(groups), tuple(notes), quant.unmatched(every))
 
 
 @lru_cache(maxsize=1)
