@@ -98,3 +98,12 @@ def test_freeze_vision_is_refused_where_it_means_nothing() -> None:
         result = run("memory", *args, "--training", "--freeze-vision")
         assert result.exit_code == 1 and result.stdout == ""
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_estimate_is_titled_as_the_whole_model_it_counts() -> None:
+    """The weights line holds the tower and the projector: the title names the whole model (the composite's title),
+    not its language model, in inference and in training."""
+    for args in (("memory", "gemma-3-27b-it"), ("memory", "gemma-3-27b-it", "--training", "--seq", "256")):
+        first = run(*args).output.split("\n")[0]
+        assert first.startswith("gemma-3-27b-it (Gemma 3 (multimodal); preset gemma-3-27b-it):"), first
+        assert "(language model)" not in first
