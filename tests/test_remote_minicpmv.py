@@ -34,6 +34,7 @@ def test_parts_by_hand_and_the_whole_as_built(tmp_path: Path) -> None:
     assert built == 8_099_175_152
     text = run("count", str(path))
     assert "8,099,175,152" in text.stdout and "417,792,240" in text.stdout and "68,619,264" in text.stdout
+    assert "language model (qwen2, from the whole config)" in " ".join(text.stdout.split())  # a flat config.json
     assert out["total"] == built, out
 
 

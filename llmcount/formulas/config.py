@@ -54,6 +54,7 @@ class Model:
     composite: Composite | None = None
     parts: tuple[Any, ...] = ()  # formulas.parts.Part
     whole_name: str = ""  # the whole composite model's name (``name`` is its language model's)
+    text_from: str = ""  # where a composite's language model was read: text_config, the whole config, the defaults
 
     # the config as read, kept when the record describes a multi-token-prediction module (mtp.py reads it again)
     mtp_config: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
@@ -146,11 +147,11 @@ POSITION_KEYS = ("max_position_embeddings", "n_positions")
 def _read_composite(config: dict[str, Any], source: str, name: str | None, outer: Composite) -> Model:
     """The language model of a composite config: its ``text_config`` read with the record of the text model_type,
     as transformers reads it (the keys of ``outer.top`` from the top level); the model says what is not counted."""
-    text = config.get(outer.text_key)
+    text, text_from = config.get(outer.text_key), outer.text_key
     if text is None:
-        text = _text_at_top(config, outer)
+        text, text_from = _text_at_top(config, outer), "the whole config"
     if text is None:  # absent or null: the composite config class's own text config
-        text = dict(outer.absent or {})
+        text, text_from = dict(outer.absent or {}), f"{outer.model}'s defaults"
     elif not isinstance(text, dict):
         raise LlmcountError(f"{source}: key '{outer.text_key}' must be a JSON object, got {describe(text)}")
     where = f"{source}, {outer.text_key}"
@@ -185,7 +186,7 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
 
         parts = read_parts(config, source, name or source, outer, model)
     _check_composite(config, source, outer, model, parts)
-    return replace(model, source=source, composite=outer, parts=parts, whole_name=name or source)
+    return replace(model, source=source, composite=outer, parts=parts, whole_name=name or source, text_from=text_from)
 
 
 def _check_composite(
