@@ -4,6 +4,7 @@ against transformers' own print(model) (torch and transformers, tests only), wit
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -51,10 +52,14 @@ def test_the_post_says_the_tree_is_what_print_model_prints():
     assert "在 transformers 中执行 `print(model)`，输出如下" in zh
 
 
-def test_a_family_without_a_printed_tree_keeps_the_generic_names():
-    """Llama 4's layers without RoPE print differently from its other layers with the same weights: its record has no
+def test_a_family_without_a_printed_tree_keeps_the_generic_names(tmp_path):
+    """Zamba2's shared attention blocks sit on layers its config does not name one by one: its record has no
     [printed] tree (tests/conftest.py), and the post says its tree is the generic layout."""
-    text = build("llama-4-scout", sections="tree").text
+    transformers = pytest.importorskip("transformers")
+    config = {**transformers.AutoConfig.for_model("zamba2").to_dict(), "model_type": "zamba2"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    text = build(str(path), sections="tree").text
     assert "ForCausalLM(" in text and "with generic class names" in text
     assert "print(model)` in transformers prints:" not in text
 
