@@ -246,8 +246,9 @@ def _unreached(kind: str, window: int | None, seq: int, max_positions: int | Non
     return ""
 
 
-def memory_data(model: Counted, memory: Memory) -> dict[str, Any]:
-    """``renderers.memory_data`` of an inference estimate (``memory --json``)."""
+def memory_data(model: Any, memory: Any) -> dict[str, Any]:
+    """The JSON form of a memory estimate (``memory --json``), of this module's :class:`Memory` or of
+    ``formulas.memory.Memory`` (formulas as text either way): the fields every mode has."""
     return {
         "model": model.name,
         "mode": memory.mode,
@@ -261,13 +262,13 @@ def memory_data(model: Counted, memory: Memory) -> dict[str, Any]:
         "kv_cache_per_token_bytes": memory.kv_per_token_bytes,
         "state_bytes": memory.bytes_of("state"),
         "per_layer_kind": [
-            {"kind": a.kind, "layers": a.layers, "bytes": a.bytes, "formula": a.formula, "note": a.note}
+            {"kind": a.kind, "layers": a.layers, "bytes": a.bytes, "formula": str(a.formula), "note": a.note}
             for a in memory.per_layer_kind
         ],
         "total_bytes": memory.total_bytes,
         "total_gib": memory.total_gib,
         "unit": "bytes; GiB = 2^30 bytes",
-        "formulas": {"P": memory.parameters_formula, **{line.name: line.formula for line in memory.lines}},
+        "formulas": {"P": str(memory.parameters_formula), **{line.name: str(line.formula) for line in memory.lines}},
         "lines": [
             {"name": line.name, "bytes": line.bytes, "gib": line.gib, "in_total": line.in_total, "note": line.note}
             for line in memory.lines

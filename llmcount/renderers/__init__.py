@@ -308,36 +308,12 @@ def flops_data(model: Model, flops: Flops, counts: FlopCounts) -> dict[str, Any]
 
 def memory_data(model: Model, memory: Memory) -> dict[str, Any]:
     """The JSON form of ``memory``: exact bytes; formulas in the glossary's symbols, P = total parameters."""
-    optimizer = ("master_weights", "adam_m", "adam_v")
-    data = {
-        "model": model.name,
-        "mode": memory.mode,
-        "dtype": memory.dtype,
-        "kv_dtype": memory.kv_dtype,
-        "seq": memory.seq,
-        "batch": memory.batch,
-        "parameters": memory.parameters,
-        "weights_bytes": memory.bytes_of("weights"),
-        "kv_cache_bytes": memory.bytes_of("kv_cache"),
-        "kv_cache_per_token_bytes": memory.kv_per_token_bytes,
-        "state_bytes": memory.bytes_of("state"),
-        "per_layer_kind": [
-            {"kind": a.kind, "layers": a.layers, "bytes": a.bytes, "formula": str(a.formula), "note": a.note}
-            for a in memory.per_layer_kind
-        ],
-        "total_bytes": memory.total_bytes,
-        "total_gib": memory.total_gib,
-        "unit": "bytes; GiB = 2^30 bytes",
-        "formulas": {"P": str(memory.parameters_formula), **{line.name: str(line.formula) for line in memory.lines}},
-        "lines": [
-            {"name": line.name, "bytes": line.bytes, "gib": line.gib, "in_total": line.in_total, "note": line.note}
-            for line in memory.lines
-        ],
-        "assumptions": memory.assumptions,
-    }
+    from ..plain_memory import memory_data as common
+
+    data = common(model, memory)
     if memory.mode == "training":
         data["gradients_bytes"] = memory.bytes_of("gradients")
-        data["optimizer_bytes"] = sum(memory.bytes_of(name) for name in optimizer)
+        data["optimizer_bytes"] = sum(memory.bytes_of(name) for name in ("master_weights", "adam_m", "adam_v"))
     return data
 
 
