@@ -1,6 +1,6 @@
 """The Chinese write-ups print the records' notes on each weight in Chinese (renderers/notes_zh.toml): every note of
-the records the bundled presets use, and of the hybrid, linear-attention, recurrent and Mamba records, has a row, and
-no preset's Chinese post prints an English note."""
+every bundled record (family, remote-code and tower records) has a row, and no preset's Chinese post prints an
+English note."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from functools import cache
 import pytest
 
 from llmcount.formulas import records
-from llmcount.formulas.symbols import BY_NAME
 from llmcount.presets import presets
 from llmcount.renderers import notes_zh
 from llmcount.renderers.filters import escape
@@ -18,7 +17,6 @@ from llmcount.renderers.writeup import build, post_sections, read_config
 from llmcount.sources import resolve
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-MIXERS = ("N_linear", "N_mamba", "N_recurrent", "N_conv", "N_attn", "h_lk", "d_state", "d_rnn", "h_m")
 
 
 @cache
@@ -27,20 +25,9 @@ def model(name: str):
     return read_config(config, source, spec)
 
 
-def hybrid_records() -> list[str]:
-    """The records whose layers mix tokens with something besides softmax attention (or nothing but that)."""
-    mixers = {BY_NAME[name].symbol for name in MIXERS}
-    return [family.name for family in records.families() if family.choice_symbols & mixers]
-
-
-def test_the_hybrid_records_are_found():
-    assert {"qwen3_next", "jamba", "mamba", "mamba2", "zamba2", "recurrent_gemma", "lfm2", "nemotron_h"} <= set(
-        hybrid_records()
-    )
-
-
-def test_every_note_of_the_covered_records_has_chinese():
-    covered = [records.family(name) for name in hybrid_records()]
+def test_every_note_of_every_record_has_chinese():
+    covered = [*records.families(), *(records.family(name) for name in records.remote_names())]
+    covered += [records.tower(name) for name in records.tower_names()]
     for name in presets():
         language = model(name)
         covered.append(language.architecture)
