@@ -89,3 +89,14 @@ def test_the_latex_section_compiles(lang: str, tmp_path: Path) -> None:
             timeout=120,
         )
         assert done.returncode == 0, (spec, done.stdout[-2000:])
+
+
+def test_the_memory_section_says_how_the_checkpoint_stores_its_weights() -> None:
+    """The memory section of a quantised checkpoint's post opens with the bytes as stored: gpt-oss-20b's
+    13,761,264,768 (openai/gpt-oss-20b model.safetensors.index.json, metadata.total_size), MXFP4 experts; a post of
+    a model without a scheme does not, and neither does a post without the memory section."""
+    text = build("gpt-oss-20b", "markdown", "en", sections="memory").text
+    assert "This checkpoint stores its weights as MXFP4" in text and "13,761,264,768 bytes in all" in text
+    assert "checkpoint 的权重按 MXFP4" in build("gpt-oss-20b", "markdown", "zh", sections="memory").text
+    assert "This checkpoint stores" not in build("qwen3-32b", "markdown", "en", sections="memory").text
+    assert "This checkpoint stores" not in build("gpt-oss-20b", "markdown", "en").text

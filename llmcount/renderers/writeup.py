@@ -1003,6 +1003,7 @@ def context(
         "date": date,
         "source_line": True,
         "quant": quant if "quant" in show else None,
+        "stored": quant,  # the checkpoint's quantisation, for the memory section's first sentence
     }
 
 
@@ -1422,6 +1423,9 @@ def build(
     from ..quant import writeup as quant_writeup
 
     quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
+    if quantised is None and "memory" in show:  # the memory section says how the checkpoint stores its weights
+        with suppress(LlmcountError):  # a scheme llmcount does not size: the section as without one
+            quantised = quant_writeup.quant_part(model, config, source)
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None:
