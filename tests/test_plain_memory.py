@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from test_counting import HEAVY, PROBE
 
 from llmcount import counting, plain_memory
 from llmcount.formulas import memory as mem
@@ -79,21 +80,9 @@ def test_a_window_below_two_is_refused_by_the_sympy_path() -> None:
         plain_memory.inference(counted, "bf16", None, 4096, 1)
 
 
-HEAVY = ("sympy", "torch", "transformers", "numpy", "matplotlib")
-PROBE = """
-import json, sys
-from llmcount.cli import main
-sys.argv = ["llmcount", *json.loads(sys.argv[1])]
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-print(json.dumps({"code": code, "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(%r))}), file=sys.stderr)
-"""
-
-
 def _heavy(*args: str) -> tuple[int, list[str], str]:
-    """Run the CLI's main on ``args`` in a fresh process: its exit status, the heavy modules it imported, stdout."""
+    """Run the CLI's main on ``args`` in a fresh process (test_counting's probe, 90 columns wide): its exit status,
+    the heavy modules it imported, stdout."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE % (HEAVY,), json.dumps(args)],
         capture_output=True,
