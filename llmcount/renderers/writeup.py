@@ -47,7 +47,9 @@ from ..formulas.symbols import (
     h,
     h_d,
     h_kv,
+    n,
     n_pos,
+    n_s,
     r_kv,
     r_q,
 )
@@ -124,7 +126,14 @@ class Section:
         names = {r.name.removesuffix(".bias") for r in self.rows}
         if self.key in PROSE_UNBIASED and self.biased:
             return False
-        return names in PROSE_COVERS.get(self.key, [])
+        if names not in PROSE_COVERS.get(self.key, []):
+            return False
+        forms = PROSE_FORMS.get(self.key, {})
+        return all(
+            any((r.expr - form).expand() == 0 for form in forms[r.name])
+            for r in self.rows
+            if not r.bias and r.name in forms
+        )
 
     def row(self, name: str) -> Row | None:
         return next((r for r in self.rows if r.name == name), None)
@@ -147,6 +156,37 @@ PROSE_COVERS = {  # the modules each section's written-out prose (writeup/<lang>
     "moe": [{"router", "experts"}, {"router", "experts", "shared_experts"}],
     "norms": [{"ln_1", "ln_2", "ln_f"}, {"input_layernorm", "post_attention_layernorm", "norm"}],
     "head": [set(), {"lm_head"}],
+}
+
+
+_q_mla = d * h * (d_nope + d_rope)
+PROSE_FORMS = {  # the weights of one layer the prose states, by section and module: another form is the notes' to say
+    "embedding": {"embed_tokens": [V * d], "wte": [V * d], "wpe": [n_pos * d]},
+    "attention": {
+        "q_proj": [d * h * h_d, _q_mla],
+        "k_proj": [d * h_kv * h_d],
+        "v_proj": [d * h_kv * h_d],
+        "o_proj": [h * h_d * d, h * d_v * d],
+        "q_norm": [h_d],
+        "k_norm": [h_d],
+        "c_attn": [3 * d * d],
+        "c_proj": [d * d],
+        "q_a_proj": [d * r_q],
+        "q_a_layernorm": [r_q],
+        "q_b_proj": [_q_mla / d * r_q],
+        "kv_a_proj_with_mqa": [d * (r_kv + d_rope)],
+        "kv_a_layernorm": [r_kv],
+        "kv_b_proj": [h * r_kv * (d_nope + d_v)],
+    },
+    "mlp": {name: [d * d_ff] for name in ("gate_proj", "up_proj", "down_proj", "c_fc", "c_proj")},
+    "moe": {
+        "router": [d * n],
+        "experts": [3 * d * d_moe * n, 3 * d * d_ff * n],
+        "shared_experts": [3 * n_s * d * d_moe],
+    },
+    "norms": {name: [d] for name in ("input_layernorm", "post_attention_layernorm", "norm")}
+    | {name: [2 * d] for name in ("ln_1", "ln_2", "ln_f")},
+    "head": {"lm_head": [V * d]},
 }
 
 
