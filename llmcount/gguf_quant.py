@@ -144,6 +144,10 @@ def plan(model: Any, arch: str | None = None) -> list[Planned]:
         if not per:
             continue
         spec = table.get(term.path)
+        suffix = "weight"
+        if spec is None and term.path.endswith(".bias") and term.path.removesuffix(".bias") in table:
+            spec = {"gguf": table[term.path.removesuffix(".bias")]["gguf"], "vector": True}
+            suffix = "bias"
         if spec is None:
             if not (term.path.startswith(vectors) or term.path.endswith(".bias")):
                 raise LlmcountError(
@@ -156,7 +160,7 @@ def plan(model: Any, arch: str | None = None) -> list[Planned]:
         each = per // len(names) // experts
         for layer in layers:
             for i, gname in enumerate(names):
-                name = f"blk.{layer}.{gname}.weight" if layer is not None else f"{gname}.weight"
+                name = f"blk.{layer}.{gname}.{suffix}" if layer is not None else f"{gname}.{suffix}"
                 if spec.get("vector"):
                     tensors.append(Planned(name, term.path, layer, each, 1, experts))
                     continue
@@ -167,6 +171,10 @@ def plan(model: Any, arch: str | None = None) -> list[Planned]:
                 side = spec["d"][i]
                 cols = hidden if side == "in" else each // hidden
                 tensors.append(Planned(name, term.path, layer, cols, each // cols, experts))
+    for gname, spec in archs().get("buffers", {}).get(model.architecture.name, {}).items():
+        size = _dim(spec["size"], model, f"buffers {gname}")
+        on = dict.fromkeys(t.layer for t in tensors if t.path == spec["on"] and t.layer is not None)
+        tensors.extend(Planned(f"blk.{layer}.{gname}.bias", f"buffer/{gname}", layer, size, 1) for layer in on)
     return tensors
 
 

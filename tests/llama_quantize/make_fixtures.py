@@ -8,7 +8,8 @@ llama-cpp-python 0.3.36 vendors, commit 0c1e57098bba) and run, from the reposito
 
 For each case an F16 GGUF of a small model is written with the ``gguf`` package's ``GGUFWriter`` as llama.cpp's
 converter writes it (names and metadata from tests/gguf_build.py; convert_hf_to_gguf.py ``--outtype f16`` stores
-vectors, norms and the tensors ModelBase.prepare_tensors forces to F32 in F32, every other tensor in F16), then
+vectors, norms, tensors not named ``.weight`` and those ModelBase.prepare_tensors forces to F32 (conversion/base.py:
+FFN_GATE_INP, FFN_GATE_INP_SHEXP ...) in F32, every other tensor in F16), then
 ``llama-quantize model-f16.gguf out.gguf TYPE`` is run for every file type and ``gguf.GGUFReader`` reads each output
 back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead.
 """
@@ -31,7 +32,7 @@ import gguf  # noqa: E402
 import numpy as np  # noqa: E402
 from gguf_build import converted, hf_shapes, metadata  # noqa: E402
 
-F32_ALWAYS = ("ffn_gate_inp.", "position_embd.", "token_types.", "ssm_conv1d.", "shortconv.conv.")
+F32_ALWAYS = ("ffn_gate_inp.", "ffn_gate_inp_shexp.", "position_embd.", "token_types.", "ssm_conv1d.", "shortconv.conv")
 
 BASE = dict(
     hidden_size=256,
@@ -84,6 +85,22 @@ CASES = [
         dict(model_type="llama", **{**BASE, "intermediate_size": 256}, num_hidden_layers=80, num_key_value_heads=1),
         ["q2_k", "q2_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "iq4_xs"],
     ),
+    (
+        "qwen2moe-4x-8-shared",
+        "qwen2moe",
+        dict(model_type="qwen2_moe", **BASE, num_hidden_layers=8, num_key_value_heads=2, num_experts=4,
+             num_experts_per_tok=2, moe_intermediate_size=256, shared_expert_intermediate_size=512),
+        ALL,
+    ),
+    (
+        "deepseek-v3-mla-6",
+        "deepseek2",
+        dict(model_type="deepseek_v3", **{**BASE, "num_attention_heads": 2}, num_hidden_layers=6,
+             num_key_value_heads=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+             n_shared_experts=1, n_group=1, topk_group=1, moe_intermediate_size=256, q_lora_rank=256,
+             kv_lora_rank=256, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
+        ALL,
+    ),
 ]  # fmt: skip
 
 
@@ -94,7 +111,12 @@ def write_source(config: dict, arch: str, path: Path) -> None:
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     rng = np.random.default_rng(0)
     for name, shape in converted(config, arch):
-        if len(shape) < 2 or name.endswith("_norm.weight") or any(p in name for p in F32_ALWAYS):
+        if (
+            len(shape) < 2
+            or name.endswith("_norm.weight")
+            or not name.endswith(".weight")
+            or any(p in name for p in F32_ALWAYS)
+        ):
             writer.add_tensor(name, rng.standard_normal(shape).astype(np.float32))
         else:
             writer.add_tensor(name, (0.02 * rng.standard_normal(shape)).astype(np.float16))
@@ -122,16 +144,20 @@ def dry_run(binary: str, env: dict, source: Path, ftype: str) -> list[list]:
 
 
 def main() -> None:
+    """All cases, or those named on the command line (merged into the existing types.json)."""
     binary = os.environ["LLAMA_QUANTIZE"]
+    wanted = set(sys.argv[1:])
     env = {**os.environ, "LD_LIBRARY_PATH": str(Path(binary).parent)}
     out = {
         "made_by": "llama-quantize built from llama.cpp 0c1e57098bba (vendored by llama-cpp-python 0.3.36), run as "
         "`llama-quantize model-f16.gguf out.gguf TYPE 1` on the F16 file make_fixtures.py writes (gguf "
         f"{version('gguf')}); types and bytes read back with gguf.GGUFReader",
-        "cases": {},
+        "cases": json.loads((HERE / "types.json").read_text())["cases"] if wanted else {},
     }
     with tempfile.TemporaryDirectory() as tmp:
         for case, arch, config, ftypes in CASES:
+            if wanted and case not in wanted:
+                continue
             source = Path(tmp) / f"{case}-source.gguf"
             write_source(config, arch, source)
             entry = {"arch": arch, "config": config, "source": read(source), "quantised": {}}
