@@ -12,6 +12,13 @@ The low-bit IQ1/IQ2/IQ3 mixtures depend on an importance matrix and are refused 
 layers over ``block_count`` (``n_layer_all``, MTP layers included); for every architecture mapped here the converter
 writes no MTP layers, so that is num_hidden_layers.
 
+Checked against files llama.cpp's own ``llama-quantize`` wrote (built from 0c1e57098bba, the tree llama-cpp-python
+0.3.36 vendors), every tensor's type and bytes, for llama, qwen3 (tied), qwen3moe (8 experts), mixtral (4 experts),
+phi3 (fused attn_qkv), gemma3 (rows that fall back) and an 80-layer llama (LLM_TYPE_70B), every file type here:
+tests/test_gguf_llama_quantize.py and tests/llama_quantize/. llama-quantize walks the tensors in its loader's order
+(layer number, then name, the ones outside the layers first), which keeps each layer's attn_v and ffn_down in layer
+order, as here.
+
 A model's GGUF tensors come from its record's components through ``[tensors]`` of gguf_archs.toml (the tensors
 llama.cpp's converter writes for each component and the width ``ne[0]`` of their rows); the type of every tensor the
 quantizer leaves alone is the converter's: F32 for vectors and routers, the input file's type (``source``) otherwise.
@@ -113,12 +120,14 @@ def _layer_sets(model: Any) -> dict[str, tuple[int, ...]]:
     return sets
 
 
-def plan(model: Any) -> list[Planned]:
-    """The GGUF tensors of a model, in the converter's order (per layer, then the rest)."""
+def plan(model: Any, arch: str | None = None) -> list[Planned]:
+    """The GGUF tensors of a model, in the converter's order (per layer, then the rest); ``arch``: the GGUF
+    architecture, whose own ``[<arch>.tensors]`` names replace the shared ones."""
     from .formulas.symbols import d
     from .gguf_model import archs
 
-    table = archs()["tensors"]
+    own = archs().get(arch, {}).get("tensors", {}) if arch else {}
+    table = {**archs()["tensors"], **own}
     vectors = tuple(archs()["vectors"]["paths"])
     sets = _layer_sets(model)
     hidden = model.values[d]
@@ -135,6 +144,10 @@ def plan(model: Any) -> list[Planned]:
         if not per:
             continue
         spec = table.get(term.path)
+        suffix = "weight"
+        if spec is None and term.path.endswith(".bias") and term.path.removesuffix(".bias") in table:
+            spec = {"gguf": table[term.path.removesuffix(".bias")]["gguf"], "vector": True}
+            suffix = "bias"
         if spec is None:
             if not (term.path.startswith(vectors) or term.path.endswith(".bias")):
                 raise LlmcountError(
@@ -147,7 +160,7 @@ def plan(model: Any) -> list[Planned]:
         each = per // len(names) // experts
         for layer in layers:
             for i, gname in enumerate(names):
-                name = f"blk.{layer}.{gname}.weight" if layer is not None else f"{gname}.weight"
+                name = f"blk.{layer}.{gname}.{suffix}" if layer is not None else f"{gname}.{suffix}"
                 if spec.get("vector"):
                     tensors.append(Planned(name, term.path, layer, each, 1, experts))
                     continue
@@ -158,6 +171,10 @@ def plan(model: Any) -> list[Planned]:
                 side = spec["d"][i]
                 cols = hidden if side == "in" else each // hidden
                 tensors.append(Planned(name, term.path, layer, cols, each // cols, experts))
+    for gname, spec in archs().get("buffers", {}).get(model.architecture.name, {}).items():
+        size = _dim(spec["size"], model, f"buffers {gname}")
+        on = dict.fromkeys(t.layer for t in tensors if t.path == spec["on"] and t.layer is not None)
+        tensors.extend(Planned(f"blk.{layer}.{gname}.bias", f"buffer/{gname}", layer, size, 1) for layer in on)
     return tensors
 
 
@@ -241,7 +258,7 @@ def predict(model: Any, arch: str, ftype: str, source: str = "BF16", imatrix: bo
 
     ftype = file_type(ftype)
     sizes = {t.name: gguf.GGML_QUANT_SIZES[t] for t in gguf.GGMLQuantizationType}
-    tensors = plan(model)
+    tensors = plan(model, arch)
     values = model.values
     n_layer = values[N]
     n_expert = next((t.experts for t in tensors if t.experts > 1), 0)

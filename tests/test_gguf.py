@@ -474,7 +474,8 @@ def test_mla_q4_k_m_by_hand():
     (no attn_v-like rule: "attn_v_b.weight" does not contain "attn_v.weight"), so they take the base type Q4_K, and
     tensor_type_fallback moves attn_k_b (rows of d_nope = 128, no 256-block) to Q5_0. ffn_down by layer:
     use_more_bits(i, 2) holds for i = 1 only. Block bytes (ggml-common.h): Q4_K 144 per 256, Q6_K 210 per 256, Q5_0
-    22 per 32; vectors and the router F32. The router's score-correction bias (exp_probs_b) is a buffer, not counted."""
+    22 per 32; vectors and the router F32. The router's score-correction bias (exp_probs_b, n values per MoE layer)
+    is a buffer of transformers' model, no parameter, but the converter writes it (F32) and the file holds it."""
     from llmcount.formulas.config import read_config
     from llmcount.gguf_quant import predict
 
@@ -509,11 +510,13 @@ def test_mla_q4_k_m_by_hand():
     add("blk.1.ffn_gate_shexp.weight", "Q4_K", 256 * 256, q4k)
     add("blk.1.ffn_up_shexp.weight", "Q4_K", 256 * 256, q4k)
     add("blk.1.ffn_down_shexp.weight", "Q6_K", 256 * 256, q6k)
+    add("blk.1.exp_probs_b.bias", "F32", 4, f32)
     model = read_config(DSV3_SMALL, "test")
     got = predict(model, "deepseek2", "q4_k_m")
     assert {q.tensor.name: q.type for q in got} == types
     assert {q.tensor.name: q.bytes for q in got} == expected
-    assert sum(q.tensor.elements for q in got) == model.counts.total  # attn_k_b + attn_v_b hold kv_b_proj
+    parameters = sum(q.tensor.elements for q in got if not q.tensor.path.startswith("buffer/"))
+    assert parameters == model.counts.total  # attn_k_b + attn_v_b hold kv_b_proj
     # MXFP4_MOE: every tensor with ne[2] > 1 (the experts, attn_k_b, attn_v_b) in MXFP4, the rest Q8_0
     got = {q.tensor.name: q.type for q in predict(model, "deepseek2", "mxfp4_moe")}
     assert got["blk.0.attn_k_b.weight"] == got["blk.1.ffn_up_exps.weight"] == "MXFP4"

@@ -276,8 +276,22 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
     _bool(raw, "desc_act", where, False)
     _bool(raw, "sym", where, True)
     skip = _names(raw, "modules_to_not_convert", where)
-    words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}"
-    return Quant(BY_NAME["gptq"], {"bits": bits, "g": group}, frozenset(), skip, listed=bool(skip), words=words)
+    head = _bool(raw, "lm_head", where, False)
+    words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}" + (", LM head quantised" if head else "")
+    # transformers 5.24's GPTQConfig has no modules_to_not_convert: optimum 2.3.0 gptq/quantizer.py convert_model
+    # converts the layers inside the decoder blocks only (get_layers(model, prefix=get_block_name_with_pattern(model)),
+    # gptq/utils.py), so the LM head and the embeddings stay as they are whatever the list says, an empty one included;
+    # GPTQModel's own ``lm_head: true`` is the one way a GPTQ checkpoint stores its head quantised.
+    return Quant(
+        BY_NAME["gptq"],
+        {"bits": bits, "g": group},
+        frozenset(),
+        skip,
+        default_skips=not head,
+        skips_always=True,
+        listed=bool(skip),
+        words=words,
+    )
 
 
 def _awq(raw: Mapping[str, Any], where: str) -> Quant:

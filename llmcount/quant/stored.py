@@ -150,7 +150,9 @@ def rest_dtype(quant: Quant, config_dtype: str | None, given: str | None, where:
 def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     """Every term of ``model`` as ``quant`` stores it (see the module docstring)."""
     from ..renderers.tree import Names
+    from .composite import for_language_model
 
+    quant, back, towers = for_language_model(quant, model)
     names = Names.of(model)
     real = ModuleNames.of(model)
     values = model.values
@@ -218,6 +220,11 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                 tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
     notes = [note] if note else []
+    if towers:
+        notes.append(
+            f"the parts beside the language model ({', '.join(map(repr, towers))} in the config's skip list) are "
+            "left unquantised, in the checkpoint dtype"
+        )
     if quant.scheme.name == "bnb-nf4-double":
         notes.append(
             "not counted: the digits of nested_offset (a float, the mean of the absmax values, typically 17 to 20 "
@@ -232,7 +239,8 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     every = real.every or frozenset(placed)
     if any(t.path == "head/lm_head" for t in model.terms):  # "lm_head" names the head whatever its module (_candidates)
         every = every | {"lm_head"}
-    return Plan(quant, dtype_code, tuple(groups), tuple(notes), quant.unmatched(every))
+    unmatched = tuple(dict.fromkeys(back.get(entry, entry) for entry in quant.unmatched(every)))
+    return Plan(quant, dtype_code, tuple(groups), tuple(notes), unmatched)
 
 
 @lru_cache(maxsize=1)

@@ -43,6 +43,7 @@ class QuantPart:
     classes: tuple[TensorClass, ...]
     bytes: int
     notes: tuple[str, ...]
+    plan: Any = None  # the llmcount.quant.stored.Plan the numbers come from (the speed paragraph reads its bytes)
 
     @property
     def bits(self) -> Fraction:
@@ -111,6 +112,7 @@ def quant_part(model: Any, config: Any, where: str, dtype: str | None = None) ->
         tuple(classes),
         stored.bytes,
         stored.notes,
+        stored,
     )
 
 

@@ -712,7 +712,9 @@ def speed_formula() -> str:
     return rf"{latex(prefill)}, \qquad {latex(decode)}"
 
 
-def speed_part(model: Model, memory: MemoryPart) -> SpeedPart:
+def speed_part(model: Model, memory: MemoryPart, stored: Any = None) -> SpeedPart:
+    """The roofline of the memory section; ``stored``: the checkpoint's quantisation (a QuantPart), whose stored
+    bytes the weights are read at instead of the section's dtype."""
     from .. import roofline as rl
     from ..gpus import gpu
 
@@ -722,7 +724,10 @@ def speed_part(model: Model, memory: MemoryPart) -> SpeedPart:
         card.title, card.source, card.bandwidth_gbs, card.peak_tflops(compute), memory.dtype, memory.seq, compute
     )
     try:
-        weights = rl.plain_weights(model, memory.dtype)
+        plan = getattr(stored, "plan", None)
+        weights = rl.plain_weights(model, memory.dtype) if plan is None else rl.scheme_weights(model, plan)
+        if plan is not None:
+            part = replace(part, dtype=weights.stored_as)
         result = rl.roofline(model, weights, card, [1, SPEED_BATCH], memory.seq, "bf16", compute)
     except LlmcountError:
         return part
@@ -1026,7 +1031,7 @@ def context(
         "chart": chart,
         "flops": flops_part(model, seq) if "flops" in show else None,
         "memory": (memory := memory_part(model, seq) if "memory" in show else None),
-        "speed": speed_part(model, memory) if memory is not None else None,
+        "speed": speed_part(model, memory, quant) if memory is not None else None,
         "tree": (shown_tree.text if shown_tree else module_tree(model, lang)) if "tree" in show else None,
         "tree_left_out": shown_tree if shown_tree and (shown_tree.left_out or shown_tree.inner) else None,
         "check": check_code(model, preset, counts.total) if printed else None,
