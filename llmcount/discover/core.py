@@ -83,9 +83,10 @@ class Discovery:
     switches: dict[str, bool]  # switch -> class default, for the switches the record reads
 
 
-def _factors(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+def _factors(shapes: list[tuple[int, ...]], key: str = "", layer: int | None = None) -> tuple[int, ...]:
     if len({s for s in shapes}) != 1:
-        raise ValueError(f"tensors under one name differ in shape: {sorted(set(shapes))}")
+        where = f" ({key}{'' if layer is None else f' in layer {layer}'})" if key else ""
+        raise ValueError(f"tensors under one name differ in shape{where}: {sorted(set(shapes))}")
     return (len(shapes), *shapes[0])
 
 
@@ -93,7 +94,7 @@ def _per_kind(b: probe.Build) -> dict[str, tuple[int, ...]]:
     """Tensor kind -> its factors in the first layer that has it."""
     out: dict[str, tuple[int, ...]] = {}
     for (key, _layer), shapes in sorted(b.table().items(), key=lambda x: (x[0][0], -1 if x[0][1] is None else x[0][1])):
-        out.setdefault(key, _factors(shapes))
+        out.setdefault(key, _factors(shapes, key, _layer))
     return out
 
 
@@ -504,11 +505,35 @@ class Discoverer:
     def find_layer_keys(self) -> dict[str, list[Any]]:
         """Keys that change which layers carry which tensors (decoder_sparse_step, mlp_only_layers,
         first_k_dense_replace, layer_types), each with the values tried; fitting builds then take a value that
-        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step)."""
+        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step). A key whose every other
+        value a validator refuses beside another layer key's default (Jamba's attn_layer_period: the offset 4 must
+        stay below it) is tried once more with the values chosen for the keys found first."""
         base = self.build(self.on)
         found: dict[str, list[Any]] = {}
+        most = len(_per_kind(base))
+        for _ in range(2):
+            new = self._layer_keys(self.build(self.on), skip=set(found))
+            if not new:
+                break
+            found.update(new)
+            for key in new:
+                self.fixed[key] = self.defaults[key]
+            # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
+            for key, values in new.items():
+                for value in values:
+                    try:
+                        count = len(_per_kind(self.build({**self.on, key: value})))
+                    except probe.Refused:
+                        continue
+                    if count > most:
+                        most, chosen = count, value
+                        self.on = {**self.on, key: chosen}
+        return found
+
+    def _layer_keys(self, base: probe.Build, skip: set[str]) -> dict[str, list[Any]]:
+        found: dict[str, list[Any]] = {}
         for key, value in sorted(self.defaults.items()):
-            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+            if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
                 continue
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
@@ -527,19 +552,6 @@ class Discoverer:
                 if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
-        for key in found:
-            self.fixed[key] = self.defaults[key]
-        # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
-        most = len(_per_kind(base))
-        for key, values in found.items():
-            for value in values:
-                try:
-                    count = len(_per_kind(self.build({**self.on, key: value})))
-                except probe.Refused:
-                    continue
-                if count > most:
-                    most, chosen = count, value
-                    self.on = {**self.on, key: chosen}
         return found
 
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
@@ -588,6 +600,11 @@ class Discoverer:
                 single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
             else:  # a pattern shorter than the layers, repeated over them (RecurrentGemma's block_types)
                 single += [f"{key}[i % len({key})] == '{x}'" for x in sorted({x for v in values for x in v})]
+        # one key the period, another the offset within it (Jamba's attention on i % attn_layer_period ==
+        # attn_layer_offset): each ordered pair of integer layer keys
+        periodic = [k for k, values in sorted(self.layer_values.items()) if isinstance(values[0], int)]
+        for a in periodic:
+            single += [f"i % {a} {op} {b}" for b in periodic if b != a for op in ("==", "!=")]
         single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
@@ -704,18 +721,21 @@ class Discoverer:
 
     def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
         """A random config transformers accepts, and what it builds."""
+        first = ""
         for _ in range(ATTEMPTS):
             values = self.draw(sizes)
             overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
             try:
                 return values, self.build(overrides, drop, repair={*sizes, *self.on, *null})
-            except probe.Refused:
+            except probe.Refused as error:
+                first = first or f"{_cut(str(error), 160)} with {_values(overrides, sizes)}"
                 continue
-        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
+        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts; the first: {first}")
 
     def fit(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
         """Each factor as a polynomial over random configs, checked on fresh ones. A factor in many keys (Mamba's
         in_proj width, quadratic in five) needs more configs than monomials of degree 2: as many are drawn."""
+        self.unfitted: dict[str, str] = {}  # tensor kind -> why it has no formula, in words
         widest = max((len(f.deps) for kind in kinds.values() for f in kind.factors), default=0)
         needed = math.comb(widest + 2, 2) + 2  # the monomials of degree <= 2 in that many keys, and two more
         fitting = min(MAX_FIT_SAMPLES, max(FIT_SAMPLES, needed))
@@ -736,12 +756,17 @@ class Discoverer:
                 factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
                 if factor.expr is None and len(variables) > 1:  # a share per head: lru_width / num_attention_heads
                     factor.expr = fit.quotient(points, variables)
+                if factor.expr is None and len(variables) > 1:  # a share rounded: hidden_size // reduction_factor
+                    factor.expr = fit.rounded(points, variables)
                 if factor.expr is None:
-                    self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
+                    why = f"{_dimension(j)} is no polynomial of degree <= 3 in {', '.join(sorted(factor.deps))}"
+                    self.note(f"{kind.key}: {why}")
+                    self.unfitted[kind.key] = why + f" (e.g. {_example(points, variables)})"
                     continue
                 for values, f in checking:
                     if factor.expr.subs(values) != f[j]:
                         self.note(f"{kind.key}: factor {j} = {factor.expr} fails on a fresh config")
+                        self.unfitted[kind.key] = f"{_dimension(j)} = {factor.expr} fails on a fresh config"
                         factor.expr = None
                         break
 
@@ -904,6 +929,7 @@ class Discoverer:
     def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
         terms: dict[str, dict[str, Any]] = {}
         self.term_of: dict[str, str] = {}  # tensor kind -> the path of the term counting it
+        self.term_layers: dict[str, str] = {}  # term -> the layers the draft counts it on, in words
         n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
         counts = self.layer_counts(kinds)
         for kind in sorted(kinds.values(), key=lambda k: k.order):
@@ -926,6 +952,11 @@ class Discoverer:
             )
             if term["when"] != when:
                 self.note(f"{path}: tensors with different conditions ({term['when']!r}, {when!r}); kept the first")
+            if kind.in_layer and kind.key in self.layer_conditions:  # the condition found for its layers, or none
+                found = self.layer_conditions[kind.key] or "no condition found for them"
+                self.term_layers[path] = f"{term['layers']} layers: {found}"
+            elif kind.in_layer:
+                self.term_layers[path] = "every layer"
             term["exprs"].append(kind.expr)
             term["kinds"].append(kind)
             self.term_of[kind.key] = path
@@ -1100,13 +1131,28 @@ def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) ->
     return out
 
 
+def _dimension(j: int) -> str:
+    """Factor ``j`` of a tensor kind in words (factor 0 counts the tensors of one name in a layer)."""
+    return "the number of such tensors" if j == 0 else f"dimension {j - 1}"
+
+
+def _example(points: list, variables: list[Symbol]) -> str:
+    """One observed point of a fit, in words: ``d=96, h=3 -> 31``."""
+    values, y = points[0]
+    return ", ".join(f"{v}={values[v]}" for v in variables if v in values) + f" -> {y}"
+
+
+def _values(overrides: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{k}={overrides[k]}" for k in keys if k in overrides) or "the class defaults"
+
+
 def _cut(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _formula(expr: Expr) -> str:
-    return str(expr).replace(" ", "")
+    return str(expr).replace(" ", "").replace("ceiling(", "ceil(")  # the record's word for sympy's ceiling
 
 
 def _q(text: str) -> str:

@@ -107,6 +107,20 @@ def _split(name: str) -> tuple[str, int | None]:
     return _INDEX.sub(".*", name), (int(indices[0]) if indices else None)
 
 
+def _attribute(config: Any, key: str) -> Any:
+    """The config's (global) value of ``key``. A heterogeneous config (Gemma 4, Dots3: per-layer overrides of some
+    keys) refuses a plain read of a per-layer key; its global value, the one the config was given, is read the way
+    transformers' own code reads it."""
+    try:
+        return getattr(config, key, None)
+    except Exception:  # AmbiguousGlobalPerLayerAttributeError, or a property that cannot be computed
+        read = getattr(config, "_getattr_without_heterogeneous_validation", None)
+        try:
+            return read(key, None) if read is not None else None
+        except Exception:
+            return None
+
+
 def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> Build:
     """Build ``AutoModelForCausalLM`` for the class defaults with ``overrides`` (keys in ``drop`` left out so
     that the class computes them) on the meta device."""
@@ -143,9 +157,9 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
                 embedding=isinstance(owner, torch.nn.Embedding),
             )
         )
-    attributes = {k: getattr(config, k, None) for k in overrides}
+    attributes = {k: _attribute(config, k) for k in overrides}
     for key in drop:
-        attributes[key] = getattr(config, key, None)
+        attributes[key] = _attribute(config, key)
     total = sum(p.numel() for p in model.parameters())
     return Build(
         tuple(tensors),

@@ -198,11 +198,42 @@ def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str,
             named = ", ".join(tensors.get(component.path, [])[:3]) or "no tensor of transformers"
             return (
                 f"term {component.path} ({named}): the draft {component.count:,}, transformers"
-                f" {theirs.get(component.path, 0):,} with {values}"
+                f" {theirs.get(component.path, 0):,}{_why(discoverer, component.path, built)} with {values}"
             )
     if theirs.get(""):
         return f"tensors the draft has no term for: {', '.join(tensors[''][:3])} ({theirs['']:,} with {values})"
     return f"with {values}"
+
+
+def _why(discoverer: Discoverer, path: str, built: probe.Build) -> str:
+    """Why a term may differ, in words: a tensor of it the draft has no formula for, or the layers that carry its
+    tensors in transformers' build beside the draft's layer count for it."""
+    term_of = getattr(discoverer, "term_of", {})
+    kinds = [k for k, p in term_of.items() if p == path]
+    unfitted = getattr(discoverer, "unfitted", {})
+    for kind in kinds:
+        if kind in unfitted:
+            return f" (the draft has no formula for {kind}: {unfitted[kind]})"
+    layers = sorted({t.layer for t in built.tensors if t.layer is not None and term_of.get(t.key) == path})
+    counted = getattr(discoverer, "term_layers", {}).get(path)
+    if layers and counted is not None:
+        where = _ranges(layers)
+        return f" (transformers builds it on {len(layers)} of {built.layers} layers ({where}); the draft on {counted})"
+    return ""
+
+
+def _ranges(layers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2, 5``; at most six ranges."""
+    out: list[str] = []
+    start = previous = layers[0]
+    for i in [*layers[1:], None]:
+        if i is not None and i == previous + 1:
+            previous = i
+            continue
+        out.append(str(start) if start == previous else f"{start}-{previous}")
+        if i is not None:
+            start = previous = i
+    return ", ".join(out[:6]) + (", ..." if len(out) > 6 else "")
 
 
 def _cut(text: str, limit: int = 200) -> str:
