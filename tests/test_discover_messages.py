@@ -64,3 +64,26 @@ def test_no_random_config_accepted_says_the_first_refusal(monkeypatch) -> None:
         RuntimeError, match=r"the first: ValueError: hidden_size must be a multiple of 128 with hidden_size=96"
     ):
         discoverer.sample(["hidden_size"])
+
+
+def test_random_configs_always_give_the_head_counts() -> None:
+    # GraniteMoE-SWA: hidden_size drawn as 12 beside num_attention_heads left at its default 16 made head_dim 0
+    import random
+
+    from llmcount.discover.verify import random_config
+
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "toy"
+    discoverer.layer_key = "num_hidden_layers"
+    discoverer.symbols = {"hidden_size": None, "num_attention_heads": None}
+    discoverer.tokens = set()
+    discoverer.switches_read = []
+    discoverer.parts = []
+    discoverer.per_layer = {}
+    discoverer.dependent = {}
+    discoverer.layer_values = {}
+    discoverer.draw = lambda sizes: {"num_attention_heads": 3, "hidden_size": 12}
+    rng = random.Random(0)
+    configs = [random_config(discoverer, rng) for _ in range(30)]
+    assert all(c["num_attention_heads"] == 3 for c in configs)
+    assert any("hidden_size" not in c for c in configs)  # other keys are still left to their defaults at times

@@ -24,6 +24,7 @@ from ..formulas.symbols import BY_NAME, GLOSSARY
 from . import fit, probe, ties
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
+WIDE = LAYERS + 2  # layers of the builds that look for a period or an offset of more than the first layers
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
 MAX_FIT_SAMPLES = 60  # the most random configs a fit draws (a quadratic in 9 keys has 55 monomials)
@@ -511,8 +512,13 @@ class Discoverer:
         base = self.build(self.on)
         found: dict[str, list[Any]] = {}
         most = len(_per_kind(base))
-        for _ in range(2):
+        self.wide: set[str] = set()  # layer keys seen to act only with more layers (a period of 3 or more)
+        for rounds in range(2):
             new = self._layer_keys(self.build(self.on), skip=set(found))
+            if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
+                wider = self._layer_keys(self.build({**self.on, self.layer_key: WIDE}), set(found) | set(new), WIDE)
+                self.wide |= set(wider)
+                new.update(wider)
             if not new:
                 break
             found.update(new)
@@ -530,10 +536,14 @@ class Discoverer:
                         self.on = {**self.on, key: chosen}
         return found
 
-    def _layer_keys(self, base: probe.Build, skip: set[str]) -> dict[str, list[Any]]:
+    def _layer_keys(self, base: probe.Build, skip: set[str], layers: int | None = None) -> dict[str, list[Any]]:
+        """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
+        only small counts (a period, an offset), tried on that many layers."""
         found: dict[str, list[Any]] = {}
         for key, value in sorted(self.defaults.items()):
             if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
+                continue
+            if layers is not None and not (isinstance(value, int) and 0 < value <= 16):
                 continue
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
@@ -546,7 +556,7 @@ class Discoverer:
                 continue
             for trial in trials:
                 try:
-                    b = self.build({**self.on, key: trial})
+                    b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
                 except probe.Refused:
                     continue
                 if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
@@ -562,6 +572,9 @@ class Discoverer:
             return {}
         observations = []  # (the layer keys' values and N, {kind: membership over the layers})
         settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        wide = getattr(self, "wide", set())
+        settings += [{key: v, self.layer_key: WIDE} for key in sorted(wide) for v in self.layer_values[key]]
+        settings += [{self.layer_key: WIDE}] if wide else []
         if positional:  # which layers, by their index alone: seen over several layer counts
             settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
         for setting in settings:

@@ -65,7 +65,10 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
     config: dict[str, Any] = {"model_type": discoverer.model_type, discoverer.layer_key: rng.randint(1, LAYERS_MAX)}
     config.update(dict.fromkeys(discoverer.tokens, 0))
     for key, value in discoverer.draw(sizes).items():
-        if rng.random() < 0.8:  # else absent: the record's default must be transformers' default
+        # else absent: the record's default must be transformers' default. Head counts are always given: the sizes
+        # are drawn as multiples of them, and a class default beside small drawn sizes makes a share of 0 or a
+        # fraction (d // h with h = 16, d = 12) that no real config has
+        if rng.random() < 0.8 or "heads" in key or key.endswith("_head"):
             config[key] = value
     for key in getattr(discoverer, "activation_keys", []):  # validators may pin it (ZAYA: 1 expert per token)
         default = discoverer.defaults.get(key)
