@@ -37,3 +37,14 @@ def test_a_per_layer_key_of_a_heterogeneous_config_is_read() -> None:
     # Gemma 4's head_dim may vary per layer: transformers refuses a plain read of the global value
     built = probe.build("gemma4_text", {"num_hidden_layers": 2, "head_dim": 32, "vocab_size": 64})
     assert built.attributes["head_dim"] == 32
+
+
+def test_the_layer_count_is_the_key_whose_layers_are_built() -> None:
+    # HRM: num_hidden_layers (128) counts layer applications and builds nothing; each stack has num_layers_per_stack
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "hrm_text"
+    discoverer.notes = []
+    discoverer.defaults = probe.class_defaults("hrm_text")
+    discoverer.aliases = probe.attribute_map("hrm_text")
+    assert discoverer.find_layer_key() == "num_layers_per_stack"
+    assert probe.build("hrm_text", {"num_layers_per_stack": 2, "num_hidden_layers": 5}).layers == 2

@@ -67,7 +67,8 @@ def test_no_random_config_accepted_says_the_first_refusal(monkeypatch) -> None:
 
 
 def test_random_configs_always_give_the_head_counts() -> None:
-    # GraniteMoE-SWA: hidden_size drawn as 12 beside num_attention_heads left at its default 16 made head_dim 0
+    # GraniteMoE-SWA: hidden_size drawn as 12 beside num_attention_heads left at its default 16 made head_dim 0;
+    # Phi: hidden_size left at its default 2048 beside 3 drawn heads made a head width of 2048 / 3
     import random
 
     from llmcount.discover.verify import random_config
@@ -75,15 +76,18 @@ def test_random_configs_always_give_the_head_counts() -> None:
     discoverer = Discoverer.__new__(Discoverer)
     discoverer.model_type = "toy"
     discoverer.layer_key = "num_hidden_layers"
-    discoverer.symbols = {"hidden_size": None, "num_attention_heads": None}
+    discoverer.symbols = {"hidden_size": None, "num_attention_heads": None, "intermediate_size": None}
+    discoverer.defaults = {"hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": 3072}
     discoverer.tokens = set()
     discoverer.switches_read = []
     discoverer.parts = []
     discoverer.per_layer = {}
     discoverer.dependent = {}
     discoverer.layer_values = {}
-    discoverer.draw = lambda sizes: {"num_attention_heads": 3, "hidden_size": 12}
+    discoverer.draw = lambda sizes: {"num_attention_heads": 3, "hidden_size": 12, "intermediate_size": 24}
     rng = random.Random(0)
     configs = [random_config(discoverer, rng) for _ in range(30)]
     assert all(c["num_attention_heads"] == 3 for c in configs)
-    assert any("hidden_size" not in c for c in configs)  # other keys are still left to their defaults at times
+    assert all(c["hidden_size"] % 6 == 0 for c in configs)  # drawn, or 2048 made a multiple of 2 * 3
+    assert any(c["hidden_size"] != 12 for c in configs)
+    assert any("intermediate_size" not in c for c in configs)  # 3072 = 6 * 512: its default may stay

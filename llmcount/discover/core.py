@@ -161,7 +161,7 @@ class Discoverer:
         names = glossary_keys()
         named = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
         if named is not None:
-            return named
+            return self._builds_layers(named) or named
         # the class's own name for it, by its attribute_map
         alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
         named = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
@@ -186,6 +186,36 @@ class Discoverer:
             f"{self.model_type}: no config key for the number of layers (glossary symbol N; tried"
             f" {', '.join(counts) or 'no integer key naming layers'})"
         )
+
+    def _builds_layers(self, named: str) -> str | None:
+        """``named`` when the model builds as many layers as it says (or a validator refuses a bare change of it);
+        else the integer key naming layers that does (HRM's ``num_layers_per_stack``: its ``num_hidden_layers`` is a
+        count of layer applications, which builds nothing); None when no key does."""
+
+        given = {  # every integer given explicitly, as the builds give them
+            k: 0 if k.endswith("_token_id") else v
+            for k, v in self.defaults.items()
+            if isinstance(v, int) and not isinstance(v, bool)
+        }
+
+        def follows(key: str) -> bool | None:
+            try:
+                return all(probe.build(self.model_type, {**given, key: n}).layers == n for n in (1, 2))
+            except probe.Refused:
+                return None
+
+        if follows(named) is not False:
+            return named
+        others = [
+            k
+            for k, v in self.defaults.items()
+            if "layer" in k and k != named and isinstance(v, int) and not isinstance(v, bool) and v > 0
+        ]
+        for key in others:
+            if follows(key):
+                self.note(f"{key}: the number of layers built ({named} builds none: a count of their applications)")
+                return key
+        return named
 
     # ---- layer counts the config's validators accept ------------------------------------------------------
     def tie_layers(self) -> None:
@@ -538,12 +568,12 @@ class Discoverer:
 
     def _layer_keys(self, base: probe.Build, skip: set[str], layers: int | None = None) -> dict[str, list[Any]]:
         """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
-        only small counts (a period, an offset), tried on that many layers."""
+        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers."""
         found: dict[str, list[Any]] = {}
         for key, value in sorted(self.defaults.items()):
             if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
                 continue
-            if layers is not None and not (isinstance(value, int) and 0 < value <= 16):
+            if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]

@@ -70,6 +70,11 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
         # fraction (d // h with h = 16, d = 12) that no real config has
         if rng.random() < 0.8 or "heads" in key or key.endswith("_head"):
             config[key] = value
+    unit = 2 * math.lcm(*(v for k, v in config.items() if isinstance(v, int) and ("heads" in k or k.endswith("_head"))))
+    for key in sizes:  # a large size left out keeps its default only where the drawn heads divide it (d = 2048, h = 3)
+        default = discoverer.defaults.get(key)
+        if key not in config and isinstance(default, int) and default >= 64 and default % unit:
+            config[key] = unit * max(1, default // unit)
     for key in getattr(discoverer, "activation_keys", []):  # validators may pin it (ZAYA: 1 expert per token)
         default = discoverer.defaults.get(key)
         if key in config and isinstance(default, int) and rng.random() < 0.5:
