@@ -195,4 +195,4 @@ def _keep(path: Path, text: str) -> str:
 
 def _short(error: Exception) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= 400 else text[:397] + "..."  # room for where and why (a tensor, the numbers)

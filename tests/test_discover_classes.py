@@ -188,7 +188,7 @@ def test_a_default_rounded_up_from_a_fraction() -> None:
     assert fit.derived([({d: x}, x // 4) for x in (40, 64, 101, 17)], [d]) == "d // 4"
 
 
-@pytest.mark.parametrize("name", ["ngram", "ngram_size"])
+@pytest.mark.parametrize("name", ["ngram", "ngram_size", "dff"])
 def test_a_one_word_key_names_its_own_symbol(tmp_path, name: str) -> None:
     path = tmp_path / "own.toml"
     path.write_text(OWN.replace("output_vocab_size", name))
@@ -197,7 +197,7 @@ def test_a_one_word_key_names_its_own_symbol(tmp_path, name: str) -> None:
     assert read_config(config, "own", family=family).counts.total == 300 * 64 + 64 * 100
 
 
-@pytest.mark.parametrize("name", ["ceil", "none", "abc"])
+@pytest.mark.parametrize("name", ["ceil", "none", "ab", "len", "for"])
 def test_a_one_word_name_the_formulas_reserve_is_refused(tmp_path, name: str) -> None:
     path = tmp_path / "own.toml"
     path.write_text(OWN.replace("output_vocab_size", name))

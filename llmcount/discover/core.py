@@ -24,6 +24,7 @@ from ..formulas.symbols import BY_NAME, GLOSSARY
 from . import fit, probe, ties
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
+WIDE = LAYERS + 2  # layers of the builds that look for a period or an offset of more than the first layers
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
 MAX_FIT_SAMPLES = 60  # the most random configs a fit draws (a quadratic in 9 keys has 55 monomials)
@@ -83,9 +84,10 @@ class Discovery:
     switches: dict[str, bool]  # switch -> class default, for the switches the record reads
 
 
-def _factors(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+def _factors(shapes: list[tuple[int, ...]], key: str = "", layer: int | None = None) -> tuple[int, ...]:
     if len({s for s in shapes}) != 1:
-        raise ValueError(f"tensors under one name differ in shape: {sorted(set(shapes))}")
+        where = f" ({key}{'' if layer is None else f' in layer {layer}'})" if key else ""
+        raise ValueError(f"tensors under one name differ in shape{where}: {sorted(set(shapes))}")
     return (len(shapes), *shapes[0])
 
 
@@ -93,7 +95,7 @@ def _per_kind(b: probe.Build) -> dict[str, tuple[int, ...]]:
     """Tensor kind -> its factors in the first layer that has it."""
     out: dict[str, tuple[int, ...]] = {}
     for (key, _layer), shapes in sorted(b.table().items(), key=lambda x: (x[0][0], -1 if x[0][1] is None else x[0][1])):
-        out.setdefault(key, _factors(shapes))
+        out.setdefault(key, _factors(shapes, key, _layer))
     return out
 
 
@@ -159,7 +161,7 @@ class Discoverer:
         names = glossary_keys()
         named = next((k for k in self.defaults if names.get(k) is not None and names[k].name == "N"), None)
         if named is not None:
-            return named
+            return self._builds_layers(named) or named
         # the class's own name for it, by its attribute_map
         alias = next((a for a in self.aliases if names.get(a) is not None and names[a].name == "N"), None)
         named = self.aliases.get(alias) if self.aliases.get(alias) in self.defaults else None
@@ -184,6 +186,36 @@ class Discoverer:
             f"{self.model_type}: no config key for the number of layers (glossary symbol N; tried"
             f" {', '.join(counts) or 'no integer key naming layers'})"
         )
+
+    def _builds_layers(self, named: str) -> str | None:
+        """``named`` when the model builds as many layers as it says (or a validator refuses a bare change of it);
+        else the integer key naming layers that does (HRM's ``num_layers_per_stack``: its ``num_hidden_layers`` is a
+        count of layer applications, which builds nothing); None when no key does."""
+
+        given = {  # every integer given explicitly, as the builds give them
+            k: 0 if k.endswith("_token_id") else v
+            for k, v in self.defaults.items()
+            if isinstance(v, int) and not isinstance(v, bool)
+        }
+
+        def follows(key: str) -> bool | None:
+            try:
+                return all(probe.build(self.model_type, {**given, key: n}).layers == n for n in (1, 2))
+            except probe.Refused:
+                return None
+
+        if follows(named) is not False:
+            return named
+        others = [
+            k
+            for k, v in self.defaults.items()
+            if "layer" in k and k != named and isinstance(v, int) and not isinstance(v, bool) and v > 0
+        ]
+        for key in others:
+            if follows(key):
+                self.note(f"{key}: the number of layers built ({named} builds none: a count of their applications)")
+                return key
+        return named
 
     # ---- layer counts the config's validators accept ------------------------------------------------------
     def tie_layers(self) -> None:
@@ -504,11 +536,44 @@ class Discoverer:
     def find_layer_keys(self) -> dict[str, list[Any]]:
         """Keys that change which layers carry which tensors (decoder_sparse_step, mlp_only_layers,
         first_k_dense_replace, layer_types), each with the values tried; fitting builds then take a value that
-        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step)."""
+        shows every tensor kind (Qwen3-MoE's dense MLP appears only off the sparse step). A key whose every other
+        value a validator refuses beside another layer key's default (Jamba's attn_layer_period: the offset 4 must
+        stay below it) is tried once more with the values chosen for the keys found first."""
         base = self.build(self.on)
         found: dict[str, list[Any]] = {}
+        most = len(_per_kind(base))
+        self.wide: set[str] = set()  # layer keys seen to act only with more layers (a period of 3 or more)
+        for rounds in range(2):
+            new = self._layer_keys(self.build(self.on), skip=set(found))
+            if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
+                wider = self._layer_keys(self.build({**self.on, self.layer_key: WIDE}), set(found) | set(new), WIDE)
+                self.wide |= set(wider)
+                new.update(wider)
+            if not new:
+                break
+            found.update(new)
+            for key in new:
+                self.fixed[key] = self.defaults[key]
+            # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
+            for key, values in new.items():
+                for value in values:
+                    try:
+                        count = len(_per_kind(self.build({**self.on, key: value})))
+                    except probe.Refused:
+                        continue
+                    if count > most:
+                        most, chosen = count, value
+                        self.on = {**self.on, key: chosen}
+        return found
+
+    def _layer_keys(self, base: probe.Build, skip: set[str], layers: int | None = None) -> dict[str, list[Any]]:
+        """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
+        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers."""
+        found: dict[str, list[Any]] = {}
         for key, value in sorted(self.defaults.items()):
-            if key == self.layer_key or key in self.tokens or isinstance(value, bool):
+            if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
+                continue
+            if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
@@ -521,25 +586,12 @@ class Discoverer:
                 continue
             for trial in trials:
                 try:
-                    b = self.build({**self.on, key: trial})
+                    b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
                 except probe.Refused:
                     continue
                 if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
-        for key in found:
-            self.fixed[key] = self.defaults[key]
-        # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
-        most = len(_per_kind(base))
-        for key, values in found.items():
-            for value in values:
-                try:
-                    count = len(_per_kind(self.build({**self.on, key: value})))
-                except probe.Refused:
-                    continue
-                if count > most:
-                    most, chosen = count, value
-                    self.on = {**self.on, key: chosen}
         return found
 
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
@@ -550,6 +602,9 @@ class Discoverer:
             return {}
         observations = []  # (the layer keys' values and N, {kind: membership over the layers})
         settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        wide = getattr(self, "wide", set())
+        settings += [{key: v, self.layer_key: WIDE} for key in sorted(wide) for v in self.layer_values[key]]
+        settings += [{self.layer_key: WIDE}] if wide else []
         if positional:  # which layers, by their index alone: seen over several layer counts
             settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
         for setting in settings:
@@ -588,6 +643,11 @@ class Discoverer:
                 single += [f"{key}[i] == '{x}'" for x in sorted({x for v in values for x in v})]
             else:  # a pattern shorter than the layers, repeated over them (RecurrentGemma's block_types)
                 single += [f"{key}[i % len({key})] == '{x}'" for x in sorted({x for v in values for x in v})]
+        # one key the period, another the offset within it (Jamba's attention on i % attn_layer_period ==
+        # attn_layer_offset): each ordered pair of integer layer keys
+        periodic = [k for k, values in sorted(self.layer_values.items()) if isinstance(values[0], int)]
+        for a in periodic:
+            single += [f"i % {a} {op} {b}" for b in periodic if b != a for op in ("==", "!=")]
         single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
@@ -704,18 +764,21 @@ class Discoverer:
 
     def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
         """A random config transformers accepts, and what it builds."""
+        first = ""
         for _ in range(ATTEMPTS):
             values = self.draw(sizes)
             overrides = {**self.on, **{k: v for k, v in values.items()}, **dict.fromkeys(null)}
             try:
                 return values, self.build(overrides, drop, repair={*sizes, *self.on, *null})
-            except probe.Refused:
+            except probe.Refused as error:
+                first = first or f"{_cut(str(error), 160)} with {_values(overrides, sizes)}"
                 continue
-        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts")
+        raise RuntimeError(f"{self.model_type}: no random config accepted in {ATTEMPTS} attempts; the first: {first}")
 
     def fit(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
         """Each factor as a polynomial over random configs, checked on fresh ones. A factor in many keys (Mamba's
         in_proj width, quadratic in five) needs more configs than monomials of degree 2: as many are drawn."""
+        self.unfitted: dict[str, str] = {}  # tensor kind -> why it has no formula, in words
         widest = max((len(f.deps) for kind in kinds.values() for f in kind.factors), default=0)
         needed = math.comb(widest + 2, 2) + 2  # the monomials of degree <= 2 in that many keys, and two more
         fitting = min(MAX_FIT_SAMPLES, max(FIT_SAMPLES, needed))
@@ -736,12 +799,17 @@ class Discoverer:
                 factor.expr = fit.polynomial(points, variables) if variables else Integer(points[0][1])
                 if factor.expr is None and len(variables) > 1:  # a share per head: lru_width / num_attention_heads
                     factor.expr = fit.quotient(points, variables)
+                if factor.expr is None and len(variables) > 1:  # a share rounded: hidden_size // reduction_factor
+                    factor.expr = fit.rounded(points, variables)
                 if factor.expr is None:
-                    self.note(f"{kind.key}: factor {j} is no polynomial of degree <= 3 in {sorted(factor.deps)}")
+                    why = f"{_dimension(j)} is no polynomial of degree <= 3 in {', '.join(sorted(factor.deps))}"
+                    self.note(f"{kind.key}: {why}")
+                    self.unfitted[kind.key] = why + f" (e.g. {_example(points, variables)})"
                     continue
                 for values, f in checking:
                     if factor.expr.subs(values) != f[j]:
                         self.note(f"{kind.key}: factor {j} = {factor.expr} fails on a fresh config")
+                        self.unfitted[kind.key] = f"{_dimension(j)} = {factor.expr} fails on a fresh config"
                         factor.expr = None
                         break
 
@@ -904,6 +972,7 @@ class Discoverer:
     def write(self, kinds: dict[str, Kind], defaults: dict, effects: dict) -> str:
         terms: dict[str, dict[str, Any]] = {}
         self.term_of: dict[str, str] = {}  # tensor kind -> the path of the term counting it
+        self.term_layers: dict[str, str] = {}  # term -> the layers the draft counts it on, in words
         n_symbol = next((s for s in self.symbols.values() if s.name == "n"), None)
         counts = self.layer_counts(kinds)
         for kind in sorted(kinds.values(), key=lambda k: k.order):
@@ -926,6 +995,11 @@ class Discoverer:
             )
             if term["when"] != when:
                 self.note(f"{path}: tensors with different conditions ({term['when']!r}, {when!r}); kept the first")
+            if kind.in_layer and kind.key in self.layer_conditions:  # the condition found for its layers, or none
+                found = self.layer_conditions[kind.key] or "no condition found for them"
+                self.term_layers[path] = f"{term['layers']} layers: {found}"
+            elif kind.in_layer:
+                self.term_layers[path] = "every layer"
             term["exprs"].append(kind.expr)
             term["kinds"].append(kind)
             self.term_of[kind.key] = path
@@ -1100,13 +1174,28 @@ def _topological(keys: list[str], defaults: dict, symbols: dict[str, Symbol]) ->
     return out
 
 
+def _dimension(j: int) -> str:
+    """Factor ``j`` of a tensor kind in words (factor 0 counts the tensors of one name in a layer)."""
+    return "the number of such tensors" if j == 0 else f"dimension {j - 1}"
+
+
+def _example(points: list, variables: list[Symbol]) -> str:
+    """One observed point of a fit, in words: ``d=96, h=3 -> 31``."""
+    values, y = points[0]
+    return ", ".join(f"{v}={values[v]}" for v in variables if v in values) + f" -> {y}"
+
+
+def _values(overrides: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{k}={overrides[k]}" for k in keys if k in overrides) or "the class defaults"
+
+
 def _cut(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _formula(expr: Expr) -> str:
-    return str(expr).replace(" ", "")
+    return str(expr).replace(" ", "").replace("ceiling(", "ceil(")  # the record's word for sympy's ceiling
 
 
 def _q(text: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations_with_replacement
 
-from sympy import Expr, Integer, Mul, Rational, Symbol
+from sympy import Expr, Integer, Mul, Rational, Symbol, ceiling, floor
 
 Sample = tuple[Mapping[Symbol, int], int]  # the values of the symbols, the observed number
 
@@ -77,6 +77,29 @@ def quotient(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree:
             expr = found / divisor
             if all(expr.subs(values) == y for values, y in samples):
                 return expr
+    return None
+
+
+def rounded(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 2) -> Expr | None:
+    """A polynomial in one key divided by another and rounded down or up (XMOD's adapter width ``hidden_size //
+    adapter_reduction_factor``) and in the other keys, when neither a polynomial nor a quotient gives the samples:
+    the first pair (in name order, floor before ceil) whose rounded quotient, taken as one more variable, makes a
+    polynomial that gives every sample's number."""
+    variables = sorted(variables, key=lambda s: s.name)
+    ratio = Symbol("_ratio", positive=True, integer=True)
+    for top in variables:
+        for divisor in variables:
+            if divisor == top:
+                continue
+            others = [s for s in variables if s not in (top, divisor)]
+            for rounding, op in ((floor, lambda a, b: a // b), (ceiling, lambda a, b: -(-a // b))):
+                points = [({**values, ratio: op(values[top], values[divisor])}, y) for values, y in samples]
+                found = polynomial(points, [ratio, *others], max_degree)
+                if found is None or ratio not in found.free_symbols:
+                    continue
+                expr = found.subs(ratio, rounding(top / divisor))
+                if all(expr.subs(values) == y for values, y in samples):
+                    return expr
     return None
 
 

@@ -101,10 +101,45 @@ def _is_norm(module: torch.nn.Module) -> bool:
     return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))
 
 
-def _split(name: str) -> tuple[str, int | None]:
-    """``model.layers.3.mlp.experts.5.w1.weight`` -> (``model.layers.*.mlp.experts.*.w1.weight``, 3)."""
+def _split(name: str, kept: frozenset[str] = frozenset()) -> tuple[str, int | None]:
+    """``model.layers.3.mlp.experts.5.w1.weight`` -> (``model.layers.*.mlp.experts.*.w1.weight``, 3). An index into
+    one of the ``kept`` containers (an ``nn.Sequential`` after the layer index: CTRL's ``ffn.0`` and ``ffn.2``, two
+    Linears of other shapes, not copies of one module) stays in the name."""
     indices = _INDEX.findall(name)
-    return _INDEX.sub(".*", name), (int(indices[0]) if indices else None)
+    if not kept:
+        return _INDEX.sub(".*", name), (int(indices[0]) if indices else None)
+    original = name.split(".")
+    parts = list(original)
+    numeric = [i for i, part in enumerate(parts[:-1]) if part.isdigit() and i > 0]
+    for i in numeric[1:]:  # the first index is the layer's
+        if ".".join(original[:i]) not in kept:
+            parts[i] = "*"
+    if numeric:
+        parts[numeric[0]] = "*"
+    return ".".join(parts), (int(indices[0]) if indices else None)
+
+
+def _sequentials(model: torch.nn.Module) -> frozenset[str]:
+    """The names of the ``nn.Sequential`` containers (not ModuleLists of copies) that hold parameters."""
+    return frozenset(
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Sequential) and name and any(True for _ in module.parameters())
+    )
+
+
+def _attribute(config: Any, key: str) -> Any:
+    """The config's (global) value of ``key``. A heterogeneous config (Gemma 4, Dots3: per-layer overrides of some
+    keys) refuses a plain read of a per-layer key; its global value, the one the config was given, is read the way
+    transformers' own code reads it."""
+    try:
+        return getattr(config, key, None)
+    except Exception:  # AmbiguousGlobalPerLayerAttributeError, or a property that cannot be computed
+        read = getattr(config, "_getattr_without_heterogeneous_validation", None)
+        try:
+            return read(key, None) if read is not None else None
+        except Exception:
+            return None
 
 
 def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> Build:
@@ -120,17 +155,18 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
         except Exception as error:  # whatever transformers raises, it refused the config
             raise Refused(f"{type(error).__name__}: {error}") from error
     modules = dict(model.named_modules())
+    kept = _sequentials(model)
     tensors = []
     seen: dict[int, str] = {}
     shared: dict[str, str] = {}
     layers: set[int] = set()
     for name, parameter in model.named_parameters(remove_duplicate=False):
         if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
-            shared[_split(name)[0]] = seen[id(parameter)]
+            shared[_split(name, kept)[0]] = seen[id(parameter)]
             continue
-        seen[id(parameter)] = _split(name)[0]
+        seen[id(parameter)] = _split(name, kept)[0]
         owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
-        key, layer = _split(name)
+        key, layer = _split(name, kept)
         if layer is not None:
             layers.add(layer)
         tensors.append(
@@ -143,9 +179,9 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
                 embedding=isinstance(owner, torch.nn.Embedding),
             )
         )
-    attributes = {k: getattr(config, k, None) for k in overrides}
+    attributes = {k: _attribute(config, k) for k in overrides}
     for key in drop:
-        attributes[key] = getattr(config, key, None)
+        attributes[key] = _attribute(config, key)
     total = sum(p.numel() for p in model.parameters())
     return Build(
         tuple(tensors),

@@ -65,8 +65,16 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
     config: dict[str, Any] = {"model_type": discoverer.model_type, discoverer.layer_key: rng.randint(1, LAYERS_MAX)}
     config.update(dict.fromkeys(discoverer.tokens, 0))
     for key, value in discoverer.draw(sizes).items():
-        if rng.random() < 0.8:  # else absent: the record's default must be transformers' default
+        # else absent: the record's default must be transformers' default. Head counts are always given: the sizes
+        # are drawn as multiples of them, and a class default beside small drawn sizes makes a share of 0 or a
+        # fraction (d // h with h = 16, d = 12) that no real config has
+        if rng.random() < 0.8 or "heads" in key or key.endswith("_head"):
             config[key] = value
+    unit = 2 * math.lcm(*(v for k, v in config.items() if isinstance(v, int) and ("heads" in k or k.endswith("_head"))))
+    for key in sizes:  # a large size left out keeps its default only where the drawn heads divide it (d = 2048, h = 3)
+        default = discoverer.defaults.get(key)
+        if key not in config and isinstance(default, int) and default >= 64 and default % unit:
+            config[key] = unit * max(1, default // unit)
     for key in getattr(discoverer, "activation_keys", []):  # validators may pin it (ZAYA: 1 expert per token)
         default = discoverer.defaults.get(key)
         if key in config and isinstance(default, int) and rng.random() < 0.5:
@@ -198,11 +206,42 @@ def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str,
             named = ", ".join(tensors.get(component.path, [])[:3]) or "no tensor of transformers"
             return (
                 f"term {component.path} ({named}): the draft {component.count:,}, transformers"
-                f" {theirs.get(component.path, 0):,} with {values}"
+                f" {theirs.get(component.path, 0):,}{_why(discoverer, component.path, built)} with {values}"
             )
     if theirs.get(""):
         return f"tensors the draft has no term for: {', '.join(tensors[''][:3])} ({theirs['']:,} with {values})"
     return f"with {values}"
+
+
+def _why(discoverer: Discoverer, path: str, built: probe.Build) -> str:
+    """Why a term may differ, in words: a tensor of it the draft has no formula for, or the layers that carry its
+    tensors in transformers' build beside the draft's layer count for it."""
+    term_of = getattr(discoverer, "term_of", {})
+    kinds = [k for k, p in term_of.items() if p == path]
+    unfitted = getattr(discoverer, "unfitted", {})
+    for kind in kinds:
+        if kind in unfitted:
+            return f" (the draft has no formula for {kind}: {unfitted[kind]})"
+    layers = sorted({t.layer for t in built.tensors if t.layer is not None and term_of.get(t.key) == path})
+    counted = getattr(discoverer, "term_layers", {}).get(path)
+    if layers and counted is not None:
+        where = _ranges(layers)
+        return f" (transformers builds it on {len(layers)} of {built.layers} layers ({where}); the draft on {counted})"
+    return ""
+
+
+def _ranges(layers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2, 5``; at most six ranges."""
+    out: list[str] = []
+    start = previous = layers[0]
+    for i in [*layers[1:], None]:
+        if i is not None and i == previous + 1:
+            previous = i
+            continue
+        out.append(str(start) if start == previous else f"{start}-{previous}")
+        if i is not None:
+            start = previous = i
+    return ", ".join(out[:6]) + (", ..." if len(out) > 6 else "")
 
 
 def _cut(text: str, limit: int = 200) -> str:

@@ -7,6 +7,7 @@ refusals, the ordered terms and, optionally, what the cost formulas need to know
 
 from __future__ import annotations
 
+import keyword
 import os
 import re
 import sys
@@ -550,10 +551,12 @@ def _text(data: Mapping[str, Any], field: str, where: str, default: str | None =
     return value
 
 
-# a config key with an underscore (a size) or one lowercase word of 4 or more letters (ProphetNet's ngram), or N_
-# and a word (a count of layers): never a glossary name, a function of the formulas or a word they reserve
-_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]{3,40}|N_[a-z0-9_]{1,40})$")
-_RESERVED = {"ceil", "floor", "sqrt", "isqrt", "none", "null", "true", "false", "auto"}
+# a config key with an underscore (a size) or one lowercase word of 3 or more letters (ProphetNet's ngram, CTRL's
+# dff), or N_ and a word (a count of layers): never a glossary name, a function of the formulas, a Python keyword or
+# a word they reserve
+_OWN_NAME = re.compile(r"^(?:[a-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]{2,40}|N_[a-z0-9_]{1,40})$")
+_RESERVED = {"ceil", "floor", "sqrt", "isqrt", "none", "null", "true", "false", "auto", "len", "str", "min", "max"}
+_RESERVED |= {"int", "abs", "sum", "all", "any"} | set(keyword.kwlist)
 
 
 def _glossary(data: Any, where: str) -> None:

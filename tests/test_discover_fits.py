@@ -1,0 +1,43 @@
+"""Discovery's failure class of widths: a share of one key by another rounded down or up (XMOD's adapter width
+``hidden_size // adapter_reduction_factor``), which no polynomial and no exact quotient gives."""
+
+from __future__ import annotations
+
+import random
+
+from llmcount.discover import fit
+from llmcount.formulas.expressions import formula
+from llmcount.formulas.symbols import BY_NAME
+
+d, r, h = (BY_NAME[name].symbol for name in ("d", "h_kv", "h"))  # three glossary symbols, so the text reads back
+
+
+def _points(rule, seed: int = 0):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(18):
+        v = {d: 6 * rng.randint(2, 9), r: rng.randint(2, 9), h: rng.randint(1, 4)}
+        out.append((v, rule(v)))
+    return out
+
+
+def test_a_rounded_down_share_is_fitted() -> None:
+    points = _points(lambda v: v[d] // v[r])  # by hand: XmodAdapter's bottleneck, hidden_size // reduction_factor
+    assert fit.polynomial(points, [d, r]) is None
+    assert fit.quotient(points, [d, r]) is None
+    found = fit.rounded(points, [d, r])
+    assert found is not None
+    fresh = _points(lambda v: v[d] // v[r], seed=1)
+    assert all(found.subs(v) == y for v, y in fresh)
+
+
+def test_a_rounded_up_share_times_another_key_is_fitted_and_read_back() -> None:
+    def rule(v):
+        return v[h] * -(-v[d] // v[r])  # by hand: h heads of ceil(d / r)
+
+    found = fit.rounded(_points(rule), [d, r, h])
+    assert found is not None
+    text = str(found).replace(" ", "").replace("ceiling(", "ceil(")  # as the draft writes it
+    assert "ceil(" in text
+    parsed = formula(text, "test")
+    assert all(parsed.subs(v) == y for v, y in _points(rule, seed=2))

@@ -1,0 +1,50 @@
+"""Discovery's failure classes of layers: which layers carry which tensors when one layer key is the period and
+another the offset within it (Jamba), and per-layer keys of a heterogeneous config (Gemma 4, Dots3)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch", reason="discover needs torch and transformers")
+pytest.importorskip("transformers", reason="discover needs torch and transformers")
+
+from llmcount.discover import probe
+from llmcount.discover.core import Discoverer, _explains
+
+
+def test_a_period_and_an_offset_bound_the_attention_layers() -> None:
+    # JambaConfig.layers_block_type: attention on layer i when i % attn_layer_period == attn_layer_offset
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.per_layer = {}
+    discoverer.defaults = {"num_hidden_layers": 32}
+    discoverer.layer_values = {"attn_layer_offset": [4, 0, 1, 2, 3], "attn_layer_period": [8, 0, 1, 2, 3]}
+
+    def attention(v, i):
+        return i % v["attn_layer_period"] == v["attn_layer_offset"]
+
+    base = {"attn_layer_offset": 0, "attn_layer_period": 8, "N": 3}  # the offset chosen to show attention
+    settings = [base] + [{**base, k: x} for k, xs in discoverer.layer_values.items() for x in xs]
+    settings = [v for v in settings if v["attn_layer_offset"] < v["attn_layer_period"]]  # what the validator accepts
+    seen = [(v, [attention(v, i) for i in range(3)]) for v in settings]
+    found = next(text for text in discoverer.candidates() if _explains(text, seen))
+    grid = [
+        {"attn_layer_offset": o, "attn_layer_period": p, "N": 9} for p in range(1, 9) for o in range(p)
+    ]  # by hand: every offset below every period, over nine layers
+    assert _explains(found, [(v, [attention(v, i) for i in range(9)]) for v in grid]), found
+
+
+def test_a_per_layer_key_of_a_heterogeneous_config_is_read() -> None:
+    # Gemma 4's head_dim may vary per layer: transformers refuses a plain read of the global value
+    built = probe.build("gemma4_text", {"num_hidden_layers": 2, "head_dim": 32, "vocab_size": 64})
+    assert built.attributes["head_dim"] == 32
+
+
+def test_the_layer_count_is_the_key_whose_layers_are_built() -> None:
+    # HRM: num_hidden_layers (128) counts layer applications and builds nothing; each stack has num_layers_per_stack
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "hrm_text"
+    discoverer.notes = []
+    discoverer.defaults = probe.class_defaults("hrm_text")
+    discoverer.aliases = probe.attribute_map("hrm_text")
+    assert discoverer.find_layer_key() == "num_layers_per_stack"
+    assert probe.build("hrm_text", {"num_layers_per_stack": 2, "num_hidden_layers": 5}).layers == 2
