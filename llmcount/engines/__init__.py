@@ -3,9 +3,9 @@
 Each engine is one record, ``<name>.toml`` beside this file: its version and commit, the source files its rules are
 transcribed from, its block or padding size, its KV dtypes and which layers it runs as sliding. The rule of each
 kind of allocation is a function below (``paged``: vLLM's blocks per request; ``pool``: SGLang's token pool;
-``cells``: llama.cpp's padded context). :func:`kv_cache` gives the bytes of B sequences of S tokens per GPU under
-tensor parallelism ``tp``, per kind of layer, beside transformers' figure for the same layers, and says what
-differs, term by term; :func:`kv_cache_bytes` is its total.
+``cells``: llama.cpp's padded context; ``blocks``: TensorRT-LLM's KVCacheManager). :func:`kv_cache` gives the bytes
+of B sequences of S tokens per GPU under tensor parallelism ``tp``, per kind of layer, beside transformers' figure
+for the same layers, and says what differs, term by term; :func:`kv_cache_bytes` is its total.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Engine:
     version: str
     commit: str
     sources: tuple[str, ...]
-    allocation: str  # "exact" (transformers), "paged", "pool" or "cells"
+    allocation: str  # "exact" (transformers), "paged", "pool", "cells" or "blocks"
     dtypes: Mapping[str, Any]
     default_dtype: str
     needs_layer_types: tuple[str, ...] = ()
@@ -102,8 +102,17 @@ def _load(name: str) -> Engine:
     )
 
 
-NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp")
-ALIASES = {"hf": TRANSFORMERS, "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
+NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp", "tensorrt-llm")
+ALIASES = {
+    "hf": TRANSFORMERS,
+    "llamacpp": "llama.cpp",
+    "llama-cpp": "llama.cpp",
+    "llama_cpp": "llama.cpp",
+    "trtllm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "tensorrtllm": "tensorrt-llm",
+}
 
 
 @cache
@@ -226,6 +235,10 @@ def element_bytes(eng: Engine, kv_dtype: str, model_dtype: str) -> tuple[str, An
         from ..dtypes import BITS
 
         return f"auto ({model_dtype})", BITS[model_dtype] // 8
+    if size == "nvfp4":  # 4 bits an element and one FP8 scale per 16 elements: 9/16 of a byte
+        from fractions import Fraction
+
+        return name, Fraction(9, 16)
     return name, size
 
 
@@ -353,6 +366,8 @@ def kv_cache(
             raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
         _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
         split = _swa_split(eng, model_type, evaluate_int(family.attention.window, env, "window"), seq, batch)
+    if eng.allocation == "blocks":
+        _one_width(eng, model, kinds, env, latent, tp)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -404,6 +419,8 @@ def kv_cache(
         rule_args = (eng, run, window, seq, batch, layers, per_layer, size, settings)
         if eng.allocation == "paged":
             tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens)
+        elif eng.allocation == "blocks":
+            tokens, nbytes, rule, token_bytes = _blocks(*rule_args, latent)
         elif eng.allocation == "pool":
             tokens, nbytes, rule, token_bytes = _pool(*rule_args)
         else:
@@ -619,6 +636,41 @@ def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batc
             blocks = _cdiv(min(window + in_flight, seq), block)
             rule = f"cdiv(min(C + {in_flight:,}, S), {block}) = {blocks:,} blocks per sequence (chunk C = {window:,})"
     return blocks * block, batch * layers * blocks * page, rule, per_layer * size
+
+
+def _one_width(eng, model, kinds, env, latent, tp) -> None:
+    """TensorRT-LLM's KVCacheManager takes one head_dim for all its layers: refused by name where the attention
+    layers' tokens differ in width."""
+    from ..formulas.derivation import evaluate_int
+
+    widths = {
+        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp)
+        for k in kinds
+        if not k.is_state
+    }
+    if len(widths) > 1:
+        raise LlmcountError(f"{eng.title}: {model.architecture.title}: {eng.refused['widths']}")
+
+
+def _blocks(eng, run, window, seq, batch, layers, per_layer, size, settings, latent=False):
+    """TensorRT-LLM: blocks of tokens_per_block tokens, cdiv(S, tokens_per_block) a sequence in every layer (one
+    window, max_seq_len, for all layers); a token of a layer is kv_factor · heads per rank · head_dim elements of the
+    cache dtype (an MLA latent: one head, K only)."""
+    block = settings.setdefault("tokens_per_block", eng.settings["tokens_per_block"])
+    token = per_layer * size
+    if token != int(token):
+        raise LlmcountError(
+            f"--kv-dtype: a token of {per_layer} elements is not a whole number of 16-element NVFP4 scale groups"
+        )
+    token = int(token)
+    blocks = _cdiv(seq, block)
+    rule = (
+        f"cdiv(S, {block}) = {blocks:,} blocks of {block} tokens ({block * token:,} bytes a block per layer) per "
+        "sequence (KVCacheManager, tokens_per_block)"
+    )
+    if latent:
+        rule += "; MLA as one head of kv_lora_rank + qk_rope_head_dim, K only (CacheType.SELFKONLY), on every rank"
+    return blocks * block, batch * layers * blocks * block * token, rule, token
 
 
 def _pool(eng, run, window, seq, batch, layers, per_layer, size, settings):
