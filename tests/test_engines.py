@@ -428,24 +428,26 @@ def test_sglang_pool_by_hand():
     """MHATokenToKVPool (python/sglang/srt/mem_cache/memory_pool.py, commit 000ccdba): per layer k and v buffers of
     (size + page_size, head_num, head_dim), page_size 1; size = B · S tokens here. Llama-3-8B: 32 layers, 8 KV heads
     of 128, bf16; at tp = 4, two heads per rank."""
+    table = (4 + 1) * (8192 + 4) * 4  # ReqToTokenPool: int32, B + 1 rows of S + 4 (tests/test_engines_sglang.py)
     got = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4)
-    assert got.bytes == 32 * (4 * 8192 + 1) * 8 * 128 * 2 * 2
-    assert engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, tp=4).bytes == got.bytes // 4
+    assert got.bytes == 32 * (4 * 8192 + 1) * 8 * 128 * 2 * 2 + table
+    assert engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, tp=4).bytes == (got.bytes - table) // 4 + table
     fp8 = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, "fp8_e4m3")  # stored as uint8: one byte
-    assert fp8.bytes == got.bytes // 2
+    assert fp8.bytes == (got.bytes - table) // 2 + table
 
 
 def test_sglang_mla_by_hand():
     """MLATokenToKVPool: one buffer of (size + page_size, 1, kv_lora_rank + qk_rope_head_dim) per layer."""
-    assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2
+    table = 3 * (4096 + 4) * 4
+    assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2 + table
 
 
 def test_sglang_gives_gemma2s_sliding_layers_the_full_pool_by_hand():
     """configs/model_config.py is_hybrid_swa_model lists no Gemma-2 architecture: one MHATokenToKVPool for all 26
     layers, (S + 1) slots of 4 KV heads of 256, keys and values, bf16."""
     got = engines.kv_cache("sglang", load("gemma-2-2b"), 32768)
-    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2
-    assert {k.engine_kind for k in got.kinds} == {"full_attention"}
+    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2 + 2 * (32768 + 4) * 4
+    assert {k.engine_kind for k in got.kinds} == {"full_attention", "req_to_token"}
 
 
 def test_sglang_gives_hybrid_swa_architectures_a_sliding_pool():

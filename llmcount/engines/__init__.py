@@ -48,6 +48,8 @@ class Engine:
     no_longer: Mapping[str, Any] = field(default_factory=dict)  # model type -> [architecture, last version]
     context: Mapping[str, Any] = field(default_factory=dict)  # how the engine derives the longest context
     swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
+    page_sizes: Mapping[str, int] = field(default_factory=dict)  # attention backend -> the page size it resolves to
+    page_sizes_not_mla: Mapping[str, int] = field(default_factory=dict)  # ... where an MLA model keeps another
 
     @property
     def cited(self) -> str:
@@ -66,7 +68,17 @@ TRANSFORMERS_ENGINE = Engine(
 )
 
 
-OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context", "swa"}
+OWN_TABLES = {
+    "sliding",
+    "refused",
+    "hybrid",
+    "states",
+    "no_longer",
+    "context",
+    "swa",
+    "attention_backends",
+    "attention_backends_not_mla",
+}
 
 
 def _load(name: str) -> Engine:
@@ -99,6 +111,8 @@ def _load(name: str) -> Engine:
         no_longer=data.get("no_longer", {}),
         context=data.get("context", {}),
         swa=data.get("swa", {}),
+        page_sizes=data.get("attention_backends", {}),
+        page_sizes_not_mla=data.get("attention_backends_not_mla", {}),
     )
 
 
@@ -182,6 +196,12 @@ class EngineKV:
         """What makes the engine's figure differ from transformers', one line per kind that differs."""
         out = []
         for k in self.kinds:
+            if not k.layers and not k.transformers_bytes and k.bytes:  # a table beside the layers' caches
+                out.append(
+                    f"{k.kind} (a table, not a layer): {self.engine.title} {k.bytes:,} bytes, transformers none: "
+                    f"{k.rule}"
+                )
+                continue
             if k.bytes != k.transformers_bytes:
                 ratio = f" ({k.bytes / k.transformers_bytes:.6g}×)" if k.transformers_bytes else ""
                 terms = []
@@ -294,11 +314,13 @@ def kv_cache(
     tp: int = 1,
     max_num_batched_tokens: int | None = None,
     ctx: int | None = None,
+    attention_backend: str | None = None,
 ) -> EngineKV:
     """The KV cache of ``batch`` sequences of ``seq`` tokens as ``engine_name`` keeps it, per GPU at ``tp``, for a
     model read by :func:`llmcount.sources.load` whose weights are in ``dtype``. ``kv_dtype``: the engine's name
     of the cache dtype (default: the engine's own default). ``max_num_batched_tokens`` (vLLM) and ``ctx``
-    (llama.cpp: the context, default B·S) override the engine's settings."""
+    (llama.cpp: the context, default B·S) override the engine's settings; ``attention_backend`` (SGLang) sets the
+    page size the engine resolves for that backend."""
     from ..dtypes import BITS, canonical
     from ..formulas import memory as mem
     from ..formulas.derivation import evaluate_int
@@ -314,6 +336,7 @@ def kv_cache(
         check_count("--ctx", ctx)
         if eng.allocation != "cells":
             raise LlmcountError(f"--ctx is llama.cpp's context size, not {eng.title}'s (use --seq and --batch)")
+    backend = check_backend(eng, attention_backend)
     if tp > 1 and "tp" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
     model_dtype = canonical(dtype)
@@ -342,7 +365,11 @@ def kv_cache(
         raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
-    settings: dict[str, int] = {}
+    settings: dict[str, Any] = {}
+    if eng.allocation == "pool":
+        settings["page_size"] = _page_size(eng, backend, latent)
+        if backend is not None:
+            settings["attention_backend"] = backend
     if model_type in eng.no_longer:
         architecture, version = eng.no_longer[model_type]
         refusal = eng.refused["no_longer"]
@@ -351,6 +378,11 @@ def kv_cache(
         )
     states = [k for k in kinds if k.is_state]
     pages = {}
+    if states and eng.allocation == "pool" and settings["page_size"] > 1:
+        raise LlmcountError(
+            f"{eng.title}: the Mamba state tracking of {model.architecture.title} under page_size "
+            f"{settings['page_size']} (--attention-backend {backend}) is not transcribed; transcribed: page_size 1"
+        )
     if states and eng.allocation == "pool":
         pages = _pool_state_pages(eng, model, model_type, kinds, states, tp, model_dtype, settings)
     elif states and eng.allocation != "cells":
@@ -365,7 +397,8 @@ def kv_cache(
         if not isinstance(table, Mapping):
             raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
         _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
-        split = _swa_split(eng, model_type, evaluate_int(family.attention.window, env, "window"), seq, batch)
+        window = evaluate_int(family.attention.window, env, "window")
+        split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
     if eng.allocation == "blocks":
         _one_width(eng, model, kinds, env, latent, tp)
     rows = []
@@ -394,10 +427,9 @@ def kv_cache(
         why_full = ""
         if split is not None:
             layers = evaluate_int(k.layers, env, k.kind)
-            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size)
+            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size, settings)
             if tp > 1:
                 rule += f"; per GPU at tp = {tp}"
-            settings["page_size"] = eng.settings["page_size"]
             rows.append(
                 KindBytes(k.kind, k.kind, layers, tokens, nbytes, rule, _tokens(k, env), amount.bytes, token_bytes)
             )
@@ -430,7 +462,49 @@ def kv_cache(
         if tp > 1:
             rule += f"; per GPU at tp = {tp}"
         rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
+    if eng.allocation == "pool":
+        rows.append(_req_to_token_row(eng, seq, batch))
     return EngineKV(eng, seq, batch, name, tp, tuple(rows), settings, reference.kv_dtype)
+
+
+def check_backend(eng: Engine, attention_backend: str | None) -> str | None:
+    """The attention backend named (an engine setting of SGLang's); LlmcountError naming the choices otherwise."""
+    if attention_backend is None:
+        return None
+    if not eng.page_sizes:
+        raise LlmcountError(f"--attention-backend is an SGLang setting, not {eng.title}'s")
+    name = str(attention_backend).strip().lower()
+    if name not in eng.page_sizes:
+        close = difflib.get_close_matches(name, list(eng.page_sizes), n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise LlmcountError(
+            f"--attention-backend: the page size SGLang resolves for {str(attention_backend)[:40]!r} is not "
+            f"transcribed{hint} (transcribed: {', '.join(eng.page_sizes)})"
+        )
+    return name
+
+
+def _page_size(eng: Engine, backend: str | None, latent: bool) -> int:
+    """The page size SGLang resolves: the attention backend's (arg_groups/overrides.py), else page_size's default."""
+    if backend is None:
+        return eng.settings["page_size"]
+    if latent and backend in eng.page_sizes_not_mla:
+        return eng.page_sizes_not_mla[backend]
+    return eng.page_sizes[backend]
+
+
+def _req_to_token_row(eng: Engine, seq: int, batch: int) -> KindBytes:
+    """SGLang's ReqToTokenPool: an int32 table of (max_running_requests + 1) rows of context_len + 4 token
+    locations, with --max-running-requests B and --context-length S."""
+    width = seq + eng.settings["context_extra"]
+    rows = batch + 1
+    nbytes = rows * width * eng.settings["req_to_token_bytes"]
+    rule = (
+        f"ReqToTokenPool: an int32 table of max_running_requests + 1 = {rows:,} rows (row 0 padded) of context_len "
+        f"+ {eng.settings['context_extra']} = {width:,} token locations, on every rank; not a KV cache, but in the "
+        "memory SGLang's pools take (with --max-running-requests B and --context-length S)"
+    )
+    return KindBytes("req_to_token", "req_to_token", 0, width, nbytes, rule, 0, 0, eng.settings["req_to_token_bytes"])
 
 
 def _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings):
@@ -524,18 +598,18 @@ def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> Non
         )
 
 
-def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
+def _swa_split(eng, model_type, window, seq, batch, page) -> tuple[int, int, str]:
     """SGLang's hybrid-SWA pools for B sequences of S tokens: the full pool holds full = B·S tokens
     (page-aligned), the sliding pool int(full · swa_full_tokens_ratio) (page-aligned), SGLang's own float product as
     pool_configurator.py computes it. validate_swa_pool_size refuses to start when the model's window + page_size
     reaches the sliding pool: below that the full pool is the smallest one SGLang starts with."""
-    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    ratio = eng.swa["ratio"]
     own = window - eng.swa[model_type].get("window_minus", 0)
 
     def sliding(full: int) -> int:
         return int(full * ratio) // page * page
 
-    full = batch * seq // page * page
+    full = batch * _pad(seq, page)
     why = ""
     if own + page >= sliding(full):
         least = -(-int((own + page + 1) / ratio) // page) * page  # near the least full pool; then step to it
@@ -552,10 +626,10 @@ def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
     return full, sliding(full), why
 
 
-def _swa_pool(eng, split, sliding, batch, layers, per_layer, size):
+def _swa_pool(eng, split, sliding, batch, layers, per_layer, size, settings):
     """SGLang's hybrid-SWA pools (:func:`_swa_split`), each plus page_size padded slots: the full layers keep the
     full pool, the sliding layers the sliding pool, shared by the B sequences."""
-    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    page, ratio = settings["page_size"], eng.swa["ratio"]
     full, swa, why = split
     if not sliding:
         rule = f"{why}the full layers' pool of {full:,} token slots plus {page} padded slot (SWAKVPool)"
@@ -674,12 +748,18 @@ def _blocks(eng, run, window, seq, batch, layers, per_layer, size, settings, lat
 
 
 def _pool(eng, run, window, seq, batch, layers, per_layer, size, settings):
-    """SGLang: one pool of B·S token slots plus page_size padded slots per layer."""
-    page = eng.settings["page_size"]
-    settings["page_size"] = page
-    slots = batch * seq + page
-    rule = f"a pool of B·S + {page} token slots per layer (slot 0 takes padded tokens' dummy writes)"
-    return seq, layers * slots * per_layer * size, rule, per_layer * size
+    """SGLang: one pool of B sequences of S tokens in whole pages, plus page_size padded slots, per layer."""
+    page = settings["page_size"]
+    tokens = _pad(seq, page)
+    slots = batch * tokens + page
+    if page == 1:
+        rule = "a pool of B·S + 1 token slots per layer (slot 0 takes padded tokens' dummy writes)"
+    else:
+        rule = (
+            f"a pool of B · {page}·cdiv(S, {page}) + {page} token slots per layer: each sequence in whole pages of "
+            f"{page} tokens (page_size {page}), and one padded page"
+        )
+    return tokens, layers * slots * per_layer * size, rule, per_layer * size
 
 
 def _row(block_type: tuple[int, int], elements: int) -> int:
