@@ -158,7 +158,7 @@ def test_refusals_by_name(tmp_path):
     with pytest.raises(LlmcountError, match="no Jamba model"):
         engines.kv_cache("sglang", _written(tmp_path, _class_config("jamba")), 4096)
     eng = engines.engine("sglang")
-    assert {"mimo_v2_flash", "step3p5", "gemma4_text"} <= set(eng.pooled) - set(eng.swa)
+    assert {"mimo_v2_flash", "step3p5"} <= set(eng.pooled) - set(eng.swa)
 
 
 def test_req_to_token_table_by_hand():
@@ -249,3 +249,23 @@ def test_cli_attention_backend_per_gpu():
     data = json.loads(done.stdout)
     assert data["kv_cache_bytes_per_gpu"] == 32 * 1152 * 2048 + _table(1000, 1)
     assert data["engine"]["settings"] == {"attention_backend": "fa4"}
+
+
+def test_gemma4_swa_pools_by_hand(tmp_path):
+    """Gemma4TextConfig's defaults: 30 layers, 5 full (every sixth) and 25 sliding; 4 KV heads; sliding layers
+    head_dim 256, full layers global_head_dim 512 (_apply_gemma4_attention_overrides keeps each layer type's own
+    shape: the full pool 2 · 4 · 512 · 2 = 8,192 bytes a token, the sliding pool 2 · 4 · 256 · 2 = 4,096). One
+    sequence of 32,768: the full pool 32,768 + 1 slots, the sliding pool int(32,768 · 0.8) = 26,214 + 1; the window
+    sliding_window − 1 = 511 (gemma4_causal.py) stays below it."""
+    got = engines.kv_cache("sglang", _written(tmp_path, _class_config("gemma4_text")), 32768)
+    assert got.bytes == 5 * (32768 + 1) * 8192 + 25 * (26214 + 1) * 4096 + _table(32768, 1)
+    # S = 600: int(600 · 0.8) = 480 <= 511 + 1 is refused at startup; the smallest full pool SGLang starts with has
+    # int(full · 0.8) > 512: int(641 · 0.8) = 512 is not, int(642 · 0.8) = 513 is: 642 and 513 tokens
+    small = engines.kv_cache("sglang", _written(tmp_path, _class_config("gemma4_text")), 600)
+    assert small.bytes == 5 * (642 + 1) * 8192 + 25 * (513 + 1) * 4096 + _table(600, 1)
+
+
+def test_gemma4_kv_shared_layers_refused(tmp_path):
+    config = _class_config("gemma4_text", num_kv_shared_layers=10)
+    with pytest.raises(LlmcountError, match="num_kv_shared_layers = 10"):
+        engines.kv_cache("sglang", _written(tmp_path, config), 4096)

@@ -397,6 +397,7 @@ def kv_cache(
         if not isinstance(table, Mapping):
             raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
         _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
+        _check_swa_refused(eng, model, model_type, table)
         window = evaluate_int(family.attention.window, env, "window")
         split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
     if eng.allocation == "blocks":
@@ -595,6 +596,20 @@ def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> Non
         raise LlmcountError(
             f"{eng.title}: {model_type}: SGLang gives the layers with (i + 1) % {every} != 0 the sliding pool "
             f"({total - total // every} of {total}); this config gives {sliding_layers} layers a window"
+        )
+
+
+def _check_swa_refused(eng, model, model_type, table) -> None:
+    """A config key under which the engine's hybrid-SWA pools are not transcribed (``refused_if``), refused by name
+    when the config gives it a value other than 0."""
+    key = table.get("refused_if")
+    if not key:
+        return
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {}), **(getattr(model, "keys", None) or {})}
+    if config.get(key):
+        raise LlmcountError(
+            f"{eng.title}: {model_type} with {key} = {config[key]}: the pools of those layers are not transcribed"
         )
 
 
