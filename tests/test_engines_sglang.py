@@ -158,7 +158,7 @@ def test_refusals_by_name(tmp_path):
     with pytest.raises(LlmcountError, match="no Jamba model"):
         engines.kv_cache("sglang", _written(tmp_path, _class_config("jamba")), 4096)
     eng = engines.engine("sglang")
-    assert {"mimo_v2_flash", "step3p5"} <= set(eng.pooled) - set(eng.swa)
+    assert "step3p5" in set(eng.pooled) - set(eng.swa)
 
 
 def test_req_to_token_table_by_hand():
@@ -269,3 +269,35 @@ def test_gemma4_kv_shared_layers_refused(tmp_path):
     config = _class_config("gemma4_text", num_kv_shared_layers=10)
     with pytest.raises(LlmcountError, match="num_kv_shared_layers = 10"):
         engines.kv_cache("sglang", _written(tmp_path, config), 4096)
+
+
+def _mimo_checkpoint(**extra) -> dict:
+    """MiMoV2FlashConfig's defaults with the checkpoint's own keys SGLang's models/mimo_v2.py reads: the split
+    hybrid_layer_pattern (1 = sliding) from layer_types, 8 sliding KV heads of 192 (K) and 128 (V), a window of
+    128 (transformers' sliding_window is sliding_window_size + 1 = 129)."""
+    base = _class_config("mimo_v2_flash")
+    pattern = [1 if kind == "sliding_attention" else 0 for kind in base["layer_types"]]
+    keys = {"swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128, "sliding_window_size": 128}
+    return {**base, "hybrid_layer_pattern": pattern, **keys, **extra}
+
+
+def test_mimo_v2_swa_pools_by_hand(tmp_path):
+    """48 layers, 9 full and 39 sliding. The full pool: 4 KV heads of 192 + 128 = 1,280 elements a token, bf16
+    2,560 bytes; the sliding pool: 8 heads of 192 + 128 = 2,560 elements, 5,120 bytes. One sequence of 32,768: the
+    full pool 32,768 + 1 slots, the sliding pool int(32,768 · 0.8) = 26,214 + 1."""
+    got = engines.kv_cache("sglang", _written(tmp_path, _mimo_checkpoint()), 32768)
+    assert got.bytes == 9 * (32768 + 1) * 2560 + 39 * (26214 + 1) * 5120 + _table(32768, 1)
+    # the window is the checkpoint's sliding_window_size, 128: S = 100 gives int(100 · 0.8) = 80 <= 129, refused at
+    # startup; the smallest full pool SGLang starts with: int(162 · 0.8) = 129 is not above 129, int(163 · 0.8) = 130
+    small = engines.kv_cache("sglang", _written(tmp_path, _mimo_checkpoint()), 100)
+    assert small.bytes == 9 * (163 + 1) * 2560 + 39 * (130 + 1) * 5120 + _table(100, 1)
+
+
+def test_mimo_v2_refused_without_the_checkpoint_keys(tmp_path):
+    with pytest.raises(LlmcountError, match="reads hybrid_layer_pattern from the checkpoint's config"):
+        engines.kv_cache("sglang", _written(tmp_path, _class_config("mimo_v2_flash")), 4096)
+    with pytest.raises(LlmcountError, match="5,120 elements a token in its sliding_attention pool"):
+        engines.kv_cache("sglang", _written(tmp_path, _mimo_checkpoint(swa_num_key_value_heads=16)), 4096)
+    pattern = [1] * 48
+    with pytest.raises(LlmcountError, match="hybrid_layer_pattern gives 48 sliding_attention layers"):
+        engines.kv_cache("sglang", _written(tmp_path, _mimo_checkpoint(hybrid_layer_pattern=pattern)), 4096)

@@ -399,6 +399,7 @@ def kv_cache(
         _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
         _check_swa_refused(eng, model, model_type, table)
         window = evaluate_int(family.attention.window, env, "window")
+        window = _swa_shapes(eng, model, model_type, table, kinds, env, window)
         split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
     if eng.allocation == "blocks":
         _one_width(eng, model, kinds, env, latent, tp)
@@ -611,6 +612,46 @@ def _check_swa_refused(eng, model, model_type, table) -> None:
         raise LlmcountError(
             f"{eng.title}: {model_type} with {key} = {config[key]}: the pools of those layers are not transcribed"
         )
+
+
+def _swa_shapes(eng, model, model_type, table, kinds, env, window) -> int:
+    """Where the engine's model file reads the split, the shapes and the window from the checkpoint's own keys
+    (``[swa.<model_type>] pattern``, ``shapes``, ``window_key``): each refused by name when absent or when it does not
+    give the layers llmcount counts; the window the engine uses (before ``window_minus``)."""
+    from ..formulas.derivation import evaluate_int
+
+    if "shapes" not in table:
+        return window
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {})}
+    title = f"{eng.title}: {model_type}"
+    missing = [key for key in (table["pattern"], table["window_key"]) if config.get(key) is None]
+    if missing:
+        raise LlmcountError(f"{title}: its model file reads {missing[0]} from the checkpoint's config, which has none")
+    pattern = config[table["pattern"]]
+    by_kind = {k.kind: k for k in kinds if not k.is_state}
+    counts = {
+        "sliding_attention": sum(1 for x in pattern if x == 1),
+        "full_attention": sum(1 for x in pattern if x == 0),
+    }
+    for kind, count in counts.items():
+        have = evaluate_int(by_kind[kind].layers, env, kind) if kind in by_kind else 0
+        if have != count:
+            raise LlmcountError(f"{title}: {table['pattern']} gives {count} {kind} layers, the config's layers {have}")
+    for kind, (heads, k_dim, v_dim) in table["shapes"].items():
+        if kind not in by_kind:
+            continue
+        if config.get(heads) is None or config.get(k_dim) is None:
+            key = heads if config.get(heads) is None else k_dim
+            raise LlmcountError(f"{title}: its model file reads {key} from the checkpoint's config, which has none")
+        elements = config[heads] * (config[k_dim] + (config.get(v_dim) or config[k_dim]))
+        have = evaluate_int(by_kind[kind].per_token, env, kind)
+        if elements != have:
+            raise LlmcountError(
+                f"{title}: {heads} · ({k_dim} + {v_dim}) = {elements:,} elements a token in its {kind} pool, "
+                f"against {have:,} in llmcount's {kind} layers: not transcribed"
+            )
+    return config[table["window_key"]] + table.get("window_minus", 0)
 
 
 def _swa_split(eng, model_type, window, seq, batch, page) -> tuple[int, int, str]:
