@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -466,7 +466,39 @@ def kv_cache(
         rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
     if eng.allocation == "pool":
         rows.append(_req_to_token_row(eng, seq, batch))
+    if eng.allocation == "paged":
+        rows = _grouped(rows, settings)
     return EngineKV(eng, seq, batch, name, tp, tuple(rows), settings, reference.kv_dtype)
+
+
+def _grouped(rows: list[KindBytes], settings: dict[str, Any]) -> list[KindBytes]:
+    """vLLM's KV cache groups (vllm/v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size): the layers
+    of each kind of spec are split into groups of G layers, G the fewest layers of a kind (the most, when that is
+    under 1.5 times the fewest), the last group of a kind padded to G; a block of the shared pool holds G layers' pages
+    (_get_kv_cache_bytes_per_block), so a kind of N layers takes cdiv(N, G)·G layers' memory
+    (_max_memory_usage_bytes_from_groups)."""
+    buckets: dict[tuple[str, int, int], int] = {}
+    for k in rows:
+        key = (k.engine_kind, k.token_bytes, k.tokens)
+        buckets[key] = buckets.get(key, 0) + k.layers
+    if len(buckets) < 2:
+        return rows
+    fewest, most = min(buckets.values()), max(buckets.values())
+    group = most if most < fewest * 1.5 else fewest
+    settings["kv_cache_group_size"] = group
+    out = []
+    for k in rows:
+        total = buckets[(k.engine_kind, k.token_bytes, k.tokens)]
+        padded = _cdiv(total, group) * group
+        if padded == total:
+            out.append(k)
+            continue
+        rule = (
+            f"{k.rule}; vLLM's KV cache groups of {group} layers pad the {total} layers of this kind to {padded} "
+            f"(_get_kv_cache_groups_uniform_page_size: a block of the pool holds {group} layers' pages)"
+        )
+        out.append(replace(k, bytes=k.bytes * padded // total, rule=rule))
+    return out
 
 
 def check_backend(eng: Engine, attention_backend: str | None) -> str | None:
