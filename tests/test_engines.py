@@ -132,11 +132,26 @@ def _model(name: str, extra: dict | None, tmp_path: Path):
     return load(str(folder))
 
 
+def vllm_grouped(layers, config) -> int:
+    """One sequence's bytes as vLLM 0.33.0's startup check counts them (vllm/v1/core/kv_cache_planning.py
+    _max_memory_usage_bytes_from_groups, with _get_kv_cache_groups_uniform_page_size's groups; the module needs
+    xgrammar and more to import, so its grouping is transcribed here): layers of equal specs form one kind; G is the
+    fewest layers of a kind, or the most when that is under 1.5 times the fewest; a kind of N layers is split into
+    cdiv(N, G) groups, a block of the pool holds G layers' pages (_get_kv_cache_bytes_per_block), so the kind
+    takes cdiv(N, G) · G times its spec's max_memory_usage_bytes."""
+    kinds: dict = {}  # repr(spec) -> [spec, layers]: equal specs, one kind (same_type_layers)
+    for spec in layers:
+        kinds.setdefault(repr(spec), [spec, 0])[1] += 1
+    fewest, most = min(n for _, n in kinds.values()), max(n for _, n in kinds.values())
+    group = most if most < fewest * 1.5 else fewest
+    return sum(-(-n // group) * group * spec.max_memory_usage_bytes(config) for spec, n in kinds.values())
+
+
 @pytest.mark.parametrize(("name", "seq", "batch", "tp", "dtype", "batched", "extra"), VLLM_CASES)
 def test_vllm_matches_its_kv_cache_specs(name, seq, batch, tp, dtype, batched, extra, tmp_path):
     layers = vllm_layers(name, preset(name), tp, dtype, extra)
     config = vllm_config(seq, batched or 2048)
-    expected = batch * sum(spec.max_memory_usage_bytes(config) for spec in layers)
+    expected = batch * vllm_grouped(layers, config)
     got = engines.kv_cache(
         "vllm", _model(name, extra, tmp_path), seq, batch, dtype, tp=tp, max_num_batched_tokens=batched
     )
@@ -315,7 +330,7 @@ def vllm_hybrid_bytes(config: dict, seq: int, batch: int, tp: int, cache_dtype: 
     )
     config.model_config.max_model_len = seq
     per_kind = {"attention": attention, "full_attention": attention, "mamba": state, "linear_attention": state}
-    total = sum(per_kind[k].max_memory_usage_bytes(config) for k in kinds if k in per_kind)
+    total = vllm_grouped([per_kind[k] for k in kinds if k in per_kind], config)
     return batch * total, block
 
 
@@ -428,24 +443,26 @@ def test_sglang_pool_by_hand():
     """MHATokenToKVPool (python/sglang/srt/mem_cache/memory_pool.py, commit 000ccdba): per layer k and v buffers of
     (size + page_size, head_num, head_dim), page_size 1; size = B · S tokens here. Llama-3-8B: 32 layers, 8 KV heads
     of 128, bf16; at tp = 4, two heads per rank."""
+    table = (4 + 1) * (8192 + 4) * 4  # ReqToTokenPool: int32, B + 1 rows of S + 4 (tests/test_engines_sglang.py)
     got = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4)
-    assert got.bytes == 32 * (4 * 8192 + 1) * 8 * 128 * 2 * 2
-    assert engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, tp=4).bytes == got.bytes // 4
+    assert got.bytes == 32 * (4 * 8192 + 1) * 8 * 128 * 2 * 2 + table
+    assert engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, tp=4).bytes == (got.bytes - table) // 4 + table
     fp8 = engines.kv_cache("sglang", load("llama-3-8b"), 8192, 4, "fp8_e4m3")  # stored as uint8: one byte
-    assert fp8.bytes == got.bytes // 2
+    assert fp8.bytes == (got.bytes - table) // 2 + table
 
 
 def test_sglang_mla_by_hand():
     """MLATokenToKVPool: one buffer of (size + page_size, 1, kv_lora_rank + qk_rope_head_dim) per layer."""
-    assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2
+    table = 3 * (4096 + 4) * 4
+    assert engines.kv_cache("sglang", load("deepseek-v3"), 4096, 2).bytes == 61 * (2 * 4096 + 1) * 576 * 2 + table
 
 
 def test_sglang_gives_gemma2s_sliding_layers_the_full_pool_by_hand():
     """configs/model_config.py is_hybrid_swa_model lists no Gemma-2 architecture: one MHATokenToKVPool for all 26
     layers, (S + 1) slots of 4 KV heads of 256, keys and values, bf16."""
     got = engines.kv_cache("sglang", load("gemma-2-2b"), 32768)
-    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2
-    assert {k.engine_kind for k in got.kinds} == {"full_attention"}
+    assert got.bytes == 26 * (32768 + 1) * 4 * 256 * 2 * 2 + 2 * (32768 + 4) * 4
+    assert {k.engine_kind for k in got.kinds} == {"full_attention", "req_to_token"}
 
 
 def test_sglang_gives_hybrid_swa_architectures_a_sliding_pool():
@@ -614,7 +631,7 @@ def test_vllm_matches_its_specs_on_random_configs(extra, seq, batch, tp, batched
     """Mistral configs with random heads, head sizes, windows and layer_types (llama.py's rule: a layer slides
     where layer_types says), random S, B, TP and max_num_batched_tokens."""
     layers = vllm_layers("mistral-7b", preset("mistral-7b"), tp, "auto", extra)
-    expected = batch * sum(spec.max_memory_usage_bytes(vllm_config(seq, batched)) for spec in layers)
+    expected = batch * vllm_grouped(layers, vllm_config(seq, batched))
     model = _model("mistral-7b", extra, tmp_path)
     got = engines.kv_cache("vllm", model, seq, batch, tp=tp, max_num_batched_tokens=batched)
     assert got.bytes == expected, f"vLLM 0.33.0's specs: {expected:,}"
@@ -687,3 +704,15 @@ def test_llama_cpp_mla_keeps_one_latent_row_by_hand(kv_dtype, row):
     multiple of 256."""
     got = engines.kv_cache("llama.cpp", load("deepseek-v3"), 32768, 1, kv_dtype, ctx=32768)
     assert got.bytes == 61 * 32768 * row
+
+
+def test_vllm_kv_cache_groups_pad_gemma3_by_hand():
+    """vLLM's KV cache groups (kv_cache_planning.py _get_kv_cache_groups_uniform_page_size): Gemma-3-1B has 4 full
+    and 22 sliding layers, so G = 4 and the sliding layers fill cdiv(22, 4) = 6 groups of 4: 24 layers' memory.
+    One KV head of 256, bf16: a page of 16 · 1 · 512 · 2 = 16,384 bytes. S = 32,768: full layers 2,048 pages; sliding
+    layers (window 512) cdiv(min(511 + 2 · 2,048, 32,768), 16) + 1 = 289 pages."""
+    got = engines.kv_cache("vllm", load("gemma-3-1b-it"), 32768)
+    assert got.bytes == 4 * 2048 * 16384 + 24 * 289 * 16384
+    assert got.settings["kv_cache_group_size"] == 4
+    sliding = next(k for k in got.kinds if k.kind == "sliding_attention")
+    assert sliding.layers == 22 and "pad the 22 layers of this kind to 24" in sliding.rule

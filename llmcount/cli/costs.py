@@ -284,8 +284,8 @@ def memory(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it, beside transformers' (the default): transformers, "
-            "vllm, sglang, llama.cpp (docs/engines.md). --kv-dtype then takes the engine's names (vLLM: auto, fp8, "
-            "fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...).",
+            "vllm, sglang, llama.cpp, tensorrt-llm (docs/engines.md). --kv-dtype then takes the engine's names (vLLM: "
+            "auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, fp8, nvfp4).",
             metavar="ENGINE",
         ),
     ] = None,
@@ -301,6 +301,15 @@ def memory(
         str | None,
         typer.Option(
             "--ctx", help="With --engine llama.cpp: the context n_ctx in tokens (default B·S).", metavar="SIZE"
+        ),
+    ] = None,
+    attention_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--attention-backend",
+            help="With --engine sglang: the attention backend, which sets the page size (trtllm_mha 64, fa4 128, "
+            "flashmla 64 ...; default page_size 1).",
+            metavar="NAME",
         ),
     ] = None,
     as_json: JsonOption = False,
@@ -342,8 +351,10 @@ def memory(
         raise fail("--mtp adds the MTP module to inference memory: not with --training, --table or --gpu-memory")
     if (quant is not None or bits is not None) and (training or table or gpu_memory is not None):
         raise fail("--quant and --bits size inference weights; give them without --training, --table, --gpu-memory")
-    if engine is None and (max_num_batched_tokens is not None or ctx is not None):
-        raise cli_training.click.UsageError("--max-num-batched-tokens and --ctx are engine settings: give --engine")
+    if engine is None and (max_num_batched_tokens is not None or ctx is not None or attention_backend is not None):
+        raise cli_training.click.UsageError(
+            "--max-num-batched-tokens, --ctx and --attention-backend are engine settings: give --engine"
+        )
     if engine is not None and (training or table or gpu_memory is not None or mtp):
         raise fail("--engine sizes the inference KV cache: not with --training, --table, --gpu-memory or --mtp")
     if conventions and not training:
@@ -358,6 +369,8 @@ def memory(
             refused |= {"--quant": quant, "--bits": bits, "--group-size": group_size}
         engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
         engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
+        if attention_backend is not None:
+            engine_given["attention_backend"] = attention_backend
         return serving_memory(
             spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json, **engine_given
         )
@@ -455,7 +468,13 @@ def memory(
             from ..engines import render as engine_render
 
             result, engine_kv = engine_render.applied(
-                engine, model, result, engine_kv_dtype, max_num_batched_tokens=batched, ctx=ctx_
+                engine,
+                model,
+                result,
+                engine_kv_dtype,
+                max_num_batched_tokens=batched,
+                ctx=ctx_,
+                attention_backend=attention_backend,
             )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
@@ -693,7 +712,7 @@ def fit(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
-            "sglang, llama.cpp; --kv-dtype then takes the engine's names.",
+            "sglang, llama.cpp, tensorrt-llm; --kv-dtype then takes the engine's names.",
             metavar="ENGINE",
         ),
     ] = None,

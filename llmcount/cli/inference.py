@@ -131,6 +131,7 @@ def serving_memory(
     quant: str | None = None,
     bits: str | None = None,
     group_size: str | None = None,
+    attention_backend: str | None = None,
 ) -> None:
     """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`, with
     ``engine``'s KV cache per rank when given), or with --gpu-memory what fits GPUs of that memory
@@ -150,9 +151,11 @@ def serving_memory(
         )
     cli_training.refuse_without_training(others)
     if gpu_memory is not None:
+        if attention_backend is not None:
+            raise fail("--attention-backend: not with --gpu-memory (give --engine sglang and --gpu)")
         return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
     engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
-    engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
+    engine_given |= {"quant": quant, "bits": bits, "group_size": group_size, "attention_backend": attention_backend}
     return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json, **engine_given)
 
 
@@ -174,6 +177,7 @@ def memory_per_gpu(
     quant: str | None = None,
     bits: str | None = None,
     group_size: str | None = None,
+    attention_backend: str | None = None,
 ) -> None:
     """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E] [--quant S]``: per GPU the weights shard (as
     the checkpoint's quantisation scheme, or ``--quant``'s, stores them), the KV shard (as ``engine`` allocates it
@@ -184,7 +188,13 @@ def memory_per_gpu(
         batched = None
         if max_num_batched_tokens is not None:
             batched = parse_size(max_num_batched_tokens, "--max-num-batched-tokens")
-        rule = engine_rule(engine, kv_dtype, max_num_batched_tokens=batched)
+        backend = {} if attention_backend is None else {"attention_backend": attention_backend}
+        if backend:
+            from ..engines import check_backend
+            from ..engines import engine as find_engine
+
+            check_backend(find_engine(engine), attention_backend)
+        rule = engine_rule(engine, kv_dtype, max_num_batched_tokens=batched, **backend)
         card = None
         if gpu is not None:
             from ..gpus import gpu as find_gpu
@@ -219,6 +229,7 @@ def memory_per_gpu(
         data = shard_data(model.name, shard, checked, notes)
         if rule is not None:
             data["engine"] = _engine_settings(engine, kv_dtype, batched)
+            data["engine"]["settings"] |= backend
         print_json(data)
     else:
         source = "transformers' cache" if rule is None else _engine_source(engine, kv_dtype)

@@ -3,16 +3,16 @@
 Each engine is one record, ``<name>.toml`` beside this file: its version and commit, the source files its rules are
 transcribed from, its block or padding size, its KV dtypes and which layers it runs as sliding. The rule of each
 kind of allocation is a function below (``paged``: vLLM's blocks per request; ``pool``: SGLang's token pool;
-``cells``: llama.cpp's padded context). :func:`kv_cache` gives the bytes of B sequences of S tokens per GPU under
-tensor parallelism ``tp``, per kind of layer, beside transformers' figure for the same layers, and says what
-differs, term by term; :func:`kv_cache_bytes` is its total.
+``cells``: llama.cpp's padded context; ``blocks``: TensorRT-LLM's KVCacheManager). :func:`kv_cache` gives the bytes
+of B sequences of S tokens per GPU under tensor parallelism ``tp``, per kind of layer, beside transformers' figure
+for the same layers, and says what differs, term by term; :func:`kv_cache_bytes` is its total.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ class Engine:
     version: str
     commit: str
     sources: tuple[str, ...]
-    allocation: str  # "exact" (transformers), "paged", "pool" or "cells"
+    allocation: str  # "exact" (transformers), "paged", "pool", "cells" or "blocks"
     dtypes: Mapping[str, Any]
     default_dtype: str
     needs_layer_types: tuple[str, ...] = ()
@@ -48,6 +48,8 @@ class Engine:
     no_longer: Mapping[str, Any] = field(default_factory=dict)  # model type -> [architecture, last version]
     context: Mapping[str, Any] = field(default_factory=dict)  # how the engine derives the longest context
     swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
+    page_sizes: Mapping[str, int] = field(default_factory=dict)  # attention backend -> the page size it resolves to
+    page_sizes_not_mla: Mapping[str, int] = field(default_factory=dict)  # ... where an MLA model keeps another
 
     @property
     def cited(self) -> str:
@@ -66,7 +68,17 @@ TRANSFORMERS_ENGINE = Engine(
 )
 
 
-OWN_TABLES = {"sliding", "refused", "hybrid", "states", "no_longer", "context", "swa"}
+OWN_TABLES = {
+    "sliding",
+    "refused",
+    "hybrid",
+    "states",
+    "no_longer",
+    "context",
+    "swa",
+    "attention_backends",
+    "attention_backends_not_mla",
+}
 
 
 def _load(name: str) -> Engine:
@@ -99,11 +111,22 @@ def _load(name: str) -> Engine:
         no_longer=data.get("no_longer", {}),
         context=data.get("context", {}),
         swa=data.get("swa", {}),
+        page_sizes=data.get("attention_backends", {}),
+        page_sizes_not_mla=data.get("attention_backends_not_mla", {}),
     )
 
 
-NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp")
-ALIASES = {"hf": TRANSFORMERS, "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp"}
+NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp", "tensorrt-llm")
+ALIASES = {
+    "hf": TRANSFORMERS,
+    "llamacpp": "llama.cpp",
+    "llama-cpp": "llama.cpp",
+    "llama_cpp": "llama.cpp",
+    "trtllm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "tensorrtllm": "tensorrt-llm",
+}
 
 
 @cache
@@ -173,6 +196,12 @@ class EngineKV:
         """What makes the engine's figure differ from transformers', one line per kind that differs."""
         out = []
         for k in self.kinds:
+            if not k.layers and not k.transformers_bytes and k.bytes:  # a table beside the layers' caches
+                out.append(
+                    f"{k.kind} (a table, not a layer): {self.engine.title} {k.bytes:,} bytes, transformers none: "
+                    f"{k.rule}"
+                )
+                continue
             if k.bytes != k.transformers_bytes:
                 ratio = f" ({k.bytes / k.transformers_bytes:.6g}×)" if k.transformers_bytes else ""
                 terms = []
@@ -226,6 +255,10 @@ def element_bytes(eng: Engine, kv_dtype: str, model_dtype: str) -> tuple[str, An
         from ..dtypes import BITS
 
         return f"auto ({model_dtype})", BITS[model_dtype] // 8
+    if size == "nvfp4":  # 4 bits an element and one FP8 scale per 16 elements: 9/16 of a byte
+        from fractions import Fraction
+
+        return name, Fraction(9, 16)
     return name, size
 
 
@@ -281,11 +314,13 @@ def kv_cache(
     tp: int = 1,
     max_num_batched_tokens: int | None = None,
     ctx: int | None = None,
+    attention_backend: str | None = None,
 ) -> EngineKV:
     """The KV cache of ``batch`` sequences of ``seq`` tokens as ``engine_name`` keeps it, per GPU at ``tp``, for a
     model read by :func:`llmcount.sources.load` whose weights are in ``dtype``. ``kv_dtype``: the engine's name
     of the cache dtype (default: the engine's own default). ``max_num_batched_tokens`` (vLLM) and ``ctx``
-    (llama.cpp: the context, default B·S) override the engine's settings."""
+    (llama.cpp: the context, default B·S) override the engine's settings; ``attention_backend`` (SGLang) sets the
+    page size the engine resolves for that backend."""
     from ..dtypes import BITS, canonical
     from ..formulas import memory as mem
     from ..formulas.derivation import evaluate_int
@@ -301,6 +336,7 @@ def kv_cache(
         check_count("--ctx", ctx)
         if eng.allocation != "cells":
             raise LlmcountError(f"--ctx is llama.cpp's context size, not {eng.title}'s (use --seq and --batch)")
+    backend = check_backend(eng, attention_backend)
     if tp > 1 and "tp" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
     model_dtype = canonical(dtype)
@@ -329,7 +365,11 @@ def kv_cache(
         raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
-    settings: dict[str, int] = {}
+    settings: dict[str, Any] = {}
+    if eng.allocation == "pool":
+        settings["page_size"] = _page_size(eng, backend, latent)
+        if backend is not None:
+            settings["attention_backend"] = backend
     if model_type in eng.no_longer:
         architecture, version = eng.no_longer[model_type]
         refusal = eng.refused["no_longer"]
@@ -338,6 +378,11 @@ def kv_cache(
         )
     states = [k for k in kinds if k.is_state]
     pages = {}
+    if states and eng.allocation == "pool" and settings["page_size"] > 1:
+        raise LlmcountError(
+            f"{eng.title}: the Mamba state tracking of {model.architecture.title} under page_size "
+            f"{settings['page_size']} (--attention-backend {backend}) is not transcribed; transcribed: page_size 1"
+        )
     if states and eng.allocation == "pool":
         pages = _pool_state_pages(eng, model, model_type, kinds, states, tp, model_dtype, settings)
     elif states and eng.allocation != "cells":
@@ -352,7 +397,12 @@ def kv_cache(
         if not isinstance(table, Mapping):
             raise LlmcountError(f"{eng.title}: " + eng.refused["sliding"].format(model_type=model_type))
         _check_swa_split(eng, model_type, model.values, kinds, env, evaluate_int(slides[0].layers, env, "layers"))
-        split = _swa_split(eng, model_type, evaluate_int(family.attention.window, env, "window"), seq, batch)
+        _check_swa_refused(eng, model, model_type, table)
+        window = evaluate_int(family.attention.window, env, "window")
+        window = _swa_shapes(eng, model, model_type, table, kinds, env, window)
+        split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
+    if eng.allocation == "blocks":
+        _one_width(eng, model, kinds, env, latent, tp)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -379,10 +429,9 @@ def kv_cache(
         why_full = ""
         if split is not None:
             layers = evaluate_int(k.layers, env, k.kind)
-            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size)
+            tokens, nbytes, rule, token_bytes = _swa_pool(eng, split, sliding, batch, layers, per_layer, size, settings)
             if tp > 1:
                 rule += f"; per GPU at tp = {tp}"
-            settings["page_size"] = eng.settings["page_size"]
             rows.append(
                 KindBytes(k.kind, k.kind, layers, tokens, nbytes, rule, _tokens(k, env), amount.bytes, token_bytes)
             )
@@ -404,6 +453,8 @@ def kv_cache(
         rule_args = (eng, run, window, seq, batch, layers, per_layer, size, settings)
         if eng.allocation == "paged":
             tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens)
+        elif eng.allocation == "blocks":
+            tokens, nbytes, rule, token_bytes = _blocks(*rule_args, latent)
         elif eng.allocation == "pool":
             tokens, nbytes, rule, token_bytes = _pool(*rule_args)
         else:
@@ -413,7 +464,81 @@ def kv_cache(
         if tp > 1:
             rule += f"; per GPU at tp = {tp}"
         rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
+    if eng.allocation == "pool":
+        rows.append(_req_to_token_row(eng, seq, batch))
+    if eng.allocation == "paged":
+        rows = _grouped(rows, settings)
     return EngineKV(eng, seq, batch, name, tp, tuple(rows), settings, reference.kv_dtype)
+
+
+def _grouped(rows: list[KindBytes], settings: dict[str, Any]) -> list[KindBytes]:
+    """vLLM's KV cache groups (vllm/v1/core/kv_cache_planning.py _get_kv_cache_groups_uniform_page_size): the layers
+    of each kind of spec are split into groups of G layers, G the fewest layers of a kind (the most, when that is
+    under 1.5 times the fewest), the last group of a kind padded to G; a block of the shared pool holds G layers' pages
+    (_get_kv_cache_bytes_per_block), so a kind of N layers takes cdiv(N, G)·G layers' memory
+    (_max_memory_usage_bytes_from_groups)."""
+    buckets: dict[tuple[str, int, int], int] = {}
+    for k in rows:
+        key = (k.engine_kind, k.token_bytes, k.tokens)
+        buckets[key] = buckets.get(key, 0) + k.layers
+    if len(buckets) < 2:
+        return rows
+    fewest, most = min(buckets.values()), max(buckets.values())
+    group = most if most < fewest * 1.5 else fewest
+    settings["kv_cache_group_size"] = group
+    out = []
+    for k in rows:
+        total = buckets[(k.engine_kind, k.token_bytes, k.tokens)]
+        padded = _cdiv(total, group) * group
+        if padded == total:
+            out.append(k)
+            continue
+        rule = (
+            f"{k.rule}; vLLM's KV cache groups of {group} layers pad the {total} layers of this kind to {padded} "
+            f"(_get_kv_cache_groups_uniform_page_size: a block of the pool holds {group} layers' pages)"
+        )
+        out.append(replace(k, bytes=k.bytes * padded // total, rule=rule))
+    return out
+
+
+def check_backend(eng: Engine, attention_backend: str | None) -> str | None:
+    """The attention backend named (an engine setting of SGLang's); LlmcountError naming the choices otherwise."""
+    if attention_backend is None:
+        return None
+    if not eng.page_sizes:
+        raise LlmcountError(f"--attention-backend is an SGLang setting, not {eng.title}'s")
+    name = str(attention_backend).strip().lower()
+    if name not in eng.page_sizes:
+        close = difflib.get_close_matches(name, list(eng.page_sizes), n=2, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise LlmcountError(
+            f"--attention-backend: the page size SGLang resolves for {str(attention_backend)[:40]!r} is not "
+            f"transcribed{hint} (transcribed: {', '.join(eng.page_sizes)})"
+        )
+    return name
+
+
+def _page_size(eng: Engine, backend: str | None, latent: bool) -> int:
+    """The page size SGLang resolves: the attention backend's (arg_groups/overrides.py), else page_size's default."""
+    if backend is None:
+        return eng.settings["page_size"]
+    if latent and backend in eng.page_sizes_not_mla:
+        return eng.page_sizes_not_mla[backend]
+    return eng.page_sizes[backend]
+
+
+def _req_to_token_row(eng: Engine, seq: int, batch: int) -> KindBytes:
+    """SGLang's ReqToTokenPool: an int32 table of (max_running_requests + 1) rows of context_len + 4 token
+    locations, with --max-running-requests B and --context-length S."""
+    width = seq + eng.settings["context_extra"]
+    rows = batch + 1
+    nbytes = rows * width * eng.settings["req_to_token_bytes"]
+    rule = (
+        f"ReqToTokenPool: an int32 table of max_running_requests + 1 = {rows:,} rows (row 0 padded) of context_len "
+        f"+ {eng.settings['context_extra']} = {width:,} token locations, on every rank; not a KV cache, but in the "
+        "memory SGLang's pools take (with --max-running-requests B and --context-length S)"
+    )
+    return KindBytes("req_to_token", "req_to_token", 0, width, nbytes, rule, 0, 0, eng.settings["req_to_token_bytes"])
 
 
 def _state_pages(eng, model, model_type, kinds, states, env, latent, tp, model_dtype, size, settings):
@@ -507,18 +632,72 @@ def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> Non
         )
 
 
-def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
+def _check_swa_refused(eng, model, model_type, table) -> None:
+    """A config key under which the engine's hybrid-SWA pools are not transcribed (``refused_if``), refused by name
+    when the config gives it a value other than 0."""
+    key = table.get("refused_if")
+    if not key:
+        return
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {}), **(getattr(model, "keys", None) or {})}
+    if config.get(key):
+        raise LlmcountError(
+            f"{eng.title}: {model_type} with {key} = {config[key]}: the pools of those layers are not transcribed"
+        )
+
+
+def _swa_shapes(eng, model, model_type, table, kinds, env, window) -> int:
+    """Where the engine's model file reads the split, the shapes and the window from the checkpoint's own keys
+    (``[swa.<model_type>] pattern``, ``shapes``, ``window_key``): each refused by name when absent or when it does not
+    give the layers llmcount counts; the window the engine uses (before ``window_minus``)."""
+    from ..formulas.derivation import evaluate_int
+
+    if "shapes" not in table:
+        return window
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {})}
+    title = f"{eng.title}: {model_type}"
+    missing = [key for key in (table["pattern"], table["window_key"]) if config.get(key) is None]
+    if missing:
+        raise LlmcountError(f"{title}: its model file reads {missing[0]} from the checkpoint's config, which has none")
+    pattern = config[table["pattern"]]
+    by_kind = {k.kind: k for k in kinds if not k.is_state}
+    counts = {
+        "sliding_attention": sum(1 for x in pattern if x == 1),
+        "full_attention": sum(1 for x in pattern if x == 0),
+    }
+    for kind, count in counts.items():
+        have = evaluate_int(by_kind[kind].layers, env, kind) if kind in by_kind else 0
+        if have != count:
+            raise LlmcountError(f"{title}: {table['pattern']} gives {count} {kind} layers, the config's layers {have}")
+    for kind, (heads, k_dim, v_dim) in table["shapes"].items():
+        if kind not in by_kind:
+            continue
+        if config.get(heads) is None or config.get(k_dim) is None:
+            key = heads if config.get(heads) is None else k_dim
+            raise LlmcountError(f"{title}: its model file reads {key} from the checkpoint's config, which has none")
+        elements = config[heads] * (config[k_dim] + (config.get(v_dim) or config[k_dim]))
+        have = evaluate_int(by_kind[kind].per_token, env, kind)
+        if elements != have:
+            raise LlmcountError(
+                f"{title}: {heads} · ({k_dim} + {v_dim}) = {elements:,} elements a token in its {kind} pool, "
+                f"against {have:,} in llmcount's {kind} layers: not transcribed"
+            )
+    return config[table["window_key"]] + table.get("window_minus", 0)
+
+
+def _swa_split(eng, model_type, window, seq, batch, page) -> tuple[int, int, str]:
     """SGLang's hybrid-SWA pools for B sequences of S tokens: the full pool holds full = B·S tokens
     (page-aligned), the sliding pool int(full · swa_full_tokens_ratio) (page-aligned), SGLang's own float product as
     pool_configurator.py computes it. validate_swa_pool_size refuses to start when the model's window + page_size
     reaches the sliding pool: below that the full pool is the smallest one SGLang starts with."""
-    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    ratio = eng.swa["ratio"]
     own = window - eng.swa[model_type].get("window_minus", 0)
 
     def sliding(full: int) -> int:
         return int(full * ratio) // page * page
 
-    full = batch * seq // page * page
+    full = batch * _pad(seq, page)
     why = ""
     if own + page >= sliding(full):
         least = -(-int((own + page + 1) / ratio) // page) * page  # near the least full pool; then step to it
@@ -535,10 +714,10 @@ def _swa_split(eng, model_type, window, seq, batch) -> tuple[int, int, str]:
     return full, sliding(full), why
 
 
-def _swa_pool(eng, split, sliding, batch, layers, per_layer, size):
+def _swa_pool(eng, split, sliding, batch, layers, per_layer, size, settings):
     """SGLang's hybrid-SWA pools (:func:`_swa_split`), each plus page_size padded slots: the full layers keep the
     full pool, the sliding layers the sliding pool, shared by the B sequences."""
-    page, ratio = eng.settings["page_size"], eng.swa["ratio"]
+    page, ratio = settings["page_size"], eng.swa["ratio"]
     full, swa, why = split
     if not sliding:
         rule = f"{why}the full layers' pool of {full:,} token slots plus {page} padded slot (SWAKVPool)"
@@ -621,13 +800,54 @@ def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batc
     return blocks * block, batch * layers * blocks * page, rule, per_layer * size
 
 
+def _one_width(eng, model, kinds, env, latent, tp) -> None:
+    """TensorRT-LLM's KVCacheManager takes one head_dim for all its layers: refused by name where the attention
+    layers' tokens differ in width."""
+    from ..formulas.derivation import evaluate_int
+
+    widths = {
+        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp)
+        for k in kinds
+        if not k.is_state
+    }
+    if len(widths) > 1:
+        raise LlmcountError(f"{eng.title}: {model.architecture.title}: {eng.refused['widths']}")
+
+
+def _blocks(eng, run, window, seq, batch, layers, per_layer, size, settings, latent=False):
+    """TensorRT-LLM: blocks of tokens_per_block tokens, cdiv(S, tokens_per_block) a sequence in every layer (one
+    window, max_seq_len, for all layers); a token of a layer is kv_factor · heads per rank · head_dim elements of the
+    cache dtype (an MLA latent: one head, K only)."""
+    block = settings.setdefault("tokens_per_block", eng.settings["tokens_per_block"])
+    token = per_layer * size
+    if token != int(token):
+        raise LlmcountError(
+            f"--kv-dtype: a token of {per_layer} elements is not a whole number of 16-element NVFP4 scale groups"
+        )
+    token = int(token)
+    blocks = _cdiv(seq, block)
+    rule = (
+        f"cdiv(S, {block}) = {blocks:,} blocks of {block} tokens ({block * token:,} bytes a block per layer) per "
+        "sequence (KVCacheManager, tokens_per_block)"
+    )
+    if latent:
+        rule += "; MLA as one head of kv_lora_rank + qk_rope_head_dim, K only (CacheType.SELFKONLY), on every rank"
+    return blocks * block, batch * layers * blocks * block * token, rule, token
+
+
 def _pool(eng, run, window, seq, batch, layers, per_layer, size, settings):
-    """SGLang: one pool of B·S token slots plus page_size padded slots per layer."""
-    page = eng.settings["page_size"]
-    settings["page_size"] = page
-    slots = batch * seq + page
-    rule = f"a pool of B·S + {page} token slots per layer (slot 0 takes padded tokens' dummy writes)"
-    return seq, layers * slots * per_layer * size, rule, per_layer * size
+    """SGLang: one pool of B sequences of S tokens in whole pages, plus page_size padded slots, per layer."""
+    page = settings["page_size"]
+    tokens = _pad(seq, page)
+    slots = batch * tokens + page
+    if page == 1:
+        rule = "a pool of B·S + 1 token slots per layer (slot 0 takes padded tokens' dummy writes)"
+    else:
+        rule = (
+            f"a pool of B · {page}·cdiv(S, {page}) + {page} token slots per layer: each sequence in whole pages of "
+            f"{page} tokens (page_size {page}), and one padded page"
+        )
+    return tokens, layers * slots * per_layer * size, rule, per_layer * size
 
 
 def _row(block_type: tuple[int, int], elements: int) -> int:

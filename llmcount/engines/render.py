@@ -75,7 +75,8 @@ def render_engine(figure: EngineKV) -> str:
     rows = [("kind", "layers", "tokens/seq", eng.title, "transformers")]
     for k in figure.kinds:
         kind = k.kind + ("" if k.engine_kind == k.kind else f" (run {k.engine_kind})")
-        rows.append((kind, f"{k.layers:,}", f"{k.tokens:,}", f"{k.bytes:,}", f"{k.transformers_bytes:,}"))
+        layers = f"{k.layers:,}" if k.layers or k.transformers_bytes else "table"
+        rows.append((kind, layers, f"{k.tokens:,}", f"{k.bytes:,}", f"{k.transformers_bytes:,}"))
     rows.append(("total", "", "", f"{figure.bytes:,}", f"{figure.transformers_bytes:,}"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     table = [
