@@ -15,6 +15,7 @@ Only what this path is sure to read exactly as the sympy path does is read here;
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from importlib import resources
@@ -29,9 +30,11 @@ from .formulas.reading import (
     REQUIRED,
     _condition_names,
     _frozen,
+    _layout,
     _nested_keys,
     _Reader,
-    read_values,
+    check_values,
+    read_symbols,
 )
 
 try:  # the builtin SHA-256 (hashlib would load OpenSSL first, which costs more than a count)
@@ -50,18 +53,33 @@ ACTIVATED_DEFINITION = (
 EMBEDDING_DEFINITION = "embedding = token embedding + learned position table + untied LM head"
 
 
-_INT = {int}
+_SOURCE_NAME = re.compile(r"v\['([A-Za-z_][A-Za-z0-9_]*)'\]")  # a value by name in a compiled expression
+
+
+_new = object.__new__
+_STRINGS = {str}
 
 
 class Fallback(Exception):
     """The compiled path does not take this config (or record): the sympy path reads it, and words any error."""
 
 
-class Name(NamedTuple):
-    """A glossary symbol by name, as the reader uses it (its name, whether it must be positive)."""
+class Name(str):
+    """A glossary symbol by name, as the reader uses it (its name, whether it must be positive). It is the name
+    itself (a ``str``), so that the values the reader keys by symbol are the values by name the compiled
+    expressions read."""
 
     name: str
-    is_positive: bool = True
+    is_positive: bool
+
+    def __new__(cls, name: str, is_positive: bool = True) -> Name:
+        self = super().__new__(cls, name)
+        self.name = str(name)
+        self.is_positive = is_positive
+        return self
+
+    def __repr__(self) -> str:
+        return f"Name({str.__repr__(self)}, {self.is_positive})"
 
 
 @dataclass(frozen=True)
@@ -220,10 +238,90 @@ class Compiled:
             raise Fallback
         try:
             reader = _Reader(_nested_keys(config, source, self), source, self)
-            namespace, values, _ = read_values(reader)
+            namespace, values = read_symbols(reader)
         except LlmcountError:
             raise Fallback from None
-        by_name = {symbol.name: value for symbol, value in values.items()}
+        names = self._decision_names
+        decided = key = None
+        if names is not None:
+            given = [namespace[name] for name in names]  # every name read_symbols always sets
+            key = (*given, *map(type, given))  # each value with its type (1, 1.0 and true differ)
+            try:
+                decided = self._decided.get(key)
+            except TypeError:  # a list of names (layer_types) as a tuple; another list by _inputs; an object: no key
+                frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _STRINGS else v for v in given)
+                key = (*frozen, *map(type, given))
+                try:
+                    decided = self._decided.get(key)
+                except TypeError:
+                    key = _inputs(names, namespace)
+                    decided = self._decided.get(key) if key is not None else None
+        if decided is None:
+            try:
+                check_values(reader, namespace, values)
+            except LlmcountError:
+                raise Fallback from None
+            by_name = values  # keyed by Name, which is the name
+            decided = self._decide(namespace, by_name)
+            if key is not None and len(self._decided) < 4096:
+                self._decided[key] = decided
+        else:
+            by_name = values
+            by_name.update(decided.layers)
+        plan = decided.plan
+        numbers = _value(plan.counted, by_name)
+        for number in numbers:
+            if type(number) is not int:  # a Fraction (or a bool): whole ones as ints, else the sympy path
+                numbers = tuple(evaluate.whole(number) for number in numbers)
+                if None in numbers:
+                    raise Fallback  # a count that is not a whole number: the sympy path words it
+                break
+        ordered = {n: by_name[n] for n in decided.shown if n in by_name}
+        counted = _new(Counted)  # Counted's fields, without the frozen dataclass's __init__ (a fifth of a read)
+        counted.__dict__.update(
+            name=name or source,
+            source=source,
+            architecture=self,
+            values=ordered,
+            plan=plan,
+            numbers=numbers,
+            composite=None,
+            parts=(),
+            config=config,
+        )
+        return counted
+
+    @cached_property
+    def _decision_names(self) -> tuple[str, ...] | None:
+        """Every name whose value decides more than the counts' values: what the refusals, checks, layer conditions,
+        choices, activation tables and sliding window read, and the layer counts. A config is checked and its
+        terms are selected once per values of these (:meth:`_decide`, kept in :attr:`_decided`); None for a record
+        with a symbol read per layer (from a per-layer object or list the key does not hold), which is checked for
+        every config."""
+        if any(spec.on is not None for spec in self.symbols):
+            return None
+        layout = _layout(self)
+        names = [*layout.early_names, *layout.late_names, *self._when_names, *self._saved_names, "N"]
+        for symbol, _, text in self.layers:
+            names += [symbol.name, *(n for n in _condition_names(text) if n != "i")]
+        window = self.data["window"]
+        if window is not None:
+            names += [*window["symbols"], *window["windowed_symbols"]]
+            texts = (window["windowed"], window["sliding"], window["cache_sliding"])
+            names += [n for text in texts if text is not None for n in _SOURCE_NAME.findall(text)]
+        # a name read_symbols does not set (a layer count) is decided by the others
+        given = {*self.keys, *(spec.key for spec in self.symbols), *(spec.symbol.name for spec in self.symbols)}
+        return tuple(name for name in dict.fromkeys(names) if name in given)
+
+    @cached_property
+    def _decided(self) -> dict[tuple, Decided]:
+        """What :meth:`_decide` gave, by the values of :attr:`_decision_names` (each with its type): only configs
+        that passed every rule are kept, so a config that fails one is checked, refused and worded as before."""
+        return {}
+
+    def _decide(self, namespace: dict[str, Any], by_name: dict[str, int]) -> Decided:
+        """The terms a config counts (after its rules passed and its layers were counted): its layer counts, the
+        :class:`Plan` of the choices that hold, and the names of the values shown."""
         key = _inputs(self._when_names, namespace)
         held = self._held.get(key) if key is not None else None
         if held is None:
@@ -246,18 +344,13 @@ class Compiled:
             plan = self._plan(held, states)
             if len(self._plans) < 4096:
                 self._plans[(held, *states)] = plan
-        numbers = _value(plan.counted, by_name)
-        if set(map(type, numbers)) != _INT:  # a Fraction (or a bool): whole ones as ints, else the sympy path
-            numbers = tuple(evaluate.whole(number) for number in numbers)
-            if None in numbers:
-                raise Fallback  # a count that is not a whole number: the sympy path words it
         left_out = plan.left_out
         if plan.saved:
             left_out = left_out - self._saved_symbols(namespace, by_name)
         if self.data["window"] is not None:
             left_out = left_out | (self._idle_window(by_name) - plan.in_terms)
-        ordered = {n: by_name[n] for n in self.order if n in by_name and n not in left_out}
-        return Counted(name or source, source, self, ordered, plan, numbers, config=config)
+        counts = tuple((symbol.name, by_name[symbol.name]) for symbol, _, _ in self.layers if symbol.name in by_name)
+        return Decided(counts, plan, tuple(n for n in self.order if n not in left_out))
 
     @cached_property
     def _when_names(self) -> tuple[str, ...]:
@@ -371,6 +464,15 @@ def _value(function: Any, values: dict[str, int]) -> Any:
         return function(values)
     except (KeyError, ZeroDivisionError):
         raise Fallback from None
+
+
+class Decided(NamedTuple):
+    """What a config's values of :attr:`Compiled._decision_names` decide: the layers of each kind counted (by
+    symbol name), the plan of its terms, and the names whose values a count shows (in the record's order)."""
+
+    layers: tuple[tuple[str, int], ...]
+    plan: Plan
+    shown: tuple[str, ...]
 
 
 class Plan(NamedTuple):

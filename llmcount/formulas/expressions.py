@@ -215,6 +215,8 @@ def condition_names(text: str) -> list[str]:
 
 
 def _int(value: Any) -> int:
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {value!r}")
     return value
@@ -225,6 +227,8 @@ MAX_NUMBER = 2**64  # operands of the float-capable arithmetic: sizes, never ast
 
 def _number(value: Any) -> int | float:
     """An integer or a finite float, within bounds (a float config value such as ffn_dim_multiplier)."""
+    if type(value) is int and -MAX_NUMBER <= value <= MAX_NUMBER:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"expected a number, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):

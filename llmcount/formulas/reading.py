@@ -216,9 +216,11 @@ class _Reader:
 
     def adjusted(self, spec: SymbolSpec, value: int, namespace: dict[str, Any]) -> int:
         """The size the model builds from a key's value (LFM2's MLP width from intermediate_size), computed as its
-        modeling code computes it; the symbol's name holds the key's value in the expression."""
+        modeling code computes it; the symbol's name holds the key's value in the expression (and in ``namespace``,
+        until the caller sets it to the size)."""
         try:
-            result = spec.adjust({**namespace, spec.symbol.name: value})
+            namespace[spec.symbol.name] = value  # the key's value, under the name the expression reads it by
+            result = spec.adjust(namespace)
         except _EVALUATION_ERRORS as exc:
             raise self.fail(f"key '{spec.key}' ({value}): cannot compute {spec.adjust_text!r}: {exc}") from None
         if isinstance(result, bool) or not isinstance(result, int):
@@ -435,6 +437,7 @@ _LAYERS: dict[tuple, tuple[tuple[int, ...], int]] = {}
 """The layers a condition chose, by the condition's text, the number of layers and the values of the names it reads:
 a batch of configs of one family (the same layer_types, another vocabulary) walks its layers once."""
 _ABSENT = object()
+_STRINGS = {str}
 
 
 def _layers_key(text: str, layers: int, scope: Mapping[str, Any]) -> tuple | None:
@@ -450,11 +453,15 @@ def _layers_key(text: str, layers: int, scope: Mapping[str, Any]) -> tuple | Non
 
 def _frozen(value: Any) -> Any:
     """A value with its type (1, 1.0 and true are different keys), lists as tuples; TypeError for an object."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bool or kind is float or value is None:
+        return (kind, value)
     if isinstance(value, list):
         return ("list", tuple(_frozen(x) for x in value))
     if isinstance(value, dict):
         raise TypeError("an object")
-    return (type(value).__name__, value)
+    hash(value)  # a value that cannot be a key fails here, where the callers catch it
+    return (kind, value)
 
 
 def _per_layer_symbols(
@@ -484,7 +491,7 @@ class _Layout(NamedTuple):
     None), and its checks made before and after the layers are counted."""
 
     keys: tuple[tuple[str, Any, bool], ...]
-    symbols: tuple[tuple[Any, int | None], ...]
+    symbols: tuple[tuple[Any, int | None, str, str, Any, Any], ...]  # with its key, name, symbol, computed default
     early: tuple[Any, ...]
     late: tuple[Any, ...]
     early_names: tuple[str, ...]  # the names the refusals and the early checks read
@@ -500,7 +507,12 @@ def _layout(family: Family) -> _Layout:
     if found is not None and found[0] is family:
         return found[1]
     keys = tuple((key, default, not family.aliases.get(key)) for key, default in family.keys.items())
-    symbols = tuple((spec, _plain_minimum(family, spec)) for spec in family.symbols if not spec.summed_on)
+    symbols = tuple(
+        (spec, minimum, spec.key, spec.symbol.name, spec.symbol, spec.default if callable(spec.default) else None)
+        for spec in family.symbols
+        if not spec.summed_on
+        for minimum in (_plain_minimum(family, spec),)
+    )
     # a check that names a layer-count symbol (N_full + N_linear == N) or a symbol read on some layers is made once
     # the layers are counted
     counted = {symbol.name for symbol, _, _ in family.layers} | {s.symbol.name for s in family.symbols if s.on}
@@ -542,6 +554,13 @@ def _plain_minimum(family: Family, spec: SymbolSpec) -> int | None:
 def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[Any, tuple[int, ...]]]:
     """The config's [keys], symbols and layer counts, checked by the record's rules: ``(namespace, values,
     indices)``; the namespace by key and symbol name, the values and the layers each kind counted by symbol."""
+    namespace, values = read_symbols(reader)
+    return namespace, values, check_values(reader, namespace, values)
+
+
+def read_symbols(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int]]:
+    """The first half of :func:`read_values`: the config's [keys] and the symbols it gives (not those read per
+    layer), each read and checked as a value; the record's rules are not applied yet (:func:`check_values`)."""
     family, config = reader.family, reader.config
     layout = _layout(family)
     namespace: dict[str, Any] = {}
@@ -552,17 +571,36 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
                 namespace[key] = default
                 continue
             kind = type(value)
-            if kind is type(default) and (kind is bool or kind is str or (kind is int and abs(value) <= MAX_SIZE)):
+            if kind is type(default) and (
+                kind is bool
+                or kind is str
+                or value is None
+                or (kind is int and abs(value) <= MAX_SIZE)
+                or (kind is float and math.isfinite(value))
+            ):
                 namespace[key] = value  # the common case, as reader.key accepts it: a value of its default's type
+                continue
+            listed = kind is list and (default is None or type(default) is list) and len(value) <= MAX_LIST
+            if listed and set(map(type, value)) <= _STRINGS:  # a list of names (layer_types), as reader.key takes it
+                namespace[key] = value
                 continue
         namespace[key] = reader.key(key, default)
     values: dict[Any, int] = {}
-    for spec, minimum in layout.symbols:
+    for spec, minimum, key, name, symbol, default in layout.symbols:
         if minimum is not None:
-            value = config.get(spec.key)
+            value = config.get(key, _ABSENT)
             if type(value) is int and minimum <= value <= MAX_SIZE:  # the common case, as reader.symbol reads it
-                namespace[spec.key] = namespace[spec.symbol.name] = values[spec.symbol] = value
+                namespace[key] = namespace[name] = values[symbol] = value
                 continue
+            if value is _ABSENT and default is not None:  # absent, its default computed: as reader.symbol does
+                try:
+                    value = default(namespace)
+                except _EVALUATION_ERRORS:
+                    value = None  # reader.symbol words it
+                if type(value) is int and minimum <= value <= MAX_SIZE:
+                    reader.defaulted[name] = key
+                    namespace[key] = namespace[name] = values[symbol] = value
+                    continue
         value = reader.symbol(spec, namespace)
         namespace[spec.key] = value
         if value is not None and spec.adjust is not None:
@@ -570,6 +608,15 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
         namespace[spec.symbol.name] = value
         if value is not None:
             values[spec.symbol] = value
+    return namespace, values
+
+
+def check_values(reader: _Reader, namespace: dict[str, Any], values: dict[Any, int]) -> dict[Any, tuple[int, ...]]:
+    """The second half of :func:`read_values`: the record's refusals and checks applied to what
+    :func:`read_symbols` read, the layers of each kind counted and the symbols read per layer (both added to
+    ``namespace`` and ``values``); returns the layers each kind counted, by symbol."""
+    family = reader.family
+    layout = _layout(family)
     key = _passed("early", layout.early_names, namespace)
     if key is None or key not in layout.passed:
         for rule in family.refuse:
@@ -585,4 +632,4 @@ def read_values(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int], dict[A
         _check(reader, layout.late, namespace)
         if key is not None and len(layout.passed) < 4096:
             layout.passed[key] = True
-    return namespace, values, indices
+    return indices
