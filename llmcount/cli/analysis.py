@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import LlmcountError
-from ..renderers.fit import fit_lines
+from ..plain import fit_lines
 from .app import app, fail, print_json, terminal_width
 from .options import SPEC_HELP, ActivatedOption, JsonOption, ModelArgument
 
@@ -173,6 +173,17 @@ def sweep(
 
     Example: llmcount sweep qwen3 --set d=1024:8192:1024 --set N=24,32,48 --from qwen3-8b --csv
     """
+    if as_csv:  # no formula shown: the compiled counts, without sympy, when they take this grid
+        from .. import plain_sweep
+        from ..counting import Fallback
+
+        try:
+            header, table = plain_sweep.rows(spec, from_, set_ or [], force)
+        except Fallback:
+            pass
+        else:
+            plain_sweep.write_csv(header, table, sys.stdout)
+            return
     from ..analysis import subject_and_base
     from ..analysis.parse import Vocabulary, parse_setting
     from ..analysis.sweep import sweep as sweep_grid
