@@ -55,6 +55,8 @@ ADAPTERS = {
     "qwen2_5_vl": {"vision_config": "out_hidden_size"},
     "qwen3_vl": {"vision_config": "out_hidden_size"},
     "qwen3_vl_moe": {"vision_config": "out_hidden_size"},
+    "qwen3_5": {"vision_config": "out_hidden_size"},
+    "qwen3_5_moe": {"vision_config": "out_hidden_size"},
     "hy_v4_vl": {"vision_config": "out_hidden_size"},
     "glm4v": {"vision_config": "out_hidden_size"},
     "glm46v": {"vision_config": "out_hidden_size"},

@@ -92,6 +92,8 @@ CONTRADICTORY = {
     "qwen2_5_vl": ("out_hidden_size", 8192),
     "qwen3_vl": ("out_hidden_size", 4096),
     "qwen3_vl_moe": ("out_hidden_size", 2048),
+    "qwen3_5": ("out_hidden_size", 4096),  # Qwen3_5VisionConfig's 3584, Qwen3_5TextConfig's 4096
+    "qwen3_5_moe": ("out_hidden_size", 2048),
     "cosmos3_omni": ("out_hidden_size", 4096),  # Qwen3-VL's defaults
     "exaone4_5": ("out_hidden_size", 4096),  # Exaone4_5_VisionConfig's 3584, EXAONE 4's 4096
 }

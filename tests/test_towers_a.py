@@ -1,0 +1,175 @@
+"""Towers of the composites that were counted as their language model only and are now counted whole: Qwen3.5's and
+Qwen3.5-MoE's ViT with its patch merger, Kimi K2.5's MoonViT and projector, VideoLLaMA3's vision encoder and projector.
+Each part and the whole model against what transformers builds for the composite config on the meta device, on the
+composite class's defaults and on drawn configs that vary the tower (width, depth, heads, MLP width, patch, merge and
+temporal patch sizes, channels, position grids) and the projector."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_towers import _text, assert_as_transformers_builds, ours, transformers_parts
+
+from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal, read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+NEW = ["qwen3_5", "qwen3_5_moe", "kimi_k25", "video_llama_3"]
+
+# The composite classes whose defaults transformers builds but cannot run: the merger's output (out_hidden_size 3584)
+# is not the default text hidden_size (Qwen3_5TextConfig's 4096, Qwen3_5MoeTextConfig's 2048).
+CONTRADICTORY = {"qwen3_5": 4096, "qwen3_5_moe": 2048}
+
+
+@pytest.mark.parametrize("model_type", NEW)
+def test_class_defaults_are_whole(model_type: str) -> None:
+    """The composite is counted whole; its class defaults (as to_dict writes them, and the bare model_type) give
+    transformers' parts, once the merger's output is as wide as the language model where the defaults contradict."""
+    composite = records.composite(model_type)
+    assert composite.whole and composite.vision
+    full = oracle.class_defaults(model_type)
+    bare = {"model_type": model_type}
+    if model_type in CONTRADICTORY:
+        for config in (full, bare):
+            with pytest.raises(RuleRefusal, match=r"vision_config\.out_hidden_size .* is not the language model's"):
+                read_config(config, "test config")
+        width = CONTRADICTORY[model_type]
+        full = {**full, "vision_config": {**full["vision_config"], "out_hidden_size": width}}
+        bare = {**bare, "vision_config": {"out_hidden_size": width}}
+    assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
+    assert ours(bare) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
+
+
+def _small_text(draw, model_type: str) -> dict:
+    text = _text(draw, records.composite(model_type).text)
+    if model_type.startswith("qwen3_5"):  # Gated DeltaNet layers and full ones, small heads
+        text |= {"head_dim": draw(st.sampled_from([8, 16])), "full_attention_interval": draw(st.sampled_from([1, 2]))}
+        text |= {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 8}
+        text |= {"linear_value_head_dim": 8}
+        if model_type == "qwen3_5_moe":
+            text |= {"num_experts": draw(st.sampled_from([2, 4])), "num_experts_per_tok": 1}
+            text |= {"moe_intermediate_size": 8, "shared_expert_intermediate_size": draw(st.sampled_from([8, 24]))}
+    if model_type == "kimi_k25":  # DeepSeek-V3's decoder, small
+        text |= {"n_routed_experts": draw(st.sampled_from([2, 4])), "num_experts_per_tok": 1, "n_group": 1}
+        text |= {"topk_group": 1, "moe_intermediate_size": 8, "first_k_dense_replace": draw(st.sampled_from([0, 1]))}
+        text |= {"q_lora_rank": draw(st.sampled_from([None, 8])), "kv_lora_rank": 8, "qk_rope_head_dim": 4}
+        text |= {"qk_nope_head_dim": 4, "v_head_dim": 4}
+    return text
+
+
+@st.composite
+def drawn(draw, model_type: str) -> dict:
+    text = _small_text(draw, model_type)
+    heads = draw(st.sampled_from([1, 2, 4]))
+    width = heads * draw(st.sampled_from([4, 8, 12]))
+    patch = draw(st.sampled_from([2, 4, 14]))
+    config: dict = {"model_type": model_type, "text_config": text, "tie_word_embeddings": draw(st.booleans())}
+    if model_type.startswith("qwen3_5"):
+        vision = {"depth": draw(st.integers(1, 3)), "hidden_size": width, "num_heads": heads}
+        vision |= {
+            "intermediate_size": draw(st.sampled_from([8, 20, 36])),
+            "patch_size": patch,
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2, 3])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "num_position_embeddings": draw(st.sampled_from([16, 36, 2304])),
+            "out_hidden_size": text["hidden_size"],
+        }
+    else:
+        vision = {"num_hidden_layers": draw(st.integers(1, 3)), "hidden_size": width, "num_attention_heads": heads}
+        vision["intermediate_size"] = draw(st.sampled_from([8, 20, 36]))
+        vision["patch_size"] = draw(st.sampled_from([patch, [patch, patch]]))
+    if model_type == "kimi_k25":
+        vision["pos_emb_height"] = draw(st.sampled_from([4, 64]))
+        vision["pos_emb_width"] = draw(st.sampled_from([4, 6, 64]))
+        merge = draw(st.sampled_from([1, 2, 3]))
+        vision["merge_kernel_size"] = draw(st.sampled_from([[merge, merge], (merge, merge)]))
+        config["projection_hidden_size"] = draw(st.sampled_from([width, 8]))  # any width builds; the tower's runs
+    if model_type == "video_llama_3":
+        vision["num_channels"] = draw(st.sampled_from([1, 3]))
+    config["vision_config"] = vision
+    return json.loads(json.dumps(config))  # a tuple is written as a list, as in a config.json
+
+
+@pytest.mark.parametrize("model_type", NEW)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_towers(model_type: str, data) -> None:
+    assert_as_transformers_builds(data.draw(drawn(model_type)))
+
+
+# The sizes of a Qwen3.5-27B vision_config (Qwen3_5VisionConfig's defaults, its merger out to the 5120-wide text).
+QWEN3_5_27B_VISION = {
+    "depth": 27,
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_size": 1152,
+    "in_channels": 3,
+    "initializer_range": 0.02,
+    "intermediate_size": 4304,
+    "num_heads": 16,
+    "num_position_embeddings": 2304,
+    "out_hidden_size": 5120,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+}
+
+
+def test_qwen3_5_vision_tower_by_hand() -> None:
+    """Qwen3.5-27B's ViT, by hand: 3-D patch convolution 3·2·16²·1152 + 1152, a position table 2304·1152, 27 layers of
+    qkv 3·(1152² + 1152), proj 1152² + 1152, MLP 2·1152·4304 + 4304 + 1152 and two LayerNorms 4·1152; the merger: a
+    LayerNorm 2·1152, 4608² + 4608 and 4608·5120 + 5120."""
+    layer = 3 * (1152**2 + 1152) + 1152**2 + 1152 + 2 * 1152 * 4304 + 4304 + 1152 + 4 * 1152
+    merger = 2 * 1152 + 4608**2 + 4608 + 4608 * 5120 + 5120
+    tower = 3 * 2 * 16 * 16 * 1152 + 1152 + 2304 * 1152 + 27 * layer + merger
+    config = {"model_type": "qwen3_5", "text_config": {"hidden_size": 5120}, "vision_config": QWEN3_5_27B_VISION}
+    model = read_config(config, "Qwen3.5-27B")
+    assert [(p.role, p.model.counts.total) for p in model.parts] == [("vision tower", tower)]
+    assert tower == 460_730_096
+
+
+def test_kimi_k25_parts_by_hand() -> None:
+    """Kimi K2.5's MoonViT at Kimi_K25VisionConfig's defaults, by hand: patch convolution 3·14²·1152 + 1152, a
+    64 × 64 grid of 1152, 27 layers of q, k, v and proj 4·(1152² + 1152), MLP 2·1152·4304 + 4304 + 1152 and two
+    LayerNorms 4·1152, the final LayerNorm 2·1152; the projector: a LayerNorm 2·1152, 4608² + 4608, 4608·7168 + 7168."""
+    layer = 4 * (1152**2 + 1152) + 2 * 1152 * 4304 + 4304 + 1152 + 4 * 1152
+    tower = 3 * 14 * 14 * 1152 + 1152 + 64 * 64 * 1152 + 27 * layer + 2 * 1152
+    projector = 2 * 1152 + 4608**2 + 4608 + 4608 * 7168 + 7168
+    model = read_config({"model_type": "kimi_k25"}, "kimi_k25")
+    assert [(p.role, p.model.counts.total) for p in model.parts] == [
+        ("vision tower", tower),
+        ("projector", projector),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model_type": "kimi_k25", "vision_config": {"merge_kernel_size": [2, 3]}}, "merge_kernel_size"),
+        ({"model_type": "kimi_k25", "vision_config": {"patch_size": [14, 16]}}, "patch_size"),
+        ({"model_type": "video_llama_3", "vision_config": {"patch_size": 0}}, "vision_config: key 'patch_size'"),
+        (
+            {"model_type": "video_llama_3", "vision_config": {"hidden_size": 30, "num_attention_heads": 4}},
+            "vision_config: hidden_size (30) is not divisible by num_attention_heads (4)",
+        ),
+        (
+            {"model_type": "qwen3_5", "text_config": {"hidden_size": 2048}, "vision_config": {"out_hidden_size": 1024}},
+            "vision_config.out_hidden_size (1024), the width of the patch merger's output, is not the language model's "
+            "hidden_size (2048)",
+        ),
+    ],
+)
+def test_bad_towers_are_refused_naming_the_key(tmp_path, config: dict, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = CliRunner().invoke(app, ["count", str(path)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
