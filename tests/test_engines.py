@@ -716,3 +716,47 @@ def test_vllm_kv_cache_groups_pad_gemma3_by_hand():
     assert got.settings["kv_cache_group_size"] == 4
     sliding = next(k for k in got.kinds if k.kind == "sliding_attention")
     assert sliding.layers == 22 and "pad the 22 layers of this kind to 24" in sliding.rule
+
+
+def _gemma4_text(tmp_path, **extra):
+    import transformers
+
+    config = {**transformers.AutoConfig.for_model("gemma4_text").to_dict(), **extra}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return load(str(tmp_path))
+
+
+def test_vllm_gemma4_unified_pages_by_hand(tmp_path):
+    """Gemma4TextConfig's defaults: 5 full layers of 4 KV heads of 512 (per_layer_config: global_head_dim) and 25
+    sliding layers of 4 heads of 256, window 512 (gemma4.py: config.sliding_window on the layers layer_types marks).
+    bf16: a full page 16 · 4 · 1,024 · 2 = 131,072 bytes, a sliding page of 16 tokens half of it, so
+    unify_kv_cache_spec_page_size gives the sliding layers blocks of 32 tokens. S = 32,768: full layers 2,048
+    pages; sliding layers cdiv(min(511 + 2 · 2,048, 32,768), 32) + 1 = 145 pages of 131,072 bytes. Groups of 5."""
+    got = engines.kv_cache("vllm", _gemma4_text(tmp_path), 32768)
+    assert got.bytes == 5 * 2048 * 131072 + 25 * 145 * 131072
+    assert got.settings["block_sizes"] == {4096: 32}
+
+
+def test_vllm_gemma4_matches_its_specs(tmp_path):
+    """The same figure from vLLM 0.33.0's own spec classes, at the block sizes unify_kv_cache_spec_page_size gives
+    (transcribed: kv_cache_planning.py needs xgrammar and more to import)."""
+    import torch
+
+    kvi = vllm_interface()
+    full = kvi.FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=512, dtype=torch.bfloat16)
+    sliding = kvi.SlidingWindowSpec(
+        block_size=32, num_kv_heads=4, head_size=256, dtype=torch.bfloat16, sliding_window=512
+    )
+    assert sliding.page_size_bytes == full.page_size_bytes
+    layers = [full if (i + 1) % 6 == 0 else sliding for i in range(30)]
+    for seq, batch, batched in ((32768, 1, 2048), (3000, 2, 8192), (100, 3, 512)):
+        expected = batch * vllm_grouped(layers, vllm_config(seq, batched))
+        got = engines.kv_cache("vllm", _gemma4_text(tmp_path), seq, batch, max_num_batched_tokens=batched)
+        assert got.bytes == expected, (seq, batch, batched)
+
+
+def test_vllm_gemma4_refusals(tmp_path):
+    with pytest.raises(engines.LlmcountError, match="num_kv_shared_layers = 10"):
+        engines.kv_cache("vllm", _gemma4_text(tmp_path, num_kv_shared_layers=10), 4096)
+    with pytest.raises(engines.LlmcountError, match="attention_k_eq_v = True"):
+        engines.kv_cache("vllm", _gemma4_text(tmp_path, attention_k_eq_v=True), 4096)

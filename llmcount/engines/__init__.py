@@ -50,6 +50,7 @@ class Engine:
     swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
     page_sizes: Mapping[str, int] = field(default_factory=dict)  # attention backend -> the page size it resolves to
     page_sizes_not_mla: Mapping[str, int] = field(default_factory=dict)  # ... where an MLA model keeps another
+    refused_keys: Mapping[str, Any] = field(default_factory=dict)  # model type -> config keys not transcribed when set
 
     @property
     def cited(self) -> str:
@@ -78,6 +79,7 @@ OWN_TABLES = {
     "swa",
     "attention_backends",
     "attention_backends_not_mla",
+    "refused_keys",
 }
 
 
@@ -113,6 +115,7 @@ def _load(name: str) -> Engine:
         swa=data.get("swa", {}),
         page_sizes=data.get("attention_backends", {}),
         page_sizes_not_mla=data.get("attention_backends_not_mla", {}),
+        refused_keys=data.get("refused_keys", {}),
     )
 
 
@@ -376,6 +379,15 @@ def kv_cache(
         raise LlmcountError(
             f"{eng.title}: " + refusal.format(model_type=model_type, architecture=architecture, version=version)
         )
+    if model_type in eng.refused_keys:
+        config = getattr(model, "config", None) or {}
+        config = {**config, **(config.get("text_config") or {})}
+        for key in eng.refused_keys[model_type]:
+            if config.get(key):
+                raise LlmcountError(
+                    f"{eng.title}: {model_type} with {key} = {config[key]}: how its model file caches those layers "
+                    "is not transcribed"
+                )
     states = [k for k in kinds if k.is_state]
     pages = {}
     if states and eng.allocation == "pool" and settings["page_size"] > 1:
@@ -403,6 +415,9 @@ def kv_cache(
         split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
     if eng.allocation == "blocks":
         _one_width(eng, model, kinds, env, latent, tp)
+    unified = {}  # vLLM: a token's bytes -> the block size unify_kv_cache_spec_page_size gives its layers
+    if eng.allocation == "paged" and not states:
+        unified = _unified_blocks(eng, model, kinds, env, latent, tp, size)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -452,7 +467,8 @@ def kv_cache(
         run = "full_attention" if (why_full or not sliding) else k.kind
         rule_args = (eng, run, window, seq, batch, layers, per_layer, size, settings)
         if eng.allocation == "paged":
-            tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens)
+            scaled = unified.get(per_layer * size)
+            tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens, scaled)
         elif eng.allocation == "blocks":
             tokens, nbytes, rule, token_bytes = _blocks(*rule_args, latent)
         elif eng.allocation == "pool":
@@ -774,11 +790,40 @@ def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
     return evaluate_int(kind.tokens, env, kind.kind)
 
 
-def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batched):
+def _unified_blocks(eng, model, kinds, env, latent, tp, size) -> dict[int, int]:
+    """vLLM's unify_kv_cache_spec_page_size (vllm/v1/core/kv_cache_planning.py): attention layers whose pages differ
+    get block sizes scaled up by max page / their page, so every page is the largest; a token's bytes -> its block
+    size (empty when all pages are equal). A page that does not divide the largest is refused by name."""
+    from ..formulas.derivation import evaluate_int
+
+    widths = {
+        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp) * size
+        for k in kinds
+        if not k.is_state
+    }
+    if len(widths) < 2:
+        return {}
+    block = eng.settings["block_size"]
+    largest = max(widths) * block
+    out = {}
+    for token in widths:
+        if largest % (token * block):
+            raise LlmcountError(
+                f"{eng.title}: attention pages of {token * block:,} and {largest:,} bytes: vLLM pads the smaller "
+                "page (unify_kv_cache_spec_page_size), which is not transcribed"
+            )
+        out[token] = block * (largest // (token * block))
+    return out
+
+
+def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batched, scaled=None):
     """vLLM: pages of ``block_size`` tokens, page_size_bytes = block_size × elements per token × dtype bytes; a
     full (or MLA) layer holds cdiv(S, block_size) pages per request, a sliding one cdiv(min(W − 1 + in-flight
     tokens, S), block_size) + 1, a chunked one cdiv(min(C + in-flight tokens, S), block_size)."""
     block = settings.setdefault("block_size", eng.settings["block_size"])
+    if scaled is not None and scaled != block:
+        block = scaled
+        settings.setdefault("block_sizes", {})[per_layer * size] = block
     page = block * per_layer * size
     if run == "full_attention":
         blocks = _cdiv(seq, block)
