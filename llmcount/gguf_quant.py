@@ -14,7 +14,8 @@ writes no MTP layers, so that is num_hidden_layers.
 
 Checked against files llama.cpp's own ``llama-quantize`` wrote (built from 0c1e57098bba, the tree llama-cpp-python
 0.3.36 vendors), every tensor's type and bytes, for llama, qwen3 (tied), qwen3moe (8 experts), mixtral (4 experts),
-phi3 (fused attn_qkv), gemma3 (rows that fall back) and an 80-layer llama (LLM_TYPE_70B), every file type here:
+phi3 (fused attn_qkv), gemma3 (rows that fall back), an 80-layer llama (LLM_TYPE_70B), qwen2moe, deepseek2 (MLA),
+gpt-oss and starcoder2, every file type here (and Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K_S with an importance matrix):
 tests/test_gguf_llama_quantize.py and tests/llama_quantize/. llama-quantize walks the tensors in its loader's order
 (layer number, then name, the ones outside the layers first), which keeps each layer's attn_v and ffn_down in layer
 order, as here.
@@ -145,9 +146,16 @@ def plan(model: Any, arch: str | None = None) -> list[Planned]:
             continue
         spec = table.get(term.path)
         suffix = "weight"
-        if spec is None and term.path.endswith(".bias") and term.path.removesuffix(".bias") in table:
-            spec = {"gguf": table[term.path.removesuffix(".bias")]["gguf"], "vector": True}
-            suffix = "bias"
+        sizes: list[int] | None = None  # per GGUF name, when they differ
+        base = table.get(term.path.removesuffix(".bias")) if term.path.endswith(".bias") else None
+        if spec is None and base is not None:  # a weight's bias: <its GGUF name>.bias, one per matrix
+            spec, suffix = {"gguf": base["gguf"], "vector": True}, "bias"
+            if "d" in base and len(base["gguf"]) > 1:  # a matrix's bias is its rows: d for "out", the rest split
+                out = hidden * (experts_n if base.get("experts") else 1)
+                ins = (per - base["d"].count("out") * out) // max(1, base["d"].count("in"))
+                sizes = [out if side == "out" else ins for side in base["d"]]
+        if spec is not None and spec.get("vector") and term.path.startswith("norms/") and per == 2 * hidden:
+            spec = {"gguf": [f"{spec['gguf'][0]}.weight", f"{spec['gguf'][0]}.bias"], "vector": True, "named": True}
         if spec is None:
             if not (term.path.startswith(vectors) or term.path.endswith(".bias")):
                 raise LlmcountError(
@@ -160,9 +168,10 @@ def plan(model: Any, arch: str | None = None) -> list[Planned]:
         each = per // len(names) // experts
         for layer in layers:
             for i, gname in enumerate(names):
-                name = f"blk.{layer}.{gname}.{suffix}" if layer is not None else f"{gname}.{suffix}"
+                full = gname if spec.get("named") else f"{gname}.{suffix}"  # a LayerNorm's weight and bias
+                name = f"blk.{layer}.{full}" if layer is not None else full
                 if spec.get("vector"):
-                    tensors.append(Planned(name, term.path, layer, each, 1, experts))
+                    tensors.append(Planned(name, term.path, layer, sizes[i] if sizes else each, 1, experts))
                     continue
                 if "shape" in spec:  # ne[0], ne[1] (and ne[2]) as formulas: a tensor the converter reshapes
                     cols, rows, *heads = (_dim(x, model, term.path) for x in spec["shape"][i])

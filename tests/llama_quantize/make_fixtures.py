@@ -11,7 +11,9 @@ converter writes it (names and metadata from tests/gguf_build.py; convert_hf_to_
 vectors, norms, tensors not named ``.weight`` and those ModelBase.prepare_tensors forces to F32 (conversion/base.py:
 FFN_GATE_INP, FFN_GATE_INP_SHEXP ...) in F32, every other tensor in F16), then
 ``llama-quantize model-f16.gguf out.gguf TYPE`` is run for every file type and ``gguf.GGUFReader`` reads each output
-back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead.
+back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead. With
+``IMATRIX_ONLY=1`` and case names, the named cases get their files for :data:`IMATRIX` quantised with an importance
+matrix of ones (``--imatrix``) added instead.
 """
 
 from __future__ import annotations
@@ -101,6 +103,19 @@ CASES = [
              kv_lora_rank=256, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
         ALL,
     ),
+    (
+        "gpt-oss-8x-4",
+        "gpt-oss",
+        dict(model_type="gpt_oss", **BASE, num_hidden_layers=4, num_key_value_heads=2, head_dim=64,
+             num_local_experts=8, num_experts_per_tok=2, sliding_window=128),
+        ALL,
+    ),
+    (
+        "starcoder2-8-biases",
+        "starcoder2",
+        dict(model_type="starcoder2", **BASE, num_hidden_layers=8, num_key_value_heads=2),
+        ALL,
+    ),
 ]  # fmt: skip
 
 
@@ -120,6 +135,32 @@ def write_source(config: dict, arch: str, path: Path) -> None:
             writer.add_tensor(name, rng.standard_normal(shape).astype(np.float32))
         else:
             writer.add_tensor(name, (0.02 * rng.standard_normal(shape)).astype(np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+IMATRIX = ("q4_0", "q5_0", "iq4_nl", "iq4_xs", "q2_k_s", "q4_k_m")
+"""File types also written with an importance matrix (``--imatrix``), which changes their mixture."""
+
+
+def write_imatrix(source: Path, path: Path) -> None:
+    """An importance matrix for every matrix of ``source``, in the GGUF layout llama.cpp's loader reads
+    (common/imatrix-loader.cpp: ``<tensor>.in_sum2`` and ``<tensor>.counts``, F32, one row and count per expert, and
+    the keys imatrix.datasets, imatrix.chunk_count, imatrix.chunk_size): every value 1, every count 1."""
+    writer = gguf.GGUFWriter(str(path), "imatrix")
+    writer.add_type("imatrix")
+    writer.add_array(gguf.Keys.IMatrix.DATASETS, ["ones"])
+    writer.add_uint32(gguf.Keys.IMatrix.CHUNK_COUNT, 1)
+    writer.add_uint32(gguf.Keys.IMatrix.CHUNK_SIZE, 512)
+    for t in gguf.GGUFReader(str(source)).tensors:
+        shape = [int(x) for x in t.shape]  # ne order
+        if len([x for x in shape if x > 1]) < 2 or not t.name.endswith(".weight"):
+            continue
+        mats = shape[2] if len(shape) > 2 else 1
+        writer.add_tensor(t.name + ".in_sum2", np.ones((mats, shape[0]), dtype=np.float32))
+        writer.add_tensor(t.name + ".counts", np.ones((mats, 1), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -160,6 +201,23 @@ def main() -> None:
                 continue
             source = Path(tmp) / f"{case}-source.gguf"
             write_source(config, arch, source)
+            if os.environ.get("IMATRIX_ONLY"):
+                entry = out["cases"][case]
+                imat = Path(tmp) / f"{case}-imatrix.gguf"
+                write_imatrix(source, imat)
+                entry["imatrix"] = {}
+                for ftype in IMATRIX:
+                    target = Path(tmp) / f"{case}-{ftype}-imatrix.gguf"
+                    cmd = [binary, "--imatrix", str(imat), str(source), str(target), ftype.upper(), "1"]
+                    run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+                    if run.returncode:
+                        raise SystemExit(f"{case} {ftype} imatrix: {run.stderr[-2000:]}")
+                    table = read(target)
+                    assert [n for n, _t, _b in table] == entry["names"], (case, ftype)
+                    entry["imatrix"][ftype] = [[t, b] for _n, t, b in table]
+                    target.unlink()
+                    print(case, ftype, "imatrix", sum(b for _n, _t, b in table), flush=True)
+                continue
             entry = {"arch": arch, "config": config, "source": read(source), "quantised": {}}
             entry["names"] = None  # llama-quantize's order: the model loader's (layer number, then name)
             for ftype in ftypes:
