@@ -589,7 +589,10 @@ class Discoverer:
                     b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
                 except probe.Refused:
                     continue
-                if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
+                # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
+                # not a key of which layers carry what: its trials must make the layers differ
+                uneven = _uneven(b) or (_uneven(base) and not isinstance(value, int))
+                if _membership(b) != _membership(base) and uneven:
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         return found
