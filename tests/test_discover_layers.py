@@ -71,3 +71,16 @@ def test_a_count_that_turns_every_layer_alike_is_no_layer_key() -> None:
     discoverer.build = build
     assert set(discoverer._layer_keys(build({}), set())) == {"decoder_sparse_step"}
     assert set(discoverer._layer_keys(build({"decoder_sparse_step": 2}), set())) == {"decoder_sparse_step"}
+
+
+def test_a_layer_count_that_is_the_length_of_a_per_layer_list() -> None:
+    # Nemotron-H: no integer layer count; num_hidden_layers is a property, the number of entries of layers_block_type
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "nemotron_h"
+    discoverer.notes = []
+    discoverer.defaults = probe.class_defaults("nemotron_h")
+    discoverer.aliases = probe.attribute_map("nemotron_h")
+    assert "num_hidden_layers" not in discoverer.defaults
+    assert discoverer.find_layer_key() == "num_hidden_layers"
+    assert discoverer.length_of == "layers_block_type"
+    assert discoverer.defaults["num_hidden_layers"] == len(discoverer.defaults["layers_block_type"])
