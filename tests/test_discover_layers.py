@@ -48,3 +48,39 @@ def test_the_layer_count_is_the_key_whose_layers_are_built() -> None:
     discoverer.aliases = probe.attribute_map("hrm_text")
     assert discoverer.find_layer_key() == "num_layers_per_stack"
     assert probe.build("hrm_text", {"num_layers_per_stack": 2, "num_hidden_layers": 5}).layers == 2
+
+
+def test_a_count_that_turns_every_layer_alike_is_no_layer_key() -> None:
+    # Qwen3-Next: num_experts 0 makes every layer dense; it is a size, and the dense layers' condition is
+    # i in mlp_only_layers or (i + 1) % decoder_sparse_step != 0 (no third key)
+    dense, moe = "model.layers.*.mlp.gate_proj.weight", "model.layers.*.mlp.experts.gate_up_proj"
+
+    def build(overrides):
+        v = {"num_experts": 8, "decoder_sparse_step": 1, **overrides}
+        if v["decoder_sparse_step"] == 0:
+            raise probe.Refused("ZeroDivisionError: integer modulo by zero")
+        kinds = [moe if v["num_experts"] > 0 and (i + 1) % v["decoder_sparse_step"] == 0 else dense for i in range(3)]
+        tensors = tuple(probe.Tensor(k, i, (2, 2), "Linear", False, False) for i, k in enumerate(kinds))
+        return probe.Build(tensors, {}, 0, 3, "M", "model", "C", {})
+
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.layer_key = "num_hidden_layers"
+    discoverer.tokens = set()
+    discoverer.on = {}
+    discoverer.defaults = {"num_hidden_layers": 48, "num_experts": 8, "decoder_sparse_step": 1}
+    discoverer.build = build
+    assert set(discoverer._layer_keys(build({}), set())) == {"decoder_sparse_step"}
+    assert set(discoverer._layer_keys(build({"decoder_sparse_step": 2}), set())) == {"decoder_sparse_step"}
+
+
+def test_a_layer_count_that_is_the_length_of_a_per_layer_list() -> None:
+    # Nemotron-H: no integer layer count; num_hidden_layers is a property, the number of entries of layers_block_type
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "nemotron_h"
+    discoverer.notes = []
+    discoverer.defaults = probe.class_defaults("nemotron_h")
+    discoverer.aliases = probe.attribute_map("nemotron_h")
+    assert "num_hidden_layers" not in discoverer.defaults
+    assert discoverer.find_layer_key() == "num_hidden_layers"
+    assert discoverer.length_of == "layers_block_type"
+    assert discoverer.defaults["num_hidden_layers"] == len(discoverer.defaults["layers_block_type"])

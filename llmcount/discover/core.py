@@ -182,10 +182,32 @@ class Discoverer:
                 continue
         if named is not None:  # validators refuse a bare change of it: tie_layers finds the keys tied to it
             return named
+        length = self._length_of_list(names)
+        if length is not None:
+            return length
         raise ValueError(
             f"{self.model_type}: no config key for the number of layers (glossary symbol N; tried"
             f" {', '.join(counts) or 'no integer key naming layers'})"
         )
+
+    def _length_of_list(self, names: dict[str, Symbol]) -> str | None:
+        """The glossary's layer-count key when the config has none and counts its layers as the entries of a
+        per-layer list (Nemotron-H's ``layers_block_type``: one block per entry, ``num_hidden_layers`` a property
+        computed from it): the draft reads N with the list's length as its default. None when no list does."""
+        key = next((k for k, v in names.items() if v.name == "N" and k.startswith("num_")), None)
+        for name, value in self.defaults.items():
+            if not (isinstance(value, list) and len(value) > 1 and all(isinstance(x, str) for x in value)):
+                continue
+            try:
+                built = [probe.build(self.model_type, {name: value[:n]}).layers for n in (1, 2)]
+            except probe.Refused:
+                continue
+            if built == [1, 2] and key is not None:
+                self.length_of = name
+                self.defaults = {**self.defaults, key: len(value)}
+                self.note(f"{key}: the number of entries of {name} (the config has no layer count of its own)")
+                return key
+        return None
 
     def _builds_layers(self, named: str) -> str | None:
         """``named`` when the model builds as many layers as it says (or a validator refuses a bare change of it);
@@ -589,7 +611,10 @@ class Discoverer:
                     b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
                 except probe.Refused:
                     continue
-                if _membership(b) != _membership(base) and (_uneven(b) or _uneven(base)):
+                # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
+                # not a key of which layers carry what: its trials must make the layers differ
+                uneven = _uneven(b) or (_uneven(base) and not isinstance(value, int))
+                if _membership(b) != _membership(base) and uneven:
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         return found
@@ -1091,7 +1116,9 @@ class Discoverer:
         if self.own:
             lines += ["", "[glossary]  # symbols of this record's own, named after their keys (meaning: the docstring)"]
             lines += [f"{key} = {{ meaning = {_q(meaning)} }}" for key, meaning in self.own.items()]
-        lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {self.defaults[self.layer_key]} }}"]
+        length = getattr(self, "length_of", None)
+        layers = _q(f"len({length})") if length else self.defaults[self.layer_key]
+        lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {layers} }}"]
         for key in _topological(read, defaults, self.symbols):
             default, null = defaults[key]
             fields = [f"key = {_q(key)}"]
