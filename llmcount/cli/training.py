@@ -171,6 +171,8 @@ def run(
 ) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print; with ``conventions``, Korthikanti
     et al.'s activations per layer beside llmcount's."""
+    if not conventions and _plain(spec, dtype, seq, batch, options, as_json):
+        return
     from ..formulas import training as tr
     from ..renderers.training import render_training, training_data
     from ..sources import load
@@ -216,6 +218,54 @@ def run(
             typer.echo("\n" + render_conventions(*extra))
             typer.echo("\n" + render_megatron(*megatron))
             typer.echo("\n" + render_deepspeed(*_deepspeed(model, parallel)))
+
+
+def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> bool:
+    """The estimate of :func:`run` by the compiled path (:mod:`llmcount.plain_training`, no sympy), printed; False,
+    having printed nothing, for what it does not take (then :func:`run` computes through sympy, which words every
+    error): LoRA, --freeze-vision, a model or an option set its snapshots do not hold, any input to refuse."""
+    from .. import plain_training as plain
+    from ..counting import Fallback, read
+    from ..sources import resolve, unseen_note
+
+    changed = {option for option, value in options.items() if value != DEFAULTS[option]}
+    if spec == "-" or changed & {"--lora", "--lora-targets", "--freeze-vision"}:
+        return False
+    try:
+        zero = str(options["--zero"]).strip()
+        if zero not in ("0", "1", "2", "3"):
+            return False
+        parallel = plain.Parallel(
+            tp=_degree("--tp", options["--tp"]),
+            pp=_degree("--pp", options["--pp"]),
+            dp=_degree("--dp", options["--dp"]),
+            ep=_degree("--ep", options["--ep"]),
+            zero=int(zero),
+            sequence_parallel=bool(options["--sequence-parallel"]),
+        )
+        seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
+        found, source, config = resolve(spec)
+        model = read(config, source, found)
+        result = plain.estimate(
+            model,
+            dtype,
+            seq_,
+            batch_,
+            options["--optimizer"].value,
+            parallel,
+            options["--attention"].value,
+            options["--recompute"].value,
+        )
+    except (LlmcountError, Fallback):
+        return False
+    note = unseen_note(model, config)
+    if note:
+        typer.echo(note, err=True)
+    if as_json:
+        print_json(plain.training_data(model, result, seq_, batch_))
+    else:
+        typer.echo(plain.render_training(model, result, seq_, batch_, terminal_width()).rstrip())
+    return True
 
 
 def _deepspeed(model, parallel):

@@ -1,0 +1,801 @@
+"""Training memory per GPU of a config counted by the compiled path (:mod:`llmcount.counting`), without sympy: what
+:func:`llmcount.formulas.training.estimate` gives (model states under an optimizer, ZeRO, tensor and expert
+parallelism; the activations of :mod:`llmcount.formulas.activations`), from the family's training snapshot
+(``formulas/compiled_training/<model_type>.json``, made by :mod:`llmcount.formulas.training_snapshot` from the same
+record, held equal to the sympy path on every bundled preset and every record's defaults by
+``tests/test_plain_training.py``).
+
+The snapshot holds, for each selection of terms the presets and the defaults make, each term's per-layer count
+compiled, split as tensor parallelism splits it (the part it divides, the part it keeps whole), whether it is a
+weight matrix and its two sides; the record's ``[activations]`` table with each entry's size compiled and split
+by monomial as tensor parallelism splits it; and the formulas shown beside the numbers (text, sympy's string,
+LaTeX) for the options the generator ran. The numbers are computed here as Python ints (a quotient as a
+``Fraction``, rounded where the sympy path rounds); only the formulas are looked up.
+
+Anything else raises :class:`~llmcount.counting.Fallback` before a word is printed, and the caller computes through
+the sympy path, which words every refusal: pipeline parallelism, LoRA, a composite model, a selection or an
+option set whose formulas the snapshot lacks, a degree that does not divide what it splits, a count that is not
+whole, activations refused for the config.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from . import evaluate
+from .counting import Counted, Fallback, _condition, compiled
+from .dtypes import canonical
+from .errors import LlmcountError
+from .formulas.reading import _nested_keys, _Reader, read_values
+from .shown import Shown
+
+FORMAT = 1
+FOLDER = "compiled_training"
+COMMON = "_common.json"
+FLOAT_16 = ("bf16", "fp16")
+WIDTH = {"fp32": 4, "bf16": 2, "fp16": 2}
+KEPT_AS = {"sdpa": "flash"}
+ENTRY_WIDTH = {"fp32": 4, "int64": 8, "int32": 4, "bool": 1}
+SCALE = {"token": ("B", "S"), "position": ("S",), "sequence": ("B",), "step": ()}
+
+
+@cache
+def common() -> dict[str, Any] | None:
+    """The model-independent part of the snapshots: the state lines' formulas and the notes."""
+    return _read(COMMON)
+
+
+def _read(name: str) -> dict[str, Any] | None:
+    try:
+        text = resources.files("llmcount.formulas").joinpath(FOLDER).joinpath(name).read_text("utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    return data if data.get("format") == FORMAT else None
+
+
+@cache
+def snapshot(model_type: str) -> dict[str, Any] | None:
+    """The training snapshot of ``model_type``, when its count snapshot is current and it was made from the same
+    record text."""
+    family = compiled(model_type)
+    if family is None:
+        return None
+    data = _read(f"{model_type}.json")
+    if data is None or data.get("hash") != family.data.get("hash") or data.get("name") != model_type:
+        return None
+    return data
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """``formulas.training.Parallel``: the parallel degrees and the ZeRO stage."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: int = 0
+    sequence_parallel: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.ep
+
+
+@dataclass(frozen=True)
+class Held:
+    """``formulas.training.Held``: the parameters one GPU holds, by how the optimizer treats them."""
+
+    matrices: int = 0
+    others: int = 0
+    frozen: int = 0
+    adapters: int = 0
+    factored: int = 0
+
+    def __add__(self, other: Held) -> Held:
+        return Held(*(a + b for a, b in zip(self.values(), other.values(), strict=True)))
+
+    def times(self, count: int) -> Held:
+        return Held(*(count * a for a in self.values()))
+
+    def values(self) -> tuple[int, ...]:
+        return (self.matrices, self.others, self.frozen, self.adapters, self.factored)
+
+    @property
+    def parameters(self) -> int:
+        return self.matrices + self.others + self.frozen + self.adapters
+
+    @property
+    def trainable(self) -> int:
+        return self.matrices + self.others + self.adapters
+
+
+@dataclass(frozen=True)
+class Line:
+    """A model-state line: its formula as text (``text``) and as sympy writes it (``formula``), exact bytes."""
+
+    name: str
+    formula: str
+    bytes: int
+    note: str = ""
+    text: str = ""
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+
+@dataclass(frozen=True)
+class Options:
+    attention: str = "sdpa"
+    recompute: str = "none"
+    tp: int = 1
+    pp: int = 1
+    sequence_parallel: bool = False
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """Activations of one layer of one kind (formulas as text)."""
+
+    name: str
+    count: int
+    formula: str
+    text: str
+    bytes: int
+    components: tuple[tuple[str, str, int], ...]
+
+
+@dataclass(frozen=True)
+class Activations:
+    """``formulas.activations.Activations`` with its formulas as text (``formula``: sympy's string)."""
+
+    dtype: str
+    options: Options
+    formula: str
+    text: str
+    latex: str
+    bytes: int
+    per_layer_kind: tuple[LayerKind, ...]
+    model_level: tuple[tuple[str, str, str, int], ...]  # (path, formula, text, bytes)
+    per_gpu_bytes: int
+    per_gpu_note: str
+    per_gpu_layer_bytes: tuple[int, ...] = ()
+    assumptions: str = ""
+
+
+@dataclass(frozen=True, repr=False)
+class Training(Shown):
+    """``formulas.training.Training`` of the compiled path (formulas as text)."""
+
+    dtype: str
+    optimizer: str
+    parallel: Parallel
+    parameters: int
+    held: Held
+    lines: tuple[Line, ...]
+    activations: Activations | None = None
+    activations_refused: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    no_grad_paths: tuple[str, ...] = ()
+    no_grad_parameters: int = 0
+    lora: None = None
+
+    @property
+    def model_states_bytes(self) -> int:
+        return sum(line.bytes for line in self.lines)
+
+    @property
+    def activations_bytes(self) -> int | None:
+        return None if self.activations is None else self.activations.per_gpu_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.model_states_bytes + (self.activations_bytes or 0)
+
+
+def _number(source: str, values: dict[str, Any]) -> int | Fraction:
+    try:
+        return evaluate.from_source(source)(values)
+    except (KeyError, ZeroDivisionError):
+        raise Fallback from None
+
+
+def _int(source: str, values: dict[str, Any]) -> int:
+    """``int(expr.subs(values))`` of the sympy path: a quotient truncated toward zero."""
+    return int(_number(source, values))
+
+
+def _whole(value: int | Fraction) -> int:
+    number = evaluate.whole(value)
+    if number is None:
+        raise Fallback  # not a whole number: the sympy path words it
+    return number
+
+
+def _ceil(value: int | Fraction) -> int:
+    return -((-value.numerator) // value.denominator) if type(value) is Fraction else value
+
+
+def compute_dtype(name: str) -> str:
+    try:
+        compute = canonical(name)
+    except LlmcountError:
+        raise Fallback from None
+    if compute not in WIDTH:
+        raise Fallback  # refused by name by the sympy path
+    return compute
+
+
+# --- model states -----------------------------------------------------------------------------------------------
+
+
+def _padded(values: dict[str, int], tp: int, padded: list[str]) -> dict[str, int]:
+    return {**values, **{s: -(-values[s] // tp) * tp for s in padded if values.get(s) is not None}}
+
+
+def _check_parallel(model: Counted, selection: dict[str, Any], parallel: Parallel, padded: list[str]) -> None:
+    """``training.check_parallel``: Fallback where the sympy path refuses (it words the refusal)."""
+    values = model.values
+    if parallel.zero not in (0, 1, 2, 3) or (parallel.sequence_parallel and parallel.tp == 1):
+        raise Fallback
+    tp = parallel.tp
+    if tp > 1:
+        for name in ("h", "h_kv"):
+            if values.get(name) is not None and values[name] % tp:
+                raise Fallback
+        if selection["summed"]:
+            raise Fallback
+        with_pads = _padded(values, tp, padded)
+        for term in selection["terms"]:
+            if term["routed"]:
+                continue
+            if term["refuse_tp"]:
+                raise Fallback
+            if any(values.get(name) is not None and values[name] % tp for name in term["split_symbols"]):
+                raise Fallback
+            try:
+                count = evaluate.from_source(term["split"])(with_pads)
+            except (KeyError, ZeroDivisionError):
+                continue  # not a number there: the sympy path checks nothing either
+            count = evaluate.whole(count)
+            if count is not None and count % tp:
+                raise Fallback
+    if parallel.ep > 1 and (not model.architecture.is_moe or "n" not in values or values["n"] % parallel.ep):
+        raise Fallback
+    if parallel.pp > values["N"]:
+        raise Fallback
+
+
+def _held(term: dict[str, Any], values: dict[str, int], parallel: Parallel, optimizer: str, padded: list[str]) -> Held:
+    """``training._held`` without LoRA."""
+    if term["routed"]:
+        count = _int(term["expr"], values)
+        if count % parallel.ep:
+            raise Fallback
+        count //= parallel.ep
+    else:
+        if parallel.tp > 1 and term["refuse_tp"]:
+            raise Fallback
+        split = _int(term["split"], _padded(values, parallel.tp, padded))
+        count = split // parallel.tp + _int(term["kept"], values)
+    if not term["grad"]:
+        return Held(frozen=count)
+    matrix = term["matrix"]
+    factored = 0
+    if optimizer == "adafactor":
+        if parallel.tp > 1:
+            raise Fallback
+        if matrix:
+            if term["routed"] or term["sides"] is None:
+                raise Fallback
+            factored = _int(term["sides"], values)
+        else:
+            factored = count
+    hidden = matrix and not term["embedding"]
+    return Held(matrices=count if hidden else 0, others=0 if hidden else count, factored=factored)
+
+
+def _state_lines(held: Held, compute: str, optimizer: str, parallel: Parallel) -> list[Line]:
+    """``training._state_lines``: the model-state lines, ZeRO's shards applied, formulas from the common snapshot."""
+    data = common()
+    if data is None:
+        raise Fallback
+    env = {
+        "P": held.parameters,
+        "P_t": held.trainable,
+        "P_m": held.matrices + held.adapters,
+        "P_o": held.others,
+        "F": held.factored,
+    }
+    frozen = f" ({held.frozen:,} of them without gradient)" if held.frozen else ""
+    frozen = " (the base frozen)" if held.adapters else frozen
+    lines = []
+    for name, source, stage, note, plain, sharded in data["states"][f"{compute}|{optimizer}"]:
+        size = _int(source, env)
+        text, formula = plain
+        if name == "weights":
+            note += frozen
+        if parallel.zero > 0 and stage <= parallel.zero:
+            size = -(-size // parallel.dp)
+            text, formula = sharded
+            note += f", sharded over N_dp = {parallel.dp} ranks (ZeRO-{parallel.zero})"
+        lines.append(Line(name, formula, size, note, text))
+    return lines
+
+
+def _no_grad_paths(terms: list[dict[str, Any]]) -> tuple[str, ...]:
+    paths = []
+    for term in terms:
+        if term["grad"]:
+            continue
+        group = [t for t in terms if t["group"] == term["group"]]
+        whole = len(group) > 1 and not any(t["grad"] for t in group)
+        path = f"{term['group']}/*" if whole else term["path"]
+        if path not in paths:
+            paths.append(path)
+    return tuple(paths)
+
+
+# --- activations --------------------------------------------------------------------------------------------------
+
+
+class _Refused(Exception):
+    """Activations refused by the record's table for this config (``activations.NotDerived``)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _keys(model: Counted) -> dict[str, Any]:
+    """The config's [keys] and layer counts by name, as ``read_config`` reads them (``Model.keys``)."""
+    family = model.architecture
+    try:
+        reader = _Reader(_nested_keys(model.config, model.source, family), model.source, family)
+        namespace, _, _ = read_values(reader)
+    except Exception:
+        raise Fallback from None
+    return {key: namespace[key] for key in (*family.keys, *(symbol.name for symbol, _, _ in family.layers))}
+
+
+def _kinds(layer_names: list[list[str]], values: dict[str, int], model: Counted, keys: dict[str, Any]) -> list:
+    """``layer_kinds.kinds`` for counts that partition the layers: (counted names, [(name, count, where)]); Fallback
+    when they overlap (the sympy path tells the kinds layer by layer)."""
+    counted = sorted({n for names in layer_names for n in names if n != "N"})
+    total = values["N"]
+    if any(c not in values for c in counted):
+        raise Fallback
+    rest = total - sum(values[c] for c in counted)
+    if rest < 0:
+        raise Fallback
+    if counted:
+        sets = _memberships(model, values, keys, counted)
+        if sets is not None and any(len(s) > 1 for s in sets):
+            raise Fallback
+    found = [(c, values[c], {"N": 1, **{o: int(o == c) for o in counted}}) for c in counted if values[c] > 0]
+    if rest > 0:
+        found.append(("", rest, {"N": 1, **{c: 0 for c in counted}}))
+    return counted, found
+
+
+def _memberships(model: Counted, values: dict[str, int], keys: dict[str, Any], names: list[str]) -> list | None:
+    family = model.architecture
+    tests = [(symbol.name, test) for symbol, test, _ in family.layers if symbol.name in set(names)]
+    if len(tests) < len(set(names)):
+        return None
+    if values["N"] > 100_000:
+        raise Fallback
+    scope: dict[str, Any] = dict(keys)
+    for spec in family.symbols:
+        scope[spec.symbol.name] = scope[spec.key] = values.get(spec.symbol.name)
+    sets = []
+    try:
+        for i in range(values["N"]):
+            scope["i"] = i
+            sets.append(frozenset(name for name, test in tests if test(scope)))
+    except Exception:
+        return None
+    return sets
+
+
+def _times(layers: str, where: dict[str, int]) -> int:
+    value = evaluate.whole(_number(layers, where))
+    if value is None or value < 0:
+        raise Fallback
+    return value
+
+
+def _elements(entry: dict[str, Any], env: dict[str, int], tp: int, sp: bool) -> int | Fraction:
+    """``Saved.split(tp, sp)`` at ``env``: the elements of one entry one tensor-parallel rank keeps."""
+    if tp == 1 or entry["per"] != "token" or entry["dtype"] in ("int64", "int32", "bool"):
+        return _number(entry["expr"], env)
+    if entry["tp"]:
+        whole = _number(entry["expr"], env)
+        return Fraction(whole, tp) if entry["tp"] == "split" or sp else whole
+    pairs, split, rest = (_number(entry[part], env) for part in ("pairs", "split", "rest"))
+    return (Fraction(pairs, tp) if sp else pairs) + Fraction(split, tp) + (Fraction(rest, tp) if sp else rest)
+
+
+def _holds(text: str, namespace: dict[str, Any]) -> bool:
+    """A condition of the table at the config; Fallback where it cannot be answered (the sympy path words it)."""
+    try:
+        return bool(_condition(text, "a training snapshot")(namespace))
+    except Exception:
+        raise Fallback from None
+
+
+def _activations(
+    model: Counted,
+    table: dict[str, Any],
+    keys: dict[str, Any],
+    compute: str,
+    batch: int,
+    seq: int,
+    options: Options,
+    shared: dict[str, Any] | None = None,
+) -> tuple[Activations, dict[str, Any]]:
+    """``activations.activations`` with pp = 1; _Refused for the table's refusals, Fallback for what the snapshot
+    does not hold. ``shared``: the common snapshot (read from the package without it)."""
+    family = model.architecture
+    values = dict(model.values)
+    for name in (symbol.name for symbol, _, _ in family.layers):
+        if name in keys and name not in values:
+            values[name] = keys[name]
+    namespace = {**keys, **{spec.symbol.name: None for spec in family.symbols}, **values}
+    namespace.update({"S": seq, "compute_dtype": compute, "B": batch})
+    prefix = f"not derived for {family.title} ({family.name}): "
+    for text, reason in table["refuse"]:
+        if _holds(text, namespace):
+            raise _Refused(prefix + reason)
+    data = shared or common()
+    if data is None:
+        raise Fallback
+    assumptions = data["activations"]["assumptions"]
+    cores = set(table["cores"])
+    if options.attention == "sdpa" and "eager" in cores and "flash" not in cores:
+        options = Options("eager", options.recompute, options.tp, options.pp, options.sequence_parallel)
+        assumptions = f"{assumptions}; {data['activations']['eager_for_sdpa']}"
+    core = "inputs" if options.recompute == "selective" else KEPT_AS.get(options.attention, options.attention)
+    saved = table["saved"]
+    if any(e["core"] for e in saved) and not any(e["core"] == core for e in saved):
+        raise Fallback  # an option the table was not checked for: refused by name by the sympy path
+    chosen = []
+    for i, e in enumerate(saved):
+        if e["core"] and e["core"] != core:
+            continue
+        if (e["cast"] and compute == "fp32") or (e["fp32_only"] and compute != "fp32"):
+            continue
+        if e["when"] is not None and not _holds(e["when"], namespace):
+            continue
+        chosen.append(i)
+    layer_entries = [i for i in chosen if saved[i]["layer_symbols"]]
+    model_entries = [i for i in chosen if not saved[i]["layer_symbols"]]
+    if options.recompute == "full" and any(saved[i]["summed"] for i in model_entries):
+        raise Fallback
+    env = {**values, "B": batch, "S": seq}
+    width = WIDTH[compute]
+
+    def size(e: dict[str, Any], times: int, tp: int, sp: bool) -> int | Fraction:
+        scale = 1
+        for name in SCALE[e["per"]]:
+            scale *= env[name]
+        return times * ENTRY_WIDTH.get(e["dtype"], width) * scale * _elements(e, env, tp, sp)
+
+    counted, kinds = _kinds([saved[i]["layer_symbols"] for i in layer_entries], values, model, keys)
+
+    def layer(where: dict[str, int], tp: int = 1, sp: bool = False) -> list[tuple[str, int]]:
+        parts = []
+        for i in layer_entries:
+            times = _times(saved[i]["layers"], where)
+            if times:
+                parts.append((saved[i]["path"], _ceil(size(saved[i], times, tp, sp))))
+        return parts
+
+    full = [layer(where) for _, _, where in kinds]
+    model_level = []
+    for i in model_entries:
+        times = _int(saved[i]["layers"], {})
+        model_level.append((saved[i]["path"], _whole(size(saved[i], times, 1, False))))
+    heaviest = -1
+    if options.recompute == "full":
+        kept = _whole(width * batch * seq * _number(table["layer_input"], values))
+        sums = [sum(b for _, b in parts) for parts in full]
+        heaviest = max(range(len(sums)), key=sums.__getitem__)
+    key = "|".join(
+        [
+            str(width),
+            options.recompute,
+            ",".join(map(str, chosen)),
+            ";".join(f"{name or '-'}={','.join(counted)}" for name, _, _ in kinds),
+            str(heaviest),
+        ]
+    )
+    shown = table["formulas"].get(key)
+    if shown is None:
+        raise Fallback
+    per_kind = []
+    for (_, count, _), parts, kind_shown in zip(kinds, full, shown["kinds"], strict=True):
+        if options.recompute == "full":
+            formula, text = shown["checkpoint"]
+            per_kind.append(
+                LayerKind(kind_shown["name"], count, formula, text, kept, (("layer input", formula, kept),))
+            )
+        else:
+            components = tuple((p, f, b) for (p, b), f in zip(parts, kind_shown["components"], strict=True))
+            per_kind.append(
+                LayerKind(
+                    kind_shown["name"],
+                    count,
+                    kind_shown["formula"],
+                    kind_shown["text"],
+                    sum(b for _, b in parts),
+                    components,
+                )
+            )
+    levels = [(p, f, t, b) for (p, b), (f, t) in zip(model_level, shown["model_level"], strict=True)]
+    if options.recompute == "full":
+        heavy = sum(b for _, b in full[heaviest])
+        levels.append(("recomputed layer", *shown["heaviest"], heavy))
+    total = sum(k.count * k.bytes for k in per_kind) + sum(level[3] for level in levels)
+
+    tp, sp = options.tp, options.sequence_parallel
+    split = [sum(b for _, b in layer(where, tp, sp)) for _, _, where in kinds]
+    if options.recompute == "full":
+        checkpoint_gpu = _ceil(Fraction(width * batch * seq * _number(table["layer_input"], values), tp if sp else 1))
+        layers_gpu = [(count, checkpoint_gpu) for (_, count, _) in kinds]
+        working_gpu = max(split)
+    else:
+        layers_gpu = [(count, b) for (_, count, _), b in zip(kinds, split, strict=True)]
+        working_gpu = 0
+    level_gpu = 0
+    for i in model_entries:
+        times = _int(saved[i]["layers"], {})
+        level_gpu += _ceil(size(saved[i], times, tp, sp))
+    per_gpu = sum(c * b for c, b in layers_gpu) + working_gpu + level_gpu
+    note = "one GPU holds every layer"
+    if tp > 1:
+        note += f", tensor parallel over {tp}" + (" with sequence parallelism" if sp else "")
+    found = Activations(
+        dtype=compute,
+        options=options,
+        formula=shown["total"][0],
+        text=shown["total"][1],
+        latex=shown["total"][2],
+        bytes=total,
+        per_layer_kind=tuple(per_kind),
+        model_level=tuple(levels),
+        per_gpu_bytes=per_gpu,
+        per_gpu_note=note,
+        per_gpu_layer_bytes=tuple(b for _, b in layers_gpu),
+        assumptions=assumptions,
+    )
+    return found, shown
+
+
+def estimate(
+    model: Counted,
+    dtype_name: str = "bf16",
+    seq: int = 4096,
+    batch: int = 1,
+    optimizer: str = "adamw",
+    parallel: Parallel | None = None,
+    attention: str = "sdpa",
+    recompute: str = "none",
+) -> Training:
+    """``formulas.training.estimate(model.full(), ...)`` without LoRA, from the snapshots; Fallback for what they do
+    not take (the module's docstring)."""
+    parallel = parallel or Parallel()
+    if not isinstance(model, Counted) or model.composite is not None or parallel.pp != 1:
+        raise Fallback
+    data = snapshot(model.architecture.name)
+    shared = common()
+    if data is None or shared is None or optimizer not in shared["optimizers"]:
+        raise Fallback
+    if attention not in ("sdpa", "eager", "flash") or recompute not in ("none", "selective", "full"):
+        raise Fallback
+    compute = compute_dtype(dtype_name)
+    selection = data["selections"].get(model.selection)
+    if selection is None:
+        raise Fallback
+    padded = shared["padded"]
+    _check_parallel(model, selection, parallel, padded)
+    values = dict(model.values)
+    terms = selection["terms"]
+    held = Held()
+    for term in terms:
+        times = _int(term["layers"], values)
+        held = held + _held(term, values, parallel, optimizer, padded).times(times)
+    notes = []
+    no_grad = [t for t in terms if not t["grad"]]
+    no_grad_total = sum(_int(t["total"], values) for t in no_grad)
+    if no_grad:
+        notes.append(
+            f"no gradient: {', '.join(_no_grad_paths(terms))} ({no_grad_total:,} parameters of the model) get none in "
+            "a training step of this model (its record marks them grad = false): held as weights only, without "
+            "gradients, master copy or optimizer states"
+        )
+    activations, refused = None, ""
+    table = data["activations"]
+    if table is None:
+        refused = (
+            f"not derived for {model.architecture.title} ({model.architecture.name}): "
+            + shared["activations"]["no_table"]
+        )
+    else:
+        options = Options(attention, recompute, parallel.tp, parallel.pp, parallel.sequence_parallel)
+        try:
+            activations, _ = _activations(model, table, _keys(model), compute, batch, seq, options)
+        except _Refused as exc:
+            refused = exc.why
+    return Training(
+        dtype=compute,
+        optimizer=optimizer,
+        parallel=parallel,
+        parameters=model.total,
+        held=held,
+        lines=tuple(_state_lines(held, compute, optimizer, parallel)),
+        activations=activations,
+        activations_refused=refused,
+        notes=tuple(notes),
+        no_grad_paths=_no_grad_paths(terms),
+        no_grad_parameters=no_grad_total,
+    )
+
+
+# --- output ---------------------------------------------------------------------------------------------------------
+
+
+def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str, Any]:
+    """``renderers.training.training_data`` (``memory --training --json``) of an estimate of this module."""
+    shared = common()
+    p = t.parallel
+    names = {line.name: line.bytes for line in t.lines}
+    a = t.activations
+    activations = None
+    if a is not None:
+        activations = {
+            "activations_bytes": a.bytes,
+            "per_gpu_bytes": a.per_gpu_bytes,
+            "attention": a.options.attention,
+            "recompute": a.options.recompute,
+            "formula": a.formula,
+            "latex": a.latex,
+            "per_layer_kind": [
+                {
+                    "kind": k.name,
+                    "layers": k.count,
+                    "formula": k.formula,
+                    "bytes_per_layer": k.bytes,
+                    "components": [{"path": c[0], "formula": c[1], "bytes": c[2]} for c in k.components],
+                }
+                for k in a.per_layer_kind
+            ],
+            "model_level": [{"path": path, "formula": f, "bytes": size} for path, f, _, size in a.model_level],
+            "per_gpu_note": a.per_gpu_note,
+            "assumptions": a.assumptions,
+        }
+    notes = shared["notes"]
+    return {
+        "model": model.name,
+        "family": model.architecture.name,
+        "mode": "training",
+        "dtype": t.dtype,
+        "kv_dtype": None,
+        "optimizer": t.optimizer,
+        "seq": seq,
+        "batch": batch,
+        "parallel": {
+            "tp": p.tp,
+            "pp": p.pp,
+            "dp": p.dp,
+            "ep": p.ep,
+            "zero": p.zero,
+            "sequence_parallel": p.sequence_parallel,
+            "gpus": p.gpus,
+        },
+        "parameters": t.parameters,
+        "parameters_per_gpu": t.held.parameters,
+        "trainable_parameters_per_gpu": t.held.trainable,
+        "no_gradient": None
+        if not t.no_grad_paths
+        else {"parameters": t.no_grad_parameters, "paths": list(t.no_grad_paths)},
+        "lora": None,
+        "model_states_bytes_per_gpu": t.model_states_bytes,
+        "activations_bytes_per_gpu": t.activations_bytes,
+        "total_bytes_per_gpu": t.total_bytes,
+        "activations_bytes": None if a is None else a.bytes,
+        "activations_formula": None if a is None else a.formula,
+        "per_layer_kind": None if activations is None else activations["per_layer_kind"],
+        "weights_bytes": names.get("weights", 0),
+        "gradients_bytes": names.get("gradients", 0),
+        "optimizer_bytes": sum(size for name, size in names.items() if name not in ("weights", "gradients")),
+        "kv_cache_bytes": 0,
+        "total_bytes": t.total_bytes,
+        "total_gib": t.total_bytes / 2**30,
+        "unit": "bytes; GiB = 2^30 bytes",
+        "formulas": {line.name: line.formula for line in t.lines},
+        "lines": [{"name": line.name, "bytes": line.bytes, "gib": line.gib, "note": line.note} for line in t.lines],
+        "activations": activations,
+        "activations_refused": t.activations_refused or None,
+        "notes": list(t.notes),
+        "assumptions": {
+            "optimizer": shared["optimizers"][t.optimizer],
+            "model_states": notes["states"],
+            "zero": notes["zero"],
+            "parallel": notes["parallel"],
+            "activations": shared["activations"]["assumptions"],
+        },
+    }
+
+
+def render_training(model: Counted, t: Training, seq: int, batch: int, width: int | None = None) -> str:
+    """``renderers.training.render_training`` (``training_memory.txt.j2``) of an estimate of this module, written out
+    in Python (a test holds the two texts equal)."""
+    from .plain import fit_table, grouped, wrap
+
+    shared = common()
+    notes_of = shared["notes"]
+    p = t.parallel
+    a = t.activations
+    title = (
+        f"{model.name} ({model.architecture.title}; {model.source}): training memory per GPU, {t.optimizer}, "
+        f"{t.dtype}, B = {batch}, S = {grouped(seq)}"
+    )
+    out = [wrap(title, width, "  ")]
+    line = f"parallel: tp {p.tp}, pp {p.pp}, ep {p.ep}, dp {p.dp} ({grouped(p.gpus)} GPU{'s' if p.gpus > 1 else ''})"
+    out.append(line + f", ZeRO-{p.zero}" + (", sequence parallel" if p.sequence_parallel else ""))
+
+    def row(name: str, text: str, size: int, note: str) -> list[str]:
+        return [name, text, grouped(size), f"{size / 10**9:.2f}", f"{size / 2**30:.2f}", note]
+
+    rows = [["", "formula (bytes)", "bytes", "GB", "GiB", "note"]]
+    rows += [row(ln.name.replace("_", " "), ln.text, ln.bytes, ln.note) for ln in t.lines]
+    rows.append(row("model states", "", t.model_states_bytes, ""))
+    if a is not None:
+        rows.append(["", "", "", "", "", ""])
+        for kind in a.per_layer_kind:
+            rows.append(row(f"per layer ({kind.name} = {kind.count})", kind.text, kind.bytes, "one layer"))
+        for path, _, text, size in a.model_level:
+            rows.append(row(path, text, size, "once per model"))
+        how = f"{a.options.attention} attention, recompute {a.options.recompute}"
+        rows.append(row("activations (model)", "", a.bytes, how))
+        rows.append(row("activations per GPU", "", a.per_gpu_bytes, a.per_gpu_note))
+    rows.append(["", "", "", "", "", ""])
+    rows.append(row("total per GPU", "", t.total_bytes, ""))
+    notes = [f"{r[0]}: {r[5]}" for r in rows[1:] if r[5] and r[5] not in ("one layer", "once per model")]
+    out += [fit_table([r[:5] for r in rows], "llrrr", width, 1), ""]
+    out += [wrap(note, width, "    ") for note in notes]
+    if a is not None and (a.per_layer_kind or a.model_level):
+        text = "activations: a 'per layer' row is one layer of that kind; the rows after them are held once per model"
+        out.append(wrap(text, width, "    "))
+    out.append("")
+    parameters = (
+        f"P = {grouped(t.held.parameters)} parameters on this GPU ({grouped(t.parameters)} in the model); P_t = "
+        f"{grouped(t.held.trainable)} trainable"
+    )
+    out.append(wrap(parameters, width, "  "))
+    if a is not None:
+        out.append(wrap(f"activations (model, bytes) = {a.text}", width, "    "))
+    else:
+        out.append(wrap(f"activations: {t.activations_refused}", width, "  "))
+    out += [wrap(note, width, "  ") for note in t.notes]
+    optimizer = shared["optimizers"][t.optimizer]
+    out.append(
+        wrap(
+            f"GB = 10^9 bytes, GiB = 2^30 bytes. Optimizer: {optimizer}. Model states: {notes_of['states']}. "
+            f"{notes_of['zero']}.",
+            width,
+            "  ",
+        )
+    )
+    if p.gpus > 1:
+        out.append(wrap(f"Parallelism: {notes_of['parallel']}.", width, "  "))
+    if a is not None:
+        out.append(wrap(f"Activations: {a.assumptions}.", width, "  "))
+    return "\n".join(out) + "\n"
