@@ -44,11 +44,12 @@ def _parts(frozen: str, model_class: str) -> dict[str, int]:
     inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
     tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None)
     tower = tower or getattr(inner, "vision_model", None) or getattr(inner, "audio_tower", None)
-    tower = tower or inner.vision_encoder  # LightOnOCR's
+    tower = tower or getattr(inner, "vision_encoder", None)  # LightOnOCR's
+    towers = [tower] if tower is not None else [inner.image_tower, inner.video_tower]  # Video-LLaVA's two
     text = getattr(inner, "language_model", None) or inner.text_model
     language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
     whole = sum(p.numel() for p in model.parameters())
-    vision = sum(p.numel() for p in tower.parameters())
+    vision = sum(p.numel() for tower in towers for p in tower.parameters())
     # the projector: every other parameter (multi_modal_projector, and LLaVA-NeXT's image_newline of the model)
     projector = whole - vision - sum(p.numel() for p in language.values())
     return {"whole": whole, "vision tower": vision, "projector": projector}
@@ -96,6 +97,7 @@ CONTRADICTORY = {
     "qwen3_5_moe": ("out_hidden_size", 2048),
     "cosmos3_omni": ("out_hidden_size", 4096),  # Qwen3-VL's defaults
     "exaone4_5": ("out_hidden_size", 4096),  # Exaone4_5_VisionConfig's 3584, EXAONE 4's 4096
+    "qwen3_asr": ("output_dim", 2048, "audio_config"),  # Qwen3ASREncoderConfig's 3584, its text config's 2048
 }
 
 
@@ -112,12 +114,13 @@ def test_class_defaults(model_type: str) -> None:
     full = oracle.class_defaults(model_type)
     bare = {"model_type": model_type}
     if model_type in CONTRADICTORY:
-        key, width = CONTRADICTORY[model_type]
+        key, width, *sub = CONTRADICTORY[model_type]
+        sub = sub[0] if sub else "vision_config"
         for config in (full, bare):
-            with pytest.raises(RuleRefusal, match=f"vision_config.{key} .* is not the language model's hidden_size"):
+            with pytest.raises(RuleRefusal, match=f"{sub}.{key} .* is not the language model's hidden_size"):
                 read_config(config, "test config")
-        full = {**full, "vision_config": {**full["vision_config"], key: width}}
-        bare = {**bare, "vision_config": {key: width}}
+        full = {**full, sub: {**full[sub], key: width}}
+        bare = {**bare, sub: {key: width}}
     if model_type in UNBUILDABLE:
         key, value, message = UNBUILDABLE[model_type]
         for config in (full, bare):
@@ -178,6 +181,9 @@ def drawn(draw, model_type: str) -> dict:
         text = _text(draw, composite.text)
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
+    if model_type == "qwen3_asr":  # an audio encoder, its projector out to the language model's width
+        config["audio_config"] = {"output_dim": d, "encoder_layers": draw(st.integers(1, 2))}
+        return config
     if model_type in ("mistral3", "lighton_ocr"):
         config["vision_config"] = {
             **_vit(draw),

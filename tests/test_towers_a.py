@@ -1,5 +1,7 @@
 """Towers of the composites that were counted as their language model only and are now counted whole: Qwen3.5's and
-Qwen3.5-MoE's ViT with its patch merger, Kimi K2.5's MoonViT and projector, VideoLLaMA3's vision encoder and projector.
+Qwen3.5-MoE's ViT with its patch merger, Kimi K2.5's MoonViT and projector, VideoLLaMA3's vision encoder and projector,
+PaddleOCR-VL's NaViT-style SigLIP and projector, Qwen3-ASR's audio encoder and projector, Video-LLaVA's two CLIP
+towers and LLaVA's projector.
 Each part and the whole model against what transformers builds for the composite config on the meta device, on the
 composite class's defaults and on drawn configs that vary the tower (width, depth, heads, MLP width, patch, merge and
 temporal patch sizes, channels, position grids) and the projector."""
@@ -18,11 +20,16 @@ from llmcount.formulas.config import RuleRefusal, read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-NEW = ["qwen3_5", "qwen3_5_moe", "kimi_k25", "video_llama_3"]
+NEW = ["qwen3_5", "qwen3_5_moe", "kimi_k25", "video_llama_3", "paddleocr_vl", "qwen3_asr", "video_llava"]
 
 # The composite classes whose defaults transformers builds but cannot run: the merger's output (out_hidden_size 3584)
-# is not the default text hidden_size (Qwen3_5TextConfig's 4096, Qwen3_5MoeTextConfig's 2048).
-CONTRADICTORY = {"qwen3_5": 4096, "qwen3_5_moe": 2048}
+# is not the default text hidden_size (Qwen3_5TextConfig's 4096, Qwen3_5MoeTextConfig's 2048); Qwen3-ASR's projector
+# out to audio_config.output_dim 3584 is not its default text config's 2048.
+CONTRADICTORY = {
+    "qwen3_5": ("vision_config", "out_hidden_size", 4096),
+    "qwen3_5_moe": ("vision_config", "out_hidden_size", 2048),
+    "qwen3_asr": ("audio_config", "output_dim", 2048),
+}
 
 
 @pytest.mark.parametrize("model_type", NEW)
@@ -34,12 +41,12 @@ def test_class_defaults_are_whole(model_type: str) -> None:
     full = oracle.class_defaults(model_type)
     bare = {"model_type": model_type}
     if model_type in CONTRADICTORY:
+        sub, key, width = CONTRADICTORY[model_type]
         for config in (full, bare):
-            with pytest.raises(RuleRefusal, match=r"vision_config\.out_hidden_size .* is not the language model's"):
+            with pytest.raises(RuleRefusal, match=rf"{sub}\.{key} .* is not the language model's"):
                 read_config(config, "test config")
-        width = CONTRADICTORY[model_type]
-        full = {**full, "vision_config": {**full["vision_config"], "out_hidden_size": width}}
-        bare = {**bare, "vision_config": {"out_hidden_size": width}}
+        full = {**full, sub: {**full[sub], key: width}}
+        bare = {**bare, sub: {key: width}}
     assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
     assert ours(bare) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
 
@@ -68,6 +75,17 @@ def drawn(draw, model_type: str) -> dict:
     width = heads * draw(st.sampled_from([4, 8, 12]))
     patch = draw(st.sampled_from([2, 4, 14]))
     config: dict = {"model_type": model_type, "text_config": text, "tie_word_embeddings": draw(st.booleans())}
+    if model_type == "qwen3_asr":  # the audio encoder: width, depth, heads, MLP, mel bins, downsampling channels
+        config["audio_config"] = {
+            "encoder_layers": draw(st.integers(1, 3)),
+            "d_model": width,
+            "encoder_attention_heads": heads,
+            "encoder_ffn_dim": draw(st.sampled_from([8, 20, 36])),
+            "num_mel_bins": draw(st.sampled_from([8, 13, 128])),
+            "downsample_hidden_size": draw(st.sampled_from([4, 6, 480])),
+            "output_dim": text["hidden_size"],
+        }
+        return config
     if model_type.startswith("qwen3_5"):
         vision = {"depth": draw(st.integers(1, 3)), "hidden_size": width, "num_heads": heads}
         vision |= {
@@ -89,8 +107,17 @@ def drawn(draw, model_type: str) -> dict:
         merge = draw(st.sampled_from([1, 2, 3]))
         vision["merge_kernel_size"] = draw(st.sampled_from([[merge, merge], (merge, merge)]))
         config["projection_hidden_size"] = draw(st.sampled_from([width, 8]))  # any width builds; the tower's runs
-    if model_type == "video_llama_3":
+    if model_type == "video_llava":  # two CLIP towers of one vision_config, LLaVA's projector
+        vision["patch_size"] = patch
+        vision["image_size"] = draw(st.integers(8, 60))
+        config["vision_feature_layer"] = draw(st.sampled_from([-1, -2, [-1], [-2, -1]]))
+        config["multimodal_projector_bias"] = draw(st.booleans())
+    if model_type in ("video_llama_3", "paddleocr_vl", "video_llava"):
         vision["num_channels"] = draw(st.sampled_from([1, 3]))
+    if model_type == "paddleocr_vl":
+        vision["patch_size"] = patch
+        vision["image_size"] = draw(st.integers(8, 60))  # not always a multiple of the patch: the table floors
+        vision["spatial_merge_size"] = draw(st.sampled_from([1, 2, 3]))
     config["vision_config"] = vision
     return json.loads(json.dumps(config))  # a tuple is written as a list, as in a config.json
 
@@ -153,6 +180,16 @@ def test_kimi_k25_parts_by_hand() -> None:
         ({"model_type": "kimi_k25", "vision_config": {"patch_size": [14, 16]}}, "patch_size"),
         ({"model_type": "video_llama_3", "vision_config": {"patch_size": 0}}, "vision_config: key 'patch_size'"),
         (
+            {"model_type": "video_llava", "vision_config": {"model_type": "siglip_vision_model"}},
+            "vision_config.model_type names a vision tower llmcount does not count under video_llava",
+        ),
+        (
+            {"model_type": "qwen3_asr", "text_config": {"hidden_size": 1024}},
+            "audio_config.output_dim (3584), the width of the projector's output, is not the language model's "
+            "hidden_size (1024)",
+        ),
+        ({"model_type": "qwen3_asr", "audio_config": {"d_model": 30}}, "audio_config: d_model (30) is not divisible"),
+        (
             {"model_type": "video_llama_3", "vision_config": {"hidden_size": 30, "num_attention_heads": 4}},
             "vision_config: hidden_size (30) is not divisible by num_attention_heads (4)",
         ),
@@ -173,3 +210,29 @@ def test_bad_towers_are_refused_naming_the_key(tmp_path, config: dict, message: 
     result = CliRunner().invoke(app, ["count", str(path)])
     assert result.exit_code == 1 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_qwen3_asr_encoder_by_hand() -> None:
+    """Qwen3ASREncoderConfig's defaults, by hand: convolutions 9·480 + 480 and 2·(9·480² + 480); 128 mel bins leave
+    ⌊(⌊(⌊129/2⌋ + 1)/2⌋ + 1)/2⌋ = 16 after three strides of 2, so conv_out is 480·16·1024; 24 layers of q, k, v, out
+    4·(1024² + 1024), MLP 2·1024·4096 + 4096 + 1024 and two LayerNorms 4·1024; ln_post 2·1024. The projector, out to
+    a 2048-wide language model: 1024² + 1024 and 1024·2048 + 2048."""
+    layer = 4 * (1024**2 + 1024) + 2 * 1024 * 4096 + 4096 + 1024 + 4 * 1024
+    tower = 9 * 480 + 480 + 2 * (9 * 480**2 + 480) + 480 * 16 * 1024 + 24 * layer + 2 * 1024
+    model = read_config({"model_type": "qwen3_asr", "audio_config": {"output_dim": 2048}}, "qwen3_asr")
+    assert [(p.role, p.model.counts.total) for p in model.parts] == [
+        ("audio tower", tower),
+        ("projector", 1024**2 + 1024 + 1024 * 2048 + 2048),
+    ]
+    assert tower == 314_328_704
+
+
+def test_video_llava_counts_both_towers() -> None:
+    """VideoLlavaConfig's defaults: image_tower and video_tower are each CLIP ViT-L/14 at 224 (303,179,776 parameters
+    as clip_vision_model counts it, the class token, (224 // 14)² + 1 positions, 24 layers, two LayerNorms), twice."""
+    model = read_config({"model_type": "video_llava"}, "Video-LLaVA")
+    clip = {"model_type": "clip_vision_model", **records.composite("video_llava").vision_absent}
+    one = read_config(clip, "clip", family=records.tower("clip_vision_model")).counts.total
+    layer = 4 * (1024**2 + 1024) + 2 * 1024 * 4096 + 4096 + 1024 + 4 * 1024
+    assert one == 1024 + 3 * 14 * 14 * 1024 + 257 * 1024 + 24 * layer + 4 * 1024 == 303_179_776
+    assert model.parts[0].model.counts.total == 2 * one
