@@ -210,9 +210,12 @@ def memory(
         return serving.shard(model, serving.Layout(**degrees), dtype, kv_dtype, seq_, batch_)
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
-    return mem.inference(
+    result = mem.inference(
         model.derivation, model.values, dtype, kv_dtype, seq_, batch_, groups, scale_dtype, percent, model.max_positions
     )
+    from .formulas.tower_memory import with_parts
+
+    return with_parts(model, result, percent)  # a composite's vision tower and projector: the whole model, as the CLI
 
 
 def training(
@@ -232,10 +235,12 @@ def training(
     lora_targets: str | tuple[str, ...] = ("attention", "mlp"),
     attention: str = "sdpa",
     recompute: str = "none",
+    freeze_vision: bool = False,
 ) -> Training:
     """Training memory per GPU, as ``llmcount memory --training`` computes it: model states after ZeRO and
     tp/pp/ep sharding (``.lines``, ``.model_states_bytes``), the activations of ``batch`` × ``seq`` tokens
-    (``.activations``), ``.total_bytes``. Options as the command's (docs/training.md).
+    (``.activations``), ``.total_bytes``. Options as the command's (docs/training.md); a composite's vision tower and
+    projector are trained with the language model, or with ``freeze_vision`` held as weights only (``--freeze-vision``).
 
     >>> llmcount.training("llama-2-7b", seq="4k").model_states_bytes == 16 * 6_738_415_616
     True
@@ -261,7 +266,10 @@ def training(
     if lora is not None and not targets:
         raise LlmcountError("lora_targets: give at least one group or module name")
     adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), targets)
-    return tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
+    result = tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
+    from .formulas.tower_memory import with_parts_training
+
+    return with_parts_training(model, result, optimizer, freeze_vision, adapters)  # as memory --training counts them
 
 
 def conventions(spec: Spec, seq: int | str = DEFAULT_SEQ) -> list[Convention]:

@@ -56,9 +56,8 @@ def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite,
     """The vision tower and the projector of the composite config ``config`` (empty when the composite names none)."""
     from .config import describe, read_config
 
-    parts: list[Part] = []
-    if not outer.vision:
-        return ()
+    if not outer.vision:  # a projector without a tower (Fuyu's linear patch embedding): read from the whole config
+        return _projector(config, source, name, outer, language, None) if outer.projector else ()
     key = outer.tower_config  # vision_config, or audio_config for an audio encoder
     role = f"{key.split('_')[0]} tower"
     vision = config.get(key)
@@ -80,19 +79,39 @@ def read_parts(config: dict[str, Any], source: str, name: str, outer: Composite,
             f"{source}: {key} has model_type {vision_type!r}, a {role} llmcount has no record of (towers: {known})"
         )
     tower_model = read_config({**vision, "model_type": vision_type}, f"{source}, {key}", f"{name} ({role})", tower)
-    parts.append(Part(role, key, tower_model))
-    if outer.projector:
-        record = records.tower(outer.projector)
-        assert record is not None  # checked when composites.toml is loaded
-        whole = {k: value for k, value in config.items() if k not in ("text_config", key)}
-        whole[key] = settled(tower, tower_model, vision)
-        tokens = tower_tokens(tower, tower_model) if TOWER_TOKENS in record.nested else None
+    return (
+        Part(role, key, tower_model),
+        *_projector(config, source, name, outer, language, (tower, tower_model, vision)),
+    )
+
+
+def _projector(
+    config: dict[str, Any],
+    source: str,
+    name: str,
+    outer: Composite,
+    language: Model,
+    tower: tuple[Family, Model, dict[str, Any]] | None,
+) -> tuple[Part, ...]:
+    """The projector of a composite config, read from the whole config with the tower's sub-config (when there is a
+    tower) and text_config holding the values they were read with; () when the composite names none."""
+    from .config import read_config
+
+    if not outer.projector:
+        return ()
+    record = records.tower(outer.projector)
+    assert record is not None  # checked when composites.toml is loaded
+    key = outer.tower_config
+    whole = {k: value for k, value in config.items() if k not in ("text_config", key)}
+    if tower is not None:
+        family, tower_model, vision = tower
+        whole[key] = settled(family, tower_model, vision)
+        tokens = tower_tokens(family, tower_model) if TOWER_TOKENS in record.nested else None
         if tokens is not None:  # the projector takes the tower's tokens per image (its FLOPs)
             whole[key]["image_tokens"] = tokens
-        whole["text_config"] = settled(language.architecture, language, {})
-        whole["model_type"] = outer.projector
-        parts.append(Part("projector", "", read_config(whole, source, f"{name} (projector)", record)))
-    return tuple(parts)
+    whole["text_config"] = settled(language.architecture, language, {})
+    whole["model_type"] = outer.projector
+    return (Part("projector", "", read_config(whole, source, f"{name} (projector)", record)),)
 
 
 def tower_families(outer: Composite) -> tuple[tuple[str, Family], ...]:

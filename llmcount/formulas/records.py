@@ -1382,8 +1382,10 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     if not isinstance(remote, bool):
         raise RecordError(f"{where}.remote: true or false")
     vision = _text(data, "vision", where, "")
-    if not vision and "left_out" not in data:
-        raise RecordError(f"{where}: without 'vision' (a tower record), 'left_out' says what is not counted")
+    if not vision and "projector" not in data and "left_out" not in data:
+        raise RecordError(
+            f"{where}: without 'vision' or 'projector' (records of towers/), 'left_out' says what is not counted"
+        )
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
             raise RecordError(f"{where}: {part!r} is not a record of towers/")

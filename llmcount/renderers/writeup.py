@@ -596,7 +596,9 @@ def memory_part(model: Model, seq: int = DEFAULT_SEQ) -> MemoryPart:
     from ..formulas import memory
     from ..formulas.capacity import TABLE_DTYPES, weights_table
 
-    parameters = model.counts.total
+    # the whole model's weights where a composite's parts are counted (the vision tower and projector with the
+    # language model), as `llmcount memory` puts them in its weights line
+    parameters = model.whole_total or model.counts.total
     rows = [r for r in weights_table(parameters) if r.name != "fp16"]  # fp16: bf16's size, one row says it
     try:
         configured = lookup(model.dtype).name if isinstance(model.dtype, str) else None
