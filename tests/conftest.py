@@ -12,8 +12,7 @@ PRINTED_LAYERS = (
 PRINTED = {
     name: PRINTED_LAYERS
     for name in (
-        "blt", "gemma3n_text", "git", "hrm_text", "inkling2_loop_text", "inkling2_text", "longcat_flash",
-        "mimo_v2_flash", "modernbert-decoder", "phi4_multimodal", "zamba2", "zaya",
+        "blt", "git", "phi4_multimodal", "zamba2",
     )
 }  # fmt: skip
 

@@ -13,8 +13,11 @@ not build, from the record's example preset) and read module by module:
   ``p``), else the number as printed;
 * ``bias=`` of a linear layer says whether the config has the record's ``.bias`` term for it;
 * an activation module is the one the config's activation key names (``hidden_act``);
-* the decoder layers' ``ModuleList`` is one entry per kind of layer, keyed by the record's terms in such a layer;
-  the tree collapses repeated layers as ``torch.nn.ModuleList.__repr__`` does.
+* the decoder layers' ``ModuleList`` is one entry per kind of layer, keyed by the record's terms in such a layer
+  (``path*2`` for a term the layer carries twice: two modules, or one twice as wide); the tree collapses repeated
+  layers as ``torch.nn.ModuleList.__repr__`` does. Further lists of the same layers (a model of two stacks) are
+  ``{layers}`` too. Which layers a term is in comes from the record's layer counts, or, for a count the config does
+  not give layer by layer (``N - 1``), from the hand-written ``index`` rule of the record's ``[printed]`` table.
 
 A family whose layers print differently with the same terms, or whose model does not build, is said on stderr and
 left without the table (the write-up then shows its generic tree).
@@ -108,7 +111,8 @@ class _Resolver:
 
         self.model = model
         self.config = config
-        apart = set((model.architecture.printed or {}).get("by", ()))  # they tell layers apart, they size nothing
+        # they tell layers apart or count them, they size nothing
+        apart = set((model.architecture.printed or {}).get("by", ())) | {s.name for s in model.layer_indices}
         self.symbols = [(symbol, value) for symbol, value in model.values.items() if symbol.name not in apart]
         self.products = [
             (Mul(a, b), va * vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i:] if va * vb > 1
@@ -193,6 +197,8 @@ class _Reader:
         self.probed: dict[str, dict[str, str]] = {}
         tree = model.architecture.tree or {}
         self.renamed = {v: k for k, v in (tree.get("names") or {}).items()}
+        self.layer_lists: list[Any] = []  # the decoder layers' lists (one, or one per stack)
+        self.times: dict[str, int] = {}  # how many times the layer being read carries each term (2 for k_proj*2)
 
     def padding(self, module, name: str) -> str | None:
         """``{pad:pad_token_id=default}`` when the embedding's ``padding_idx`` is the config's pad_token_id (torch
@@ -241,7 +247,7 @@ class _Reader:
         ``layer_list``."""
         import torch
 
-        if layer_list is not None and module is layer_list:
+        if layer_list is not None and any(module is x for x in [layer_list, *self.layer_lists]):
             return "{layers}"
         if isinstance(module, torch.nn.ModuleList):
             return self._module_list(module, name, terms)
@@ -310,14 +316,21 @@ class _Reader:
             return ""
         numbers = [int(m) for m in re.findall(r"\d+", extra)]
         match = None
-        for term in self.candidates(name, terms) if numbers else []:
+        named = self.candidates(name, terms) if numbers else []
+        for term in named:
             shapes = _term_shapes(term)
             values = {self.resolve._at(e) for e in shapes}
             if set(numbers) & values:
                 match = term
                 break
         preferred = _term_shapes(match) if match is not None else []
-        named = {"in_features": 0, "nx": 0, "out_features": 1, "nf": 1}
+        if match is None and named:  # a weight whose formula does not split into shapes: its own symbols first
+            free = sorted(named[0].expr.free_symbols, key=str)
+            preferred = [*free, *(a * b for i, a in enumerate(free) for b in free[i:])]
+        times = self.times.get(match.path, 1) if match is not None else 1
+        if times > 1:  # a term the layer carries twice in one module (wider) or in two (each as wide as the term)
+            preferred += [e * times for e in preferred]
+        sides = {"in_features": 0, "nx": 0, "out_features": 1, "nf": 1}
 
         def number(m: re.Match) -> str:
             text = m.group(0)
@@ -327,8 +340,8 @@ class _Reader:
                 return self.resolve.number(text, name, self.probe)
             value = int(text)
             order = list(preferred)
-            if keyword and keyword.group(1) in named and len(preferred) >= 2:
-                first = preferred[named[keyword.group(1)]]
+            if keyword and keyword.group(1) in sides and match is not None and len(preferred) >= 2:
+                first = preferred[sides[keyword.group(1)]]
                 order = [first, *[e for e in preferred if e is not first]]
             return self.resolve.integer(value, order, name, self.probe)
 
@@ -405,7 +418,7 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
     import torch
 
     from ..formulas.symbols import N
-    from ..renderers.tree import _layer_indices, layer_kinds
+    from ..renderers.tree import layer_kinds, layer_times
 
     reader = _Reader(model, config, hf)
     total = model.values.get(N)
@@ -417,24 +430,34 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
     if not lists:
         raise Unprintable(f"no ModuleList of {total} layers")
     layer_name, layer_list = lists[0]
+    # more stacks of the same layers (a model that runs two stacks of N layers, each counted on 2*N)
+    reader.layer_lists = [module for _, module in lists if [repr(x) for x in module] == [repr(x) for x in layer_list]]
     layered = [t for t in model.derivation.terms if t.layers != 1]
     outside = [t for t in model.derivation.terms if t.layers == 1]
-    indices = {t.layers: _layer_indices(model, t.layers) for t in layered}
+    times = {t.layers: layer_times(model, t.layers) for t in layered}
     keys = layer_kinds(model)
-    if keys is None or any(v is None for v in indices.values()):
+    if keys is None or any(v is None for v in times.values()):
         raise Unprintable("the config does not say which layers each term is in")
     kinds: dict[tuple[str, ...], str] = {}
     printed_as: dict[tuple[str, ...], str] = {}
     for i, (layer, key) in enumerate(zip(layer_list, keys, strict=True)):
-        terms = [t for t in layered if i in indices[t.layers]]
+        terms = [t for t in layered if times[t.layers][i] > 0]
         if printed_as.setdefault(key, repr(layer)) != repr(layer):
             raise Unprintable(f"layer {i} and an earlier one print differently with the same terms")
         if key not in kinds:
+            reader.times = {t.path: times[t.layers][i] for t in terms}
             kinds[key] = reader.module(layer, f"{layer_name}.{i}", terms)
+            reader.times = {}
     top = reader.module(hf, "", outside, layer_list)
     given = model.architecture.printed or {}
     layers = [{"terms": list(key), "text": text} for key, text in kinds.items()]
-    return {"text": top, "layers": layers, "by": list(given.get("by", ())), "when": dict(given.get("when", {}))}
+    return {
+        "text": top,
+        "layers": layers,
+        "by": list(given.get("by", ())),
+        "when": dict(given.get("when", {})),
+        "index": dict(given.get("index", {})),
+    }
 
 
 def _toml_string(text: str) -> str:
@@ -452,6 +475,10 @@ def table(data: dict[str, Any], version: str) -> str:
         lines.append("by = " + json.dumps(data["by"]))
     if data.get("when"):
         lines.append("when = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in data["when"].items()) + " }")
+    if data.get("index"):
+        lines.append(
+            "index = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in data["index"].items()) + " }"
+        )
     lines.append("text = " + _toml_string(data["text"]))
     for layer in data["layers"]:
         lines.append("[[printed.layers]]")

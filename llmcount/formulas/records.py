@@ -903,9 +903,11 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
     ``by``, written by hand, names layer-count symbols whose layers print otherwise with the same terms (Llama 4's
     RoPE layers carry a weightless qk norm): a kind's ``terms`` then hold ``@symbol`` for the layers in that set;
     ``when`` maps the name of a module without weights to the config key that builds it (``qk_norm =
-    "use_qk_norm=true"``): its line is left out of the tree where that key is false."""
+    "use_qk_norm=true"``): its line is left out of the tree where that key is false; ``index``, written by hand,
+    maps a term's ``layers`` count the config does not give layer by layer to a condition of the layer index i
+    (``"N - 1" = "i > 0"``: every layer but the first)."""
     table = _table(data, where)
-    unknown = set(table) - {"text", "layers", "transformers", "by", "when"}
+    unknown = set(table) - {"text", "layers", "transformers", "by", "when", "index"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     by = _list(table.get("by", []), where, "by")
@@ -917,10 +919,18 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
         for k, v in when.items()
     ):
         raise RecordError(f"{where}: when maps a module name to the config key that builds it, as 'key=default'")
-    if "text" not in table and "layers" not in table:  # only `by` and `when`: the tree is still to be written
-        return {"by": list(by), "when": dict(when)}
-    if not isinstance(table.get("text"), str) or table["text"].count("{layers}") != 1:
-        raise RecordError(f"{where}: text takes the tree as a string, with {{layers}} once")
+    index = table.get("index", {})
+    if not isinstance(index, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in index.items()):
+        raise RecordError(
+            f"{where}: index maps a layer count to a condition of the layer index i, as 'N - 1' = 'i > 0'"
+        )
+    for count, rule in index.items():
+        formula(count, f"{where} index")
+        condition(rule, f"{where} index[{count!r}]")
+    if "text" not in table and "layers" not in table:  # only hand-written fields: the tree is still to be written
+        return {"by": list(by), "when": dict(when), "index": dict(index)}
+    if not isinstance(table.get("text"), str) or table["text"].count("{layers}") < 1:
+        raise RecordError(f"{where}: text takes the tree as a string, with {{layers}} once (or once per stack)")
     layers = _list(table.get("layers", []), where, "[[printed.layers]]")
     for i, layer in enumerate(layers):
         if not (
@@ -932,7 +942,7 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
         ):
             raise RecordError(f"{where} layers[{i}]: takes terms (a list of term paths) and text (a string)")
     kinds = [{"terms": list(x["terms"]), "text": x["text"]} for x in layers]
-    return {"text": table["text"], "layers": kinds, "by": list(by), "when": dict(when)}
+    return {"text": table["text"], "layers": kinds, "by": list(by), "when": dict(when), "index": dict(index)}
 
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:

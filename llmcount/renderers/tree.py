@@ -204,38 +204,85 @@ def _ranges(indices: Sequence[int]) -> str:
 def _layer_indices(model: Model, layers: Expr) -> frozenset[int] | None:
     """The indices of the layers a term's ``layers`` expression counts, when the config says which (and has at
     most :data:`MAX_LAYERS` layers: the tree walks them one by one)."""
+    times = layer_times(model, layers)
+    return None if times is None else frozenset(i for i, m in enumerate(times) if m > 0)
+
+
+def layer_times(model: Model, layers: Expr) -> tuple[int, ...] | None:
+    """How many times each layer carries a term counted on ``layers`` layers (``2*N``: twice in every layer;
+    ``N + N_sliding``: once, and once more in a sliding layer), when the config says which layers: by the record's
+    ``[printed]`` ``index`` rule for that count, else from the layers each layer-count symbol counts. None when
+    neither tells (or the config has more than :data:`MAX_LAYERS` layers)."""
     total = model.values.get(N)
     if total is None or total > MAX_LAYERS:
         return None
+    ruled = _ruled(model, layers, total)
+    if ruled is not None:
+        return ruled
     every = frozenset(range(total))
     known = {symbol: frozenset(indices) for symbol, indices in model.layer_indices.items()}
     if layers == N:
-        return every
+        return (1,) * total
+    found = None
     if layers in known and len(known[layers]) == _int(layers, model.values):
-        return known[layers]
+        found = known[layers]
     rest = expand(N - layers)
-    if rest in known and len(known[rest]) == _int(rest, model.values):
-        return every - known[rest]
-    return _combined(model, layers, every, known)
+    if found is None and rest in known and len(known[rest]) == _int(rest, model.values):
+        found = every - known[rest]
+    if found is not None:
+        return tuple(int(i in found) for i in range(total))
+    return _combined(model, layers, total, known)
 
 
-def _combined(
-    model: Model, layers: Expr, every: frozenset[int], known: Mapping[Symbol, frozenset[int]]
-) -> frozenset[int] | None:
-    """The layers of a sum of layer counts (``N_full + N_sliding``) or of N less some (``N - N_dense - N_mtp``):
-    their union, or every layer less theirs, when that has as many layers as the expression counts."""
-    parts = expand(layers).as_coefficients_dict()
-    if not parts or any(abs(c) != 1 for c in parts.values()):
-        return None
-    found: frozenset[int] = every if parts.get(N) == 1 else frozenset()
-    for symbol, sign in parts.items():
-        if symbol == N and sign == 1:
+def _ruled(model: Model, layers: Expr, total: int) -> tuple[int, ...] | None:
+    """The layers of ``layers`` by the record's ``[printed]`` ``index`` rule (a condition of the layer index i over
+    the config's keys and the record's symbols, as ``[layers]`` writes them): once each in the layers it holds for,
+    when they are as many as ``layers`` counts; None without a rule (or when the config cannot answer it)."""
+    from ..formulas.expressions import condition
+
+    rules = (model.architecture.printed or {}).get("index", {})
+    for text, rule in rules.items():
+        if expand(formula(text, "[printed] index") - layers) != 0:
             continue
-        if symbol not in known:
+        scope: dict[str, object] = {**model.config, **model.keys}
+        for spec in model.architecture.symbols:
+            if spec.symbol in model.values:
+                scope[spec.symbol.name] = model.values[spec.symbol]
+                if isinstance(spec.key, str):
+                    scope[spec.key] = model.values[spec.symbol]
+        scope |= {symbol.name: value for symbol, value in model.values.items()}
+        test = condition(rule, "[printed] index")
+        try:
+            chosen = []
+            for i in range(total):
+                scope["i"] = i
+                chosen.append(int(bool(test(scope))))
+        except Exception:  # a rule the config cannot answer: the layers are not told
             return None
-        found = found | known[symbol] if sign == 1 else found - known[symbol]
-    count = _int(layers, model.values)
-    return found if len(found) == count else None
+        return tuple(chosen) if sum(chosen) == _int(layers, model.values) else None
+    return None
+
+
+def _combined(model: Model, layers: Expr, total: int, known: Mapping[Symbol, frozenset[int]]) -> tuple[int, ...] | None:
+    """The layers of a whole-number combination of layer counts (``N_full + N_sliding``, ``N - N_dense - N_mtp``,
+    ``2*N``, ``N + N_sliding``): how many times each layer is counted, when every count's layers are known, no layer
+    is counted a negative number of times and the times add up to what the expression counts."""
+    parts = expand(layers).as_coefficients_dict()
+    if not parts or any(not getattr(c, "is_Integer", False) for c in parts.values()):
+        return None
+    times = [0] * total
+    for symbol, coefficient in parts.items():
+        if symbol == N:
+            members = range(total)
+        elif symbol in known and len(known[symbol]) == _int(symbol, model.values):
+            members = known[symbol]
+        else:
+            return None
+        for i in members:
+            times[i] += int(coefficient)
+    if min(times) < 0 or sum(times) != _int(layers, model.values):
+        return None
+    return tuple(times)
 
 
 def _ordered(terms: list[Term], names: Names) -> list[Term]:
@@ -432,20 +479,29 @@ def _unbuilt(text: str, when: Mapping[str, str], model: Model) -> str:
 
 def layer_kinds(model: Model) -> list[tuple[str, ...]] | None:
     """Each decoder layer's kind, as a ``[printed]`` table keys its templates: the paths of the record's terms in
-    that layer (biases aside), and ``@symbol`` for each of the table's ``by`` symbols whose layers include it. None
-    when the config does not say which layers a term (or a ``by`` symbol) counts."""
+    that layer (biases aside; ``path*2`` for a term the layer carries twice, see :func:`layer_times`), and
+    ``@symbol`` for each of the table's ``by`` symbols whose layers include it. None when the config does not say
+    which layers a term (or a ``by`` symbol) counts."""
     total = model.values.get(N)
-    layered = [t for t in model.derivation.terms if t.layers != 1]
+    layered = [t for t in model.derivation.terms if t.layers != 1 and not t.path.endswith(".bias")]
     named = {symbol.name: symbol for symbol in model.layer_indices}
     by = [named.get(name) for name in (model.architecture.printed or {}).get("by", ())]
     if None in by:  # a `by` symbol this config does not give layer by layer
         return None
-    indices = {layers: _layer_indices(model, layers) for layers in [*(t.layers for t in layered), *by]}
-    if total is None or any(v is None for v in indices.values()):
+    times = {layers: layer_times(model, layers) for layers in [*(t.layers for t in layered), *by]}
+    if total is None or any(v is None for v in times.values()):
         return None
     return [
-        tuple(sorted({t.path for t in layered if i in indices[t.layers] and not t.path.endswith(".bias")}))
-        + tuple(f"@{symbol}" for symbol in by if i in indices[symbol])
+        tuple(
+            sorted(
+                {
+                    t.path + (f"*{times[t.layers][i]}" if times[t.layers][i] > 1 else "")
+                    for t in layered
+                    if times[t.layers][i] > 0
+                }
+            )
+        )
+        + tuple(f"@{symbol}" for symbol in by if times[symbol][i] > 0)
         for i in range(total)
     ]
 
@@ -457,8 +513,8 @@ def printed_tree(model: Model) -> str | None:
     ``{act:name=default}`` the activation module the config names (``{act:name=default a=b}``: the config class
     reads a as b), ``{bias:path}`` whether the config has the term's bias, ``{pad:pad_token_id=default}`` an
     Embedding's padding_idx, ``{layers}`` the decoder layers' list (one template per kind of layer, by the record's
-    terms in it). None when the record has no such table or the config has a kind of layer the table does not
-    describe."""
+    terms in it; once per stack when the model runs several stacks of the same layers). None when the record has no
+    such table or the config has a kind of layer the table does not describe."""
     table = model.architecture.printed
     if not table or "text" not in table:
         return None
