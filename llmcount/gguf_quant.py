@@ -13,12 +13,12 @@ layers over ``block_count`` (``n_layer_all``, MTP layers included); for every ar
 writes no MTP layers, so that is num_hidden_layers.
 
 Checked against files llama.cpp's own ``llama-quantize`` wrote (built from 0c1e57098bba, the tree llama-cpp-python
-0.3.36 vendors), every tensor's type and bytes, for llama, qwen3 (tied), qwen3moe (8 experts), mixtral (4 experts),
-phi3 (fused attn_qkv), gemma3 (rows that fall back), an 80-layer llama (LLM_TYPE_70B), qwen2moe, deepseek2 (MLA),
-gpt-oss and starcoder2, every file type here (and Q4_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K_S with an importance matrix):
-tests/test_gguf_llama_quantize.py and tests/llama_quantize/. llama-quantize walks the tensors in its loader's order
-(layer number, then name, the ones outside the layers first), which keeps each layer's attn_v and ffn_down in layer
-order, as here.
+0.3.36 vendors), every tensor's type and bytes, for llama, qwen3 (tied), qwen3moe (8 experts), mixtral (4 experts), phi3
+(fused attn_qkv), gemma3 (rows that fall back), an 80-layer llama (LLM_TYPE_70B), qwen2moe, deepseek2 (MLA), gpt-oss and
+starcoder2, every file type here (qwen2, gemma2, olmo2, glm4, smollm3, stablelm, olmoe on nine) (and Q4_0, Q5_0, IQ4_NL,
+IQ4_XS, Q2_K_S with an importance matrix): tests/test_gguf_llama_quantize.py and tests/llama_quantize/. llama-quantize
+walks the tensors in its loader's order (layer number, then name, the ones outside the layers first), which keeps each
+layer's attn_v and ffn_down in layer order, as here.
 
 A model's GGUF tensors come from its record's components through ``[tensors]`` of gguf_archs.toml (the tensors
 llama.cpp's converter writes for each component and the width ``ne[0]`` of their rows); the type of every tensor the

@@ -1,15 +1,16 @@
 """llmcount's prediction of llama.cpp's file types (``--quant q4_k_m`` ...) against files llama.cpp's own
 ``llama-quantize`` wrote.
 
-tests/llama_quantize/types.json holds, for small models of several architectures (dense with grouped-query ratio 4,
-a tied head, 8 and 4 experts, phi3's fused attn_qkv, rows of 288 values that fall back from the K-quants, 80 layers
-that make llama.cpp's LLM_TYPE_70B, Qwen2-MoE's shared expert, DeepSeek-V3's MLA, gpt-oss's sinks and expert biases,
-StarCoder2's biases and LayerNorms), every tensor's ggml type and stored bytes as ``gguf.GGUFReader`` reads them from
-the file ``llama-quantize`` (llama.cpp 0c1e57098bba) wrote for each file type, from an F16 file written as the
-converter writes it; tests/llama_quantize/make_fixtures.py made it (see there to regenerate). Q2_K_S needs an
-importance matrix to be written: its types are the ones ``llama-quantize --dry-run`` prints, with no bytes (and
-those of the file written with an importance matrix, below). Some cases also hold files quantised with an importance
-matrix of ones (``--imatrix``), which changes the mixture of Q4_0, Q5_0, IQ4_NL and IQ4_XS.
+tests/llama_quantize/types.json holds, for small models of several architectures (dense with grouped-query ratio 4, a
+tied head, 8 and 4 experts, phi3's fused attn_qkv, rows of 288 values that fall back from the K-quants, 80 layers that
+make llama.cpp's LLM_TYPE_70B, Qwen2-MoE's shared expert, DeepSeek-V3's MLA, gpt-oss's sinks and expert biases,
+StarCoder2's biases and LayerNorms; Qwen2, Gemma 2, OLMo 2, GLM-4, SmolLM3, StableLM and OLMoE on fewer types), every
+tensor's ggml type and stored bytes as ``gguf.GGUFReader`` reads them from the file ``llama-quantize`` (llama.cpp
+0c1e57098bba) wrote for each file type, from an F16 file written as the converter writes it;
+tests/llama_quantize/make_fixtures.py made it (see there to regenerate). Q2_K_S needs an importance matrix to be
+written: its types are the ones ``llama-quantize --dry-run`` prints, with no bytes (and those of the file written with
+an importance matrix, below). Some cases also hold files quantised with an importance matrix of ones (``--imatrix``),
+which changes the mixture of Q4_0, Q5_0, IQ4_NL and IQ4_XS.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ vectors, norms, tensors not named ``.weight`` and those ModelBase.prepare_tensor
 FFN_GATE_INP, FFN_GATE_INP_SHEXP ...) in F32, every other tensor in F16), then
 ``llama-quantize model-f16.gguf out.gguf TYPE`` is run for every file type and ``gguf.GGUFReader`` reads each output
 back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead. With
+llama.cpp 0c1e57098bba does not load the files written here for granite and cohere2 (their converters' extra keys are
+not written by tests/gguf_build.py), nor does tests/gguf_build.py name granitemoe's tensors: those are left out. With
 ``IMATRIX_ONLY=1`` and case names, the named cases get their files for :data:`IMATRIX` quantised with an importance
 matrix of ones (``--imatrix``) added instead.
 """
@@ -50,6 +52,7 @@ ALL = [
     *("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q2_k_s", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m"),
     *("q5_k_s", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mxfp4_moe", "f16", "bf16"),
 ]
+SOME = ["q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "iq4_xs", "mxfp4_moe"]
 CASES = [
     ("llama-16-gqa4", "llama", dict(model_type="llama", **BASE, num_hidden_layers=16, num_key_value_heads=1), ALL),
     (
@@ -115,6 +118,18 @@ CASES = [
         "starcoder2",
         dict(model_type="starcoder2", **BASE, num_hidden_layers=8, num_key_value_heads=2),
         ALL,
+    ),
+    *(
+        (f"{model_type}-8", arch, dict(model_type=model_type, **BASE, num_hidden_layers=8, **extra), SOME)
+        for model_type, arch, extra in (
+            ("qwen2", "qwen2", dict(num_key_value_heads=2)),
+            ("gemma2", "gemma2", dict(num_key_value_heads=2, head_dim=64, sliding_window=128)),
+            ("olmo2", "olmo2", dict(num_key_value_heads=4)),
+            ("glm4", "glm4", dict(num_key_value_heads=2, head_dim=64)),
+            ("smollm3", "smollm3", dict(num_key_value_heads=2)),
+            ("stablelm", "stablelm", dict(num_key_value_heads=4)),
+            ("olmoe", "olmoe", dict(num_key_value_heads=4, num_experts=8, num_experts_per_tok=2)),
+        )
     ),
 ]  # fmt: skip
 
@@ -200,7 +215,11 @@ def main() -> None:
             if wanted and case not in wanted:
                 continue
             source = Path(tmp) / f"{case}-source.gguf"
-            write_source(config, arch, source)
+            try:
+                write_source(config, arch, source)
+            except KeyError as exc:  # a tensor tests/gguf_build.py does not name for this architecture
+                print(f"{case}: no source file: {exc!r}", flush=True)
+                continue
             if os.environ.get("IMATRIX_ONLY"):
                 entry = out["cases"][case]
                 imat = Path(tmp) / f"{case}-imatrix.gguf"
@@ -230,15 +249,17 @@ def main() -> None:
                 target = Path(tmp) / f"{case}-{ftype}.gguf"
                 cmd = [binary, str(source), str(target), ftype.upper(), "1"]
                 run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-                if run.returncode:
-                    raise SystemExit(f"{case} {ftype}: {run.stderr[-2000:]}")
+                if run.returncode:  # llama.cpp cannot load this file: the case is left out, and said
+                    print(f"{case} {ftype}: llama-quantize failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
+                    break
                 table = read(target)
                 entry["quantised"][ftype] = [[t, b] for _n, t, b in table]
                 entry["names"] = entry["names"] or [n for n, _t, _b in table]
                 assert [n for n, _t, _b in table] == entry["names"], (case, ftype)
                 target.unlink()
                 print(case, ftype, sum(b for _t, b in entry["quantised"][ftype]), flush=True)
-            out["cases"][case] = entry
+            if len(entry["quantised"]) == len(ftypes):
+                out["cases"][case] = entry
             source.unlink()
     (HERE / "types.json").write_text(json.dumps(out, indent=None, separators=(",", ":")) + "\n")
 
