@@ -1,6 +1,6 @@
 """Training memory per GPU of a config counted by the compiled path (:mod:`llmcount.counting`), without sympy: what
-:func:`llmcount.formulas.training.estimate` gives (model states under an optimizer, ZeRO, tensor and expert
-parallelism; the activations of :mod:`llmcount.formulas.activations`), from the family's training snapshot
+:func:`llmcount.formulas.training.estimate` gives (model states under an optimizer, ZeRO, tensor, pipeline and
+expert parallelism; the activations of :mod:`llmcount.formulas.activations`), from the family's training snapshot
 (``formulas/compiled_training/<model_type>.json``, made by :mod:`llmcount.formulas.training_snapshot` from the same
 record, held equal to the sympy path on every bundled preset and every record's defaults by
 ``tests/test_plain_training.py``).
@@ -13,15 +13,15 @@ LaTeX) for the options the generator ran. The numbers are computed here as Pytho
 ``Fraction``, rounded where the sympy path rounds); only the formulas are looked up.
 
 Anything else raises :class:`~llmcount.counting.Fallback` before a word is printed, and the caller computes through
-the sympy path, which words every refusal: pipeline parallelism, LoRA, a composite model, a selection or an
-option set whose formulas the snapshot lacks, a degree that does not divide what it splits, a count that is not
-whole, activations refused for the config.
+the sympy path, which words every refusal: LoRA, a composite model, a selection or an option set whose formulas
+the snapshot lacks, layer counts that overlap (a layer of two counted kinds), a degree that does not divide what it
+splits, a count that is not whole, an entry summed over the layers under --pp or --recompute full.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cache
 from importlib import resources
@@ -168,6 +168,7 @@ class Activations:
     per_gpu_note: str
     per_gpu_layer_bytes: tuple[int, ...] = ()
     assumptions: str = ""
+    per_stage_bytes: tuple[int, ...] = ()  # with pipeline parallelism: each stage's bytes, stage 1 first
 
 
 @dataclass(frozen=True, repr=False)
@@ -404,6 +405,43 @@ def _memberships(model: Counted, values: dict[str, int], keys: dict[str, Any], n
     return sets
 
 
+HEAVIEST_BOUND = " (its layers taken of the heaviest kind: an upper bound)"
+MAX_LAYERS = 10_000  # formulas.reading.MAX_LAYERS: layers walked one by one
+
+
+def stages(layers: int, pp: int) -> list[range]:
+    """``layer_kinds.stages``: contiguous runs of layers, as even as possible, the first ``layers mod pp`` longer."""
+    if layers > MAX_LAYERS:
+        raise Fallback
+    size, extra = divmod(layers, pp)
+    runs, start = [], 0
+    for stage in range(pp):
+        end = start + size + (stage < extra)
+        runs.append(range(start, end))
+        start = end
+    return runs
+
+
+def _layer_sequence(model: Counted, values: dict[str, int], keys: dict[str, Any], found: list) -> list[str] | None:
+    """``layer_kinds.layer_sequence`` for kinds that partition the layers (:func:`_kinds`' names)."""
+    names = {name for name, _, _ in found}
+    tested = {symbol.name for symbol, _, _ in model.architecture.layers} & names
+    rest = [name for name, _, _ in found if name not in tested]
+    if len(rest) > 1:
+        return None
+    sets = _memberships(model, values, keys, sorted(tested))
+    if sets is None or any(len(s) > 1 or (not s and not rest) for s in sets):
+        return None
+    sequence = [next(iter(s)) if s else rest[0] for s in sets]
+    counts = {name: count for name, count, _ in found}
+    return sequence if all(sequence.count(name) == count for name, count in counts.items()) else None
+
+
+def _uses(source: str, names: Any) -> bool:
+    """Whether a compiled expression reads one of ``names``."""
+    return any(f"v[{name!r}]" in source for name in names)
+
+
 def _times(layers: str, where: dict[str, int]) -> int:
     value = evaluate.whole(_number(layers, where))
     if value is None or value < 0:
@@ -476,7 +514,7 @@ def _activations(
         chosen.append(i)
     layer_entries = [i for i in chosen if saved[i]["layer_symbols"]]
     model_entries = [i for i in chosen if not saved[i]["layer_symbols"]]
-    if options.recompute == "full" and any(saved[i]["summed"] for i in model_entries):
+    if (options.recompute == "full" or options.pp > 1) and any(saved[i]["summed"] for i in model_entries):
         raise Fallback
     env = {**values, "B": batch, "S": seq}
     width = WIDTH[compute]
@@ -557,10 +595,38 @@ def _activations(
     for i in model_entries:
         times = _int(saved[i]["layers"], {})
         level_gpu += _ceil(size(saved[i], times, tp, sp))
-    per_gpu = sum(c * b for c, b in layers_gpu) + working_gpu + level_gpu
-    note = "one GPU holds every layer"
-    if tp > 1:
-        note += f", tensor parallel over {tp}" + (" with sequence parallelism" if sp else "")
+    pp = options.pp
+    candidates: list[int] = []
+    if pp == 1:
+        per_gpu = sum(c * b for c, b in layers_gpu) + working_gpu + level_gpu
+        note = "one GPU holds every layer"
+        if tp > 1:
+            note += f", tensor parallel over {tp}" + (" with sequence parallelism" if sp else "")
+    else:
+        first_level = last_level = 0
+        for i in model_entries:
+            part = _ceil(size(saved[i], _int(saved[i]["layers"], {}), tp, sp))
+            if saved[i]["path"].split("/", 1)[0] == "embedding":
+                first_level += part
+            else:
+                last_level += part
+        per_layer_gpu = {name: b for (name, _, _), (_, b) in zip(kinds, layers_gpu, strict=True)}
+        runs = stages(values["N"], pp)
+        sequence = _layer_sequence(model, values, keys, kinds)
+        bound = ""
+        if sequence is None:
+            sequence = [max(per_layer_gpu, key=per_layer_gpu.get)] * values["N"]
+            bound = HEAVIEST_BOUND
+        for number, run in enumerate(runs):
+            stage = (pp - number) * sum(per_layer_gpu[sequence[i]] for i in run) + working_gpu
+            stage += (first_level if number == 0 else 0) + (last_level if number == pp - 1 else 0)
+            candidates.append(stage)
+        best = max(range(pp), key=candidates.__getitem__)
+        per_gpu = candidates[best]
+        note = (
+            f"pipeline 1F1B: stage s of pp keeps pp - s + 1 micro-batches of its layers in flight; counted: stage "
+            f"{best + 1} of {pp}{bound}"
+        )
     found = Activations(
         dtype=compute,
         options=options,
@@ -574,8 +640,87 @@ def _activations(
         per_gpu_note=note,
         per_gpu_layer_bytes=tuple(b for _, b in layers_gpu),
         assumptions=assumptions,
+        per_stage_bytes=tuple(candidates),
     )
     return found, shown
+
+
+def _stages(
+    model: Counted,
+    terms: list[dict[str, Any]],
+    values: dict[str, int],
+    keys: dict[str, Any],
+    compute: str,
+    optimizer: str,
+    parallel: Parallel,
+    activations: Activations | None,
+    notes: list[str],
+) -> tuple[Held, Activations | None]:
+    """``training.training``'s pipeline branch: the parameters of the stage whose model states and activations
+    together are the largest, its activations, and the pipeline note (added to ``notes``)."""
+    family = model.architecture
+    padded = common()["padded"]
+    layered = frozenset({"N", *family.layer_symbols})
+    summed = [spec.symbol.name for spec in family.symbols if spec.summed]
+    level = [t for t in terms if not _uses(t["layers"], layered)]
+    if any(_uses(t["expr"], summed) for t in level):
+        raise Fallback  # refused by name by the sympy path
+    layer_terms = [t for t in terms if _uses(t["layers"], layered)]
+    layer_names = [[n for n in sorted(layered) if _uses(t["layers"], [n])] for t in layer_terms]
+    _, kinds = _kinds(layer_names, values, model, keys)
+    by_name: dict[str, Held] = {}
+    weights = {}
+    for name, _, where in kinds:
+        held = Held()
+        for term in layer_terms:
+            times = _times(term["layers"], where)
+            if times:
+                held = held + _held(term, values, parallel, optimizer, padded).times(times)
+        by_name[name] = held
+        weights[name] = sum(line.bytes for line in _state_lines(held, compute, optimizer, Parallel()))
+    runs = stages(values["N"], parallel.pp)
+    sequence = _layer_sequence(model, values, keys, kinds)
+    bound = ""
+    if sequence is None:
+        sequence = [max(weights, key=weights.__getitem__)] * values["N"]
+        bound = HEAVIEST_BOUND
+
+    def model_level(predicate: Any) -> Held:
+        held = Held()
+        for term in level:
+            if predicate(term):
+                times = _int(term["layers"], {})
+                held = held + _held(term, values, parallel, optimizer, padded).times(times)
+        return held
+
+    first = model_level(lambda t: t["group"] == "embedding")
+    last = model_level(lambda t: t["group"] != "embedding")
+    paths = {term[0] for term in model.plan.terms}
+    if any(c.path == "head/lm_head" for c in family.choices) and "head/lm_head" not in paths:  # a tied head
+        last = last + model_level(lambda t: t["group"] == "embedding" and _uses(t["expr"], ["V"]))
+    candidates = []
+    for number, run in enumerate(runs):
+        stage = first if number == 0 else Held()
+        for i in run:
+            stage = stage + by_name[sequence[i]]
+        candidates.append(stage + last if number == parallel.pp - 1 else stage)
+    kept = activations.per_stage_bytes if activations is not None and activations.per_stage_bytes else ()
+    totals = [
+        sum(line.bytes for line in _state_lines(held, compute, optimizer, parallel)) + (kept[j] if kept else 0)
+        for j, held in enumerate(candidates)
+    ]
+    best = max(range(len(candidates)), key=totals.__getitem__)
+    if kept:
+        note = f"{activations.per_gpu_note.split('; counted:')[0]}; counted: stage {best + 1} of {parallel.pp}{bound}"
+        activations = replace(activations, per_gpu_bytes=kept[best], per_gpu_note=note)
+    sizes = sorted({len(run) for run in runs}, reverse=True)
+    notes.append(
+        f"pipeline: stages of {' or '.join(map(str, sizes))} layers; the GPU counted is stage "
+        f"{best + 1} of {parallel.pp}, the largest in model states"
+        + (" and activations together" if kept else "")
+        + bound
+    )
+    return candidates[best], activations
 
 
 def estimate(
@@ -591,7 +736,7 @@ def estimate(
     """``formulas.training.estimate(model.full(), ...)`` without LoRA, from the snapshots; Fallback for what they do
     not take (the module's docstring)."""
     parallel = parallel or Parallel()
-    if not isinstance(model, Counted) or model.composite is not None or parallel.pp != 1:
+    if not isinstance(model, Counted) or model.composite is not None:
         raise Fallback
     data = snapshot(model.architecture.name)
     shared = common()
@@ -607,19 +752,7 @@ def estimate(
     _check_parallel(model, selection, parallel, padded)
     values = dict(model.values)
     terms = selection["terms"]
-    held = Held()
-    for term in terms:
-        times = _int(term["layers"], values)
-        held = held + _held(term, values, parallel, optimizer, padded).times(times)
-    notes = []
-    no_grad = [t for t in terms if not t["grad"]]
-    no_grad_total = sum(_int(t["total"], values) for t in no_grad)
-    if no_grad:
-        notes.append(
-            f"no gradient: {', '.join(_no_grad_paths(terms))} ({no_grad_total:,} parameters of the model) get none in "
-            "a training step of this model (its record marks them grad = false): held as weights only, without "
-            "gradients, master copy or optimizer states"
-        )
+    keys = _keys(model)
     activations, refused = None, ""
     table = data["activations"]
     if table is None:
@@ -630,9 +763,25 @@ def estimate(
     else:
         options = Options(attention, recompute, parallel.tp, parallel.pp, parallel.sequence_parallel)
         try:
-            activations, _ = _activations(model, table, _keys(model), compute, batch, seq, options)
+            activations, _ = _activations(model, table, keys, compute, batch, seq, options)
         except _Refused as exc:
             refused = exc.why
+    notes: list[str] = []
+    if parallel.pp == 1:
+        held = Held()
+        for term in terms:
+            times = _int(term["layers"], values)
+            held = held + _held(term, values, parallel, optimizer, padded).times(times)
+    else:
+        held, activations = _stages(model, terms, values, keys, compute, optimizer, parallel, activations, notes)
+    no_grad = [t for t in terms if not t["grad"]]
+    no_grad_total = sum(_int(t["total"], values) for t in no_grad)
+    if no_grad:
+        notes.append(
+            f"no gradient: {', '.join(_no_grad_paths(terms))} ({no_grad_total:,} parameters of the model) get none in "
+            "a training step of this model (its record marks them grad = false): held as weights only, without "
+            "gradients, master copy or optimizer states"
+        )
     return Training(
         dtype=compute,
         optimizer=optimizer,

@@ -1,7 +1,7 @@
 """``memory --training`` without sympy: the training memory computed from the training snapshots
 (llmcount.plain_training) is the sympy path's (llmcount.formulas.training.estimate, whose model states and
 activations test_training.py and test_activations.py check against hand derivations and autograd) on every record's
-defaults and every preset, under several dtypes, optimizers, ZeRO stages, tensor / expert parallel degrees,
+defaults and every preset, under several dtypes, optimizers, ZeRO stages, tensor / pipeline / expert parallel degrees,
 attention implementations and recomputations, as JSON and as text; ``memory --training`` of such a model imports no
 sympy; the snapshots are current."""
 
@@ -28,6 +28,8 @@ CASES = (
     ("bf16", "muon", {"tp": 2, "dp": 4, "zero": 3, "sequence_parallel": True}, "sdpa", "selective", 4096, 1),
     ("fp16", "adamw8bit", {"dp": 8, "zero": 2, "ep": 2}, "flash", "none", 4096, 2),
     ("bf16", "sgd-momentum", {"tp": 4, "dp": 2, "zero": 1}, "eager", "selective", 1000, 3),
+    ("bf16", "adamw", {"pp": 4, "dp": 2, "zero": 1}, "sdpa", "none", 4096, 1),
+    ("bf16", "muon", {"pp": 3, "tp": 2}, "sdpa", "full", 2048, 2),
 )
 
 
@@ -116,6 +118,10 @@ def _run(*args: str) -> tuple[int, list[str], str, str]:
             ("fp32", "adamw", {"ep": 8, "dp": 8, "zero": 1}, "sdpa", "none", 1000, 1),
         ),
         (
+            ("qwen3-next-80b-a3b", "--pp", "4", "--dp", "2", "--zero", "1", "--json"),
+            ("bf16", "adamw", {"pp": 4, "dp": 2, "zero": 1}, "sdpa", "none", 4096, 1),
+        ),
+        (
             ("gpt2", "--attention", "eager", "--recompute", "full", "--batch", "4", "--optimizer", "adafactor"),
             ("bf16", "adafactor", {}, "eager", "full", 4096, 4),
         ),
@@ -134,9 +140,9 @@ def test_memory_training_imports_no_sympy_and_prints_the_sympy_paths(args, expec
 
 
 def test_memory_training_the_plain_path_does_not_take_is_the_sympy_paths() -> None:
-    code, heavy, out, _ = _run("memory", "qwen3-8b", "--training", "--pp", "4", "--json")
+    code, heavy, out, _ = _run("memory", "qwen3-8b", "--training", "--lora", "16", "--json")
     assert code == 0 and "sympy" in heavy
-    assert json.loads(out)["parallel"]["pp"] == 4
+    assert json.loads(out)["lora"]["rank"] == 16
     code, _, out, err = _run("memory", "qwen3-8b", "--training", "--tp", "3")
     assert code == 1 and out == "" and "--tp 3" in err
 
