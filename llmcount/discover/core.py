@@ -613,8 +613,13 @@ class Discoverer:
                     continue
                 # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
                 # not a key of which layers carry what: its trials must make the layers differ
-                uneven = _uneven(b) or (_uneven(base) and not isinstance(value, int))
-                if _membership(b) != _membership(base) and uneven:
+                seen, before = _membership(b), _membership(base)
+                changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
+                if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
+                    uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
+                else:
+                    uneven = _uneven(b) or _uneven(base)
+                if changed and uneven:
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         return found
