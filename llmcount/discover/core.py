@@ -568,9 +568,14 @@ class Discoverer:
         for rounds in range(2):
             new = self._layer_keys(self.build(self.on), skip=set(found))
             if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
-                wider = self._layer_keys(self.build({**self.on, self.layer_key: WIDE}), set(found) | set(new), WIDE)
-                self.wide |= set(wider)
-                new.update(wider)
+                try:  # a per-layer list chosen for LAYERS layers cannot take more (Kimi's layer_types): none then
+                    reference = self.build({**self.on, self.layer_key: WIDE})
+                except probe.Refused:
+                    reference = None
+                if reference is not None:
+                    wider = self._layer_keys(reference, set(found) | set(new), WIDE)
+                    self.wide |= set(wider)
+                    new.update(wider)
             if not new:
                 break
             found.update(new)
