@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# the checkout this script is in, before an installed llmcount (a worktree measures its own code)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 SAMPLE = ["llama", "qwen3", "mistral"]
 
 CLASSES = [  # (class, the pattern of the reason that puts a failure in it), the first that matches
@@ -92,6 +95,11 @@ def _against_record(discoverer, draft, bundled, read_config) -> str:
     configs = [{**probe.class_defaults(discoverer.model_type), "model_type": discoverer.model_type}]
     configs += [random_config(discoverer, rng) for _ in range(5)]
     for i, config in enumerate(configs):
+        if i:  # a random config transformers refuses has no count to agree on (Jamba's offset at or past its period)
+            try:
+                probe.build(discoverer.model_type, {k: v for k, v in config.items() if k != "model_type"})
+            except probe.Refused:
+                continue
         try:
             theirs = read_config(config, "bundled", family=bundled).counts.total
         except (LlmcountError, ValueError):

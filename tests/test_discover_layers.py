@@ -52,7 +52,8 @@ def test_the_layer_count_is_the_key_whose_layers_are_built() -> None:
 
 def test_a_count_that_turns_every_layer_alike_is_no_layer_key() -> None:
     # Qwen3-Next: num_experts 0 makes every layer dense; it is a size, and the dense layers' condition is
-    # i in mlp_only_layers or (i + 1) % decoder_sparse_step != 0 (no third key)
+    # i in mlp_only_layers or (i + 1) % decoder_sparse_step != 0 (no third key); its linear attention on some layers
+    # only makes every build uneven, so a key is judged on the kinds it changes
     dense, moe = "model.layers.*.mlp.gate_proj.weight", "model.layers.*.mlp.experts.gate_up_proj"
 
     def build(overrides):
@@ -61,6 +62,7 @@ def test_a_count_that_turns_every_layer_alike_is_no_layer_key() -> None:
             raise probe.Refused("ZeroDivisionError: integer modulo by zero")
         kinds = [moe if v["num_experts"] > 0 and (i + 1) % v["decoder_sparse_step"] == 0 else dense for i in range(3)]
         tensors = tuple(probe.Tensor(k, i, (2, 2), "Linear", False, False) for i, k in enumerate(kinds))
+        tensors += (probe.Tensor("model.layers.*.linear_attn.in_proj.weight", 0, (2, 2), "Linear", False, False),)
         return probe.Build(tensors, {}, 0, 3, "M", "model", "C", {})
 
     discoverer = Discoverer.__new__(Discoverer)

@@ -568,9 +568,14 @@ class Discoverer:
         for rounds in range(2):
             new = self._layer_keys(self.build(self.on), skip=set(found))
             if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
-                wider = self._layer_keys(self.build({**self.on, self.layer_key: WIDE}), set(found) | set(new), WIDE)
-                self.wide |= set(wider)
-                new.update(wider)
+                try:  # a per-layer list chosen for LAYERS layers cannot take more (Kimi's layer_types): none then
+                    reference = self.build({**self.on, self.layer_key: WIDE})
+                except probe.Refused:
+                    reference = None
+                if reference is not None:
+                    wider = self._layer_keys(reference, set(found) | set(new), WIDE)
+                    self.wide |= set(wider)
+                    new.update(wider)
             if not new:
                 break
             found.update(new)
@@ -613,8 +618,13 @@ class Discoverer:
                     continue
                 # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
                 # not a key of which layers carry what: its trials must make the layers differ
-                uneven = _uneven(b) or (_uneven(base) and not isinstance(value, int))
-                if _membership(b) != _membership(base) and uneven:
+                seen, before = _membership(b), _membership(base)
+                changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
+                if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
+                    uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
+                else:
+                    uneven = _uneven(b) or _uneven(base)
+                if changed and uneven:
                     found[key] = [value, *(t for t in trials if t != value)]
                     break
         return found

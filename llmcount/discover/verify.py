@@ -224,6 +224,8 @@ def _why(discoverer: Discoverer, path: str, built: probe.Build) -> str:
             return f" (the draft has no formula for {kind}: {unfitted[kind]})"
     layers = sorted({t.layer for t in built.tensors if t.layer is not None and term_of.get(t.key) == path})
     counted = getattr(discoverer, "term_layers", {}).get(path)
+    if not layers and counted is not None and counted != "every layer":
+        return f" (transformers builds it on none of {built.layers} layers; the draft on {counted})"
     if layers and counted is not None:
         where = _ranges(layers)
         return f" (transformers builds it on {len(layers)} of {built.layers} layers ({where}); the draft on {counted})"
