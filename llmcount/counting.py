@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from importlib import resources
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from . import evaluate
@@ -57,7 +58,8 @@ _SOURCE_NAME = re.compile(r"v\['([A-Za-z_][A-Za-z0-9_]*)'\]")  # a value by name
 
 
 _new = object.__new__
-_STRINGS = {str}
+_ENTRIES = {str, int}  # list entries whose tuple keeps their types apart
+_INT = {int}
 
 
 class Fallback(Exception):
@@ -249,7 +251,7 @@ class Compiled:
             try:
                 decided = self._decided.get(key)
             except TypeError:  # a list of names (layer_types) as a tuple; another list by _inputs; an object: no key
-                frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _STRINGS else v for v in given)
+                frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _ENTRIES else v for v in given)
                 key = (*frozen, *map(type, given))
                 try:
                     decided = self._decided.get(key)
@@ -270,12 +272,10 @@ class Compiled:
             by_name.update(decided.layers)
         plan = decided.plan
         numbers = _value(plan.counted, by_name)
-        for number in numbers:
-            if type(number) is not int:  # a Fraction (or a bool): whole ones as ints, else the sympy path
-                numbers = tuple(evaluate.whole(number) for number in numbers)
-                if None in numbers:
-                    raise Fallback  # a count that is not a whole number: the sympy path words it
-                break
+        if not _INT.issuperset(map(type, numbers)):  # a Fraction (or a bool): whole ones as ints, else the sympy path
+            numbers = tuple(evaluate.whole(number) for number in numbers)
+            if None in numbers:
+                raise Fallback  # a count that is not a whole number: the sympy path words it
         ordered = {n: by_name[n] for n in decided.shown if n in by_name}
         counted = _new(Counted)  # Counted's fields, without the frozen dataclass's __init__ (a fifth of a read)
         counted.__dict__.update(
@@ -401,7 +401,9 @@ class Compiled:
             sources += [variant["total"], variant["activated"]]
             used |= set(variant["used"])
         try:
-            counted = evaluate.from_source("(" + "".join(f"{text}, " for text in sources) + ")")
+            distinct = list(dict.fromkeys(sources))  # a dense term's activated count is its total: computed once
+            function = evaluate.from_source("(" + "".join(f"{text}, " for text in distinct) + ")")
+            counted = function if len(distinct) == len(sources) else _Repeated(function, sources, distinct)
         except evaluate.NotCompiled:
             raise Fallback from None
         selection = "".join("1" if h else "0" for h in held) + "|" + ",".join(states)
@@ -448,6 +450,21 @@ class Compiled:
         if all(c is not None and _value(evaluate.from_source(c), by_name) == 0 for c in counts):
             return symbols
         return frozenset()
+
+
+class _Repeated:
+    """A plan's counts computed from its distinct expressions only, each result placed wherever its expression is."""
+
+    __slots__ = ("function", "pick")
+
+    def __init__(self, function: Any, sources: list[str], distinct: list[str]):
+        self.function = function
+        at = {text: i for i, text in enumerate(distinct)}
+        self.pick = itemgetter(*(at[text] for text in sources))
+
+    def __call__(self, values: dict[str, int]) -> tuple:
+        picked = self.pick(self.function(values))
+        return picked if type(picked) is tuple else (picked,)
 
 
 def _inputs(names: tuple[str, ...], namespace: dict[str, Any]) -> tuple | None:

@@ -437,7 +437,7 @@ _LAYERS: dict[tuple, tuple[tuple[int, ...], int]] = {}
 """The layers a condition chose, by the condition's text, the number of layers and the values of the names it reads:
 a batch of configs of one family (the same layer_types, another vocabulary) walks its layers once."""
 _ABSENT = object()
-_STRINGS = {str}
+_ENTRIES = {str, int}  # list entries taken as they are (not bool, not float: _list_item)
 
 
 def _layers_key(text: str, layers: int, scope: Mapping[str, Any]) -> tuple | None:
@@ -581,7 +581,7 @@ def read_symbols(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int]]:
                 namespace[key] = value  # the common case, as reader.key accepts it: a value of its default's type
                 continue
             listed = kind is list and (default is None or type(default) is list) and len(value) <= MAX_LIST
-            if listed and set(map(type, value)) <= _STRINGS:  # a list of names (layer_types), as reader.key takes it
+            if listed and set(map(type, value)) <= _ENTRIES:  # names or layer indices, as reader.key takes them
                 namespace[key] = value
                 continue
         namespace[key] = reader.key(key, default)
