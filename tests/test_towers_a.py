@@ -236,3 +236,47 @@ def test_video_llava_counts_both_towers() -> None:
     layer = 4 * (1024**2 + 1024) + 2 * 1024 * 4096 + 4096 + 1024 + 4 * 1024
     assert one == 1024 + 3 * 14 * 14 * 1024 + 257 * 1024 + 24 * layer + 4 * 1024 == 303_179_776
     assert model.parts[0].model.counts.total == 2 * one
+
+
+# Small configs of the composites whose checkpoints hold their parts under modules of their own (parts_modules).
+SMALL_TEXT = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1}
+SMALL_TEXT |= {"intermediate_size": 16, "vocab_size": 64}
+SMALL_VIT = {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 8}
+WRITTEN = {
+    "video_llama_3": {"text_config": {"model_type": "qwen2", **SMALL_TEXT}, "vision_config": {**SMALL_VIT}},
+    "paddleocr_vl": {"text_config": dict(SMALL_TEXT), "vision_config": {**SMALL_VIT, "image_size": 28}},
+    "video_llava": {
+        "text_config": {"model_type": "llama", **SMALL_TEXT},
+        "vision_config": {**SMALL_VIT, "image_size": 28, "patch_size": 14},
+    },
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(WRITTEN))
+def test_verify_lists_the_parts_of_a_written_checkpoint_apart(tmp_path, model_type: str) -> None:
+    """A checkpoint transformers writes (save_pretrained of a small model): the language model's tensors map to the
+    record term by term; the tower's and the projector's are listed apart under other/<module>, and sum to the
+    parts' counts."""
+    import warnings
+
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from llmcount.checkpoint import verify
+
+    config = {"model_type": model_type, **WRITTEN[model_type]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model(model_type, **WRITTEN[model_type])
+        torch.manual_seed(0)
+        built = getattr(transformers, records.composite(model_type).model)(cfg)
+        built.save_pretrained(tmp_path)
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    apart = {c.path: c.checkpoint for c in result.components if c.path.startswith("other/")}
+    assert all(c.path.startswith("other/") for c in result.differences), result.differences
+    model = read_config(config, model_type)
+    assert result.formula_total == model.counts.total
+    assert sum(apart.values()) == sum(part.model.counts.total for part in model.parts)
+    assert model.whole_total == sum(p.numel() for p in built.parameters()), oracle.VERSIONS
