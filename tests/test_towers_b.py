@@ -31,6 +31,9 @@ TOWERS = {
     "got_ocr2": "vision_tower",
     "pp_chart2table": "vision_tower",
     "qianfan_ocr": "vision_tower",
+    "minicpm_ocr": "vision_tower",
+    "minicpmv4_6": "vision_tower",
+    "minicpmv4_7": "vision_tower",
 }
 
 
@@ -197,6 +200,20 @@ def drawn(draw, model_type: str) -> dict:
         if draw(st.booleans()):  # absent: QianfanOCRVisionConfig's true
             config["vision_config"]["attention_bias"] = draw(st.booleans())
         config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7"):  # Qwen3.5's hybrid decoder, small
+        text |= {"head_dim": 8, "linear_key_head_dim": 8, "linear_value_head_dim": 8}
+        text |= {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "num_hidden_layers": 4}
+        patch = draw(st.sampled_from([2, 4, 14]))
+        window = draw(st.sampled_from([1, 2, 3]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
+            "image_size": draw(st.sampled_from([16, 28, 56])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "window_kernel_size": [window, window],  # a pair (MiniCPMV4_6VisionConfig takes no integer)
+        }
+        config["merger_times"] = draw(st.integers(1, 3))
         config["tie_word_embeddings"] = draw(st.booleans())
     return config
 
