@@ -34,6 +34,7 @@ TOWERS = {
     "minicpm_ocr": "vision_tower",
     "minicpmv4_6": "vision_tower",
     "minicpmv4_7": "vision_tower",
+    "ovis2": "vision_tower",
 }
 
 
@@ -215,6 +216,21 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["merger_times"] = draw(st.integers(1, 3))
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "ovis2":
+        config["vision_config"] = {
+            **_vit(draw),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 56])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "hidden_stride": draw(st.integers(1, 3)),
+            "vocab_size": draw(st.sampled_from([8, 40])),
+            "num_visual_indicator_tokens": draw(st.integers(1, 5)),
+            "qkv_bias": draw(st.booleans()),
+            "mlp_bias": draw(st.booleans()),
+        }
+        config["hidden_size"] = draw(st.sampled_from([d, 24]))  # the visual table's width (the top-level key)
+        if config["hidden_size"] == d and draw(st.booleans()):  # an untied head of the language model's sizes
+            config |= {"tie_word_embeddings": False, "vocab_size": text["vocab_size"]}
     return config
 
 
