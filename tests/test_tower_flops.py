@@ -233,9 +233,9 @@ def test_whole_forward_with_images_matches_flop_counter(tmp_path, seq: int, imag
         ("llama-3-8b", ["--images", "1"], "FLOPs per image: the model has no vision tower"),
         ({"model_type": "gemma3n"}, ["--images", "1"], "FLOPs per image: llmcount does not count its vision tower"),
         (
-            {"model_type": "idefics3"},
+            {"model_type": "idefics2"},
             ["--images", "1"],
-            "FLOPs per image: no formula for the Idefics3 vision model (idefics3_vision) yet",
+            "FLOPs per image: no formula for the Idefics2 vision model (idefics2_vision) yet",
         ),
     ],
 )

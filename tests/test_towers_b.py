@@ -31,6 +31,10 @@ TOWERS = {
     "got_ocr2": "vision_tower",
     "pp_chart2table": "vision_tower",
     "qianfan_ocr": "vision_tower",
+    "minicpm_ocr": "vision_tower",
+    "minicpmv4_6": "vision_tower",
+    "minicpmv4_7": "vision_tower",
+    "ovis2": "vision_tower",
 }
 
 
@@ -198,6 +202,35 @@ def drawn(draw, model_type: str) -> dict:
             config["vision_config"]["attention_bias"] = draw(st.booleans())
         config["downsample_ratio"] = draw(st.sampled_from([0.5, 0.25, 1.0]))
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type in ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7"):  # Qwen3.5's hybrid decoder, small
+        text |= {"head_dim": 8, "linear_key_head_dim": 8, "linear_value_head_dim": 8}
+        text |= {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "num_hidden_layers": 4}
+        patch = draw(st.sampled_from([2, 4, 14]))
+        window = draw(st.sampled_from([1, 2, 3]))
+        config["vision_config"] = {
+            **_vit(draw),
+            "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
+            "image_size": draw(st.sampled_from([16, 28, 56])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "window_kernel_size": [window, window],  # a pair (MiniCPMV4_6VisionConfig takes no integer)
+        }
+        config["merger_times"] = draw(st.integers(1, 3))
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "ovis2":
+        config["vision_config"] = {
+            **_vit(draw),
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.sampled_from([16, 28, 56])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "hidden_stride": draw(st.integers(1, 3)),
+            "vocab_size": draw(st.sampled_from([8, 40])),
+            "num_visual_indicator_tokens": draw(st.integers(1, 5)),
+            "qkv_bias": draw(st.booleans()),
+            "mlp_bias": draw(st.booleans()),
+        }
+        config["hidden_size"] = draw(st.sampled_from([d, 24]))  # the visual table's width (the top-level key)
+        if config["hidden_size"] == d and draw(st.booleans()):  # an untied head of the language model's sizes
+            config |= {"tie_word_embeddings": False, "vocab_size": text["vocab_size"]}
     return config
 
 
