@@ -133,3 +133,40 @@ def test_a_bad_index_rule_is_refused_by_name(index, message) -> None:
     }
     with pytest.raises(RecordError, match=re.escape(message)):
         parse_record(record, "families/toy.toml")
+
+
+def test_a_tower_of_its_own_depth_prints_as_a_stack() -> None:
+    """GIT's vision encoder has vision_config.num_hidden_layers layers (N_vis) of its own width, printed in the tree
+    as one repeated layer (``[[printed.stacks]]``): 3 layers of 64 here, beside 2 decoder layers of 32."""
+    config = {
+        **oracle.class_defaults("git"),
+        "num_hidden_layers": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_attention_heads": 4,
+        "vision_config": {
+            "num_hidden_layers": 3,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+        },
+    }
+    tree = printed_tree(read_config(config, "git small"))
+    assert tree == printed(config)
+    assert "(0-2): 3 x GitVisionEncoderLayer(" in tree and "(0-1): 2 x GitLayer(" in tree
+    assert "(k_proj): Linear(in_features=64, out_features=64, bias=True)" in tree
+
+
+def test_a_stack_without_its_placeholder_is_refused_by_name() -> None:
+    from llmcount.formulas.expressions import RecordError
+    from llmcount.formulas.records import parse_record
+
+    record = {
+        "model_type": "toy",
+        "title": "Toy",
+        "symbols": {"d": "hidden_size"},
+        "terms": [{"path": "norms/norm", "expr": "d"}],
+        "printed": {"text": "{layers}", "layers": [], "stacks": [{"count": "N", "text": "X()"}]},
+    }
+    with pytest.raises(RecordError, match=re.escape("text takes {stack:0} once")):
+        parse_record(record, "families/toy.toml")

@@ -178,6 +178,13 @@ def _term_shapes(term) -> list[Any]:
     if term.embedding and term.group == "embedding":
         return [expand(term.expr / d), d]
     shape = linear_shape(term)
+    if shape is None:  # a Linear with its bias in one term: in·out + out
+        parts = expand(term.expr).as_ordered_terms()
+        if len(parts) == 2:
+            weight, bias = sorted(parts, key=lambda p: len(p.free_symbols))[::-1]
+            width = expand(weight / bias)
+            if weight.free_symbols > bias.free_symbols and (width.is_Mul or width.is_Symbol):
+                shape = (width, bias)
     return list(shape) if shape is not None else [term.expr]
 
 
@@ -198,6 +205,8 @@ class _Reader:
         tree = model.architecture.tree or {}
         self.renamed = {v: k for k, v in (tree.get("names") or {}).items()}
         self.layer_lists: list[Any] = []  # the decoder layers' lists (one, or one per stack)
+        self.stacks: list[tuple[Any, Any]] = []  # other lists of layers and their counts ({stack:i})
+        self.preferred: list[Any] = []  # symbols to size a number by first (a stack's own)
         self.times: dict[str, int] = {}  # how many times the layer being read carries each term (2 for k_proj*2)
 
     def padding(self, module, name: str) -> str | None:
@@ -249,6 +258,9 @@ class _Reader:
 
         if layer_list is not None and any(module is x for x in [layer_list, *self.layer_lists]):
             return "{layers}"
+        for i, (stack, _) in enumerate(self.stacks):
+            if module is stack:
+                return f"{{stack:{i}}}"
         if isinstance(module, torch.nn.ModuleList):
             return self._module_list(module, name, terms)
         if type(module).__repr__ is not torch.nn.Module.__repr__ and not module._modules:  # Conv1D's own repr
@@ -324,8 +336,8 @@ class _Reader:
                 match = term
                 break
         preferred = _term_shapes(match) if match is not None else []
-        if match is None and named:  # a weight whose formula does not split into shapes: its own symbols first
-            free = sorted(named[0].expr.free_symbols, key=str)
+        if match is None and (named or self.preferred):  # a formula that does not split: its own symbols first
+            free = sorted(named[0].expr.free_symbols, key=str) if named else self.preferred
             preferred = [*free, *(a * b for i, a in enumerate(free) for b in free[i:])]
         times = self.times.get(match.path, 1) if match is not None else 1
         if times > 1:  # a term the layer carries twice in one module (wider) or in two (each as wide as the term)
@@ -432,10 +444,13 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
     layer_name, layer_list = lists[0]
     # more stacks of the same layers (a model that runs two stacks of N layers, each counted on 2*N)
     reader.layer_lists = [module for _, module in lists if [repr(x) for x in module] == [repr(x) for x in layer_list]]
-    layered = [t for t in model.derivation.terms if t.layers != 1]
+    stacks = _stacks(model, hf, reader.layer_lists)
+    reader.stacks = [(module, count) for module, count, _ in stacks]
+    apart = frozenset(count for _, count, _ in stacks)
+    layered = [t for t in model.derivation.terms if t.layers != 1 and t.layers not in apart]
     outside = [t for t in model.derivation.terms if t.layers == 1]
     times = {t.layers: layer_times(model, t.layers) for t in layered}
-    keys = layer_kinds(model)
+    keys = layer_kinds(model, apart)
     if keys is None or any(v is None for v in times.values()):
         raise Unprintable("the config does not say which layers each term is in")
     kinds: dict[tuple[str, ...], str] = {}
@@ -449,6 +464,14 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
             kinds[key] = reader.module(layer, f"{layer_name}.{i}", terms)
             reader.times = {}
     top = reader.module(hf, "", outside, layer_list)
+    texts = []
+    for module, count, name in stacks:
+        reader.preferred = sorted(
+            {s for t in model.derivation.terms if t.layers == count for s in t.expr.free_symbols}, key=str
+        )
+        terms = [t for t in model.derivation.terms if t.layers == count]
+        texts.append({"count": str(count), "text": reader.module(module[0], f"{name}.0", terms)})
+        reader.preferred = []
     given = model.architecture.printed or {}
     layers = [{"terms": list(key), "text": text} for key, text in kinds.items()]
     return {
@@ -457,7 +480,51 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
         "by": list(given.get("by", ())),
         "when": dict(given.get("when", {})),
         "index": dict(given.get("index", {})),
+        "stacks": texts,
     }
+
+
+def _heads(attribute: str) -> list[str]:
+    """The module names a list's attribute may be the list of: cross_attn_layers -> cross_attn, cross_attn_layers."""
+    parts = attribute.split("_")
+    return ["_".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _stacks(model, hf, decoder_lists: list[Any]) -> list[tuple[Any, Any, str]]:
+    """The lists of layers apart from the decoder's that the record counts on a layer count of their own (a vision
+    tower's ``N_vis`` encoder layers): ``(module list, count, name)`` for each ``ModuleList`` of identical layers
+    that are as many as a count of the record the config does not give layer by layer, and that hold modules by the
+    names of that count's terms (the count whose terms they name most, when several counts are as large)."""
+    import torch
+
+    from ..renderers.tree import layer_times
+
+    counts = {t.layers for t in model.derivation.terms if t.layers != 1 and layer_times(model, t.layers) is None}
+    sizes = {}
+    for count in counts:
+        value = count.subs(model.values)
+        if getattr(value, "is_Integer", False) and int(value) > 0:
+            sizes[count] = int(value)
+    found = []
+    for name, module in hf.named_modules():
+        if not isinstance(module, torch.nn.ModuleList) or any(module is x for x in decoder_lists) or not len(module):
+            continue
+        if len({repr(x) for x in module}) != 1:
+            continue
+        inner = {n for n, _ in module[0].named_modules() if n}
+        attribute = name.rsplit(".", 1)[-1]  # cross_attn_layers: a list of the term cross_attn.q_proj's modules
+        inner |= {f"{head}.{n}" for n in inner for head in _heads(attribute)}
+        best, score = None, 0
+        for count, size in sizes.items():
+            if size != len(module):
+                continue
+            leaves = [t.path.split("/", 1)[1] for t in model.derivation.terms if t.layers == count]
+            hits = sum(1 for leaf in leaves if leaf.removesuffix(".bias") in inner)
+            if hits > score:
+                best, score = count, hits
+        if best is not None and not any(name.startswith(other + ".") for _, _, other in found):
+            found.append((module, best, name))
+    return found
 
 
 def _toml_string(text: str) -> str:
@@ -484,6 +551,10 @@ def table(data: dict[str, Any], version: str) -> str:
         lines.append("[[printed.layers]]")
         lines.append("terms = " + json.dumps(layer["terms"]))
         lines.append("text = " + _toml_string(layer["text"]))
+    for stack in data.get("stacks", ()):
+        lines.append("[[printed.stacks]]")
+        lines.append("count = " + json.dumps(stack["count"]))
+        lines.append("text = " + _toml_string(stack["text"]))
     return "\n".join(lines) + "\n"
 
 
@@ -494,7 +565,7 @@ def with_table(text: str, printed_table: str) -> str:
     start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
     if start is not None:
         end = start + 1
-        while end < len(lines) and not (_TABLE.match(lines[end]) and not lines[end].startswith("[[printed.layers]]")):
+        while end < len(lines) and not (_TABLE.match(lines[end]) and not lines[end].startswith("[[printed.")):
             end += 1
         lines = lines[:start] + lines[end:]
         text = "".join(lines).replace("\n\n\n", "\n\n")

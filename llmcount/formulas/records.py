@@ -907,7 +907,7 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
     maps a term's ``layers`` count the config does not give layer by layer to a condition of the layer index i
     (``"N - 1" = "i > 0"``: every layer but the first)."""
     table = _table(data, where)
-    unknown = set(table) - {"text", "layers", "transformers", "by", "when", "index"}
+    unknown = set(table) - {"text", "layers", "transformers", "by", "when", "index", "stacks"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     by = _list(table.get("by", []), where, "by")
@@ -942,7 +942,25 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
         ):
             raise RecordError(f"{where} layers[{i}]: takes terms (a list of term paths) and text (a string)")
     kinds = [{"terms": list(x["terms"]), "text": x["text"]} for x in layers]
-    return {"text": table["text"], "layers": kinds, "by": list(by), "when": dict(when), "index": dict(index)}
+    stacks = _list(table.get("stacks", []), where, "[[printed.stacks]]")
+    for i, stack in enumerate(stacks):
+        if not (
+            isinstance(stack, dict)
+            and set(stack) == {"count", "text"}
+            and all(isinstance(stack[f], str) for f in ("count", "text"))
+        ):
+            raise RecordError(f"{where} stacks[{i}]: takes count (a layer count) and text (one layer's template)")
+        formula(stack["count"], f"{where} stacks[{i}].count")
+        if table["text"].count(f"{{stack:{i}}}") != 1:
+            raise RecordError(f"{where}: text takes {{stack:{i}}} once, for stacks[{i}]")
+    return {
+        "text": table["text"],
+        "layers": kinds,
+        "by": list(by),
+        "when": dict(when),
+        "index": dict(index),
+        "stacks": [dict(x) for x in stacks],
+    }
 
 
 def parse_record(data: Mapping[str, Any], where: str) -> Family:

@@ -477,13 +477,23 @@ def _unbuilt(text: str, when: Mapping[str, str], model: Model) -> str:
     return text
 
 
-def layer_kinds(model: Model) -> list[tuple[str, ...]] | None:
+def stack_counts(model: Model) -> frozenset[Expr]:
+    """The layer counts of the ``[printed]`` table's ``stacks``: lists of layers apart from the decoder's (a vision
+    tower's encoder layers), each printed as one repeated layer."""
+    stacks = (model.architecture.printed or {}).get("stacks", ())
+    return frozenset(formula(stack["count"], "[printed] stacks") for stack in stacks)
+
+
+def layer_kinds(model: Model, stacks: frozenset[Expr] | None = None) -> list[tuple[str, ...]] | None:
     """Each decoder layer's kind, as a ``[printed]`` table keys its templates: the paths of the record's terms in
     that layer (biases aside; ``path*2`` for a term the layer carries twice, see :func:`layer_times`), and
     ``@symbol`` for each of the table's ``by`` symbols whose layers include it. None when the config does not say
     which layers a term (or a ``by`` symbol) counts."""
     total = model.values.get(N)
-    layered = [t for t in model.derivation.terms if t.layers != 1 and not t.path.endswith(".bias")]
+    apart = stack_counts(model) if stacks is None else stacks
+    layered = [
+        t for t in model.derivation.terms if t.layers != 1 and t.layers not in apart and not t.path.endswith(".bias")
+    ]
     named = {symbol.name: symbol for symbol in model.layer_indices}
     by = [named.get(name) for name in (model.architecture.printed or {}).get("by", ())]
     if None in by:  # a `by` symbol this config does not give layer by layer
@@ -534,13 +544,22 @@ def printed_tree(model: Model) -> str | None:
             if key not in filled:
                 filled[key] = _unbuilt(_fill(kinds[key], model), table.get("when", {}), model)
             reprs.append(filled[key])
-        layers = module_list(reprs)
+        lists = {"{layers}": module_list(reprs)}
+        for i, stack in enumerate(table.get("stacks", ())):
+            count = _int(formula(stack["count"], "[printed] stacks"), model.values)
+            if count > MAX_LAYERS:
+                return None
+            lists[f"{{stack:{i}}}"] = module_list([_fill(stack["text"], model)] * count)
+        text = table["text"]
+        for j, placeholder in enumerate(lists):
+            text = text.replace(placeholder, f"\0{j}\0")
         lines = []
-        for line in _fill(table["text"].replace("{layers}", "\0"), model).split("\n"):
-            if "\0" in line:
-                pad = " " * (len(line) - len(line.lstrip(" ")))
-                first, *rest = layers.split("\n")
-                line = line.replace("\0", "\n".join([first, *[pad + x if x.strip() else "" for x in rest]]))
+        for line in _fill(text, model).split("\n"):
+            for j, block in enumerate(lists.values()):
+                if f"\0{j}\0" in line:
+                    pad = " " * (len(line) - len(line.lstrip(" ")))
+                    first, *rest = block.split("\n")
+                    line = line.replace(f"\0{j}\0", "\n".join([first, *[pad + x if x.strip() else "" for x in rest]]))
             lines.append(line)
     except (_Unfit, LlmcountError, RecordError):
         return None
