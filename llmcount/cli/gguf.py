@@ -84,7 +84,8 @@ def quant_data(spec: str, quant: str, kv_dtype: str | None, seq: int, batch: int
     weights = sum(r["bytes"] for r in rows)
     return {
         "model": model.name,
-        "file": f"{ftype.upper()} as llama.cpp 007dbbf3fd17's llama-quantize makes it (from a BF16 conversion)",
+        "file": f"{ftype.upper()} as llama.cpp's llama-quantize makes it (from a BF16 conversion; "
+        "rules of 007dbbf3fd17, checked against files 0c1e57098bba wrote)",
         "architecture": arch,
         "record": model.architecture.name,
         "file_type": FILE_TYPES[ftype][0],

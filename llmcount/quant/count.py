@@ -143,7 +143,7 @@ def gguf_summary(model: Any, quant: str) -> Summary:
     return Summary(
         f"llama.cpp {ftype.upper()} ({FILE_TYPES[ftype][0]})",
         ftype,
-        "llama.cpp 007dbbf3fd17 src/llama-quant.cpp (llmcount/gguf_quant.py)",
+        "llama.cpp 007dbbf3fd17 src/llama-quant.cpp, checked against files 0c1e57098bba wrote (llmcount/gguf_quant.py)",
         model.counts.total,
         parts,
         tuple(notes),
