@@ -4,22 +4,7 @@ lists the same limits for users."""
 
 import pytest
 
-PRINTED_LAYERS = (
-    "shared transformer blocks (counted num_mem_blocks times) that print inside every hybrid layer using them: the "
-    "record has no [printed] tree yet and the write-up shows the generic one"
-)
-PRINTED = {
-    name: PRINTED_LAYERS
-    for name in (
-        "zamba2",
-    )
-}  # fmt: skip
-
 KNOWN: dict[str, str] = {}  # a test's node id -> why it differs
-KNOWN |= {
-    f"tests/test_printed.py::test_tree_equals_print_model_for_the_class_defaults[{name}]": reason
-    for name, reason in PRINTED.items()
-}
 
 
 def pytest_collection_modifyitems(config, items) -> None:

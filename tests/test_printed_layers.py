@@ -170,3 +170,19 @@ def test_a_stack_without_its_placeholder_is_refused_by_name() -> None:
     }
     with pytest.raises(RecordError, match=re.escape("text takes {stack:0} once")):
         parse_record(record, "families/toy.toml")
+
+
+def test_shared_blocks_print_in_each_layer_that_uses_them() -> None:
+    """Zamba2 counts its shared transformer block once (num_mem_blocks) and prints it inside every hybrid layer
+    (``[printed]`` ``shared``), with one adapter per hybrid layer in its list: 3 hybrid layers here, so 3 adapters."""
+    types = ["mamba", "hybrid", "mamba", "hybrid", "mamba", "mamba", "hybrid", "mamba"]
+    config = {
+        **oracle.class_defaults("zamba2"),
+        "num_hidden_layers": 8,
+        "layers_block_type": types,
+        "hybrid_layer_ids": [1, 3, 6],
+    }
+    tree = printed_tree(read_config(config, "zamba2 small"))
+    assert tree == printed(config)
+    assert tree.count("(shared_transformer): Zamba2AttentionDecoderLayer(") == 3
+    assert "(gate_up_proj_adapter_list): ModuleList(\n" in tree and "(0-2): 3 x Sequential(" in tree

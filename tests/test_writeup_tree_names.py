@@ -53,10 +53,11 @@ def test_the_post_says_the_tree_is_what_print_model_prints():
 
 
 def test_a_family_without_a_printed_tree_keeps_the_generic_names(tmp_path):
-    """Zamba2's shared attention blocks sit on layers its config does not name one by one: its record has no
-    [printed] tree (tests/conftest.py), and the post says its tree is the generic layout."""
+    """Zamba2 with untied embeddings gives each hybrid layer N_attn adapters (the record counts them on N_attn*N_attn
+    layers), a layout its [printed] tree does not describe: the post says its tree is the generic layout."""
     transformers = pytest.importorskip("transformers")
     config = {**transformers.AutoConfig.for_model("zamba2").to_dict(), "model_type": "zamba2"}
+    config["tie_word_embeddings"] = False
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     text = build(str(path), sections="tree").text

@@ -207,6 +207,7 @@ class _Reader:
         self.layer_lists: list[Any] = []  # the decoder layers' lists (one, or one per stack)
         self.stacks: list[tuple[Any, Any]] = []  # other lists of layers and their counts ({stack:i})
         self.preferred: list[Any] = []  # symbols to size a number by first (a stack's own)
+        self.inner: list[dict[str, str]] = []  # lists inside a layer, one module per layer of a count ({stack:i})
         self.times: dict[str, int] = {}  # how many times the layer being read carries each term (2 for k_proj*2)
 
     def padding(self, module, name: str) -> str | None:
@@ -289,9 +290,26 @@ class _Reader:
     def _module_list(self, module, name: str, terms: list[Any]) -> str:
         from ..renderers.tree import module_list
 
-        return module_list(
-            [self.module(item, f"{name}.{i}", terms) for i, item in enumerate(module)], module._get_name()
-        )
+        items = [self.module(item, f"{name}.{i}", terms) for i, item in enumerate(module)]
+        count = self._list_count(module, name, terms)
+        if count is not None and len(set(items)) == 1 and module._get_name() == "ModuleList":
+            entry = {"count": str(count), "text": items[0]}
+            if entry not in self.inner:
+                self.inner.append(entry)
+            return f"{{stack:{len(self.stacks) + self.inner.index(entry)}}}"
+        return module_list(items, module._get_name())
+
+    def _list_count(self, module, name: str, terms: list[Any]) -> Any:
+        """The layer count of a list inside a layer with one module per layer of that count (Zamba2's adapters, one
+        per hybrid layer): a term in scope whose name the list's attribute gives (gate_up_proj_adapter_list holds
+        the gate_up_proj_adapters) and whose count is as large as the list; None otherwise."""
+        heads = set(_heads(name.rsplit(".", 1)[-1]))
+        for term in terms:
+            leaf = term.path.split("/", 1)[1].rsplit(".", 1)[-1]
+            named = leaf in heads or leaf.removesuffix("s") in heads
+            if term.layers != 1 and named and self.resolve._at(term.layers) == len(module):
+                return term.layers
+        return None
 
     def _activation(self, module, name: str) -> str | None:
         cls = type(module).__name__
@@ -472,6 +490,7 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
         terms = [t for t in model.derivation.terms if t.layers == count]
         texts.append({"count": str(count), "text": reader.module(module[0], f"{name}.0", terms)})
         reader.preferred = []
+    texts += reader.inner
     given = model.architecture.printed or {}
     layers = [{"terms": list(key), "text": text} for key, text in kinds.items()]
     return {
@@ -480,6 +499,7 @@ def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
         "by": list(given.get("by", ())),
         "when": dict(given.get("when", {})),
         "index": dict(given.get("index", {})),
+        "shared": dict(given.get("shared", {})),
         "stacks": texts,
     }
 
@@ -542,6 +562,8 @@ def table(data: dict[str, Any], version: str) -> str:
         lines.append("by = " + json.dumps(data["by"]))
     if data.get("when"):
         lines.append("when = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in data["when"].items()) + " }")
+    if data.get("shared"):
+        lines.append("shared = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in data["shared"].items()) + " }")
     if data.get("index"):
         lines.append(
             "index = { " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in data["index"].items()) + " }"

@@ -905,9 +905,11 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
     ``when`` maps the name of a module without weights to the config key that builds it (``qk_norm =
     "use_qk_norm=true"``): its line is left out of the tree where that key is false; ``index``, written by hand,
     maps a term's ``layers`` count the config does not give layer by layer to a condition of the layer index i
-    (``"N - 1" = "i > 0"``: every layer but the first)."""
+    (``"N - 1" = "i > 0"``: every layer but the first); ``shared`` maps a count of blocks shared between layers to the
+    layers that print them (Zamba2's ``n_mem`` transformer blocks print inside each of its ``N_attn`` hybrid layers);
+    ``stacks`` (written by discover) holds lists of layers apart from the decoder's, ``{stack:i}`` in ``text``."""
     table = _table(data, where)
-    unknown = set(table) - {"text", "layers", "transformers", "by", "when", "index", "stacks"}
+    unknown = set(table) - {"text", "layers", "transformers", "by", "when", "index", "stacks", "shared"}
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
     by = _list(table.get("by", []), where, "by")
@@ -927,8 +929,16 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
     for count, rule in index.items():
         formula(count, f"{where} index")
         condition(rule, f"{where} index[{count!r}]")
+    shared = table.get("shared", {})
+    if not isinstance(shared, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in shared.items()):
+        raise RecordError(
+            f"{where}: shared maps a count of shared blocks to the layers that print them ('n_mem' = 'N_a')"
+        )
+    for count, layers in shared.items():
+        formula(count, f"{where} shared")
+        formula(layers, f"{where} shared[{count!r}]")
     if "text" not in table and "layers" not in table:  # only hand-written fields: the tree is still to be written
-        return {"by": list(by), "when": dict(when), "index": dict(index)}
+        return {"by": list(by), "when": dict(when), "index": dict(index), "shared": dict(shared)}
     if not isinstance(table.get("text"), str) or table["text"].count("{layers}") < 1:
         raise RecordError(f"{where}: text takes the tree as a string, with {{layers}} once (or once per stack)")
     layers = _list(table.get("layers", []), where, "[[printed.layers]]")
@@ -951,7 +961,7 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
         ):
             raise RecordError(f"{where} stacks[{i}]: takes count (a layer count) and text (one layer's template)")
         formula(stack["count"], f"{where} stacks[{i}].count")
-        if table["text"].count(f"{{stack:{i}}}") != 1:
+        if not any(f"{{stack:{i}}}" in x for x in [table["text"], *(layer["text"] for layer in kinds)]):
             raise RecordError(f"{where}: text takes {{stack:{i}}} once, for stacks[{i}]")
     return {
         "text": table["text"],
@@ -959,6 +969,7 @@ def _printed(data: Any, where: str) -> dict[str, Any]:
         "by": list(by),
         "when": dict(when),
         "index": dict(index),
+        "shared": dict(shared),
         "stacks": [dict(x) for x in stacks],
     }
 

@@ -211,7 +211,8 @@ def _layer_indices(model: Model, layers: Expr) -> frozenset[int] | None:
 def layer_times(model: Model, layers: Expr) -> tuple[int, ...] | None:
     """How many times each layer carries a term counted on ``layers`` layers (``2*N``: twice in every layer;
     ``N + N_sliding``: once, and once more in a sliding layer), when the config says which layers: by the record's
-    ``[printed]`` ``index`` rule for that count, else from the layers each layer-count symbol counts. None when
+    ``[printed]`` ``index`` rule for that count (or its ``shared`` layers, for a count of shared blocks), else from the
+    layers each layer-count symbol counts. None when
     neither tells (or the config has more than :data:`MAX_LAYERS` layers)."""
     total = model.values.get(N)
     if total is None or total > MAX_LAYERS:
@@ -219,6 +220,10 @@ def layer_times(model: Model, layers: Expr) -> tuple[int, ...] | None:
     ruled = _ruled(model, layers, total)
     if ruled is not None:
         return ruled
+    shared = (model.architecture.printed or {}).get("shared", {})
+    for count, printed_in in shared.items():  # blocks shared between layers print in each layer that uses one
+        if expand(formula(count, "[printed] shared") - layers) == 0:
+            return layer_times(model, formula(printed_in, "[printed] shared"))
     every = frozenset(range(total))
     known = {symbol: frozenset(indices) for symbol, indices in model.layer_indices.items()}
     if layers == N:
@@ -480,8 +485,12 @@ def _unbuilt(text: str, when: Mapping[str, str], model: Model) -> str:
 def stack_counts(model: Model) -> frozenset[Expr]:
     """The layer counts of the ``[printed]`` table's ``stacks``: lists of layers apart from the decoder's (a vision
     tower's encoder layers), each printed as one repeated layer."""
-    stacks = (model.architecture.printed or {}).get("stacks", ())
-    return frozenset(formula(stack["count"], "[printed] stacks") for stack in stacks)
+    table = model.architecture.printed or {}
+    return frozenset(
+        formula(stack["count"], "[printed] stacks")
+        for i, stack in enumerate(table.get("stacks", ()))
+        if f"{{stack:{i}}}" in table.get("text", "")  # not a list inside a layer (its layers are the decoder's)
+    )
 
 
 def layer_kinds(model: Model, stacks: frozenset[Expr] | None = None) -> list[tuple[str, ...]] | None:
@@ -516,6 +525,22 @@ def layer_kinds(model: Model, stacks: frozenset[Expr] | None = None) -> list[tup
     ]
 
 
+def _expand(template: str, lists: Mapping[str, str], model: Model) -> str:
+    """``template`` filled in, each placeholder of ``lists`` (``{layers}``, ``{stack:0}``) replaced by its list's
+    lines, indented as the line it stands on."""
+    for j, placeholder in enumerate(lists):
+        template = template.replace(placeholder, f"\0{j}\0")
+    lines = []
+    for line in _fill(template, model).split("\n"):
+        for j, block in enumerate(lists.values()):
+            if f"\0{j}\0" in line:
+                pad = " " * (len(line) - len(line.lstrip(" ")))
+                first, *rest = block.split("\n")
+                line = line.replace(f"\0{j}\0", "\n".join([first, *[pad + x if x.strip() else "" for x in rest]]))
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def printed_tree(model: Model) -> str | None:
     """What ``print(model)`` prints in transformers for this config: the record's ``[printed]`` table (written by
     ``python -m llmcount.discover.printed`` from a model built on the meta device) filled in with the config's values.
@@ -536,31 +561,21 @@ def printed_tree(model: Model) -> str | None:
         return None
     kinds = {tuple(layer["terms"]): layer["text"] for layer in table["layers"]}
     try:
+        stacks = {}
+        for i, stack in enumerate(table.get("stacks", ())):
+            count = _int(formula(stack["count"], "[printed] stacks"), model.values)
+            if count > MAX_LAYERS:
+                return None
+            stacks[f"{{stack:{i}}}"] = module_list([_fill(stack["text"], model)] * count)
         filled: dict[tuple[str, ...], str] = {}
         reprs = []
         for key in keys:
             if key not in kinds:
                 return None
             if key not in filled:
-                filled[key] = _unbuilt(_fill(kinds[key], model), table.get("when", {}), model)
+                filled[key] = _unbuilt(_expand(kinds[key], stacks, model), table.get("when", {}), model)
             reprs.append(filled[key])
-        lists = {"{layers}": module_list(reprs)}
-        for i, stack in enumerate(table.get("stacks", ())):
-            count = _int(formula(stack["count"], "[printed] stacks"), model.values)
-            if count > MAX_LAYERS:
-                return None
-            lists[f"{{stack:{i}}}"] = module_list([_fill(stack["text"], model)] * count)
-        text = table["text"]
-        for j, placeholder in enumerate(lists):
-            text = text.replace(placeholder, f"\0{j}\0")
-        lines = []
-        for line in _fill(text, model).split("\n"):
-            for j, block in enumerate(lists.values()):
-                if f"\0{j}\0" in line:
-                    pad = " " * (len(line) - len(line.lstrip(" ")))
-                    first, *rest = block.split("\n")
-                    line = line.replace(f"\0{j}\0", "\n".join([first, *[pad + x if x.strip() else "" for x in rest]]))
-            lines.append(line)
+        lines = _expand(table["text"], {"{layers}": module_list(reprs), **stacks}, model).split("\n")
     except (_Unfit, LlmcountError, RecordError):
         return None
     return "\n".join(lines).rstrip("\n")
