@@ -11,6 +11,7 @@ import typer
 from ..errors import LlmcountError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
+from ..tower_parallel import shown_name
 from .app import app, fail, print_json, terminal_width
 from .options import SPEC_HELP, JsonOption, ModelArgument, positive_int
 from .training import (
@@ -790,7 +791,7 @@ def fit(
     if engine is not None and rule is not None:
         notes.append(engine_note(engine))
     if as_json:
-        data = fit_data(model.name, result, notes)
+        data = fit_data(shown_name(model), result, notes)
         if rule is not None:
             from ..engines import engine as find_engine
 
@@ -798,4 +799,4 @@ def fit(
         print_json(data)
     else:
         source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
-        typer.echo(fitted(render_fit(model.name, result, notes, source)))
+        typer.echo(fitted(render_fit(shown_name(model), result, notes, source)))
