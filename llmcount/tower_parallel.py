@@ -54,7 +54,11 @@ def table() -> dict[str, Any]:
         for symbol in spec.get("divides", []):
             if symbol not in symbols:
                 raise LlmcountError(f"{TABLE.name}: [parts.{name}] divides {symbol}, not a symbol of the record")
-        parts[name] = {**spec, "split": split, "keys": {s: symbols[s].key for s in spec.get("divides", [])}}
+        keys = {
+            s: f"{symbols[s].key} as {symbols[s].adjust_text}" if symbols[s].adjust is not None else symbols[s].key
+            for s in spec.get("divides", [])
+        }
+        parts[name] = {**spec, "split": split, "keys": keys}
     return {**data, "parts": parts}
 
 
@@ -101,9 +105,10 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
         for symbol, key in spec["keys"].items():
             value = next(v for s, v in values.items() if s.name == symbol)
             if value % tp:
+                given = f"{part.config_key}.{key} = {value}" if " as " not in key else f"{symbol} = {value} ({key})"
                 raise LlmcountError(
-                    f"--tp {tp} does not divide {part.config_key}.{key} = {value} (the {part.role}'s "
-                    f"{symbol}): vLLM asserts it does ({spec['source'].split(':')[0]})"
+                    f"--tp {tp} does not divide {given}, the {part.role}'s {symbol}: vLLM asserts it does "
+                    f"({spec['source'].split(':')[0]})"
                 )
         share = 0
         for term in part.model.derivation.terms:

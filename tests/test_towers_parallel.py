@@ -30,8 +30,15 @@ from llmcount.serving import Layout
 from llmcount.sources import resolve
 
 TOWER, PROJECTOR = 416_866_032, 6_194_304  # gemma-3-27b-it's SigLIP tower and projector (tests/test_towers.py)
-COLUMN = ("q_proj", "k_proj", "v_proj", "fc1")  # weight and bias divided over the tp ranks
-ROW = ("out_proj", "fc2")  # weight divided, bias whole on every rank
+# siglip.py: q/k/v (QKVParallelLinear) and fc1 (ColumnParallelLinear): weight and bias divided over the tp ranks;
+# out_proj and fc2 (RowParallelLinear): weight divided, bias whole on every rank
+COLUMN = (".q_proj.", ".k_proj.", ".v_proj.", ".fc1.")
+ROW = (".out_proj.", ".fc2.")
+# qwen2_vl.py / qwen2_5_vl.py: qkv (Column/QKVParallelLinear), fc1 or gate_proj and up_proj (Column/
+# MergedColumnParallelLinear), the merger's mlp.0 (ColumnParallelLinear) divided with their biases; attn.proj,
+# fc2 or down_proj and the merger's mlp.2 (RowParallelLinear) their weights only
+QWEN_COLUMN = (".attn.qkv.", ".mlp.fc1.", ".mlp.gate_proj.", ".mlp.up_proj.", "merger.mlp.0.")
+QWEN_ROW = (".attn.proj.", ".mlp.fc2.", ".mlp.down_proj.", "merger.mlp.2.")
 
 
 def gemma3() -> dict:
@@ -53,15 +60,16 @@ def siglip_modules(vision_config: dict) -> dict[str, tuple[int, ...]]:
     return {name: tuple(p.shape) for name, p in model.named_parameters()}
 
 
-def vllm_rank_share(shapes: dict[str, tuple[int, ...]], tp: int) -> int:
-    """Parameters one tp rank holds of the tower, by siglip.py's layers (module docstring)."""
+def vllm_rank_share(shapes: dict[str, tuple[int, ...]], tp: int, column=COLUMN, row=ROW) -> int:
+    """Parameters one tp rank holds of the tower, by vLLM's layers (``column``: weight and bias divided, ``row``:
+    the weight divided; the rest whole)."""
     total = 0
     for name, shape in shapes.items():
         size = 1
         for extent in shape:
             size *= extent
-        module, kind = name.split(".")[-2:]
-        if module in COLUMN or (module in ROW and kind == "weight"):
+        named = f".{name}"
+        if any(c in named for c in column) or (any(r in named for r in row) and name.endswith(".weight")):
             assert size % tp == 0, name
             total += size // tp
         else:
@@ -185,9 +193,12 @@ def test_what_cannot_be_placed_is_refused_by_name(tmp_path) -> None:
         run("memory", "gemma-3-27b-it", "--tp", "32"),
         "--tp 32 does not divide vision_config.num_attention_heads = 16",
     )
-    one_line(run("memory", "qwen2.5-vl-7b", "--tp", "2"), "how vLLM places the vision tower", "(qwen2_5_vl)")
-    one_line(run("fit", "qwen2.5-vl-7b", "--gpu", "h100-sxm", "--gpus", "2"), "(qwen2_5_vl) is not recorded")
-    one_line(run("memory", "qwen2.5-vl-7b", "--pp", "2"), "--pp 2: how vLLM places")
+    unrecorded = {"model_type": "llava"}  # LLaVA-1.5's defaults: a CLIP tower vLLM builds to vision_feature_layer
+    path = tmp_path / "llava.json"
+    path.write_text(json.dumps(unrecorded))
+    one_line(run("memory", str(path), "--tp", "2"), "how vLLM places the vision tower", "(llava) is not recorded")
+    one_line(run("fit", str(path), "--gpu", "h100-sxm", "--gpus", "2"), "(llava) is not recorded")
+    one_line(run("memory", str(path), "--pp", "2"), "--pp 2: how vLLM places")
     config = gemma3()
     headed = {**config, "vision_config": {**config["vision_config"], "vision_use_head": True}}
     path = tmp_path / "config.json"
@@ -197,7 +208,7 @@ def test_what_cannot_be_placed_is_refused_by_name(tmp_path) -> None:
     path.write_text(json.dumps(odd))
     one_line(run("memory", str(path), "--tp", "4"), "vision_config.intermediate_size = 4302")
     # a composite that leaves no part out under tp 1, pp 1: whole on the GPU, nothing refused
-    assert run("memory", "qwen2.5-vl-7b", "--gpu", "h100-sxm").exit_code == 0
+    assert run("memory", str(path), "--gpu", "h100-sxm").exit_code == 0
 
 
 def test_the_placement_table_names_real_records_and_composites() -> None:
@@ -213,3 +224,63 @@ def test_the_placement_table_names_real_records_and_composites() -> None:
         for record, paths in composite.get("not_built", {}).items():
             terms = {choice.term.path for choice in records.tower(record).choices}
             assert set(paths) <= terms, (name, record)
+
+
+def qwen_modules(kind: str, vision_config: dict) -> dict[str, tuple[int, ...]]:
+    """The shapes of transformers' Qwen2-VL or Qwen2.5-VL vision tower (with its patch merger) on the meta device."""
+    torch = pytest.importorskip("torch")
+    import importlib
+
+    modeling = importlib.import_module(f"transformers.models.{kind}.modeling_{kind}")
+    configuration = importlib.import_module(f"transformers.models.{kind}.configuration_{kind}")
+    name = {"qwen2_vl": "Qwen2VLVisionConfig", "qwen2_5_vl": "Qwen2_5_VLVisionConfig"}[kind]
+    tower = {
+        "qwen2_vl": "Qwen2VisionTransformerPretrainedModel",
+        "qwen2_5_vl": "Qwen2_5_VisionTransformerPretrainedModel",
+    }
+    config = getattr(configuration, name)(**{k: v for k, v in vision_config.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = getattr(modeling, tower[kind])._from_config(config)
+    return {n: tuple(p.shape) for n, p in model.named_parameters()}
+
+
+QWEN2_VL = {
+    "model_type": "qwen2_vl",
+    "vision_config": {"embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "hidden_size": 3584, "depth": 32},
+    "hidden_size": 3584,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 28,
+    "vocab_size": 152064,
+}
+
+
+@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen2_vl"])
+def test_the_qwen_vl_towers_per_tp_rank(kind: str) -> None:
+    """Qwen2.5-VL-7B's ViT (and a Qwen2-VL-7B-shaped config): each tp rank's share by hand from qwen2_5_vl.py /
+    qwen2_vl.py over transformers' module shapes; the tower's parameters are transformers' at tp 1; under pp only
+    the first stage holds it."""
+    config = resolve("qwen2.5-vl-7b")[2] if kind == "qwen2_5_vl" else QWEN2_VL
+    shapes = qwen_modules(kind, config["vision_config"])
+    model = read_config(config, kind)
+    (tower,) = model.parts
+    assert vllm_rank_share(shapes, 1, QWEN_COLUMN, QWEN_ROW) == tower.model.counts.total
+    language = replace(model, parts=())
+    for tp in (2, 4):
+        expected = vllm_rank_share(shapes, tp, QWEN_COLUMN, QWEN_ROW)
+        (plan,) = serving.stage_plans(model, Layout(tp=tp))
+        (alone,) = serving.stage_plans(language, Layout(tp=tp))
+        assert plan.parts_parameters == expected < tower.model.counts.total
+        assert plan.weights_bytes == alone.weights_bytes + 2 * expected
+    staged = serving.stage_plans(model, Layout(tp=2, pp=2))
+    assert [p.parts_parameters for p in staged] == [vllm_rank_share(shapes, 2, QWEN_COLUMN, QWEN_ROW), 0]
+
+
+def test_a_qwen_vl_width_tp_does_not_divide_is_refused_by_its_key(tmp_path) -> None:
+    config = resolve("qwen2.5-vl-7b")[2]
+    odd = {**config, "vision_config": {**config["vision_config"], "intermediate_size": 3418}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(odd))
+    one_line(run("memory", str(path), "--tp", "4"), "vision_config.intermediate_size = 3418", "qwen2_5_vl.py")
+    assert run("memory", str(path), "--tp", "2").exit_code == 0
