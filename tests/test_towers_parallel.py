@@ -284,3 +284,19 @@ def test_a_qwen_vl_width_tp_does_not_divide_is_refused_by_its_key(tmp_path) -> N
     path.write_text(json.dumps(odd))
     one_line(run("memory", str(path), "--tp", "4"), "vision_config.intermediate_size = 3418", "qwen2_5_vl.py")
     assert run("memory", str(path), "--tp", "2").exit_code == 0
+
+
+def test_gpu_memory_fits_the_whole_model() -> None:
+    """``memory --gpu-memory`` on one GPU: the weights are the whole model's, and the longest S is the last at which
+    ``memory`` (whose weights line holds the tower and projector, tests/test_towers_memory.py) stays within it."""
+    got = json.loads(run("memory", "gemma-3-27b-it", "--gpu-memory", "80GB", "--json").stdout)
+    whole = TOWER + PROJECTOR + 27_009_346_304
+    assert got["model"] == "gemma-3-27b-it" and got["weights_bytes"] == 2 * whole
+    longest = got["max_seq_at_batch_1"]
+    at = json.loads(run("memory", "gemma-3-27b-it", "--seq", str(longest), "--json").stdout)["total_bytes"]
+    past = json.loads(run("memory", "gemma-3-27b-it", "--seq", str(longest + 1), "--json").stdout)["total_bytes"]
+    assert at <= 80 * 10**9 < past
+    fitted = json.loads(run("fit", "gemma-3-27b-it", "--gpu", "h100-sxm", "--json").stdout)
+    assert fitted["max_seq"] == longest  # the H100's 80 GB: the same answer per GPU
+    small = run("memory", "gemma-3-27b-it", "--gpu-memory", f"{2 * 27_009_346_304 + 10**6}B")
+    one_line(small, "smaller than the weights alone")

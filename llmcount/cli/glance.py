@@ -3,6 +3,8 @@ resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from ..errors import LlmcountError
@@ -86,10 +88,34 @@ def print_fit(
             groups,
             scale_dtype,
             model.max_positions,
+            whole=whole_memory(model, percent),
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    model = as_whole(model)
     if as_json:
         print_json(fit_data(model, result))
     else:
         typer.echo(render_fit(model, result).rstrip())
+
+
+def whole_memory(model: Any, percent: int):
+    """For a composite whose parts are counted: its inference memory from its language model's, the parts' weights
+    added (:func:`llmcount.formulas.tower_memory.with_parts`); None otherwise."""
+    if not getattr(model, "parts", ()):
+        return None
+    from ..formulas.tower_memory import with_parts
+
+    return lambda found: with_parts(model, found, percent)
+
+
+def as_whole(model: Any) -> Any:
+    """``model`` named and titled as the whole composite when its parts are counted (``fit`` then holds them)."""
+    if not getattr(model, "parts", ()) or model.composite is None:
+        return model
+    from dataclasses import replace
+
+    from ..tower_parallel import shown_name
+
+    title = model.composite.title if model.composite.whole else model.architecture.title
+    return replace(model, name=shown_name(model), architecture=replace(model.architecture, title=title))
