@@ -300,3 +300,38 @@ def test_gpu_memory_fits_the_whole_model() -> None:
     assert fitted["max_seq"] == longest  # the H100's 80 GB: the same answer per GPU
     small = run("memory", "gemma-3-27b-it", "--gpu-memory", f"{2 * 27_009_346_304 + 10**6}B")
     one_line(small, "smaller than the weights alone")
+
+
+@pytest.mark.parametrize("backend", ["fa4", "trtllm_mha"])
+def test_fit_takes_sglangs_attention_backend(backend: str) -> None:
+    """``fit --engine sglang --attention-backend B``: the longest S is the last at which the weights and SGLang's
+    cache at B's page size (engines.kv_cache_bytes, tested against SGLang's rules in tests/test_engines_sglang.py)
+    fit the GPU."""
+    from llmcount import engines
+
+    got = json.loads(
+        run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--attention-backend", backend, "--json").stdout
+    )
+    plain = json.loads(run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--json").stdout)
+    assert got["engine_settings"] == {"attention_backend": backend}
+    model = read_config(resolve("qwen3-8b")[2], "qwen3-8b")
+
+    def cache(s: int) -> int:
+        return engines.kv_cache_bytes("sglang", model, s, 1, None, dtype="bf16", tp=1, attention_backend=backend)
+
+    longest, room = got["max_seq_by_memory"], got["gpu_memory_bytes"] - got["weights_bytes_per_gpu"]
+    assert cache(longest) <= room < cache(longest + 1)
+    assert longest != plain["max_seq_by_memory"]  # the page size changes the answer
+
+
+def test_attention_backend_is_refused_where_it_means_nothing() -> None:
+    usage = run("fit", "qwen3-8b", "--gpu", "l4", "--attention-backend", "fa4")
+    assert usage.exit_code == 2 and "give --engine sglang" in usage.stderr and usage.stdout == ""
+    one_line(
+        run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "vllm", "--attention-backend", "fa4"),
+        "an SGLang setting, not vLLM's",
+    )
+    one_line(
+        run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--attention-backend", "fa5"),
+        "did you mean fa4",
+    )
