@@ -135,7 +135,7 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
     return Placement(held, whole, note)
 
 
-__all__ = ["Placement", "placement", "shown_name", "table"]
+__all__ = ["Placement", "placement", "shown_name", "table", "whole_memory"]
 
 
 def shown_name(model: Any) -> str:
@@ -145,3 +145,14 @@ def shown_name(model: Any) -> str:
     if getattr(model, "parts", ()) and composite is not None and composite.whole and model.whole_name:
         return model.whole_name
     return model.name
+
+
+def whole_memory(model: Any, percent: int):
+    """For a composite whose parts are counted: its inference memory from its language model's, the parts' weights
+    added (:func:`llmcount.formulas.tower_memory.with_parts`, ``percent`` the stated overhead), for
+    :func:`llmcount.formulas.capacity.fit`'s ``whole``; None otherwise."""
+    if not getattr(model, "parts", ()):
+        return None
+    from .formulas.tower_memory import with_parts
+
+    return lambda found: with_parts(model, found, percent)

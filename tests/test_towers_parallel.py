@@ -335,3 +335,13 @@ def test_attention_backend_is_refused_where_it_means_nothing() -> None:
         run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--attention-backend", "fa5"),
         "did you mean fa4",
     )
+
+
+def test_the_api_fit_holds_the_whole_model() -> None:
+    import llmcount
+
+    whole = TOWER + PROJECTOR + 27_009_346_304
+    found = llmcount.fit("gemma-3-27b-it", "80GB")
+    assert found.weights == 2 * whole
+    got = json.loads(run("memory", "gemma-3-27b-it", "--gpu-memory", "80GB", "--json").stdout)
+    assert found.max_seq_by_memory == got["max_seq_by_memory"]

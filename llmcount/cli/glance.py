@@ -70,6 +70,7 @@ def print_fit(
     from ..formulas.capacity import fit
     from ..renderers.costs_glance import fit_data, render_fit
     from ..sources import load
+    from ..tower_parallel import whole_memory
 
     try:
         capacity = parse_bytes(gpu_memory, "--gpu-memory")
@@ -97,16 +98,6 @@ def print_fit(
         print_json(fit_data(model, result))
     else:
         typer.echo(render_fit(model, result).rstrip())
-
-
-def whole_memory(model: Any, percent: int):
-    """For a composite whose parts are counted: its inference memory from its language model's, the parts' weights
-    added (:func:`llmcount.formulas.tower_memory.with_parts`); None otherwise."""
-    if not getattr(model, "parts", ()):
-        return None
-    from ..formulas.tower_memory import with_parts
-
-    return lambda found: with_parts(model, found, percent)
 
 
 def as_whole(model: Any) -> Any:
