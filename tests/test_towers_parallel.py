@@ -37,8 +37,9 @@ ROW = (".out_proj.", ".fc2.")
 # qwen2_vl.py / qwen2_5_vl.py: qkv (Column/QKVParallelLinear), fc1 or gate_proj and up_proj (Column/
 # MergedColumnParallelLinear), the merger's mlp.0 (ColumnParallelLinear) divided with their biases; attn.proj,
 # fc2 or down_proj and the merger's mlp.2 (RowParallelLinear) their weights only
-QWEN_COLUMN = (".attn.qkv.", ".mlp.fc1.", ".mlp.gate_proj.", ".mlp.up_proj.", "merger.mlp.0.")
-QWEN_ROW = (".attn.proj.", ".mlp.fc2.", ".mlp.down_proj.", "merger.mlp.2.")
+# (qwen3_vl.py: Qwen3_VisionMLP's and every Qwen3_VisionPatchMerger's linear_fc1 column-, linear_fc2 row-parallel)
+QWEN_COLUMN = (".attn.qkv.", ".mlp.fc1.", ".mlp.gate_proj.", ".mlp.up_proj.", "merger.mlp.0.", ".linear_fc1.")
+QWEN_ROW = (".attn.proj.", ".mlp.fc2.", ".mlp.down_proj.", "merger.mlp.2.", ".linear_fc2.")
 
 
 def gemma3() -> dict:
@@ -227,16 +228,22 @@ def test_the_placement_table_names_real_records_and_composites() -> None:
 
 
 def qwen_modules(kind: str, vision_config: dict) -> dict[str, tuple[int, ...]]:
-    """The shapes of transformers' Qwen2-VL or Qwen2.5-VL vision tower (with its patch merger) on the meta device."""
+    """The shapes of transformers' Qwen2-VL, Qwen2.5-VL or Qwen3-VL vision tower (with its mergers), on meta."""
     torch = pytest.importorskip("torch")
     import importlib
 
     modeling = importlib.import_module(f"transformers.models.{kind}.modeling_{kind}")
     configuration = importlib.import_module(f"transformers.models.{kind}.configuration_{kind}")
-    name = {"qwen2_vl": "Qwen2VLVisionConfig", "qwen2_5_vl": "Qwen2_5_VLVisionConfig"}[kind]
+    name = {
+        "qwen2_vl": "Qwen2VLVisionConfig",
+        "qwen2_5_vl": "Qwen2_5_VLVisionConfig",
+        "qwen3_vl": "Qwen3VLVisionConfig",
+    }
+    name = name[kind]
     tower = {
         "qwen2_vl": "Qwen2VisionTransformerPretrainedModel",
         "qwen2_5_vl": "Qwen2_5_VisionTransformerPretrainedModel",
+        "qwen3_vl": "Qwen3VLVisionModel",
     }
     config = getattr(configuration, name)(**{k: v for k, v in vision_config.items() if k != "model_type"})
     with torch.device("meta"):
@@ -256,13 +263,18 @@ QWEN2_VL = {
 }
 
 
-@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen2_vl"])
+QWEN3_VL = {"model_type": "qwen3_vl", "vision_config": {"out_hidden_size": 4096}}
+
+
+@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen2_vl", "qwen3_vl"])
 def test_the_qwen_vl_towers_per_tp_rank(kind: str) -> None:
-    """Qwen2.5-VL-7B's ViT (and a Qwen2-VL-7B-shaped config): each tp rank's share by hand from qwen2_5_vl.py /
-    qwen2_vl.py over transformers' module shapes; the tower's parameters are transformers' at tp 1; under pp only
-    the first stage holds it."""
-    config = resolve("qwen2.5-vl-7b")[2] if kind == "qwen2_5_vl" else QWEN2_VL
-    shapes = qwen_modules(kind, config["vision_config"])
+    """Qwen2.5-VL-7B's ViT, a Qwen2-VL-7B-shaped config and Qwen3-VL's class defaults (mergers to d = 4096; its
+    DeepStack mergers split like the merger: qwen3_vl.py Qwen3_VisionPatchMerger): each tp rank's share by hand from
+    the vLLM files over transformers' module shapes; the tower's parameters are transformers' at tp 1; under pp
+    only the first stage holds it."""
+    config = {"qwen2_5_vl": resolve("qwen2.5-vl-7b")[2], "qwen2_vl": QWEN2_VL, "qwen3_vl": QWEN3_VL}
+    config = config[kind]
+    shapes = qwen_modules(kind, config.get("vision_config", {}))
     model = read_config(config, kind)
     (tower,) = model.parts
     assert vllm_rank_share(shapes, 1, QWEN_COLUMN, QWEN_ROW) == tower.model.counts.total
