@@ -604,7 +604,7 @@ def shard(
         kv_dtype=laid.kv_dtype,
         seq=seq,
         batch=batch,
-        parameters=model.whole_total or model.counts.total,
+        parameters=model.counts.total + sum(part.model.counts.total for part in model.parts),
         gpu_parameters=laid.parameters,
         weights_bytes=laid.weights_bytes,
         kv_bytes=_rule(laid, kv)(seq, batch),
