@@ -323,6 +323,7 @@ def fit(
     ``.max_batch`` at S = ``seq`` (``None``: memory sets no limit, the cache stops growing)."""
     from .formulas.capacity import fit as search
     from .sizes import parse_bytes
+    from .tower_parallel import whole_memory
 
     model = load(spec).model
     capacity = parse_bytes(gpu_memory, "gpu_memory")
@@ -340,6 +341,7 @@ def fit(
         groups,
         scale_dtype,
         model.max_positions,
+        whole=whole_memory(model, percent),  # a composite's vision tower and projector in the weights
     )
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import LlmcountError
 from .shown import Shown
 from .sizes import gb_gib
+from .tower_parallel import placement
 
 if TYPE_CHECKING:
     from sympy import Expr, Symbol
@@ -215,6 +216,7 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
         raise LlmcountError(f"--pp {layout.pp} is more than the number of layers N = {values[N]}")
     if layout.tp > 1:
         tr.check_parallel(model, tr.Parallel(tp=layout.tp), values)
+    placement(model, layout.tp, layout.pp)  # the parts besides the language model: refused here when not placed
     padded = tr.padded(values, layout.tp, VOCAB_PADDING)
     for symbol in tr.TP_PADDED:
         if padded.get(symbol) is not None and padded[symbol] % layout.tp:
@@ -351,7 +353,9 @@ class Plan:
     def weights_bytes(self) -> int:
         from .dtypes import nbytes
 
-        return self.stored_bytes if self.stored_bytes is not None else nbytes(self.parameters, self.dtype)
+        if self.stored_bytes is None:
+            return nbytes(self.parameters, self.dtype)
+        return self.stored_bytes + nbytes(self.parts_parameters, self.dtype)  # the parts in the weights' dtype
 
     def kv_bytes(self, seq: int, batch: int) -> int:
         """transformers' cache, split over the ranks as the module docstring says: the default KV rule."""
@@ -367,6 +371,8 @@ class Plan:
     env: Mapping[Symbol, int] = field(default_factory=dict)
     stored_bytes: int | None = None  # the weights as a quantisation scheme stores them, on the GPU counted
     held: Mapping[str, int] = field(default_factory=dict)  # term path -> parameters the GPU counted holds of it
+    # of ``parameters``: those of the parts besides the language model (vision tower, projector) on the GPU counted
+    parts_parameters: int = 0
 
 
 def stored_on_plan(laid: Plan, groups: Any, label: str) -> int:
@@ -510,9 +516,13 @@ def stage_plans(
         )
     if layout.dp > 1:
         notes.append(f"dp = {layout.dp} replicas, each with the weights above and its own B sequences")
-    if model.composite is not None:
-        others = ", ".join(part.role for part in model.parts) or "the other parts"
-        notes.append(f"the language model only: the {others} of {model.whole_name or model.name} not counted per GPU")
+    placed = placement(model, layout.tp, layout.pp)
+    if placed is not None:  # the parts on the first stage's GPU (the only one without pp)
+        notes.append(placed.note)
+        held = [(stage, parameters + (placed.parameters if stage <= 1 else 0), c) for stage, parameters, c in held]
+    if model.composite is not None and not model.composite.whole:
+        counted = "the parts above" if placed is not None else "the language model only"
+        notes.append(f"{counted}: {model.composite.left_out} of {model.whole_name or model.name} not counted per GPU")
     return [
         Plan(
             model,
@@ -528,6 +538,7 @@ def stage_plans(
             seq,
             env,
             held=held_paths,
+            parts_parameters=placed.parameters if placed is not None and stage <= 1 else 0,
         )
         for (stage, parameters, counts), held_paths in zip(held, paths, strict=True)
     ]
@@ -593,7 +604,7 @@ def shard(
         kv_dtype=laid.kv_dtype,
         seq=seq,
         batch=batch,
-        parameters=model.counts.total,
+        parameters=model.counts.total + sum(part.model.counts.total for part in model.parts),
         gpu_parameters=laid.parameters,
         weights_bytes=laid.weights_bytes,
         kv_bytes=_rule(laid, kv)(seq, batch),

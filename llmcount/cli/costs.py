@@ -11,6 +11,7 @@ import typer
 from ..errors import LlmcountError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
+from ..tower_parallel import shown_name
 from .app import app, fail, print_json, terminal_width
 from .options import SPEC_HELP, JsonOption, ModelArgument, positive_int
 from .training import (
@@ -732,6 +733,15 @@ def fit(
         str | None,
         typer.Option("--group-size", help="Group quantisation: one scale per this many parameters.", metavar="INT"),
     ] = None,
+    attention_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--attention-backend",
+            help="With --engine sglang: the attention backend, which sets the page size (trtllm_mha 64, fa4 128, "
+            "flashmla 64 ...; default page_size 1).",
+            metavar="NAME",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named
@@ -744,6 +754,7 @@ def fit(
     """
     from .. import serving
     from ..gpus import gpu as find_gpu
+    from . import training as cli_training
     from .inference import (
         config_and_model,
         context_of,
@@ -758,10 +769,18 @@ def fit(
         warn_context,
     )
 
+    if engine is None and attention_backend is not None:
+        raise cli_training.click.UsageError("--attention-backend is an engine setting: give --engine sglang")
     try:
+        backend = {} if attention_backend is None else {"attention_backend": attention_backend}
+        if backend:
+            from ..engines import check_backend
+            from ..engines import engine as find_engine
+
+            check_backend(find_engine(engine), attention_backend)
         card = find_gpu(gpu)
         seq_ = parse_size(seq, "--seq")
-        rule = engine_rule(engine, kv_dtype)
+        rule = engine_rule(engine, kv_dtype, **backend)
         layout, notes = layout_from(tp, pp, dp, ep, gpus)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
@@ -790,12 +809,14 @@ def fit(
     if engine is not None and rule is not None:
         notes.append(engine_note(engine))
     if as_json:
-        data = fit_data(model.name, result, notes)
+        data = fit_data(shown_name(model), result, notes)
         if rule is not None:
             from ..engines import engine as find_engine
 
             data["engine"] = find_engine(engine).name
+            if backend:
+                data["engine_settings"] = backend
         print_json(data)
     else:
         source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
-        typer.echo(fitted(render_fit(model.name, result, notes, source)))
+        typer.echo(fitted(render_fit(shown_name(model), result, notes, source)))

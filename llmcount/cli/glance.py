@@ -3,6 +3,8 @@ resolves its inputs, calls one library function, prints."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from ..errors import LlmcountError
@@ -68,6 +70,7 @@ def print_fit(
     from ..formulas.capacity import fit
     from ..renderers.costs_glance import fit_data, render_fit
     from ..sources import load
+    from ..tower_parallel import whole_memory
 
     try:
         capacity = parse_bytes(gpu_memory, "--gpu-memory")
@@ -86,10 +89,24 @@ def print_fit(
             groups,
             scale_dtype,
             model.max_positions,
+            whole=whole_memory(model, percent),
         )
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    model = as_whole(model)
     if as_json:
         print_json(fit_data(model, result))
     else:
         typer.echo(render_fit(model, result).rstrip())
+
+
+def as_whole(model: Any) -> Any:
+    """``model`` named and titled as the whole composite when its parts are counted (``fit`` then holds them)."""
+    if not getattr(model, "parts", ()) or model.composite is None:
+        return model
+    from dataclasses import replace
+
+    from ..tower_parallel import shown_name
+
+    title = model.composite.title if model.composite.whole else model.architecture.title
+    return replace(model, name=shown_name(model), architecture=replace(model.architecture, title=title))

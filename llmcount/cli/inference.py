@@ -10,6 +10,7 @@ import typer
 
 from ..errors import LlmcountError
 from ..sizes import parse_size
+from ..tower_parallel import shown_name
 from .app import fail, print_json, terminal_width
 
 if TYPE_CHECKING:
@@ -226,14 +227,14 @@ def memory_per_gpu(
         notes.append(engine_note(engine))
     checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
     if as_json:
-        data = shard_data(model.name, shard, checked, notes)
+        data = shard_data(shown_name(model), shard, checked, notes)
         if rule is not None:
             data["engine"] = _engine_settings(engine, kv_dtype, batched)
             data["engine"]["settings"] |= backend
         print_json(data)
     else:
         source = "transformers' cache" if rule is None else _engine_source(engine, kv_dtype)
-        typer.echo(fitted(render_shard(model.name, shard, checked, notes, source)))
+        typer.echo(fitted(render_shard(shown_name(model), shard, checked, notes, source)))
 
 
 def _engine_source(engine: str, kv_dtype: str | None) -> str:
@@ -407,9 +408,9 @@ def fit_memory(
         raise fail(str(exc)) from None
     warn_context(model.name, config, model.max_positions, seq_)
     if as_json:
-        print_json(fit_data(model.name, result, notes))
+        print_json(fit_data(shown_name(model), result, notes))
     else:
-        typer.echo(fitted(render_fit(model.name, result, notes)))
+        typer.echo(fitted(render_fit(shown_name(model), result, notes)))
 
 
 def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:

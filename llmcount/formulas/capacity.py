@@ -134,14 +134,20 @@ def fit(
     group_size: int | None = None,
     scale_dtype: str = "fp16",
     max_positions: int | None = None,
+    whole: Callable[[memory.Memory], memory.Memory] | None = None,
 ) -> Fit:
     """The longest S (B = 1), at most ``max_positions`` (the model's context length) when given, and the largest B
     (at ``seq``) that fit; LlmcountError when the weights alone don't, or when the config has layers that keep what
     a record's ``[[cache]]`` states or another cache beyond the longest S its [attention] describes (the search
-    needs a total that does not decrease as S grows)."""
+    needs a total that does not decrease as S grows). ``whole``: a composite's inference memory from its language
+    model's (the parts' weights added, :func:`llmcount.formulas.tower_memory.with_parts`)."""
     searchable(derivation, values)
 
     def total(s: int, b: int) -> memory.Memory:
+        found = language(s, b)
+        return found if whole is None else whole(found)
+
+    def language(s: int, b: int) -> memory.Memory:
         return memory.inference(
             derivation,
             values,
