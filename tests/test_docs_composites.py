@@ -5,8 +5,9 @@ markers are the data's, so that the page cannot drift from the records. Rewrite 
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
+
+from llmcount.formulas.records import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "families.md"
