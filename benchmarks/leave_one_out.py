@@ -74,10 +74,6 @@ def run_one(model_type: str) -> dict:
                 out["reason"] = _against_record(discoverer, records.load(path), records.family(model_type), read_config)
                 out["ok"] = not out["reason"]
     except (LlmcountError, Exception) as error:  # a type the method cannot handle: its reason, one line
-        if os.environ.get("LOO_TRACE"):
-            import traceback
-
-            traceback.print_exc()
         out["reason"] = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
     out["seconds"] = round(time.monotonic() - start, 1)
     return out

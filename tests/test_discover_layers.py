@@ -86,3 +86,32 @@ def test_a_layer_count_that_is_the_length_of_a_per_layer_list() -> None:
     assert discoverer.find_layer_key() == "num_hidden_layers"
     assert discoverer.length_of == "layers_block_type"
     assert discoverer.defaults["num_hidden_layers"] == len(discoverer.defaults["layers_block_type"])
+
+
+def test_the_wider_search_is_skipped_when_the_chosen_list_cannot_take_more_layers() -> None:
+    # Kimi-Linear: layer_types chosen for 3 layers; a build with 5 layers and that list is refused by its validator
+    from llmcount.discover.core import WIDE
+
+    kinds = ["linear_attention", "full_attention"]
+
+    def build(overrides):
+        n = overrides.get("num_hidden_layers", 3)
+        types = overrides.get("layer_types", [kinds[i % 2] for i in range(n)])
+        if len(types) != n:
+            raise probe.Refused(f"ValueError: num_hidden_layers ({n}) must equal the number of layer_types")
+        key = {
+            "linear_attention": "model.layers.*.linear_attn.q.weight",
+            "full_attention": "model.layers.*.attn.q.weight",
+        }
+        tensors = tuple(probe.Tensor(key[t], i, (2, 2), "Linear", False, False) for i, t in enumerate(types))
+        return probe.Build(tensors, {}, 0, n, "M", "model", "C", {})
+
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.layer_key = "num_hidden_layers"
+    discoverer.tokens = set()
+    discoverer.on = {"layer_types": kinds + kinds[:1]}  # as the fitting builds choose it
+    discoverer.fixed = {}
+    discoverer.defaults = {"num_hidden_layers": 27, "layer_types": [kinds[i % 2] for i in range(27)]}
+    discoverer.build = build
+    assert WIDE > 3
+    assert set(discoverer.find_layer_keys()) == {"layer_types"}

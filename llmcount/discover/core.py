@@ -688,7 +688,10 @@ class Discoverer:
         out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
         # three integer keys that together bound the layers (ERNIE-4.5-MoE: every moe_layer_interval-th layer from
         # moe_layer_start_index to moe_layer_end_index): each key's condition, all three holding, or not
-        ints = {k: [c for c in single if re.search(rf"\b{k}\b", c)] for k in self.layer_values}
+        ints = {  # each key's own conditions (not the period-and-offset pairs: the triples would grow as their cube)
+            k: [c for c in single if re.search(rf"\b{k}\b", c) and len(set(_WORD.findall(c))) == 1]
+            for k in self.layer_values
+        }
         ints = {k: v for k, v in ints.items() if isinstance(self.layer_values[k][0], int)}
         triples = [
             f"{a} and {b} and {c}"
