@@ -90,7 +90,9 @@ class Parallel:
 
 @dataclass(frozen=True)
 class Held:
-    """``formulas.training.Held``: the parameters one GPU holds, by how the optimizer treats them."""
+    """Parameters held by one GPU, by how the optimizer treats them: hidden weight ``matrices``, ``others``
+    (embedding, head, norm scales, biases), ``frozen`` (no gradient: the base under LoRA, a record's
+    ``grad = false`` terms) and ``adapters`` (LoRA); with Adafactor, ``factored`` second-moment values."""
 
     matrices: int = 0
     others: int = 0
@@ -800,6 +802,19 @@ def estimate(
 # --- output ---------------------------------------------------------------------------------------------------------
 
 
+def parallel_data(p: Any) -> dict[str, Any]:
+    """The ``parallel`` object of ``memory --training --json``: the layout ``p`` (a Parallel, either path's)."""
+    return {
+        "tp": p.tp,
+        "pp": p.pp,
+        "dp": p.dp,
+        "ep": p.ep,
+        "zero": p.zero,
+        "sequence_parallel": p.sequence_parallel,
+        "gpus": p.gpus,
+    }
+
+
 def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str, Any]:
     """``renderers.training.training_data`` (``memory --training --json``) of an estimate of this module."""
     shared = common()
@@ -839,15 +854,7 @@ def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str
         "optimizer": t.optimizer,
         "seq": seq,
         "batch": batch,
-        "parallel": {
-            "tp": p.tp,
-            "pp": p.pp,
-            "dp": p.dp,
-            "ep": p.ep,
-            "zero": p.zero,
-            "sequence_parallel": p.sequence_parallel,
-            "gpus": p.gpus,
-        },
+        "parallel": parallel_data(p),
         "parameters": t.parameters,
         "parameters_per_gpu": t.held.parameters,
         "trainable_parameters_per_gpu": t.held.trainable,

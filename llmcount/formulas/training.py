@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from sympy import Expr, Integer, Symbol, cancel, ceiling, expand, factor
 
 from ..errors import LlmcountError
+from ..plain_training import Held
 from ..shown import Shown
 from .blocks import Term
 from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
@@ -288,37 +289,6 @@ def matrix_sides(term: Term) -> tuple[Expr, Expr]:
 
 
 # --- the parameters one GPU holds -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Held:
-    """Parameters held by one GPU, by how the optimizer treats them: hidden weight ``matrices``, ``others``
-    (embedding, head, norm scales, biases), ``frozen`` (no gradient: the base under LoRA, a record's
-    ``grad = false`` terms) and ``adapters`` (LoRA);
-    with Adafactor, ``factored`` second-moment values."""
-
-    matrices: int = 0
-    others: int = 0
-    frozen: int = 0
-    adapters: int = 0
-    factored: int = 0
-
-    def __add__(self, other: Held) -> Held:
-        return Held(*(a + b for a, b in zip(self.values(), other.values(), strict=True)))
-
-    def times(self, count: int) -> Held:
-        return Held(*(count * a for a in self.values()))
-
-    def values(self) -> tuple[int, ...]:
-        return (self.matrices, self.others, self.frozen, self.adapters, self.factored)
-
-    @property
-    def parameters(self) -> int:
-        return self.matrices + self.others + self.frozen + self.adapters
-
-    @property
-    def trainable(self) -> int:
-        return self.matrices + self.others + self.adapters
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from sympy import Expr
 from ..formulas.activations import ASSUMPTIONS as ACTIVATION_ASSUMPTIONS
 from ..formulas.config import Model
 from ..formulas.training import OPTIMIZERS, PARALLEL_ASSUMPTIONS, Training
+from ..plain_training import parallel_data
 from . import render
 from .filters import FILTERS
 
@@ -115,15 +116,7 @@ def training_data(model: Model, t: Training, seq: int, batch: int) -> dict[str, 
         "optimizer": t.optimizer,
         "seq": seq,
         "batch": batch,
-        "parallel": {
-            "tp": p.tp,
-            "pp": p.pp,
-            "dp": p.dp,
-            "ep": p.ep,
-            "zero": p.zero,
-            "sequence_parallel": p.sequence_parallel,
-            "gpus": p.gpus,
-        },
+        "parallel": parallel_data(p),
         "parameters": t.parameters,
         "parameters_per_gpu": t.held.parameters,
         "trainable_parameters_per_gpu": t.held.trainable,
