@@ -24,7 +24,7 @@ from sympy import Expr, Pow, Rational, Symbol, nan, oo, zoo
 
 from ..errors import LlmcountError
 from ..files import short
-from ..formulas.symbols import BY_NAME
+from ..formulas.symbols import BY_NAME, OWN
 
 MAX_LENGTH = 2000
 MAX_EXPONENT = 64  # d**2, 10**12; a bigger power is a typo or a denial of service
@@ -256,8 +256,8 @@ def _symbol(name: str, where: str, known: Vocabulary | None, products: bool = Tr
     """The glossary symbol ``name``; an unknown name is refused with this model's symbols and the closest one (a
     product of them too, where a formula is read)."""
     entry = BY_NAME.get(name)
-    if entry is not None:
-        return entry.symbol
+    if entry is not None and (known is None or name not in OWN or entry.symbol in known.symbols):
+        return entry.symbol  # another record's own symbol (CTRL's dff) is not this model's
     symbols = known.symbols if known is not None else tuple(e.symbol for e in BY_NAME.values())
     names = [s.name for s in symbols]
     guess = closest(name, names, products)
