@@ -479,10 +479,9 @@ def expected() -> dict[str, str]:
     return out
 
 
-def main() -> None:
-    target = folder()
+def write_folder(target: Path, wanted: dict[str, str], what: str = "snapshots") -> None:
+    """Make ``target`` hold exactly the JSON files ``wanted`` (name: text), writing only those that differ."""
     target.mkdir(exist_ok=True)
-    wanted = expected()
     for path in target.glob("*.json"):
         if path.name not in wanted:
             path.unlink()
@@ -492,7 +491,11 @@ def main() -> None:
         if not path.exists() or path.read_text("utf-8") != text:
             write_atomic(path, text)
             changed += 1
-    print(f"{len(wanted)} snapshots in {target}, {changed} written", file=sys.stderr)
+    print(f"{len(wanted)} {what} in {target}, {changed} written", file=sys.stderr)
+
+
+def main() -> None:
+    write_folder(folder(), expected())
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,11 @@ from sympy import Add, Integer
 
 from .. import counting, evaluate, plain_training
 from ..errors import LlmcountError
-from ..files import write_atomic
 from . import activations as act
 from . import records
 from . import training as tr
 from .records import Family
-from .snapshot import _default_config, _preset_configs, bundled, record_hash
+from .snapshot import _default_config, _preset_configs, bundled, record_hash, write_folder
 from .symbols import k
 
 RUNS = tuple(itertools.product(("bf16", "fp32"), ("sdpa", "eager"), ("none", "selective", "full")))
@@ -282,19 +280,7 @@ def expected(names: tuple[str, ...] | None = None) -> dict[str, str]:
 
 
 def main() -> None:
-    target = folder()
-    target.mkdir(exist_ok=True)
-    wanted = expected()
-    for path in target.glob("*.json"):
-        if path.name not in wanted:
-            path.unlink()
-    changed = 0
-    for name, text in wanted.items():
-        path = target / name
-        if not path.exists() or path.read_text("utf-8") != text:
-            write_atomic(path, text)
-            changed += 1
-    print(f"{len(wanted)} training snapshots in {target}, {changed} written", file=sys.stderr)
+    write_folder(folder(), expected(), "training snapshots")
 
 
 if __name__ == "__main__":
