@@ -106,6 +106,7 @@ class Spec:
     length: bool = False
     ratio: bool = False
     largest: bool = False
+    indices: bool = False
 
     @property
     def minimum(self) -> int:
@@ -201,6 +202,7 @@ class Compiled:
             entries == "length",
             data.get("ratio", False),
             entries == "largest",
+            entries == "indices",
         )
 
     @cached_property

@@ -304,3 +304,16 @@ def test_got_ocr2_global_layers_beyond_the_tower_are_refused() -> None:
     config = {"model_type": "got_ocr2", "vision_config": {"global_attn_indexes": [3, 12]}}
     with pytest.raises(RuleRefusal, match=r"global_attn_indexes names layer 12, not one of the num_hidden_layers"):
         read_config(config, "test config")
+
+
+def test_a_global_layer_named_twice_is_one_layer_as_transformers_builds_it() -> None:
+    """GotOcr2VisionLayer asks whether its index is in global_attn_indexes: a repeated index is still one layer."""
+    config = {"model_type": "got_ocr2", "vision_config": {"global_attn_indexes": [2, 2, 5, 8, 11]}}
+    assert ours(config) == transformers_parts(config)
+
+
+def test_a_negative_global_layer_index_is_refused_by_name() -> None:
+    """transformers never matches a negative index (no layer is global by it); llmcount refuses it naming the key."""
+    config = {"model_type": "got_ocr2", "vision_config": {"global_attn_indexes": [-1, 5]}}
+    with pytest.raises(LlmcountError, match="global_attn_indexes"):
+        read_config(config, "test config")

@@ -106,6 +106,13 @@ class _Reader:
             if len(names) > MAX_LIST:
                 raise self.fail(f"key '{found[0]}' has {len(names):,} entries, more than {MAX_LIST:,}")
             return self.integer(found[0], len(set(names)), spec.minimum)
+        if spec.indices and found and self.config[found[0]] is not None:  # layer indices: how many distinct ones
+            indices = self.config[found[0]]
+            if not isinstance(indices, list) or len(indices) > MAX_LIST or not all(type(i) is int for i in indices):
+                raise self.fail(f"key '{found[0]}' must be a list of layer indices (integers), got {describe(indices)}")
+            if any(i < 0 for i in indices):
+                raise self.fail(f"key '{found[0]}' must hold layer indices from 0, got {min(indices)}")
+            return self.integer(found[0], len(set(indices)), spec.minimum)
         if spec.length and found and isinstance(self.config[found[0]], list):  # a list: how many entries it holds
             if len(self.config[found[0]]) > MAX_LIST:
                 raise self.fail(f"key '{found[0]}' has {len(self.config[found[0]]):,} entries, more than {MAX_LIST:,}")

@@ -98,6 +98,7 @@ class SymbolSpec:
     # the record's table for the symbol as written (its conditions' texts): what a compiled snapshot compiles again
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     largest: bool = False  # entries = "largest": a mapping of integers (or a list), the symbol its largest value
+    indices: bool = False  # entries = "indices": a list of layer indices from 0, the symbol how many distinct ones
 
     @property
     def minimum(self) -> int:
@@ -617,11 +618,12 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
     }
     if spec.get("zero", NONE) != NONE:
         raise RecordError(f'{where}.zero: the only value is "none" (0 means no value)')
-    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length", "largest"):
+    if spec.get("entries", "distinct") not in ("distinct", "sum", "same", "length", "largest", "indices"):
         raise RecordError(
             f'{where}.entries: "distinct" (how many distinct names the list holds), "sum" (the sum of its integers), '
             '"same" (one integer for every layer, or a list of equal ones), "length" (how many entries a list holds; '
-            'a single integer is one) or "largest" (the largest integer value of a mapping or list)'
+            'a single integer is one), "largest" (the largest integer value of a mapping or list) or "indices" (how '
+            "many distinct layer indices a list holds)"
         )
     adjust = spec.get("adjust")
     if adjust is not None:
@@ -653,6 +655,7 @@ def _symbol_spec(name: str, spec: Any, where: str) -> SymbolSpec:
         ratio,
         dict(spec),
         largest=spec.get("entries") == "largest",
+        indices=spec.get("entries") == "indices",
     )
 
 

@@ -80,6 +80,7 @@ def _symbol(spec: records.SymbolSpec) -> dict[str, Any]:
     entries = "distinct" if spec.distinct else "sum" if spec.summed else "same" if spec.same else ""
     entries = "length" if spec.length else entries
     entries = "largest" if spec.largest else entries
+    entries = "indices" if spec.indices else entries
     default = "required" if spec.default is REQUIRED else "none" if spec.default == NONE else None
     null = written.get("null")
     return {
