@@ -317,3 +317,17 @@ def test_a_negative_global_layer_index_is_refused_by_name() -> None:
     config = {"model_type": "got_ocr2", "vision_config": {"global_attn_indexes": [-1, 5]}}
     with pytest.raises(LlmcountError, match="global_attn_indexes"):
         read_config(config, "test config")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "latex"])
+def test_a_part_with_no_weights_for_its_config_shows_p_equals_zero(fmt) -> None:
+    """Granite Docling's density router is built only with density_router_hidden_size (null by default): the
+    projector part has no weights, and its formula says 0 rather than an empty right-hand side."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    result = CliRunner().invoke(app, ["formula", "granite_docling", "--part", "projector", "--format", fmt])
+    assert result.exit_code == 0
+    first = next(line for line in result.output.splitlines() if "P" in line and "=" in line)
+    assert first.rstrip(" \\").endswith("= 0"), first

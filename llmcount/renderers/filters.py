@@ -59,7 +59,7 @@ def _ordered(groups: Sequence[tuple[Expr, Sequence[Expr]]], fmt, left: str, righ
             factor = f"{left}{fmt(layers)}{right}" if isinstance(layers, Add) else fmt(layers)
             inner = " + ".join(fmt(e) for e in exprs)
             parts.append(f"{factor}{left}{inner}{right}")
-    return " + ".join(parts)
+    return " + ".join(parts) or "0"  # no terms: nothing is built for this config
 
 
 def ordered_latex(groups: Sequence[tuple[Expr, Sequence[Expr]]]) -> str:
