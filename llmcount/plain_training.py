@@ -818,7 +818,23 @@ def parallel_data(p: Any) -> dict[str, Any]:
 def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str, Any]:
     """``renderers.training.training_data`` (``memory --training --json``) of an estimate of this module."""
     shared = common()
-    p = t.parallel
+    notes = shared["notes"]
+    assumptions = {
+        "optimizer": shared["optimizers"][t.optimizer],
+        "model_states": notes["states"],
+        "zero": notes["zero"],
+        "parallel": notes["parallel"],
+        "activations": shared["activations"]["assumptions"],
+    }
+    latex = None if t.activations is None else t.activations.latex
+    return training_json(model, t, seq, batch, latex, None, assumptions)
+
+
+def training_json(
+    model: Any, t: Any, seq: int, batch: int, latex: str | None, lora: dict | None, assumptions: dict[str, str]
+) -> dict[str, Any]:
+    """``memory --training --json`` of an estimate of either path (this module's, or formulas.training's with sympy
+    formulas, written as their strings): ``latex`` the activations' formula in LaTeX, ``lora`` the adapters' object."""
     names = {line.name: line.bytes for line in t.lines}
     a = t.activations
     activations = None
@@ -828,23 +844,22 @@ def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str
             "per_gpu_bytes": a.per_gpu_bytes,
             "attention": a.options.attention,
             "recompute": a.options.recompute,
-            "formula": a.formula,
-            "latex": a.latex,
+            "formula": str(a.formula),
+            "latex": latex,
             "per_layer_kind": [
                 {
                     "kind": k.name,
                     "layers": k.count,
-                    "formula": k.formula,
+                    "formula": str(k.formula),
                     "bytes_per_layer": k.bytes,
-                    "components": [{"path": c[0], "formula": c[1], "bytes": c[2]} for c in k.components],
+                    "components": [{"path": c[0], "formula": str(c[1]), "bytes": c[2]} for c in k.components],
                 }
                 for k in a.per_layer_kind
             ],
-            "model_level": [{"path": path, "formula": f, "bytes": size} for path, f, _, size in a.model_level],
+            "model_level": [{"path": m[0], "formula": str(m[1]), "bytes": m[-1]} for m in a.model_level],
             "per_gpu_note": a.per_gpu_note,
             "assumptions": a.assumptions,
         }
-    notes = shared["notes"]
     return {
         "model": model.name,
         "family": model.architecture.name,
@@ -854,19 +869,19 @@ def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str
         "optimizer": t.optimizer,
         "seq": seq,
         "batch": batch,
-        "parallel": parallel_data(p),
+        "parallel": parallel_data(t.parallel),
         "parameters": t.parameters,
         "parameters_per_gpu": t.held.parameters,
         "trainable_parameters_per_gpu": t.held.trainable,
         "no_gradient": None
         if not t.no_grad_paths
         else {"parameters": t.no_grad_parameters, "paths": list(t.no_grad_paths)},
-        "lora": None,
+        "lora": lora,
         "model_states_bytes_per_gpu": t.model_states_bytes,
         "activations_bytes_per_gpu": t.activations_bytes,
         "total_bytes_per_gpu": t.total_bytes,
         "activations_bytes": None if a is None else a.bytes,
-        "activations_formula": None if a is None else a.formula,
+        "activations_formula": None if a is None else str(a.formula),
         "per_layer_kind": None if activations is None else activations["per_layer_kind"],
         "weights_bytes": names.get("weights", 0),
         "gradients_bytes": names.get("gradients", 0),
@@ -875,18 +890,12 @@ def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str
         "total_bytes": t.total_bytes,
         "total_gib": t.total_bytes / 2**30,
         "unit": "bytes; GiB = 2^30 bytes",
-        "formulas": {line.name: line.formula for line in t.lines},
+        "formulas": {line.name: str(line.formula) for line in t.lines},
         "lines": [{"name": line.name, "bytes": line.bytes, "gib": line.gib, "note": line.note} for line in t.lines],
         "activations": activations,
         "activations_refused": t.activations_refused or None,
         "notes": list(t.notes),
-        "assumptions": {
-            "optimizer": shared["optimizers"][t.optimizer],
-            "model_states": notes["states"],
-            "zero": notes["zero"],
-            "parallel": notes["parallel"],
-            "activations": shared["activations"]["assumptions"],
-        },
+        "assumptions": assumptions,
     }
 
 

@@ -13,7 +13,7 @@ from sympy import Expr
 from ..formulas.activations import ASSUMPTIONS as ACTIVATION_ASSUMPTIONS
 from ..formulas.config import Model
 from ..formulas.training import OPTIMIZERS, PARALLEL_ASSUMPTIONS, Training
-from ..plain_training import parallel_data
+from ..plain_training import training_json
 from . import render
 from .filters import FILTERS
 
@@ -81,79 +81,20 @@ def render_training(model: Model, t: Training, seq: int, batch: int, width: int 
 def training_data(model: Model, t: Training, seq: int, batch: int) -> dict[str, Any]:
     """The JSON form: exact bytes per GPU; formulas as sympy strings (P: parameters on the GPU, P_t: the
     trainable ones, N_dp: ZeRO's ranks; activations in B, S and the glossary's symbols)."""
-    p = t.parallel
-    names = {line.name: line.bytes for line in t.lines}
-    a = t.activations
-    activations = None
-    if a is not None:
-        activations = {
-            "activations_bytes": a.bytes,
-            "per_gpu_bytes": a.per_gpu_bytes,
-            "attention": a.options.attention,
-            "recompute": a.options.recompute,
-            "formula": str(a.formula),
-            "latex": FILTERS["latex"](a.formula),
-            "per_layer_kind": [
-                {
-                    "kind": k.name,
-                    "layers": k.count,
-                    "formula": str(k.formula),
-                    "bytes_per_layer": k.bytes,
-                    "components": [{"path": c[0], "formula": str(c[1]), "bytes": c[2]} for c in k.components],
-                }
-                for k in a.per_layer_kind
-            ],
-            "model_level": [{"path": path, "formula": str(f), "bytes": size} for path, f, size in a.model_level],
-            "per_gpu_note": a.per_gpu_note,
-            "assumptions": a.assumptions,
-        }
-    return {
-        "model": model.name,
-        "family": model.architecture.name,
-        "mode": "training",
-        "dtype": t.dtype,
-        "kv_dtype": None,
-        "optimizer": t.optimizer,
-        "seq": seq,
-        "batch": batch,
-        "parallel": parallel_data(p),
-        "parameters": t.parameters,
-        "parameters_per_gpu": t.held.parameters,
-        "trainable_parameters_per_gpu": t.held.trainable,
-        "no_gradient": None
-        if not t.no_grad_paths
-        else {"parameters": t.no_grad_parameters, "paths": list(t.no_grad_paths)},
-        "lora": None
-        if t.lora is None
-        else {
+    lora = None
+    if t.lora is not None:
+        lora = {
             "rank": t.lora.rank,
             "targets": list(t.lora.targets),
             "trainable_parameters": t.lora_parameters,
             "formula": str(t.lora_formula),
-        },
-        "model_states_bytes_per_gpu": t.model_states_bytes,
-        "activations_bytes_per_gpu": t.activations_bytes,
-        "total_bytes_per_gpu": t.total_bytes,
-        "activations_bytes": None if a is None else a.bytes,
-        "activations_formula": None if a is None else str(a.formula),
-        "per_layer_kind": None if activations is None else activations["per_layer_kind"],
-        "weights_bytes": names.get("weights", 0),
-        "gradients_bytes": names.get("gradients", 0),
-        "optimizer_bytes": sum(size for name, size in names.items() if name not in ("weights", "gradients")),
-        "kv_cache_bytes": 0,
-        "total_bytes": t.total_bytes,
-        "total_gib": t.total_bytes / 2**30,
-        "unit": "bytes; GiB = 2^30 bytes",
-        "formulas": {line.name: str(line.formula) for line in t.lines},
-        "lines": [{"name": line.name, "bytes": line.bytes, "gib": line.gib, "note": line.note} for line in t.lines],
-        "activations": activations,
-        "activations_refused": t.activations_refused or None,
-        "notes": list(t.notes),
-        "assumptions": {
-            "optimizer": OPTIMIZERS[t.optimizer],
-            "model_states": STATES_NOTE,
-            "zero": ZERO_NOTE,
-            "parallel": PARALLEL_ASSUMPTIONS,
-            "activations": ACTIVATION_ASSUMPTIONS,
-        },
+        }
+    assumptions = {
+        "optimizer": OPTIMIZERS[t.optimizer],
+        "model_states": STATES_NOTE,
+        "zero": ZERO_NOTE,
+        "parallel": PARALLEL_ASSUMPTIONS,
+        "activations": ACTIVATION_ASSUMPTIONS,
     }
+    latex = None if t.activations is None else FILTERS["latex"](t.activations.formula)
+    return training_json(model, t, seq, batch, latex, lora, assumptions)
