@@ -74,7 +74,7 @@ def snapshot(model_type: str) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Parallel:
-    """``formulas.training.Parallel``: the parallel degrees and the ZeRO stage."""
+    """The parallel degrees and the ZeRO stage."""
 
     tp: int = 1
     pp: int = 1

@@ -13,7 +13,7 @@ from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
 from ..tower_parallel import shown_name
 from .app import app, fail, print_json, terminal_width
-from .options import SPEC_HELP, JsonOption, ModelArgument, positive_int
+from .options import SPEC_HELP, AttentionBackendOption, JsonOption, ModelArgument, positive_int
 from .training import (
     AttentionKind,
     AttentionOption,
@@ -304,15 +304,7 @@ def memory(
             "--ctx", help="With --engine llama.cpp: the context n_ctx in tokens (default B·S).", metavar="SIZE"
         ),
     ] = None,
-    attention_backend: Annotated[
-        str | None,
-        typer.Option(
-            "--attention-backend",
-            help="With --engine sglang: the attention backend, which sets the page size (trtllm_mha 64, fa4 128, "
-            "flashmla 64 ...; default page_size 1).",
-            metavar="NAME",
-        ),
-    ] = None,
+    attention_backend: AttentionBackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Memory in exact bytes, GB (10^9) and GiB (2^30): weights + KV cache for B × S tokens (MLA: its latent cache),
@@ -733,15 +725,7 @@ def fit(
         str | None,
         typer.Option("--group-size", help="Group quantisation: one scale per this many parameters.", metavar="INT"),
     ] = None,
-    attention_backend: Annotated[
-        str | None,
-        typer.Option(
-            "--attention-backend",
-            help="With --engine sglang: the attention backend, which sets the page size (trtllm_mha 64, fa4 128, "
-            "flashmla 64 ...; default page_size 1).",
-            metavar="NAME",
-        ),
-    ] = None,
+    attention_backend: AttentionBackendOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The longest context (one sequence) and the most concurrent sequences at --seq that fit on G GPUs of a named

@@ -25,6 +25,15 @@ CsvOption = Annotated[
     bool, typer.Option("--csv", help="One CSV row per model with a header: model,family,source,total,...")
 ]
 JsonlOption = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line, one line per model.")]
+AttentionBackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--attention-backend",
+        help="With --engine sglang: the attention backend, which sets the page size (trtllm_mha 64, fa4 128, "
+        "flashmla 64 ...; default page_size 1).",
+        metavar="NAME",
+    ),
+]
 DiscoverOption = Annotated[
     bool,
     typer.Option(

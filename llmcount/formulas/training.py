@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from sympy import Expr, Integer, Symbol, cancel, ceiling, expand, factor
 
 from ..errors import LlmcountError
-from ..plain_training import Held
+from ..plain_training import Held, Parallel
 from ..shown import Shown
 from .blocks import Term
 from .layer_kinds import Kind, is_model_level, kinds, layer_sequence, stages
@@ -125,22 +125,6 @@ PARALLEL_ASSUMPTIONS = (
     "counted is on the heaviest stage (when the record cannot tell the order of its layer kinds, a stage's layers "
     "are taken of the heaviest kind: an upper bound); ZeRO shards over the dp ranks only; GPUs = tp · pp · ep · dp"
 )
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """Parallel degrees and the ZeRO stage."""
-
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    zero: int = 0
-    sequence_parallel: bool = False
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp * self.ep
 
 
 KV_HEADS = (h_kv, h_kv_sw, h_kv_full)
