@@ -342,6 +342,11 @@ def layer_lists(family: records.Family) -> dict[str, list[str]]:
     }
 
 
+MAX_PARAMETERS = 50_000_000
+"""The largest drawn model a forward pass is run on (it builds real weights: a drawn config that leaves the sizes at
+a class's defaults builds a model of billions of parameters, minutes and tens of GB on a CPU)."""
+
+
 @st.composite
 def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = SIZES) -> dict:
     """The class defaults with small layer counts and sizes drawn for the record's symbols, and its switches flipped;
