@@ -5,13 +5,12 @@ class's defaults and for drawn text configs; what is not counted is said in the 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import gemma3
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from refusal import assert_refused, run
 
 from llmcount.errors import LlmcountError
 from llmcount.formulas import records
@@ -426,8 +425,6 @@ def test_types_refused_by_name_say_why(tmp_path) -> None:
         assert records.family(name) is None and records.composite(name) is None, name
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps({"model_type": name}))
-        result = subprocess.run(
-            [sys.executable, "-m", "llmcount", "count", str(path)], capture_output=True, text=True, timeout=60
-        )
-        assert result.returncode == 1 and result.stdout == "", name
+        result = run("count", str(path))
+        assert_refused(result)
         assert result.stderr.strip() == f"llmcount: error: {path}: model_type {name!r} is not counted: {reason}"
