@@ -41,7 +41,7 @@ def test_total_equals_curated(model_type: str, tmp_path) -> None:
     assert simplify(expand(discovered) - expand(curated)) == 0, f"{model_type}: {discovered} != {curated}"
 
 
-@pytest.mark.parametrize("model_type", FAMILIES)
+@pytest.mark.parametrize("model_type", ["gpt2", "qwen3_moe"])  # a dense Conv1D family and a MoE: each drafted twice
 def test_deterministic(model_type: str) -> None:
     again = Discoverer(model_type, log=lambda text: None).run().text
     assert again == drafted(model_type)[1]

@@ -12,7 +12,9 @@ import pytest
 pytest.importorskip("torch", reason="discover needs torch and transformers")
 pytest.importorskip("transformers", reason="discover needs torch and transformers")
 
-SAMPLE = ["llama", "gpt2"]  # a llama-like and a Conv1D family with other key names (n_embd, n_head)
+# a llama-like family; a Conv1D family with other key names (gpt2: n_embd, n_head) is drafted and checked against its
+# record in test_discover.py
+SAMPLE = ["llama"]
 
 
 def benchmark():
