@@ -69,12 +69,13 @@ def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tup
     runs of ``cmd``, and the first run's stdout. On a shared machine the CPU time is the steadier measure: a busy
     machine stretches the wall time of a process, much less the CPU time it spends."""
     env = env or ENV
+    cwd = env["PYTHONPATH"]  # python -m puts the working folder first on the path: the code timed is this one's
     times, cpus, out = [], [], None
-    subprocess.run(cmd, capture_output=True, env=env, check=True)  # the warm-up run writes the bytecode cache
+    subprocess.run(cmd, capture_output=True, env=env, check=True, cwd=cwd)  # the warm-up run writes the bytecode cache
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd=cwd)
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -195,8 +196,10 @@ def _tiny_checkpoint(folder: Path) -> Path:
 def now_plain(preset: str, repeat: int, before: str | None) -> None:
     """Section 4 (the module's docstring)."""
     with tempfile.TemporaryDirectory() as folder:
-        index = _index(Path(folder), preset)
-        tiny = _tiny_checkpoint(Path(folder))
+        (Path(folder) / "index").mkdir()
+        (Path(folder) / "tiny").mkdir()
+        index = _index(Path(folder) / "index", preset)
+        tiny = _tiny_checkpoint(Path(folder) / "tiny")
         commands = {
             f"verify {preset} --index": ["verify", preset, "--index", str(index)],
             "verify FOLDER (one-layer Llama)": ["verify", str(tiny)],

@@ -84,14 +84,7 @@ def _write(folder: Path, config: dict, linear) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(
-    "extra",
-    [
-        (),
-        ("--json",),
-        ("--strict",),
-    ],
-)
+@pytest.mark.parametrize("extra", [(), ("--json", "--strict")])
 def test_verify_imports_no_sympy(tmp_path: Path, extra: tuple[str, ...]) -> None:
     folder = _write(tmp_path / "m", {**LLAMA, "torch_dtype": "float16"}, f16)
     code, heavy, out = _heavy("verify", str(folder), *extra)
