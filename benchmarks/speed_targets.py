@@ -21,6 +21,12 @@ development shells, Python would compile every module of llmcount from source on
    configs already parsed, once every family's record is loaded: ``read_config`` (the sympy path's Model) and
    ``counting.read`` (the compiled path, no sympy; over the configs it takes, a composite one is not). Target:
    50,000 configs/s.
+4. Commands that now take the compiled path, whole processes: ``verify PRESET --index FILE`` (an index of the
+   preset's tensor names in the order transformers' Qwen3/Llama modules name them, its total_size the bf16 bytes of
+   the formula's parameters), ``verify FOLDER`` (a one-layer Llama checkpoint: its config and a safetensors file of
+   zeros) and ``memory PRESET --training --lora 16``, each the median of --repeat runs; with ``--before PATH`` (a
+   checkout of the code before, e.g. the landed main) the same commands run from it in the same minutes, and the
+   ratio is printed.
 
 The config files are the bundled presets (every family they cover), each written N / len(presets) times with its
 vocab_size moved by a few rows so that no two files are the same model. Every total is checked against the first
@@ -58,16 +64,18 @@ ENV = {
 atexit.register(shutil.rmtree, ENV["PYTHONPYCACHEPREFIX"], True)
 
 
-def timed(cmd: list[str], repeat: int) -> tuple[float, float, str]:
+def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """The median wall time and the median CPU time (user + system, of the process and its children) of ``repeat``
     runs of ``cmd``, and the first run's stdout. On a shared machine the CPU time is the steadier measure: a busy
     machine stretches the wall time of a process, much less the CPU time it spends."""
+    env = env or ENV
+    cwd = env["PYTHONPATH"]  # python -m puts the working folder first on the path: the code timed is this one's
     times, cpus, out = [], [], None
-    subprocess.run(cmd, capture_output=True, env=ENV, check=True)  # the warm-up run writes the bytecode cache
+    subprocess.run(cmd, capture_output=True, env=env, check=True, cwd=cwd)  # the warm-up run writes the bytecode cache
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=ENV, check=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd=cwd)
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -144,21 +152,97 @@ def through_api(paths: list[str]) -> None:
         print(f"   {name}: {wall:,.0f} configs/s wall, {cpu:,.0f} configs/s CPU (target >= 50,000)")
 
 
+def _index(folder: Path, preset: str) -> Path:
+    """A safetensors index of ``preset`` (a Llama-like decoder: Qwen3, Llama) naming its tensors as transformers'
+    modules do, total_size its formula's parameters in bf16."""
+    from llmcount import counting
+
+    config = presets()[preset].config()
+    layers = config["num_hidden_layers"]
+    names = ["model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"]
+    per_layer = ["input_layernorm", "post_attention_layernorm", "self_attn.q_norm", "self_attn.k_norm"]
+    per_layer += [f"self_attn.{m}" for m in ("q_proj", "k_proj", "v_proj", "o_proj")]
+    per_layer += [f"mlp.{m}" for m in ("gate_proj", "up_proj", "down_proj")]
+    names += [f"model.layers.{i}.{m}.weight" for i in range(layers) for m in per_layer]
+    total = counting.read(config, preset).total
+    index = folder / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": 2 * total}, "weight_map": dict.fromkeys(names, "x")}))
+    return index
+
+
+def _tiny_checkpoint(folder: Path) -> Path:
+    """A one-layer Llama (d = 32, d_ff = 64, V = 64, untied): its config and a safetensors file of zeros."""
+    import struct
+
+    config = {"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64}
+    config |= {"num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": False}
+    (folder / "config.json").write_text(json.dumps(config))
+    shapes = {"model.embed_tokens.weight": (64, 32), "lm_head.weight": (64, 32), "model.norm.weight": (32,)}
+    layer = {"self_attn.q_proj": (32, 32), "self_attn.k_proj": (16, 32), "self_attn.v_proj": (16, 32)}
+    layer |= {"self_attn.o_proj": (32, 32), "mlp.gate_proj": (64, 32), "mlp.up_proj": (64, 32)}
+    layer |= {"mlp.down_proj": (32, 64), "input_layernorm": (32,), "post_attention_layernorm": (32,)}
+    shapes |= {f"model.layers.0.{m}.weight": shape for m, shape in layer.items()}
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2 * shape[0] * (shape[1] if len(shape) > 1 else 1)
+        header[name] = {"dtype": "F16", "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + bytes(offset))
+    return folder
+
+
+def now_plain(preset: str, repeat: int, before: str | None) -> None:
+    """Section 4 (the module's docstring)."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "index").mkdir()
+        (Path(folder) / "tiny").mkdir()
+        index = _index(Path(folder) / "index", preset)
+        tiny = _tiny_checkpoint(Path(folder) / "tiny")
+        commands = {
+            f"verify {preset} --index": ["verify", preset, "--index", str(index)],
+            "verify FOLDER (one-layer Llama)": ["verify", str(tiny)],
+            f"memory {preset} --training --lora 16": ["memory", preset, "--training", "--lora", "16"],
+        }
+        print(f"4. whole process, commands the compiled path now takes (median of {repeat}; wall time, CPU time):")
+        for name, words in commands.items():
+            wall, cpu, out = timed([sys.executable, "-m", "llmcount", *words], repeat)
+            line = f"   {name}: {wall:.3f} s, {cpu:.3f} s"
+            if before is not None:
+                env = {**ENV, "PYTHONPATH": before}
+                old_wall, old_cpu, old_out = timed([sys.executable, "-m", "llmcount", *words], repeat, env)
+                same = "same output" if old_out == out else "OUTPUT DIFFERS"
+                line += f"; before {old_wall:.3f} s, {old_cpu:.3f} s ({old_cpu / cpu:.1f}x the CPU time; {same})"
+            print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="qwen3-32b")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--configs", type=int, default=2000)
+    parser.add_argument("--before", help="a checkout of the code before, to time section 4's commands from")
+    parser.add_argument("--only", choices=("1", "2", "3", "4"), help="run one section only")
     args = parser.parse_args()
     if args.preset not in presets():
         parser.error(f"unknown preset {args.preset} (see `llmcount list`)")
-    whole_process(args.preset, args.repeat)
+    if args.only in (None, "4"):
+        now_plain(args.preset, args.repeat, args.before)
+    if args.only == "4":
+        return
+    if args.only in (None, "1"):
+        whole_process(args.preset, args.repeat)
+    if args.only == "1":
+        return
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as plain_folder:
         paths = write_configs(Path(folder), args.configs)
-        many_configs(paths, max(1, args.repeat // 2), "every preset")
-        plain = write_configs(Path(plain_folder), args.configs, plain=True)
-        many_configs(plain, max(1, args.repeat // 2), "the compiled path's presets without quantisation")
-        through_api(paths)
+        if args.only in (None, "2"):
+            many_configs(paths, max(1, args.repeat // 2), "every preset")
+            plain = write_configs(Path(plain_folder), args.configs, plain=True)
+            many_configs(plain, max(1, args.repeat // 2), "the compiled path's presets without quantisation")
+        if args.only in (None, "3"):
+            through_api(paths)
 
 
 if __name__ == "__main__":

@@ -20,19 +20,19 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .dtypes import TORCH_NAMES, lookup
+from .dtypes import BITS, TORCH_NAMES, lookup
+from .dtypes import canonical as dtype
 from .errors import LlmcountError
 from .files import json_text, kind, open_regular, parse_text, printable, short, user_path
-from .formulas.config import Model, read_config
-from .formulas.flops import is_norm
-from .formulas.memory import BITS, dtype
-from .formulas.symbols import N, V, d, n_pos
-from .formulas.symbols import n as sym_n
+from .plain import is_norm
 from .presets import find
 from .sizes import gb_gib
 from .sources import read_json, resolve
+
+if TYPE_CHECKING:
+    from .formulas.config import Model
 
 MAX_HEADER = 100_000_000  # the safetensors format's own limit on the header size
 DTYPE_BITS = {
@@ -555,6 +555,13 @@ def _layer_path(modules: list[str], leaf: str, known: set[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 # what tensor names alone (an index) tell about a difference
 
+
+def named(model: Any) -> dict[str, int]:
+    """A model's values by symbol name: the sympy path's :class:`Model` keys them by Symbol, the compiled path's
+    (:class:`llmcount.plain_verify.Read`) by name."""
+    return {getattr(symbol, "name", symbol): value for symbol, value in model.values.items()}
+
+
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer)\.(\d+)\.")
 _BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq", "e_score_correction_bias")
 _SCALES = ("_scale_inv", ".weight_scale", ".input_scale")
@@ -582,12 +589,13 @@ def findings(model: Model, names: list[str]) -> list[Finding]:
     found = []
     ending = model.architecture.checkpoint.names.get("head/lm_head", "lm_head.weight")  # the record's name for it
     head = [name for name in names if name == ending or name.endswith(f".{ending}")]
-    vocab_table = model.values[V] * model.values[d]
+    values = named(model)
+    vocab_table = values["V"] * values["d"]
     if model.tied and head:
         found.append(Finding("tied_head", len(head), tuple(head), params=vocab_table))
     if not model.tied and not head:
         found.append(Finding("missing_head", 0, (), params=-vocab_table))
-    layers = model.values[N]
+    layers = values["N"]
     extra = sorted({int(m.group(1)) for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers})
     if extra:
         tensors = [name for name in names if (m := _LAYER.search(name)) and int(m.group(1)) >= layers]
@@ -595,7 +603,7 @@ def findings(model: Model, names: list[str]) -> list[Finding]:
     buffers = [name for name in names if name.endswith(_BUFFERS)]
     if buffers:
         masks = [name for name in buffers if name.endswith(".attn.bias")]
-        params = len(masks) * model.values[n_pos] ** 2 if n_pos in model.values and len(masks) == len(buffers) else None
+        params = len(masks) * values["n_pos"] ** 2 if "n_pos" in values and len(masks) == len(buffers) else None
         found.append(Finding("buffers", len(buffers), tuple(buffers[:2]), params=params))
     scales = [name for name in names if name.endswith(_SCALES)]
     if scales:
@@ -664,7 +672,7 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "the head is tied to the embedding (tie_word_embeddings): the checkpoint stores it a second time"
     if path.startswith("extra/layers."):
         return (
-            f"a layer past num_hidden_layers ({model.values[N]}): the model code does not build it "
+            f"a layer past num_hidden_layers ({named(model)['N']}): the model code does not build it "
             "(a multi-token-prediction module?)"
         )
     if path.startswith("quantization/"):
@@ -679,9 +687,10 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "GPT-2's causal-mask buffers, stored in the checkpoint"
     if path.endswith("rotary_emb"):
         return "rotary inv_freq buffers, stored in the checkpoint"
-    if path.startswith(("embedding/", "head/")) and rows.get(path) and rows[path] != {model.values[V]}:
+    vocab = named(model)["V"] if path.startswith(("embedding/", "head/")) and rows.get(path) else None
+    if vocab is not None and rows[path] != {vocab}:
         found = ", ".join(str(r) for r in sorted(rows[path]))
-        return f"checkpoint has {found} rows, vocab_size is {model.values[V]} (padded vocabulary?)"
+        return f"checkpoint has {found} rows, vocab_size is {vocab} (padded vocabulary?)"
     if not checkpoint:
         return "missing from the checkpoint"
     if not formula:
@@ -862,9 +871,10 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     rows: dict[str, set[int]] = {}
     unmapped = []
     place = _mtp_places(model)
+    layers = named(model)["N"]
     for tensor in plain.tensors:
         path = place(tensor.name) if place is not None else None
-        path = path or component_path(tensor.name, model.values[N], paths)
+        path = path or component_path(tensor.name, layers, paths)
         if path is None:
             unmapped.append(tensor)
             continue
@@ -892,7 +902,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     note = ""
     stored_groups: tuple[tuple[str, int], ...] = ()
     if plain.schemes or plain.storage:
-        stored_groups = stored_bytes(original, lambda name: component_path(name, model.values[N], paths_))
+        stored_groups = stored_bytes(original, lambda name: component_path(name, layers, paths_))
         order = {c.path: i for i, c in enumerate(checks)}
         stored_groups = tuple(sorted(stored_groups, key=lambda group: order.get(group[0], len(order))))
         schemes = "; ".join(plain.schemes) or "quantisation storage tensors"
@@ -925,6 +935,8 @@ def _mtp_places(model: Model) -> Any:
     """A function giving the ``mtp/`` path of a tensor of the checkpoint's MTP module (None for any other tensor),
     with the module as its ``module`` attribute; None when the model's record describes no MTP module or its config
     declares none."""
+    if getattr(model, "mtp_config", None) is None:  # the record describes none (the compiled path reads no other)
+        return None
     from .formulas import mtp
 
     module = mtp.module(model)
@@ -982,8 +994,9 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
     bias = 32 // bits if 32 % bits == 0 else None
     biases = [n for n in listed if n.endswith("e_score_correction_bias")]
-    if biases and bias is not None and sym_n in model.values:  # the MTP layer's own routing biases, (n,) float32
-        stored = len(biases) * model.values[sym_n] * bias
+    values = named(model)
+    if biases and bias is not None and "n" in values:  # the MTP layer's own routing biases, (n,) float32
+        stored = len(biases) * values["n"] * bias
         why = f"{len(biases)} routing-bias buffer(s) e_score_correction_bias of the MTP module, (n,) float32: "
         why += "not parameters"
         checks.append(ComponentCheck("mtp/buffer/e_score_correction_bias", 0, stored, why))
@@ -1024,7 +1037,7 @@ def _kept_float32(model: Model, names: list[str], bits: int, dtype_name: str) ->
     paths = Paths(known, frozenset(layered), dict(own.names.items()), own.buffers, claimed(names, known))
     checks = []
     for path in kept:
-        listed = [n for n in names if component_path(n, model.values[N], paths) == path]
+        listed = [n for n in names if component_path(n, named(model)["N"], paths) == path]
         if not listed or not counts.get(path):
             continue
         extra = counts[path] * (32 // bits - 1)
@@ -1051,6 +1064,20 @@ def _quant(config: Any, source: str) -> Any:
     return read_quant(config, source)
 
 
+def _read(config: Any, source: str, name: str, quantised_index: bool) -> Any:
+    """The model verify compares: read by the compiled path where it takes the config (no sympy:
+    :func:`llmcount.plain_verify.read`), else by the sympy path, which words every refusal. ``quantised_index``:
+    ``--index`` was given, whose bytes a quantisation scheme's plan predicts through the sympy path."""
+    from .plain_verify import read
+
+    model = read(config, source, name)
+    if model is not None and not (quantised_index and _quant(config, source) is not None):
+        return model
+    from .formulas.config import read_config
+
+    return read_config(config, source, name)
+
+
 def verify(
     spec: str,
     index: str | None = None,
@@ -1063,7 +1090,7 @@ def verify(
     if dtype_name is not None:
         dtype_name = dtype(dtype_name)
     name, source, config = resolve(spec)
-    model = read_config(config, source, name)
+    model = _read(config, source, name, quantised_index=index is not None)
     if index is not None:
         from .quant.config import read_quant
 

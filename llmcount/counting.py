@@ -388,6 +388,7 @@ class Compiled:
         """The terms a selection keeps (:class:`Plan`), for the choices that hold and the layer counts that are 0 or
         all N layers (``states``: ``N_dense=0``, ``N_full=N``)."""
         terms: list[tuple[str, str, str, bool]] = []
+        layers: list[Any] = []
         sources: list[str] = []
         used: set[str] = set()
         by_count = dict(state.split("=") for state in states)
@@ -400,6 +401,7 @@ class Compiled:
             if any(t[0] == choice.path for t in terms):
                 raise Fallback  # two terms of one path: the record's error, worded by the sympy path
             terms.append((choice.path, variant["text"], variant["str"], choice.embedding))
+            layers.append(variant.get("layers"))
             sources += [variant["total"], variant["activated"]]
             used |= set(variant["used"])
         try:
@@ -412,7 +414,7 @@ class Compiled:
         in_terms = frozenset(used)
         left_out = self.choice_symbols - in_terms - self.cost_symbols
         embedding = tuple(i for i, term in enumerate(terms) if term[3])
-        return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection)
+        return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection, tuple(layers))
 
     def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> frozenset[str]:
         """The symbols the activation tables read for this config (``Family.saved_symbols``), once per values of
@@ -498,7 +500,8 @@ class Plan(NamedTuple):
     """What one selection of terms counts: one compiled function giving every term's total and activated counts (in
     turn), each term's path, formulas and embedding flag, the symbols the terms use, the choice symbols a count leaves
     out of its values unless the activation tables read them (``saved``: whether to ask), the indices of the
-    embedding terms, and the selection's key in the snapshot."""
+    embedding terms, the selection's key in the snapshot, and each term's layers (1 for a term once per model, else
+    the layer count's text; None from a snapshot that does not say)."""
 
     counted: Any
     terms: tuple[tuple[str, str, str, bool], ...]
@@ -507,6 +510,7 @@ class Plan(NamedTuple):
     saved: bool
     embedding: tuple[int, ...]
     selection: str
+    layers: tuple[Any, ...] = ()
 
 
 class Component(NamedTuple):

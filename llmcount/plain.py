@@ -14,6 +14,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .counting import Counted
 
+
+def is_norm(path: str) -> bool:
+    """A norm's scale (and shift): the ``norms`` group, or a module named ``*norm*`` (``q_norm``, ``q_a_layernorm``)."""
+    group, _, module = path.partition("/")
+    return group == "norms" or "norm" in module
+
+
 _UNITS = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"))
 
 

@@ -13,9 +13,10 @@ LaTeX) for the options the generator ran. The numbers are computed here as Pytho
 ``Fraction``, rounded where the sympy path rounds); only the formulas are looked up.
 
 Anything else raises :class:`~llmcount.counting.Fallback` before a word is printed, and the caller computes through
-the sympy path, which words every refusal: LoRA, a composite model, a selection or an option set whose formulas
-the snapshot lacks, layer counts that overlap (a layer of two counted kinds), a degree that does not divide what it
-splits, a count that is not whole, an entry summed over the layers under --pp or --recompute full.
+the sympy path, which words every refusal: a composite model, a selection or an option set whose formulas the
+snapshot lacks (a LoRA target list whose formula it does not hold), layer counts that overlap (a layer of two
+counted kinds), a degree that does not divide what it splits, a count that is not whole, an entry summed over the
+layers under --pp or --recompute full, LoRA under --tp or on a routed or gradient-free term.
 """
 
 from __future__ import annotations
@@ -86,6 +87,28 @@ class Parallel:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.ep
+
+
+@dataclass(frozen=True)
+class Lora:
+    """``formulas.training.Lora``: LoRA of rank ``rank`` on the weight matrices whose group or module name is in
+    ``targets``."""
+
+    rank: int
+    targets: tuple[str, ...] = ("attention", "mlp")
+
+    def adapted(self, term: dict[str, Any]) -> bool:
+        """``formulas.training.Lora.adapted`` of a term of the training snapshot."""
+        path = term["path"]
+        module = path.split("/", 1)[-1]
+        if ".bias" in path or "norm" in module or not term["matrix"] or term["embedding"]:
+            return False
+        return term["group"] in self.targets or module in self.targets
+
+
+def lora_key(terms: list[dict[str, Any]], lora: Lora) -> str:
+    """The key of the LoRA formula in a selection of the training snapshot: the adapted terms' paths."""
+    return ",".join(term["path"] for term in terms if lora.adapted(term))
 
 
 @dataclass(frozen=True)
@@ -188,7 +211,9 @@ class Training(Shown):
     notes: tuple[str, ...] = field(default_factory=tuple)
     no_grad_paths: tuple[str, ...] = ()
     no_grad_parameters: int = 0
-    lora: None = None
+    lora: Lora | None = None
+    lora_parameters: int | None = None  # trainable adapter parameters of the whole model
+    lora_formula: tuple[str, str] | None = None  # the adapters' formula: as the table prints it, as sympy writes it
 
     @property
     def model_states_bytes(self) -> int:
@@ -276,8 +301,15 @@ def _check_parallel(model: Counted, selection: dict[str, Any], parallel: Paralle
         raise Fallback
 
 
-def _held(term: dict[str, Any], values: dict[str, int], parallel: Parallel, optimizer: str, padded: list[str]) -> Held:
-    """``training._held`` without LoRA."""
+def _held(
+    term: dict[str, Any],
+    values: dict[str, int],
+    parallel: Parallel,
+    optimizer: str,
+    padded: list[str],
+    lora: Lora | None = None,
+) -> Held:
+    """``training._held``."""
     if term["routed"]:
         count = _int(term["expr"], values)
         if count % parallel.ep:
@@ -290,6 +322,9 @@ def _held(term: dict[str, Any], values: dict[str, int], parallel: Parallel, opti
         count = split // parallel.tp + _int(term["kept"], values)
     if not term["grad"]:
         return Held(frozen=count)
+    if lora is not None:
+        adapters = lora.rank * _int(term["sides"], values) if lora.adapted(term) else 0
+        return Held(frozen=count, adapters=adapters)
     matrix = term["matrix"]
     factored = 0
     if optimizer == "adafactor":
@@ -657,6 +692,7 @@ def _stages(
     parallel: Parallel,
     activations: Activations | None,
     notes: list[str],
+    lora: Lora | None = None,
 ) -> tuple[Held, Activations | None]:
     """``training.training``'s pipeline branch: the parameters of the stage whose model states and activations
     together are the largest, its activations, and the pipeline note (added to ``notes``)."""
@@ -677,7 +713,7 @@ def _stages(
         for term in layer_terms:
             times = _times(term["layers"], where)
             if times:
-                held = held + _held(term, values, parallel, optimizer, padded).times(times)
+                held = held + _held(term, values, parallel, optimizer, padded, lora).times(times)
         by_name[name] = held
         weights[name] = sum(line.bytes for line in _state_lines(held, compute, optimizer, Parallel()))
     runs = stages(values["N"], parallel.pp)
@@ -692,7 +728,7 @@ def _stages(
         for term in level:
             if predicate(term):
                 times = _int(term["layers"], {})
-                held = held + _held(term, values, parallel, optimizer, padded).times(times)
+                held = held + _held(term, values, parallel, optimizer, padded, lora).times(times)
         return held
 
     first = model_level(lambda t: t["group"] == "embedding")
@@ -734,9 +770,10 @@ def estimate(
     parallel: Parallel | None = None,
     attention: str = "sdpa",
     recompute: str = "none",
+    lora: Lora | None = None,
 ) -> Training:
-    """``formulas.training.estimate(model.full(), ...)`` without LoRA, from the snapshots; Fallback for what they do
-    not take (the module's docstring)."""
+    """``formulas.training.estimate(model.full(), ...)`` from the snapshots; Fallback for what they do not take (the
+    module's docstring)."""
     parallel = parallel or Parallel()
     if not isinstance(model, Counted) or model.composite is not None:
         raise Fallback
@@ -754,6 +791,9 @@ def estimate(
     _check_parallel(model, selection, parallel, padded)
     values = dict(model.values)
     terms = selection["terms"]
+    lora_total = lora_formula = None
+    if lora is not None:
+        lora_total, lora_formula = _lora(selection, values, parallel, lora)
     keys = _keys(model)
     activations, refused = None, ""
     table = data["activations"]
@@ -773,9 +813,10 @@ def estimate(
         held = Held()
         for term in terms:
             times = _int(term["layers"], values)
-            held = held + _held(term, values, parallel, optimizer, padded).times(times)
+            held = held + _held(term, values, parallel, optimizer, padded, lora).times(times)
     else:
-        held, activations = _stages(model, terms, values, keys, compute, optimizer, parallel, activations, notes)
+        args = (model, terms, values, keys, compute, optimizer, parallel, activations, notes, lora)
+        held, activations = _stages(*args)
     no_grad = [t for t in terms if not t["grad"]]
     no_grad_total = sum(_int(t["total"], values) for t in no_grad)
     if no_grad:
@@ -796,7 +837,26 @@ def estimate(
         notes=tuple(notes),
         no_grad_paths=_no_grad_paths(terms),
         no_grad_parameters=no_grad_total,
+        lora=lora,
+        lora_parameters=lora_total,
+        lora_formula=lora_formula,
     )
+
+
+def _lora(
+    selection: dict[str, Any], values: dict[str, int], parallel: Parallel, lora: Lora
+) -> tuple[int, tuple[str, str]]:
+    """The adapters' trainable parameters and formula (``training.lora_formula``); Fallback where the sympy path
+    refuses (tp > 1, a routed or gradient-free term adapted, no matrix adapted) or the snapshot lacks the formula."""
+    if parallel.tp > 1:
+        raise Fallback
+    terms = selection["terms"]
+    adapted = [term for term in terms if lora.adapted(term)]
+    formula = selection.get("lora", {}).get(lora_key(terms, lora))
+    if formula is None or any(t["routed"] or not t["grad"] or t["sides"] is None for t in adapted):
+        raise Fallback
+    total = sum(_number(t["layers"], values) * lora.rank * _number(t["sides"], values) for t in adapted)
+    return int(total), (formula[0], formula[1])
 
 
 # --- output ---------------------------------------------------------------------------------------------------------
@@ -827,7 +887,15 @@ def training_data(model: Counted, t: Training, seq: int, batch: int) -> dict[str
         "activations": shared["activations"]["assumptions"],
     }
     latex = None if t.activations is None else t.activations.latex
-    return training_json(model, t, seq, batch, latex, None, assumptions)
+    lora = None
+    if t.lora is not None:
+        lora = {
+            "rank": t.lora.rank,
+            "targets": list(t.lora.targets),
+            "trainable_parameters": t.lora_parameters,
+            "formula": t.lora_formula[1],
+        }
+    return training_json(model, t, seq, batch, latex, lora, assumptions)
 
 
 def training_json(
@@ -945,6 +1013,12 @@ def render_training(model: Counted, t: Training, seq: int, batch: int, width: in
         f"{grouped(t.held.trainable)} trainable"
     )
     out.append(wrap(parameters, width, "  "))
+    if t.lora is not None:
+        lora = (
+            f"LoRA r = {t.lora.rank} on {', '.join(t.lora.targets)}: {grouped(t.lora_parameters)} trainable "
+            f"parameters = {t.lora_formula[0]}"
+        )
+        out.append(wrap(lora, width, "    "))
     if a is not None:
         out.append(wrap(f"activations (model, bytes) = {a.text}", width, "    "))
     else:

@@ -20,9 +20,12 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from test_flops import SMALL
 from test_verify import elements_in, save_tiny
+from verify_twins import verify_both_paths  # noqa: F401  (a fixture: each verify checked on both paths)
 
 from llmcount.checkpoint import read_header
 from llmcount.errors import LlmcountError
+
+pytestmark = pytest.mark.usefixtures("verify_both_paths")
 
 TINY = SMALL["llama-mqa"]
 

@@ -140,7 +140,8 @@ def test_memory_training_imports_no_sympy_and_prints_the_sympy_paths(args, expec
 
 
 def test_memory_training_the_plain_path_does_not_take_is_the_sympy_paths() -> None:
-    code, heavy, out, _ = _run("memory", "qwen3-8b", "--training", "--lora", "16", "--json")
+    # a target list whose adapters' formula the snapshot does not hold
+    code, heavy, out, _ = _run("memory", "qwen3-8b", "--training", "--lora", "16", "--lora-targets", "o_proj", "--json")
     assert code == 0 and "sympy" in heavy
     assert json.loads(out)["lora"]["rank"] == 16
     code, _, out, err = _run("memory", "qwen3-8b", "--training", "--tp", "3")
@@ -167,3 +168,50 @@ def test_the_training_snapshots_are_current() -> None:
         if data.get("hash") != counting.compiled(name).data["hash"]:
             stale.append(f"{name}.json")
     assert not stale, f"stale training snapshots {stale[:5]}: run python -m llmcount.formulas.training_snapshot"
+
+
+# (rank, targets, dtype, optimizer, parallel degrees, recompute)
+LORA_CASES = (
+    (16, ("attention", "mlp"), "bf16", "adamw", {}, "none"),
+    (8, ("q_proj", "v_proj"), "fp32", "adamw8bit", {"dp": 4, "zero": 2}, "selective"),
+    (64, ("attention",), "bf16", "muon", {"pp": 2, "dp": 2, "zero": 1}, "full"),
+    (4, ("mlp",), "bf16", "adafactor", {"ep": 2}, "none"),
+)
+LORA_MODELS = ("qwen3-8b", "llama-3-8b", "gpt2", "deepseek-v3", "qwen3-next-80b-a3b", "gemma-2-2b", "mixtral-8x7b")
+
+
+@pytest.mark.parametrize("name", LORA_MODELS)
+def test_lora_on_the_plain_path_is_the_sympy_paths(name: str) -> None:
+    config = presets()[name].config()
+    counted = counting.read(config, f"preset {name}", name)
+    model = counted.full()
+    taken = 0
+    for rank, targets, dtype, optimizer, degrees, recompute in LORA_CASES:
+        parallel = plain_training.Parallel(**degrees)
+        lora = plain_training.Lora(rank, targets)
+        try:
+            ours = plain_training.estimate(counted, dtype, 4096, 1, optimizer, parallel, "sdpa", recompute, lora)
+        except counting.Fallback:  # handed to the sympy path, which words any refusal
+            continue
+        theirs = tr.estimate(
+            model, dtype, 4096, 1, optimizer, tr.Parallel(**degrees), tr.Lora(rank, targets), "sdpa", recompute
+        )
+        assert ours.lora_parameters == theirs.lora_parameters
+        assert plain_training.training_data(counted, ours, 4096, 1) == training_data(model, theirs, 4096, 1)
+        for width in (None, 90):
+            assert plain_training.render_training(counted, ours, 4096, 1, width) == render_training(
+                model, theirs, 4096, 1, width
+            )
+        taken += 1
+    assert taken >= 2, name
+
+
+def test_lora_and_freeze_vision_import_no_sympy() -> None:
+    code, heavy, out, err = _run("memory", "qwen3-8b", "--training", "--lora", "16", "--json")
+    assert (code, heavy, err) == (0, [], "")
+    model = counting.read(presets()["qwen3-8b"].config(), "preset qwen3-8b", "qwen3-8b").full()
+    theirs = tr.estimate(model, "bf16", 4096, 1, "adamw", tr.Parallel(), tr.Lora(16), "sdpa", "none")
+    assert json.loads(out) == training_data(model, theirs, 4096, 1)
+    code, heavy, out, err = _run("memory", "qwen3-8b", "--training", "--freeze-vision")
+    assert (code, heavy, out) == (1, [], "")
+    assert err == "llmcount: error: --freeze-vision: qwen3-8b has no vision tower counted (a language model only)"

@@ -26,9 +26,12 @@ from safetensors.torch import load_file, save_file
 from test_flops import SMALL
 from transformers import AutoModelForCausalLM
 from typer.testing import CliRunner
+from verify_twins import verify_both_paths  # noqa: F401  (a fixture: each verify checked on both paths)
 
 from llmcount.checkpoint import hub_tensors, read_header, verify
 from llmcount.cli import app
+
+pytestmark = pytest.mark.usefixtures("verify_both_paths")
 
 
 def save_tiny(config: dict[str, Any], folder: Path, **options: Any) -> Path:

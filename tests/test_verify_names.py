@@ -17,10 +17,13 @@ import pytest
 import torch
 from oracle import meta_total
 from test_verify import elements_in, rewrite, save_tiny
+from verify_twins import verify_both_paths  # noqa: F401  (a fixture: each verify checked on both paths)
 
 from llmcount.checkpoint import verify
 from llmcount.formulas import records
 from llmcount.formulas.expressions import RecordError
+
+pytestmark = pytest.mark.usefixtures("verify_both_paths")
 
 GPT_OSS = {
     "model_type": "gpt_oss",

@@ -23,8 +23,11 @@ from oracle import meta_total
 from refusal import assert_refused, run
 from test_verify import rewrite, save_tiny
 from test_verify_names import GPT_OSS
+from verify_twins import verify_both_paths  # noqa: F401  (a fixture: each verify checked on both paths)
 
 from llmcount.checkpoint import verify
+
+pytestmark = pytest.mark.usefixtures("verify_both_paths")
 
 BYTES = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4, "I8": 1, "U8": 1, "F8_E4M3": 1}
 

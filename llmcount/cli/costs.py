@@ -595,7 +595,7 @@ def verify(
     """
     _check_gguf(spec)
     from ..checkpoint import verify as verify_checkpoint
-    from ..renderers import render_verify, verify_data
+    from ..plain_verify import render_verify, verify_data
 
     try:
         if sum(x is not None for x in (index, checkpoint)) + hub > 1:

@@ -223,15 +223,23 @@ def run(
 def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> bool:
     """The estimate of :func:`run` by the compiled path (:mod:`llmcount.plain_training`, no sympy), printed; False,
     having printed nothing, for what it does not take (then :func:`run` computes through sympy, which words every
-    error): LoRA, --freeze-vision, a model or an option set its snapshots do not hold, any input to refuse."""
+    error): a model or an option set its snapshots do not hold (a composite model, and so any --freeze-vision it
+    can take), any input to refuse."""
     from .. import plain_training as plain
     from ..counting import Fallback, read
     from ..sources import resolve, unseen_note
 
-    changed = {option for option, value in options.items() if value != DEFAULTS[option]}
-    if spec == "-" or changed & {"--lora", "--lora-targets", "--freeze-vision"}:
+    if spec == "-":
         return False
     try:
+        lora = None
+        if options["--lora"] is not None:
+            targets = tuple(t.strip() for t in str(options["--lora-targets"]).split(",") if t.strip())
+            if not targets:
+                return False
+            lora = plain.Lora(_degree("--lora", options["--lora"]), targets)
+        elif options["--lora-targets"] != DEFAULTS["--lora-targets"]:
+            return False
         zero = str(options["--zero"]).strip()
         if zero not in ("0", "1", "2", "3"):
             return False
@@ -255,9 +263,12 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
             parallel,
             options["--attention"].value,
             options["--recompute"].value,
+            lora,
         )
     except (LlmcountError, Fallback):
         return False
+    if options.get("--freeze-vision"):  # the compiled path reads language models only (formulas.tower_memory)
+        raise fail(f"--freeze-vision: {model.name} has no vision tower counted (a language model only)")
     note = unseen_note(model, config)
     if note:
         typer.echo(note, err=True)

@@ -31,6 +31,7 @@ from functools import cached_property
 from sympy import Add, Expr, Min, Mod, Symbol, expand, floor
 
 from ..errors import LlmcountError
+from ..plain import is_norm as is_norm  # a name's test, shared with verify's path (no sympy)
 from .blocks import ONE, Term
 from .derivation import Derivation, evaluate_int, gather
 from .flop_counts import RULE_DEFINITION as RULE_DEFINITION
@@ -84,12 +85,6 @@ class FlopTerm:
     def forward(self) -> Expr:
         """FLOPs of this term in one forward pass of B sequences of S tokens."""
         return B * S * self.layers * self.per_token
-
-
-def is_norm(path: str) -> bool:
-    """A norm's scale (and shift): the ``norms`` group, or a module named ``*norm*`` (``q_norm``, ``q_a_layernorm``)."""
-    group, _, module = path.partition("/")
-    return group == "norms" or "norm" in module
 
 
 def is_matmul_weight(term: Term) -> bool:

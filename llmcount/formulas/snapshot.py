@@ -22,6 +22,8 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
 * for each of those selections, its forward FLOPs formula, eager and causal (each term's forward FLOPs as text and
   compiled, the layers of its kind, the rule of thumb, the conventions), which ``flops --json`` and
   ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps parameters in fp32;
+* the record's ``[checkpoint]`` names and each term's layers (1 for a term once per model), which ``verify``
+  reads (:mod:`llmcount.plain_verify`);
 * the memory plans of the configs the presets and the defaults give (``memory``'s cache, per kind of layer, compiled,
   with its formulas for each width of the cache's dtype), which ``memory`` and ``llmcount.memory`` evaluate without
   sympy (:mod:`llmcount.plain_memory`).
@@ -127,6 +129,7 @@ def _variants(family: Family, choice: records.Choice) -> dict[str, dict[str, Any
             "used": _names([chosen.total, chosen.activated]),
             "text": text(chosen.total),
             "str": str(chosen.total),
+            "layers": 1 if layers == 1 else str(layers),
         }
     return out
 
@@ -135,6 +138,17 @@ def _counts(family: Family, choice: records.Choice) -> list[str]:
     """The layer counts a term lies on (its layers, or the layers that run it), in the record's order."""
     free = choice.term.layers.free_symbols | choice.term.run_layers.free_symbols
     return [s.name for s, _, _ in family.layers if s in free]
+
+
+def _checkpoint(family: Family) -> dict[str, Any]:
+    """The record's ``[checkpoint]`` table, as ``verify`` reads it (:mod:`llmcount.plain_verify`)."""
+    names = family.checkpoint
+    return {
+        "names": dict(names.names),
+        "shared": dict(names.shared),
+        "buffers": list(names.buffers),
+        "float32": list(names.float32),
+    }
 
 
 def _window(family: Family) -> dict[str, Any] | None:
@@ -395,6 +409,7 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> 
         "layer_symbols": [s.name for s, _, _ in family.layers],
         "saved": _saved(family),
         "window": _window(family),
+        "checkpoint": _checkpoint(family),
         "selections": {},
     }
     data["selections"] = dict(sorted(_selections(data, list(configs)).items()))

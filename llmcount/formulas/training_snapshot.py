@@ -13,7 +13,8 @@ and ``tests/test_plain_training.py`` fails while one is stale. A record's file h
 * for each selection of terms the bundled presets and the record's defaults make (the count snapshot's key), each
   term's path, group and flags, its layers, per-layer count and total compiled, the part of its count tensor
   parallelism divides and the part it keeps (``training.tp_split``), whether tp > 1 is refused for it, the sizes
-  tp must divide, whether it is a weight matrix and its two sides (Adafactor's rows + columns);
+  tp must divide, whether it is a weight matrix and its two sides (Adafactor's rows + columns); the LoRA formula of
+  the usual target lists (:data:`LORA_TARGETS`), by the terms they adapt;
 * the record's ``[activations]`` table: each entry's size compiled, and split by monomial as tensor parallelism
   splits it (token-expert pairs, sizes tp splits, the rest: ``Saved.split``), its dtype, layers, condition;
 * the activation formulas (sympy's string, text, LaTeX) of the configs the presets and the defaults give under
@@ -111,11 +112,39 @@ def _term(term: Any) -> dict[str, Any]:
     }
 
 
+LORA_TARGETS = (
+    tr.LORA_DEFAULT_TARGETS,
+    ("attention",),
+    ("mlp",),
+    ("q_proj", "v_proj"),
+    ("q_proj", "k_proj", "v_proj", "o_proj"),
+    ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+)
+"""The ``--lora-targets`` whose adapters' formula is kept: the default, each group, PEFT's usual module lists."""
+
+
+def _lora(terms: Any) -> dict[str, list[str]]:
+    """The LoRA formula (text, sympy's string) of each set of adapted terms :data:`LORA_TARGETS` give, by their paths
+    joined with commas (:func:`llmcount.plain_training.lora_key`)."""
+    from ..renderers.filters import text
+
+    out = {}
+    for targets in LORA_TARGETS:
+        lora = tr.Lora(1, targets)
+        try:
+            formula = tr.lora_formula(terms, lora)
+        except LlmcountError:
+            continue
+        if formula != 0:
+            out[",".join(t.path for t in terms if lora.adapted(t))] = [text(formula), str(formula)]
+    return dict(sorted(out.items()))
+
+
 def _selection(model: Any) -> dict[str, Any]:
     terms = model.derivation.terms
     used = set().union(*(term.expr.free_symbols for term in terms))
     summed = any(spec.summed and spec.symbol in used for spec in model.architecture.symbols)
-    return {"summed": summed, "terms": [_term(term) for term in terms]}
+    return {"summed": summed, "terms": [_term(term) for term in terms], "lora": _lora(terms)}
 
 
 def _entry(entry: act.Saved, raw: dict[str, Any], family: Family) -> dict[str, Any]:

@@ -10,13 +10,13 @@ DeepSeek's released checkpoints; the layers past N (multi-token prediction) take
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..checkpoint import ComponentCheck, Verification, findings, read_index, total_size
-from ..formulas.config import Model
-from ..formulas.symbols import V, d, n
+from ..checkpoint import ComponentCheck, Verification, findings, named, read_index, total_size
 from .config import Quant
-from .report import lines, model_plan
-from .stored import CODE_BITS
+
+if TYPE_CHECKING:
+    from ..formulas.config import Model
 
 
 def explain(
@@ -28,20 +28,21 @@ def explain(
     checks: list[ComponentCheck] = []
     explained = 0
     found = findings(model, names)
+    values = named(model)
     for finding in found:
         if finding.kind == "tied_head":
-            amount = model.values[V] * model.values[d] * head
+            amount = values["V"] * values["d"] * head
             note = f"the head is tied (tie_word_embeddings) and stored again: V·d = {finding.params:,} values in "
             checks.append(ComponentCheck("head/lm_head", 0, amount, note + dtype))
             explained += amount
         elif finding.kind == "missing_head":
-            amount = model.values[V] * model.values[d] * head
+            amount = values["V"] * values["d"] * head
             checks.append(ComponentCheck("head/lm_head", amount, 0, "no lm_head.weight in the index's weight_map"))
             explained -= amount
         elif finding.kind == "buffers":
             biases = [name for name in names if name.endswith("e_score_correction_bias")]
-            if biases and bias is not None and n in model.values and len(biases) == finding.count:
-                amount = len(biases) * model.values[n] * bias
+            if biases and bias is not None and "n" in values and len(biases) == finding.count:
+                amount = len(biases) * values["n"] * bias
                 note = f"{len(biases)} routing-bias buffers e_score_correction_bias, (n,) float32 each: not parameters"
                 checks.append(ComponentCheck("buffer/e_score_correction_bias", 0, amount, note))
                 explained += amount
@@ -72,6 +73,9 @@ def explain(
 
 def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> Verification:
     """The index at ``path`` against ``model`` stored as ``quant`` (see the module docstring); totals in bytes."""
+    from .report import lines, model_plan
+    from .stored import CODE_BITS
+
     index = read_index(path)
     size = total_size(path, index)
     stored = model_plan(model, quant, dtype, str(path))

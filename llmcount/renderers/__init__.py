@@ -238,6 +238,7 @@ def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
 from ..checkpoint import Verification  # noqa: E402
 from ..formulas.flops import RULE_DEFINITION, TRAINING_DEFINITION, FlopCounts, Flops  # noqa: E402
 from ..formulas.memory import Memory  # noqa: E402
+from ..plain_verify import verify_data as verify_data  # noqa: E402  (the JSON of verify, shared with the CLI)
 
 
 def render_flops(
@@ -315,30 +316,3 @@ def memory_data(model: Model, memory: Memory) -> dict[str, Any]:
         data["gradients_bytes"] = memory.bytes_of("gradients")
         data["optimizer_bytes"] = sum(memory.bytes_of(name) for name in ("master_weights", "adam_m", "adam_v"))
     return data
-
-
-def verify_data(verification: Verification) -> dict[str, Any]:
-    """The JSON form of ``verify``: totals, match, and every difference by component or by unmapped tensor."""
-    v = verification
-    return {
-        "model": v.model,
-        "source": v.source,
-        "mode": v.mode,
-        "unit": v.unit,
-        "stored_bytes": {path: size for path, size in v.stored},
-        "formula_total": v.formula_total,
-        "checkpoint_total": v.checkpoint_total,
-        "match": v.match,
-        "differences": [
-            *(
-                {"component": c.path, "formula": c.formula, "checkpoint": c.checkpoint, "note": c.note}
-                for c in v.differences
-            ),
-            *(
-                {"tensor": t.name, "formula": 0, "checkpoint": t.elements, "note": "no component path for this name"}
-                for t in v.unmapped
-            ),
-        ],
-        "components": [{"component": c.path, "formula": c.formula, "checkpoint": c.checkpoint} for c in v.components],
-        "note": v.note,
-    }
