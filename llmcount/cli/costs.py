@@ -285,8 +285,9 @@ def memory(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it, beside transformers' (the default): transformers, "
-            "vllm, sglang, llama.cpp, tensorrt-llm (docs/engines.md). --kv-dtype then takes the engine's names (vLLM: "
-            "auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, fp8, nvfp4).",
+            "vllm, sglang, llama.cpp, tensorrt-llm, lmdeploy (docs/engines.md). --kv-dtype then takes the engine's "
+            "names (vLLM: auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, "
+            "fp8, nvfp4; LMDeploy's quant_policy: auto, int8, int4, fp8 ...).",
             metavar="ENGINE",
         ),
     ] = None,
@@ -713,7 +714,7 @@ def fit(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
-            "sglang, llama.cpp, tensorrt-llm; --kv-dtype then takes the engine's names.",
+            "sglang, llama.cpp, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
             metavar="ENGINE",
         ),
     ] = None,
