@@ -51,6 +51,7 @@ class Engine:
     swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
     page_sizes: Mapping[str, int] = field(default_factory=dict)  # attention backend -> the page size it resolves to
     page_sizes_not_mla: Mapping[str, int] = field(default_factory=dict)  # ... where an MLA model keeps another
+    backends_for: Mapping[str, str] = field(default_factory=dict)  # attention backend -> "mla" or "not_mla" only
     refused_keys: Mapping[str, Any] = field(default_factory=dict)  # model type -> config keys not transcribed when set
     quant_policies: Mapping[str, Any] = field(default_factory=dict)  # LMDeploy: quant_policy -> its K/V block layout
     builders: tuple[str, ...] = ()  # model types whose cache shape the engine's config builder gives is transcribed
@@ -84,6 +85,7 @@ OWN_TABLES = {
     "attention_backends_not_mla",
     "refused_keys",
     "quant_policies",
+    "attention_backends_for",
 }
 
 
@@ -119,6 +121,7 @@ def _load(name: str) -> Engine:
         swa=data.get("swa", {}),
         page_sizes=data.get("attention_backends", {}),
         page_sizes_not_mla=data.get("attention_backends_not_mla", {}),
+        backends_for=data.get("attention_backends_for", {}),
         refused_keys=data.get("refused_keys", {}),
         quant_policies=data.get("quant_policies", {}),
         builders=tuple(data.get("sliding", {}).get("builders", ())),
@@ -377,6 +380,7 @@ def kv_cache(
     latent = spec is not None and spec.kv_expanded is not None
     if latent and "latent" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
+    _check_backend_for(eng, backend, latent, model.architecture.title)
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
     settings: dict[str, Any] = {}
@@ -548,6 +552,22 @@ def check_backend(eng: Engine, attention_backend: str | None) -> str | None:
             f"transcribed{hint} (transcribed: {', '.join(eng.page_sizes)})"
         )
     return name
+
+
+def _check_backend_for(eng: Engine, backend: str | None, latent: bool, title: str) -> None:
+    """An attention backend that runs MLA only, or everything but MLA, refused by name for a model of the other kind,
+    as the engine stops at startup (SGLang: layers/attention/attention_registry.py)."""
+    need = eng.backends_for.get(backend or "")
+    if need == "mla" and not latent:
+        raise LlmcountError(
+            f"--attention-backend {backend}: {eng.title} runs it for MLA models only and stops at startup otherwise "
+            f"(layers/attention/attention_registry.py, flashmla_backend.py); {title} has no MLA latent cache"
+        )
+    if need == "not_mla" and latent:
+        raise LlmcountError(
+            f"--attention-backend {backend}: {eng.title} runs it for non-MLA models only and stops at startup "
+            f"otherwise (layers/attention/attention_registry.py); {title} keeps an MLA latent cache"
+        )
 
 
 def _page_size(eng: Engine, backend: str | None, latent: bool) -> int:
