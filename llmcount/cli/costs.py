@@ -256,6 +256,17 @@ def memory(
         str | None,
         typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
     ] = None,
+    gpu_memory_utilization: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-memory-utilization",
+            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
+            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
+            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
+            "A fraction in (0, 1].",
+            metavar="F",
+        ),
+    ] = None,
     freeze_vision: Annotated[
         bool,
         typer.Option(
@@ -362,6 +373,11 @@ def memory(
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
+    if gpu_memory_utilization is not None and (training or not per_gpu):
+        from .inference import gpu_share
+
+        gpu_share(engine, gpu_memory_utilization)  # a bad value or engine first, as a usage error
+        raise fail("--gpu-memory-utilization: the engine's share of a GPU needs --engine and --gpu NAME")
     if not training and per_gpu:
         from .inference import serving_memory
 
@@ -373,6 +389,8 @@ def memory(
         engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
         if attention_backend is not None:
             engine_given["attention_backend"] = attention_backend
+        if gpu_memory_utilization is not None:
+            engine_given["gpu_memory_utilization"] = gpu_memory_utilization
         return serving_memory(
             spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json, **engine_given
         )
@@ -697,6 +715,17 @@ def fit(
         str | None,
         typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
     ] = None,
+    gpu_memory_utilization: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-memory-utilization",
+            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
+            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
+            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
+            "A fraction in (0, 1].",
+            metavar="F",
+        ),
+    ] = None,
     seq: Annotated[
         str,
         typer.Option(
@@ -763,6 +792,7 @@ def fit(
         engine_rule,
         fit_data,
         fitted,
+        gpu_share,
         layout_from,
         render_fit,
         stored_note,
@@ -772,6 +802,7 @@ def fit(
 
     if engine is None and attention_backend is not None:
         raise cli_training.click.UsageError("--attention-backend is an engine setting: give --engine sglang")
+    share = gpu_share(engine, gpu_memory_utilization)
     try:
         backend = {} if attention_backend is None else {"attention_backend": attention_backend}
         if backend:
@@ -801,6 +832,7 @@ def fit(
             kv=kv,
             gpu=card.title,
             stored=stored,
+            share=share,
         )
         if stored is not None:
             notes.append(f"{stored[1]}, split over the ranks in proportion to the parameters each holds")
@@ -817,7 +849,11 @@ def fit(
             data["engine"] = find_engine(engine).name
             if backend:
                 data["engine_settings"] = backend
+        if share is not None:
+            from .inference import share_data
+
+            data["gpu_memory_share"] = share_data(share, result.capacity, result.weights_bytes)
         print_json(data)
     else:
         source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
-        typer.echo(fitted(render_fit(shown_name(model), result, notes, source)))
+        typer.echo(fitted(render_fit(shown_name(model), result, notes, source, share is not None)))

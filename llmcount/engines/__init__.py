@@ -55,6 +55,7 @@ class Engine:
     refused_keys: Mapping[str, Any] = field(default_factory=dict)  # model type -> config keys not transcribed when set
     quant_policies: Mapping[str, Any] = field(default_factory=dict)  # LMDeploy: quant_policy -> its K/V block layout
     builders: tuple[str, ...] = ()  # model types whose cache shape the engine's config builder gives is transcribed
+    memory_share: Mapping[str, Any] = field(default_factory=dict)  # the engine's share of a GPU: option, of, rounding
 
     @property
     def cited(self) -> str:
@@ -86,6 +87,7 @@ OWN_TABLES = {
     "refused_keys",
     "quant_policies",
     "attention_backends_for",
+    "memory_share",
 }
 
 
@@ -125,6 +127,7 @@ def _load(name: str) -> Engine:
         refused_keys=data.get("refused_keys", {}),
         quant_policies=data.get("quant_policies", {}),
         builders=tuple(data.get("sliding", {}).get("builders", ())),
+        memory_share=data.get("memory_share", {}),
     )
 
 
@@ -432,9 +435,15 @@ def kv_cache(
         split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
     if eng.allocation in ("blocks", "packed"):
         _one_width(eng, model, kinds, env, latent, tp)
+    own_window = None  # the window the engine's model file reads from the checkpoint's own keys
+    shaped: dict[str, int] = {}  # kind -> elements a token a layer on one rank, from those keys
+    table = eng.swa.get(model_type)
+    if eng.allocation == "paged" and isinstance(table, Mapping) and "shapes" in table:
+        own_window = _swa_shapes(eng, model, model_type, table, kinds, env, None)
+        shaped = _shaped_widths(eng, model, table, tp)
     unified = {}  # vLLM: a token's bytes -> the block size unify_kv_cache_spec_page_size gives its layers
     if eng.allocation == "paged" and not states:
-        unified = _unified_blocks(eng, model, kinds, env, latent, tp, size)
+        unified = _unified_blocks(eng, model, kinds, env, latent, tp, size, shaped)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -455,9 +464,13 @@ def kv_cache(
             )
         if k.per_token_fp32 != 0:
             raise LlmcountError(f"{eng.title}: fp32 keys of the {k.kind} layers are not transcribed")
-        per_layer = _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp)
+        per_layer = shaped.get(k.kind) or _per_rank(
+            eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp
+        )
         sliding = k.kind in ("sliding_attention", "chunked_attention")
         window = evaluate_int(family.attention.window, env, "window") if sliding else None
+        if sliding and own_window is not None:
+            window = own_window
         why_full = ""
         if split is not None:
             layers = evaluate_int(k.layers, env, k.kind)
@@ -826,14 +839,31 @@ def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
     return evaluate_int(kind.tokens, env, kind.kind)
 
 
-def _unified_blocks(eng, model, kinds, env, latent, tp, size) -> dict[int, int]:
+def _shaped_widths(eng: Engine, model: Any, table: Mapping[str, Any], tp: int) -> dict[str, int]:
+    """Elements a token a layer on one of ``tp`` ranks for each kind whose shape the model file reads from the
+    checkpoint's own keys (``[swa.<model_type>.shapes]``: heads, K head_dim, V head_dim): max(1, heads // tp) heads,
+    as the model file's attention takes them; a tp that does not divide the heads (nor they it) is refused."""
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {})}
+    out = {}
+    for kind, (heads, k_dim, v_dim) in table["shapes"].items():
+        count = config[heads]
+        if count % tp and tp % count:
+            raise LlmcountError(f"--tp {tp} does not divide the {count} key/value heads ({heads}), nor they it")
+        out[kind] = max(1, count // tp) * (config[k_dim] + (config.get(v_dim) or config[k_dim]))
+    return out
+
+
+def _unified_blocks(eng, model, kinds, env, latent, tp, size, shaped=None) -> dict[int, int]:
     """vLLM's unify_kv_cache_spec_page_size (vllm/v1/core/kv_cache_planning.py): attention layers whose pages differ
     get block sizes scaled up by max page / their page, so every page is the largest; a token's bytes -> its block
     size (empty when all pages are equal). A page that does not divide the largest is refused by name."""
     from ..formulas.derivation import evaluate_int
 
+    shaped = shaped or {}
     widths = {
-        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp) * size
+        (shaped.get(k.kind) or _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp))
+        * size
         for k in kinds
         if not k.is_state
     }
