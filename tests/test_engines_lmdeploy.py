@@ -97,6 +97,12 @@ def test_refusals_by_name(tmp_path):
         engines.kv_cache("lmdeploy", load("falcon-7b"), 8192)
     with pytest.raises(LlmcountError, match="--tp 3 does not divide"):
         engines.kv_cache("lmdeploy", load("llama-3-8b"), 8192, tp=3)
+    # 64 query heads over 16 ranks divide, 8 KV heads are replicated; 40 query heads over 16 do not
+    engines.kv_cache("lmdeploy", load("llama-3.1-70b"), 8192, tp=16)
+    config = {**json.loads(engines.HERE.parent.joinpath("presets", "llama-3-8b.json").read_text())}
+    config.update(num_attention_heads=40, hidden_size=5120, num_key_value_heads=8)
+    with pytest.raises(LlmcountError, match="--tp 16 does not divide the 40 query heads"):
+        engines.kv_cache("lmdeploy", _written(tmp_path, config), 8192, tp=16)
     with pytest.raises(LlmcountError, match="no KV cache dtype 'q8_0'"):
         engines.check("lmdeploy", "q8_0")
 

@@ -407,7 +407,7 @@ def kv_cache(
                     "is not transcribed"
                 )
     if eng.allocation == "packed":
-        _check_builder(eng, model, model_type)
+        _check_builder(eng, model, model_type, tp)
     states = [k for k in kinds if k.is_state]
     pages = {}
     if states and eng.allocation == "pool" and settings["page_size"] > 1:
@@ -946,8 +946,9 @@ def _blocks(eng, run, window, seq, batch, layers, per_layer, size, settings, lat
     return blocks * block, batch * layers * blocks * block * token, rule, token
 
 
-def _check_builder(eng: Engine, model: Any, model_type: str) -> None:
-    """LMDeploy: the model types whose config builder is transcribed, and the window it gives every layer
+def _check_builder(eng: Engine, model: Any, model_type: str, tp: int) -> None:
+    """LMDeploy: the model types whose config builder is transcribed, the query heads tp must divide
+    (ModelConfig.from_hf_config asserts num_attention_heads % tp == 0), and the window the builder gives every layer
     (``sliding_window`` unless ``use_sliding_window`` is false, or -1 where the builder says so), refused by name."""
     if model_type not in eng.builders:
         raise LlmcountError(
@@ -958,6 +959,12 @@ def _check_builder(eng: Engine, model: Any, model_type: str) -> None:
     window = config.get("sliding_window") if config.get("use_sliding_window", True) is not False else None
     if model_type in eng.ignored:
         window = None
+    heads = config.get("num_attention_heads")
+    if tp > 1 and isinstance(heads, int) and heads % tp:
+        raise LlmcountError(
+            f"--tp {tp} does not divide the {heads} query heads (num_attention_heads): {eng.title}'s "
+            "ModelConfig.from_hf_config asserts it does"
+        )
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         raise LlmcountError(f"{eng.title}: " + eng.refused["window"].format(model_type=model_type, window=window))
 
