@@ -155,6 +155,8 @@ class Share:
     of: str  # "total" or "free"
     rounding: str = "floor"
     source: str = ""
+    reserve: int = 0  # bytes the engine sets aside from what the weights leave before taking its share
+    reserve_rule: str = ""
 
     def _product(self, amount: int) -> int:
         product = amount * self.fraction
@@ -164,11 +166,15 @@ class Share:
         """The bytes the weights (``held``) and the KV cache may take on a GPU of ``capacity`` bytes."""
         if self.of == "total":
             return self._product(capacity)
-        return held + self._product(capacity - held) if capacity >= held else capacity
+        if capacity < held:
+            return capacity
+        return held + self._product(max(0, capacity - held - self.reserve))
 
     @property
     def said(self) -> str:
         what = "of the GPU for the weights and the KV cache" if self.of == "total" else "of what the weights leave"
+        if self.reserve:
+            what += f" less a runtime reserve of {self.reserve:,} bytes, {self.reserve_rule}"
         return f"{self.engine}'s {self.option} = {self.fraction.numerator / self.fraction.denominator:g}: {what}" + (
             f" ({self.source})" if self.source else ""
         )

@@ -451,6 +451,25 @@ def test_fit_under_an_engines_share_of_the_gpu_by_hand() -> None:
     assert trt["max_seq_by_memory"] == kv // (32 * token) * 32 == 30_272
 
 
+def test_fit_under_lmdeploys_share_and_runtime_reserve_by_hand() -> None:
+    """LMDeploy 0.8 on an H100 (80 GB): the runtime reserve (8,192 + 2 · 1,024) · 128,256 · 2 = 2,626,682,880 bytes
+    (get_max_batch_size: 1,024 for an H100), then int((80e9 − 16,060,522,496 − 2,626,682,880) · 0.8) =
+    49,050,235,699 bytes of blocks. A block of Llama-3-8B's 32 layers: 32 · 2 · 64 · 8 · 128 · 2 = 8,388,608 bytes:
+    5,847 blocks. One sequence needs cdiv(S, 64) + 1 blocks and the reserved one: S = 5,845 · 64 = 374,080."""
+    data = json.loads(
+        run(
+            "fit", "llama-3-8b", "--gpu", "h100", "--engine", "lmdeploy", "--gpu-memory-utilization", "0.8", "--json"
+        ).stdout
+    )
+    weights = 8_030_261_248 * 2
+    reserve = (8192 + 2 * 1024) * 128_256 * 2
+    kv = (80 * 10**9 - weights - reserve) * 4 // 5
+    assert data["gpu_memory_share"]["reserve_bytes"] == reserve
+    assert data["gpu_memory_share"]["room_bytes"] == weights + kv
+    blocks = kv // (32 * 2 * 64 * 8 * 128 * 2)
+    assert data["max_seq_by_memory"] == (blocks - 2) * 64 == 374_080
+
+
 def test_memory_per_gpu_under_an_engines_share() -> None:
     """memory --gpu with --gpu-memory-utilization: what is left is the engine's share less the weights and KV."""
     result = run(

@@ -798,6 +798,7 @@ def fit(
         stored_note,
         stored_weights,
         warn_context,
+        with_reserve,
     )
 
     if engine is None and attention_backend is not None:
@@ -821,6 +822,7 @@ def fit(
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = with_reserve(share, engine, model, card.title)
         result = serving.fit(
             model,
             card.memory_bytes,

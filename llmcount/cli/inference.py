@@ -157,6 +157,31 @@ def gpu_share(engine: str | None, value: str | None):
     return Share(eng.title, table["option"], fraction, table["of"], table.get("rounding", "floor"), table["source"])
 
 
+def with_reserve(share, engine: str | None, model: Any, gpu_title: str):
+    """``share`` with the runtime reserve the engine sets aside before taking it (LMDeploy's
+    (max_prefill_token_num + 2 · max_batches) · vocab_size · 2 bytes, max_batches by the GPU's name), when the
+    engine's record has one."""
+    if share is None or engine is None:
+        return share
+    from dataclasses import replace
+
+    from .. import engines
+    from ..formulas.symbols import V
+
+    table = engines.engine(engine).memory_share
+    if "max_prefill_token_num" not in table:
+        return share
+    name = gpu_title.lower()
+    batches = next((n for key, n in table["max_batches"].items() if key in name), table["max_batches_other"])
+    vocab = model.values[V]
+    reserve = (table["max_prefill_token_num"] + 2 * batches) * vocab * 2
+    rule = (
+        f"(max_prefill_token_num {table['max_prefill_token_num']:,} + 2 · max_batches {batches:,}) · vocab_size "
+        f"{vocab:,} · 2 (_get_runtime_size; max_batches for the {gpu_title}: get_max_batch_size)"
+    )
+    return replace(share, reserve=reserve, reserve_rule=rule)
+
+
 def share_data(share, capacity: int, held: int) -> dict[str, Any]:
     """The JSON form of an engine's share of a GPU."""
     return {
@@ -164,6 +189,7 @@ def share_data(share, capacity: int, held: int) -> dict[str, Any]:
         "fraction": float(share.fraction),
         "of": share.of,
         "room_bytes": share.room(capacity, held),
+        "reserve_bytes": share.reserve,
         "source": share.source,
     }
 
@@ -272,6 +298,7 @@ def memory_per_gpu(
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = with_reserve(share, engine, model, card.title if card is not None else "")
         shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
         if stored is not None:
             from dataclasses import replace
