@@ -141,6 +141,45 @@ class Shard(_Tabled):
         ]
 
 
+@dataclass(frozen=True)
+class Share:
+    """The share of a GPU an engine lets the weights and its KV cache use, as the engine's own setting applies it:
+    ``of = "total"``: weights + KV cache within ``fraction`` of the GPU's memory (vLLM's gpu_memory_utilization,
+    SGLang's mem_fraction_static); ``of = "free"``: the KV cache within ``fraction`` of what the weights leave
+    (TensorRT-LLM's free_gpu_memory_fraction, LMDeploy's cache_max_entry_count). ``rounding``: ceil or floor of the
+    product, as the engine takes it."""
+
+    engine: str  # the engine's title
+    option: str  # the engine's name of the setting
+    fraction: Any  # a Fraction in (0, 1]
+    of: str  # "total" or "free"
+    rounding: str = "floor"
+    source: str = ""
+    reserve: int = 0  # bytes the engine sets aside from what the weights leave before taking its share
+    reserve_rule: str = ""
+
+    def _product(self, amount: int) -> int:
+        product = amount * self.fraction
+        return -(-product.numerator // product.denominator) if self.rounding == "ceil" else int(product)
+
+    def room(self, capacity: int, held: int) -> int:
+        """The bytes the weights (``held``) and the KV cache may take on a GPU of ``capacity`` bytes."""
+        if self.of == "total":
+            return self._product(capacity)
+        if capacity < held:
+            return capacity
+        return held + self._product(max(0, capacity - held - self.reserve))
+
+    @property
+    def said(self) -> str:
+        what = "of the GPU for the weights and the KV cache" if self.of == "total" else "of what the weights leave"
+        if self.reserve:
+            what += f" less a runtime reserve of {self.reserve:,} bytes, {self.reserve_rule}"
+        return f"{self.engine}'s {self.option} = {self.fraction.numerator / self.fraction.denominator:g}: {what}" + (
+            f" ({self.source})" if self.source else ""
+        )
+
+
 @dataclass(frozen=True, repr=False)
 class GpuFit(_Tabled):
     """A shard against one GPU's memory: what is left, and why it does not fit when it does not."""
@@ -149,10 +188,16 @@ class GpuFit(_Tabled):
     capacity: int  # bytes, the datasheet's memory
     shard: Shard
     source: str = ""
+    share: Share | None = None  # the engine's share of the GPU, when given
+
+    @property
+    def room(self) -> int:
+        """The bytes the weights and the KV cache may take: the GPU's, or the engine's share of it."""
+        return self.capacity if self.share is None else self.share.room(self.capacity, self.shard.weights_bytes)
 
     @property
     def left(self) -> int:
-        return self.capacity - self.shard.total_bytes
+        return self.room - self.shard.total_bytes
 
     @property
     def fits(self) -> bool:
@@ -170,11 +215,13 @@ class GpuFit(_Tabled):
     @property
     def why(self) -> str:
         s = self.shard
-        if s.weights_bytes > self.capacity:
-            return f"the weights alone ({gb(s.weights_bytes)}) exceed the {self.gpu}'s {gb(self.capacity)}"
+        room = self.room
+        of = "" if self.share is None else f" ({self.share.engine}'s {self.share.option} share of it)"
+        if s.weights_bytes > room:
+            return f"the weights alone ({gb(s.weights_bytes)}) exceed the {self.gpu}'s {gb(room)}{of}"
         if not self.fits:
             return (
-                f"the weights ({gb(s.weights_bytes)}) leave {gb(self.capacity - s.weights_bytes)}, the KV cache of "
+                f"the weights ({gb(s.weights_bytes)}) leave {gb(room - s.weights_bytes)}{of}, the KV cache of "
                 f"{s.batch:,} × {s.seq:,} tokens needs {gb(s.kv_bytes)}: {gb(-self.left)} short"
             )
         return f"{gb(self.left)} left for activations, the engine's workspace and more sequences"
@@ -719,14 +766,19 @@ def fit(
     kv: Callable[[Plan], KvRule] | None = None,
     gpu: str = "",
     stored: tuple[Any, ...] | None = None,
+    share: Share | None = None,
 ) -> Fit:
     """The longest S (B = 1) and the most sequences B (at ``seq``) whose weights and KV cache per GPU fit in
     ``capacity`` bytes, by an integer search over the KV rule (``kv(plan)``: transformers' cache split over the
     ranks by default; an engine's rule plugs in). When nothing fits, the reason and what would: more GPUs (the
     smallest tp, doubling, that the model divides and that fits), a smaller KV dtype, a shorter context.
     ``stored``: the weights as a quantisation scheme stores them ((path, parameters, bytes) groups, the scheme's
-    label, the dtype shown), per GPU as :func:`stored_on_plan` splits them."""
+    label, the dtype shown), per GPU as :func:`stored_on_plan` splits them. ``share``: the engine's share of the GPU
+    (:class:`Share`), which bounds the weights and the KV cache in place of ``capacity``."""
     from .formulas.capacity import LIMIT, largest, searchable
+
+    def room(held: int) -> int:
+        return capacity if share is None else share.room(capacity, held)
 
     if kv is None:  # transformers' cache: the search needs a total that grows with S
         searchable(model.derivation, model.values, "fit")
@@ -736,24 +788,29 @@ def fit(
     weights = laid.weights_bytes
 
     def fits(s: int, b: int) -> bool:  # on every stage's GPU
-        return all(held + rule(s, b) <= capacity for held, rule in rules)
+        return all(held + rule(s, b) <= room(held) for held, rule in rules)
 
     reason, would = "", []
-    if weights > capacity:
-        reason = f"the weights per GPU ({gb(weights)}) exceed the GPU's {gb(capacity)}"
+    of = "" if share is None else f" ({share.engine}'s {share.option} share of it)"
+    if weights > room(weights):
+        reason = f"the weights per GPU ({gb(weights)}) exceed the GPU's {gb(room(weights))}{of}"
         max_seq = max_batch = 0
     else:
         max_seq = largest(lambda s: fits(s, 1))
         max_batch = largest(lambda b: fits(seq, b))
         worst = heaviest(plans, seq, 1, kv)
         if max_seq == 0:
-            reason = f"the weights ({gb(weights)}) leave {gb(capacity - weights)}, less than one token's KV cache"
+            reason = (
+                f"the weights ({gb(weights)}) leave {gb(room(weights) - weights)}{of}, less than one token's KV cache"
+            )
         elif max_batch == 0:
             reason = f"one sequence of {seq:,} tokens does not fit: its KV cache needs {gb(_rule(worst, kv)(seq, 1))}"
     if reason:
-        would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv, stored)
+        would = _alternatives(model, capacity, layout, laid, seq, max_seq, kv, stored, room)
     context_len, how = context if context is not None else (None, "")
     notes = list(laid.notes)
+    if share is not None:
+        notes.append(f"{share.said}: {gb(room(weights))} of {gb(capacity)} for the weights and the KV cache")
     if max_seq is not None and max_seq >= LIMIT:
         max_seq = None
     return Fit(
@@ -801,14 +858,26 @@ def _wider(model: Model, layout: Layout) -> list[Layout]:
 
 
 def _alternatives(
-    model: Model, capacity: int, layout: Layout, laid: Plan, seq: int, max_seq: int | None, kv, stored=None
+    model: Model,
+    capacity: int,
+    layout: Layout,
+    laid: Plan,
+    seq: int,
+    max_seq: int | None,
+    kv,
+    stored=None,
+    room: Callable[[int], int] | None = None,
 ) -> list[str]:
     """What would fit one sequence of ``seq`` tokens when ``layout`` does not: more GPUs, fp8 weights (unless the
-    weights are quantised already), an fp8 KV cache, a shorter context."""
+    weights are quantised already), an fp8 KV cache, a shorter context. ``room``: the bytes the weights and the KV
+    cache may take, given the weights (the GPU's memory by default)."""
     from .dtypes import BITS
 
+    def limit(held: int) -> int:
+        return capacity if room is None else room(held)
+
     def fits(plans: list[Plan]) -> bool:
-        return all(p.weights_bytes + _rule(p, kv)(seq, 1) <= capacity for p in plans)
+        return all(p.weights_bytes + _rule(p, kv)(seq, 1) <= limit(p.weights_bytes) for p in plans)
 
     would = []
     for wider in _wider(model, layout):
@@ -822,12 +891,12 @@ def _alternatives(
     if (
         stored is None
         and BITS[laid.dtype] > 8
-        and laid.weights_bytes > capacity
+        and laid.weights_bytes > limit(laid.weights_bytes)
         and fits(stage_plans(model, layout, "fp8", laid.kv_dtype, seq))
     ):
         would.append(f"weights in fp8 (an fp8 checkpoint, --dtype fp8): one sequence of {seq:,} tokens fits")
     if (
-        laid.weights_bytes <= capacity
+        laid.weights_bytes <= limit(laid.weights_bytes)
         and BITS[laid.kv_dtype] > 8
         and fits(with_stored(stage_plans(model, layout, laid.dtype, "fp8", seq), stored))
     ):

@@ -760,3 +760,69 @@ def test_vllm_gemma4_refusals(tmp_path):
         engines.kv_cache("vllm", _gemma4_text(tmp_path, num_kv_shared_layers=10), 4096)
     with pytest.raises(engines.LlmcountError, match="attention_k_eq_v = True"):
         engines.kv_cache("vllm", _gemma4_text(tmp_path, attention_k_eq_v=True), 4096)
+
+
+def _mimo_v2(tmp_path, **extra):
+    """MiMoV2FlashConfig's defaults with the checkpoint's own keys vLLM's mimo_v2.py reads: hybrid_layer_pattern (1 =
+    sliding) from layer_types, 8 sliding KV heads of 192 (K) and 128 (V), sliding_window_size 128 (transformers'
+    sliding_window is sliding_window_size + 1 = 129)."""
+    import transformers
+
+    base = transformers.AutoConfig.for_model("mimo_v2_flash").to_dict()
+    pattern = [1 if kind == "sliding_attention" else 0 for kind in base["layer_types"]]
+    keys = {"swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128, "sliding_window_size": 128}
+    (tmp_path / "config.json").write_text(json.dumps({**base, "hybrid_layer_pattern": pattern, **keys, **extra}))
+    return load(str(tmp_path))
+
+
+def test_vllm_mimo_v2_by_hand(tmp_path):
+    """48 layers, 9 full (4 KV heads of 192 + 128 = 1,280 elements a token, bf16 2,560 bytes) and 39 sliding (8
+    heads, 5,120 bytes), window sliding_window_size = 128. The sliding page of 16 tokens is twice the full one, so
+    unify_kv_cache_spec_page_size gives the full layers blocks of 32 tokens. S = 32,768: a full layer 32,768 tokens;
+    a sliding one cdiv(min(127 + 2 · 2,048, 32,768), 16) + 1 = 265 blocks of 16; groups of 9 pad the 39 sliding
+    layers to 45. tp = 8: one head of each on every rank, equal pages, no scaling."""
+    model = _mimo_v2(tmp_path)
+    got = engines.kv_cache("vllm", model, 32768)
+    assert got.bytes == 9 * 32768 * 2560 + 45 * 265 * 16 * 5120
+    assert got.settings["block_sizes"] == {2560: 32}
+    at_8 = engines.kv_cache("vllm", model, 32768, tp=8)
+    assert at_8.bytes == 9 * 32768 * 640 + 45 * 265 * 16 * 640
+    assert "block_sizes" not in at_8.settings
+
+
+def test_vllm_mimo_v2_matches_its_specs(tmp_path):
+    """The same figure from vLLM 0.33.0's own spec classes, as mimo_v2.py builds them (FullAttentionSpec and
+    SlidingWindowSpec of head_size 192 and head_size_v 128, heads max(1, h // tp)), at the block sizes
+    unify_kv_cache_spec_page_size gives."""
+    import torch
+
+    kvi = vllm_interface()
+    model = _mimo_v2(tmp_path)
+    for tp, full_block in ((1, 32), (4, 32), (8, 16)):
+        full = kvi.FullAttentionSpec(
+            block_size=full_block, num_kv_heads=max(1, 4 // tp), head_size=192, head_size_v=128, dtype=torch.bfloat16
+        )
+        sliding = kvi.SlidingWindowSpec(
+            block_size=16,
+            num_kv_heads=max(1, 8 // tp),
+            head_size=192,
+            head_size_v=128,
+            dtype=torch.bfloat16,
+            sliding_window=128,
+        )
+        assert sliding.page_size_bytes == full.page_size_bytes
+        pattern = json.loads((tmp_path / "config.json").read_text())["hybrid_layer_pattern"]
+        layers = [sliding if slides else full for slides in pattern]
+        for seq, batch, batched in ((32768, 1, 2048), (3000, 2, 8192), (100, 3, 512)):
+            expected = batch * vllm_grouped(layers, vllm_config(seq, batched))
+            got = engines.kv_cache("vllm", model, seq, batch, tp=tp, max_num_batched_tokens=batched)
+            assert got.bytes == expected, (tp, seq, batch, batched)
+
+
+def test_vllm_mimo_v2_refused_without_the_checkpoint_keys(tmp_path):
+    with pytest.raises(engines.LlmcountError, match="reads hybrid_layer_pattern from the checkpoint's config"):
+        engines.kv_cache("vllm", _mimo_v2(tmp_path, hybrid_layer_pattern=None), 4096)
+    with pytest.raises(engines.LlmcountError, match="5,120 elements a token in its sliding_attention pool"):
+        engines.kv_cache("vllm", _mimo_v2(tmp_path, swa_num_key_value_heads=16), 4096)
+    with pytest.raises(engines.LlmcountError, match="--tp 3 does not divide the 4 key/value heads"):
+        engines.kv_cache("vllm", _mimo_v2(tmp_path), 4096, tp=3)

@@ -211,6 +211,24 @@ def test_attention_backend_refused_by_name():
 
 
 @pytest.mark.parametrize(
+    "backend, model, needle",
+    [
+        ("flashmla", "llama-3-8b", "runs it for MLA models only"),
+        ("trtllm_mla", "llama-3-8b", "runs it for MLA models only"),
+        ("cutedsl_mla", "llama-3-8b", "runs it for MLA models only"),
+        ("trtllm_mha", "deepseek-v3", "runs it for non-MLA models only"),
+        ("hpc_ops", "deepseek-v3", "runs it for non-MLA models only"),
+    ],
+)
+def test_attention_backend_for_one_kind_of_model(backend, model, needle):
+    """SGLang stops at startup when an MLA-only backend (create_trtllm_mla_backend, create_cutedsl_mla_backend,
+    FlashMLABackend reading kv_lora_rank) meets a model without MLA, or a non-MLA backend (create_trtllm_mha_backend,
+    create_hpc_ops_backend) an MLA model (layers/attention/attention_registry.py): refused by name, here too."""
+    with pytest.raises(LlmcountError, match=f"--attention-backend {backend}: SGLang {needle}"):
+        engines.kv_cache("sglang", load(model), 4096, attention_backend=backend)
+
+
+@pytest.mark.parametrize(
     "args, code, needle",
     [
         (["--engine", "sglang", "--attention-backend", "trtllm_mh"], 1, "did you mean trtllm_mha"),

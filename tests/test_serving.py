@@ -428,3 +428,77 @@ def test_a_quantised_checkpoint_is_split_as_stored(tmp_path):
 )
 def test_quantised_weights_per_gpu_refusals(args, needles):
     assert_refused(run("memory", "llama-3-8b", *args), *needles)
+
+
+def test_fit_under_an_engines_share_of_the_gpu_by_hand() -> None:
+    """--gpu-memory-utilization, applied as each engine applies it. Llama-3-8B in bf16 on an L4 (24 GB): weights
+    8,030,261,248 · 2 = 16,060,522,496 bytes; a token of 32 layers · 2 · 8 · 128 elements in bf16 is 131,072 bytes.
+    vLLM 0.9: ceil(24e9 · 0.9) = 21,600,000,000 bytes for weights and KV (request_memory), leaving 5,539,477,504
+    for blocks of 16 tokens: 2,641 blocks, S = 42,256; at S = 4,096 (256 blocks) 10 sequences.
+    TensorRT-LLM 0.5: the KV cache within int((24e9 − weights) · 0.5) = 3,969,738,752 bytes, blocks of 32 tokens:
+    946 blocks, S = 30,272."""
+    weights = 8_030_261_248 * 2
+    token = 32 * 2 * 8 * 128 * 2
+    args = ["fit", "llama-3-8b", "--gpu", "l4", "--json", "--engine"]
+    vllm = json.loads(run(*args, "vllm", "--gpu-memory-utilization", "0.9").stdout)
+    room = 21_600_000_000 - weights
+    assert vllm["gpu_memory_share"]["room_bytes"] == 21_600_000_000
+    assert vllm["max_seq_by_memory"] == room // (16 * token) * 16 == 42_256
+    assert vllm["max_batch"] == room // (256 * 16 * token) == 10
+    trt = json.loads(run(*args, "tensorrt-llm", "--gpu-memory-utilization", "0.5").stdout)
+    kv = (24 * 10**9 - weights) // 2
+    assert trt["gpu_memory_share"]["room_bytes"] == weights + kv
+    assert trt["max_seq_by_memory"] == kv // (32 * token) * 32 == 30_272
+
+
+def test_fit_under_lmdeploys_share_and_runtime_reserve_by_hand() -> None:
+    """LMDeploy 0.8 on an H100 (80 GB): the runtime reserve (8,192 + 2 · 1,024) · 128,256 · 2 = 2,626,682,880 bytes
+    (get_max_batch_size: 1,024 for an H100), then int((80e9 − 16,060,522,496 − 2,626,682,880) · 0.8) =
+    49,050,235,699 bytes of blocks. A block of Llama-3-8B's 32 layers: 32 · 2 · 64 · 8 · 128 · 2 = 8,388,608 bytes:
+    5,847 blocks. One sequence needs cdiv(S, 64) + 1 blocks and the reserved one: S = 5,845 · 64 = 374,080."""
+    data = json.loads(
+        run(
+            "fit", "llama-3-8b", "--gpu", "h100", "--engine", "lmdeploy", "--gpu-memory-utilization", "0.8", "--json"
+        ).stdout
+    )
+    weights = 8_030_261_248 * 2
+    reserve = (8192 + 2 * 1024) * 128_256 * 2
+    kv = (80 * 10**9 - weights - reserve) * 4 // 5
+    assert data["gpu_memory_share"]["reserve_bytes"] == reserve
+    assert data["gpu_memory_share"]["room_bytes"] == weights + kv
+    blocks = kv // (32 * 2 * 64 * 8 * 128 * 2)
+    assert data["max_seq_by_memory"] == (blocks - 2) * 64 == 374_080
+
+
+def test_memory_per_gpu_under_an_engines_share() -> None:
+    """memory --gpu with --gpu-memory-utilization: what is left is the engine's share less the weights and KV."""
+    result = run(
+        "memory", "llama-3-8b", "--gpu", "h100", "--seq", "8k", "--engine", "sglang",
+        "--gpu-memory-utilization", "0.8", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    room = int(80 * 10**9 * 0.8)  # SGLang's mem_fraction_static of an H100's 80 GB
+    assert data["gpu_memory_share"]["room_bytes"] == room
+    assert data["left_bytes"] == room - data["total_bytes_per_gpu"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--engine", "vllm", "--gpu-memory-utilization", "1.5"], "a fraction in (0, 1], got 1.5"),
+        (["--engine", "vllm", "--gpu-memory-utilization", "0"], "a fraction in (0, 1], got 0"),
+        (["--engine", "vllm", "--gpu-memory-utilization", "-0.2"], "a fraction in (0, 1] such as 0.9"),
+        (["--engine", "vllm", "--gpu-memory-utilization", "1e-1"], "a fraction in (0, 1] such as 0.9"),
+        (["--engine", "llama.cpp", "--gpu-memory-utilization", "0.5"], "llama.cpp has no share-of-memory setting"),
+        (["--gpu-memory-utilization", "0.5"], "is an engine setting: give --engine"),
+        (["--engine", "lmdeploy", "--gpu-memory-utilization", "1"], "cache_max_entry_count must be below 1"),
+    ],
+)
+def test_gpu_memory_utilization_usage_errors(args, needle) -> None:
+    """A share outside (0, 1], or for an engine without one: a usage error, exit 2, one line, nothing on stdout."""
+    for command in (["fit", "llama-3-8b", "--gpu", "l4"], ["memory", "llama-3-8b", "--gpu", "l4"]):
+        result = run(*command, *args)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr

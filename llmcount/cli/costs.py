@@ -256,6 +256,17 @@ def memory(
         str | None,
         typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
     ] = None,
+    gpu_memory_utilization: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-memory-utilization",
+            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
+            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
+            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
+            "A fraction in (0, 1].",
+            metavar="F",
+        ),
+    ] = None,
     freeze_vision: Annotated[
         bool,
         typer.Option(
@@ -285,8 +296,9 @@ def memory(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it, beside transformers' (the default): transformers, "
-            "vllm, sglang, llama.cpp, tensorrt-llm (docs/engines.md). --kv-dtype then takes the engine's names (vLLM: "
-            "auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, fp8, nvfp4).",
+            "vllm, sglang, llama.cpp, tensorrt-llm, lmdeploy (docs/engines.md). --kv-dtype then takes the engine's "
+            "names (vLLM: auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, "
+            "fp8, nvfp4; LMDeploy's quant_policy: auto, int8, int4, fp8 ...).",
             metavar="ENGINE",
         ),
     ] = None,
@@ -353,6 +365,11 @@ def memory(
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
     per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
+    if gpu_memory_utilization is not None and (training or not per_gpu):
+        from .inference import gpu_share
+
+        gpu_share(engine, gpu_memory_utilization)  # a bad value or engine first, as a usage error
+        raise fail("--gpu-memory-utilization: the engine's share of a GPU needs --engine and --gpu NAME")
     if not training and per_gpu:
         from .inference import serving_memory
 
@@ -364,6 +381,8 @@ def memory(
         engine_given |= {"quant": quant, "bits": bits, "group_size": group_size}
         if attention_backend is not None:
             engine_given["attention_backend"] = attention_backend
+        if gpu_memory_utilization is not None:
+            engine_given["gpu_memory_utilization"] = gpu_memory_utilization
         return serving_memory(
             spec, given, refused, dtype, kv_dtype, seq, batch, gpu_memory, gpu, gpus, as_json, **engine_given
         )
@@ -688,6 +707,17 @@ def fit(
         str | None,
         typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
     ] = None,
+    gpu_memory_utilization: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-memory-utilization",
+            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
+            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
+            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
+            "A fraction in (0, 1].",
+            metavar="F",
+        ),
+    ] = None,
     seq: Annotated[
         str,
         typer.Option(
@@ -705,7 +735,7 @@ def fit(
         typer.Option(
             "--engine",
             help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
-            "sglang, llama.cpp, tensorrt-llm; --kv-dtype then takes the engine's names.",
+            "sglang, llama.cpp, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
             metavar="ENGINE",
         ),
     ] = None,
@@ -746,15 +776,18 @@ def fit(
         engine_rule,
         fit_data,
         fitted,
+        gpu_share,
         layout_from,
         render_fit,
         stored_note,
         stored_weights,
         warn_context,
+        with_reserve,
     )
 
     if engine is None and attention_backend is not None:
         raise cli_training.click.UsageError("--attention-backend is an engine setting: give --engine sglang")
+    share = gpu_share(engine, gpu_memory_utilization)
     try:
         backend = {} if attention_backend is None else {"attention_backend": attention_backend}
         if backend:
@@ -773,6 +806,7 @@ def fit(
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = with_reserve(share, engine, model, card.title)
         result = serving.fit(
             model,
             card.memory_bytes,
@@ -784,6 +818,7 @@ def fit(
             kv=kv,
             gpu=card.title,
             stored=stored,
+            share=share,
         )
         if stored is not None:
             notes.append(f"{stored[1]}, split over the ranks in proportion to the parameters each holds")
@@ -800,7 +835,11 @@ def fit(
             data["engine"] = find_engine(engine).name
             if backend:
                 data["engine_settings"] = backend
+        if share is not None:
+            from .inference import share_data
+
+            data["gpu_memory_share"] = share_data(share, result.capacity, result.weights_bytes)
         print_json(data)
     else:
         source = "transformers' KV cache split over the ranks" if rule is None else "the engine's KV cache"
-        typer.echo(fitted(render_fit(shown_name(model), result, notes, source)))
+        typer.echo(fitted(render_fit(shown_name(model), result, notes, source, share is not None)))

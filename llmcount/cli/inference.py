@@ -115,6 +115,85 @@ def warn_context(name: str, config: Any, max_positions: int | None, seq: int) ->
     return limit
 
 
+SHARE_OPTION = "--gpu-memory-utilization"
+
+
+def gpu_share(engine: str | None, value: str | None):
+    """``--gpu-memory-utilization F``: the engine's share of each GPU (:class:`llmcount.serving.Share`) under the
+    engine's own setting (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's
+    free_gpu_memory_fraction, LMDeploy's cache_max_entry_count); None when not given. A value outside (0, 1], or
+    an engine with no such setting, is a usage error (click.UsageError, exit 2), one line."""
+    if value is None:
+        return None
+    import re
+    from fractions import Fraction
+
+    from .. import engines
+    from ..serving import Share
+    from . import training as cli_training
+
+    usage = cli_training.click.UsageError
+    text = str(value).strip()
+    if len(text) > 24 or not re.fullmatch(r"(\d+(\.\d*)?|\.\d+)", text):
+        raise usage(f"{SHARE_OPTION}: a fraction in (0, 1] such as 0.9, got {str(value)[:40]!r}")
+    fraction = Fraction(text)
+    if not 0 < fraction <= 1:
+        raise usage(f"{SHARE_OPTION}: a fraction in (0, 1], got {text}")
+    if engine is None:
+        raise usage(f"{SHARE_OPTION} is an engine setting: give --engine (vllm, sglang, tensorrt-llm, lmdeploy)")
+    try:
+        eng = engines.engine(engine)
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    table = eng.memory_share
+    if not table:
+        what = "transformers' cache is one model's" if eng.name == engines.TRANSFORMERS else eng.title
+        raise usage(
+            f"{SHARE_OPTION}: {what} has no share-of-memory setting (it allocates the context it is asked for); "
+            "name vllm, sglang, tensorrt-llm or lmdeploy"
+        )
+    if table.get("below_one") and fraction == 1:
+        raise usage(f"{SHARE_OPTION}: {eng.title}'s {table['option']} must be below 1 (0 < value < 1), got {text}")
+    return Share(eng.title, table["option"], fraction, table["of"], table.get("rounding", "floor"), table["source"])
+
+
+def with_reserve(share, engine: str | None, model: Any, gpu_title: str):
+    """``share`` with the runtime reserve the engine sets aside before taking it (LMDeploy's
+    (max_prefill_token_num + 2 · max_batches) · vocab_size · 2 bytes, max_batches by the GPU's name), when the
+    engine's record has one."""
+    if share is None or engine is None:
+        return share
+    from dataclasses import replace
+
+    from .. import engines
+    from ..formulas.symbols import V
+
+    table = engines.engine(engine).memory_share
+    if "max_prefill_token_num" not in table:
+        return share
+    name = gpu_title.lower()
+    batches = next((n for key, n in table["max_batches"].items() if key in name), table["max_batches_other"])
+    vocab = model.values[V]
+    reserve = (table["max_prefill_token_num"] + 2 * batches) * vocab * 2
+    rule = (
+        f"(max_prefill_token_num {table['max_prefill_token_num']:,} + 2 · max_batches {batches:,}) · vocab_size "
+        f"{vocab:,} · 2 (_get_runtime_size; max_batches for the {gpu_title}: get_max_batch_size)"
+    )
+    return replace(share, reserve=reserve, reserve_rule=rule)
+
+
+def share_data(share, capacity: int, held: int) -> dict[str, Any]:
+    """The JSON form of an engine's share of a GPU."""
+    return {
+        "option": share.option,
+        "fraction": float(share.fraction),
+        "of": share.of,
+        "room_bytes": share.room(capacity, held),
+        "reserve_bytes": share.reserve,
+        "source": share.source,
+    }
+
+
 def serving_memory(
     spec: str,
     given: dict[str, Any],
@@ -133,6 +212,7 @@ def serving_memory(
     bits: str | None = None,
     group_size: str | None = None,
     attention_backend: str | None = None,
+    gpu_memory_utilization: str | None = None,
 ) -> None:
     """``memory`` with --tp/--pp/--dp/--ep or --gpu and without --training: per GPU (:func:`memory_per_gpu`, with
     ``engine``'s KV cache per rank when given), or with --gpu-memory what fits GPUs of that memory
@@ -154,9 +234,12 @@ def serving_memory(
     if gpu_memory is not None:
         if attention_backend is not None:
             raise fail("--attention-backend: not with --gpu-memory (give --engine sglang and --gpu)")
+        if gpu_memory_utilization is not None:
+            raise fail(f"{SHARE_OPTION}: not with --gpu-memory (give --engine and --gpu NAME)")
         return fit_memory(spec, gpu_memory, dtype, kv_dtype, seq, *degrees, as_json)
     engine_given = {"engine": engine, "max_num_batched_tokens": max_num_batched_tokens}
     engine_given |= {"quant": quant, "bits": bits, "group_size": group_size, "attention_backend": attention_backend}
+    engine_given["gpu_memory_utilization"] = gpu_memory_utilization
     return memory_per_gpu(spec, dtype, kv_dtype, seq, batch, *degrees, gpu, gpus, as_json, **engine_given)
 
 
@@ -179,12 +262,16 @@ def memory_per_gpu(
     bits: str | None = None,
     group_size: str | None = None,
     attention_backend: str | None = None,
+    gpu_memory_utilization: str | None = None,
 ) -> None:
     """``memory MODEL --tp N ... [--gpu NAME [--gpus G]] [--engine E] [--quant S]``: per GPU the weights shard (as
     the checkpoint's quantisation scheme, or ``--quant``'s, stores them), the KV shard (as ``engine`` allocates it
     per tp rank, when given); with a GPU, what is left and whether it fits."""
     from .. import serving
 
+    share = gpu_share(engine, gpu_memory_utilization)
+    if share is not None and gpu is None:
+        raise fail(f"{SHARE_OPTION}: the engine's share of a GPU needs --gpu NAME")
     try:
         batched = None
         if max_num_batched_tokens is not None:
@@ -211,6 +298,7 @@ def memory_per_gpu(
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = with_reserve(share, engine, model, card.title if card is not None else "")
         shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
         if stored is not None:
             from dataclasses import replace
@@ -225,9 +313,13 @@ def memory_per_gpu(
     warn_context(model.name, config, model.max_positions, seq_)
     if rule is not None:
         notes.append(engine_note(engine))
-    checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source)
+    checked = None if card is None else serving.GpuFit(card.title, card.memory_bytes, shard, card.source, share)
+    if share is not None:
+        notes.append(f"{share.said}: {serving.gb(checked.room)} of {serving.gb(checked.capacity)}")
     if as_json:
         data = shard_data(shown_name(model), shard, checked, notes)
+        if share is not None:
+            data["gpu_memory_share"] = share_data(share, checked.capacity, shard.weights_bytes)
         if rule is not None:
             data["engine"] = _engine_settings(engine, kv_dtype, batched)
             data["engine"]["settings"] |= backend
@@ -340,8 +432,14 @@ def render_shard(
     ]
     if checked is not None:
         verdict = "fits" if checked.fits else "does not fit"
+        lines.append(f"  {'GPU':<8}  {checked.capacity:>20,} bytes  {gb(checked.capacity)}  ({checked.gpu}, datasheet)")
+        if checked.share is not None:
+            share = checked.share
+            lines.append(
+                f"  {'share':<8}  {checked.room:>20,} bytes  {gb(checked.room)}  ({share.engine}'s {share.option} "
+                f"{float(share.fraction):g}, {'of the GPU' if share.of == 'total' else 'of what the weights leave'})"
+            )
         lines += [
-            f"  {'GPU':<8}  {checked.capacity:>20,} bytes  {gb(checked.capacity)}  ({checked.gpu}, datasheet)",
             f"  left      {checked.left:>20,} bytes  {gb(checked.left)}",
             f"{verdict}: {checked.why}",
         ]
@@ -440,7 +538,11 @@ def fit_data(name: str, result: Fit, notes: list[str]) -> dict[str, Any]:
 
 
 def render_fit(
-    name: str, result: Fit, notes: list[str], kv_source: str = "transformers' KV cache split over the ranks"
+    name: str,
+    result: Fit,
+    notes: list[str],
+    kv_source: str = "transformers' KV cache split over the ranks",
+    share_given: bool = False,
 ) -> str:
     from ..serving import gb
 
@@ -469,9 +571,15 @@ def render_fit(
 
     vllm = engine("vllm")
     share = vllm.settings.get("gpu_memory_utilization")
+    if share_given:
+        left = "the engine's share of each GPU as noted"
+    else:
+        left = (
+            f"the whole GPU (vLLM {vllm.version} also leaves 1 - gpu_memory_utilization free, {share} by default: "
+            "give --engine and --gpu-memory-utilization to apply an engine's share)"
+        )
     lines.append(
         f"assumes: per GPU, the weights as vLLM splits them and {kv_source}; activations, CUDA graphs and the "
-        f"engine's workspace not counted (vLLM {vllm.version} also leaves 1 - gpu_memory_utilization free, "
-        f"{share} by default)"
+        f"engine's workspace not counted; {left}"
     )
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 Each engine is one record, ``<name>.toml`` beside this file: its version and commit, the source files its rules are
 transcribed from, its block or padding size, its KV dtypes and which layers it runs as sliding. The rule of each
 kind of allocation is a function below (``paged``: vLLM's blocks per request; ``pool``: SGLang's token pool;
-``cells``: llama.cpp's padded context; ``blocks``: TensorRT-LLM's KVCacheManager). :func:`kv_cache` gives the bytes
+``cells``: llama.cpp's padded context; ``blocks``: TensorRT-LLM's KVCacheManager; ``packed``: LMDeploy's
+packed block pool). :func:`kv_cache` gives the bytes
 of B sequences of S tokens per GPU under tensor parallelism ``tp``, per kind of layer, beside transformers' figure
 for the same layers, and says what differs, term by term; :func:`kv_cache_bytes` is its total.
 """
@@ -33,7 +34,7 @@ class Engine:
     version: str
     commit: str
     sources: tuple[str, ...]
-    allocation: str  # "exact" (transformers), "paged", "pool", "cells" or "blocks"
+    allocation: str  # "exact" (transformers), "paged", "pool", "cells", "blocks" or "packed"
     dtypes: Mapping[str, Any]
     default_dtype: str
     needs_layer_types: tuple[str, ...] = ()
@@ -50,7 +51,11 @@ class Engine:
     swa: Mapping[str, Any] = field(default_factory=dict)  # a pool of the sliding layers' own: its ratio, per model type
     page_sizes: Mapping[str, int] = field(default_factory=dict)  # attention backend -> the page size it resolves to
     page_sizes_not_mla: Mapping[str, int] = field(default_factory=dict)  # ... where an MLA model keeps another
+    backends_for: Mapping[str, str] = field(default_factory=dict)  # attention backend -> "mla" or "not_mla" only
     refused_keys: Mapping[str, Any] = field(default_factory=dict)  # model type -> config keys not transcribed when set
+    quant_policies: Mapping[str, Any] = field(default_factory=dict)  # LMDeploy: quant_policy -> its K/V block layout
+    builders: tuple[str, ...] = ()  # model types whose cache shape the engine's config builder gives is transcribed
+    memory_share: Mapping[str, Any] = field(default_factory=dict)  # the engine's share of a GPU: option, of, rounding
 
     @property
     def cited(self) -> str:
@@ -80,6 +85,9 @@ OWN_TABLES = {
     "attention_backends",
     "attention_backends_not_mla",
     "refused_keys",
+    "quant_policies",
+    "attention_backends_for",
+    "memory_share",
 }
 
 
@@ -115,11 +123,15 @@ def _load(name: str) -> Engine:
         swa=data.get("swa", {}),
         page_sizes=data.get("attention_backends", {}),
         page_sizes_not_mla=data.get("attention_backends_not_mla", {}),
+        backends_for=data.get("attention_backends_for", {}),
         refused_keys=data.get("refused_keys", {}),
+        quant_policies=data.get("quant_policies", {}),
+        builders=tuple(data.get("sliding", {}).get("builders", ())),
+        memory_share=data.get("memory_share", {}),
     )
 
 
-NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp", "tensorrt-llm")
+NAMES = (TRANSFORMERS, "vllm", "sglang", "llama.cpp", "tensorrt-llm", "lmdeploy")
 ALIASES = {
     "hf": TRANSFORMERS,
     "llamacpp": "llama.cpp",
@@ -129,6 +141,8 @@ ALIASES = {
     "trt-llm": "tensorrt-llm",
     "tensorrt_llm": "tensorrt-llm",
     "tensorrtllm": "tensorrt-llm",
+    "lmdeploy-pytorch": "lmdeploy",
+    "lmdeploy_pytorch": "lmdeploy",
 }
 
 
@@ -254,6 +268,9 @@ def element_bytes(eng: Engine, kv_dtype: str, model_dtype: str) -> tuple[str, An
         gguf = gguf_package(f"--engine {eng.name} --kv-dtype {name}")
         block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[size]]
         return name, (block, type_size)
+    if eng.allocation == "packed":  # a quant_policy: its K/V layout
+        label = f"{name} (quant_policy {size})" if name != str(size) else f"quant_policy {size}"
+        return label, eng.quant_policies[str(size)]
     if size == 0:  # auto: the model's dtype
         from ..dtypes import BITS
 
@@ -366,6 +383,7 @@ def kv_cache(
     latent = spec is not None and spec.kv_expanded is not None
     if latent and "latent" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['latent']}")
+    _check_backend_for(eng, backend, latent, model.architecture.title)
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
     settings: dict[str, Any] = {}
@@ -388,6 +406,8 @@ def kv_cache(
                     f"{eng.title}: {model_type} with {key} = {config[key]}: how its model file caches those layers "
                     "is not transcribed"
                 )
+    if eng.allocation == "packed":
+        _check_builder(eng, model, model_type, tp)
     states = [k for k in kinds if k.is_state]
     pages = {}
     if states and eng.allocation == "pool" and settings["page_size"] > 1:
@@ -413,11 +433,17 @@ def kv_cache(
         window = evaluate_int(family.attention.window, env, "window")
         window = _swa_shapes(eng, model, model_type, table, kinds, env, window)
         split = _swa_split(eng, model_type, window, seq, batch, settings["page_size"])
-    if eng.allocation == "blocks":
+    if eng.allocation in ("blocks", "packed"):
         _one_width(eng, model, kinds, env, latent, tp)
+    own_window = None  # the window the engine's model file reads from the checkpoint's own keys
+    shaped: dict[str, int] = {}  # kind -> elements a token a layer on one rank, from those keys
+    table = eng.swa.get(model_type)
+    if eng.allocation == "paged" and isinstance(table, Mapping) and "shapes" in table:
+        own_window = _swa_shapes(eng, model, model_type, table, kinds, env, None)
+        shaped = _shaped_widths(eng, model, table, tp)
     unified = {}  # vLLM: a token's bytes -> the block size unify_kv_cache_spec_page_size gives its layers
     if eng.allocation == "paged" and not states:
-        unified = _unified_blocks(eng, model, kinds, env, latent, tp, size)
+        unified = _unified_blocks(eng, model, kinds, env, latent, tp, size, shaped)
     rows = []
     for k in kinds:
         amount = by_kind[k.kind]
@@ -438,9 +464,13 @@ def kv_cache(
             )
         if k.per_token_fp32 != 0:
             raise LlmcountError(f"{eng.title}: fp32 keys of the {k.kind} layers are not transcribed")
-        per_layer = _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp)
+        per_layer = shaped.get(k.kind) or _per_rank(
+            eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp
+        )
         sliding = k.kind in ("sliding_attention", "chunked_attention")
         window = evaluate_int(family.attention.window, env, "window") if sliding else None
+        if sliding and own_window is not None:
+            window = own_window
         why_full = ""
         if split is not None:
             layers = evaluate_int(k.layers, env, k.kind)
@@ -473,6 +503,9 @@ def kv_cache(
             tokens, nbytes, rule, token_bytes = _blocks(*rule_args, latent)
         elif eng.allocation == "pool":
             tokens, nbytes, rule, token_bytes = _pool(*rule_args)
+        elif eng.allocation == "packed":
+            heads = 1 if latent else _rank_heads(k, model.values, tp)
+            tokens, nbytes, rule, token_bytes = _packed(*rule_args, latent, heads)
         else:
             tokens, nbytes, rule, token_bytes = _cells(*rule_args, ctx, k.kind, latent)
         if why_full:
@@ -532,6 +565,22 @@ def check_backend(eng: Engine, attention_backend: str | None) -> str | None:
             f"transcribed{hint} (transcribed: {', '.join(eng.page_sizes)})"
         )
     return name
+
+
+def _check_backend_for(eng: Engine, backend: str | None, latent: bool, title: str) -> None:
+    """An attention backend that runs MLA only, or everything but MLA, refused by name for a model of the other kind,
+    as the engine stops at startup (SGLang: layers/attention/attention_registry.py)."""
+    need = eng.backends_for.get(backend or "")
+    if need == "mla" and not latent:
+        raise LlmcountError(
+            f"--attention-backend {backend}: {eng.title} runs it for MLA models only and stops at startup otherwise "
+            f"(layers/attention/attention_registry.py, flashmla_backend.py); {title} has no MLA latent cache"
+        )
+    if need == "not_mla" and latent:
+        raise LlmcountError(
+            f"--attention-backend {backend}: {eng.title} runs it for non-MLA models only and stops at startup "
+            f"otherwise (layers/attention/attention_registry.py); {title} keeps an MLA latent cache"
+        )
 
 
 def _page_size(eng: Engine, backend: str | None, latent: bool) -> int:
@@ -790,14 +839,31 @@ def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
     return evaluate_int(kind.tokens, env, kind.kind)
 
 
-def _unified_blocks(eng, model, kinds, env, latent, tp, size) -> dict[int, int]:
+def _shaped_widths(eng: Engine, model: Any, table: Mapping[str, Any], tp: int) -> dict[str, int]:
+    """Elements a token a layer on one of ``tp`` ranks for each kind whose shape the model file reads from the
+    checkpoint's own keys (``[swa.<model_type>.shapes]``: heads, K head_dim, V head_dim): max(1, heads // tp) heads,
+    as the model file's attention takes them; a tp that does not divide the heads (nor they it) is refused."""
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {})}
+    out = {}
+    for kind, (heads, k_dim, v_dim) in table["shapes"].items():
+        count = config[heads]
+        if count % tp and tp % count:
+            raise LlmcountError(f"--tp {tp} does not divide the {count} key/value heads ({heads}), nor they it")
+        out[kind] = max(1, count // tp) * (config[k_dim] + (config.get(v_dim) or config[k_dim]))
+    return out
+
+
+def _unified_blocks(eng, model, kinds, env, latent, tp, size, shaped=None) -> dict[int, int]:
     """vLLM's unify_kv_cache_spec_page_size (vllm/v1/core/kv_cache_planning.py): attention layers whose pages differ
     get block sizes scaled up by max page / their page, so every page is the largest; a token's bytes -> its block
     size (empty when all pages are equal). A page that does not divide the largest is refused by name."""
     from ..formulas.derivation import evaluate_int
 
+    shaped = shaped or {}
     widths = {
-        _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp) * size
+        (shaped.get(k.kind) or _per_rank(eng, k, model.values, latent, evaluate_int(k.per_token, env, k.kind), tp))
+        * size
         for k in kinds
         if not k.is_state
     }
@@ -878,6 +944,78 @@ def _blocks(eng, run, window, seq, batch, layers, per_layer, size, settings, lat
     if latent:
         rule += "; MLA as one head of kv_lora_rank + qk_rope_head_dim, K only (CacheType.SELFKONLY), on every rank"
     return blocks * block, batch * layers * blocks * block * token, rule, token
+
+
+def _check_builder(eng: Engine, model: Any, model_type: str, tp: int) -> None:
+    """LMDeploy: the model types whose config builder is transcribed, the query heads tp must divide
+    (ModelConfig.from_hf_config asserts num_attention_heads % tp == 0), and the window the builder gives every layer
+    (``sliding_window`` unless ``use_sliding_window`` is false, or -1 where the builder says so), refused by name."""
+    if model_type not in eng.builders:
+        raise LlmcountError(
+            f"{eng.title}: " + eng.refused["builder"].format(model_type=model_type, builders=", ".join(eng.builders))
+        )
+    config = getattr(model, "config", None) or {}
+    config = {**config, **(config.get("text_config") or {}), **(getattr(model, "keys", None) or {})}
+    window = config.get("sliding_window") if config.get("use_sliding_window", True) is not False else None
+    if model_type in eng.ignored:
+        window = None
+    heads = config.get("num_attention_heads")
+    if tp > 1 and isinstance(heads, int) and heads % tp:
+        raise LlmcountError(
+            f"--tp {tp} does not divide the {heads} query heads (num_attention_heads): {eng.title}'s "
+            "ModelConfig.from_hf_config asserts it does"
+        )
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        raise LlmcountError(f"{eng.title}: " + eng.refused["window"].format(model_type=model_type, window=window))
+
+
+def _rank_heads(kind: Any, values: Mapping[Any, int], tp: int) -> int:
+    """Key/value heads on one of ``tp`` ranks: max(1, h_kv // tp) (heads replicated when fewer than the ranks)."""
+    heads = _heads_symbol(values, kind.per_token, "h_kv") or _heads_symbol(values, kind.per_token, "h")
+    if heads is None:
+        raise LlmcountError(f"the {kind.kind} cache of this family does not name its key/value heads")
+    return max(1, values[heads] // tp)
+
+
+def _packed(eng, run, window, seq, batch, layers, per_layer, policy, settings, latent, heads):
+    """LMDeploy's PyTorch engine: a pool of blocks of block_size tokens, each block of a layer the K and V parts (and
+    the scale/zero parts of a quantised cache), each padded to ``alignment`` bytes; a sequence whose last decoding
+    schedule starts at S − 1 tokens holds cdiv(S − 1 + prefill_interval, block_size) blocks, the pool at least the
+    blocks of one session of S tokens (cdiv(S, block_size) + 1), and one block is reserved for dummy inputs."""
+    block, align = eng.settings["block_size"], eng.settings["alignment"]
+    reserved, ahead = eng.settings["reserved_blocks"], eng.settings["prefill_interval"]
+    settings.setdefault("block_size", block)
+    if latent:
+        k_head, v_head = per_layer, 0
+    else:
+        if per_layer % (2 * heads):
+            raise LlmcountError(f"{eng.title}: the {run} cache is not keys and values of one head_dim")
+        k_head = v_head = per_layer // (2 * heads)
+    parts = []
+    for head, pack, scales in (
+        (k_head, policy["k_pack"], policy["k_scales"]),
+        (v_head, policy["v_pack"], policy["v_scales"]),
+    ):
+        if head % pack:
+            raise LlmcountError(f"--kv-dtype: a head of {head} elements is not a whole number of {pack}-element bytes")
+        parts.append(block * heads * head // pack * policy["bytes"])
+        if scales:
+            parts.append(block * heads * scales * 2)
+    page = sum(_pad(part, align) for part in parts)
+    per_sequence = _cdiv(seq - 1 + ahead, block)
+    blocks = max(batch * per_sequence, _cdiv(seq, block) + 1) + reserved
+    rule = (
+        f"{blocks:,} blocks of {block} tokens ({page:,} bytes a block per layer: K, V"
+        + (" and their scales and zeros" if policy["k_scales"] else "")
+        + f", each padded to {align} bytes): B · cdiv(S − 1 + {ahead}, {block}) = {batch * per_sequence:,} (the last "
+        f"decoding schedule of each sequence preallocates prefill_interval = {ahead} tokens)"
+    )
+    if batch * per_sequence < _cdiv(seq, block) + 1:
+        rule += f", raised to cdiv(S, {block}) + 1 = {_cdiv(seq, block) + 1:,} (the session length LMDeploy admits)"
+    rule += f", plus {reserved} block reserved for dummy inputs"
+    if latent:
+        rule += "; MLA as one key head of kv_lora_rank + qk_rope_head_dim and no V, on every rank"
+    return per_sequence * block, layers * blocks * page, rule, page // block if page % block == 0 else 0
 
 
 def _pool(eng, run, window, seq, batch, layers, per_layer, size, settings):
