@@ -12,7 +12,7 @@ number of blocks is a hand derivation from the lines cited in llmcount/engines/l
 - engine/engine.py _get_max_session_len: a session of S tokens needs (blocks − reserved) · 64 − 64 ≥ S;
 - engine/config_builder.py: num_reserved_gpu_blocks = 1.
 
-The hand derivations below run everywhere; CI does not install the 107 MB wheel, so the oracle tests skip there.
+The hand derivations below run everywhere; the oracle tests skip where the wheel is not unpacked (CI unpacks it).
 """
 
 from __future__ import annotations
