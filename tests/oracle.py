@@ -302,8 +302,6 @@ def without_key(config: dict[str, Any], key: str) -> dict[str, Any]:
 SIZES = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16])
 # keys a config class requires to sum to the number of layers: (first, middle, last) layers of the stack
 LAYER_SPLITS = {"dory": ("n_input_layers", "n_recurrent_layers", "n_output_layers")}
-# string keys a record reads as a symbol (its `strings`) that the class takes no integer for: drawn from these
-STRING_KEYS = {"dory": {"recurrent_kv_cache_mode": ["per_loop", "last_loop"]}}
 # keys transformers derives from others when absent: a copied default would contradict the drawn keys
 # (rope_parameters repeats partial_rotary_factor and rope_theta; MLA configs derive head_dim and qk_head_dim; the
 # widths of attention and Mamba heads some hybrids derive from hidden_size: attention_hidden_size, mamba_headdim;
@@ -361,6 +359,8 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
             config[spec.key] = draw(st.integers(1, 4))
         elif spec.symbol.name in ("V", "n_pos"):
             config[spec.key] = draw(st.sampled_from([16, 24, 32, 40]))
+        elif spec.strings and "." not in spec.key and not _accepts(family.name, spec.key, 2):
+            config[spec.key] = draw(st.sampled_from(sorted(spec.strings)))  # a mode the class takes by name only
         else:
             value = draw(sizes)
             config[spec.key] = value if spec.key in positive or value > 1 else 0
@@ -382,6 +382,16 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
             config[refused[0]] = draw(
                 st.lists(st.sampled_from(sorted(set(refused[1]))), min_size=layers, max_size=layers)
             )
+    # a width narrower than its heads where the record reads no head_dim: heads of width 0, which no class builds (BLT's
+    # four sub-configs each draw one such pair); the drawn width becomes that many channels per head
+    for prefix in {key.rpartition(".")[0] for key in config}:
+        width, heads = (f"{prefix}.{k}" if prefix else k for k in ("hidden_size", "num_attention_heads"))
+        sub = defaults.get(prefix, {}) if prefix else defaults
+        count = config.get(heads, sub.get("num_attention_heads") if isinstance(sub, dict) else None)
+        drawn = config.get(width)
+        reads_head_dim = any(spec.key == (f"{prefix}.head_dim" if prefix else "head_dim") for spec in family.symbols)
+        if not reads_head_dim and isinstance(drawn, int) and isinstance(count, int):
+            config[width] = drawn * count if 0 < drawn < count else drawn
     for key in [key for key in config if "." in key]:  # a nested key goes into its sub-object
         config = with_key({k: v for k, v in config.items() if k != key}, key, config[key])
     vocab = next((config.get(spec.key) for spec in family.symbols if spec.symbol.name == "V"), None)
@@ -396,9 +406,6 @@ def drawn_config(draw, family: records.Family, sizes: st.SearchStrategy[int] = S
         config[first] = draw(st.integers(0, layers))
         config[last] = draw(st.integers(0, layers - config[first]))
         config[middle] = layers - config[first] - config[last]
-    for key, choices in STRING_KEYS.get(family.name, {}).items():
-        if key in config:
-            config[key] = draw(st.sampled_from(choices))
     # a config class that cannot derive its per-layer lists for the drawn number of layers gets them drawn, from the
     # kinds its default lists name (the records read them, so the drawn layouts are counted too)
     key = next((spec.key for spec in family.symbols if spec.symbol.name == "N"), None)

@@ -13,6 +13,7 @@ from sympy import Expr, Integer
 from .symbols import k, n
 
 ONE = Integer(1)
+ZERO = Integer(0)
 
 
 @dataclass(frozen=True)
@@ -53,5 +54,8 @@ class Term:
 
     def per_layer(self, activated: bool = False) -> Expr:
         """Parameters in one layer, or with ``activated`` the part of them one token uses
-        (:math:`\\tfrac{k}{n}` of a routed expert weight)."""
-        return self.expr * k / n if activated and self.routed else self.expr
+        (:math:`\\tfrac{k}{n}` of a routed expert weight; none of a routed weight no matmul reads, the rows of experts
+        that compute nothing, which a token routed to them never uses)."""
+        if activated and self.routed:
+            return self.expr * k / n if self.matmul else ZERO
+        return self.expr
