@@ -58,6 +58,8 @@ ADAPTERS = {
     "qwen3_5": {"vision_config": "out_hidden_size"},
     "qwen3_5_moe": {"vision_config": "out_hidden_size"},
     "qwen3_asr": {"audio_config": "output_dim"},
+    "qwen2_5_omni_thinker": {"vision_config": "out_hidden_size", "audio_config": "output_dim"},
+    "qwen3_omni_moe_thinker": {"vision_config": "out_hidden_size", "audio_config": "output_dim"},
     "hy_v4_vl": {"vision_config": "out_hidden_size"},
     "glm4v": {"vision_config": "out_hidden_size"},
     "glm46v": {"vision_config": "out_hidden_size"},

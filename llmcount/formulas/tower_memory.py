@@ -15,8 +15,11 @@ from ..errors import LlmcountError
 
 
 def part_symbol(role: str) -> Symbol:
-    """``P_vision`` for the vision tower, ``P_projector`` for the projector: a part's parameters in a formula."""
-    return Symbol(f"P_{role.split()[0]}", positive=True, integer=True)
+    """``P_vision`` for the vision tower, ``P_projector`` for the projector, ``P_audio`` and ``P_audio_proj`` for a
+    second tower and its projector: a part's parameters in a formula."""
+    words = role.split()
+    name = f"{words[0]}_proj" if len(words) > 1 and words[1] == "projector" else words[0]
+    return Symbol(f"P_{name}", positive=True, integer=True)
 
 
 def parts_named(model: Any) -> str:

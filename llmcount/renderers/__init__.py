@@ -102,7 +102,7 @@ def render_count(model: Model, width: int | None = None, mtp: bool = False) -> s
     from ..formulas import mtp as mtp_module
 
     module = mtp_module.require(model) if mtp else mtp_module.module(model)
-    if model.parts:
+    if model.parts or model.whole_total is not None:  # a composite whose optional towers are not given: whole too
         return render("count_parts.txt.j2", model=model, summary=summary_data(model), width=width)
     return render(
         "count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width, mtp=module, with_mtp=mtp
