@@ -329,7 +329,8 @@ def test_bad_text_configs_are_refused_naming_the_key(config: dict, message: str)
 
 
 def test_count_says_what_it_leaves_out(tmp_path) -> None:
-    """Gemma 3n's towers have no record: the count is the language model's, and says so."""
+    """Gemma 3n's MobileNet-V5 vision tower has no record: the count is the language model's with the audio encoder
+    and the embedders, a partial total, and says so; the language model's total keeps its own name."""
     from typer.testing import CliRunner
 
     from llmcount.cli import app
@@ -338,7 +339,8 @@ def test_count_says_what_it_leaves_out(tmp_path) -> None:
     path.write_text(json.dumps({"model_type": "gemma3n"}))
     result = CliRunner().invoke(app, ["count", str(path)])
     assert result.exit_code == 0, result.output
-    assert "language model only" in result.output and "vision tower" in result.output
+    assert "not counted: the MobileNet-V5 vision tower" in " ".join(result.output.split())
+    assert "partial total (a part not counted)" in result.output
     assert result.output.splitlines()[0].endswith(" (language model): Gemma 3n (multimodal),")  # one pair of brackets
     lm = read_config({"model_type": "gemma3n"}, "x").counts.total
     assert f"{lm:,}" in result.output

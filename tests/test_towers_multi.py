@@ -218,6 +218,75 @@ def test_drawn_towers(model_type: str, data) -> None:
     assert_as_transformers_builds(data.draw(drawn(model_type)))
 
 
+@lru_cache(maxsize=32)
+def _gemma3n_parts(frozen: str) -> dict[str, int]:
+    """Gemma 3n's audio encoder and its two embedders, each built on the meta device from the sub-configs of the
+    composite config (the whole model needs timm for its MobileNet-V5 vision tower: it is not built here)."""
+    import torch
+    from transformers import AutoConfig
+    from transformers.models.gemma3n import modeling_gemma3n as m
+
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = AutoConfig.for_model("gemma3n", **{k: v for k, v in config.items() if k != "model_type"})
+            with torch.device("meta"):
+                built = {
+                    "projector": m.Gemma3nMultimodalEmbedder(cfg.vision_config, cfg.text_config),
+                    "audio tower": m.Gemma3nAudioEncoder(cfg.audio_config),
+                    "audio projector": m.Gemma3nMultimodalEmbedder(cfg.audio_config, cfg.text_config),
+                }
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
+    return {role: sum(p.numel() for p in module.parameters()) for role, module in built.items()}
+
+
+def assert_gemma3n_parts(config: dict) -> None:
+    try:
+        want = _gemma3n_parts(json.dumps(config, sort_keys=True))
+    except oracle.TransformersRejected:
+        assume(False)
+    model = read_config(config, "test config")
+    assert model.whole_total is None  # the vision tower is left out
+    assert {part.role: part.model.counts.total for part in model.parts} == want, f"{config} ({oracle.VERSIONS})"
+
+
+def test_gemma3n_parts_of_the_class_defaults() -> None:
+    """Gemma3nConfig's defaults (Gemma 3n E4B's audio encoder and embedders): transformers' modules."""
+    assert_gemma3n_parts({"model_type": "gemma3n"})
+    assert_gemma3n_parts(oracle.class_defaults("gemma3n"))
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_gemma3n_drawn_parts(data) -> None:
+    heads = data.draw(st.sampled_from([1, 2, 3, 4]))
+    audio = {
+        "hidden_size": heads * data.draw(st.sampled_from([4, 6, 8])) + data.draw(st.sampled_from([0, 1])),
+        "conf_num_attention_heads": heads,
+        "conf_num_hidden_layers": data.draw(st.integers(1, 3)),
+        "conf_conv_kernel_size": data.draw(st.integers(1, 6)),
+        "input_feat_size": data.draw(st.integers(4, 130)),
+        "vocab_size": data.draw(st.integers(1, 200)),
+    }
+    vision = {"hidden_size": data.draw(st.integers(4, 64)), "vocab_size": data.draw(st.integers(1, 200))}
+    text = {"hidden_size": data.draw(st.sampled_from([32, 64]))}
+    config = {"model_type": "gemma3n", "text_config": text, "vision_config": vision, "audio_config": audio}
+    assert_gemma3n_parts(config)
+
+
+def test_gemma3n_says_the_vision_tower_is_left_out(tmp_path) -> None:
+    """The counted parts sum to a partial total, so named; the MobileNet-V5 tower is named as not counted."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3n"}))
+    data = json.loads(run("count", str(path), "--json").stdout)
+    assert "total" not in data and data["partial_total"] == sum(p["total"] for p in data["parts"])
+    assert "MobileNet-V5" in data["composite"]["not_counted"]
+    text = run("count", str(path)).stdout
+    assert "partial total (a part not counted)" in text and "not counted: the MobileNet-V5" in " ".join(text.split())
+
+
 def run(*args: str):
     from typer.testing import CliRunner
 
@@ -265,6 +334,10 @@ def test_count_and_formula_name_each_part(tmp_path) -> None:
             "subsampling_conv_channels ([64, 32]) is counted only as Gemma 4's [128, 32]",
         ),
         ({"model_type": "gemma4", "audio_config": [1]}, "key 'audio_config' must be a JSON object"),
+        (
+            {"model_type": "gemma3n", "audio_config": {"sscp_conv_stride_size": [[2, 2], [1, 1]]}},
+            "audio_config.sscp_conv_stride_size is not [[2, 2], [2, 2]]",
+        ),
         ({"model_type": "gemma4", "vision_config": {"head_dim": 0}}, "head_dim"),
     ],
 )

@@ -143,9 +143,9 @@ def _projector(
     slot: Slot,
     tower: tuple[Family, Model, dict[str, Any]] | None,
 ) -> tuple[Part, ...]:
-    """The projector of a tower, read from the whole config with the tower's sub-config (when there is a tower:
-    holding the values it was read with; a later tower without a record: as given) and text_config holding the
-    language model's values; () when the tower has none."""
+    """The projector of a tower, read from the whole config with the tower's sub-config (holding the values the
+    tower was read with; as given when no tower is counted) and text_config holding the language model's values; ()
+    when the tower has none."""
     from .config import read_config
 
     if not slot.projector:
@@ -153,7 +153,7 @@ def _projector(
     record = records.tower(slot.projector)
     assert record is not None  # checked when composites.toml is loaded
     key = slot.key
-    whole = {k: value for k, value in config.items() if k != "text_config" and (k != key or not slot.first)}
+    whole = {k: value for k, value in config.items() if k != "text_config"}
     if tower is not None:
         family, tower_model, vision = tower
         whole[key] = settled(family, tower_model, vision)

@@ -168,6 +168,12 @@ def summary_data(model: Model, language_model: bool = False) -> dict[str, Any]:
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
             "not_counted": model.composite.left_out or ", ".join(part.role for part in model.parts),
         }
+        if model.parts and not language_model:  # the parts it counts, beside the one left out: a partial total
+            data["partial_total"] = counts.total + sum(part.model.counts.total for part in model.parts)
+            data["composite"]["counted"] = (
+                f"the language model (text_config, read as {model.architecture.name}) and "
+                f"{', '.join(part.role for part in model.parts)}, as {model.composite.model} builds them"
+            )
     if model.architecture.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
         data["scope"] = {"counted": model.architecture.counted, "not_counted": model.architecture.not_counted}
     return data
