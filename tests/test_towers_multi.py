@@ -1,6 +1,7 @@
-"""Composites of two towers (``[[composite.X.towers]]``): Gemma 4's vision and audio encoders with their embedders
-(each built only when its sub-config is given), the Qwen2.5-Omni and Qwen3-Omni thinkers' vision and audio encoders.
-Each part and the whole model against the model transformers builds for the composite config on the meta device
+"""Composites of several towers (``[[composite.X.towers]]``): Gemma 4's vision and audio encoders with their
+embedders and Gemma 4 Unified's two embedders (each built only when its sub-config is given), the Qwen2.5-Omni and
+Qwen3-Omni thinkers' vision and audio encoders, Gemma 3n's audio encoder and embedders (its timm vision tower left
+out). Each part and the whole model against the model transformers builds for the composite config on the meta device
 (every parameter, tied ones once), on the class defaults and on a few drawn configs that vary the towers; what
 ``count`` and ``formula --part`` show; bad input refused naming the key."""
 
@@ -30,6 +31,7 @@ MODULES = {
     },
     "qwen2_5_omni_thinker": {"vision tower": "visual", "audio tower": "audio_tower"},
     "qwen3_omni_moe_thinker": {"vision tower": "visual", "audio tower": "audio_tower"},
+    "gemma4_unified": {"projector": "embed_vision", "audio projector": "embed_audio"},  # embedders, no encoders
 }
 
 # Small language models, so that each drawn config builds in well under a second (the towers are what is drawn).
@@ -46,6 +48,16 @@ SMALL_TEXT = {
         "vocab_size_per_layer_input": 300,
         "hidden_size_per_layer_input": 8,
         "num_kv_shared_layers": 0,
+        "layer_types": ["sliding_attention", "full_attention"],
+    },
+    "gemma4_unified": {
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "vocab_size": 300,
         "layer_types": ["sliding_attention", "full_attention"],
     },
     "qwen2_5_omni_thinker": {
@@ -129,11 +141,11 @@ def test_class_defaults() -> None:
         if model_type == "qwen3_omni_moe_thinker":
             with pytest.raises(RuleRefusal, match="out_hidden_size"):
                 read_config(full, "defaults")
-        if model_type == "gemma4":
+        if model_type in ("gemma4", "gemma4_unified"):
             assert full["vision_config"] is None and full["audio_config"] is None
-            full["vision_config"] = oracle.class_defaults("gemma4_vision")
-            full["audio_config"] = oracle.class_defaults("gemma4_audio")
-            full["text_config"] = dict(SMALL_TEXT["gemma4"])
+            full["vision_config"] = oracle.class_defaults(f"{model_type}_vision")
+            full["audio_config"] = oracle.class_defaults(f"{model_type}_audio")
+            full["text_config"] = dict(SMALL_TEXT[model_type])
         else:
             full["text_config"] = {**SMALL_TEXT[model_type], "hidden_size": full["vision_config"]["out_hidden_size"]}
         assert ours(full) == transformers_parts(full), f"{model_type} ({oracle.VERSIONS})"
@@ -185,6 +197,16 @@ def drawn(draw, model_type: str) -> dict:
         if chosen != "vision":
             config["audio_config"] = audio
         return config
+    if model_type == "gemma4_unified":
+        vision = {
+            "patch_size": draw(st.integers(1, 8)),
+            "pooling_kernel_size": draw(st.integers(1, 3)),
+            "mm_embed_dim": draw(st.integers(4, 64)),
+            "mm_posemb_size": draw(st.integers(1, 64)),
+            "output_proj_dims": draw(st.integers(4, 64)),
+        }
+        audio = {"audio_embed_dim": draw(st.integers(1, 64))}
+        return {"model_type": model_type, "text_config": text, "vision_config": vision, "audio_config": audio}
     vision = {
         "depth": draw(st.integers(1, 3)),
         "hidden_size": 16 * heads,
@@ -334,6 +356,10 @@ def test_count_and_formula_name_each_part(tmp_path) -> None:
             "subsampling_conv_channels ([64, 32]) is counted only as Gemma 4's [128, 32]",
         ),
         ({"model_type": "gemma4", "audio_config": [1]}, "key 'audio_config' must be a JSON object"),
+        (  # Gemma4UnifiedAudioConfig's hidden_size sets audio_embed_dim to 1280 (the test below builds it)
+            {"model_type": "gemma4_unified", "audio_config": {"audio_embed_dim": 640, "hidden_size": 1280}},
+            "audio_config.hidden_size sets audio_embed_dim (640) to another width",
+        ),
         (
             {"model_type": "gemma3n", "audio_config": {"sscp_conv_stride_size": [[2, 2], [1, 1]]}},
             "audio_config.sscp_conv_stride_size is not [[2, 2], [2, 2]]",
@@ -347,3 +373,15 @@ def test_bad_towers_are_refused_naming_the_key(tmp_path, config: dict, message: 
     result = run("count", str(path))
     assert result.exit_code == 1 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_gemma4_unified_audio_width_set_by_hidden_size() -> None:
+    """Gemma4UnifiedAudioConfig's hidden_size is a setter of audio_embed_dim: transformers builds the embedder that
+    wide, which llmcount counts when audio_embed_dim says so and refuses when another key says otherwise."""
+    config = {"model_type": "gemma4_unified", "text_config": SMALL_TEXT["gemma4_unified"]}
+    built = transformers_parts({**config, "audio_config": {"hidden_size": 24}})
+    assert (
+        built["audio projector"]
+        == 24 * 64
+        == ours({**config, "audio_config": {"audio_embed_dim": 24}})["audio projector"]
+    )
