@@ -305,7 +305,21 @@ def list_(
                         "name": c.name,
                         "title": c.title,
                         "text": c.text,
-                        **({"vision": c.vision, "projector": c.projector or None} if c.vision else {}),
+                        **(
+                            {"vision": c.vision or None, "projector": c.projector or None}
+                            if c.vision or c.projector
+                            else {}
+                        ),
+                        **(
+                            {
+                                "towers": [
+                                    {"config": t.config, "tower": t.tower or None, "projector": t.projector or None}
+                                    for t in c.towers
+                                ]
+                            }
+                            if c.towers
+                            else {}
+                        ),
                         "not_counted": c.left_out,
                     }
                     for c in composites()
