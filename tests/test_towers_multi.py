@@ -385,3 +385,27 @@ def test_gemma4_unified_audio_width_set_by_hidden_size() -> None:
         == 24 * 64
         == ours({**config, "audio_config": {"audio_embed_dim": 24}})["audio projector"]
     )
+
+
+def test_images_run_through_the_vision_parts_only(tmp_path) -> None:
+    """flops --images: an image never runs through an audio encoder (Qwen3-ASR has only that tower: no vision tower
+    to run), and Gemma 3n's vision tower is left out, which the refusal names."""
+    asr = tmp_path / "asr.json"
+    asr.write_text(json.dumps({"model_type": "qwen3_asr", "audio_config": {"output_dim": 2048}}))
+    result = run("flops", str(asr), "--images", "1")
+    assert result.exit_code == 1 and "the model has no vision tower" in result.stderr, result.output
+    gemma3n = tmp_path / "gemma3n.json"
+    gemma3n.write_text(json.dumps({"model_type": "gemma3n"}))
+    result = run("flops", str(gemma3n), "--images", "1")
+    assert result.exit_code == 1 and "does not count its vision tower yet (left out: the MobileNet-V5" in result.stderr
+
+
+def test_memory_weights_name_every_part(tmp_path) -> None:
+    """memory's weights line: every tower and projector with its own symbol, and Gemma 3n's says what it leaves out."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma4", "vision_config": {}, "audio_config": {}}))
+    text = " ".join(run("memory", str(path)).stdout.split())
+    assert "2·P_audio_proj" in text and "the audio projector (Gemma 4 audio embedder, P_audio_proj = 3,538,944)" in text
+    path.write_text(json.dumps({"model_type": "gemma3n"}))
+    text = " ".join(run("memory", str(path)).stdout.split())
+    assert "without the MobileNet-V5 vision tower" in text and "P_audio_proj = 3,345,408" in text, text

@@ -97,8 +97,12 @@ def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
 def image_flops(model: Model) -> ImageFlops:
     """The per-image FLOPs of ``model``'s vision tower and projector and the tokens per image entering its language
     model; refused by name when the model has no tower, or a part has no FLOPs formula yet."""
-    # an image runs through the vision parts: not through an audio encoder or its projector (a second tower)
-    parts = tuple(part for part in model.parts if part.role.split()[0] != "audio")
+    # an image runs through the vision parts: not through an audio encoder or its projector (the first tower's
+    # "projector" when the composite's first tower is read from audio_config)
+    audio = {"audio tower", "audio projector"}
+    if model.composite is not None and model.composite.tower_config == "audio_config":
+        audio.add("projector")
+    parts = tuple(part for part in model.parts if part.role not in audio)
     left_out = model.composite.left_out if model.composite is not None else ""
     if left_out and not any(part.role == "vision tower" for part in parts):
         raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
