@@ -1320,7 +1320,9 @@ def families() -> tuple[Family, ...]:
 @dataclass(frozen=True)
 class Composite:
     """A model type whose config nests its language model's config under ``text_config`` (``composites.toml``):
-    its language model is counted with the record of the text config's model_type, the rest is not counted."""
+    its language model is counted with the record of the text config's model_type, its towers and projectors with
+    records of towers/ (the first named by ``vision`` and ``projector``, others by ``towers``); ``left_out`` names
+    what is not counted."""
 
     name: str  # the composite config's model_type
     title: str
