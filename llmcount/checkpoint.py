@@ -681,7 +681,8 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "a buffer of the model, saved with the weights: not a parameter"
     if path == "moe/router.e_score_correction_bias":
         return "a buffer in transformers' model (routing bias), not a parameter"
-    if path.removeprefix("other/") in _OTHER_TOWERS:
+    parts = model.composite.parts_modules if model.composite is not None else ()
+    if path.removeprefix("other/") in (*_OTHER_TOWERS, *parts):  # parts_modules: the composite's own (embed_audio)
         return "a multimodal checkpoint's vision or audio part: not in the text model's formula"
     if path in ("attention/bias", "attention/masked_bias"):
         return "GPT-2's causal-mask buffers, stored in the checkpoint"

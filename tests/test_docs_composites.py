@@ -33,7 +33,12 @@ def listing() -> str:
         f"- **Refused:** {_names(refused)}.",
         "- **Language model only**, and what is not counted:",
     ]
-    lines += [f"  - `{t}`: {partly[t]}" for t in sorted(partly)]
+    for t in sorted(partly):
+        c = composites[t]
+        parts = [c.get("vision"), c.get("projector")]
+        parts += [part for tower in c.get("towers", []) for part in (tower.get("tower"), tower.get("projector"))]
+        also = f" (also counted: {', '.join(f'`{p}`' for p in parts if p)})" if any(parts) else ""
+        lines.append(f"  - `{t}`{also}: {partly[t]}")
     return "\n".join(lines)
 
 

@@ -84,16 +84,24 @@ EXTRA |= {"qwen3_omni_moe_thinker": MOE, "minimax_m3_vl": {}}
 
 
 # Composite classes that check a part's output width against the text hidden size (Qwen3-ASR's audio projector out to
-# audio_config.output_dim, 3584 by default against its text config's 2048): set to the language model's width.
-WIDTHS = {"qwen3_asr": ("audio_config", "output_dim")}
+# audio_config.output_dim, 3584 by default against its text config's 2048; the omni thinkers' vision and audio
+# encoders): set to the language model's width.
+WIDTHS = {
+    "qwen3_asr": [("audio_config", "output_dim")],
+    "qwen2_5_omni_thinker": [("vision_config", "out_hidden_size"), ("audio_config", "output_dim")],
+    "qwen3_omni_moe_thinker": [("vision_config", "out_hidden_size"), ("audio_config", "output_dim")],
+}
 
 
 def with_width(config: dict) -> dict:
     if config["model_type"] not in WIDTHS:
         return config
-    key, width_key = WIDTHS[config["model_type"]]
-    text = config.get("text_config") or records.composite(config["model_type"]).absent or {}
-    return {**config, key: {**(config.get(key) or {}), width_key: text.get("hidden_size", 2048)}}
+    composite = records.composite(config["model_type"])
+    text = config.get("text_config") or composite.absent or {}
+    width = text.get("hidden_size", records.text_defaults(composite.text, composite).get("hidden_size", 2048))
+    for key, width_key in WIDTHS[config["model_type"]]:
+        config = {**config, key: {**(config.get(key) or {}), width_key: width}}
+    return config
 
 
 def total(config: dict) -> int:
@@ -234,7 +242,7 @@ def test_count_of_a_language_model_only_type_names_what_it_leaves_out(tmp_path) 
     from llmcount.cli import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "qwen2_5_omni_thinker", "text_config": SMALL}))
+    path.write_text(json.dumps({"model_type": "omniasr", "text_config": SMALL}))
     result = CliRunner().invoke(app, ["count", str(path), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

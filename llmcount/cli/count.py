@@ -214,7 +214,10 @@ def formula(
     part: Annotated[
         str,
         typer.Option(
-            "--part", help="Of a multimodal model: language (default), vision (the tower) or projector.", metavar="PART"
+            "--part",
+            help="Of a multimodal model: language (default), vision (the tower), projector, audio (a second tower) or "
+            "audio_projector.",
+            metavar="PART",
         ),
     ] = "language",
 ) -> None:
@@ -230,12 +233,15 @@ def formula(
     from ..sources import load
 
     roles = {"language": "language model", "vision": "vision tower", "projector": "projector"}
+    roles |= {"audio": "audio tower", "audio_projector": "audio projector"}
     if part not in roles:
         raise usage_error(f"--part: {part[:40]!r} is not one of {', '.join(roles)}")
     try:
         family, outer = records.family(spec), records.composite(spec)
         if family is None and outer is not None:  # a multimodal type: the formula of one of its parts
-            name = {"language": outer.text, "vision": outer.vision, "projector": outer.projector}[part]
+            from ..formulas.parts import part_records
+
+            name = {"language": outer.text, **part_records(outer)}.get(part, "")
             if not name and part == "projector" and outer.vision:
                 raise LlmcountError(f"--part projector: {spec}'s vision tower holds its projector (--part vision)")
             if not name:
@@ -252,7 +258,10 @@ def formula(
             model = load(spec, discover)
             derivation, title = model.derivation, model.name
             if part != "language":
-                chosen = [p for p in model.parts if p.role == roles[part]]
+                wanted = {roles[part]}
+                if part == "vision" and model.composite is not None:  # the first tower, an audio encoder's too
+                    wanted.add(f"{model.composite.tower_config.split('_')[0]} tower")
+                chosen = [p for p in model.parts if p.role in wanted]
                 if not chosen:
                     raise LlmcountError(f"--part {part}: {spec} has no {roles[part]} that llmcount counts")
                 derivation, title = chosen[0].model.derivation, chosen[0].model.name
@@ -296,7 +305,21 @@ def list_(
                         "name": c.name,
                         "title": c.title,
                         "text": c.text,
-                        **({"vision": c.vision, "projector": c.projector or None} if c.vision else {}),
+                        **(
+                            {"vision": c.vision or None, "projector": c.projector or None}
+                            if c.vision or c.projector
+                            else {}
+                        ),
+                        **(
+                            {
+                                "towers": [
+                                    {"config": t.config, "tower": t.tower or None, "projector": t.projector or None}
+                                    for t in c.towers
+                                ]
+                            }
+                            if c.towers
+                            else {}
+                        ),
                         "not_counted": c.left_out,
                     }
                     for c in composites()

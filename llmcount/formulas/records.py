@@ -1320,7 +1320,9 @@ def families() -> tuple[Family, ...]:
 @dataclass(frozen=True)
 class Composite:
     """A model type whose config nests its language model's config under ``text_config`` (``composites.toml``):
-    its language model is counted with the record of the text config's model_type, the rest is not counted."""
+    its language model is counted with the record of the text config's model_type, its towers and projectors with
+    records of towers/ (the first named by ``vision`` and ``projector``, others by ``towers``); ``left_out`` names
+    what is not counted."""
 
     name: str  # the composite config's model_type
     title: str
@@ -1364,6 +1366,12 @@ class Composite:
     # the top-level modules of its checkpoint that hold the parts besides the language model, where they are not
     # the usual ones (vision_tower, multi_modal_projector, ...): verify lists their tensors apart (other/<module>)
     parts_modules: tuple[str, ...] = ()
+    # the towers besides the one ``vision`` names, each read from a sub-config of its own with its own projector
+    # (``[[composite.X.towers]]``: Gemma 4's audio encoder and its embedder beside the vision encoder)
+    towers: tuple[Tower, ...] = ()
+    # the sub-configs whose tower and projector the class builds only when the sub-config is given (absent or null:
+    # not built, not counted), as Gemma4Model builds its vision and audio towers
+    optional: tuple[str, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -1371,9 +1379,30 @@ class Composite:
         return not self.left_out
 
 
+@dataclass(frozen=True)
+class Tower:
+    """A composite's tower besides the first (``[[composite.X.towers]]``): the record of towers/ read from the
+    sub-config ``config`` (none: only its projector is counted), and its projector read from the whole config with
+    that sub-config holding the tower's values. Its parts are the ``<kind> tower`` and the ``<kind> projector``, kind
+    the sub-config's first word (``audio``)."""
+
+    config: str  # "audio_config" or "vision_config"
+    tower: str = ""
+    projector: str = ""
+    absent: Mapping[str, Any] | None = None  # the sub-config when it is absent or null (None: {})
+
+    @property
+    def kind(self) -> str:
+        return self.config.split("_")[0]
+
+
+TOWER_CONFIGS = ("vision_config", "audio_config")
+"""The sub-configs a composite reads a tower from."""
+
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
 _COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules", "tower_config"}
+_COMPOSITE_FIELDS |= {"towers", "optional"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1424,6 +1453,13 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     if not isinstance(remote, bool):
         raise RecordError(f"{where}.remote: true or false")
     vision = _text(data, "vision", where, "")
+    tower_config = data.get("tower_config", "vision_config")
+    if tower_config not in TOWER_CONFIGS:
+        raise RecordError(f'{where}.tower_config: "vision_config" or "audio_config"')
+    towers = _towers(data.get("towers", []), f"{where}.towers", tower_config)
+    optional = data.get("optional", [])
+    if not isinstance(optional, list) or not set(optional) <= {tower_config, *(t.config for t in towers)}:
+        raise RecordError(f"{where}.optional: a list of the sub-configs its towers are read from")
     if not vision and "projector" not in data and "left_out" not in data:
         raise RecordError(
             f"{where}: without 'vision' or 'projector' (records of towers/), 'left_out' says what is not counted"
@@ -1431,9 +1467,6 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
             raise RecordError(f"{where}: {part!r} is not a record of towers/")
-    tower_config = data.get("tower_config", "vision_config")
-    if tower_config not in ("vision_config", "audio_config"):
-        raise RecordError(f'{where}.tower_config: "vision_config" or "audio_config"')
     keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
     if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
         raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
@@ -1462,7 +1495,38 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         text_key=_text(data, "text_key", where, "text_config"),
         parts_modules=_modules(data.get("parts_modules", []), f"{where}.parts_modules"),
         tower_config=tower_config,
+        towers=towers,
+        optional=tuple(optional),
     )
+
+
+def _towers(data: Any, where: str, first: str) -> tuple[Tower, ...]:
+    """The ``[[towers]]`` of a composite: each read from a sub-config of its own (not ``first``, the first tower's)."""
+    if not isinstance(data, list):
+        raise RecordError(f"{where}: a list of tables (config, tower, projector, absent)")
+    out: list[Tower] = []
+    for i, entry in enumerate(data):
+        at = f"{where}[{i}]"
+        entry = _table(entry, at)
+        unknown = set(entry) - {"config", "tower", "projector", "absent"}
+        if unknown:
+            raise RecordError(f"{at}: unknown fields {sorted(unknown)}")
+        config = entry.get("config")
+        if config not in TOWER_CONFIGS or config in (first, *(t.config for t in out)):
+            raise RecordError(
+                f"{at}.config: a sub-config no other tower of the composite reads ({', '.join(TOWER_CONFIGS)})"
+            )
+        names = {part: _text(entry, part, at, "") for part in ("tower", "projector")}
+        if not any(names.values()):
+            raise RecordError(f"{at}: a 'tower' or a 'projector' (records of towers/)")
+        for name in names.values():
+            if name and name not in tower_names():
+                raise RecordError(f"{at}: {name!r} is not a record of towers/")
+        absent = entry.get("absent")
+        if absent is not None:
+            absent = {k: None if v == NULL else v for k, v in _table(absent, f"{at}.absent").items()}
+        out.append(Tower(config, names["tower"], names["projector"], absent))
+    return tuple(out)
 
 
 def _modules(data: Any, where: str) -> tuple[str, ...]:
@@ -1540,6 +1604,7 @@ __all__ = [
     "Composite",
     "Family",
     "RecordError",
+    "Tower",
     "composite",
     "composites",
     "families",

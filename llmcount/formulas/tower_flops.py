@@ -97,24 +97,30 @@ def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
 def image_flops(model: Model) -> ImageFlops:
     """The per-image FLOPs of ``model``'s vision tower and projector and the tokens per image entering its language
     model; refused by name when the model has no tower, or a part has no FLOPs formula yet."""
-    if not model.parts:
-        left_out = model.composite.left_out if model.composite is not None else ""
-        if left_out:
-            raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
+    # an image runs through the vision parts: not through an audio encoder or its projector (the first tower's
+    # "projector" when the composite's first tower is read from audio_config)
+    audio = {"audio tower", "audio projector"}
+    if model.composite is not None and model.composite.tower_config == "audio_config":
+        audio.add("projector")
+    parts = tuple(part for part in model.parts if part.role not in audio)
+    left_out = model.composite.left_out if model.composite is not None else ""
+    if left_out and not any(part.role == "vision tower" for part in parts):
+        raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
+    if not parts:
         raise _refuse(model, "the model has no vision tower (--images needs a multimodal model whose tower is counted)")
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
-    for part in model.parts:
+    for part in parts:
         terms += part_flops(part.model, part.role, model.whole_name or model.name)
         record, values = part.model.architecture, part.model.values
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
     if tokens is None:
-        names = ", ".join(part.model.architecture.name for part in model.parts)
+        names = ", ".join(part.model.architecture.name for part in parts)
         raise _refuse(model, f"no record of the image tokens entering the language model ({names})")
     return ImageFlops(
-        parts=tuple((part.role, part.model.architecture.title) for part in model.parts),
+        parts=tuple((part.role, part.model.architecture.title) for part in parts),
         terms=tuple(terms),
         formula=expand(Add(*(t.formula for t in terms))),
         per_image=sum(t.flops for t in terms),

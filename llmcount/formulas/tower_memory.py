@@ -15,8 +15,11 @@ from ..errors import LlmcountError
 
 
 def part_symbol(role: str) -> Symbol:
-    """``P_vision`` for the vision tower, ``P_projector`` for the projector: a part's parameters in a formula."""
-    return Symbol(f"P_{role.split()[0]}", positive=True, integer=True)
+    """``P_vision`` for the vision tower, ``P_projector`` for the projector, ``P_audio`` and ``P_audio_proj`` for a
+    second tower and its projector: a part's parameters in a formula."""
+    words = role.split()
+    name = f"{words[0]}_proj" if len(words) > 1 and words[1] == "projector" else words[0]
+    return Symbol(f"P_{name}", positive=True, integer=True)
 
 
 def parts_named(model: Any) -> str:
@@ -50,7 +53,8 @@ def with_parts(model: Any, result: Any, overhead_percent: int = 0) -> Any:
     weights = lines[at]
     extra = sum(part.model.counts.total for part in model.parts)
     formula = weights.formula + Add(*(part_symbol(p.role) for p in model.parts)) * Integer(mem.BITS[dtype]) / 8
-    note = f"{weights.note}; the whole model: P of the language model, {parts_named(model)}, in {dtype}"
+    scope = "the whole model" if model.whole_total is not None else f"without {model.composite.left_out}"
+    note = f"{weights.note}; {scope}: P of the language model, {parts_named(model)}, in {dtype}"
     lines[at] = replace(weights, formula=formula, bytes=weights.bytes + mem.nbytes(extra, dtype), note=note)
     if overhead and overhead_percent:  # the stated overhead is a percent of every line above it: the parts' too
         counted = [line for line in lines if line.in_total]

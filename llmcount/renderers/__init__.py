@@ -102,7 +102,7 @@ def render_count(model: Model, width: int | None = None, mtp: bool = False) -> s
     from ..formulas import mtp as mtp_module
 
     module = mtp_module.require(model) if mtp else mtp_module.module(model)
-    if model.parts:
+    if model.parts or model.whole_total is not None:  # a composite whose optional towers are not given: whole too
         return render("count_parts.txt.j2", model=model, summary=summary_data(model), width=width)
     return render(
         "count.txt.j2", model=model, counts=model.counts, d=model.derivation, width=width, mtp=module, with_mtp=mtp
@@ -168,6 +168,12 @@ def summary_data(model: Model, language_model: bool = False) -> dict[str, Any]:
             "counted": f"the language model only (text_config, read as {model.architecture.name})",
             "not_counted": model.composite.left_out or ", ".join(part.role for part in model.parts),
         }
+        if model.parts and not language_model:  # the parts it counts, beside the one left out: a partial total
+            data["partial_total"] = counts.total + sum(part.model.counts.total for part in model.parts)
+            data["composite"]["counted"] = (
+                f"the language model (text_config, read as {model.architecture.name}) and "
+                f"{', '.join(part.role for part in model.parts)}, as {model.composite.model} builds them"
+            )
     if model.architecture.not_counted:  # the record counts part of a larger model (an encoder-decoder's decoder)
         data["scope"] = {"counted": model.architecture.counted, "not_counted": model.architecture.not_counted}
     return data
