@@ -414,7 +414,7 @@ def _count_layers(
     indices: dict[Symbol, tuple[int, ...]] = {}
     if not reader.family.layers:
         return indices
-    layers = namespace["N"]
+    layers = namespace["N"] if "N" in namespace else namespace["N_vis"]  # a tower record's layers: N_vis
     if layers > MAX_LAYERS:
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
     scope = dict(namespace)

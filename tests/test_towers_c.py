@@ -1,0 +1,133 @@
+"""Single-tower composites counted whole (LFM3-VL, MiniMax-M3-VL and the others of this file's TOWERS): the vision
+tower, the projector and the whole model against the model transformers builds for the composite config on the meta
+device (every parameter, tied ones once), on the composite class's defaults and on a few drawn configs that vary the
+tower and the projector."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from functools import lru_cache
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal, read_config
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+# The modules of transformers' model that hold each composite's vision tower: every other parameter besides the
+# language model and its head is the projector's.
+TOWERS = {
+    "lfm3_vl": ("vision_tower",),
+    "minimax_m3_vl": ("vision_tower",),
+}
+
+
+@lru_cache(maxsize=64)
+def _parts(frozen: str) -> dict[str, int]:
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    config = json.loads(frozen)
+    model_class = records.composite(config["model_type"]).model
+    rest = {k: v for k, v in config.items() if k != "model_type"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = AutoConfig.for_model(config["model_type"], **rest)
+            with torch.device("meta"):
+                model = getattr(transformers, model_class)._from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
+    inner = getattr(model, "model", model)
+    towers = [getattr(inner, name) for name in TOWERS[config["model_type"]]]
+    text = getattr(inner, "language_model", None) or inner.text_model
+    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
+    whole = sum(p.numel() for p in model.parameters())
+    vision = sum(p.numel() for tower in towers for p in tower.parameters())
+    projector = whole - vision - sum(p.numel() for p in language.values())
+    return {"whole": whole, "vision tower": vision, "projector": projector}
+
+
+def transformers_parts(config: dict) -> dict[str, int]:
+    """transformers' whole model of a composite config, its vision tower and the rest besides the language model."""
+    return _parts(json.dumps(config, sort_keys=True))
+
+
+def ours(config: dict) -> dict[str, int]:
+    model = read_config(config, "test config")
+    parts = {part.role: part.model.counts.total for part in model.parts}
+    return {"whole": model.whole_total, "vision tower": parts["vision tower"], "projector": parts.get("projector", 0)}
+
+
+@pytest.mark.parametrize("model_type", sorted(TOWERS))
+def test_class_defaults(model_type: str) -> None:
+    """The composite class's defaults (the bare model_type) as transformers builds them."""
+    config = {"model_type": model_type}
+    assert records.composite(model_type).whole, model_type
+    assert ours(config) == transformers_parts(config), f"{model_type} ({oracle.VERSIONS})"
+
+
+def _vit(draw) -> dict:
+    heads = draw(st.sampled_from([1, 2, 4]))
+    return {
+        "num_hidden_layers": draw(st.integers(1, 3)),
+        "hidden_size": heads * draw(st.sampled_from([4, 8])),
+        "num_attention_heads": heads,
+        "intermediate_size": draw(st.sampled_from([8, 20])),
+    }
+
+
+@st.composite
+def drawn(draw, model_type: str) -> dict:
+    """A composite config with a small drawn language model (its record's own strategy) and a drawn tower."""
+    text = draw(oracle.drawn_config(records.family(records.composite(model_type).text)))
+    config: dict = {"model_type": model_type, "text_config": text}
+    vision = _vit(draw)
+    if model_type == "lfm3_vl":
+        layers = vision["num_hidden_layers"]
+        vision |= {
+            "num_key_value_heads": draw(st.sampled_from([k for k in (1, 2) if vision["num_attention_heads"] % k == 0])),
+            "patch_size": draw(st.sampled_from([2, 16])),
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2])),
+            "conv_kernel_size": draw(st.sampled_from([1, 3, 5])),
+        }
+        if draw(st.booleans()):
+            kinds = st.sampled_from(["conv", "full_attention"])
+            vision["layer_types"] = draw(st.lists(kinds, min_size=layers, max_size=layers))
+        config |= {"projector_hidden_size": draw(st.sampled_from([8, 24])), "projector_bias": draw(st.booleans())}
+    elif model_type == "minimax_m3_vl":
+        vision |= {
+            "patch_size": draw(st.sampled_from([2, 14])),
+            "temporal_patch_size": draw(st.sampled_from([1, 2])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "spatial_merge_size": draw(st.sampled_from([1, 2])),
+        }
+        config["projector_hidden_size"] = draw(st.sampled_from([8, 24]))
+    config["vision_config"] = vision
+    return config
+
+
+@pytest.mark.parametrize("model_type", sorted(TOWERS))
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_towers(model_type: str, data) -> None:
+    config = data.draw(drawn(model_type))
+    try:
+        want = transformers_parts(config)
+    except oracle.TransformersRejected:
+        assume(False)
+    try:
+        got = ours(config)
+    except RuleRefusal:
+        assume(False)
+    except LlmcountError as error:
+        pytest.fail(f"refused a config transformers builds: {error}\n{config}")
+    assert got == want, f"{config} ({oracle.VERSIONS})"
