@@ -24,6 +24,7 @@ oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transf
 TOWERS = {
     "lfm3_vl": ("vision_tower",),
     "minimax_m3_vl": ("vision_tower",),
+    "janus": ("vision_model",),
 }
 
 
@@ -111,6 +112,33 @@ def drawn(draw, model_type: str) -> dict:
             "spatial_merge_size": draw(st.sampled_from([1, 2])),
         }
         config["projector_hidden_size"] = draw(st.sampled_from([8, 24]))
+    elif model_type == "janus":
+        vision |= {
+            "mlp_ratio": draw(st.sampled_from([4.0, 2.5, 1.0])),
+            "patch_size": draw(st.sampled_from([2, 4, 16])),
+            "image_size": draw(st.integers(8, 40)),  # not always a multiple of the patch: the convolution floors
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "attention_bias": draw(st.booleans()),
+            "use_qk_norm": draw(st.booleans()),
+            "projection_dim": draw(st.sampled_from([8, 24])),
+            "depth": draw(st.integers(1, 3)),
+        }
+        del vision["intermediate_size"]  # JanusVisionConfig has none: its MLP is hidden_size · mlp_ratio wide
+        config["vq_config"] = {  # GroupNorms of 32 groups: channels a multiple of 32
+            "base_channels": draw(st.sampled_from([32, 64])),
+            "channel_multiplier": draw(st.sampled_from([[1], [2], [1, 2], [2, 1, 1], [1, 1, 2, 2, 4]])),
+            "num_res_blocks": draw(st.integers(1, 2)),
+            "latent_channels": draw(st.sampled_from([4, 8])),
+            "double_latent": draw(st.booleans()),
+            "embed_dim": draw(st.sampled_from([4, 8])),
+            "num_embeddings": draw(st.sampled_from([16, 40])),
+            "in_channels": draw(st.sampled_from([1, 3])),
+            "out_channels": draw(st.sampled_from([1, 3])),
+            "projection_dim": draw(st.sampled_from([8, 24])),
+            "num_hidden_layers": draw(st.integers(1, 3)),
+            "image_token_embed_dim": draw(st.sampled_from([8, 16])),
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
     config["vision_config"] = vision
     return config
 
