@@ -25,6 +25,7 @@ TOWERS = {
     "lfm3_vl": ("vision_tower",),
     "minimax_m3_vl": ("vision_tower",),
     "janus": ("vision_model",),
+    "deepseek_vl_hybrid": ("vision_model",),
 }
 
 
@@ -138,6 +139,29 @@ def drawn(draw, model_type: str) -> dict:
             "num_hidden_layers": draw(st.integers(1, 3)),
             "image_token_embed_dim": draw(st.sampled_from([8, 16])),
         }
+        config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "deepseek_vl_hybrid":  # a SigLIP tower, and SAM's at high resolution
+        vision |= {
+            "model_type": "siglip_vision_model",
+            "patch_size": draw(st.sampled_from([2, 4, 14])),
+            "image_size": draw(st.integers(8, 40)),
+            "vision_use_head": draw(st.booleans()),
+        }
+        high = _vit(draw)
+        high["mlp_dim"] = high.pop("intermediate_size")
+        layers = high["num_hidden_layers"]
+        high |= {  # an empty global_attn_indexes does not build (DeepseekVLHybridModel reads its first entry)
+            "patch_size": draw(st.sampled_from([2, 4, 16])),
+            "image_size": draw(st.sampled_from([16, 32, 64])),
+            "num_channels": draw(st.sampled_from([1, 3])),
+            "window_size": draw(st.sampled_from([0, 2, 3])),
+            "global_attn_indexes": draw(st.lists(st.integers(0, layers - 1), min_size=1, max_size=2, unique=True)),
+            "qkv_bias": draw(st.booleans()),
+            "use_abs_pos": draw(st.booleans()),
+            "use_rel_pos": draw(st.booleans()),
+            "output_channels": draw(st.sampled_from([4, 8])),
+        }
+        config["high_res_vision_config"] = high
         config["tie_word_embeddings"] = draw(st.booleans())
     config["vision_config"] = vision
     return config
