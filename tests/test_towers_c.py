@@ -183,3 +183,113 @@ def test_drawn_towers(model_type: str, data) -> None:
     except LlmcountError as error:
         pytest.fail(f"refused a config transformers builds: {error}\n{config}")
     assert got == want, f"{config} ({oracle.VERSIONS})"
+
+
+# Qwen2-VL's and Qwen2.5-VL's ViTs take images of any size: their FLOPs per image at --image-size, against
+# FlopCounterMode on the tower transformers builds (on the CPU, small and eager: its windows are cut from the image's
+# grid at run time), with the grid of patches of that image.
+QWEN_VL = {
+    "qwen2_vl": ("Qwen2VLVisionConfig", "Qwen2VisionTransformerPretrainedModel", "hidden_size"),
+    "qwen2_5_vl": ("Qwen2_5_VLVisionConfig", "Qwen2_5_VisionTransformerPretrainedModel", "out_hidden_size"),
+}
+
+
+def tower_flops_oracle(model_type: str, vision: dict, rows: int, cols: int) -> int:
+    """FlopCounterMode's count of the tower's eager forward over one image of rows × cols patches."""
+    import importlib
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config_class, model_class, _ = QWEN_VL[model_type]
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    cfg = getattr(module, config_class)(**vision)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tower = getattr(module, model_class)._from_config(cfg, attn_implementation="eager").eval()
+    channels = cfg.in_channels * cfg.temporal_patch_size * cfg.patch_size**2
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        tower(torch.zeros(rows * cols, channels), grid_thw=torch.tensor([[1, rows, cols]]))
+    return counter.get_total_flops()
+
+
+@st.composite
+def qwen_vl_image(draw, model_type: str) -> tuple[dict, int, int]:
+    """A small Qwen-VL composite config and an image of whole merged squares of patches (height, width in pixels)."""
+    heads = draw(st.sampled_from([1, 2]))
+    patch, merge = draw(st.sampled_from([2, 3])), draw(st.sampled_from([1, 2]))
+    vision = {
+        "depth": draw(st.integers(1, 3)),
+        "num_heads": heads,
+        "patch_size": patch,
+        "temporal_patch_size": draw(st.sampled_from([1, 2])),
+        "spatial_merge_size": merge,
+        "in_channels": draw(st.sampled_from([1, 3])),
+    }
+    if model_type == "qwen2_vl":
+        vision |= {"embed_dim": heads * 8, "mlp_ratio": draw(st.sampled_from([1, 2, 4])), "hidden_size": 16}
+    else:
+        vision |= {"hidden_size": heads * 8, "intermediate_size": draw(st.sampled_from([8, 20])), "out_hidden_size": 16}
+        vision["window_size"] = patch * merge * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 1]))
+        vision["fullatt_block_indexes"] = draw(st.lists(st.integers(-1, 3), max_size=2))
+    text = {"model_type": "qwen2", "hidden_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1}
+    text |= {"num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 32}
+    config = {"model_type": model_type, "text_config": text, "vision_config": vision}
+    rows, cols = merge * draw(st.integers(1, 4)), merge * draw(st.integers(1, 4))
+    return config, rows * patch, cols * patch
+
+
+@pytest.mark.parametrize("model_type", sorted(QWEN_VL))
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_qwen_vl_flops_per_image_at_an_image_size(model_type: str, data) -> None:
+    from llmcount.formulas.tower_flops import image_flops
+
+    config, height, width = data.draw(qwen_vl_image(model_type))
+    vision = config["vision_config"]
+    patch, merge = vision["patch_size"], vision["spatial_merge_size"]
+    found = image_flops(read_config(config, "test config"), (height, width))
+    want = tower_flops_oracle(model_type, vision, height // patch, width // patch)
+    assert found.per_image == want, f"{config} {height}x{width} ({oracle.VERSIONS})"
+    assert found.image_tokens == (height // patch) * (width // patch) // merge**2
+
+
+def test_qwen2_5_vl_7b_flops_at_448_pixels_by_hand() -> None:
+    """Qwen2.5-VL-7B's ViT at 448 × 448: 32 × 32 patches of 14, 16 × 16 merged squares (256 image tokens), windows of
+    112 // 28 = 4 merged squares a side: 16 windows of 64 patches. Per layer: qkv 2·1024·3·1280², proj 2·1024·1280²,
+    gated MLP 3 · 2·1024·1280·3420; scores and values 4·1280·1024² on the 4 full layers and 4·1280·16·64² on the 28
+    windowed ones; the patch convolution 2·1024·3·2·14²·1280 and the merger 2·256·5120² + 2·256·5120·3584."""
+    from llmcount.formulas.tower_flops import image_flops
+
+    config = {"model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4}
+    config |= {"num_hidden_layers": 28, "intermediate_size": 18944, "vocab_size": 152064}
+    config["vision_config"] = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16}
+    config["vision_config"] |= {"out_hidden_size": 3584, "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31]}
+    layer = 2 * 1024 * 3 * 1280**2 + 2 * 1024 * 1280**2 + 3 * 2 * 1024 * 1280 * 3420
+    attention = 4 * 4 * 1280 * 1024**2 + 28 * 4 * 1280 * 16 * 64**2
+    edges = 2 * 1024 * 3 * 2 * 14**2 * 1280 + 2 * 256 * 5120**2 + 2 * 256 * 5120 * 3584
+    found = image_flops(read_config(config, "test config"), (448, 448))
+    assert found.per_image == 32 * layer + attention + edges == 1_346_937_815_040
+    assert found.image_tokens == 256
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--images", "1"], "takes images of any size and its config names none: give it with --image-size HxW"),
+        (["--images", "1", "--image-size", "450"], "must be multiples of patch_size · spatial_merge_size (14 · 2)"),
+        (["--images", "1", "--image-size", "0x28"], "--image-size: each side must be 1 to 100,000 pixels, got 0x28"),
+        (["--images", "1", "--image-size", "big"], "--image-size must be HxW in pixels (448x448) or one side (448)"),
+        (["--image-size", "448"], "--image-size with flops: the size of the images of --images"),
+    ],
+)
+def test_image_size_refused_in_one_line(tmp_path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "qwen2_5_vl", "vision_config": {"out_hidden_size": 8192}}))
+    result = CliRunner().invoke(app, ["flops", str(path), *args])
+    assert result.exit_code == 1 and result.stdout == "", result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
