@@ -293,3 +293,51 @@ def test_image_size_refused_in_one_line(tmp_path, args: list[str], message: str)
     result = CliRunner().invoke(app, ["flops", str(path), *args])
     assert result.exit_code == 1 and result.stdout == "", result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+# LLaVA-1.5-7B's CLIP ViT-L/14 at 336 pixels under --tp 2, as vLLM 0.33.0 builds it (llava.py, clip.py): the tower's
+# layers only up to vision_feature_layer -2 (23 of 24, get_layer_index: 24 - 2 + 1) and no post_layernorm; per layer
+# q, k, v (QKVParallelLinear) and fc1 (ColumnParallelLinear) weights and biases halved, out_proj and fc2
+# (RowParallelLinear) weights halved and their biases whole, the LayerNorms whole; the class embedding, the patch
+# convolution (3 · 14² · 1024), the 577 positions and pre_layrnorm whole. The projector: linear_1 (1024 → 4096) with
+# its bias halved (ColumnParallelLinear), linear_2's weight halved and its bias whole (RowParallelLinear).
+LLAVA_1_5_7B = {"model_type": "llava", "text_config": {"model_type": "llama"}}
+LLAVA_1_5_7B["vision_config"] = {
+    "model_type": "clip_vision_model",
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 24,
+    "image_size": 336,
+    "patch_size": 14,
+    "projection_dim": 768,
+}
+
+
+def test_llava_tower_per_tp_rank_as_vllm_builds_it() -> None:
+    from llmcount.tower_parallel import placement
+
+    d, f = 1024, 4096
+    layer = 3 * (d * d + d) // 2 + d * d // 2 + d + (d * f + f) // 2 + f * d // 2 + d + 4 * d
+    tower = d + 3 * 14**2 * d + 577 * d + 2 * d + 23 * layer
+    projector = (d * 4096 + 4096) // 2 + 4096 * 4096 // 2 + 4096
+    found = placement(read_config(LLAVA_1_5_7B, "test config"), 2, 1)
+    assert found.parameters == tower + projector == 146_123_264 + 10_491_904
+    assert "vLLM builds 23 of its 24 layers (up to vision_feature_layer); no norms/post_layernorm" in found.note
+    last = placement(read_config({**LLAVA_1_5_7B, "vision_feature_layer": -1}, "test config"), 2, 1)
+    assert last.parameters == found.parameters + layer  # every layer built, still no post_layernorm
+    staged = placement(read_config(LLAVA_1_5_7B, "test config"), 1, 2)  # pp: the first stage holds them, unsplit
+    whole_layer = 4 * (d * d + d) + 2 * d * f + f + d + 4 * d
+    unsplit = d + 3 * 14**2 * d + 577 * d + 2 * d + 23 * whole_layer + d * 4096 + 4096 + 4096 * 4096 + 4096
+    assert staged.parameters == unsplit == staged.whole - whole_layer - 2 * d  # the 24th layer, post_layernorm
+
+
+def test_llava_feature_layers_vllm_cannot_build_are_refused_by_name() -> None:
+    from llmcount.tower_parallel import placement
+
+    listed = read_config({**LLAVA_1_5_7B, "vision_feature_layer": [-2, -1]}, "test config")
+    with pytest.raises(LlmcountError, match="vision_feature_layer names 2 layers; vLLM's projector takes one"):
+        placement(listed, 2, 1)
+    assert placement(listed, 1, 1).parameters == listed.whole_total - listed.counts.total  # whole without tp or pp
+    nexted = read_config({**LLAVA_1_5_7B, "model_type": "llava_next", "vision_feature_layer": [-5, -2]}, "x")
+    assert "23 of its 24 layers" in placement(nexted, 2, 1).note  # LLaVA-NeXT takes a list: up to the deepest
