@@ -110,7 +110,8 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
                 f"{flags}: the {part.role} of {model.whole_name or model.name} has {', '.join(missing)}, which vLLM's "
                 f"{kind} class does not build ({composite['source'].split(':')[0]}): its weights are not loaded there"
             )
-        for symbol, key in spec["keys"].items():
+        plain = record in composite.get("whole_parts", ())  # plain modules in this composite's class: whole
+        for symbol, key in ({} if plain else spec["keys"]).items():
             value = next(v for s, v in values.items() if s.name == symbol)
             if value % tp:
                 given = f"{part.config_key}.{key} = {value}" if " as " not in key else f"{symbol} = {value} ({key})"
@@ -124,7 +125,8 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
                 continue
             layers = evaluate_int(term.layers, values, term.path)
             each = evaluate_int(term.expr, values, term.path)
-            split = evaluate_int(spec["split"][term.path], values, term.path) if term.path in spec["split"] else 0
+            splits = {} if plain else spec["split"]
+            split = evaluate_int(splits[term.path], values, term.path) if term.path in splits else 0
             if not 0 <= split <= each or split % tp:
                 raise LlmcountError(
                     f"--tp {tp} does not divide the {split:,} parameters of the {part.role}'s {term.path} it splits"

@@ -341,3 +341,20 @@ def test_llava_feature_layers_vllm_cannot_build_are_refused_by_name() -> None:
     assert placement(listed, 1, 1).parameters == listed.whole_total - listed.counts.total  # whole without tp or pp
     nexted = read_config({**LLAVA_1_5_7B, "model_type": "llava_next", "vision_feature_layer": [-5, -2]}, "x")
     assert "23 of its 24 layers" in placement(nexted, 2, 1).note  # LLaVA-NeXT takes a list: up to the deepest
+
+
+def test_llava_onevision_tower_split_and_projector_whole_per_tp_rank() -> None:
+    """LlavaOnevisionConfig's defaults (SigLIP so400m at 384: d = 1152, 26 layers, MLP 4304, 729 patches, no head)
+    under --tp 2, as vLLM 0.33.0's llava_onevision.py builds them: every layer (vision_feature_layer -1) split as
+    siglip.py splits it, no post_layernorm; its projector two nn.Linear and image_newline, whole on every rank."""
+    from llmcount.tower_parallel import placement
+
+    d, f = 1152, 4304
+    layer = 3 * (d * d + d) // 2 + d * d // 2 + d + (d * f + f) // 2 + f * d // 2 + d + 4 * d
+    tower = 3 * 14**2 * d + d + 729 * d + 26 * layer
+    projector = d * 4096 + 4096 + 4096 * 4096 + 4096 + 4096
+    model = read_config({"model_type": "llava_onevision"}, "test config")
+    assert placement(model, 2, 1).parameters == tower + projector == 199_721_744 + 21_508_096
+    listed = read_config({"model_type": "llava_onevision", "vision_feature_layer": [-2, -1]}, "test config")
+    with pytest.raises(LlmcountError, match="vLLM's projector takes one layer's width"):
+        placement(listed, 2, 1)
