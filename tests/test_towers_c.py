@@ -358,3 +358,54 @@ def test_llava_onevision_tower_split_and_projector_whole_per_tp_rank() -> None:
     listed = read_config({"model_type": "llava_onevision", "vision_feature_layer": [-2, -1]}, "test config")
     with pytest.raises(LlmcountError, match="vLLM's projector takes one layer's width"):
         placement(listed, 2, 1)
+
+
+# Small configs of this file's composites, written by save_pretrained for verify.
+SMALL_TEXT = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1}
+SMALL_TEXT |= {"intermediate_size": 16, "vocab_size": 64}
+SMALL_VIT = {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2}
+WRITTEN = {
+    "janus": {
+        "text_config": {"model_type": "llama", **SMALL_TEXT},
+        "vision_config": {**SMALL_VIT, "image_size": 32, "projection_dim": 32},
+        "vq_config": {"base_channels": 32, "channel_multiplier": [1, 2], "num_res_blocks": 1, "latent_channels": 4}
+        | {"embed_dim": 4, "num_embeddings": 16, "projection_dim": 32, "image_token_embed_dim": 32},
+    },
+    "deepseek_vl_hybrid": {
+        "text_config": {"model_type": "llama", **SMALL_TEXT},
+        "vision_config": {**SMALL_VIT, "intermediate_size": 8, "image_size": 28, "patch_size": 14},
+        "high_res_vision_config": {**SMALL_VIT, "mlp_dim": 8, "image_size": 64, "output_channels": 8}
+        | {"num_hidden_layers": 2, "global_attn_indexes": [1], "window_size": 2},
+    },
+    "lfm3_vl": {
+        "text_config": {"model_type": "lfm3", **SMALL_TEXT, "pad_token_id": 0},
+        "vision_config": {**SMALL_VIT, "intermediate_size": 8, "num_key_value_heads": 1, "num_hidden_layers": 3},
+        "projector_hidden_size": 8,
+    },
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(WRITTEN))
+def test_verify_maps_a_written_checkpoint(tmp_path, model_type: str) -> None:
+    """A checkpoint transformers writes (save_pretrained of a small model): the language model's tensors map to the
+    record, the tower's and the rest's (parts_modules) are listed apart and sum to the parts' counts."""
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from llmcount.checkpoint import verify
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model(model_type, **WRITTEN[model_type])
+        torch.manual_seed(0)
+        built = getattr(transformers, records.composite(model_type).model)(cfg)
+        built.save_pretrained(tmp_path)
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert all(c.path.startswith("other/") for c in result.differences), result.differences
+    model = read_config({"model_type": model_type, **WRITTEN[model_type]}, model_type)
+    apart = sum(c.checkpoint for c in result.components if c.path.startswith("other/"))
+    assert result.formula_total == model.counts.total
+    assert apart == sum(part.model.counts.total for part in model.parts)
+    assert model.whole_total == sum(p.numel() for p in built.parameters()), oracle.VERSIONS
