@@ -409,3 +409,42 @@ def test_verify_maps_a_written_checkpoint(tmp_path, model_type: str) -> None:
     assert result.formula_total == model.counts.total
     assert apart == sum(part.model.counts.total for part in model.parts)
     assert model.whole_total == sum(p.numel() for p in built.parameters()), oracle.VERSIONS
+
+
+# MiniMax-M3-VL's ViT also takes images of any size: its tower's and projector's FLOPs at --image-size against
+# FlopCounterMode on get_image_features (the tower, then the per-patch and patch-merge MLPs), small, on the CPU.
+MINIMAX_TEXT = {"hidden_size": 20, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}
+MINIMAX_TEXT |= {"head_dim": 8, "vocab_size": 64, "intermediate_size": 8, "dense_intermediate_size": 8}
+MINIMAX_TEXT |= {"shared_intermediate_size": 8, "num_local_experts": 2, "num_experts_per_tok": 1}
+MINIMAX_TEXT |= {"layer_types": ["full_attention"], "mlp_layer_types": ["dense"]}
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_minimax_m3_vl_flops_per_image_at_an_image_size(data) -> None:
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig
+
+    from llmcount.formulas.tower_flops import image_flops
+
+    patch, merge = data.draw(st.sampled_from([2, 3])), data.draw(st.sampled_from([1, 2]))
+    vision = {**_vit(data.draw), "patch_size": patch, "spatial_merge_size": merge}
+    vision |= {
+        "temporal_patch_size": data.draw(st.sampled_from([1, 2])),
+        "num_channels": data.draw(st.sampled_from([1, 3])),
+    }
+    config = {"model_type": "minimax_m3_vl", "text_config": MINIMAX_TEXT, "vision_config": vision}
+    config["projector_hidden_size"] = data.draw(st.sampled_from([8, 12]))
+    rows, cols = merge * data.draw(st.integers(1, 4)), merge * data.draw(st.integers(1, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model("minimax_m3_vl", **{k: v for k, v in config.items() if k != "model_type"})
+        model = transformers.MiniMaxM3SparseForConditionalGeneration._from_config(cfg, attn_implementation="eager")
+    channels = vision["num_channels"] * vision["temporal_patch_size"] * patch**2
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.eval().model.get_image_features(torch.zeros(rows * cols, channels), torch.tensor([[1, rows, cols]]))
+    found = image_flops(read_config(config, "test config"), (rows * patch, cols * patch))
+    assert found.per_image == counter.get_total_flops(), f"{config} ({oracle.VERSIONS})"
+    assert found.image_tokens == rows * cols // merge**2

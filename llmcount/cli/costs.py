@@ -102,7 +102,7 @@ def flops(
         typer.Option(
             "--image-size",
             help="With --images: the image's height and width in pixels (HxW, or one side of a square), for a "
-            "tower whose config names no image size (Qwen2-VL's and Qwen2.5-VL's ViTs take any).",
+            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL and MiniMax-M3-VL take any).",
             metavar="HxW",
         ),
     ] = None,
