@@ -415,7 +415,10 @@ def _count_layers(
     if not reader.family.layers:
         return indices
     # the layers are the N decoder layers; in a record without N (a tower's), those of its first count symbol (N_vis)
-    count = "N" if "N" in namespace else next(s.symbol.name for s in reader.family.symbols if s.symbol.name[:2] == "N_")
+    counts = [s.symbol.name for s in reader.family.symbols if s.symbol.name[:2] == "N_"]
+    count = "N" if "N" in namespace else counts[0] if counts else None
+    if count is None or namespace.get(count) is None:
+        raise reader.fail(f"{reader.family.name} has [layers] but no count of layers (N) to run them over")
     layers = namespace[count]
     if layers > MAX_LAYERS:
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
