@@ -448,3 +448,19 @@ def test_minimax_m3_vl_flops_per_image_at_an_image_size(data) -> None:
     found = image_flops(read_config(config, "test config"), (rows * patch, cols * patch))
     assert found.per_image == counter.get_total_flops(), f"{config} ({oracle.VERSIONS})"
     assert found.image_tokens == rows * cols // merge**2
+
+
+@pytest.mark.parametrize(
+    ("vq_config", "message"),
+    [
+        ({"channel_multiplier": [1, 2.0]}, "channel_multiplier must be a non-empty list of positive integers"),
+        ({"channel_multiplier": [1, 0]}, "channel_multiplier must be a non-empty list of positive integers"),
+        ({"channel_multiplier": []}, "channel_multiplier must be a non-empty list of positive integers"),
+        ({"base_channels": 16, "channel_multiplier": [2, 2]}, r"base_channels \(16\) must be a multiple of 32"),
+    ],
+)
+def test_janus_vq_configs_torch_refuses_are_refused_naming_the_key(vq_config: dict, message: str) -> None:
+    """VQ-VAE sizes JanusVQVAE cannot build (a float or non-positive multiplier, no resolution, GroupNorms of 32
+    groups over 16 channels: ValueError num_channels must be divisible by num_groups) are refused by name."""
+    with pytest.raises(RuleRefusal, match=message):
+        read_config({"model_type": "janus", "vq_config": vq_config}, "test config")
