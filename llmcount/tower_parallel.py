@@ -96,13 +96,22 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
             )
         values = dict(part.model.values)
         paths = {term.path for term in part.model.derivation.terms}
+        skipped = set(composite.get("not_loaded", {}).get(record, ())) & paths  # vLLM builds none of them
+        built = ""
+        if "feature_layer" in composite and part.config_key:  # the tower, built up to its deepest feature layer
+            symbol = next(s for s in values if s.name == "N_vis")
+            layers = _built_layers(model, composite, values[symbol], flags)
+            if layers != values[symbol]:
+                built = f"{layers} of its {values[symbol]} layers (up to vision_feature_layer)"
+            values[symbol] = layers
         missing = sorted(paths & set(composite.get("not_built", {}).get(record, ())))
         if missing:
             raise LlmcountError(
                 f"{flags}: the {part.role} of {model.whole_name or model.name} has {', '.join(missing)}, which vLLM's "
                 f"{kind} class does not build ({composite['source'].split(':')[0]}): its weights are not loaded there"
             )
-        for symbol, key in spec["keys"].items():
+        plain = record in composite.get("whole_parts", ())  # plain modules in this composite's class: whole
+        for symbol, key in ({} if plain else spec["keys"]).items():
             value = next(v for s, v in values.items() if s.name == symbol)
             if value % tp:
                 given = f"{part.config_key}.{key} = {value}" if " as " not in key else f"{symbol} = {value} ({key})"
@@ -112,9 +121,12 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
                 )
         share = 0
         for term in part.model.derivation.terms:
+            if term.path in skipped:
+                continue
             layers = evaluate_int(term.layers, values, term.path)
             each = evaluate_int(term.expr, values, term.path)
-            split = evaluate_int(spec["split"][term.path], values, term.path) if term.path in spec["split"] else 0
+            splits = {} if plain else spec["split"]
+            split = evaluate_int(splits[term.path], values, term.path) if term.path in splits else 0
             if not 0 <= split <= each or split % tp:
                 raise LlmcountError(
                     f"--tp {tp} does not divide the {split:,} parameters of the {part.role}'s {term.path} it splits"
@@ -122,6 +134,10 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
             share += (split // tp + each - split) * layers
         held += share
         told.append(f"{part_symbol(part.role)}: {share:,} of {part.model.counts.total:,} per GPU")
+        if built or skipped:
+            left = [built] if built else []
+            left += [f"no {', '.join(sorted(skipped))}"] if skipped else []
+            told[-1] += f" (vLLM builds {'; '.join(left)}: those weights of the checkpoint are not loaded)"
     where = []
     if tp > 1:
         where.append(
@@ -133,6 +149,27 @@ def placement(model: Any, tp: int, pp: int) -> Placement | None:
         where.append(" ".join(data["pp"].split()))
     note = f"{parts_named(model)}: {'; '.join(told)}, " + "; ".join(where)
     return Placement(held, whole, note)
+
+
+def _built_layers(model: Any, composite: dict[str, Any], layers: int, flags: str) -> int:
+    """How many of the tower's ``layers`` vLLM builds: up to the layer vision_feature_layer names, the deepest of a
+    list (llava.py _get_num_hidden_layers with utils.py get_layer_index: f for f >= 0, layers + f + 1 for f < 0);
+    LlmcountError naming the key when vLLM's class cannot take it."""
+    given = next((p.model.config.get("vision_feature_layer") for p in model.parts if not p.config_key), None)
+    chosen = composite["feature_layer"] if given is None else given
+    features = [chosen] if type(chosen) is int else chosen
+    source = composite["source"].split(":")[0]
+    if not isinstance(features, list) or not features or any(type(f) is not int for f in features):
+        raise LlmcountError(f"{flags}: vision_feature_layer must be an integer or a list of them, got {chosen!r}")
+    if len(features) > 1 and composite.get("one_feature_layer"):
+        raise LlmcountError(
+            f"{flags}: vision_feature_layer names {len(features)} layers; vLLM's projector takes one layer's width "
+            f"({source}), so the checkpoint's linear_1 would not load"
+        )
+    built = max(f if f >= 0 else layers + f + 1 for f in features)
+    if not 0 <= built <= layers:
+        raise LlmcountError(f"{flags}: vision_feature_layer {chosen!r} names no layer of the tower's {layers}")
+    return built
 
 
 __all__ = ["Placement", "placement", "shown_name", "table", "whole_memory"]

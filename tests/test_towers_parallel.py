@@ -194,11 +194,12 @@ def test_what_cannot_be_placed_is_refused_by_name(tmp_path) -> None:
         run("memory", "gemma-3-27b-it", "--tp", "32"),
         "--tp 32 does not divide vision_config.num_attention_heads = 16",
     )
-    unrecorded = {"model_type": "llava"}  # LLaVA-1.5's defaults: a CLIP tower vLLM builds to vision_feature_layer
-    path = tmp_path / "llava.json"
+    unrecorded = {"model_type": "video_llava"}  # its two CLIP towers: not recorded
+    path = tmp_path / "video_llava.json"
     path.write_text(json.dumps(unrecorded))
-    one_line(run("memory", str(path), "--tp", "2"), "how vLLM places the vision tower", "(llava) is not recorded")
-    one_line(run("fit", str(path), "--gpu", "h100-sxm", "--gpus", "2"), "(llava) is not recorded")
+    placed = run("memory", str(path), "--tp", "2")
+    one_line(placed, "how vLLM places the vision tower", "(video_llava) is not recorded")
+    one_line(run("fit", str(path), "--gpu", "h100-sxm", "--gpus", "2"), "(video_llava) is not recorded")
     one_line(run("memory", str(path), "--pp", "2"), "--pp 2: how vLLM places")
     config = gemma3()
     headed = {**config, "vision_config": {**config["vision_config"], "vision_use_head": True}}

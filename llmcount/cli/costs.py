@@ -97,6 +97,15 @@ def flops(
             metavar="INT",
         ),
     ] = None,
+    image_size: Annotated[
+        str | None,
+        typer.Option(
+            "--image-size",
+            help="With --images: the image's height and width in pixels (HxW, or one side of a square), for a "
+            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL and MiniMax-M3-VL take any).",
+            metavar="HxW",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Forward FLOPs of B sequences of S tokens, per component and per token; with --training the training
@@ -107,7 +116,13 @@ def flops(
     Example: llmcount flops llama-3-8b --seq 2048
 
     Example: llmcount flops ./gemma-3-27b-it/ --images 1 --seq 4096
+
+    Example: llmcount flops ./Qwen2.5-VL-7B-Instruct/ --images 1 --image-size 448x448
     """
+    if image_size is not None and images is None:
+        raise fail(
+            "--image-size with flops: the size of the images of --images (flops MODEL --images 1 --image-size 448x448)"
+        )
     if images is not None and (conventions or mtp is not None):
         raise fail("--images with flops: forward FLOPs only, not with --conventions or --mtp")
     if mtp is not None and not conventions:
@@ -122,6 +137,7 @@ def flops(
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         images_ = _images(images)
+        size = _image_size(image_size)
         model = load_counted(spec)
         data = counting.flops_data(model, seq_, batch_, causal) if as_json and not images_ else None  # no sympy
         if data is not None:
@@ -130,7 +146,7 @@ def flops(
         from ..formulas.flops import Flops
         from ..renderers import flops_data, render_flops
 
-        found = image_flops(model) if images_ else None
+        found = image_flops(model, size) if images_ else None
         text = seq_ + (images_ * found.image_tokens if found else 0)  # the language model's tokens per sequence
         formula = Flops(model.derivation, causal=causal).at(model.values, text)  # the one that holds at S
         counts = formula.evaluate(model.values, text, batch_)
@@ -163,11 +179,28 @@ def _images(images: str | None) -> int:
     return value
 
 
-def image_flops(model: Model) -> ImageFlops:
+def _image_size(text: str | None) -> tuple[int, int] | None:
+    """``--image-size``: HxW or one side, positive pixels up to 100,000 each (None when not given); LlmcountError
+    naming the option."""
+    if text is None:
+        return None
+    import re
+
+    found = re.fullmatch(r"([0-9]{1,6})(?:[xX×]([0-9]{1,6}))?", text.strip())
+    if found is None:
+        raise LlmcountError(f"--image-size must be HxW in pixels (448x448) or one side (448), got {text[:40]!r}")
+    height = int(found.group(1))
+    width = int(found.group(2)) if found.group(2) is not None else height
+    if not (0 < height <= 100_000 and 0 < width <= 100_000):
+        raise LlmcountError(f"--image-size: each side must be 1 to 100,000 pixels, got {height}x{width}")
+    return height, width
+
+
+def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops:
     """The per-image FLOPs of a composite model's vision tower and projector (imported when --images is given)."""
     from ..formulas.tower_flops import image_flops as found
 
-    return found(model)
+    return found(model, size)
 
 
 def image_lines(found: ImageFlops, images: int, batch: int, seq: int, language: int) -> list[str]:

@@ -414,7 +414,12 @@ def _count_layers(
     indices: dict[Symbol, tuple[int, ...]] = {}
     if not reader.family.layers:
         return indices
-    layers = namespace["N"]
+    # the layers are the N decoder layers; in a record without N (a tower's), those of its first count symbol (N_vis)
+    counts = [s.symbol.name for s in reader.family.symbols if s.symbol.name[:2] == "N_"]
+    count = "N" if "N" in namespace else counts[0] if counts else None
+    if count is None or namespace.get(count) is None:
+        raise reader.fail(f"{reader.family.name} has [layers] but no count of layers (N) to run them over")
+    layers = namespace[count]
     if layers > MAX_LAYERS:
         raise reader.fail(f"num_hidden_layers is {layers:,}; layers of several kinds are counted up to {MAX_LAYERS:,}")
     scope = dict(namespace)
@@ -609,7 +614,8 @@ def read_symbols(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int]]:
                     namespace[key] = namespace[name] = values[symbol] = value
                     continue
         value = reader.symbol(spec, namespace)
-        namespace[spec.key] = value
+        if not spec.length or spec.key not in namespace:  # a list's length: conditions still read the list ([keys])
+            namespace[spec.key] = value
         if value is not None and spec.adjust is not None:
             value = reader.adjusted(spec, value, namespace)
         namespace[spec.symbol.name] = value

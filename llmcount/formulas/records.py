@@ -24,7 +24,7 @@ from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
 from .reading import NONE, REQUIRED
-from .symbols import BY_NAME, B, N, S
+from .symbols import BY_NAME, B, H_img, N, S, W_img
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -337,6 +337,11 @@ class Family:
     flops: tuple[StateFlops, ...] = ()
     # a tower's or projector's tokens per image entering the language model (tower_flops.py reads it), over its symbols
     image_tokens: Expr | None = None
+    # conditions on the image size (H_img, W_img: flops --image-size) a tower without one in its config needs
+    image_checks: tuple[Rule, ...] = ()
+    # sizes of one image computed from H_img, W_img and the record's symbols ([image]: symbol = integer expression),
+    # in order, for its [[flops]] and image_tokens
+    image_values: tuple[tuple[Symbol, Condition, str], ...] = ()
     caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
@@ -982,7 +987,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     if "alias" in data:  # a config type of a modeling class another record describes: that record, its own defaults
         return replace(parse_record(_aliased(data, where), where), shares=data["alias"])
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
-    fields |= {"counted", "not_counted", "per_layer", "head", "image_tokens"}
+    fields |= {"counted", "not_counted", "per_layer", "head", "image_tokens", "image_checks", "image"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
     tables |= {"checked", "weights", "printed", "glossary"}
     unknown = set(data) - fields - tables
@@ -1026,6 +1031,11 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         head=formula(_text(data, "head", where), f"{where}.head") if "head" in data else None,
         image_tokens=(
             formula(_text(data, "image_tokens", where), f"{where}.image_tokens") if "image_tokens" in data else None
+        ),
+        image_checks=_rules(data.get("image_checks", []), f"{where} image_checks"),
+        image_values=tuple(
+            (_symbol(name, f"{where} [image]"), condition(text, f"{where} [image] {name}"), text)
+            for name, text in _table(data.get("image", {}), f"{where} [image]").items()
         ),
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
@@ -1158,7 +1168,8 @@ def _check_names(family: Family, where: str) -> None:
         if missing:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
-    missing = family.cost_symbols - known - {S, B}
+    known |= {symbol for symbol, _, _ in family.image_values}
+    missing = family.cost_symbols - known - {S, B, H_img, W_img}  # the image's size: flops --image-size
     if missing:
         names = ", ".join(sorted(s.name for s in missing))
         raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")

@@ -135,6 +135,8 @@ d_ff_vis = _size("d_ff_vis")
 p_vis = _size("p_vis")
 n_patch = _size("n_patch")
 C_img = _size("C_img")
+H_img = _size("H_img")
+W_img = _size("W_img")
 h_vis = _size("h_vis")
 p_t = _size("p_t")
 m_vis = _size("m_vis")
@@ -507,6 +509,8 @@ GLOSSARY: tuple[Entry, ...] = (
         "patches per image at the config's image size, one learned position each (SigLIP, CLIP, GIT)",
     ),
     Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image"),
+    Entry(H_img, r"H_{\mathrm{img}}", "flops --image-size", "height of an input image in pixels (a tower without one)"),
+    Entry(W_img, r"W_{\mathrm{img}}", "flops --image-size", "width of an input image in pixels (a tower without one)"),
     Entry(
         p_t,
         r"p_{t}",

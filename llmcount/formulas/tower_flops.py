@@ -15,13 +15,14 @@ language model over S + N·t tokens per sequence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sympy import Add, Expr, expand
 
 from ..errors import LlmcountError
 from .derivation import evaluate_int
 from .flops import is_matmul_weight
+from .symbols import H_img, W_img
 
 if TYPE_CHECKING:
     from .config import Model
@@ -72,10 +73,44 @@ def _refuse(model: Model, why: str) -> LlmcountError:
     return LlmcountError(f"{model.whole_name or model.name}: FLOPs per image: {why}")
 
 
-def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
-    """The matmuls of one part (a tower or a projector read with its record) per image, evaluated on its config;
-    refused by name when its record has no ``[[flops]]`` or leaves a weight's group without an entry."""
-    record, values = part.architecture, part.values
+def takes_image_size(record: Any) -> bool:
+    """Whether a part record's FLOPs or image tokens read the image's size (``H_img``, ``W_img``): a tower whose config
+    names none (Qwen-VL's ViTs take images of any size)."""
+    exprs = [*(e for op in record.flops for e in (op.expr, op.layers)), record.image_tokens]
+    used = set().union(*(e.free_symbols for e in exprs if e is not None))
+    return bool(record.image_values) or bool(used & {H_img, W_img})
+
+
+def sized_values(part: Model, name: str, size: tuple[int, int] | None) -> dict:
+    """The values a part's FLOPs and image tokens are evaluated with: its config's, and for a record that reads the
+    image's size, ``H_img`` and ``W_img`` from ``size`` (checked by its ``image_checks``) and the sizes its ``[image]``
+    computes from them; LlmcountError naming --image-size when it is missing or refused."""
+    record, values = part.architecture, dict(part.values)
+    if not takes_image_size(record):
+        return values
+    if size is None:
+        raise LlmcountError(
+            f"{name}: FLOPs per image: the {record.title} ({record.name}) takes images of any size and its config "
+            "names none: give it with --image-size HxW (pixels)"
+        )
+    values[H_img], values[W_img] = size
+    namespace = {symbol.name: value for symbol, value in values.items()}
+    for rule in record.image_checks:
+        if not rule.test(namespace):
+            raise LlmcountError(f"{name}: --image-size {size[0]}x{size[1]}: {rule.message.format_map(namespace)}")
+    for symbol, test, text in record.image_values:
+        value = test(namespace)
+        if type(value) is not int or value < 0:
+            raise LlmcountError(f"{name}: --image-size {size[0]}x{size[1]}: {symbol.name} = {text} is {value!r}")
+        values[symbol] = namespace[symbol.name] = value
+    return values
+
+
+def part_flops(part: Model, role: str, name: str, size: tuple[int, int] | None = None) -> list[ImageTerm]:
+    """The matmuls of one part (a tower or a projector read with its record) per image, evaluated on its config (and
+    the image's size, for a tower whose config names none); refused by name when its record has no ``[[flops]]`` or
+    leaves a weight's group without an entry."""
+    record = part.architecture
     if not record.flops:
         raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
     groups = {t.path.partition("/")[0] for t in part.terms}
@@ -85,6 +120,7 @@ def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
         raise LlmcountError(
             f"{name}: FLOPs per image: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet"
         )
+    values = sized_values(part, name, size)
     terms = []
     for op in record.flops:
         if op.path.partition("/")[0] not in groups:
@@ -94,9 +130,10 @@ def part_flops(part: Model, role: str, name: str) -> list[ImageTerm]:
     return terms
 
 
-def image_flops(model: Model) -> ImageFlops:
+def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops:
     """The per-image FLOPs of ``model``'s vision tower and projector and the tokens per image entering its language
-    model; refused by name when the model has no tower, or a part has no FLOPs formula yet."""
+    model (``size``: the image's height and width in pixels, for a tower whose config names none); refused by name
+    when the model has no tower, or a part has no FLOPs formula yet."""
     # an image runs through the vision parts: not through an audio encoder or its projector (the first tower's
     # "projector" when the composite's first tower is read from audio_config)
     audio = {"audio tower", "audio projector"}
@@ -108,11 +145,15 @@ def image_flops(model: Model) -> ImageFlops:
         raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
     if not parts:
         raise _refuse(model, "the model has no vision tower (--images needs a multimodal model whose tower is counted)")
+    if size is not None and not any(takes_image_size(part.model.architecture) for part in parts):
+        titles = ", ".join(part.model.architecture.title for part in parts)
+        raise _refuse(model, f"--image-size: its parts ({titles}) take the image size their config names")
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
     for part in parts:
-        terms += part_flops(part.model, part.role, model.whole_name or model.name)
-        record, values = part.model.architecture, part.model.values
+        name = model.whole_name or model.name
+        terms += part_flops(part.model, part.role, name, size)
+        record, values = part.model.architecture, sized_values(part.model, name, size)
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
