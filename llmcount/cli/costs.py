@@ -13,7 +13,14 @@ from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
 from ..tower_parallel import shown_name
 from .app import app, fail, print_json, terminal_width
-from .options import SPEC_HELP, AttentionBackendOption, JsonOption, ModelArgument, positive_int
+from .options import (
+    SPEC_HELP,
+    AttentionBackendOption,
+    GpuMemoryUtilizationOption,
+    JsonOption,
+    ModelArgument,
+    positive_int,
+)
 from .training import (
     AttentionKind,
     AttentionOption,
@@ -289,17 +296,7 @@ def memory(
         str | None,
         typer.Option("--gpus", help="With --gpu: how many (default tp·pp·dp; alone: --tp G).", metavar="G"),
     ] = None,
-    gpu_memory_utilization: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu-memory-utilization",
-            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
-            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
-            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
-            "A fraction in (0, 1].",
-            metavar="F",
-        ),
-    ] = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOption = None,
     freeze_vision: Annotated[
         bool,
         typer.Option(
@@ -740,17 +737,7 @@ def fit(
         str | None,
         typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
     ] = None,
-    gpu_memory_utilization: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu-memory-utilization",
-            help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
-            "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
-            "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
-            "A fraction in (0, 1].",
-            metavar="F",
-        ),
-    ] = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOption = None,
     seq: Annotated[
         str,
         typer.Option(

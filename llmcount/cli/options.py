@@ -25,6 +25,17 @@ CsvOption = Annotated[
     bool, typer.Option("--csv", help="One CSV row per model with a header: model,family,source,total,...")
 ]
 JsonlOption = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line, one line per model.")]
+GpuMemoryUtilizationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
+        "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
+        "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
+        "A fraction in (0, 1].",
+        metavar="F",
+    ),
+]
 AttentionBackendOption = Annotated[
     str | None,
     typer.Option(
