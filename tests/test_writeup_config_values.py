@@ -1,0 +1,92 @@
+"""Every number a post prints is the config's, never a default the record falls back to.
+
+Two ways a post printed a class default where the config gives its own value: a ``[printed]`` template (the module
+tree) whose field was found by its value at the class defaults, a literal (GIT's vision positions, 197) or another
+symbol equal to it there (ZAYA's convolution kernel read as ``h_kv``, 2 at the defaults, its stride as ``k``); and
+the notation's "not in this config" note, which looked for a key among the config's top-level names only, so a
+value under a sub-config (``vision_config.image_size``) or under an alias of the key (``n_embed`` for Falcon's
+``hidden_size``) was said to be the default. Each case is checked on a config that differs from the class defaults
+in the key concerned, against transformers' own ``print(model)``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from llmcount.formulas.config import read_config
+from llmcount.renderers.tree import printed_tree
+from llmcount.renderers.writeup import build
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+
+def printed(config: dict) -> str:
+    """``print(model)`` of transformers' causal LM for ``config``, built on the meta device."""
+    model, _ = oracle._meta_model(oracle._freeze(config))
+    return str(model)
+
+
+def test_zaya_prints_its_own_convolution_kernels_and_router_classes(tmp_path):
+    """cca_time0 = 3 and cca_time1 = 4 taps (the defaults: 2 and 2, which equal h_kv there), 6 + 2 heads (CCA's
+    channels (h + h_kv)·h_d, its groups h + h_kv), 12 experts (the router's n + 1 classes)."""
+    config = {
+        **oracle.runnable_defaults("zaya"),
+        "cca_time0": 3,
+        "cca_time1": 4,
+        "num_attention_heads": 6,
+        "num_key_value_heads": 2,
+        "head_dim": 32,
+        "hidden_size": 256,
+        "num_experts": 12,
+        "num_hidden_layers": 2,
+        "vocab_size": 64,
+        "layer_types": ["hybrid", "hybrid"],
+    }
+    tree = printed_tree(read_config(config, "zaya"))
+    assert tree == printed(config)
+    assert "(conv_qk_depthwise): Conv1d(256, 256, kernel_size=(3,), stride=(1,), groups=256)" in tree
+    assert "(conv_qk_grouped): Conv1d(256, 256, kernel_size=(4,), stride=(1,), groups=8)" in tree
+    assert "(out_proj): Linear(in_features=256, out_features=13, bias=False)" in tree
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(config))
+    assert "kernel_size=(3,)" in build(str(path)).text
+
+
+def test_git_prints_the_positions_of_its_own_image_size(tmp_path):
+    """A 384-pixel image in 16-pixel patches: 24² = 576 patches and the class token, 577 learned positions (the
+    default 224 pixels give 197)."""
+    config = oracle.with_key(oracle.runnable_defaults("git"), "vision_config.image_size", 384)
+    config = oracle.with_key(config, "vision_config.num_hidden_layers", 1)
+    tree = printed_tree(read_config({**config, "num_hidden_layers": 1}, "git"))
+    assert tree == printed({**config, "num_hidden_layers": 1})
+    assert "(position_embedding): Embedding(577, 768)" in tree
+
+
+def notation_row(text: str, key: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("| ") and f"`{key}`" in line)
+
+
+def test_a_sub_configs_key_the_config_gives_is_not_called_a_default(tmp_path):
+    config = oracle.with_key(oracle.runnable_defaults("git"), "vision_config.image_size", 384)
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(config))
+    row = notation_row(build(str(path)).text, "vision_config.image_size")
+    assert "not in this config" not in row and row.endswith("| 576 |")
+    del config["vision_config"]["image_size"]  # absent: the class's 224 pixels, 196 patches
+    path.write_text(__import__("json").dumps(config))
+    row = notation_row(build(str(path)).text, "vision_config.image_size")
+    assert "not in this config: the default $224$" in row and row.endswith("| 196 |")
+
+
+def test_a_key_given_under_its_alias_is_not_called_a_default(tmp_path):
+    """FalconConfig's attribute_map reads n_embed as hidden_size: a config giving n_embed gives the width."""
+    config = {**oracle.runnable_defaults("falcon"), "n_embed": 256, "num_attention_heads": 4, "num_hidden_layers": 2}
+    config.pop("hidden_size", None)
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(config))
+    text = build(str(path)).text
+    row = notation_row(text, "hidden_size")
+    assert "not in this config" not in row and row.endswith("| 256 |")
+    assert re.search(r"\(word_embeddings\): Embedding\(\d+, 256\)", text)
