@@ -90,3 +90,34 @@ def test_a_key_given_under_its_alias_is_not_called_a_default(tmp_path):
     row = notation_row(text, "hidden_size")
     assert "not in this config" not in row and row.endswith("| 256 |")
     assert re.search(r"\(word_embeddings\): Embedding\(\d+, 256\)", text)
+
+
+# Templates whose widths discovery wrote as the numbers it saw at the class defaults, each checked on a config that
+# differs from them in that width: MPT's and BLOOM's MLP output (4·d: 8192 and 256 there), GPT's c_proj input (4·d,
+# 3072), RoFormer's sinusoidal positions (d / h per head, 64), DiffLlama's group norm (2·h_d, 128).
+WIDTHS = {
+    "mpt": {"d_model": 96, "n_heads": 4, "n_layers": 1, "vocab_size": 64},
+    "bloom": {"hidden_size": 96, "n_head": 4, "n_layer": 1, "vocab_size": 64},
+    "openai-gpt": {"n_embd": 96, "n_head": 4, "n_layer": 1, "vocab_size": 64},
+    "roformer": {
+        "hidden_size": 96,
+        "embedding_size": 96,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 1,
+        "vocab_size": 64,
+    },
+    "diffllama": {
+        "hidden_size": 96,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 1,
+        "head_dim": 12,
+    },
+}
+
+
+@pytest.mark.parametrize("model_type", list(WIDTHS))
+def test_a_width_the_template_held_as_a_number_is_the_configs(model_type):
+    config = {**oracle.runnable_defaults(model_type), **WIDTHS[model_type]}
+    tree = printed_tree(read_config(config, model_type))
+    assert tree is not None and tree == printed(config), model_type
