@@ -121,3 +121,24 @@ def test_a_width_the_template_held_as_a_number_is_the_configs(model_type):
     config = {**oracle.runnable_defaults(model_type), **WIDTHS[model_type]}
     tree = printed_tree(read_config(config, model_type))
     assert tree is not None and tree == printed(config), model_type
+
+
+LINEAR = {  # Gated DeltaNet sizes unlike the defaults, where the conv width 8192 equals d·d_conv (2048·4) or N·h_d
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 8,
+    "linear_num_value_heads": 4,
+    "linear_value_head_dim": 8,
+    "linear_conv_kernel_dim": 3,
+    "num_hidden_layers": 2,
+    "layer_types": ["linear_attention", "full_attention"],
+}
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"])
+def test_gated_deltanet_prints_its_own_convolution(model_type):
+    """The causal convolution over queries, keys and values: 2·h_lk·d_lk + h_lv·d_lv = 64 channels, a kernel of 3
+    and a padding of 2 (the defaults: 8192 channels, 4 and 3)."""
+    config = {**oracle.runnable_defaults(model_type), **LINEAR}
+    tree = printed_tree(read_config(config, model_type))
+    assert tree is not None and tree == printed(config), model_type
+    assert "(conv1d): Conv1d(64, 64, kernel_size=(3,), stride=(1,), padding=(2,), groups=64, bias=False)" in tree
