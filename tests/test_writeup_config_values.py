@@ -142,3 +142,22 @@ def test_gated_deltanet_prints_its_own_convolution(model_type):
     tree = printed_tree(read_config(config, model_type))
     assert tree is not None and tree == printed(config), model_type
     assert "(conv1d): Conv1d(64, 64, kernel_size=(3,), stride=(1,), padding=(2,), groups=64, bias=False)" in tree
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_mamba"])
+def test_mamba_prints_its_own_state_and_kernel(model_type):
+    """x_proj maps to the time-step rank and twice the state size (r_dt + 2·d_state: 4 + 16 at d = 64 and a state of
+    8; the defaults give 80), the convolution pads d_conv - 1 (2 for a kernel of 3; the defaults: 3)."""
+    config = {
+        **oracle.runnable_defaults(model_type),
+        "hidden_size": 64,
+        "state_size": 8,
+        "conv_kernel": 3,
+        "num_hidden_layers": 1,
+        "vocab_size": 64,
+    }
+    config.pop("intermediate_size", None)
+    config.pop("time_step_rank", None)
+    tree = printed_tree(read_config(config, model_type))
+    assert tree is not None and tree == printed(config), model_type
+    assert "(x_proj): Linear(in_features=128, out_features=20, bias=False)" in tree
