@@ -440,11 +440,21 @@ def test_ordered_lines_break_long_sums_with_balanced_brackets():
     groups = load("deepseek-v3").derivation.grouped()
     lines = ordered_lines(groups, width=40)
     assert len(lines) > 3
-    for line in lines:  # every line of an aligned block must balance \left and \right on its own
-        assert line.count(r"\left") == line.count(r"\right"), line
-    joined = "".join(lines).replace(r"\right.", "").replace(r"\left.", "").replace("{}", "")
-    assert joined.replace(" ", "") == ordered_latex(groups).replace(" ", "")
-    assert ordered_lines(groups, width=10_000) == [ordered_latex(groups)]
+    for line in lines:  # plain brackets, which may open on one line of an aligned block and close on another
+        assert r"\left" not in line and r"\right" not in line, line
+    joined = "".join(lines).replace("{}", "")
+    assert joined.count("(") == joined.count(")")
+    plain = ordered_latex(groups).replace(r"\left(", "(").replace(r"\right)", ")")
+    assert joined.replace(" ", "") == plain.replace(" ", "")
+    assert ordered_lines(groups, width=10_000) == [plain]
+
+
+def test_a_bracket_keeps_its_size_only_around_something_tall():
+    from llmcount.renderers.filters import plain_brackets
+
+    assert plain_brackets(r"h\,\left(d + \left(a + b\right)\right)") == r"h\,(d + (a + b))"
+    sized = r"\left(\frac{d}{h} + 1\right) + \left(x + \left\lfloor y \right\rfloor\right)"
+    assert plain_brackets(sized) == sized
 
 
 def test_code_escape_pct_significant():
@@ -573,23 +583,22 @@ def test_pie_slices_are_labelled_readably_and_add_up():
     assert title == "Qwen3-32B: 32.76B parameters"
     assert sum(n for _, n in slices) == PUBLISHED["qwen3-32b"]
     # embedding and head are V·d = 151936·5120 = 777,912,320 each (2.37%): drawn apart their labels overprint
-    # ("2%2%"), so the small sections are one slice; every label has its count digit-grouped
-    assert slices[-1] == ("Token embedding, Normalization, LM head 1,556,485,120 (4.75%)", 2 * 777_912_320 + 660_480)
+    # ("2%2%"), so the small sections are one slice; a label gives the share (the table beside it, the counts)
+    assert slices[-1] == ("Token embedding, Normalization, LM head (4.75%)", 2 * 777_912_320 + 660_480)
     assert "showData" not in post("qwen3-32b")
     assert [label.split(" ")[0] for label, _ in slices] == ["Attention", "MLP", "Token"]
 
 
-def test_moe_post_draws_the_activated_split_too():
+def test_moe_post_gives_the_activated_split_in_its_table():
+    """One pie of the total; the table beside it gives each component's share of the activated count too."""
     numbers = expected_numbers("deepseek-v3")
-    pies = mermaid_pies(post("deepseek-v3", "markdown", "zh"))
-    assert [title for title, _ in pies] == [
-        "DeepSeek-V3 参数分布（共 671.03B）",
-        "DeepSeek-V3 每 token 激活参数分布（共 37.55B）",
-    ]
+    text = post("deepseek-v3", "markdown", "zh")
+    pies = mermaid_pies(text)
+    assert [title for title, _ in pies] == ["DeepSeek-V3 参数分布（共 671.03B）"]
     assert sum(n for _, n in pies[0][1]) == numbers["total"]
-    assert sum(n for _, n in pies[1][1]) == numbers["activated"]
-    assert any(label.startswith("注意力层 ") and n == numbers["attention"] for label, n in pies[1][1])
-    assert len(mermaid_pies(post("qwen3-32b", "markdown", "zh"))) == 1  # dense: one pie
+    attention = f"{numbers['attention']:,}"  # every token runs the attention: all of it is activated
+    share = f"{100 * numbers['attention'] / numbers['activated']:.2f}%"
+    assert f"| 注意力层 | {attention} | 1.70% | {attention} | {share} |" in text
 
 
 def test_chinese_latex_captions_its_figure_in_chinese(tmp_path):
@@ -689,7 +698,7 @@ def test_a_section_the_prose_does_not_cover_is_told_from_the_records_notes():
 
 def test_hybrid_layers_say_which_layers_carry_what():
     text = post("qwen3-next-80b-a3b")  # 48 layers: 12 full attention, 36 linear attention (Gated DeltaNet)
-    assert "## 4. Linear attention" in text and "Each of the $N_{\\mathrm{full}} = 12$ layers" in text
+    assert "## 4. Linear attention" in text and "In each of the $N_{\\mathrm{full}} = 12$ layers" in text
     assert "One layer, to leading order" not in text  # no one layer to approximate
 
 

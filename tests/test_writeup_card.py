@@ -52,8 +52,7 @@ def test_every_presets_card_is_readable():
 
 def test_qwen3_32b_agrees_with_its_card():
     text = build("qwen3-32b", sections="params").text
-    assert "The model card says 32.8B; transformers counts **32,762,123,264** parameters" in text
-    assert "Rounded to the card's precision, the count is 32.8B: they agree." in text
+    assert "The model card says 32.8B. The count, rounded to the card's precision, agrees." in text
 
 
 def test_the_hubs_figure_of_a_tied_model_counts_the_head_twice():

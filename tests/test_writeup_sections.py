@@ -310,7 +310,7 @@ def test_zamba2_flops_run_the_shared_block_in_every_hybrid_layer(tmp_path):
     path.write_text(json.dumps({**ZAMBA2, "num_hidden_layers": 2, "layers_block_type": ["mamba", "hybrid"]}))
     text = build(str(path), "markdown", "en", sections="flops").text
     assert "not derived" not in text and "(mamba)" in text
-    assert r"F_{\mathrm{token}} &= N_{\mathrm{attn}}\left(2\,d_{\mathrm{att}}\,h\,h_{d}" in text
+    assert r"F_{\mathrm{token}} &= N_{\mathrm{attn}}(2\,d_{\mathrm{att}}\,h\,h_{d}" in text
     assert r"\left\lceil{\frac{S}{Q}}\right\rceil" in text
 
 

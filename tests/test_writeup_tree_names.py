@@ -46,7 +46,7 @@ def test_the_post_says_the_tree_is_what_print_model_prints():
     text = build("gpt2", sections="tree").text
     assert "(c_attn): Conv1D(nf=2304, nx=768)" in text and "(0-11): 12 x GPT2Block(" in text
     assert "`print(model)` in transformers prints:" in text and "generic" not in text
-    assert "(`Conv1D(nf, nx)` is the same, output first)" in text
+    assert "; `Conv1D(nf, nx)` writes the output first)" in text
     assert "routed experts" not in text and "router" not in text
     zh = build("gpt2", "markdown", "zh", sections="tree").text
     assert "在 transformers 中执行 `print(model)`，输出如下" in zh

@@ -142,11 +142,33 @@ FILTERS = {
 # --- write-ups -----------------------------------------------------------------------------------------------------
 
 
+_SIZED = re.compile(r"\\left\(((?:(?!\\left|\\right).)*)\\right\)")
+_TALL = re.compile(r"\\(frac|tfrac|dfrac|sqrt|lfloor|lceil|sum|prod)")
+
+
+def plain_brackets(tex: str) -> str:
+    """``\\left(…\\right)`` as plain brackets where the content is one line high: ``h\\,(d_{v} + d)``. A
+    derivation is an ``aligned`` block broken between terms, where a plain bracket may open on one line and close on
+    another (``\\left(`` would need ``\\right.`` and ``\\left.`` at every break); ``\\left`` sizes only a bracket
+    around a fraction, a root, a floor or a ceiling, which keep it."""
+    while True:
+        out = _SIZED.sub(lambda m: m.group(0) if _TALL.search(m.group(1)) else f"({m.group(1)})", tex)
+        if out == tex:
+            return out
+        tex = out
+
+
+def post_latex(expr: Expr) -> str:
+    """:func:`latex` with :func:`plain_brackets`."""
+    return plain_brackets(latex(expr))
+
+
 def substitute(expr: Expr, values: dict) -> str:
     """LaTeX of ``expr`` with each symbol replaced by its digit-grouped value, products as ``\\cdot``:
-    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5{,}120 \\cdot 64``. Nothing is evaluated."""
+    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5{,}120 \\cdot 64``. Nothing is evaluated; brackets as in
+    :func:`post_latex`."""
     names = {symbol: latex_int(value) for symbol, value in values.items()}
-    return sympy_latex(expr, symbol_names=names, mul_symbol="dot")
+    return plain_brackets(sympy_latex(expr, symbol_names=names, mul_symbol="dot"))
 
 
 def _visible_width(tex: str) -> int:
@@ -158,10 +180,10 @@ def _visible_width(tex: str) -> int:
 def ordered_lines(
     groups: Sequence[tuple[Expr, Sequence[Expr]]], values: dict | None = None, width: int = 64
 ) -> list[str]:
-    """:func:`ordered_latex` broken into lines of about ``width`` characters for an ``aligned`` block;
-    a bracket left open at a line end is closed with ``\\right.`` and reopened with ``\\left.``.
-    With ``values``, the numbers are substituted (:func:`substitute`)."""
-    fmt = latex if values is None else (lambda e: substitute(e, values))
+    """:func:`ordered_latex` broken into lines of about ``width`` characters for an ``aligned`` block, with
+    plain brackets (:func:`post_latex`): a bracket opened on one line may close on a later one. With ``values``,
+    the numbers are substituted (:func:`substitute`)."""
+    fmt = post_latex if values is None else (lambda e: substitute(e, values))
     items: list[tuple[str, str]] = []  # ("term", tex) | ("open", factor) | ("close", "")
     for layers, exprs in groups:
         if layers == 1:
@@ -169,20 +191,38 @@ def ordered_lines(
         elif len(exprs) == 1 and not isinstance(layers, Add):
             items.append(("term", fmt(layers * exprs[0])))
         else:
-            factor = rf"\left({fmt(layers)}\right)" if isinstance(layers, Add) else fmt(layers)
+            factor = f"({fmt(layers)})" if isinstance(layers, Add) else fmt(layers)
             items += [("open", factor), *[("term", fmt(e)) for e in exprs], ("close", "")]
-    lines, line, is_open, fresh = [], "", False, True  # fresh: nothing yet since the line start or a bracket
+    lines, line, fresh = [], "", True  # fresh: nothing yet since the line start or a bracket
     for kind, tex in items:
         if kind == "close":
-            line, is_open, fresh = line + r"\right)", False, False
+            line, fresh = line + ")", False
             continue
-        piece = tex + r"\left(" if kind == "open" else tex
+        piece = tex + "(" if kind == "open" else tex
         if line and not fresh and _visible_width(line) + _visible_width(piece) > width:  # a bracket keeps a term
-            lines.append(line + (r"\right." if is_open else ""))
-            line, fresh = (r"\left.{}" if is_open else "{}"), False
+            lines.append(line)
+            line, fresh = "{}", False
         line += piece if fresh else " + " + piece
-        is_open, fresh = (True, True) if kind == "open" else (is_open, False)
+        fresh = kind == "open"
     return [*lines, line]
+
+
+def skipped_latex(groups: Sequence[tuple[Expr, Sequence[Expr]]], values: dict | None = None) -> str:
+    """The routed expert weights a token skips, ``[(layers, [expr / n])]`` times :math:`n - k`, as one product in
+    :func:`post_latex`'s brackets: ``(N - N_{\\mathrm{dense}})\\,3\\,d\\,d_{\\mathrm{moe}}\\,(n - k)``; with ``values``,
+    substituted (``(61 - 3) \\cdot 3 \\cdot 7{,}168 \\cdot 2{,}048 \\cdot (256 - 8)``)."""
+    from ..formulas.symbols import k, n
+
+    fmt = post_latex if values is None else (lambda e: substitute(e, values))
+    times = r"\," if values is None else r" \cdot "
+    (layers, exprs), *_ = groups
+    if len(exprs) == 1 and not isinstance(layers, Add):  # one product: N·3·d·d_moe prints 3 N d d_moe
+        factors = [fmt(layers * exprs[0])]
+    else:
+        factors = [] if layers == 1 else [f"({fmt(layers)})" if isinstance(layers, Add) else fmt(layers)]
+        inner = " + ".join(fmt(e) for e in exprs)
+        factors.append(f"({inner})" if len(exprs) > 1 else inner)
+    return times.join([*factors, f"({fmt(n)} - {fmt(k)})"])
 
 
 def sum_lines(terms: Sequence[str], width: int = 64) -> list[str]:
@@ -288,6 +328,7 @@ FILTERS.update(
     substitute=substitute,
     ordered_lines=ordered_lines,
     sum_lines=sum_lines,
+    skipped_latex=skipped_latex,
     code=code,
     escape=escape,
     pct=pct,

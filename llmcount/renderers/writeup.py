@@ -31,7 +31,7 @@ from ..checkpoint import TORCH_DTYPES, Finding, findings, read_index, torch_dtyp
 from ..errors import LlmcountError
 from ..files import user_path
 from ..formulas.config import Model, config_key, read_config
-from ..formulas.derivation import Counts, evaluate_int
+from ..formulas.derivation import Counts, evaluate_int, gather
 from ..formulas.expressions import RecordError, formula
 from ..formulas.symbols import (
     GLOSSARY,
@@ -47,6 +47,7 @@ from ..formulas.symbols import (
     h,
     h_d,
     h_kv,
+    k,
     n,
     n_pos,
     n_s,
@@ -118,6 +119,7 @@ class Section:
     activated: int
     share: Fraction  # of the total
     activated_share: Fraction  # of the activated count
+    skipped: list | None = None  # [(layers, [expr / n])]: the routed experts a token skips are these times (n - k)
 
     @property
     def described(self) -> bool:
@@ -232,9 +234,32 @@ def sections(model: Model) -> list[Section]:
                 activated=active,
                 share=Fraction(count, total),
                 activated_share=Fraction(active, activated),
+                skipped=_skipped(terms, model.values, count - active),
             )
         )
     return result
+
+
+def _skipped_moe(parts: list[Section]) -> Section | None:
+    """The one mixture-of-experts section whose routed experts are all a token leaves out (its ``skipped``), when
+    every other part runs in full: the activated count is then the total less those experts' ``n - k``."""
+    moe = [s for s in parts if s.key == "moe"]
+    if len(moe) != 1 or moe[0].skipped is None or any(s.activated != s.count for s in parts if s.key != "moe"):
+        return None
+    return moe[0]
+
+
+def _skipped(terms: list, values: Mapping, gap: int) -> list | None:
+    """The routed expert weights a token does not use, as ``[(layers, [expr / n])]`` times :math:`n - k`: the
+    activated count of a block is its count minus these (``P_moe - N\\,3\\,d\\,d_{moe}\\,(n - k)``). None when the
+    block has no routed weight, when they sit on layers of several counts, or when a weight is not ``n`` times a
+    per-expert size; the post then derives the activated count in full."""
+    routed = [t for t in terms if t.routed]
+    groups = gather((t.layers, t.expr / n) for t in routed)
+    if not routed or len(groups) != 1 or any(n in e.free_symbols for _, exprs in groups for e in exprs):
+        return None
+    layers, exprs = groups[0]
+    return groups if evaluate_int(layers * sum(exprs) * (n - k), dict(values), "routed") == gap else None
 
 
 PART_KEYS = {"vision tower": "vision", "projector": "projector", "audio tower": "audio"}
@@ -304,7 +329,7 @@ def check_code(model: Model, preset: Any, total: int) -> str:
             f"from transformers import AutoConfig, {cls}",
             "",
             f'config = AutoConfig.from_pretrained("{where}")',
-            'with torch.device("meta"):  # shapes only: no memory, no weights downloaded',
+            'with torch.device("meta"):  # shapes only, no memory',
             f"    model = {cls}(config)",
             f'print(f"{{sum(p.numel() for p in model.parameters()):,}}")  # {total:,}',
         ]
@@ -403,11 +428,10 @@ PIE_SMALL = Fraction(3, 100)
 """Sections under this share of a pie are drawn as one slice: side by side, their labels would overprint."""
 
 
-def pie(parts: list[Section], activated: bool = False) -> list[Slice]:
-    """The slices of a pie of ``parts`` (of the activated counts with ``activated``), in reader's order; two or
-    more sections under PIE_SMALL are one slice, last."""
-    items = [(s, s.activated if activated else s.count) for s in parts]
-    items = [(s, n) for s, n in items if n]
+def pie(parts: list[Section]) -> list[Slice]:
+    """The slices of a pie of ``parts``, in reader's order; two or more sections under PIE_SMALL are one slice,
+    last."""
+    items = [(s, s.count) for s in parts if s.count]
     whole = sum(n for _, n in items)
     small = [(s, n) for s, n in items if Fraction(n, whole) < PIE_SMALL]
     if len(small) < 2:
@@ -844,12 +868,27 @@ class Variable:
     default: str | None = None  # the config lacks the key: the default the value comes from, as LaTeX math
 
 
-def _default(model: Model, symbol, present: Collection[str] | None) -> str | None:
-    """How the value of ``symbol`` was made when the config has no key for it (``4\\,d``, ``128``), else None."""
+def _given(present: Collection[str] | Mapping[str, Any], key: str, aliases: Collection[str] = ()) -> bool:
+    """Whether the config gives ``key``: under its own name or one of its ``aliases`` (the config class's
+    attribute_map), a dotted key (``vision_config.image_size``) inside its sub-config."""
+    if any(name in present for name in (key, *aliases)):
+        return True
+    head, _, rest = key.partition(".")
+    return (
+        bool(rest)
+        and isinstance(present, Mapping)
+        and isinstance(present.get(head), Mapping)
+        and (_given(present[head], rest))
+    )
+
+
+def _default(model: Model, symbol, present: Collection[str] | Mapping[str, Any] | None) -> str | None:
+    """How the value of ``symbol`` was made when the config has no key for it (``4\\,d``, ``128``), else None;
+    ``present``: the config (or only its keys)."""
     if present is None:
         return None
     spec = next((s for s in model.architecture.symbols if s.symbol == symbol), None)
-    if spec is None or spec.key in present or not spec.default_text:
+    if spec is None or not spec.default_text or _given(present, spec.key, model.architecture.aliases.get(spec.key, ())):
         return None
     text = spec.default_text
     try:
@@ -1019,9 +1058,9 @@ def context(
         "f": features(model),
         "variables": variables(model, present) + part_variables(model),
         "sections": parts,
+        "skipped_moe": _skipped_moe(parts),
         "embedding_groups": list(dict.fromkeys(t.group for t in model.derivation.terms if t.embedding)),
         "pie": pie(parts),
-        "pie_activated": pie(parts, activated=True) if moe else None,
         "embedding_share": Fraction(counts.embedding, counts.total),
         "non_embedding_share": Fraction(counts.non_embedding, counts.total),
         "activated_share": Fraction(counts.activated, counts.total),
@@ -1099,17 +1138,30 @@ def render_writeup(
             )
         )
         return page(text, lang, chart_svg, math)
-    return _tidy(
+    text = _tidy(
         render(
             f"writeup/{fmt}.j2",
             **context(model, fmt, lang, verification, chart, present, show, seq, training, author, date, quant),
         )
     )
+    return _display_in_paragraph(text) if fmt == "latex" else text
 
 
 def _tidy(text: str) -> str:
     """One blank line between blocks wherever sections were left out (no block of a post has a blank line)."""
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+_LEAD_IN = re.compile(
+    r"(?m)^((?!\s*(?:\\(?:section|subsection|begin|end|par|medskip|vspace)\b|[{}%]))[^\n]*\S)\n\n(\\\[)"
+)
+
+
+def _display_in_paragraph(text: str) -> str:
+    """A LaTeX display formula in the paragraph of the text that leads into it: TeX breaks no page just before a
+    display in a paragraph (``\\predisplaypenalty``), where a blank line between them would let the text end one
+    page and its formula start the next."""
+    return _LEAD_IN.sub(r"\1\n\2", text)
 
 
 def parse_sections(value: str | None) -> tuple[str, ...]:
@@ -1483,9 +1535,9 @@ def build(
         from .charts import svg_chart
 
         inline = svg_chart([model], activated=model.architecture.is_moe, lang=lang)
-    present = set(config)  # the keys the config gives: a composite's language model reads its text_config
+    present = config  # what the config gives: a composite's language model reads its text_config
     if model.composite is not None and isinstance(config.get("text_config"), dict):
-        present = set(config["text_config"])
+        present = config["text_config"]
     text = render_writeup(
         model, fmt, lang, verification, link, inline, present, show, seq, trained, math, author, date, quantised
     )
