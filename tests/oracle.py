@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import pytest
+from hypothesis import assume
 from hypothesis import strategies as st
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -30,7 +32,9 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from llmcount.errors import LlmcountError
 from llmcount.formulas import records
+from llmcount.formulas.config import RuleRefusal
 
 transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
@@ -568,3 +572,21 @@ def composite_total(config: dict[str, Any], model_class: str) -> int:
     if model_class in TEXT_ONLY:
         raise TransformersRejected(f"{model_class} is not built here: {TEXT_ONLY[model_class]}")
     return _language_model_total(_freeze(config), model_class)[1]
+
+
+def assert_counted_as_built(config: dict, built, counted) -> dict:
+    """``counted(config)`` (llmcount's counts) equals ``built(config)`` (transformers'), which is returned; a drawn
+    config transformers rejects, or llmcount refuses for a stated reason, is rejected as a hypothesis example, and a
+    refusal without one fails the test."""
+    try:
+        want = built(config)
+    except TransformersRejected:
+        assume(False)
+    try:
+        got = counted(config)
+    except RuleRefusal:
+        assume(False)
+    except LlmcountError as error:
+        pytest.fail(f"refused a config transformers builds: {error}\n{config}")
+    assert got == want, f"{config} ({VERSIONS})"
+    return want

@@ -15,10 +15,9 @@ import gemma3
 import pytest
 import test_towers_b
 import test_towers_c
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmcount.errors import LlmcountError
 from llmcount.formulas import records
 from llmcount.formulas.config import RuleRefusal, read_config
 
@@ -76,17 +75,7 @@ def ours(config: dict) -> dict[str, int]:
 
 
 def assert_as_transformers_builds(config: dict) -> None:
-    try:
-        want = transformers_parts(config)
-    except oracle.TransformersRejected:
-        assume(False)
-    try:
-        got = ours(config)
-    except RuleRefusal:
-        assume(False)
-    except LlmcountError as error:
-        pytest.fail(f"refused a config transformers builds: {error}\n{config}")
-    assert got == want, f"{config} ({oracle.VERSIONS})"
+    want = oracle.assert_counted_as_built(config, transformers_parts, ours)
     model = read_config(config, "test config")
     lm = oracle.language_model_total(config, records.composite(config["model_type"]).model)
     assert model.counts.total == lm == want["whole"] - want["vision tower"] - want["projector"], oracle.VERSIONS

@@ -10,7 +10,7 @@ import warnings
 from functools import lru_cache
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmcount.errors import LlmcountError
@@ -239,17 +239,7 @@ def drawn(draw, model_type: str) -> dict:
 @given(data=st.data())
 def test_drawn_towers(model_type: str, data) -> None:
     config = data.draw(drawn(model_type))
-    try:
-        want = transformers_parts(config)
-    except oracle.TransformersRejected:
-        assume(False)
-    try:
-        got = ours(config)
-    except RuleRefusal:
-        assume(False)
-    except LlmcountError as error:
-        pytest.fail(f"refused a config transformers builds: {error}\n{config}")
-    assert got == want, f"{config} ({oracle.VERSIONS})"
+    oracle.assert_counted_as_built(config, transformers_parts, ours)
     lm = oracle.language_model_total(config, records.composite(model_type).model)
     assert read_config(config, "test config").counts.total == lm, oracle.VERSIONS
 

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from llmcount.errors import LlmcountError
 from llmcount.formulas import records
 from llmcount.formulas.config import RuleRefusal, read_config
 
@@ -118,17 +117,7 @@ def ours(config: dict) -> dict[str, int]:
 
 
 def assert_as_transformers_builds(config: dict) -> None:
-    try:
-        want = transformers_parts(config)
-    except oracle.TransformersRejected:
-        assume(False)
-    try:
-        got = ours(config)
-    except RuleRefusal:
-        assume(False)
-    except LlmcountError as error:
-        pytest.fail(f"refused a config transformers builds: {error}\n{config}")
-    assert got == want, f"{config} ({oracle.VERSIONS})"
+    oracle.assert_counted_as_built(config, transformers_parts, ours)
 
 
 def test_class_defaults() -> None:
