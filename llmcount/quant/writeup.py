@@ -50,6 +50,11 @@ class QuantPart:
         return Fraction(8 * self.bytes, self.parameters)
 
     @property
+    def scheme_zh(self) -> str:
+        """The scheme in Chinese, for the zh write-up."""
+        return self.plan.quant.label_zh if self.plan is not None else self.scheme
+
+    @property
     def quantised_bits(self) -> Fraction:
         """Bits per quantised parameter: the packed weight and its storage."""
         total = sum(c.bytes for c in self.classes if c.name != self.kept_dtype)

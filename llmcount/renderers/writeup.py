@@ -692,6 +692,8 @@ class SpeedPart:
     experts: Fraction | None = None  # expected distinct routed experts per layer at B = SPEED_BATCH
     moe: tuple[int, int] | None = None
     formula: str = ""
+    scheme_zh: str = ""  # with a quantised checkpoint: its scheme in Chinese, and the dtype of the rest
+    rest: str = ""
 
 
 def speed_formula() -> str:
@@ -729,7 +731,7 @@ def speed_part(model: Model, memory: MemoryPart, stored: Any = None) -> SpeedPar
         plan = getattr(stored, "plan", None)
         weights = rl.plain_weights(model, memory.dtype) if plan is None else rl.scheme_weights(model, plan)
         if plan is not None:
-            part = replace(part, dtype=weights.stored_as)
+            part = replace(part, dtype=weights.stored_as, scheme_zh=plan.quant.label_zh, rest=plan.dtype)
         result = rl.roofline(model, weights, card, [1, SPEED_BATCH], memory.seq, "bf16", compute)
     except LlmcountError:
         return part
