@@ -192,3 +192,28 @@ def test_an_unknown_composite_entry_is_still_said() -> None:
     config = {**QWEN25_VL, "quantization_config": {**AWQ, "modules_to_not_convert": ["model.language_model.nope"]}}
     stored = plan(read_config(config, "q"), read_quant(config, "q"), "BF16")
     assert stored.unmatched == ("model.language_model.nope",)
+
+
+@pytest.mark.parametrize(("name", "config", "qc"), [("gemma3 bnb", GEMMA3, BNB), ("qwen2.5-vl awq", QWEN25_VL, AWQ)])
+def test_a_skip_list_naming_no_tower_is_said(name: str, config: dict, qc: dict) -> None:
+    """With no skip list naming the tower, transformers' quantiser converts the tower's linear layers too (its own
+    skips are the LM head and tied modules only): llmcount, which sizes the parts unquantised, says so."""
+    from transformers.quantizers.base import HfQuantizer
+    from transformers.quantizers.quantizers_utils import should_convert_module
+
+    config = {**config, "quantization_config": qc}
+    model = _composite(config)
+    skips = HfQuantizer.get_modules_to_not_convert(
+        model, None, model._keep_in_fp32_modules, qc["quant_method"] == "awq"
+    )
+    linears = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    tower = [n for n in linears if not n.startswith("model.language_model.") and n != "lm_head"]
+    assert tower and all(should_convert_module(n, skips) for n in tower), "transformers 5.24.0"
+    stored = plan(read_config(config, name), read_quant(config, name), "BF16")
+    assert any("names none of the parts beside the language model" in note for note in stored.notes)
+    key, towers = (
+        ("llm_int8_skip_modules", ["vision_tower"]) if "bnb" in name else ("modules_to_not_convert", ["visual"])
+    )
+    named = {**config, "quantization_config": {**qc, key: towers}}
+    stored = plan(read_config(named, name), read_quant(named, name), "BF16")
+    assert not any("names none" in note for note in stored.notes)
