@@ -416,3 +416,18 @@ def test_index_mode_names_saved_rotary_buffers(tmp_path: Path):
     index = write_index(tmp_path / "r", QWEN3, names, model.counts.total * 2 + 2 * 32 * 4)
     result = verify(str(tmp_path / "r"), index=str(index))
     assert [(c.path, c.checkpoint) for c in result.differences] == [("buffer/saved", 128)]
+
+
+def test_mlx_quantization_key_is_known_to_every_record(tmp_path: Path) -> None:
+    """mlx-lm writes its scheme as ``quantization`` (and again as quantization_config): a key of the format, not
+    of the family, so ``count`` reads it without a note that the record does not know it."""
+    import quant_models
+    from refusal import run
+
+    config = {**quant_models.QWEN3, "quantization": {"group_size": 32, "bits": 4}, "torch_dtype": "bfloat16"}
+    config["quantization_config"] = dict(config["quantization"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("count", str(path))
+    assert result.exit_code == 0 and "MLX 4-bit" in result.stdout, result.output
+    assert "new to the qwen3 record" not in result.output
