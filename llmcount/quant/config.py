@@ -351,7 +351,7 @@ CT_FORMATS["mxfp4-pack-quantized"] = "ct-mxfp4"
 
 def _ct(raw: Mapping[str, Any], where: str) -> Quant:
     fmt = raw.get("format")
-    if fmt not in CT_FORMATS:
+    if not isinstance(fmt, str) or fmt not in CT_FORMATS:
         raise _fail(
             where, "format", f"{fmt!r} is not a compressed-tensors format llmcount reads ({', '.join(CT_FORMATS)})"
         )
@@ -439,15 +439,22 @@ def _ct(raw: Mapping[str, Any], where: str) -> Quant:
     )
 
 
-def _mlx(raw: Any, where: str) -> Quant:
-    if not isinstance(raw, dict):
-        raise LlmcountError(f"{where}: quantization must be an object")
+def _mlx_sizes(raw: Mapping[str, Any], key: str, where: str) -> tuple[int, int]:
+    """MLX's group size and bits (mlx.core.quantize's affine mode: groups of 32, 64 or 128 in its kernels; any
+    positive size is read), refused naming ``key`` when they are no positive integer or no bit width MLX packs."""
     group = raw.get("group_size", 64)
     bits = raw.get("bits", 4)
     if isinstance(group, bool) or not isinstance(group, int) or group <= 0:
-        raise LlmcountError(f"{where}: quantization.group_size: must be a positive integer, got {group!r}")
+        raise LlmcountError(f"{where}: {key}.group_size: must be a positive integer, got {group!r}")
     if isinstance(bits, bool) or bits not in (2, 3, 4, 5, 6, 8):
-        raise LlmcountError(f"{where}: quantization.bits: {bits!r} is not one of 2, 3, 4, 5, 6, 8")
+        raise LlmcountError(f"{where}: {key}.bits: {bits!r} is not one of 2, 3, 4, 5, 6, 8")
+    return group, bits
+
+
+def _mlx(raw: Any, where: str) -> Quant:
+    if not isinstance(raw, dict):
+        raise LlmcountError(f"{where}: quantization must be an object")
+    group, bits = _mlx_sizes(raw, "quantization", where)
     mode = raw.get("mode", "affine")
     if mode != "affine":
         raise LlmcountError(f"{where}: quantization.mode: {mode!r}: only MLX's affine mode is read")
@@ -458,6 +465,8 @@ def _mlx(raw: Any, where: str) -> Quant:
         if value is False or (isinstance(value, dict) and set(value) <= {"group_size", "bits", "mode"}):
             if isinstance(value, dict) and value.get("mode", "affine") != "affine":
                 raise LlmcountError(f"{where}: quantization.{key}.mode: {value['mode']!r}: only affine is read")
+            if isinstance(value, dict):
+                _mlx_sizes({"group_size": group, "bits": bits, **value}, f"quantization.{key}", where)
             overrides[key] = value
         else:
             raise LlmcountError(
