@@ -217,3 +217,31 @@ def test_a_skip_list_naming_no_tower_is_said(name: str, config: dict, qc: dict) 
     named = {**config, "quantization_config": {**qc, key: towers}}
     stored = plan(read_config(named, name), read_quant(named, name), "BF16")
     assert not any("names none" in note for note in stored.notes)
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+def test_index_mode_counts_the_parts_the_index_names(quantised: bool, tmp_path) -> None:
+    """``verify --index`` on a composite checkpoint whose index names the tower's and projector's tensors: their
+    parameters (transformers' whole model less its language model, built on the meta device) are in the formula, in
+    the checkpoint dtype, and the total matches; without them in the index, the language model alone is compared."""
+    import json
+
+    from refusal import run
+
+    config = {**GEMMA3, "quantization_config": BNB} if quantised else dict(GEMMA3)
+    built = _composite(config)
+    names = [name for name, _ in built.named_parameters()]
+    language = sum(p.numel() for n, p in built.named_parameters() if n.startswith("model.language_model."))
+    language += 0 if config["text_config"].get("tie_word_embeddings", True) else built.lm_head.weight.numel()
+    parts = sum(p.numel() for p in built.parameters()) - language
+    model = read_config(config, "g")
+    assert model.counts.total == language and parts > 0, "transformers 5.24.0"
+    lm_bytes = plan(model, read_quant(config, "g"), "BF16").bytes if quantised else 2 * language
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    text_only = [n for n in names if not n.startswith(("model.vision_tower.", "model.multi_modal_projector."))]
+    for listed, total, whole in ((names, lm_bytes + 2 * parts, True), (text_only, lm_bytes, False)):
+        index = tmp_path / "model.safetensors.index.json"
+        index.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": dict.fromkeys(listed, "a")}))
+        result = run("verify", str(tmp_path), "--index", str(index))
+        assert result.exit_code == 0 and "match: the checkpoint holds exactly" in result.stdout, result.stdout
+        assert ("vision tower" in result.stdout) == whole
