@@ -5,8 +5,6 @@ the model it builds, its whole model and its vision tower equal to the meta-devi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -32,11 +30,11 @@ def test_no_global_layer_counts_as_transformers_builds_it() -> None:
 
 
 def test_the_cli_counts_it_and_null_is_refused_by_name(tmp_path) -> None:
+    from refusal import assert_refused, run
+
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
-    run = subprocess.run([sys.executable, "-m", "llmcount", "count", str(path)], capture_output=True, text=True)
-    assert run.returncode == 0 and "N_gattn=0" in run.stdout, run.stderr
+    result = run("count", str(path))
+    assert result.exit_code == 0 and "N_gattn=0" in result.stdout, result.output
     path.write_text(json.dumps({**CONFIG, "vision_config": {"global_attn_indexes": None}}))
-    run = subprocess.run([sys.executable, "-m", "llmcount", "count", str(path)], capture_output=True, text=True)
-    assert run.returncode == 1 and not run.stdout and len(run.stderr.splitlines()) == 1
-    assert "global_attn_indexes" in run.stderr
+    assert_refused(run("count", str(path)), "global_attn_indexes")
