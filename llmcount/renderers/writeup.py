@@ -1471,10 +1471,10 @@ def build(
     trained = training_part(model, training, seq) if "training" in show else None
     from ..quant import writeup as quant_writeup
 
-    quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
+    quantised = quant_writeup.quant_part(model, config, source, spec=spec) if "quant" in show else None
     if quantised is None and "memory" in show:  # the memory section says how the checkpoint stores its weights
         with suppress(LlmcountError):  # a scheme llmcount does not size: the section as without one
-            quantised = quant_writeup.quant_part(model, config, source)
+            quantised = quant_writeup.quant_part(model, config, source, spec=spec)
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None:
