@@ -42,3 +42,5 @@ def test_the_files_own_bytes(tmp_path: Path) -> None:
     assert "weights in Q4_K_M (the GGUF file's tensors), the rest F32" in post.text
     zh = build(str(path), lang="zh", sections="memory").text
     assert "权重按 Q4_K_M（GGUF 文件中的张量），其余 F32" in zh and "the rest" not in zh
+    latex = build(str(path), fmt="latex", sections="memory,quant").text
+    assert "Q4_K_M" not in latex and r"weights in Q4\_K\_M (the GGUF file's tensors), the rest F32" in latex
