@@ -979,7 +979,7 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
             "verify its safetensors headers instead"
         )
     checkpoint = size * 8 // bits
-    from .quant.index import explain
+    from .quant.index import explain, stored_parts
 
     note = f"metadata.total_size {size:,} bytes ({gb_gib(size)}) at {bits} bits per element ({name}): "
     note += "assumes every tensor is stored in that dtype"
@@ -993,6 +993,10 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         names = [n for n in names if place(n) is None]
         checks.append(ComponentCheck("mtp", module.total, module.total, _mtp_index_note(module)))
         note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
+    parts = stored_parts(model, names, 1, name)
+    if parts is not None:  # a composite's vision tower and projector, when the index holds their tensors
+        formula += parts.formula
+        checks.append(parts)
     bias = 32 // bits if 32 % bits == 0 else None
     biases = [n for n in listed if n.endswith("e_score_correction_bias")]
     values = named(model)

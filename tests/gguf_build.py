@@ -49,6 +49,15 @@ def converted(config: dict[str, Any], arch: str) -> list[tuple[str, tuple[int, .
     for name, shape in params.items():
         if name == "lm_head.weight" and tied:
             continue
+        if arch == "granitemoe":  # transformers 5's names -> the released checkpoint's, which the converter reads
+            name = name.replace("block_sparse_moe.router.weight", "block_sparse_moe.router.layer.weight")
+            name = name.replace("block_sparse_moe.experts.", "mlp.experts.")
+            if name.endswith("shared_mlp.input_linear.weight"):  # conversion/granite.py GraniteMoeModel: split in two
+                layer = name.split(".")[2]
+                half = (shape[0] // 2, shape[1])
+                out.append((f"blk.{layer}.ffn_gate_shexp.weight", half))
+                out.append((f"blk.{layer}.ffn_up_shexp.weight", half))
+                continue
         base = name.rsplit(".", 1)[0]
         if name.endswith("experts.gate_up_proj"):  # (n, 2f, d) in most classes, (n, d, 2f) in gpt-oss
             n, a, b = shape
@@ -115,6 +124,20 @@ def metadata(writer: gguf.GGUFWriter, config: dict[str, Any], arch: str, cfg: An
         writer.add_sliding_window(cfg.sliding_window)
     if arch in ("cohere2", "exaone4") or (arch == "olmo2" and "sliding_window" in config):
         writer.add_sliding_window(cfg.sliding_window)
+    if arch in ("granite", "granitemoe"):  # conversion/granite.py GraniteModel: the multipliers, when set
+        for key, add in (
+            ("attention_multiplier", writer.add_attention_scale),
+            ("embedding_multiplier", writer.add_embedding_scale),
+            ("residual_multiplier", writer.add_residual_scale),
+            ("logits_scaling", writer.add_logit_scale),
+        ):
+            if get(key):
+                add(get(key))
+    if arch == "cohere2":  # conversion/command_r.py Cohere2Model
+        writer.add_logit_scale(cfg.logit_scale)
+        writer.add_vocab_size(cfg.vocab_size)
+        writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.NONE)
     if get("shared_intermediate_size"):  # conversion/granite.py GraniteMoeModel
         writer.add_expert_shared_feed_forward_length(cfg.shared_intermediate_size)
     if get("layer_norm_eps") is not None:

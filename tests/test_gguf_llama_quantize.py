@@ -4,7 +4,8 @@
 tests/llama_quantize/types.json holds, for small models of several architectures (dense with grouped-query ratio 4, a
 tied head, 8 and 4 experts, phi3's fused attn_qkv, rows of 288 values that fall back from the K-quants, 80 layers that
 make llama.cpp's LLM_TYPE_70B, Qwen2-MoE's shared expert, DeepSeek-V3's MLA, gpt-oss's sinks and expert biases,
-StarCoder2's biases and LayerNorms; Qwen2, Gemma 2, OLMo 2, GLM-4, SmolLM3, StableLM and OLMoE on fewer types), every
+StarCoder2's biases and LayerNorms; Qwen2, Gemma 2, OLMo 2, GLM-4, SmolLM3, StableLM, OLMoE, Granite, Cohere 2,
+GraniteMoE and GraniteMoE with its shared MLP on fewer types), every
 tensor's ggml type and stored bytes as ``gguf.GGUFReader`` reads them from the file ``llama-quantize`` (llama.cpp
 0c1e57098bba) wrote for each file type, from an F16 file written as the converter writes it;
 tests/llama_quantize/make_fixtures.py made it (see there to regenerate). Q2_K_S needs an importance matrix to be

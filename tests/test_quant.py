@@ -416,3 +416,62 @@ def test_index_mode_names_saved_rotary_buffers(tmp_path: Path):
     index = write_index(tmp_path / "r", QWEN3, names, model.counts.total * 2 + 2 * 32 * 4)
     result = verify(str(tmp_path / "r"), index=str(index))
     assert [(c.path, c.checkpoint) for c in result.differences] == [("buffer/saved", 128)]
+
+
+def test_mlx_quantization_key_is_known_to_every_record(tmp_path: Path) -> None:
+    """mlx-lm writes its scheme as ``quantization`` (and again as quantization_config): a key of the format, not
+    of the family, so ``count`` reads it without a note that the record does not know it."""
+    import quant_models
+    from refusal import run
+
+    config = {**quant_models.QWEN3, "quantization": {"group_size": 32, "bits": 4}, "torch_dtype": "bfloat16"}
+    config["quantization_config"] = dict(config["quantization"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("count", str(path))
+    assert result.exit_code == 0 and "MLX 4-bit" in result.stdout, result.output
+    assert "new to the qwen3 record" not in result.output
+
+
+QWEN3_14B_MLX_4BIT = {  # config.json of Qwen3-14B-MLX-4bit, from a public copy (root-hypercube/qwen3-mlx, 821745a)
+    "architectures": ["Qwen3ForCausalLM"],
+    "head_dim": 128,
+    "hidden_size": 5120,
+    "intermediate_size": 17408,
+    "max_position_embeddings": 40960,
+    "model_type": "qwen3",
+    "num_attention_heads": 40,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 8,
+    "quantization": {"group_size": 64, "bits": 4},
+    "quantization_config": {"group_size": 64, "bits": 4},
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
+}
+QWEN3_14B_MLX_4BIT_TOTAL_SIZE = 8_307_783_680  # its model.safetensors.index.json, metadata.total_size
+
+
+def test_qwen3_14b_mlx_4bit_as_released(tmp_path: Path) -> None:
+    """The checkpoint's total_size to the byte: every linear, the embedding and the head packed 8 weights per uint32
+    with a bf16 scale and bias per 64; norms in bf16. ``count`` keeps the model's own 14,768,307,200 parameters."""
+    from refusal import run
+
+    model = read_config(QWEN3_14B_MLX_4BIT, "qwen3-14b-mlx")
+    quant = read_quant(QWEN3_14B_MLX_4BIT, "qwen3-14b-mlx")
+    assert model.counts.total == 14_768_307_200
+    assert plan(model, quant, "BF16").bytes == QWEN3_14B_MLX_4BIT_TOTAL_SIZE
+    linears = ("mlp.down_proj", "mlp.gate_proj", "mlp.up_proj")
+    linears += ("self_attn.k_proj", "self_attn.o_proj", "self_attn.q_proj", "self_attn.v_proj")
+    names = ["lm_head", "model.embed_tokens", *(f"model.layers.{i}.{m}" for i in range(40) for m in linears)]
+    weight_map = {f"{n}.{leaf}": "a" for n in names for leaf in ("weight", "scales", "biases")}
+    norms = ("input_layernorm", "post_attention_layernorm", "self_attn.k_norm", "self_attn.q_norm")
+    weight_map |= {f"model.layers.{i}.{n}.weight": "a" for i in range(40) for n in norms}
+    weight_map["model.norm.weight"] = "a"
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_14B_MLX_4BIT))
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {"total_size": QWEN3_14B_MLX_4BIT_TOTAL_SIZE}, "weight_map": weight_map}))
+    result = run("verify", str(tmp_path), "--index", str(index), "--strict")
+    assert result.exit_code == 0 and "match: the checkpoint holds exactly the formula's bytes" in result.stdout

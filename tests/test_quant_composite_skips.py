@@ -192,3 +192,56 @@ def test_an_unknown_composite_entry_is_still_said() -> None:
     config = {**QWEN25_VL, "quantization_config": {**AWQ, "modules_to_not_convert": ["model.language_model.nope"]}}
     stored = plan(read_config(config, "q"), read_quant(config, "q"), "BF16")
     assert stored.unmatched == ("model.language_model.nope",)
+
+
+@pytest.mark.parametrize(("name", "config", "qc"), [("gemma3 bnb", GEMMA3, BNB), ("qwen2.5-vl awq", QWEN25_VL, AWQ)])
+def test_a_skip_list_naming_no_tower_is_said(name: str, config: dict, qc: dict) -> None:
+    """With no skip list naming the tower, transformers' quantiser converts the tower's linear layers too (its own
+    skips are the LM head and tied modules only): llmcount, which sizes the parts unquantised, says so."""
+    from transformers.quantizers.base import HfQuantizer
+    from transformers.quantizers.quantizers_utils import should_convert_module
+
+    config = {**config, "quantization_config": qc}
+    model = _composite(config)
+    skips = HfQuantizer.get_modules_to_not_convert(
+        model, None, model._keep_in_fp32_modules, qc["quant_method"] == "awq"
+    )
+    linears = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    tower = [n for n in linears if not n.startswith("model.language_model.") and n != "lm_head"]
+    assert tower and all(should_convert_module(n, skips) for n in tower), "transformers 5.24.0"
+    stored = plan(read_config(config, name), read_quant(config, name), "BF16")
+    assert any("names none of the parts beside the language model" in note for note in stored.notes)
+    key, towers = (
+        ("llm_int8_skip_modules", ["vision_tower"]) if "bnb" in name else ("modules_to_not_convert", ["visual"])
+    )
+    named = {**config, "quantization_config": {**qc, key: towers}}
+    stored = plan(read_config(named, name), read_quant(named, name), "BF16")
+    assert not any("names none" in note for note in stored.notes)
+
+
+@pytest.mark.parametrize("quantised", [False, True])
+def test_index_mode_counts_the_parts_the_index_names(quantised: bool, tmp_path) -> None:
+    """``verify --index`` on a composite checkpoint whose index names the tower's and projector's tensors: their
+    parameters (transformers' whole model less its language model, built on the meta device) are in the formula, in
+    the checkpoint dtype, and the total matches; without them in the index, the language model alone is compared."""
+    import json
+
+    from refusal import run
+
+    config = {**GEMMA3, "quantization_config": BNB} if quantised else dict(GEMMA3)
+    built = _composite(config)
+    names = [name for name, _ in built.named_parameters()]
+    language = sum(p.numel() for n, p in built.named_parameters() if n.startswith("model.language_model."))
+    language += 0 if config["text_config"].get("tie_word_embeddings", True) else built.lm_head.weight.numel()
+    parts = sum(p.numel() for p in built.parameters()) - language
+    model = read_config(config, "g")
+    assert model.counts.total == language and parts > 0, "transformers 5.24.0"
+    lm_bytes = plan(model, read_quant(config, "g"), "BF16").bytes if quantised else 2 * language
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    text_only = [n for n in names if not n.startswith(("model.vision_tower.", "model.multi_modal_projector."))]
+    for listed, total, whole in ((names, lm_bytes + 2 * parts, True), (text_only, lm_bytes, False)):
+        index = tmp_path / "model.safetensors.index.json"
+        index.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": dict.fromkeys(listed, "a")}))
+        result = run("verify", str(tmp_path), "--index", str(index))
+        assert result.exit_code == 0 and "match: the checkpoint holds exactly" in result.stdout, result.stdout
+        assert ("vision tower" in result.stdout) == whole

@@ -35,3 +35,21 @@ def test_decode_reads_the_stored_bytes() -> None:
     assert plain.decode_bytes == 2 * (model.counts.total - 1000 * 256) + cache
     assert quantised.decode_bytes < plain.decode_bytes
     assert "AWQ" in quantised.dtype and plain.dtype == memory.dtype
+
+
+def test_the_chinese_post_names_the_scheme_in_chinese(tmp_path) -> None:
+    """The zh post's memory and speed paragraphs and its quantisation section name the scheme in the zh template's
+    own words (组大小 for the group, 其余 for the dtype of the rest), not the English label."""
+    import json
+
+    from llmcount.renderers.writeup import build
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    text = build(str(path), lang="zh", sections="memory,quant").text
+    speed = next(line for line in text.splitlines() if "roofline" in line and "权重按" in line)
+    assert "权重按 AWQ int4（GEMM，组大小 128），其余 BF16、KV 缓存按 bf16 计" in speed
+    assert "the rest" not in text and "group 128" not in text
+    assert "checkpoint 的权重按 AWQ int4（GEMM，组大小 128） 存储" in text
+    english = build(str(path), sections="memory,quant").text
+    assert "AWQ int4 (GEMM), group 128, the rest BF16" in english

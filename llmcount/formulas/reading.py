@@ -122,6 +122,8 @@ class _Reader:
         if spec.largest and found and isinstance(self.config[found[0]], (dict, list)):  # its largest integer value
             raw = self.config[found[0]]
             values = list(raw.values()) if isinstance(raw, dict) else raw
+            if not values and spec.null == NONE:  # no entries: no largest, as a null reads
+                return None
             if not values or len(values) > MAX_LIST or not all(type(v) is int for v in values):
                 raise self.fail(f"key '{found[0]}' must hold 1 to {MAX_LIST:,} integers, got {describe(raw)}")
             return self.integer(found[0], max(values), spec.minimum)

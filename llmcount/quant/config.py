@@ -56,6 +56,7 @@ class Quant:
     skips_always: bool = False  # ... even when the config lists its own (transformers' AWQ quantiser)
     listed: bool = False  # the config gives its skip list, even an empty one (then the method adds no skips)
     words: str = ""  # the scheme as the config sets it, for output
+    words_zh: str = ""  # the same in Chinese, for the zh write-up (empty: ``words``)
     stated: bool = True  # the skip lists are a config's (False: --quant's own, not worth a warning)
 
     @property
@@ -73,6 +74,10 @@ class Quant:
     @property
     def label(self) -> str:
         return self.words or self.scheme.name
+
+    @property
+    def label_zh(self) -> str:
+        return self.words_zh or self.label
 
     def skipped(self, module: str) -> bool:
         """Whether the config leaves the module ``module`` (``model.layers.0.self_attn.q_proj``) unquantised: a
@@ -237,7 +242,8 @@ def _fp8(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
     listed = _listed(raw)
     if block is None:
-        return Quant(BY_NAME["fp8"], {}, flags, skip, listed=listed, words="FP8 e4m3, one fp32 scale per tensor")
+        words, zh = "FP8 e4m3, one fp32 scale per tensor", "FP8 e4m3（每个张量一个 fp32 scale）"
+        return Quant(BY_NAME["fp8"], {}, flags, skip, listed=listed, words=words, words_zh=zh)
     if (
         not isinstance(block, list)
         or len(block) != 2
@@ -245,7 +251,9 @@ def _fp8(raw: Mapping[str, Any], where: str) -> Quant:
     ):
         raise _fail(where, "weight_block_size", f"must be two positive integers [rows, cols], got {block!r}")
     words = f"FP8 e4m3, fp32 scale per {block[0]}×{block[1]} block"
-    return Quant(BY_NAME["fp8-block"], {"b0": block[0], "b1": block[1]}, flags, skip, listed=listed, words=words)
+    zh = f"FP8 e4m3（每个 {block[0]}×{block[1]} 块一个 fp32 scale）"
+    sizes = {"b0": block[0], "b1": block[1]}
+    return Quant(BY_NAME["fp8-block"], sizes, flags, skip, listed=listed, words=words, words_zh=zh)
 
 
 def _activation(raw: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
@@ -257,14 +265,14 @@ def _activation(raw: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
 
 def _fbgemm(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
-    words = "FP8 e4m3 (fbgemm), fp32 scale per row"
-    return Quant(BY_NAME["fbgemm-fp8"], {}, frozenset(), skip, listed=_listed(raw), words=words)
+    words, zh = "FP8 e4m3 (fbgemm), fp32 scale per row", "FP8 e4m3（fbgemm，每行一个 fp32 scale）"
+    return Quant(BY_NAME["fbgemm-fp8"], {}, frozenset(), skip, listed=_listed(raw), words=words, words_zh=zh)
 
 
 def _mxfp4(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
-    words = "MXFP4 experts (E2M1 + E8M0 scale per 32)"
-    return Quant(BY_NAME["mxfp4"], {}, frozenset(), skip, listed=_listed(raw), words=words)
+    words, zh = "MXFP4 experts (E2M1 + E8M0 scale per 32)", "MXFP4 专家（E2M1，每 32 个一个 E8M0 scale）"
+    return Quant(BY_NAME["mxfp4"], {}, frozenset(), skip, listed=_listed(raw), words=words, words_zh=zh)
 
 
 def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
@@ -278,6 +286,12 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
     skip = _names(raw, "modules_to_not_convert", where)
     head = _bool(raw, "lm_head", where, False)
     words = f"GPTQ int{bits}, group {group if group > 0 else 'per row'}" + (", LM head quantised" if head else "")
+    zh = (
+        f"GPTQ int{bits}（"
+        + (f"组大小 {group}" if group > 0 else "每行一组")
+        + ("，LM head 也量化" if head else "")
+        + "）"
+    )
     # transformers 5.24's GPTQConfig has no modules_to_not_convert: optimum 2.3.0 gptq/quantizer.py convert_model
     # converts the layers inside the decoder blocks only (get_layers(model, prefix=get_block_name_with_pattern(model)),
     # gptq/utils.py), so the LM head and the embeddings stay as they are whatever the list says, an empty one included;
@@ -291,6 +305,7 @@ def _gptq(raw: Mapping[str, Any], where: str) -> Quant:
         skips_always=True,
         listed=bool(skip),
         words=words,
+        words_zh=zh,
     )
 
 
@@ -303,10 +318,11 @@ def _awq(raw: Mapping[str, Any], where: str) -> Quant:
     if version != "gemm":
         raise _fail(where, "version", f"{version!r}: only AWQ's gemm layout is read (gemv and exllama are not)")
     skip = _names(raw, "modules_to_not_convert", where)
-    words = f"AWQ int{bits} (GEMM), group {group}"
+    words, zh = f"AWQ int{bits} (GEMM), group {group}", f"AWQ int{bits}（GEMM，组大小 {group}）"
     # quantizer_awq.py (transformers 5.24.0) calls get_modules_to_not_convert with add_default_skips=True: the head
     # (and tied blocks, the last parameter) stay unquantised even when modules_to_not_convert is given
-    return Quant(BY_NAME["awq"], {"bits": bits, "g": group}, frozenset(), skip, skips_always=True, words=words)
+    sizes = {"bits": bits, "g": group}
+    return Quant(BY_NAME["awq"], sizes, frozenset(), skip, skips_always=True, words=words, words_zh=zh)
 
 
 def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
@@ -324,7 +340,8 @@ def _bnb(raw: Mapping[str, Any], where: str) -> Quant:
     double = _bool(raw, "bnb_4bit_use_double_quant", where, False)
     scheme = BY_NAME["bnb-nf4-double" if double else "bnb-nf4"]
     words = f"bitsandbytes {kind}" + (" with double quantisation" if double else "")
-    return Quant(scheme, {"bs": 64}, frozenset({kind}), skip, listed=listed, words=words)
+    zh = f"bitsandbytes {kind}" + ("（双重量化）" if double else "")
+    return Quant(scheme, {"bs": 64}, frozenset({kind}), skip, listed=listed, words=words, words_zh=zh)
 
 
 CT_FORMATS = {"pack-quantized": "ct-pack", "float-quantized": "ct-fp8", "naive-quantized": "ct-fp8"}
@@ -334,7 +351,7 @@ CT_FORMATS["mxfp4-pack-quantized"] = "ct-mxfp4"
 
 def _ct(raw: Mapping[str, Any], where: str) -> Quant:
     fmt = raw.get("format")
-    if fmt not in CT_FORMATS:
+    if not isinstance(fmt, str) or fmt not in CT_FORMATS:
         raise _fail(
             where, "format", f"{fmt!r} is not a compressed-tensors format llmcount reads ({', '.join(CT_FORMATS)})"
         )
@@ -370,6 +387,11 @@ def _ct(raw: Mapping[str, Any], where: str) -> Quant:
         words = f"compressed-tensors int{bits} pack-quantized, {strategy}" + (
             f" {sizes['g']}" if strategy == "group" else ""
         )
+        zh = (
+            f"compressed-tensors int{bits} pack-quantized（"
+            + (f"组大小 {sizes['g']}" if strategy == "group" else "每个输出通道一个 scale")
+            + "）"
+        )
     elif scheme.name == "ct-mxfp4":
         if bits != 4 or weights.get("type") != "float" or weights.get("group_size") != 32 or strategy != "group":
             raise _fail(
@@ -380,11 +402,13 @@ def _ct(raw: Mapping[str, Any], where: str) -> Quant:
         sizes["g"] = 32
         scale = "U8"
         words = "compressed-tensors MXFP4 (FP4 + E8M0 scale per 32)"
+        zh = "compressed-tensors MXFP4（FP4，每 32 个一个 E8M0 scale）"
     elif scheme.name == "nvfp4":
         if bits != 4:
             raise _fail(where, f"{key}.weights.num_bits", f"{bits} with format {fmt}: NVFP4 is 4-bit")
         sizes["g"] = 16
         words = "NVFP4 (FP4 + FP8 scale per 16 + fp32 global scale)"
+        zh = "NVFP4（FP4，每 16 个一个 FP8 scale，外加一个 fp32 全局 scale）"
     else:
         if bits != 8 or weights.get("type", "float") != "float":
             raise _fail(where, f"{key}.weights.num_bits", f"{bits}-bit {weights.get('type')!r} with format {fmt}")
@@ -396,20 +420,41 @@ def _ct(raw: Mapping[str, Any], where: str) -> Quant:
         elif strategy not in ("tensor", "channel"):
             raise _fail(where, f"{key}.weights.strategy", f"{strategy!r}: float-quantized reads tensor, channel, block")
         words = f"compressed-tensors FP8 e4m3, {strategy} scales"
+        zh = (
+            "compressed-tensors FP8 e4m3（"
+            + {"tensor": "每个张量", "channel": "每个输出通道", "block": "每块"}[strategy]
+            + "一个 scale）"
+        )
     return Quant(
-        scheme, sizes, flags, (), ignore, scale_dtype=scale, strategy=strategy, default_skips=False, words=words
+        scheme,
+        sizes,
+        flags,
+        (),
+        ignore,
+        scale_dtype=scale,
+        strategy=strategy,
+        default_skips=False,
+        words=words,
+        words_zh=zh,
     )
+
+
+def _mlx_sizes(raw: Mapping[str, Any], key: str, where: str) -> tuple[int, int]:
+    """MLX's group size and bits (mlx.core.quantize's affine mode: groups of 32, 64 or 128 in its kernels; any
+    positive size is read), refused naming ``key`` when they are no positive integer or no bit width MLX packs."""
+    group = raw.get("group_size", 64)
+    bits = raw.get("bits", 4)
+    if isinstance(group, bool) or not isinstance(group, int) or group <= 0:
+        raise LlmcountError(f"{where}: {key}.group_size: must be a positive integer, got {group!r}")
+    if isinstance(bits, bool) or bits not in (2, 3, 4, 5, 6, 8):
+        raise LlmcountError(f"{where}: {key}.bits: {bits!r} is not one of 2, 3, 4, 5, 6, 8")
+    return group, bits
 
 
 def _mlx(raw: Any, where: str) -> Quant:
     if not isinstance(raw, dict):
         raise LlmcountError(f"{where}: quantization must be an object")
-    group = raw.get("group_size", 64)
-    bits = raw.get("bits", 4)
-    if isinstance(group, bool) or not isinstance(group, int) or group <= 0:
-        raise LlmcountError(f"{where}: quantization.group_size: must be a positive integer, got {group!r}")
-    if isinstance(bits, bool) or bits not in (2, 3, 4, 5, 6, 8):
-        raise LlmcountError(f"{where}: quantization.bits: {bits!r} is not one of 2, 3, 4, 5, 6, 8")
+    group, bits = _mlx_sizes(raw, "quantization", where)
     mode = raw.get("mode", "affine")
     if mode != "affine":
         raise LlmcountError(f"{where}: quantization.mode: {mode!r}: only MLX's affine mode is read")
@@ -420,15 +465,16 @@ def _mlx(raw: Any, where: str) -> Quant:
         if value is False or (isinstance(value, dict) and set(value) <= {"group_size", "bits", "mode"}):
             if isinstance(value, dict) and value.get("mode", "affine") != "affine":
                 raise LlmcountError(f"{where}: quantization.{key}.mode: {value['mode']!r}: only affine is read")
+            if isinstance(value, dict):
+                _mlx_sizes({"group_size": group, "bits": bits, **value}, f"quantization.{key}", where)
             overrides[key] = value
         else:
             raise LlmcountError(
                 f"{where}: quantization.{key}: a per-module entry must be {{group_size, bits}} or false"
             )
-    words = f"MLX {bits}-bit, group {group}"
-    return Quant(
-        BY_NAME["mlx"], {"bits": bits, "g": group}, frozenset(), overrides=overrides, default_skips=False, words=words
-    )
+    words, zh = f"MLX {bits}-bit, group {group}", f"MLX {bits} 位（组大小 {group}）"
+    sizes = {"bits": bits, "g": group}
+    return Quant(BY_NAME["mlx"], sizes, frozenset(), overrides=overrides, default_skips=False, words=words, words_zh=zh)
 
 
 _READERS = {

@@ -71,6 +71,36 @@ def explain(
     return checks
 
 
+TOWER_MODULES = ("vision_model", "vision_tower", "visual", "multi_modal_projector", "audio_tower", "mm_projector")
+"""Top-level modules of a composite checkpoint's parts beside the language model, after an optional ``model.``
+(transformers 5's ``model.vision_tower``, transformers 4's and Qwen-VL's ``vision_tower`` and ``visual``)."""
+
+
+def stored_parts(model: Model, names: list[str], unit: int, dtype: str) -> ComponentCheck | None:
+    """A composite's parts (vision tower, projector, as :mod:`llmcount.formulas.parts` counts them) when the index's
+    names hold their tensors: their parameters at ``unit`` per value in ``dtype``, one row with the note naming them.
+    None for a model without parts or an index without their tensors (a language model exported alone)."""
+    parts = getattr(model, "parts", ())
+    if not parts:
+        return None
+    composite = getattr(model, "composite", None)
+    own = tuple(composite.parts_modules) if composite is not None else ()
+    found = []
+    for name in names:
+        modules = name.split(".")
+        top = modules[1] if modules[0] == "model" and len(modules) > 2 else modules[0]
+        if top in TOWER_MODULES or top in own:
+            found.append(name)
+    if not found:
+        return None
+    params = sum(part.model.counts.total for part in parts)
+    named = " and ".join(
+        f"the {part.role} ({part.model.architecture.title}, {part.model.counts.total:,} parameters)" for part in parts
+    )
+    note = f"{named}, in {dtype}: the index names {len(found):,} of their tensors (e.g. {found[0]})"
+    return ComponentCheck("parts", params * unit, params * unit, note)
+
+
 def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> Verification:
     """The index at ``path`` against ``model`` stored as ``quant`` (see the module docstring); totals in bytes."""
     from .report import lines, model_plan
@@ -82,7 +112,16 @@ def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> V
     predicted = stored.bytes
     names = list(index["weight_map"])
     width = CODE_BITS[stored.dtype] // 8
-    checks = explain(model, names, size - predicted, width, 4, stored.dtype)
+    parts = stored_parts(model, names, width, stored.dtype)
+    if parts is not None:  # the parts are stored in the dtype of what the scheme leaves alone
+        predicted += parts.formula
+    checks = ([parts] if parts is not None else []) + explain(model, names, size - predicted, width, 4, stored.dtype)
+    caveat = next((n for n in stored.notes if "names none of the parts" in n), None)
+    if caveat is not None and parts is not None and size != predicted:
+        checks = [
+            c if c.path != "unexplained" else ComponentCheck(c.path, c.formula, c.checkpoint, f"{c.note}; {caveat}")
+            for c in checks
+        ]
     weights = lines(stored)[0]
     described = "; ".join(f"{line.name.replace('_', ' ')} {line.bytes:,} bytes" for line in weights)
     return Verification(

@@ -147,6 +147,18 @@ def rest_dtype(quant: Quant, config_dtype: str | None, given: str | None, where:
     raise LlmcountError(f"{where}: the config names no dtype for the tensors {quant.label} leaves alone; pass --dtype")
 
 
+EVERY_LINEAR = {
+    "fp8": "transformers 5.24.0's FP8 quantiser (quantizer_finegrained_fp8.py)",
+    "fbgemm_fp8": "transformers 5.24.0's FBGEMM FP8 quantiser (quantizer_fbgemm_fp8.py)",
+    "bitsandbytes": "transformers 5.24.0's bitsandbytes quantiser (integrations/bitsandbytes.py)",
+    "awq": "transformers 5.24.0's AWQ quantiser (quantizer_awq.py, replace_with_awq_linear)",
+    "compressed-tensors": "compressed-tensors (targets Linear)",
+}
+"""Methods whose code converts every nn.Linear of the model outside the config's skip lists, a composite's vision
+tower's included (each quantiser's ``get_modules_to_not_convert`` adds only the LM head and tied modules); GPTQ
+(optimum converts the decoder blocks only), MXFP4 (experts only) and MLX (per-module entries) are not among them."""
+
+
 def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     """Every term of ``model`` as ``quant`` stores it (see the module docstring)."""
     from ..renderers.tree import Names
@@ -224,6 +236,14 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         notes.append(
             f"the parts beside the language model ({', '.join(map(repr, towers))} in the config's skip list) are "
             "left unquantised, in the checkpoint dtype"
+        )
+    every_linear = EVERY_LINEAR.get(quant.scheme.method)
+    parts = getattr(model, "parts", ())
+    if parts and every_linear and quant.stated and not towers:
+        notes.append(
+            f"the config's skip list names none of the parts beside the language model, and {every_linear} converts "
+            "every linear layer outside it: the checkpoint may hold the parts' linear layers quantised too, which "
+            "llmcount does not size (they are counted unquantised, in the checkpoint dtype)"
         )
     if quant.scheme.name == "bnb-nf4-double":
         notes.append(

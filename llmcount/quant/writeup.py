@@ -50,6 +50,11 @@ class QuantPart:
         return Fraction(8 * self.bytes, self.parameters)
 
     @property
+    def scheme_zh(self) -> str:
+        """The scheme in Chinese, for the zh write-up."""
+        return self.plan.quant.label_zh if self.plan is not None else self.scheme
+
+    @property
     def quantised_bits(self) -> Fraction:
         """Bits per quantised parameter: the packed weight and its storage."""
         total = sum(c.bytes for c in self.classes if c.name != self.kept_dtype)
@@ -69,11 +74,84 @@ def _shape(text: str, sizes: dict[str, int]) -> str:
         text = done
 
 
-def quant_part(model: Any, config: Any, where: str, dtype: str | None = None) -> QuantPart:
-    """The section's numbers for the scheme ``config`` declares; refused by name when it declares none."""
+@dataclass(frozen=True)
+class _Label:
+    label: str
+    label_zh: str
+
+
+@dataclass(frozen=True)
+class _Group:
+    path: str
+    parameters: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class GgufPlan:
+    """A GGUF file's tensors as the speed paragraph reads a plan: per component its elements and stored bytes, the
+    file type as the scheme's label."""
+
+    quant: _Label
+    groups: tuple[_Group, ...]
+    dtype: str
+
+
+FLOAT_TYPES = ("F64", "F32", "F16", "BF16")
+"""ggml types that hold each value whole: what a GGUF file keeps unquantised."""
+
+
+def gguf_part(spec: str) -> QuantPart:
+    """The section's numbers for a GGUF file: its tensors by ggml type, as the file stores them (the gguf package's
+    GGML_QUANT_SIZES), the file type as the scheme."""
+    from ..gguf_model import file_type, stored
+
+    g, _model, groups = stored(spec)
+    name = file_type(g).removeprefix("MOSTLY_")
+    by_type: dict[str, list[int]] = {}
+    for group in groups:
+        for kind, (elements, size) in group.types.items():
+            slot = by_type.setdefault(kind, [0, 0])
+            slot[0] += elements
+            slot[1] += size
+    kept_types = [k for k in by_type if k in FLOAT_TYPES]
+    kept = sum(by_type[k][0] for k in kept_types)
+    quantised = sum(v[0] for k, v in by_type.items() if k not in FLOAT_TYPES)
+    classes = tuple(
+        TensorClass(kind, kind, "", size, elements, True)  # each type's bits over the values it holds
+        for kind, (elements, size) in sorted(by_type.items(), key=lambda kv: (kv[0] in FLOAT_TYPES, -kv[1][1]))
+    )
+    kept_dtype = "/".join(kept_types) or "-"
+    plan = GgufPlan(
+        _Label(f"{name} (the GGUF file's tensors)", f"{name}（GGUF 文件中的张量）"),
+        tuple(_Group(group.path, group.elements, group.bytes) for group in groups),
+        kept_dtype,
+    )
+    return QuantPart(
+        f"{name} (the GGUF file's tensors)",
+        "gguf",
+        "the ggml type of each tensor as the file stores it, bytes from the gguf package's GGML_QUANT_SIZES",
+        quantised + kept,
+        quantised,
+        kept,
+        kept_dtype,
+        (),
+        classes,
+        sum(group.bytes for group in groups),
+        (),
+        plan,
+    )
+
+
+def quant_part(model: Any, config: Any, where: str, dtype: str | None = None, spec: Any = None) -> QuantPart:
+    """The section's numbers for the scheme ``config`` declares, or a GGUF file's (``spec`` naming one); refused by
+    name when it declares none."""
+    from ..gguf_file import is_gguf
     from .config import read_quant
     from .report import model_plan
 
+    if is_gguf(spec):
+        return gguf_part(spec)
     quant = read_quant(config, where)
     if quant is None:
         raise LlmcountError(f"--sections quant: {where} declares no quantisation (quantization_config)")

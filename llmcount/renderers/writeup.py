@@ -716,6 +716,8 @@ class SpeedPart:
     experts: Fraction | None = None  # expected distinct routed experts per layer at B = SPEED_BATCH
     moe: tuple[int, int] | None = None
     formula: str = ""
+    scheme_zh: str = ""  # with a quantised checkpoint: its scheme in Chinese, and the dtype of the rest
+    rest: str = ""
 
 
 def speed_formula() -> str:
@@ -753,7 +755,7 @@ def speed_part(model: Model, memory: MemoryPart, stored: Any = None) -> SpeedPar
         plan = getattr(stored, "plan", None)
         weights = rl.plain_weights(model, memory.dtype) if plan is None else rl.scheme_weights(model, plan)
         if plan is not None:
-            part = replace(part, dtype=weights.stored_as)
+            part = replace(part, dtype=weights.stored_as, scheme_zh=plan.quant.label_zh, rest=plan.dtype)
         result = rl.roofline(model, weights, card, [1, SPEED_BATCH], memory.seq, "bf16", compute)
     except LlmcountError:
         return part
@@ -1521,10 +1523,10 @@ def build(
     trained = training_part(model, training, seq) if "training" in show else None
     from ..quant import writeup as quant_writeup
 
-    quantised = quant_writeup.quant_part(model, config, source) if "quant" in show else None
+    quantised = quant_writeup.quant_part(model, config, source, spec=spec) if "quant" in show else None
     if quantised is None and "memory" in show:  # the memory section says how the checkpoint stores its weights
         with suppress(LlmcountError):  # a scheme llmcount does not size: the section as without one
-            quantised = quant_writeup.quant_part(model, config, source)
+            quantised = quant_writeup.quant_part(model, config, source, spec=spec)
     files: dict[Path, bytes] = {}
     inline = None
     if image is not None:

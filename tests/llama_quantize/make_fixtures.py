@@ -11,11 +11,10 @@ converter writes it (names and metadata from tests/gguf_build.py; convert_hf_to_
 vectors, norms, tensors not named ``.weight`` and those ModelBase.prepare_tensors forces to F32 (conversion/base.py:
 FFN_GATE_INP, FFN_GATE_INP_SHEXP ...) in F32, every other tensor in F16), then
 ``llama-quantize model-f16.gguf out.gguf TYPE`` is run for every file type and ``gguf.GGUFReader`` reads each output
-back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead. With
-llama.cpp 0c1e57098bba does not load the files written here for granite and cohere2 (their converters' extra keys are
-not written by tests/gguf_build.py), nor does tests/gguf_build.py name granitemoe's tensors: those are left out. With
-``IMATRIX_ONLY=1`` and case names, the named cases get their files for :data:`IMATRIX` quantised with an importance
-matrix of ones (``--imatrix``) added instead.
+back. Q2_K_S needs an importance matrix to write a file; its types come from ``--dry-run``'s table instead.
+Granite's and Cohere 2's files carry the keys their converters add (logit scale and multipliers; conversion/granite.py,
+conversion/command_r.py), which llama.cpp's loader requires. With ``IMATRIX_ONLY=1`` and case names, the named cases
+get their files for :data:`IMATRIX` quantised with an importance matrix of ones (``--imatrix``) added instead.
 """
 
 from __future__ import annotations
@@ -129,6 +128,12 @@ CASES = [
             ("smollm3", "smollm3", dict(num_key_value_heads=2)),
             ("stablelm", "stablelm", dict(num_key_value_heads=4)),
             ("olmoe", "olmoe", dict(num_key_value_heads=4, num_experts=8, num_experts_per_tok=2)),
+            ("granite", "granite", dict(num_key_value_heads=2, embedding_multiplier=12.0, logits_scaling=8.0,
+                                        residual_multiplier=0.22, attention_multiplier=0.0078125)),
+            ("cohere2", "cohere2", dict(num_key_value_heads=2, sliding_window=128, logit_scale=0.25)),
+            ("granitemoe", "granitemoe", dict(num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2)),
+            ("granitemoeshared", "granitemoe", dict(num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2,
+                                                    shared_intermediate_size=256)),
         )
     ),
 ]  # fmt: skip
