@@ -95,6 +95,21 @@ def _takes_a_value(option) -> bool:
     return not option.is_flag and not option.count and option.name != "help"
 
 
+_NAMES_A_DTYPE = frozenset({"--dtype", "--kv-dtype", "--scale-dtype"})
+
+
+def _given_dtype(callback):
+    """An option naming a dtype with ``callback`` run after it: an empty value is refused, never read as the
+    default the option takes when it is not given (``--kv-dtype ''`` is not ``--kv-dtype`` left out)."""
+
+    def check(ctx, param, value):
+        if isinstance(value, str) and not value.strip():
+            raise click.BadParameter("is empty; name a dtype (bf16, fp16, fp8, ...) or leave the option out")
+        return callback(ctx, param, value) if callback is not None else value
+
+    return check
+
+
 def plain_placeholders(command):
     """``command`` with a placeholder (``MODEL``, ``SIZE``, ``INT``, ``DTYPE``, ``[a|b]``) for every value its --help
     shows, the same in every command; done once per command, when the root command hands it out."""
@@ -110,6 +125,8 @@ def plain_placeholders(command):
                 param.__class__ = _PlainArgument
         elif isinstance(param, typer.core.TyperOption) and param.metavar is None and _takes_a_value(param):
             param.metavar = _placeholder(param)
+        if isinstance(param, typer.core.TyperOption) and _NAMES_A_DTYPE.intersection(param.opts):
+            param.callback = _given_dtype(param.callback)
     command._plain_placeholders = True
     return command
 
