@@ -100,3 +100,11 @@ def test_mlx_quantization_key_is_no_new_key(tmp_path: Path) -> None:
     result = run("count", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "new to the" not in result.stderr, result.stderr
+
+
+# --- a dtype name is checked where it is given, also when nothing else reads it ------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("--training",), ("--engine", "vllm")], ids=["plain", "training", "engine"])
+def test_an_unknown_scale_dtype_is_refused_without_group_size(extra: tuple[str, ...]) -> None:
+    assert_refused(run("memory", "qwen3-0.6b", "--scale-dtype", "zzz", *extra), "--scale-dtype", "'zzz'")
