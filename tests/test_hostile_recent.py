@@ -108,3 +108,18 @@ def test_mlx_quantization_key_is_no_new_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize("extra", [(), ("--training",), ("--engine", "vllm")], ids=["plain", "training", "engine"])
 def test_an_unknown_scale_dtype_is_refused_without_group_size(extra: tuple[str, ...]) -> None:
     assert_refused(run("memory", "qwen3-0.6b", "--scale-dtype", "zzz", *extra), "--scale-dtype", "'zzz'")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [("--training", "--lora", "8", "--lora-targets", "zzz"), ("--training", "--ep", "3")],
+    ids=["lora_targets", "ep_without_experts"],
+)
+def test_training_refuses_in_one_line_after_a_new_key(tmp_path: Path, options: tuple[str, ...]) -> None:
+    assert_refused(run("memory", str(_config_with(tmp_path)), *options), options[-2])
+
+
+def test_training_still_notes_a_new_key(tmp_path: Path) -> None:
+    result = run("memory", str(_config_with(tmp_path)), "--training")
+    assert result.exit_code == 0, result.output
+    assert "key_new_to_qwen3" in result.stderr and result.stderr.count("\n") == 1

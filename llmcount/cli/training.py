@@ -6,6 +6,8 @@ library (:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from enum import Enum
 from typing import Annotated
 
@@ -181,7 +183,8 @@ def run(
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         parallel = parallel_from(options)
         lora = lora_from(options)
-        model = load(spec)
+        with contextlib.redirect_stderr(io.StringIO()) as noted:  # its note printed once the options are taken
+            model = load(spec)
         result = tr.estimate(
             model,
             dtype,
@@ -199,6 +202,8 @@ def run(
         result = with_parts_training(model, result, options["--optimizer"].value, freeze, lora)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    if noted.getvalue():
+        typer.echo(noted.getvalue().rstrip("\n"), err=True)
     extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None
     megatron = _megatron(model, result, seq_, batch_, parallel, options) if conventions else None
     if as_json:
