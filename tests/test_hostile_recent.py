@@ -123,3 +123,19 @@ def test_training_still_notes_a_new_key(tmp_path: Path) -> None:
     result = run("memory", str(_config_with(tmp_path)), "--training")
     assert result.exit_code == 0, result.output
     assert "key_new_to_qwen3" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("solve", "{m}", "--for", "zzz", "--target", "8B"),
+        ("approx", "{m}", "--assume", "zzz"),
+        ("check", "{m}", "--", "d^^"),
+        ("compare", "{m}", "zzz-no-such-preset"),
+        ("sweep", "qwen3", "--from", "{m}", "--set", "zzz=1,2"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_any_command_refuses_in_one_line_after_a_new_key(tmp_path: Path, args: tuple[str, ...]) -> None:
+    model = str(_config_with(tmp_path))
+    assert_refused(run(*(a.format(m=model) for a in args)))

@@ -131,6 +131,16 @@ def plain_placeholders(command):
     return command
 
 
+def _print_held(held: list[str], code: object) -> None:
+    """The notes a command held (:data:`llmcount.sources.HELD_NOTES`), on stderr when it ended with success."""
+    from .. import sources
+
+    sources.HELD_NOTES = None
+    if code in (0, None):
+        for note in held:
+            typer.echo(note, err=True)
+
+
 class _OneLineErrors(typer.core.TyperGroup):
     """The root command, wherever it is entered from (the console script, ``python -m llmcount``, ``app()``,
     typer's ``CliRunner``): usage errors exit 2 and bad input exits 1, each as one line on stderr; never a
@@ -165,9 +175,16 @@ class _OneLineErrors(typer.core.TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
+        from .. import sources
+
+        sources.HELD_NOTES = held = []  # notes on the input, printed only when the command succeeds
         try:
             quick = _quick_count(args)
             code = quick() if quick else super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            _print_held(held, code)
+        except SystemExit as exc:
+            _print_held(held, exc.code)
+            raise
         except click.NoArgsIsHelpError as exc:
             typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
             sys.exit(2)
@@ -191,6 +208,8 @@ class _OneLineErrors(typer.core.TyperGroup):
             message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
             typer.echo(one_line(message), err=True)
             sys.exit(1)
+        finally:
+            sources.HELD_NOTES = None  # refused: its notes are dropped; the library (api) prints its own at once
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)
