@@ -6,8 +6,6 @@ library (:mod:`.formulas.training`, :mod:`.formulas.activations`) and prints.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from enum import Enum
 from typing import Annotated
 
@@ -183,8 +181,7 @@ def run(
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         parallel = parallel_from(options)
         lora = lora_from(options)
-        with contextlib.redirect_stderr(io.StringIO()) as noted:  # its note printed once the options are taken
-            model = load(spec)
+        model = load(spec)
         result = tr.estimate(
             model,
             dtype,
@@ -202,8 +199,6 @@ def run(
         result = with_parts_training(model, result, options["--optimizer"].value, freeze, lora)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
-    if noted.getvalue():
-        typer.echo(noted.getvalue().rstrip("\n"), err=True)
     extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None
     megatron = _megatron(model, result, seq_, batch_, parallel, options) if conventions else None
     if as_json:
