@@ -263,8 +263,8 @@ def load_checkpoint(path: Path) -> Checkpoint:
         raise LlmcountError(f"{path}: no such file or folder")
     if found != "folder":
         if not path.name.endswith(".json"):
-            return Checkpoint(_read_files([path])[0])
-        return Checkpoint(_read_index_shards(path))
+            return _holding(path, Checkpoint(_read_files([path])[0]))
+        return _holding(path, Checkpoint(_read_index_shards(path)))
     indexes = sorted(path.glob("*.safetensors.index.json"))
     tensor_files = sorted(path.glob("*.safetensors"))
     ignored = [f for f in tensor_files if f.name.startswith(STRAY)]
@@ -280,13 +280,21 @@ def load_checkpoint(path: Path) -> Checkpoint:
         index = read_index(chosen[0])
         listed = {os.path.realpath(path / f) for f in index["weight_map"].values() if "\0" not in f}
         strays = tuple(f for f in ignored if os.path.realpath(f) not in listed)
-        return Checkpoint(_read_index_shards(chosen[0], index), strays)
+        return _holding(chosen[0], Checkpoint(_read_index_shards(chosen[0], index), strays))
     if not tensor_files:
         raise LlmcountError(f"{path}: folder has no *.safetensors files")
     if len(ignored) == len(tensor_files):  # only Mistral's format: count it
         ignored = []
     kept = [f for f in tensor_files if f not in ignored]
-    return Checkpoint(_read_files(kept)[0], tuple(ignored))
+    return _holding(path, Checkpoint(_read_files(kept)[0], tuple(ignored)))
+
+
+def _holding(path: Path, checkpoint: Checkpoint) -> Checkpoint:
+    """``checkpoint``, refused when it holds no tensor (an empty weight_map, headers of ``{}``): there is nothing to
+    compare with the formula, and every component would read as missing."""
+    if not checkpoint.tensors:
+        raise LlmcountError(f"{path}: the checkpoint holds no tensors (an empty weight_map or safetensors header)")
+    return checkpoint
 
 
 def _read_files(paths: list[Path]) -> tuple[list[Tensor], dict[str, str]]:

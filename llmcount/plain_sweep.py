@@ -21,7 +21,6 @@ import csv
 import itertools
 import math
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -155,12 +154,12 @@ def rows(spec: str, base_spec: str | None, settings: Sequence[str], force: bool 
         if None in counts or min(counts) < 0:
             raise Fallback
         out.append((*(values[name] for name in names), *counts))  # N_dense as capped, as the sympy path shows it
-    from .sources import unseen_note
+    from .sources import emit_note, unseen_note
 
     for counted, config in notes:
         note = unseen_note(counted, config)
         if note:
-            print(note, file=sys.stderr)
+            emit_note(note)
     return [*names, "total", "activated"], out
 
 

@@ -35,7 +35,7 @@ def load_counted(spec: str, name: str | None = None, resolved: tuple[str, str, A
         return load(spec, name=name, resolved=(found, source, config))
     note = unseen_note(model, config)
     if note:
-        print(note, file=sys.stderr)
+        emit_note(note)
     return model
 
 
@@ -68,8 +68,20 @@ def load(
     model = read_config(config, source, files.printable(name) if name else found, family)
     note = unseen_note(model, config)
     if note:
-        print(note, file=sys.stderr)
+        emit_note(note)
     return model
+
+
+HELD_NOTES: list[str] | None = None  # set by the command line while a command runs: its notes, printed on success
+
+
+def emit_note(note: str) -> None:
+    """A note for stderr: printed at once, or held while a command of the command line runs (printed once it has
+    succeeded), so that a refusal found after the model is read stays the only line on stderr."""
+    if HELD_NOTES is not None:
+        HELD_NOTES.append(note)
+    else:
+        print(note, file=sys.stderr)
 
 
 MAX_NAMED = 5  # unseen keys named in the note; the others are counted
@@ -114,7 +126,7 @@ def _newer_transformers() -> None:
         return
     note = records.newer_transformers(installed)
     if note:
-        print(note, file=sys.stderr)
+        emit_note(note)
 
 
 def resolve(spec: str) -> tuple[str, str, Any]:

@@ -95,6 +95,21 @@ def _takes_a_value(option) -> bool:
     return not option.is_flag and not option.count and option.name != "help"
 
 
+_NAMES_A_DTYPE = frozenset({"--dtype", "--kv-dtype", "--scale-dtype"})
+
+
+def _given_dtype(callback):
+    """An option naming a dtype with ``callback`` run after it: an empty value is refused, never read as the
+    default the option takes when it is not given (``--kv-dtype ''`` is not ``--kv-dtype`` left out)."""
+
+    def check(ctx, param, value):
+        if isinstance(value, str) and not value.strip():
+            raise click.BadParameter("is empty; name a dtype (bf16, fp16, fp8, ...) or leave the option out")
+        return callback(ctx, param, value) if callback is not None else value
+
+    return check
+
+
 def plain_placeholders(command):
     """``command`` with a placeholder (``MODEL``, ``SIZE``, ``INT``, ``DTYPE``, ``[a|b]``) for every value its --help
     shows, the same in every command; done once per command, when the root command hands it out."""
@@ -110,8 +125,20 @@ def plain_placeholders(command):
                 param.__class__ = _PlainArgument
         elif isinstance(param, typer.core.TyperOption) and param.metavar is None and _takes_a_value(param):
             param.metavar = _placeholder(param)
+        if isinstance(param, typer.core.TyperOption) and _NAMES_A_DTYPE.intersection(param.opts):
+            param.callback = _given_dtype(param.callback)
     command._plain_placeholders = True
     return command
+
+
+def _print_held(held: list[str], code: object) -> None:
+    """The notes a command held (:data:`llmcount.sources.HELD_NOTES`), on stderr when it ended with success."""
+    from .. import sources
+
+    sources.HELD_NOTES = None
+    if code in (0, None):
+        for note in held:
+            typer.echo(note, err=True)
 
 
 class _OneLineErrors(typer.core.TyperGroup):
@@ -148,9 +175,16 @@ class _OneLineErrors(typer.core.TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
+        from .. import sources
+
+        sources.HELD_NOTES = held = []  # notes on the input, printed only when the command succeeds
         try:
             quick = _quick_count(args)
             code = quick() if quick else super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            _print_held(held, code)
+        except SystemExit as exc:
+            _print_held(held, exc.code)
+            raise
         except click.NoArgsIsHelpError as exc:
             typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
             sys.exit(2)
@@ -174,6 +208,8 @@ class _OneLineErrors(typer.core.TyperGroup):
             message = f"llmcount: internal error: {type(exc).__name__}: {detail} (a bug; please report it)"
             typer.echo(one_line(message), err=True)
             sys.exit(1)
+        finally:
+            sources.HELD_NOTES = None  # refused: its notes are dropped; the library (api) prints its own at once
         code = code if isinstance(code, int) else 0
         if standalone_mode:
             sys.exit(code)

@@ -394,6 +394,13 @@ def memory(
         raise fail("--engine sizes the inference KV cache: not with --training, --table, --gpu-memory or --mtp")
     if conventions and not training:
         raise cli_training.click.UsageError("--conventions needs --training (FLOPs: llmcount flops --conventions)")
+    if scale_dtype != "fp16":  # read only with group scales: a name checked where it is given, whatever else is
+        from ..dtypes import lookup
+
+        try:
+            lookup(scale_dtype)
+        except LlmcountError as exc:
+            raise fail(f"--scale-dtype: {exc}") from None
     per_gpu = gpu is not None or gpus is not None or any(v != "1" for v in (tp, pp, dp, ep))
     if gpu_memory_utilization is not None and (training or not per_gpu):
         from .inference import gpu_share

@@ -118,10 +118,20 @@ def count(
         if gguf and scheme_options:
             raise LlmcountError("--quant: a GGUF file's tensors are stored in its own types (memory FILE shows them)")
         from ..quant import count as stored_count  # imports no sympy unless a scheme is read
+
+        if scheme_options:  # the options checked before the model is read: a refusal is the only line on stderr
+            try:
+                stored_count.check_options(quant, bits, group_size, dtype)
+            except LlmcountError as exc:
+                raise fail(str(exc)) from None
         from ..sources import resolve
 
         resolved = resolve(specs[0])
         wants_stored = not gguf and (scheme_options or stored_count.declares(resolved[2]))
+        if wants_stored and quant is None:  # the config's own scheme read before the model (and its note on stderr)
+            from ..quant.report import scheme_for
+
+            scheme_for(resolved[2], resolved[1], None, None, None)
         model = None
         if not (discover or rediscover or mtp or gguf or wants_stored):
             model = _count_compiled(specs[0], as_json, resolved)

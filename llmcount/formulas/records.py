@@ -40,15 +40,16 @@ that names the version writes ``{transformers}``, read as ``transformers <that v
 # transformers' PreTrainedConfig and the keys its __post_init__ takes and drops (configuration_utils.py, 5.24.0: dtype
 # and torch_dtype, the legacy RoPE keys of modeling_rope_utils.py's convert_rope_params_to_dict, the generation
 # parameters of GenerationConfig._get_default_generation_params, name_or_path, _commit_hash, the attention and experts
-# implementations), the keys the Hub and from_pretrained add (auto_map, quantization_config; mlx-lm's quantization),
-# and the attributes PretrainedConfig.__init__ of transformers 4.x saved into every config.json (token ids, label maps,
-# tokenizer_class)
+# implementations), the keys the Hub and from_pretrained add (auto_map, quantization_config; mlx-lm's save_config
+# writes its scheme as quantization beside quantization_config, which llmcount.quant reads), and the attributes
+# PretrainedConfig.__init__ of transformers 4.x saved into every config.json (token ids, label maps, tokenizer_class)
 COMMON_KEYS = frozenset(
     {
         *("model_type", "transformers_version", "architectures", "_name_or_path", "name_or_path", "_commit_hash"),
-        *("dtype", "torch_dtype", "auto_map", "quantization_config", "output_hidden_states", "output_attentions"),
+        *("dtype", "torch_dtype", "auto_map", "quantization_config", "quantization"),
+        *("output_hidden_states", "output_attentions"),
         *("return_dict", "use_return_dict", "chunk_size_feed_forward", "is_encoder_decoder", "id2label", "label2id"),
-        *("num_labels", "problem_type", "attn_implementation", "experts_implementation", "quantization"),
+        *("num_labels", "problem_type", "attn_implementation", "experts_implementation"),
         *("_attn_implementation_internal", "_experts_implementation_internal", "_attn_implementation_autoset"),
         *("rope_theta", "rope_scaling", "partial_rotary_factor"),
         *("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id"),

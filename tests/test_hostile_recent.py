@@ -1,0 +1,141 @@
+"""Hostile input, by class, on the serving, quantisation, verify and training options: each bad value is refused in
+one line naming the option or key, never read as if it were left out or as a kind the count does not know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from refusal import assert_refused, run
+
+# --- an empty dtype is refused, not read as the default of an option left out --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "qwen3-8b", "--kv-dtype", ""),
+        ("memory", "qwen3-8b", "--engine", "transformers", "--kv-dtype", ""),
+        ("memory", "qwen3-8b", "--dtype", " "),
+        ("memory", "qwen3-8b", "--quant", "gptq", "--bits", "4", "--scale-dtype", ""),
+        ("fit", "qwen3-8b", "--gpu", "h100-sxm", "--dtype", ""),
+        ("fit", "qwen3-8b", "--gpu", "h100-sxm", "--kv-dtype", ""),
+        ("speed", "qwen3-8b", "--gpu", "h100-sxm", "--kv-dtype", ""),
+        ("count", "qwen3-8b", "--quant", "gptq", "--dtype", ""),
+    ],
+    ids=lambda a: "-".join(x or "EMPTY" for x in a[::2] if x is not None)[:60],
+)
+def test_an_empty_dtype_is_a_usage_error(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.exit_code in (1, 2), result.output  # 2 from the option's check; 1 where a fast path reads it
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    option = next(a for a in args if a.endswith("dtype"))
+    assert option in lines[0] or "unknown dtype ''" in lines[0].replace("' '", "''"), lines[0]
+
+
+# --- a checkpoint that holds no tensor is refused, not compared as "every component missing" -----------------------
+
+
+def _empty_checkpoint(tmp_path: Path, layout: str) -> Path:
+    import json
+    import struct
+
+    from llmcount.presets import find
+
+    (tmp_path / "config.json").write_text(json.dumps(find("qwen3-0.6b").config()))
+    if layout == "index":  # an index whose weight_map lists nothing (its total_size is never read here)
+        target = tmp_path / "model.safetensors.index.json"
+        target.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": {}}))
+    else:  # a file the safetensors library writes for an empty dict: a header of {} and no data
+        target = tmp_path / "model.safetensors"
+        target.write_bytes(struct.pack("<Q", 8) + b"{}      ")
+    return target
+
+
+@pytest.mark.parametrize(
+    ("layout", "how"), [("index", "folder"), ("index", "--checkpoint"), ("file", "folder"), ("file", "--checkpoint")]
+)
+def test_a_checkpoint_without_tensors_is_refused(tmp_path: Path, layout: str, how: str) -> None:
+    target = _empty_checkpoint(tmp_path, layout)
+    args = ("verify", str(tmp_path)) if how == "folder" else ("verify", "qwen3-0.6b", "--checkpoint", str(target))
+    assert_refused(run(*args), tmp_path.name, "holds no tensors")
+
+
+# --- a refusal is the only line: no note on a key new to the record printed before it ------------------------------
+
+
+def _config_with(tmp_path: Path, **keys: object) -> Path:
+    import json
+
+    from llmcount.presets import find
+
+    (tmp_path / "config.json").write_text(json.dumps({**find("qwen3-0.6b").config(), "key_new_to_qwen3": 1, **keys}))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("keys", "options", "needle"),
+    [
+        ({}, ("--quant", "gptq", "--bits", "99"), "bits"),
+        ({"quantization_config": {"quant_method": "gptq", "bits": -4, "group_size": 128}}, (), "bits"),
+        ({"quantization_config": [4]}, (), "quantization_config"),
+        ({"quantization": {"bits": "x", "group_size": 64}}, (), "quantization.bits"),
+    ],
+    ids=["option", "config_bits", "config_type", "mlx_key"],
+)
+def test_count_refuses_a_scheme_in_one_line(tmp_path: Path, keys: dict, options: tuple[str, ...], needle: str) -> None:
+    assert_refused(run("count", str(_config_with(tmp_path, **keys)), *options), needle)
+
+
+def test_mlx_quantization_key_is_no_new_key(tmp_path: Path) -> None:
+    """mlx-lm writes its scheme as ``quantization`` (beside ``quantization_config``) in any model's config."""
+    import json
+
+    from llmcount.presets import find
+
+    config = {**find("qwen3-0.6b").config(), "quantization": {"bits": 4, "group_size": 64}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = run("count", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "new to the" not in result.stderr, result.stderr
+
+
+# --- a dtype name is checked where it is given, also when nothing else reads it ------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("--training",), ("--engine", "vllm")], ids=["plain", "training", "engine"])
+def test_an_unknown_scale_dtype_is_refused_without_group_size(extra: tuple[str, ...]) -> None:
+    assert_refused(run("memory", "qwen3-0.6b", "--scale-dtype", "zzz", *extra), "--scale-dtype", "'zzz'")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [("--training", "--lora", "8", "--lora-targets", "zzz"), ("--training", "--ep", "3")],
+    ids=["lora_targets", "ep_without_experts"],
+)
+def test_training_refuses_in_one_line_after_a_new_key(tmp_path: Path, options: tuple[str, ...]) -> None:
+    assert_refused(run("memory", str(_config_with(tmp_path)), *options), options[-2])
+
+
+def test_training_still_notes_a_new_key(tmp_path: Path) -> None:
+    result = run("memory", str(_config_with(tmp_path)), "--training")
+    assert result.exit_code == 0, result.output
+    assert "key_new_to_qwen3" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("solve", "{m}", "--for", "zzz", "--target", "8B"),
+        ("approx", "{m}", "--assume", "zzz"),
+        ("check", "{m}", "--", "d^^"),
+        ("compare", "{m}", "zzz-no-such-preset"),
+        ("sweep", "qwen3", "--from", "{m}", "--set", "zzz=1,2"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_any_command_refuses_in_one_line_after_a_new_key(tmp_path: Path, args: tuple[str, ...]) -> None:
+    model = str(_config_with(tmp_path))
+    assert_refused(run(*(a.format(m=model) for a in args)))
