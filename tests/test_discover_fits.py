@@ -41,3 +41,14 @@ def test_a_rounded_up_share_times_another_key_is_fitted_and_read_back() -> None:
     assert "ceil(" in text
     parsed = formula(text, "test")
     assert all(parsed.subs(v) == y for v, y in _points(rule, seed=2))
+
+
+def test_a_rounded_share_of_a_product_is_fitted() -> None:
+    def rule(v):
+        return v[h] * v[d] // v[r]  # by hand: DeepSeek-V4's o_a_proj input, num_heads * head_dim // o_groups
+
+    points = _points(rule)
+    assert fit.quotient(points, [d, r, h]) is None  # not exact: h * d is not always a multiple of r
+    found = fit.rounded(points, [d, r, h])
+    assert found is not None
+    assert all(found.subs(v) == y for v, y in _points(rule, seed=3))

@@ -81,23 +81,25 @@ def quotient(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree:
 
 
 def rounded(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 2) -> Expr | None:
-    """A polynomial in one key divided by another and rounded down or up (XMOD's adapter width ``hidden_size //
-    adapter_reduction_factor``) and in the other keys, when neither a polynomial nor a quotient gives the samples:
-    the first pair (in name order, floor before ceil) whose rounded quotient, taken as one more variable, makes a
-    polynomial that gives every sample's number."""
+    """A polynomial in one key (or a product of two) divided by another and rounded down or up (XMOD's adapter width
+    ``hidden_size // adapter_reduction_factor``) and in the other keys, when neither a polynomial nor a quotient gives
+    the samples: the first pair (in name order, floor before ceil) whose rounded quotient, taken as one more variable,
+    makes a polynomial that gives every sample's number."""
     variables = sorted(variables, key=lambda s: s.name)
     ratio = Symbol("_ratio", positive=True, integer=True)
-    for top in variables:
+    # the numerator: one key, else a product of two (DeepSeek-V4's num_attention_heads * head_dim // o_groups)
+    tops = [(s,) for s in variables] + list(combinations_with_replacement(variables, 2))
+    for top in tops:
         for divisor in variables:
-            if divisor == top:
+            if divisor in top:
                 continue
-            others = [s for s in variables if s not in (top, divisor)]
+            others = [s for s in variables if s not in (*top, divisor)]
             for rounding, op in ((floor, lambda a, b: a // b), (ceiling, lambda a, b: -(-a // b))):
-                points = [({**values, ratio: op(values[top], values[divisor])}, y) for values, y in samples]
+                points = [({**values, ratio: op(_product(values, top), values[divisor])}, y) for values, y in samples]
                 found = polynomial(points, [ratio, *others], max_degree)
                 if found is None or ratio not in found.free_symbols:
                     continue
-                expr = found.subs(ratio, rounding(top / divisor))
+                expr = found.subs(ratio, rounding(Mul(*top) / divisor))
                 if all(expr.subs(values) == y for values, y in samples):
                     return expr
     return None
