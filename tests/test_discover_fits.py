@@ -52,3 +52,14 @@ def test_a_rounded_share_of_a_product_is_fitted() -> None:
     found = fit.rounded(points, [d, r, h])
     assert found is not None
     assert all(found.subs(v) == y for v, y in _points(rule, seed=3))
+
+
+def test_a_product_is_fitted_when_a_key_takes_only_two_values() -> None:
+    # LongCat-Flash's q_b_proj: num_attention_heads * qk_head_dim, with the heads drawn 2 or 3 only (h² and h cannot be
+    # told apart by such samples: the fit keeps the lower monomials and is still exact)
+    rng = random.Random(4)
+    points = []
+    for _ in range(18):
+        v = {h: rng.choice([2, 3]), d: 4 * rng.randint(2, 40)}
+        points.append((v, v[h] * v[d]))  # by hand: h heads of d
+    assert fit.polynomial(points, [d, h]) == h * d

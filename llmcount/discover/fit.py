@@ -40,6 +40,23 @@ def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | 
     return [a[i][m] / a[i][i] for i in range(m)]
 
 
+def _independent(rows: list[list[Fraction]]) -> list[int]:
+    """The columns of ``rows``, in order, each kept when it is independent of the columns kept before it."""
+    basis: list[tuple[int, list[Fraction]]] = []  # (pivot row, reduced column) of the kept columns
+    kept = []
+    for j in range(len(rows[0])):
+        column = [r[j] for r in rows]
+        for pivot, reduced in basis:
+            if column[pivot]:
+                f = column[pivot] / reduced[pivot]
+                column = [x - f * y for x, y in zip(column, reduced, strict=True)]
+        pivot = next((i for i, x in enumerate(column) if x), None)
+        if pivot is not None:
+            basis.append((pivot, column))
+            kept.append(j)
+    return kept
+
+
 def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 3) -> Expr | None:
     """The polynomial of lowest degree (at most ``max_degree``) in ``variables`` with exact rational coefficients
     that gives every sample's number; None when none does (or the samples cannot tell the monomials apart)."""
@@ -51,8 +68,13 @@ def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degre
         rows = [[Fraction(_product(values, m)) for m in monomials] for values, _ in samples]
         rhs = [Fraction(y) for _, y in samples]
         coefficients = _solve(rows, rhs)
-        if coefficients is None:
-            continue
+        if coefficients is None:  # monomials the samples cannot tell apart (h² and h with h only 2 or 3): the
+            kept = _independent(rows)  # lowest of them, each kept when the samples tell it from those before it
+            coefficients = _solve([[r[i] for i in kept] for r in rows], rhs)
+            if coefficients is None:
+                continue
+            monomials = [monomials[i] for i in kept]
+            rows = [[r[i] for i in kept] for r in rows]
         if all(
             sum(c * x for c, x in zip(coefficients, row, strict=True)) == y for row, y in zip(rows, rhs, strict=True)
         ):
