@@ -63,3 +63,15 @@ def test_a_product_is_fitted_when_a_key_takes_only_two_values() -> None:
         v = {h: rng.choice([2, 3]), d: 4 * rng.randint(2, 40)}
         points.append((v, v[h] * v[d]))  # by hand: h heads of d
     assert fit.polynomial(points, [d, h]) == h * d
+
+
+def test_a_default_that_is_the_sum_of_two_keys() -> None:
+    # LongcatFlashConfig: qk_head_dim, when None, is qk_nope_head_dim + qk_rope_head_dim (by hand, its __post_init__)
+    rng = random.Random(5)
+    points = []
+    for _ in range(4):
+        v = {d: 8 * rng.randint(2, 20), r: 8 * rng.randint(2, 20), h: rng.randint(1, 4)}
+        points.append((v, v[d] + v[r]))
+    text = fit.derived(points, [h, d, r])
+    assert text == "d + h_kv"
+    assert all(formula(text, "test").subs(v) == y for v, y in points)

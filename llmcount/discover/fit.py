@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from itertools import combinations_with_replacement
+from itertools import combinations, combinations_with_replacement
 
 from sympy import Expr, Integer, Mul, Rational, Symbol, ceiling, floor
 
@@ -135,14 +135,16 @@ def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
 
 
 def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
-    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x // y``, ``x // c`` or
-    ``(x + c - 1) // c``; the first
+    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x + y``, ``x // y``,
+    ``x // c`` or ``(x + c - 1) // c``; the first
     (in that order, symbols in the order given) that gives every sample's value."""
     observed = [y for _, y in samples]
     if len(set(observed)) == 1:
         return str(observed[0])
     candidates: list[tuple[str, object]] = [(s.name, lambda v, s=s: v[s]) for s in names]
     candidates += [(f"{c} * {s.name}", lambda v, s=s, c=c: c * v[s]) for c in range(2, 9) for s in names]
+    # the sum of two (LongCat-Flash's qk_head_dim: qk_nope_head_dim + qk_rope_head_dim unless given)
+    candidates += [(f"{a.name} + {b.name}", lambda v, a=a, b=b: v[a] + v[b]) for a, b in combinations(names, 2)]
     candidates += [(f"{a.name} // {b.name}", lambda v, a=a, b=b: v[a] // v[b]) for a in names for b in names if a != b]
     divisors = [*range(2, 17), 32, 64, 128, 256]  # a fixed fraction, rounded down or up (Mamba's ceil(d / 16))
     candidates += [(f"{s.name} // {c}", lambda v, s=s, c=c: v[s] // c) for s in names for c in divisors]
