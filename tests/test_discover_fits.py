@@ -41,3 +41,37 @@ def test_a_rounded_up_share_times_another_key_is_fitted_and_read_back() -> None:
     assert "ceil(" in text
     parsed = formula(text, "test")
     assert all(parsed.subs(v) == y for v, y in _points(rule, seed=2))
+
+
+def test_a_rounded_share_of_a_product_is_fitted() -> None:
+    def rule(v):
+        return v[h] * v[d] // v[r]  # by hand: DeepSeek-V4's o_a_proj input, num_heads * head_dim // o_groups
+
+    points = _points(rule)
+    assert fit.quotient(points, [d, r, h]) is None  # not exact: h * d is not always a multiple of r
+    found = fit.rounded(points, [d, r, h])
+    assert found is not None
+    assert all(found.subs(v) == y for v, y in _points(rule, seed=3))
+
+
+def test_a_product_is_fitted_when_a_key_takes_only_two_values() -> None:
+    # LongCat-Flash's q_b_proj: num_attention_heads * qk_head_dim, with the heads drawn 2 or 3 only (h² and h cannot be
+    # told apart by such samples: the fit keeps the lower monomials and is still exact)
+    rng = random.Random(4)
+    points = []
+    for _ in range(18):
+        v = {h: rng.choice([2, 3]), d: 4 * rng.randint(2, 40)}
+        points.append((v, v[h] * v[d]))  # by hand: h heads of d
+    assert fit.polynomial(points, [d, h]) == h * d
+
+
+def test_a_default_that_is_the_sum_of_two_keys() -> None:
+    # LongcatFlashConfig: qk_head_dim, when None, is qk_nope_head_dim + qk_rope_head_dim (by hand, its __post_init__)
+    rng = random.Random(5)
+    points = []
+    for _ in range(4):
+        v = {d: 8 * rng.randint(2, 20), r: 8 * rng.randint(2, 20), h: rng.randint(1, 4)}
+        points.append((v, v[d] + v[r]))
+    text = fit.derived(points, [h, d, r])
+    assert text == "d + h_kv"
+    assert all(formula(text, "test").subs(v) == y for v, y in points)

@@ -13,7 +13,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import combinations
+from itertools import combinations, product
 from typing import Any
 
 from sympy import Expr, Integer, Mul, Symbol, expand
@@ -117,6 +117,9 @@ class Discoverer:
         self.rng = random.Random(0)
         self.dependent: dict[str, ties.Tie] = {}
         self.splits: dict[str, str] | None = None  # set by the first build: see find_splits
+        self.reshaped: dict[str, set[str]] = {}  # switch -> the kinds whose shape it changes: see alternates
+        self.reference: dict[str, bool] = {}  # switch -> its value in the fitting builds
+        self.derived: set[str] = set()  # sizes the class derives from another, left out of the builds: see partner
         self.tie_sizes()
         self.tie_layers()
 
@@ -422,15 +425,24 @@ class Discoverer:
         return _partitions(turned[name], [table.get((key, i)) for i in range(len(entries))])
 
     def split(self, built: probe.Build, values: dict[str, Any]) -> probe.Build:
-        """``built`` with the tensor kinds of ``self.splits`` named after their layer's kind."""
-        if not self.splits:
+        """``built`` with the tensor kinds of ``self.splits`` named after their layer's kind, and the kinds a switch
+        reshapes named after the switch where it differs from the fitting builds' value (Falcon's
+        ``query_key_value_no_multi_query``): one name, one shape."""
+        reshaped = getattr(self, "reshaped", {})
+        flipped = [s for s in sorted(reshaped) if bool(values.get(s, self.reference[s])) != self.reference[s]]
+        if not self.splits and not flipped:
             return built
         tensors = []
         for t in built.tensors:
-            entries = values.get(self.splits.get(t.key, ""))
+            entries = values.get((self.splits or {}).get(t.key, ""))
             if t.layer is not None and isinstance(entries, list) and t.layer < len(entries):
                 parts = t.key.split(".")
                 parts[-2] += "_" + re.sub(r"\W+", "_", str(entries[t.layer]))
+                t = replace(t, key=".".join(parts))
+            named = [("" if values.get(s) else "no_") + s for s in flipped if t.key in reshaped[s]]
+            if named and "." in t.key:
+                parts = t.key.split(".")
+                parts[-2] += "_" + "_".join(named)
                 t = replace(t, key=".".join(parts))
             tensors.append(t)
         return replace(built, tensors=tuple(tensors))
@@ -495,17 +507,25 @@ class Discoverer:
         base = _per_kind(base_build)
         kinds = self.kinds(base_build)
         self.layer_conditions = self.conditions(kinds)
+        alternates, literals = self.alternates(kinds, effects)
         for key, (added, removed) in sorted(effects.items()):
             flipped = not self.defaults[key]
             for k in added:
-                if k in kinds:
+                if k in kinds and not (k in literals and key in self.replacing):
                     kinds[k].when.append(key if flipped else f"not {key}")
             for k in removed:
-                if k in kinds:
+                if k in kinds and not (k in literals and key in self.replacing):
                     kinds[k].when.append(key if not flipped else f"not {key}")
+        for k, found in literals.items():
+            kinds[k].when.extend(found)
 
         for k, factors in base.items():
             kinds[k].factors = [Factor() for _ in factors]
+        for _, per_kind in alternates:
+            for k, factors in per_kind.items():
+                if not kinds[k].factors:
+                    kinds[k].factors = [Factor() for _ in factors]
+        self.settings = [setting for setting, _ in alternates]
         sizes, self.layer_keys = self.size_keys(kinds)
         self.symbols: dict[str, Symbol] = {}
         self.own: dict[str, str] = {}  # config key -> meaning, for the symbols the glossary has not
@@ -540,6 +560,71 @@ class Discoverer:
         switches = {k: self.defaults[k] for k in effects}
         self.switches_read = sorted(effects)
         return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
+
+    def alternates(
+        self, kinds: dict[str, Kind], effects: dict[str, tuple[set[str], set[str]]]
+    ) -> tuple[list[tuple[dict[str, Any], dict[str, tuple[int, ...]]]], dict[str, list[str]]]:
+        """Switches whose flip builds tensor kinds the fitting builds lack: one that replaces tensors (Falcon's
+        new_decoder_architecture: ln_attn and ln_mlp for input_layernorm) or reshapes one (multi_query: the width of
+        query_key_value, which then takes a name of its own, see ``split``). Every combination of them flipped (of up
+        to three; else each alone) is built, each also with one of the switches the fitting builds turn on set back
+        (ln_attn needs parallel_attn, which they turn off); the kinds seen only there join ``kinds``, and each kind that
+        is not in every build gets the conjunction of switch values (or its negation) that says in which it is.
+        Returns the settings that have kinds of their own (each fitted on random configs of its own) with those kinds'
+        factors, and the conditions found (kind -> conditions, all of which hold)."""
+        base = _per_kind(self.build(self.on))
+        self.reference = {k: bool(self.on.get(k, v)) for k, v in self.defaults.items() if isinstance(v, bool)}
+        replacing = self.replacing = []
+        for key, value in sorted(self.reference.items()):
+            try:
+                flipped = _per_kind(self.build({**self.on, key: not value}))
+            except probe.Refused:
+                continue
+            reshaped = {k for k in set(flipped) & set(base) if flipped[k] != base[k]}
+            if reshaped:
+                self.reshaped[key] = reshaped
+            if reshaped or set(flipped) - set(base):
+                replacing.append(key)
+        if not replacing:
+            return [], {}
+        subsets = [c for size in range(len(replacing) + 1) for c in combinations(replacing, size)]
+        if len(replacing) > 3:
+            subsets = [(), *((key,) for key in replacing)]
+        backs = [k for k in sorted(self.on) if k in self.reference and k not in replacing]
+        table = [*replacing, *backs]
+        self.replacing = table
+        seen: list[tuple[dict[str, bool], set[str]]] = []
+        out = []
+        for subset, back in product(subsets, [(), *((k,) for k in backs)]):
+            flip = (*subset, *back)
+            setting = {**self.on, **{k: not self.reference[k] for k in flip}}
+            try:
+                built = self.build(setting) if flip else None
+            except probe.Refused:
+                continue
+            per_kind = _per_kind(built) if built is not None else base
+            seen.append(({k: bool(setting.get(k, self.reference[k])) for k in table}, set(per_kind)))
+            new = {k: f for k, f in per_kind.items() if k not in kinds}
+            if new and built is not None:
+                order = len(kinds)
+                for k, kind in self.kinds(built).items():
+                    if k in new:
+                        kinds[k] = replace(kind, order=kind.order + order, when=[])
+                out.append((setting, new))
+                self.note(f"{', '.join(flip)} flipped: {len(new)} tensor kinds of their own, fitted too")
+        literals: dict[str, list[str]] = {}
+        for k in kinds:
+            member = [k in present for _, present in seen]
+            if all(member):
+                continue
+            found = _conjunction(table, [values for values, _ in seen], member)
+            if found is not None:
+                literals[k] = found
+            else:
+                self.note(f"{k}: no condition on {', '.join(table)} says where it exists: TODO")
+        for key in replacing:  # read by the draft: random configs flip them
+            effects.setdefault(key, (set(), set()))
+        return out, literals
 
     def switches_on_layers(self, effects: dict[str, tuple[set[str], set[str]]]) -> None:
         """The switches' effects once more with the layer keys that show every tensor kind: a switch's tensors on
@@ -744,22 +829,31 @@ class Discoverer:
                 if found is not None:
                     self.fixed[key] = found[0]
                     base = _per_kind(self.build(self.on))
-        base = _per_kind(self.build(self.on))
         sizes, layer_keys = [], []
-        for key, value in candidates:
-            if key in self.null_switches:
-                continue
-            found = self.effect(key, self.fixed.get(key, value), base)
-            if found is None:
-                continue
-            _, changed = found
-            if changed is None:
-                layer_keys.append(key)
-                continue
-            sizes.append(key)
-            for k, j in changed:
-                kinds[k].factors[j].deps.add(key)
-        return sizes, layer_keys
+        on = self.on
+        try:  # the fitting builds' switches, then each setting of switches that has tensor kinds of its own
+            for setting in [on, *getattr(self, "settings", [])]:
+                self.on = setting
+                base = _per_kind(self.build(self.on))
+                for key, value in candidates:
+                    if key in self.null_switches or key in self.derived:
+                        continue
+                    found = self.effect(key, self.fixed.get(key, value), base)
+                    if found is None:
+                        continue
+                    _, changed = found
+                    if changed is None:
+                        if setting is on:
+                            layer_keys.append(key)
+                        continue
+                    if key not in sizes:
+                        sizes.append(key)
+                    for k, j in changed:
+                        if k in kinds and j < len(kinds[k].factors):
+                            kinds[k].factors[j].deps.add(key)
+        finally:
+            self.on = on
+        return sizes, [k for k in layer_keys if k not in self.derived]
 
     def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
         """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
@@ -770,7 +864,9 @@ class Discoverer:
             except probe.Refused:
                 continue
             if set(changed) != set(base):
-                return trial, None
+                changed = self.partner(key, trial, base)
+                if changed is None:
+                    return trial, None
             touched = [
                 (k, j)
                 for k, factors in changed.items()
@@ -779,6 +875,29 @@ class Discoverer:
             ]
             if touched:
                 return trial, touched
+        return None
+
+    def partner(self, key: str, trial: Any, base: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]] | None:
+        """When another value of ``key`` builds other tensors only because a key the class derives from it was given
+        at the old value (RoFormer's embedding_size, hidden_size unless given: a projection between them appears): that
+        key, left for the class to compute in every later build, and what the trial then builds; None when no key
+        does. Only sizes (a default of 16 or more) that equal ``key``'s default are tried."""
+        value = self.defaults.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 16:
+            return None
+        for other in sorted(k for k, v in self.fixed.items() if k != key and v == value and self.defaults.get(k) == v):
+            if other == self.layer_key or other in self.tokens or other in self.parts or other in self.dependent:
+                continue
+            try:
+                changed = _per_kind(self.build({**self.on, key: trial}, (other,), repair={key, *self.on}))
+                again = _per_kind(self.build(self.on, (other,)))
+            except probe.Refused:
+                continue
+            if set(changed) == set(base) and again == base:
+                del self.fixed[other]
+                self.derived.add(other)
+                self.note(f"{other}: {key} unless given (the class computes it): left for the class in every build")
+                return changed
         return None
 
     def draw(self, sizes: list[str]) -> dict[str, int]:
@@ -821,6 +940,13 @@ class Discoverer:
         needed = math.comb(widest + 2, 2) + 2  # the monomials of degree <= 2 in that many keys, and two more
         fitting = min(MAX_FIT_SAMPLES, max(FIT_SAMPLES, needed))
         samples = [self.sample(sizes) for _ in range(fitting + CHECK_SAMPLES)]
+        on = getattr(self, "on", {})
+        try:  # the kinds of a setting of switches of their own, on random configs of that setting
+            for setting in getattr(self, "settings", []):
+                self.on = setting
+                samples += [self.sample(sizes) for _ in range(fitting + CHECK_SAMPLES)]
+        finally:
+            self.on = on
         self.fit_samples = fitting
         for kind in kinds.values():
             observed = []
@@ -1117,7 +1243,7 @@ class Discoverer:
                 lines.append(f"  [{_q(f'{self.symbols[key].name} is None')}, {_q(why)}],")
             lines.append("]")
         read = sorted(self.symbols, key=self._rank)
-        used = set().union(*(set(t["when"].replace("not ", "").split(" and ")) - {""} for t in terms))
+        used = {w for t in terms for w in re.findall(r"[A-Za-z_]\w*", t["when"]) if w not in ("not", "and", "or")}
         aliases = {
             key: sorted(a for a, k in self.aliases.items() if k == key)
             for key in [self.layer_key, *read, *sorted(used)]
@@ -1154,6 +1280,22 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _conjunction(keys: list[str], settings: list[dict[str, bool]], member: list[bool]) -> list[str] | None:
+    """The fewest switch values (``multi_query``, ``not new_decoder_architecture``) that all hold in exactly the
+    settings where ``member`` is true, or the negation of such a conjunction (``not (parallel_attn and
+    new_decoder_architecture)``); None when neither does."""
+    for size in range(1, len(keys) + 1):
+        for chosen in combinations(keys, size):
+            for values in product((True, False), repeat=size):
+                holds = [all(s[k] == v for k, v in zip(chosen, values, strict=True)) for s in settings]
+                words = [k if v else f"not {k}" for k, v in zip(chosen, values, strict=True)]
+                if holds == member:
+                    return words
+                if size > 1 and [not x for x in holds] == member:  # of one switch: its other value, above
+                    return [f"not ({' and '.join(words)})"]
+    return None
 
 
 def _partitions(entries: Any, shapes: list[Any]) -> bool:

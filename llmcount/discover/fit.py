@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from itertools import combinations_with_replacement
+from itertools import combinations, combinations_with_replacement
 
 from sympy import Expr, Integer, Mul, Rational, Symbol, ceiling, floor
 
@@ -40,6 +40,23 @@ def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | 
     return [a[i][m] / a[i][i] for i in range(m)]
 
 
+def _independent(rows: list[list[Fraction]]) -> list[int]:
+    """The columns of ``rows``, in order, each kept when it is independent of the columns kept before it."""
+    basis: list[tuple[int, list[Fraction]]] = []  # (pivot row, reduced column) of the kept columns
+    kept = []
+    for j in range(len(rows[0])):
+        column = [r[j] for r in rows]
+        for pivot, reduced in basis:
+            if column[pivot]:
+                f = column[pivot] / reduced[pivot]
+                column = [x - f * y for x, y in zip(column, reduced, strict=True)]
+        pivot = next((i for i, x in enumerate(column) if x), None)
+        if pivot is not None:
+            basis.append((pivot, column))
+            kept.append(j)
+    return kept
+
+
 def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 3) -> Expr | None:
     """The polynomial of lowest degree (at most ``max_degree``) in ``variables`` with exact rational coefficients
     that gives every sample's number; None when none does (or the samples cannot tell the monomials apart)."""
@@ -51,8 +68,13 @@ def polynomial(samples: Sequence[Sample], variables: Sequence[Symbol], max_degre
         rows = [[Fraction(_product(values, m)) for m in monomials] for values, _ in samples]
         rhs = [Fraction(y) for _, y in samples]
         coefficients = _solve(rows, rhs)
-        if coefficients is None:
-            continue
+        if coefficients is None:  # monomials the samples cannot tell apart (h² and h with h only 2 or 3): the
+            kept = _independent(rows)  # lowest of them, each kept when the samples tell it from those before it
+            coefficients = _solve([[r[i] for i in kept] for r in rows], rhs)
+            if coefficients is None:
+                continue
+            monomials = [monomials[i] for i in kept]
+            rows = [[r[i] for i in kept] for r in rows]
         if all(
             sum(c * x for c, x in zip(coefficients, row, strict=True)) == y for row, y in zip(rows, rhs, strict=True)
         ):
@@ -81,23 +103,25 @@ def quotient(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree:
 
 
 def rounded(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 2) -> Expr | None:
-    """A polynomial in one key divided by another and rounded down or up (XMOD's adapter width ``hidden_size //
-    adapter_reduction_factor``) and in the other keys, when neither a polynomial nor a quotient gives the samples:
-    the first pair (in name order, floor before ceil) whose rounded quotient, taken as one more variable, makes a
-    polynomial that gives every sample's number."""
+    """A polynomial in one key (or a product of two) divided by another and rounded down or up (XMOD's adapter width
+    ``hidden_size // adapter_reduction_factor``) and in the other keys, when neither a polynomial nor a quotient gives
+    the samples: the first pair (in name order, floor before ceil) whose rounded quotient, taken as one more variable,
+    makes a polynomial that gives every sample's number."""
     variables = sorted(variables, key=lambda s: s.name)
     ratio = Symbol("_ratio", positive=True, integer=True)
-    for top in variables:
+    # the numerator: one key, else a product of two (DeepSeek-V4's num_attention_heads * head_dim // o_groups)
+    tops = [(s,) for s in variables] + list(combinations_with_replacement(variables, 2))
+    for top in tops:
         for divisor in variables:
-            if divisor == top:
+            if divisor in top:
                 continue
-            others = [s for s in variables if s not in (top, divisor)]
+            others = [s for s in variables if s not in (*top, divisor)]
             for rounding, op in ((floor, lambda a, b: a // b), (ceiling, lambda a, b: -(-a // b))):
-                points = [({**values, ratio: op(values[top], values[divisor])}, y) for values, y in samples]
+                points = [({**values, ratio: op(_product(values, top), values[divisor])}, y) for values, y in samples]
                 found = polynomial(points, [ratio, *others], max_degree)
                 if found is None or ratio not in found.free_symbols:
                     continue
-                expr = found.subs(ratio, rounding(top / divisor))
+                expr = found.subs(ratio, rounding(Mul(*top) / divisor))
                 if all(expr.subs(values) == y for values, y in samples):
                     return expr
     return None
@@ -111,14 +135,16 @@ def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
 
 
 def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
-    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x // y``, ``x // c`` or
-    ``(x + c - 1) // c``; the first
+    """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x + y``, ``x // y``,
+    ``x // c`` or ``(x + c - 1) // c``; the first
     (in that order, symbols in the order given) that gives every sample's value."""
     observed = [y for _, y in samples]
     if len(set(observed)) == 1:
         return str(observed[0])
     candidates: list[tuple[str, object]] = [(s.name, lambda v, s=s: v[s]) for s in names]
     candidates += [(f"{c} * {s.name}", lambda v, s=s, c=c: c * v[s]) for c in range(2, 9) for s in names]
+    # the sum of two (LongCat-Flash's qk_head_dim: qk_nope_head_dim + qk_rope_head_dim unless given)
+    candidates += [(f"{a.name} + {b.name}", lambda v, a=a, b=b: v[a] + v[b]) for a, b in combinations(names, 2)]
     candidates += [(f"{a.name} // {b.name}", lambda v, a=a, b=b: v[a] // v[b]) for a in names for b in names if a != b]
     divisors = [*range(2, 17), 32, 64, 128, 256]  # a fixed fraction, rounded down or up (Mamba's ceil(d / 16))
     candidates += [(f"{s.name} // {c}", lambda v, s=s, c=c: v[s] // c) for s in names for c in divisors]
