@@ -567,6 +567,20 @@ def language_model_total(config: dict[str, Any], model_class: str) -> int:
     return _language_model_total(_freeze(config), model_class)[0]
 
 
+def meta_model(config: dict[str, Any], model_class: str):
+    """transformers' ``model_class`` built from ``config`` (its ``model_type``'s config class) on the meta device;
+    whatever transformers raises is :class:`TransformersRejected`."""
+    rest = {k: v for k, v in config.items() if k != "model_type"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cfg = AutoConfig.for_model(config["model_type"], **rest)
+            with torch.device("meta"):
+                return getattr(transformers, model_class)._from_config(cfg)
+        except Exception as error:  # whatever transformers raises, it refused the config
+            raise TransformersRejected(f"{type(error).__name__}: {error}") from error
+
+
 def composite_total(config: dict[str, Any], model_class: str) -> int:
     """Every parameter of ``model_class`` built from ``config`` (the vision tower and projector included)."""
     if model_class in TEXT_ONLY:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from functools import lru_cache
 
 import gemma3
@@ -33,20 +32,9 @@ WHOLE = [
 
 @lru_cache(maxsize=256)
 def _parts(frozen: str, model_class: str) -> dict[str, int]:
-    import torch
-    import transformers
-    from transformers import AutoConfig
 
     config = json.loads(frozen)
-    rest = {k: v for k, v in config.items() if k != "model_type"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cfg = AutoConfig.for_model(config["model_type"], **rest)
-            with torch.device("meta"):
-                model = getattr(transformers, model_class)._from_config(cfg)
-        except Exception as error:  # whatever transformers raises, it refused the config
-            raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
+    model = oracle.meta_model(config, model_class)
     inner = getattr(model, "model", model)  # Llama4ForConditionalGeneration holds its parts itself
     tower = getattr(inner, "vision_tower", None) or getattr(inner, "visual", None)
     tower = tower or getattr(inner, "vision_model", None) or getattr(inner, "audio_tower", None)

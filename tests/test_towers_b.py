@@ -6,7 +6,6 @@ tower; bad input refused naming the key."""
 from __future__ import annotations
 
 import json
-import warnings
 from functools import lru_cache
 
 import pytest
@@ -41,20 +40,10 @@ TOWERS = {
 @lru_cache(maxsize=128)
 def _parts(frozen: str) -> dict[str, int]:
     import torch
-    import transformers
-    from transformers import AutoConfig
 
     config = json.loads(frozen)
     model_class = records.composite(config["model_type"]).model
-    rest = {k: v for k, v in config.items() if k != "model_type"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cfg = AutoConfig.for_model(config["model_type"], **rest)
-            with torch.device("meta"):
-                model = getattr(transformers, model_class)._from_config(cfg)
-        except Exception as error:  # whatever transformers raises, it refused the config
-            raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
+    model = oracle.meta_model(config, model_class)
     inner = getattr(model, "model", model)
     module = TOWERS[config["model_type"]]
     tower = getattr(inner, module) if module else torch.nn.Module()

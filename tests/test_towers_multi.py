@@ -84,21 +84,10 @@ SMALL_TEXT = {
 
 @lru_cache(maxsize=64)
 def _parts(frozen: str) -> dict[str, int]:
-    import torch
-    import transformers
-    from transformers import AutoConfig
 
     config = json.loads(frozen)
     model_type = config["model_type"]
-    rest = {k: v for k, v in config.items() if k != "model_type"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cfg = AutoConfig.for_model(model_type, **rest)
-            with torch.device("meta"):
-                model = getattr(transformers, records.composite(model_type).model)._from_config(cfg)
-        except Exception as error:  # whatever transformers raises, it refused the config
-            raise oracle.TransformersRejected(f"{type(error).__name__}: {error}") from error
+    model = oracle.meta_model(config, records.composite(model_type).model)
     out = {"whole": sum(p.numel() for p in model.parameters())}
     for role, name in MODULES[model_type].items():
         module = getattr(model.model, name)
