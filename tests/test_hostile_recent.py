@@ -3,6 +3,7 @@ one line naming the option or key, never read as if it were left out or as a kin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,34 @@ def test_training_still_notes_a_new_key(tmp_path: Path) -> None:
 def test_any_command_refuses_in_one_line_after_a_new_key(tmp_path: Path, args: tuple[str, ...]) -> None:
     model = str(_config_with(tmp_path))
     assert_refused(run(*(a.format(m=model) for a in args)))
+
+
+# --- training memory reads the config's quantisation scheme: a bad one refused as count refuses it, a good one noted --
+
+QWEN3 = {
+    "model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scheme", "needle"),
+    [([1, 2], "quantization_config must be an object"), ({"quant_method": "hqq"}, "'hqq' is not a scheme")],
+)
+def test_training_refuses_a_scheme_count_refuses(tmp_path: Path, scheme, needle: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "quantization_config": scheme}))
+    assert_refused(run("memory", str(path), "--training"), needle)
+
+
+def test_training_says_the_scheme_is_not_applied(tmp_path: Path) -> None:
+    awq = {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm", "zero_point": True}
+    for name, config in (("awq", {**QWEN3, "quantization_config": awq}), ("bf16", QWEN3)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    result = run("memory", str(tmp_path / "awq"), "--training", "--json")
+    unquantised = run("memory", str(tmp_path / "bf16"), "--training", "--json")
+    assert result.exit_code == 0 and "AWQ int4" in result.stderr and "not applied to training" in result.stderr
+    named = {"model", "source", "name", "path"}  # the same numbers as the unquantised config's
+    got, want = json.loads(result.stdout), json.loads(unquantised.stdout)
+    assert {k: v for k, v in got.items() if k not in named} == {k: v for k, v in want.items() if k not in named}

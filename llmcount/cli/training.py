@@ -182,6 +182,7 @@ def run(
         parallel = parallel_from(options)
         lora = lora_from(options)
         model = load(spec)
+        _scheme_note(model, dtype)
         result = tr.estimate(
             model,
             dtype,
@@ -220,6 +221,20 @@ def run(
             typer.echo("\n" + render_deepspeed(*_deepspeed(model, parallel)))
 
 
+def _scheme_note(model, dtype: str) -> None:
+    """A note that training memory does not read the config's own quantisation scheme (a bad one is refused as
+    ``count`` refuses it): the weights, their gradients and optimizer states are sized in the compute dtype."""
+    from ..quant.config import read_quant
+    from ..sources import emit_note
+
+    scheme = read_quant(model.config, model.source)  # a bad scheme: LlmcountError
+    if scheme is not None:
+        emit_note(
+            f"note: {model.source}: the config's quantisation ({scheme.label}) is not applied to training "
+            f"memory: the weights are counted in {dtype}, as when training from the unquantised checkpoint"
+        )
+
+
 def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> bool:
     """The estimate of :func:`run` by the compiled path (:mod:`llmcount.plain_training`, no sympy), printed; False,
     having printed nothing, for what it does not take (then :func:`run` computes through sympy, which words every
@@ -227,6 +242,7 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
     can take), any input to refuse."""
     from .. import plain_training as plain
     from ..counting import Fallback, read
+    from ..quant.config import read_quant
     from ..sources import resolve, unseen_note
 
     if spec == "-":
@@ -254,6 +270,7 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         found, source, config = resolve(spec)
         model = read(config, source, found)
+        read_quant(config, source)  # a bad scheme: worded by the sympy path
         result = plain.estimate(
             model,
             dtype,
@@ -269,6 +286,7 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
         return False
     if options.get("--freeze-vision"):  # the compiled path reads language models only (formulas.tower_memory)
         raise fail(f"--freeze-vision: {model.name} has no vision tower counted (a language model only)")
+    _scheme_note(model, dtype)
     note = unseen_note(model, config)
     if note:
         typer.echo(note, err=True)
