@@ -581,6 +581,18 @@ def meta_model(config: dict[str, Any], model_class: str):
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
 
 
+def tower_split(model, towers) -> dict[str, int]:
+    """A composite ``model``'s parameters: the whole, its vision ``towers`` (modules) and the projector, the rest
+    besides the language model and its LM head (a tied head once)."""
+    inner = getattr(model, "model", model)
+    text = getattr(inner, "language_model", None) or inner.text_model
+    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
+    whole = sum(p.numel() for p in model.parameters())
+    vision = sum(p.numel() for tower in towers for p in tower.parameters())
+    projector = whole - vision - sum(p.numel() for p in language.values())
+    return {"whole": whole, "vision tower": vision, "projector": projector}
+
+
 def composite_total(config: dict[str, Any], model_class: str) -> int:
     """Every parameter of ``model_class`` built from ``config`` (the vision tower and projector included)."""
     if model_class in TEXT_ONLY:

@@ -39,20 +39,12 @@ TOWERS = {
 
 @lru_cache(maxsize=128)
 def _parts(frozen: str) -> dict[str, int]:
-    import torch
 
     config = json.loads(frozen)
     model_class = records.composite(config["model_type"]).model
     model = oracle.meta_model(config, model_class)
-    inner = getattr(model, "model", model)
     module = TOWERS[config["model_type"]]
-    tower = getattr(inner, module) if module else torch.nn.Module()
-    text = getattr(inner, "language_model", None) or inner.text_model
-    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
-    whole = sum(p.numel() for p in model.parameters())
-    vision = sum(p.numel() for p in tower.parameters())
-    projector = whole - vision - sum(p.numel() for p in language.values())
-    return {"whole": whole, "vision tower": vision, "projector": projector}
+    return oracle.tower_split(model, [getattr(getattr(model, "model", model), module)] if module else [])
 
 
 def transformers_parts(config: dict) -> dict[str, int]:

@@ -36,13 +36,7 @@ def _parts(frozen: str) -> dict[str, int]:
     model_class = records.composite(config["model_type"]).model
     model = oracle.meta_model(config, model_class)
     inner = getattr(model, "model", model)
-    towers = [getattr(inner, name) for name in TOWERS[config["model_type"]]]
-    text = getattr(inner, "language_model", None) or inner.text_model
-    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
-    whole = sum(p.numel() for p in model.parameters())
-    vision = sum(p.numel() for tower in towers for p in tower.parameters())
-    projector = whole - vision - sum(p.numel() for p in language.values())
-    return {"whole": whole, "vision tower": vision, "projector": projector}
+    return oracle.tower_split(model, [getattr(inner, name) for name in TOWERS[config["model_type"]]])
 
 
 def transformers_parts(config: dict) -> dict[str, int]:
