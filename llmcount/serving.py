@@ -38,6 +38,19 @@ VOCAB_PADDING = 64
 divides the padded rows over the tp ranks (``divide``, which asserts it divides): VocabParallelEmbedding and
 ParallelLMHead, vllm/model_executor/layers/vocab_parallel_embedding.py, vLLM commit 00db0119c376."""
 
+
+def _head_rows() -> dict[Symbol, Symbol]:
+    from sympy import Symbol
+
+    from .formulas.training import TP_PADDED
+
+    return {symbol: Symbol(f"{symbol}__head_rows_times_tp") for symbol in TP_PADDED}
+
+
+HEAD_ROWS = _head_rows()
+"""Per vocabulary size, the key under which a layout's values keep the head's rows per rank times tp (the
+embedding's are under the size itself): no formula has these symbols."""
+
 EXPERTS_NOTE = (
     "routed experts over the tp·dp ranks: with expert parallelism (vLLM's --enable-expert-parallel: EP size = TP × "
     "DP, docs/serving/expert_parallel_deployment.md) n / (tp·dp) whole experts per GPU, without it each expert's "
@@ -63,7 +76,15 @@ def assumptions(layout: Layout, routed: bool) -> str:
     """The parts of :data:`ASSUMPTION_PARTS` that apply to ``layout`` (the experts' when the model has them)."""
     parts = ["tp"] + (["experts"] if routed else []) + (["pp"] if layout.pp > 1 else [])
     parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
-    return "; ".join(ASSUMPTION_PARTS[part] for part in parts)
+    said = {**ASSUMPTION_PARTS}
+    if _engine_name(layout) != "vllm":
+        said["tp"] = (
+            f"{_engine_title(layout)}'s layout: column-parallel q/k/v and gate/up, row-parallel o and down, the "
+            "embedding and head by vocabulary rows as its model file lays them (noted); norms, routers, MLA's "
+            "down-projections and row-parallel biases whole on every rank; key-value heads fewer than tp copied (one "
+            "per rank)"
+        )
+    return "; ".join(said[part] for part in parts)
 
 
 KvRule = Callable[[int, int], int]
@@ -96,12 +117,14 @@ def _b(size: int) -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallel degrees of an inference engine: GPUs = tp · pp · dp; ``ep`` is 1 or tp · dp (vLLM's EP group)."""
+    """Parallel degrees of an inference engine: GPUs = tp · pp · dp; ``ep`` is 1 or tp · dp (vLLM's EP group);
+    ``engine``: the engine whose layout of the vocabulary rows the weights follow (vLLM's when None)."""
 
     tp: int = 1
     pp: int = 1
     dp: int = 1
     ep: int = 1
+    engine: str | None = None  # whose vocabulary rows per rank (engines/weights.py); None: vLLM's
 
     @property
     def gpus(self) -> int:
@@ -263,16 +286,50 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
         raise LlmcountError(f"--pp {layout.pp} is more than the number of layers N = {values[N]}")
     if layout.tp > 1:
         tr.check_parallel(model, tr.Parallel(tp=layout.tp), values)
-    placement(model, layout.tp, layout.pp)  # the parts besides the language model: refused here when not placed
-    padded = tr.padded(values, layout.tp, VOCAB_PADDING)
-    for symbol in tr.TP_PADDED:
-        if padded.get(symbol) is not None and padded[symbol] % layout.tp:
-            raise LlmcountError(
-                f"--tp {layout.tp} does not divide the vocabulary padded to a multiple of {VOCAB_PADDING}, "
-                f"{padded[symbol]:,} rows ({tr._key(model, symbol, str(symbol))} = {values[symbol]:,}): vLLM "
-                "asserts it does"
-            )
+    placed = placement(model, layout.tp, layout.pp)  # the parts besides the language model: refused when not placed
+    if placed is not None and layout.gpus > 1 and _engine_name(layout) != "vllm":
+        raise LlmcountError(
+            f"{_engine_title(layout)} with --tp/--pp: where it places the parts besides the language model of "
+            f"{model.whole_name or model.name} is not transcribed (vLLM's is: give --engine vllm)"
+        )
+    padded = dict(values)
+    for symbol, (embedding, head) in vocab_splits(model, layout).items():
+        padded[symbol] = embedding.rows * layout.tp  # one rank's rows, times tp: the split part is divided by tp
+        padded[HEAD_ROWS[symbol]] = head.rows * layout.tp
     return padded
+
+
+def _engine_name(layout: Layout) -> str:
+    from .engines import TRANSFORMERS, engine
+
+    name = engine(layout.engine).name if layout.engine else "vllm"
+    return "vllm" if name == TRANSFORMERS else name
+
+
+def _engine_title(layout: Layout) -> str:
+    from .engines import engine
+
+    return engine(_engine_name(layout)).title
+
+
+def vocab_splits(model: Model, layout: Layout) -> dict[Symbol, Any]:
+    """The vocabulary rows one rank holds of the embedding and of the head, per vocabulary size of the model, as the
+    layout's engine lays them out (:func:`llmcount.engines.weights.vocab_splits`); LlmcountError naming the key."""
+    from .engines.weights import vocab_splits as splits
+    from .formulas import training as tr
+
+    return {
+        symbol: splits(
+            layout.engine,
+            model.architecture.name,
+            model.values[symbol],
+            layout.tp,
+            tr._key(model, symbol, str(symbol)),
+            model.tied,
+        )
+        for symbol in tr.TP_PADDED
+        if model.values.get(symbol) is not None
+    }
 
 
 def _term_parameters(term: Any, env: Mapping[Symbol, int], layout: Layout) -> int:
@@ -287,10 +344,13 @@ def _term_parameters(term: Any, env: Mapping[Symbol, int], layout: Layout) -> in
             raise LlmcountError(f"tp·dp = {ranks} ranks do not divide {term.path} ({count:,} parameters)")
         return count // ranks
     split, kept = tr.tp_split(term, layout.tp)
-    part = evaluate_int(split, dict(env), term.path)
+    env = dict(env)
+    if term.group != "embedding":  # the head: its own rows per rank (the embedding's are env's)
+        env |= {s: env[HEAD_ROWS[s]] for s in tr.TP_PADDED if s in term.expr.free_symbols and HEAD_ROWS[s] in env}
+    part = evaluate_int(split, env, term.path)
     if part % layout.tp:
         raise LlmcountError(f"--tp {layout.tp} does not divide the {part:,} parameters of {term.path} it splits")
-    return part // layout.tp + evaluate_int(kept, dict(env), term.path)
+    return part // layout.tp + evaluate_int(kept, env, term.path)
 
 
 # --- the KV cache one rank keeps ------------------------------------------------------------------------------
@@ -538,15 +598,22 @@ def stage_plans(
             paths.append(_summed(rows))
         sizes = "/".join(str(len(run)) for run in runs)
         notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
-    vocab = next((env[s] for s in tr.TP_PADDED if env.get(s) is not None), None)
-    if vocab is not None:
-        original = next(model.values[s] for s in tr.TP_PADDED if env.get(s) is not None)
-        padding = (
-            f"vocabulary of {original:,} rows padded to {vocab:,}, a multiple of {VOCAB_PADDING} as vLLM pads it"
-            if vocab != original
-            else f"vocabulary of {vocab:,} rows, a multiple of {VOCAB_PADDING}: vLLM's padding adds none"
-        )
-        notes.append(padding + (f"; {vocab // layout.tp:,} rows per tp rank" if layout.tp > 1 else ""))
+    vocab = None
+    for embedding, head in vocab_splits(model, layout).values():
+        vocab = embedding.padded if vocab is None else vocab
+        if _engine_name(layout) == "vllm":
+            original, padded = embedding.vocab, embedding.padded
+            padding = (
+                f"vocabulary of {original:,} rows padded to {padded:,}, a multiple of {VOCAB_PADDING} as vLLM pads it"
+                if padded != original
+                else f"vocabulary of {padded:,} rows, a multiple of {VOCAB_PADDING}: vLLM's padding adds none"
+            )
+            notes.append(padding + (f"; {embedding.rows:,} rows per tp rank" if layout.tp > 1 else ""))
+            continue
+        title = _engine_title(layout)
+        notes.append(embedding.said(title))
+        if not model.tied and any(t.group != "embedding" and V in t.expr.free_symbols for t in terms):
+            notes.append(head.said(title))
     for symbol in tr.KV_HEADS:
         own = model.values.get(symbol)
         if own is not None and own < layout.tp:
@@ -842,7 +909,7 @@ def _wider(model: Model, layout: Layout) -> list[Layout]:
     found, tp = [], layout.tp * 2
     widest = layout.tp
     while tp <= MAX_TP:
-        wider = Layout(tp, layout.pp, layout.dp, tp * layout.dp if layout.ep > 1 else 1)
+        wider = replace(layout, tp=tp, ep=tp * layout.dp if layout.ep > 1 else 1)
         try:
             _layout_values(model, wider)
         except LlmcountError:
@@ -852,7 +919,7 @@ def _wider(model: Model, layout: Layout) -> list[Layout]:
         widest, tp = tp, tp * 2
     pp = layout.pp * 2
     while pp <= model.values[N]:
-        found.append(Layout(widest, pp, layout.dp, widest * layout.dp if layout.ep > 1 else 1))
+        found.append(replace(layout, tp=widest, pp=pp, ep=widest * layout.dp if layout.ep > 1 else 1))
         pp *= 2
     return found
 

@@ -825,7 +825,7 @@ def fit(
         card = find_gpu(gpu)
         seq_ = parse_size(seq, "--seq")
         rule = engine_rule(engine, kv_dtype, **backend)
-        layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
         config, model = config_and_model(spec, dtype)

@@ -28,16 +28,19 @@ def degree(option: str, value: str | int) -> int:
     return number
 
 
-def layout_from(tp: str, pp: str, dp: str, ep: str, gpus: str | None) -> tuple[Layout, list[str]]:
-    """The layout the options give, and a note when --gpus alone set tp; LlmcountError naming a bad option."""
+def layout_from(
+    tp: str, pp: str, dp: str, ep: str, gpus: str | None, engine: str | None = None
+) -> tuple[Layout, list[str]]:
+    """The layout the options give (the weights laid out as ``engine`` lays them, vLLM's without one), and a note
+    when --gpus alone set tp; LlmcountError naming a bad option."""
     from ..serving import Layout
 
-    layout = Layout(degree("--tp", tp), degree("--pp", pp), degree("--dp", dp), degree("--ep", ep))
+    layout = Layout(degree("--tp", tp), degree("--pp", pp), degree("--dp", dp), degree("--ep", ep), engine)
     notes = []
     if gpus is not None:
         count = degree("--gpus", gpus)
         if layout.gpus == 1 and count > 1:  # G GPUs for one model: tensor parallel over all of them
-            layout = Layout(count, 1, 1, count if layout.ep > 1 else 1)
+            layout = Layout(count, 1, 1, count if layout.ep > 1 else 1, engine)
             notes.append(f"--gpus {count} without --tp/--pp/--dp: tensor parallel over all of them (--tp {count})")
         elif layout.gpus != count:
             raise LlmcountError(
@@ -291,7 +294,7 @@ def memory_per_gpu(
         elif gpus is not None:
             raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
-        layout, notes = layout_from(tp, pp, dp, ep, gpus)
+        layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
         config, model = config_and_model(spec, dtype)

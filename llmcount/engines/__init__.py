@@ -56,6 +56,7 @@ class Engine:
     quant_policies: Mapping[str, Any] = field(default_factory=dict)  # LMDeploy: quant_policy -> its K/V block layout
     builders: tuple[str, ...] = ()  # model types whose cache shape the engine's config builder gives is transcribed
     memory_share: Mapping[str, Any] = field(default_factory=dict)  # the engine's share of a GPU: option, of, rounding
+    weights: Mapping[str, Any] = field(default_factory=dict)  # vocabulary rows per tp rank (engines/weights.py)
 
     @property
     def cited(self) -> str:
@@ -88,6 +89,7 @@ OWN_TABLES = {
     "quant_policies",
     "attention_backends_for",
     "memory_share",
+    "weights",
 }
 
 
@@ -128,6 +130,7 @@ def _load(name: str) -> Engine:
         quant_policies=data.get("quant_policies", {}),
         builders=tuple(data.get("sliding", {}).get("builders", ())),
         memory_share=data.get("memory_share", {}),
+        weights=data.get("weights", {}),
     )
 
 
