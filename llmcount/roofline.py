@@ -295,8 +295,11 @@ def roofline(
     tp: int = 1,
     mfu: Fraction | None = None,
     peak_tflops: Fraction | None = None,
+    cache: Any = None,
 ) -> Roofline:
-    """The bounds for each batch size (see the module docstring)."""
+    """The bounds for each batch size (see the module docstring). ``cache(seq, batch) -> (bytes, note)``: the KV
+    cache a decode step reads on all tp GPUs together, as an engine stores it (:mod:`llmcount.engines.decode`), in
+    place of transformers' cache."""
     if peak_tflops is None and gpu.bf16 is not None:
         peak_tflops = gpu.peak_tflops(compute_dtype)
     peak = None if peak_tflops is None else peak_tflops * 10**12 * tp  # FLOP/s of the tp GPUs together
@@ -322,17 +325,20 @@ def roofline(
         )
         fraction = touched(moe[0], moe[1], batch) if moe else Fraction(1)
         read = weights.dense + fraction * weights.routed
-        cache = cache_bytes(model, kv_dtype, seq, batch)
+        if cache is None:
+            read_cache = cache_bytes(model, kv_dtype, seq, batch)
+        else:
+            read_cache, cache_note = cache(seq, batch)
         flops = batch * per_token
         decode.append(
             Phase(
                 batch,
                 flops,
-                read + cache,
+                read + read_cache,
                 read,
-                cache,
+                read_cache,
                 moe[0] * fraction if moe else None,
-                (read + cache) / bandwidth,
+                (read + read_cache) / bandwidth,
                 None if peak is None else Fraction(flops) / peak,
             )
         )
@@ -343,6 +349,9 @@ def roofline(
         "only at its B looked-up rows: not counted) + the KV cache of the B sequences at S tokens; KV written, "
         "activations and state updates not counted",
     ]
+    if cache is not None:
+        notes[1] = notes[1].replace("the KV cache of the B sequences at S tokens", "the KV cache below")
+        notes.insert(2, cache_note)
     held = [(d.batch, Fraction(weights.total + d.cache_bytes, tp)) for d in decode]
     over = [(b, size) for b, size in held if size > gpu.memory_bytes]
     if over:

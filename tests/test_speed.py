@@ -298,3 +298,47 @@ def test_speed_imports_no_optional_dependency() -> None:
     assert not [m for m in modules if m.split(".")[0] in HEAVY], modules
     code, modules = imported("speed", "--help")
     assert code == 0 and "sympy" not in modules, modules
+
+
+# --- speed --engine: the KV cache a decode step reads as the engine stores it, by hand --------------------------------
+# A step at context S reads, per sequence and attention layer, cdiv(S, block) whole blocks of the engine's bytes of
+# one token (docs/engines.md): vLLM blocks of 16 tokens, TensorRT-LLM 32, LMDeploy 64; S = 5,000.
+
+
+def _engine_decode(*args: str) -> dict:
+    result = run("speed", "llama-3-8b", "--gpu", "h100", "--batch", "1,8", "--seq", "5000", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_engine_vllm_reads_whole_blocks() -> None:
+    """vLLM: 313 blocks of 16 = 5,008 tokens, 8 heads of 128, K and V in bf16: 4,096 bytes a token a layer."""
+    data = _engine_decode("--engine", "vllm")
+    for step, batch in zip(data["decode"], (1, 8), strict=True):
+        assert step["kv_cache_bytes_read"] == batch * N * 5_008 * HKV * HD * 2 * 2
+        assert step["memory_seconds"] == pytest.approx((DENSE_READ + step["kv_cache_bytes_read"]) / 3350e9)
+    assert any("vLLM 0.33.0 stores it" in note and "blocks of 16" in note for note in data["notes"])
+
+
+def test_engine_lmdeploy_int8_reads_its_scales() -> None:
+    """LMDeploy int8 (quant_policy 8): a block of a layer is K (64, 8, 128) int8 = 65,536 bytes and its scales and
+    zeros (64, 8, 2) in bf16 = 2,048, the same for V, each a multiple of 256: 135,168 bytes; cdiv(5,000, 64) = 79
+    blocks."""
+    data = _engine_decode("--engine", "lmdeploy", "--kv-dtype", "int8")
+    assert data["decode"][1]["kv_cache_bytes_read"] == 8 * N * 79 * 2 * (65_536 + 2_048)
+
+
+def test_engine_tensorrt_llm_under_tp() -> None:
+    """TensorRT-LLM at tp = 2: 4 heads a rank, 2,048 bytes a token a layer, 157 blocks of 32 = 5,024 tokens, on both
+    GPUs."""
+    data = _engine_decode("--engine", "trtllm", "--tp", "2")
+    assert data["decode"][0]["kv_cache_bytes_read"] == 2 * N * 5_024 * 4 * HD * 2 * 2
+
+
+def test_engine_refusals() -> None:
+    assert_refused(
+        run("speed", "gemma-2-2b", "--gpu", "h100", "--engine", "vllm"), "sliding attention", "not transcribed"
+    )
+    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "llama.cpp"), "n_kv")
+    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vlm"), "did you mean vllm")
+    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--kv-dtype", "int8"), "int8")

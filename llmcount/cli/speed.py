@@ -70,6 +70,15 @@ def speed(
         ),
     ] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor-parallel GPUs (communication left out).", metavar="N")] = "1",
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Decode reads the KV cache as this serving engine stores it (its KV dtype, whole blocks: "
+            "docs/engines.md): vllm, sglang, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
+            metavar="ENGINE",
+        ),
+    ] = None,
     peak_tflops: Annotated[
         str | None,
         typer.Option(
@@ -102,10 +111,30 @@ def speed(
         from ..gpus import gpu as find_gpu
 
         card = find_gpu(gpu)
-        model, weights, kv, compute = _weights(spec, quant, bits, dtype, kv_dtype)
+        if engine is not None:
+            from ..engines import check
+
+            check(engine, kv_dtype)  # the engine and its KV dtype name first, before any model is read
+        model, weights, kv, compute = _weights(spec, quant, bits, dtype, None if engine else kv_dtype)
         if peak_ is None and card.bf16 is not None and compute == "fp8" and card.fp8 is None:
             compute = "bf16"  # a GPU without fp8 tensor cores runs fp8 weights at its bf16 peak
-        result = rl.roofline(model, weights, card, batches, seq_, kv, compute, tp_, mfu_, peak_)
+        cache = None
+        if engine is not None:
+            cache = _engine_cache(engine, model, kv_dtype, dtype, tp_)
+            kv = cache(seq_, batches[0])[2]
+        result = rl.roofline(
+            model,
+            weights,
+            card,
+            batches,
+            seq_,
+            kv,
+            compute,
+            tp_,
+            mfu_,
+            peak_,
+            None if cache is None else (lambda s, b: cache(s, b)[:2]),
+        )
         shown = rl.formulas(model, weights, kv) if show_formula else None
     except LlmcountError as exc:
         raise fail(str(exc)) from None
@@ -120,6 +149,24 @@ def speed(
     typer.echo(render(result))
     if shown is not None:
         typer.echo(render_formulas(shown))
+
+
+def _engine_cache(engine: str, model: Any, kv_dtype: str | None, dtype: str | None, tp: int):
+    """``(seq, batch) -> (bytes, note, kv dtype)``: the KV cache a decode step reads on all tp GPUs, as ``engine``
+    stores it (:func:`llmcount.engines.decode.decode_read` on one rank, times tp)."""
+    from ..dtypes import BITS, canonical
+    from ..engines.decode import decode_read
+
+    name = canonical(dtype or "bf16")
+    model_dtype = name if BITS[name] >= 16 else "bf16"
+
+    def cache(seq: int, batch: int):
+        read = decode_read(engine, model, seq, batch, kv_dtype, model_dtype, tp)
+        said = read.said + (f"; per GPU, times tp = {tp}" if tp > 1 else "")
+        said += "; the weights as stored, without the engine's padded vocabulary rows"
+        return read.bytes * tp, said, read.kv_dtype
+
+    return cache
 
 
 def parse_batches(text: str) -> list[int]:
@@ -279,7 +326,7 @@ def speed_data(r: Any) -> dict[str, Any]:
         if r.moe:
             out["expected_experts_per_layer"] = float(p.experts)
         if decode:
-            out["kv_cache_bytes_read"] = p.cache_bytes
+            out["kv_cache_bytes_read"] = p.cache_bytes if isinstance(p.cache_bytes, int) else float(p.cache_bytes)
             out["tokens_per_second"] = float(p.batch / p.seconds)
             out["tokens_per_second_per_sequence"] = float(1 / p.seconds)
         elif r.mfu is not None and p.compute_seconds is not None:
