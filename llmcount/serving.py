@@ -180,6 +180,7 @@ class Share:
     source: str = ""
     reserve: int = 0  # bytes the engine sets aside from what the weights leave before taking its share
     reserve_rule: str = ""
+    default: bool = False  # the engine's own default, applied without --gpu-memory-utilization
 
     def _product(self, amount: int) -> int:
         product = amount * self.fraction
@@ -198,8 +199,10 @@ class Share:
         what = "of the GPU for the weights and the KV cache" if self.of == "total" else "of what the weights leave"
         if self.reserve:
             what += f" less a runtime reserve of {self.reserve:,} bytes, {self.reserve_rule}"
-        return f"{self.engine}'s {self.option} = {self.fraction.numerator / self.fraction.denominator:g}: {what}" + (
-            f" ({self.source})" if self.source else ""
+        default = " (its default: --gpu-memory-utilization to change it)" if self.default else ""
+        return (
+            f"{self.engine}'s {self.option} = {self.fraction.numerator / self.fraction.denominator:g}{default}: {what}"
+            + (f" ({self.source})" if self.source else "")
         )
 
 

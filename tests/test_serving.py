@@ -363,16 +363,19 @@ def test_ranks_sum_on_drawn_configs(drawn):
 def test_fit_with_vllm_allocates_every_mistral_layer_full_by_hand() -> None:
     """Mistral-7B-v0.1's config has no layer_types, so vLLM runs its 32 layers as full attention: at S = 32,768 a
     sequence takes cdiv(32,768, 16) = 2,048 blocks of 16 tokens of 32 · 2 · 8 · 128 elements in bf16, 4,294,967,296
-    bytes. An L4's 24 GB less the weights (7,241,732,096 parameters in bf16, 14,483,464,192 bytes) leaves
-    9,516,535,808: two such sequences, and for one sequence floor(9,516,535,808 / (16 · 131,072)) = 4,537 blocks,
-    72,592 tokens (capped at max_position_embeddings, 32,768). transformers keeps a window of 4,096 instead."""
+    bytes. vLLM's default gpu_memory_utilization 0.92 of an L4's 24 GB, ceil(24e9 · 0.92) = 22,080,000,000 bytes,
+    less the weights (7,241,732,096 parameters in bf16, 14,483,464,192 bytes) leaves 7,596,535,808: one such sequence
+    (with the whole GPU, 9,516,535,808 bytes, two). transformers keeps a window of 4,096 instead."""
     result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", "--seq", "32k", "--engine", "vllm", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     per_block = 16 * 32 * 2 * 8 * 128 * 2
-    left = 24 * 10**9 - 2 * 7_241_732_096
+    left = 22_080_000_000 - 2 * 7_241_732_096
     assert data["engine"] == "vllm"
-    assert data["max_batch"] == left // (2048 * per_block) == 2
+    assert data["gpu_memory_share"]["default"] and data["gpu_memory_share"]["fraction"] == 0.92
+    assert data["max_batch"] == left // (2048 * per_block) == 1
+    whole = run("fit", "mistral-7b", "--gpu", "l4", "--seq", "32k", "--engine", "vllm", "--gpu-memory-utilization", "1")
+    assert "sequences at S = 32,768   2" in whole.stdout
     plain = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", "--seq", "32k", "--json"])
     assert json.loads(plain.stdout)["max_batch"] > 2
 
@@ -481,6 +484,32 @@ def test_memory_per_gpu_under_an_engines_share() -> None:
     room = int(80 * 10**9 * 0.8)  # SGLang's mem_fraction_static of an H100's 80 GB
     assert data["gpu_memory_share"]["room_bytes"] == room
     assert data["left_bytes"] == room - data["total_bytes_per_gpu"]
+
+
+def test_engine_defaults_apply_without_the_option() -> None:
+    """--engine with --gpu and no --gpu-memory-utilization: the engine's own default share, said so. Llama-3-8B on an
+    H100 (80 GB), weights 16,060,522,496 bytes: vLLM 0.92 of the GPU, ceil(80e9 · 0.92) = 73,600,000,000 bytes;
+    TensorRT-LLM the weights + int((80e9 − weights) · 0.9); LMDeploy the weights + int((80e9 − weights − its
+    runtime reserve (8,192 + 2 · 1,024) · 128,256 · 2) · 0.8); SGLang's default is a rule of the device, not applied
+    and said so; memory --gpu alike."""
+    weights = 8_030_261_248 * 2
+    reserve = (8192 + 2 * 1024) * 128_256 * 2
+    expected = {
+        "vllm": 73_600_000_000,
+        "tensorrt-llm": weights + (80 * 10**9 - weights) * 9 // 10,
+        "lmdeploy": weights + (80 * 10**9 - weights - reserve) * 4 // 5,
+    }
+    for engine, room in expected.items():
+        for command in (["fit", "llama-3-8b"], ["memory", "llama-3-8b", "--seq", "8k"]):
+            data = json.loads(run(*command, "--gpu", "h100", "--engine", engine, "--json").stdout)
+            assert data["gpu_memory_share"]["default"] is True
+            assert data["gpu_memory_share"]["room_bytes"] == room
+            assert any("its default" in note for note in data["notes"])
+    text = run("fit", "llama-3-8b", "--gpu", "h100", "--engine", "sglang").stdout
+    assert "mem_fraction_static" in text and "not applied" in text
+    given = json.loads(run("fit", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--gpu-memory-utilization", "0.5",
+                           "--json").stdout)  # fmt: skip
+    assert given["gpu_memory_share"]["default"] is False and given["gpu_memory_share"]["room_bytes"] == 40 * 10**9
 
 
 @pytest.mark.parametrize(

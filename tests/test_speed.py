@@ -342,3 +342,4 @@ def test_engine_refusals() -> None:
     assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "llama.cpp"), "n_kv")
     assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vlm"), "did you mean vllm")
     assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--kv-dtype", "int8"), "int8")
+    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--formula"), "--formula")

@@ -799,6 +799,7 @@ def fit(
     from .inference import (
         config_and_model,
         context_of,
+        default_share,
         engine_note,
         engine_rule,
         fit_data,
@@ -828,6 +829,7 @@ def fit(
         layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        share = share if share is not None else default_share(engine, notes)
         config, model = config_and_model(spec, dtype)
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []

@@ -160,6 +160,28 @@ def gpu_share(engine: str | None, value: str | None):
     return Share(eng.title, table["option"], fraction, table["of"], table.get("rounding", "floor"), table["source"])
 
 
+def default_share(engine: str | None, notes: list[str] | None = None):
+    """The engine's share of each GPU at its own default (vLLM's gpu_memory_utilization, TensorRT-LLM's
+    free_gpu_memory_fraction, LMDeploy's cache_max_entry_count), for --gpu without --gpu-memory-utilization; None
+    for no engine or one without a fixed default (SGLang's is a rule of the device: ``notes`` gets why)."""
+    if engine is None:
+        return None
+    from fractions import Fraction
+
+    from .. import engines
+    from ..serving import Share
+
+    table = engines.engine(engine).memory_share
+    if "default" not in table:
+        if notes is not None and "default_rule" in table:
+            notes.append(table["default_rule"])
+        return None
+    title = engines.engine(engine).title
+    rounding = table.get("rounding", "floor")
+    fraction = Fraction(table["default"])
+    return Share(title, table["option"], fraction, table["of"], rounding, table["source"], default=True)
+
+
 def with_reserve(share, engine: str | None, model: Any, gpu_title: str):
     """``share`` with the runtime reserve the engine sets aside before taking it (LMDeploy's
     (max_prefill_token_num + 2 · max_batches) · vocab_size · 2 bytes, max_batches by the GPU's name), when the
@@ -194,6 +216,7 @@ def share_data(share, capacity: int, held: int) -> dict[str, Any]:
         "room_bytes": share.room(capacity, held),
         "reserve_bytes": share.reserve,
         "source": share.source,
+        "default": share.default,
     }
 
 
@@ -297,6 +320,8 @@ def memory_per_gpu(
         layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
         if rule is not None and layout.pp > 1:
             raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        if share is None and card is not None:
+            share = default_share(engine, notes)
         config, model = config_and_model(spec, dtype)
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
@@ -576,13 +601,16 @@ def render_fit(
     share = vllm.settings.get("gpu_memory_utilization")
     if share_given:
         left = "the engine's share of each GPU as noted"
+    elif layout.engine is not None:
+        left = "the whole GPU (no share of it applied for this engine: see the notes)"
     else:
         left = (
             f"the whole GPU (vLLM {vllm.version} also leaves 1 - gpu_memory_utilization free, {share} by default: "
-            "give --engine and --gpu-memory-utilization to apply an engine's share)"
+            "give --engine to apply an engine's share)"
         )
+    splits = "vLLM splits them" if layout.engine is None else f"{engine(layout.engine).title} lays them out"
     lines.append(
-        f"assumes: per GPU, the weights as vLLM splits them and {kv_source}; activations, CUDA graphs and the "
+        f"assumes: per GPU, the weights as {splits} and {kv_source}; activations, CUDA graphs and the "
         f"engine's workspace not counted; {left}"
     )
     return "\n".join(lines)

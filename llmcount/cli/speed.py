@@ -111,6 +111,11 @@ def speed(
         from ..gpus import gpu as find_gpu
 
         card = find_gpu(gpu)
+        if engine is not None and show_formula:
+            raise LlmcountError(
+                "--formula with --engine: the engine's KV read is a rule (whole blocks), not one sympy expression; "
+                "give either"
+            )
         if engine is not None:
             from ..engines import check
 
