@@ -826,3 +826,24 @@ def test_vllm_mimo_v2_refused_without_the_checkpoint_keys(tmp_path):
         engines.kv_cache("vllm", _mimo_v2(tmp_path, swa_num_key_value_heads=16), 4096)
     with pytest.raises(engines.LlmcountError, match="--tp 3 does not divide the 4 key/value heads"):
         engines.kv_cache("vllm", _mimo_v2(tmp_path), 4096, tp=3)
+
+
+def test_deepseek_v32_indexer_refused_by_name_under_every_engine(tmp_path):
+    """DeepSeek-V3.2 (transformers' DeepseekV32Config): its indexer keys are refused by name with the reason, before
+    any page arithmetic (vLLM: DeepseekV32IndexerCache's spec beside the sparse MLA latent)."""
+    import transformers
+
+    (tmp_path / "config.json").write_text(json.dumps(transformers.DeepseekV32Config().to_dict()))
+    for engine, needle in (
+        ("vllm", "DeepseekV32IndexerCache"),
+        ("sglang", "indexer"),
+        ("llama.cpp", "indexer"),
+    ):
+        assert_refused(run("memory", str(tmp_path), "--seq", "4k", "--engine", engine), needle, "not transcribed")
+
+
+def test_turbomind_refused_by_name():
+    """LMDeploy's TurboMind keeps its cache in C++: refused with the reason (its sliding-window handling not read),
+    pointing at --engine lmdeploy (the PyTorch engine)."""
+    for name in ("turbomind", "lmdeploy-turbomind"):
+        assert_refused(run("memory", "gpt-oss-20b", "--engine", name), "TurboMind", "window", "--engine lmdeploy")

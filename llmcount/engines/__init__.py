@@ -149,11 +149,25 @@ ALIASES = {
 }
 
 
+NOT_TRANSCRIBED = {
+    "turbomind": (
+        "LMDeploy's TurboMind engine keeps its cache in C++ (src/turbomind/models/llama: SequenceManager, "
+        "BlockManager), not transcribed: its Python side (lmdeploy/turbomind/models/gpt_oss.py) gives each sliding "
+        "layer window_size = sliding_window, but which blocks the C++ manager frees outside the window, and whether "
+        "it holds a window per layer or the whole context, is not read here; --engine lmdeploy is its PyTorch engine"
+    ),
+}
+"""Engines users name whose cache is refused by name, with the reason."""
+NOT_TRANSCRIBED["lmdeploy-turbomind"] = NOT_TRANSCRIBED["lmdeploy_turbomind"] = NOT_TRANSCRIBED["turbomind"]
+
+
 @cache
 def engine(name: str) -> Engine:
     """The engine called ``name`` (case-insensitive); LlmcountError with the closest names otherwise."""
     key = str(name).strip().lower()
     key = ALIASES.get(key, key)
+    if key in NOT_TRANSCRIBED:
+        raise LlmcountError(f"--engine {key}: {NOT_TRANSCRIBED[key]}")
     if key == TRANSFORMERS:
         return TRANSFORMERS_ENGINE
     if key not in NAMES:
@@ -444,6 +458,8 @@ def kv_cache(
     if eng.allocation == "paged" and isinstance(table, Mapping) and "shapes" in table:
         own_window = _swa_shapes(eng, model, model_type, table, kinds, env, None)
         shaped = _shaped_widths(eng, model, table, tp)
+    if any(k.kind == mem.INDEXER for k in kinds):  # named before any page arithmetic refuses it less clearly
+        raise LlmcountError(f"{eng.title}: {eng.refused['indexer']}")
     unified = {}  # vLLM: a token's bytes -> the block size unify_kv_cache_spec_page_size gives its layers
     if eng.allocation == "paged" and not states:
         unified = _unified_blocks(eng, model, kinds, env, latent, tp, size, shaped)
