@@ -77,7 +77,10 @@ def assumptions(layout: Layout, routed: bool) -> str:
     parts = ["tp"] + (["experts"] if routed else []) + (["pp"] if layout.pp > 1 else [])
     parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
     said = {**ASSUMPTION_PARTS}
-    if _engine_name(layout) != "vllm":
+    if _engine_name(layout) == "llama.cpp":
+        said["tp"] = "llama.cpp's --split-mode layer: whole layers on each GPU, split as noted"
+        said["pp"] = "the GPU counted is the one whose layers, output layer and KV cache are the largest"
+    elif _engine_name(layout) != "vllm":
         said["tp"] = (
             f"{_engine_title(layout)}'s layout: column-parallel q/k/v and gate/up, row-parallel o and down, the "
             "embedding and head by vocabulary rows as its model file lays them (noted); norms, routers, MLA's "
@@ -572,14 +575,19 @@ def stage_plans(
             )
             return nbytes(parameters, dtype_name) + _kv_bytes(kinds, per_kind[kind.name][1], kv_dtype, max(seq, 1), 1)
 
-        runs, bound = tr.stage_kinds(
-            model, layout.pp, weigh, stages(model.values[N], layout.pp, before_last=True), [k.layers for k in kinds]
-        )
-        first = model_level(lambda t: t.group == "embedding")
+        llama_cpp = _engine_name(layout) == "llama.cpp"
+        if llama_cpp:  # whole layers over the devices, the input layer on the CPU (engines/weights.py layer_split)
+            from .engines.weights import layer_split
+
+            indices = layer_split(model.values[N], layout.pp)
+        else:
+            indices = stages(model.values[N], layout.pp, before_last=True)
+        runs, bound = tr.stage_kinds(model, layout.pp, weigh, indices, [k.layers for k in kinds])
+        first = 0 if llama_cpp else model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
             last += model_level(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
-        first_paths = model_paths(lambda t: t.group == "embedding")
+        first_paths = {} if llama_cpp else model_paths(lambda t: t.group == "embedding")
         last_paths = model_paths(lambda t: t.group != "embedding")
         if model.tied:
             tied = model_paths(lambda t: t.group == "embedding" and V in t.expr.free_symbols)
@@ -600,10 +608,20 @@ def stage_plans(
             held.append((number + 1, parameters, counts))
             paths.append(_summed(rows))
         sizes = "/".join(str(len(run)) for run in runs)
-        notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
+        if llama_cpp:
+            notes.append(
+                f"llama.cpp --split-mode layer over {layout.pp} GPUs of equal --tensor-split shares, every layer "
+                f"offloaded: {sizes} layers, layer i on GPU ⌊i · {layout.pp} / {model.values[N] + 1}⌋, the output "
+                "layer (final norm and head) on the last; the token embedding stays in host memory (llama.cpp keeps "
+                f"the input layer on the CPU), not on any GPU{bound}"
+            )
+        else:
+            notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
     vocab = None
     for embedding, head in vocab_splits(model, layout).values():
         vocab = embedding.padded if vocab is None else vocab
+        if _engine_name(layout) == "llama.cpp":  # no tp: its placement of the layers is noted above
+            continue
         if _engine_name(layout) == "vllm":
             original, padded = embedding.vocab, embedding.padded
             padding = (

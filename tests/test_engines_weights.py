@@ -197,3 +197,80 @@ def test_lmdeploy_parallel_embedding_rows(monkeypatch, tp):
         head = embedding.ParallelLMHead(vocab, 8, device=torch.device("meta"))
         want = rows("pad64_if_tp", vocab, tp, "embedding", "LMDeploy", "vocab_size").rows
         assert table.weight.shape[0] == head.weight.shape[0] == want
+
+
+# --- llama.cpp's --split-mode layer -----------------------------------------------------------------------------------
+
+
+def _llama_cpp_device(il: int, layers: int, devices: int) -> int:
+    """src/llama-model.cpp load_tensors (ggml-org/llama.cpp commit 00342301d01a), in its own float arithmetic: the
+    split points are the running sums of equal --tensor-split shares over their total, in float; layer ``il`` (the
+    output layer is il = layers) goes to std::upper_bound(splits, float(il) / act_gpu_layers), act_gpu_layers =
+    layers + 1 with every layer offloaded."""
+    import bisect
+    import struct
+
+    def f32(x: float) -> float:
+        return struct.unpack("f", struct.pack("f", x))[0]
+
+    sums, total = [], f32(0.0)
+    for _ in range(devices):
+        total = f32(total + 1.0)
+        sums.append(total)
+    splits = [f32(x / total) for x in sums]
+    return bisect.bisect_right(splits, f32(f32(il) / f32(layers + 1)))
+
+
+@pytest.mark.parametrize(("layers", "devices"), [(32, 2), (32, 3), (94, 3), (63, 2), (80, 8), (61, 4)])
+def test_llama_cpp_layer_split_as_its_upper_bound(layers, devices):
+    from llmcount.engines.weights import layer_split
+
+    runs = layer_split(layers, devices)
+    assert [list(run) for run in runs] == [
+        [il for il in range(layers) if _llama_cpp_device(il, layers, devices) == g] for g in range(devices)
+    ]
+    assert _llama_cpp_device(layers, layers, devices) == devices - 1  # the output layer on the last GPU
+
+
+def test_llama_cpp_memory_per_gpu_by_hand():
+    """Llama-3-8B over 2 GPUs under llama.cpp: layers 0–16 on GPU 0 (16 · 2 / 33 < 1 ≤ 17 · 2 / 33), 17–31 and the
+    output layer on GPU 1, the token embedding in host memory. A layer is 218,112,000 parameters (q, o 4,096²; k, v
+    4,096 · 1,024; gate/up/down 3 · 4,096 · 14,336; two norms), the head 128,256 · 4,096, the final norm 4,096; the KV
+    cache of a layer at S = 8,192 is 8,192 cells of 1,024 K and 1,024 V elements in f16. GPU 1 is the larger."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    args = [
+        "memory",
+        "llama-3-8b",
+        "--engine",
+        "llama.cpp",
+        "--gpus",
+        "2",
+        "--gpu",
+        "rtx-4090",
+        "--seq",
+        "8k",
+        "--json",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    layer, head = 218_112_000, 128_256 * 4_096
+    assert data["pp"] == 2 and data["stage"] == 2
+    assert data["gpu_parameters"] == 15 * layer + 4_096 + head
+    assert data["weights_bytes_per_gpu"] == 2 * (15 * layer + 4_096 + head)
+    assert data["kv_cache_bytes_per_gpu"] == 15 * 8_192 * 2 * 1_024 * 2
+    first = serving.stage_plans(load("llama-3-8b"), serving.Layout(pp=2, engine="llama.cpp"))[0]
+    assert first.parameters == 17 * layer  # no embedding: it stays on the CPU
+    assert first.parameters + data["gpu_parameters"] == load("llama-3-8b").counts.total - head  # all but the input
+
+
+def test_llama_cpp_tied_output_is_a_copy_on_the_last_gpu(tmp_path):
+    """A tied head: llama.cpp loads token_embd again as the output (TENSOR_DUPLICATED) on the output layer's GPU."""
+    model, c = _llama(tmp_path, tied=True, layers=4)
+    plans = serving.stage_plans(model, serving.Layout(pp=2, engine="llama.cpp"))
+    # 5 slots (4 layers + output) over 2 GPUs: layers 0–2 on GPU 0 (2 · 2 / 5 < 1 ≤ 3 · 2 / 5), layer 3 on GPU 1
+    assert plans[0].parameters == 3 * _layer_per_rank(c, 1)
+    assert plans[1].parameters == _layer_per_rank(c, 1) + 64 + 1000 * 64

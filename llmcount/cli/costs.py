@@ -797,6 +797,7 @@ def fit(
     from ..gpus import gpu as find_gpu
     from . import training as cli_training
     from .inference import (
+        check_engine_pp,
         config_and_model,
         context_of,
         default_share,
@@ -827,8 +828,7 @@ def fit(
         seq_ = parse_size(seq, "--seq")
         rule = engine_rule(engine, kv_dtype, **backend)
         layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
-        if rule is not None and layout.pp > 1:
-            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        check_engine_pp(rule, engine, layout)
         share = share if share is not None else default_share(engine, notes)
         config, model = config_and_model(spec, dtype)
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)

@@ -28,18 +28,25 @@ def degree(option: str, value: str | int) -> int:
     return number
 
 
+LAYER_SPLIT = "llama.cpp"
+"""The engine whose GPUs hold whole layers (--split-mode layer): --gpus alone and --pp split its layers."""
+
+
 def layout_from(
     tp: str, pp: str, dp: str, ep: str, gpus: str | None, engine: str | None = None
 ) -> tuple[Layout, list[str]]:
     """The layout the options give (the weights laid out as ``engine`` lays them, vLLM's without one), and a note
-    when --gpus alone set tp; LlmcountError naming a bad option."""
+    when --gpus alone set tp (pp for llama.cpp, which splits whole layers); LlmcountError naming a bad option."""
     from ..serving import Layout
 
     layout = Layout(degree("--tp", tp), degree("--pp", pp), degree("--dp", dp), degree("--ep", ep), engine)
     notes = []
     if gpus is not None:
         count = degree("--gpus", gpus)
-        if layout.gpus == 1 and count > 1:  # G GPUs for one model: tensor parallel over all of them
+        if layout.gpus == 1 and count > 1 and engine is not None and _engine_name(engine) == LAYER_SPLIT:
+            layout = Layout(1, count, 1, 1, engine)
+            notes.append(f"--gpus {count} with llama.cpp: its layers split over the GPUs (--split-mode layer)")
+        elif layout.gpus == 1 and count > 1:  # G GPUs for one model: tensor parallel over all of them
             layout = Layout(count, 1, 1, count if layout.ep > 1 else 1, engine)
             notes.append(f"--gpus {count} without --tp/--pp/--dp: tensor parallel over all of them (--tp {count})")
         elif layout.gpus != count:
@@ -47,6 +54,21 @@ def layout_from(
                 f"--gpus {count} but --tp {layout.tp} × --pp {layout.pp} × --dp {layout.dp} = {layout.gpus} GPUs"
             )
     return layout, notes
+
+
+def _engine_name(engine: str) -> str:
+    from ..engines import engine as find_engine
+
+    return find_engine(engine).name
+
+
+def check_engine_pp(rule: Any, engine: str | None, layout: Layout) -> None:
+    """An engine's cache per pipeline stage is modelled for llama.cpp's layer split only; LlmcountError otherwise."""
+    if rule is not None and layout.pp > 1 and _engine_name(engine or "") != LAYER_SPLIT:
+        raise LlmcountError(
+            "--engine with --pp: an engine's cache per pipeline stage is modelled for llama.cpp's layer split only; "
+            "give tp"
+        )
 
 
 def config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
@@ -318,8 +340,7 @@ def memory_per_gpu(
             raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
-        if rule is not None and layout.pp > 1:
-            raise LlmcountError("--engine with --pp: an engine's cache per pipeline stage is not modelled; give tp")
+        check_engine_pp(rule, engine, layout)
         if share is None and card is not None:
             share = default_share(engine, notes)
         config, model = config_and_model(spec, dtype)
@@ -480,7 +501,7 @@ def engine_note(engine: str) -> str:
     from ..engines import engine as find_engine
 
     eng = find_engine(engine)
-    return f"the KV cache as {eng.title} {eng.version} allocates it per tp rank (docs/engines.md)"
+    return f"the KV cache as {eng.title} {eng.version} allocates it per GPU (docs/engines.md)"
 
 
 def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
@@ -498,7 +519,22 @@ def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
     def rule(model, dtype: str):
         def per_plan(plan):
             tp = plan.layout.tp
-            return lambda s, b: engines.kv_cache_bytes(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings)
+            if plan.layout.pp == 1:
+                return lambda s, b: engines.kv_cache_bytes(
+                    engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings
+                )
+
+            def staged(s: int, b: int) -> int:  # the layers of this GPU's stage (llama.cpp: each layer's own device)
+                figure = engines.kv_cache(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings)
+                total = 0
+                for kind in figure.kinds:
+                    held = plan.layer_counts.get(kind.kind, 0)
+                    if not kind.layers or (kind.bytes * held) % kind.layers:
+                        raise LlmcountError(f"{figure.engine.title}: the {kind.kind} cache per device is not whole")
+                    total += kind.bytes * held // kind.layers
+                return total
+
+            return staged
 
         return per_plan, engines.transformers_dtype(kv_dtype, dtype)
 

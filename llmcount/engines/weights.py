@@ -125,3 +125,15 @@ def vocab_splits(engine_name: str | None, model_type: str, vocab: int, tp: int, 
             f"embedding out as {rules['embedding']} and the head as {rules['head']} (the engine asserts they agree)"
         )
     return embedding, head
+
+
+def layer_split(layers: int, devices: int) -> list[range]:
+    """llama.cpp's ``--split-mode layer`` with every layer offloaded (``-ngl`` at least layers + 1) over ``devices``
+    equal shares (``--tensor-split`` of equal parts; its default splits by each device's free memory): repeating layer
+    ``il`` and the output layer (``il = layers``) go to the first device whose cumulative share exceeds
+    il / (layers + 1), that is to device ⌊il · devices / (layers + 1)⌋ (src/llama-model.cpp ``load_tensors``,
+    ``get_layer_buft_list``: ``std::upper_bound(splits, float(il - i_gpu_start) / act_gpu_layers)``, ggml-org/llama.cpp
+    commit 00342301d01a); the input layer (the token embedding) stays on the CPU. The ranges of repeating layers, device
+    by device; the output layer is on the last device whenever layers ≥ devices − 1."""
+    starts = [-(-g * (layers + 1) // devices) for g in range(devices + 1)]
+    return [range(starts[g], min(layers, starts[g + 1])) for g in range(devices)]
