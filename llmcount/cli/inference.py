@@ -402,7 +402,10 @@ def stored_weights(config: Any, spec: str, model: Any, dtype: str | None, quant,
     from .options import positive_int
 
     if quant is not None and is_file_type(quant):
-        raise LlmcountError(f"--quant {quant}: a llama.cpp file type per GPU is not modelled (llama.cpp splits layers)")
+        raise LlmcountError(
+            f"--quant {quant}: a llama.cpp file type per GPU is not modelled (its tensor types differ layer by layer, "
+            "so no GPU's share is in proportion to the parameters it holds)"
+        )
     if quant is None and (bits is not None or group_size is not None):
         raise LlmcountError("--bits and --group-size need --quant")
     if quant is None and dtype is not None:
