@@ -32,7 +32,8 @@ GpuMemoryUtilizationOption = Annotated[
         help="With --engine and a GPU: the share of each GPU the engine fills, applied as the engine applies it "
         "(vLLM gpu_memory_utilization and SGLang mem_fraction_static: of the GPU for weights and KV cache; "
         "TensorRT-LLM free_gpu_memory_fraction and LMDeploy cache_max_entry_count: of what the weights leave). "
-        "A fraction in (0, 1].",
+        "A fraction in (0, 1]. Without it the engine's default (vLLM 0.92, TensorRT-LLM 0.9, LMDeploy 0.8; "
+        "SGLang's depends on the device: the whole GPU, said so).",
         metavar="F",
     ),
 ]
