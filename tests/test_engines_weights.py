@@ -178,11 +178,12 @@ def test_lmdeploy_parallel_embedding_rows(monkeypatch, tp):
     and kernel backend stubbed, hold the rows llmcount gives a rank under the pad64_if_tp rule (DeepSeek-V2/V3)."""
     import types
 
+    embedding = _lmdeploy(monkeypatch)  # before torch: skipped at once where lmdeploy is not installed
+
     import torch
 
     from llmcount.engines.weights import rows
 
-    embedding = _lmdeploy(monkeypatch)
     config = types.SimpleNamespace(get_tp_by_layer=lambda layer_type: (tp, None))
     manager = types.SimpleNamespace(current_context=lambda: None, current_config=lambda: config)
     monkeypatch.setattr(embedding, "get_dist_manager", lambda: manager)
