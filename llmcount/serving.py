@@ -293,7 +293,7 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
     if layout.tp > 1:
         tr.check_parallel(model, tr.Parallel(tp=layout.tp), values)
     placed = placement(model, layout.tp, layout.pp)  # the parts besides the language model: refused when not placed
-    if placed is not None and layout.gpus > 1 and _engine_name(layout) != "vllm":
+    if placed is not None and (layout.tp > 1 or layout.pp > 1) and _engine_name(layout) != "vllm":
         raise LlmcountError(
             f"{_engine_title(layout)} with --tp/--pp: where it places the parts besides the language model of "
             f"{model.whole_name or model.name} is not transcribed (vLLM's is: give --engine vllm)"

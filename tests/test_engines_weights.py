@@ -275,3 +275,11 @@ def test_llama_cpp_tied_output_is_a_copy_on_the_last_gpu(tmp_path):
     # 5 slots (4 layers + output) over 2 GPUs: layers 0–2 on GPU 0 (2 · 2 / 5 < 1 ≤ 3 · 2 / 5), layer 3 on GPU 1
     assert plans[0].parameters == 3 * _layer_per_rank(c, 1)
     assert plans[1].parameters == _layer_per_rank(c, 1) + 64 + 1000 * 64
+
+
+def test_towers_under_another_engine_refused():
+    """A composite's vision tower is placed as vLLM places it (vllm_parts.toml); under another engine's tp it is
+    refused by name rather than laid out as vLLM's."""
+    from refusal import assert_refused, run
+
+    assert_refused(run("memory", "gemma-3-27b-it", "--tp", "2", "--engine", "sglang"), "SGLang", "not transcribed")
