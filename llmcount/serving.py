@@ -556,13 +556,23 @@ def stage_plans(
         return _summed((t.path, _term_parameters(t, env, layout) * int(t.layers)) for t in model_terms if predicate(t))
 
     paths: list[dict[str, int]] = []  # per GPU counted: term path -> parameters held
+    llama_cpp = _engine_name(layout) == "llama.cpp"
+
+    def on_cpu(t: Any) -> bool:  # llama.cpp's input layer; a tied head loads the token embedding again on the GPU
+        return llama_cpp and t.group == "embedding" and not (model.tied and V in t.expr.free_symbols)
+
     if layout.pp == 1:
-        parameters = model_level(lambda t: True)
+        parameters = model_level(lambda t: not on_cpu(t))
         parameters += sum(
             _term_parameters(t, env, layout) * evaluate_int(t.layers, dict(env), t.path) for t in layer_terms
         )
         held = [(0, parameters, {k.kind: evaluate_int(k.layers, dict(env), k.kind) for k in kinds})]
-        paths.append(_summed(_held_rows(terms, env, layout, counted)))
+        cpu = {t.path for t in model_terms if on_cpu(t)}
+        paths.append(_summed(row for row in _held_rows(terms, env, layout, counted) if row[0] not in cpu))
+        if cpu:
+            notes.append(
+                "the token embedding stays in host memory (llama.cpp keeps the input layer on the CPU), not on the GPU"
+            )
     else:
         per_kind: dict[str, tuple[int, dict[str, int]]] = {}
         kind_paths: dict[str, dict[str, int]] = {}
@@ -575,7 +585,6 @@ def stage_plans(
             )
             return nbytes(parameters, dtype_name) + _kv_bytes(kinds, per_kind[kind.name][1], kv_dtype, max(seq, 1), 1)
 
-        llama_cpp = _engine_name(layout) == "llama.cpp"
         if llama_cpp:  # whole layers over the devices, the input layer on the CPU (engines/weights.py layer_split)
             from .engines.weights import layer_split
 

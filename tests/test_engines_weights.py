@@ -283,3 +283,14 @@ def test_towers_under_another_engine_refused():
     from refusal import assert_refused, run
 
     assert_refused(run("memory", "gemma-3-27b-it", "--tp", "2", "--engine", "sglang"), "SGLang", "not transcribed")
+
+
+def test_llama_cpp_one_gpu_keeps_the_input_layer_on_the_cpu(tmp_path):
+    """On one GPU too llama.cpp keeps the token embedding in host memory; a tied head is loaded again as the output,
+    on the GPU (so a tied model's GPU holds every parameter once)."""
+    model, c = _llama(tmp_path)
+    one = serving.stage_plans(model, serving.Layout(engine="llama.cpp"))[0]
+    assert one.parameters == _total(c) - c["vocab_size"] * c["hidden_size"]
+    assert any("host memory" in note for note in one.notes)
+    tied, _ = _llama(tmp_path / "tied" if (tmp_path / "tied").mkdir() is None else tmp_path, tied=True)
+    assert serving.stage_plans(tied, serving.Layout(engine="llama.cpp"))[0].parameters == tied.counts.total
