@@ -292,5 +292,6 @@ def test_llama_cpp_one_gpu_keeps_the_input_layer_on_the_cpu(tmp_path):
     one = serving.stage_plans(model, serving.Layout(engine="llama.cpp"))[0]
     assert one.parameters == _total(c) - c["vocab_size"] * c["hidden_size"]
     assert any("host memory" in note for note in one.notes)
-    tied, _ = _llama(tmp_path / "tied" if (tmp_path / "tied").mkdir() is None else tmp_path, tied=True)
+    (tmp_path / "tied").mkdir()
+    tied, _ = _llama(tmp_path / "tied", tied=True)
     assert serving.stage_plans(tied, serving.Layout(engine="llama.cpp"))[0].parameters == tied.counts.total
