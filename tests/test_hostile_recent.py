@@ -235,3 +235,20 @@ def test_the_api_reads_one_model_given_as_over_whole() -> None:
 
     models = [e.model for e in llmcount.approx("qwen3-0.6b", over="qwen3-8b").evaluations]
     assert models == ["qwen3-0.6b", "qwen3-8b"]  # one preset, not a sequence of its characters
+
+
+# --- an option's value is checked where it is given, also when nothing else reads it -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("writeup", "qwen3-0.6b", "--dtype", "zz"), "--dtype"),  # read only with --index or --training
+        (("writeup", "qwen3-0.6b", "--dtype", "1e999", "--format", "html"), "--dtype"),
+        (("approx", "qwen3-0.6b", "--over", ""), "--over"),  # names no model: not read as left out
+        (("approx", "qwen3-0.6b", "--over", " , "), "--over"),
+    ],
+    ids=["writeup_dtype", "writeup_dtype_html", "approx_over_empty", "approx_over_commas"],
+)
+def test_an_unread_option_value_is_still_checked(args: tuple[str, ...], needle: str) -> None:
+    assert_refused(run(*args), needle)
