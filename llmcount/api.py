@@ -300,6 +300,8 @@ def mfu(
     from .sizes import parse_positive
 
     rate = parse_positive(str(tokens_per_second), "tokens_per_second")
+    if not isinstance(convention, str):
+        raise LlmcountError(f"convention must be a name (palm, kaplan, ...), got {type(convention).__name__}")
     dtype_ = canonical(dtype)
     if dtype_ not in ("bf16", "fp8"):
         raise LlmcountError(f"dtype: the peaks are of bf16 or fp8, got {dtype!r}")
@@ -373,10 +375,16 @@ def approx(
     from .analysis.approx import approximate
     from .analysis.parse import Vocabulary, parse_setting
 
+    texts = [assume] if isinstance(assume, str) else assume
+    if not isinstance(texts, (list, tuple)) or not all(isinstance(text, str) for text in texts):
+        raise LlmcountError(f"assume must be a string or a list of strings (d_ff=4*d), got {type(assume).__name__}")
+    one = isinstance(over, (str, os.PathLike, Loaded)) or type(over).__name__ == "Model"
+    over = [over] if one else over  # one model given alone, not read as a sequence of its characters
+    if not isinstance(over, (list, tuple)):
+        raise LlmcountError(f"over must be a model or a list of models, got {type(over).__name__}")
     model = load(spec).model
     derivation = model.derivation
     known = Vocabulary.of(derivation.symbols, model.name)
-    texts = [assume] if isinstance(assume, str) else list(assume)
     settings = [parse_setting(text, "assume", known=known) for text in texts]
     others = [load(other).model for other in over]
     return approximate(derivation, model, settings, others, activated=activated, embedding=embedding)
@@ -422,6 +430,8 @@ def writeup(
 
     if not isinstance(spec, str):
         raise LlmcountError(f"a write-up's model is a preset name, a path or a Hub id, got {type(spec).__name__}")
+    if sections is not None and not isinstance(sections, str):
+        raise LlmcountError(f"sections must be a string (params,shares), got {type(sections).__name__}")
     post = build(spec, format, lang, sections=sections, index=index, dtype=dtype, seq=parse_size(seq, "seq"))
     return Post(post.data.get("model", spec), format, post.text, post.data)
 

@@ -173,8 +173,14 @@ def csv_line(values: Sequence[Any]) -> str:
     """One CSV record (RFC 4180 quoting, cells from :func:`csv_cell`), without its line end."""
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([csv_cell(v) for v in values])
-    return out.getvalue()
+    return _utf8(out.getvalue())
 
 
 def jsonl_line(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False)
+    return _utf8(json.dumps(data, ensure_ascii=False))
+
+
+def _utf8(text: str) -> str:
+    """``text`` as it can be written in UTF-8: the undecodable bytes of a file name (lone surrogates) as ``\\udcXX``,
+    which in a JSON string is the escape of the same character."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -171,3 +171,84 @@ def test_training_says_the_scheme_is_not_applied(tmp_path: Path) -> None:
     named = {"model", "source", "name", "path"}  # the same numbers as the unquantised config's
     got, want = json.loads(result.stdout), json.loads(unquantised.stdout)
     assert {k: v for k, v in got.items() if k not in named} == {k: v for k, v in want.items() if k not in named}
+
+
+# --- a character that ends a line for str.splitlines (U+2028, NEL) or reorders a terminal's text stays escaped -----
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x9b", "\u202e", "\u2066", "\n"])
+def test_a_name_with_a_line_or_direction_control_is_refused_in_one_line(tmp_path: Path, char: str) -> None:
+    import llmcount
+
+    missing = tmp_path / f"no{char}such.json"
+    assert_refused(run("count", str(missing)), "no such file")
+    with pytest.raises(llmcount.LlmcountError) as caught:  # the API's message is one line as well
+        llmcount.load(str(missing))
+    assert len(str(caught.value).splitlines()) == 1 and char not in str(caught.value)
+
+
+# --- rows and JSON of a model whose file name is not UTF-8 are UTF-8 (its bytes as \udcXX escapes) ------------------
+
+
+@pytest.mark.parametrize(
+    "options",
+    [("count", "--jsonl"), ("count", "--csv"), ("memory", "--json"), ("flops", "--json"), ("approx", "--json")],
+    ids=lambda o: "-".join(o),
+)
+def test_output_of_a_name_that_is_not_utf8_is_utf8(tmp_path: Path, options: tuple[str, ...]) -> None:
+    import os
+
+    path = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bad\xff.json")
+    Path(path).write_text(json.dumps(QWEN3))
+    result = run(options[0], path, *options[1:])
+    assert result.exit_code == 0, result.output
+    text = result.stdout_bytes.decode("utf-8")  # strict: no raw byte 0xff
+    assert "bad\\udcff" in text
+    if options[1] != "--csv":
+        data = json.loads(text.splitlines()[0] if options[1] == "--jsonl" else text)
+        assert data["model"] == "bad\udcff"
+
+
+# --- the API refuses an argument of the wrong type in its own error, and takes one model where it takes a list ------
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda api: api.mfu("qwen3-0.6b", 1000, peak_tflops=100, convention=5), "convention"),
+        (lambda api: api.approx("qwen3-0.6b", assume=5), "assume"),
+        (lambda api: api.approx("qwen3-0.6b", assume=[b"d_ff=4*d"]), "assume"),
+        (lambda api: api.approx("qwen3-0.6b", over=5), "over"),
+        (lambda api: api.writeup("qwen3-0.6b", sections=["params"]), "sections"),
+    ],
+    ids=["mfu_convention", "approx_assume", "approx_assume_bytes", "approx_over", "writeup_sections"],
+)
+def test_the_api_refuses_a_wrong_type_in_its_own_error(call, needle: str) -> None:
+    import llmcount
+
+    with pytest.raises(llmcount.LlmcountError, match=needle):
+        call(llmcount)
+
+
+def test_the_api_reads_one_model_given_as_over_whole() -> None:
+    import llmcount
+
+    models = [e.model for e in llmcount.approx("qwen3-0.6b", over="qwen3-8b").evaluations]
+    assert models == ["qwen3-0.6b", "qwen3-8b"]  # one preset, not a sequence of its characters
+
+
+# --- an option's value is checked where it is given, also when nothing else reads it -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("writeup", "qwen3-0.6b", "--dtype", "zz"), "--dtype"),  # read only with --index or --training
+        (("writeup", "qwen3-0.6b", "--dtype", "1e999", "--format", "html"), "--dtype"),
+        (("approx", "qwen3-0.6b", "--over", ""), "--over"),  # names no model: not read as left out
+        (("approx", "qwen3-0.6b", "--over", " , "), "--over"),
+    ],
+    ids=["writeup_dtype", "writeup_dtype_html", "approx_over_empty", "approx_over_commas"],
+)
+def test_an_unread_option_value_is_still_checked(args: tuple[str, ...], needle: str) -> None:
+    assert_refused(run(*args), needle)

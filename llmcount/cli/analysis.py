@@ -55,6 +55,8 @@ def approx(
             derivation.symbols, model.name if model else f"the {derivation.architecture.title} formula"
         )
         settings = [parse_setting(text, "--assume", known=known) for text in assume or []]
+        if any(not _split([item]) for item in over or []):  # an empty --over is refused, not read as left out
+            raise LlmcountError("--over: name a model (a preset, config or folder; several comma-separated)")
         others = [load(name) for name in _split(over)]
         result = approximate(derivation, model, settings, others, activated=activated, embedding=not no_embedding)
     except LlmcountError as exc:

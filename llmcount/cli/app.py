@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from .. import _pipes
-from ..errors import LlmcountError
+from ..errors import CONTROL, LlmcountError
 from .options import ACTIVATED_HELP
 
 try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
@@ -241,9 +241,7 @@ app = typer.Typer(
 )
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127]} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): " "}
-"""Control characters in a message (a file name with a newline, an escape sequence in a config value) as escapes:
-the message stays one line and cannot drive the terminal."""
+_CONTROL = CONTROL  # a message's control characters as escapes (errors.CONTROL): one line, inert in a terminal
 
 
 LONG_WORD = 240  # a word of a message longer than this (a value typed by mistake, 20,000 x's) is shortened
@@ -268,7 +266,8 @@ def usage_error(message: str) -> typer.Exit:
 
 
 def print_json(data: object) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """``data`` as JSON in UTF-8: a name that is not UTF-8 (a file name's undecodable bytes) as ``\\udcXX`` escapes."""
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def terminal_width() -> int:

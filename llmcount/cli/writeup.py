@@ -215,6 +215,13 @@ def writeup(
             if value != cli_training.DEFAULTS[option]:
                 raise usage_error(f"{option} needs --training")
     try:
+        if dtype is not None:  # a name checked where it is given, also when neither --index nor --training reads it
+            from ..dtypes import lookup
+
+            try:
+                lookup(dtype)
+            except LlmcountError as exc:
+                raise LlmcountError(f"--dtype: {exc}") from None
         seq_ = parse_size(seq, "--seq")
         settings = None
         if shown:
