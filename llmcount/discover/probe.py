@@ -96,6 +96,27 @@ def docstring_meaning(model_type: str, key: str) -> str:
     return ""
 
 
+def modeling_source(model_type: str) -> str:
+    """The source of the model's modeling module (where its layers read the config): "" when it cannot be read."""
+    import importlib
+    import inspect
+
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    name = model_type_to_module_name(model_type)
+    try:
+        return inspect.getsource(importlib.import_module(f"transformers.models.{name}.modeling_{name}"))
+    except (ImportError, OSError, TypeError):
+        return ""
+
+
+def layer_kind_names() -> tuple[str, ...]:
+    """The per-layer kinds transformers' configs allow in ``layer_types`` and ``mlp_layer_types``."""
+    from transformers import configuration_utils
+
+    return tuple(getattr(configuration_utils, "ALLOWED_LAYER_TYPES", ()))
+
+
 def _is_norm(module: torch.nn.Module) -> bool:
     name = type(module).__name__
     return isinstance(module, torch.nn.LayerNorm) or name.endswith(("RMSNorm", "LayerNorm", "Norm"))

@@ -1,0 +1,88 @@
+"""Discovery's classes of configs the class defaults do not describe whole: a per-layer list None by default (no
+default pattern of layer kinds: the model cannot be built without one), a float that shapes tensors (fitted at its
+default only, other values refused), and a width in the integer root of a key (written with the glossary's symbol for
+that root). No model is built: the builds are stubs with the shapes written by hand."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+pytest.importorskip("torch", reason="discover needs torch and transformers")
+pytest.importorskip("transformers", reason="discover needs torch and transformers")
+
+from sympy import floor, sqrt
+
+from llmcount.discover import probe
+from llmcount.discover.core import Discoverer
+from llmcount.formulas.symbols import BY_NAME
+
+
+def _bare(**fields) -> Discoverer:
+    discoverer = Discoverer.__new__(Discoverer)
+    discoverer.model_type = "stub"
+    discoverer.notes = []
+    discoverer.on = {}
+    for name, value in fields.items():
+        setattr(discoverer, name, value)
+    return discoverer
+
+
+def _build(width: int) -> probe.Build:
+    tensor = probe.Tensor("model.layers.*.mlp.w1.weight", 0, (width, 16), "Linear", False, False)
+    return probe.Build((tensor,), {}, width * 16, 1, "StubForCausalLM", "model", "StubConfig", {})
+
+
+def test_a_per_layer_list_none_by_default_takes_the_kinds_the_modeling_code_compares_it_with(monkeypatch) -> None:
+    # as Lfm2MoeDecoderLayer (transformers 5.24): `self.is_attention_layer = config.layer_types[layer_idx] != "conv"`;
+    # the config refuses kinds transformers does not allow, and a list of conv layers alone builds no attention
+    source = 'def __init__(self, config, layer_idx):\n    x = config.layer_types[layer_idx] != "conv"\n'
+    monkeypatch.setattr(probe, "modeling_source", lambda model_type: source)
+    discoverer = _bare(defaults={"num_hidden_layers": 4, "layer_types": None, "hidden_size": 16}, per_layer={})
+    discoverer.null_lists = {}
+    tried = []
+
+    def build(overrides, drop=(), repair=None):
+        kinds = discoverer.per_layer.get("layer_types")
+        tried.append(kinds)
+        if kinds is None or not set(kinds) <= set(probe.layer_kind_names()) or len(set(kinds)) < 2:
+            raise probe.Refused("TypeError: 'NoneType' object is not subscriptable")
+        return _build(8)
+
+    discoverer.build = build
+    assert discoverer.fill_lists("TypeError: 'NoneType' object is not subscriptable")
+    assert discoverer.null_lists == {"layer_types": ["conv", "full_attention"]}
+    assert discoverer.per_layer == {"layer_types": ["conv", "full_attention"]}
+    # a key no layer indexes is never filled
+    other = _bare(defaults={"num_hidden_layers": 4, "rope_scaling": None}, per_layer={}, null_lists={})
+    other.build = build
+    assert not other.fill_lists("refused")
+
+
+def test_a_float_that_shapes_a_tensor_is_found_and_others_are_not() -> None:
+    def build(overrides, drop=(), repair=None):  # by hand: w1 int(8 * ffn_factor) wide; eps, dropout shape nothing
+        return _build(int(8 * overrides.get("ffn_factor", 1.5)))
+
+    discoverer = _bare(defaults={"ffn_factor": 1.5, "rms_norm_eps": 1e-6, "dropout": 0.0, "hidden_size": 16})
+    discoverer.build = build
+    assert discoverer.shaping_floats() == {"ffn_factor": 1.5}
+
+
+def test_a_width_in_the_integer_root_of_a_key_is_written_with_the_glossarys_symbol_for_it() -> None:
+    # DogeCDMoE (transformers 5.24), by hand: num_keys = int(math.sqrt(num_experts)); router_gate is
+    # (2 * num_keys, hidden_size)
+    n, d = BY_NAME["n"].symbol, BY_NAME["d"].symbol
+    discoverer = _bare(symbols={"num_experts": n, "hidden_size": d}, roots={}, root_keys={})
+    rng = random.Random(0)
+    points = []
+    for _ in range(18):
+        v = {n: rng.randint(2, 300), d: 8 * rng.randint(2, 9)}
+        points.append((v, 2 * math.isqrt(v[n])))
+    expr = discoverer.rooted(points, [n])
+    n_pk = next(iter(discoverer.root_keys))
+    assert discoverer.root_keys == {n_pk: "num_experts"}
+    assert discoverer.roots == {n_pk: floor(sqrt(n))}
+    assert expr == 2 * n_pk
+    assert all(expr.subs(discoverer.roots).subs(v) == y for v, y in points)
