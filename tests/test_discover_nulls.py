@@ -16,7 +16,8 @@ pytest.importorskip("transformers", reason="discover needs torch and transformer
 from sympy import floor, sqrt
 
 from llmcount.discover import probe
-from llmcount.discover.core import Discoverer
+from llmcount.discover.core import Discoverer, _off_default
+from llmcount.formulas.expressions import condition
 from llmcount.formulas.symbols import BY_NAME
 
 
@@ -68,6 +69,10 @@ def test_a_float_that_shapes_a_tensor_is_found_and_others_are_not() -> None:
     discoverer = _bare(defaults={"ffn_factor": 1.5, "rms_norm_eps": 1e-6, "dropout": 0.0, "hidden_size": 16})
     discoverer.build = build
     assert discoverer.shaping_floats() == {"ffn_factor": 1.5}
+    for default in (1.5, 2.667, 1.0, 1e-05):  # the draft refuses another value of it (a condition has no float literal)
+        refused = condition(_off_default("ffn_factor", default), "test")
+        assert not refused({"ffn_factor": default})
+        assert refused({"ffn_factor": default * 2}) and refused({"ffn_factor": None})
 
 
 def test_a_width_in_the_integer_root_of_a_key_is_written_with_the_glossarys_symbol_for_it() -> None:
@@ -86,3 +91,17 @@ def test_a_width_in_the_integer_root_of_a_key_is_written_with_the_glossarys_symb
     assert discoverer.roots == {n_pk: floor(sqrt(n))}
     assert expr == 2 * n_pk
     assert all(expr.subs(discoverer.roots).subs(v) == y for v, y in points)
+
+
+def test_the_defaults_are_the_layout_the_config_holds_where_to_dict_writes_another() -> None:
+    # DoryConfig (transformers 5.24), by hand: 36 layers, 8 input and 8 output layers; its to_dict writes every layer
+    # as an attention and an mlp block (72 entries, every count doubled), which the class halves when it reads them
+    from transformers import AutoConfig
+
+    written = AutoConfig.for_model("dory").to_dict()
+    assert written["num_hidden_layers"] == 72  # the other layout: the class holds half of it
+    defaults = probe.class_defaults("dory")
+    assert defaults["num_hidden_layers"] == 36
+    assert len(defaults["layer_types"]) == 36 and "mlp" not in defaults["layer_types"]
+    assert (defaults["n_input_layers"], defaults["n_output_layers"]) == (8, 8)
+    assert probe.class_defaults("llama") == AutoConfig.for_model("llama").to_dict()  # the same layout: as written

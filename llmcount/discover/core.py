@@ -13,6 +13,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from itertools import combinations, product
 from typing import Any
 
@@ -1339,7 +1340,7 @@ class Discoverer:
                     f"{key} is not {value!r} (the config class's default): it shapes tensors, and this discovered"
                     " record was fitted at the default only"
                 )
-                lines.append(f"  [{_q(f'{key} != {value!r}')}, {_q(why)}],")
+                lines.append(f"  [{_q(_off_default(key, value))}, {_q(why)}],")
             for key, changed in nulls.items():
                 why = f"{key} is set ({self.defaults[key]!r} by default): with it transformers builds other tensors"
                 why += f" ({', '.join(changed[:3])}), which this discovered record does not describe"
@@ -1396,6 +1397,13 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _off_default(key: str, value: float) -> str:
+    """The condition that a float key is not at its default: ``key != p / q`` (a condition has no float literals; the
+    quotient of the default's exact decimal is the same double)."""
+    exact = Fraction(repr(value))
+    return f"{key} != {exact.numerator}" + (f" / {exact.denominator}" if exact.denominator > 1 else "")
 
 
 def _conjunction(keys: list[str], settings: list[dict[str, bool]], member: list[bool]) -> list[str] | None:
