@@ -105,3 +105,16 @@ def test_the_defaults_are_the_layout_the_config_holds_where_to_dict_writes_anoth
     assert len(defaults["layer_types"]) == 36 and "mlp" not in defaults["layer_types"]
     assert (defaults["n_input_layers"], defaults["n_output_layers"]) == (8, 8)
     assert probe.class_defaults("llama") == AutoConfig.for_model("llama").to_dict()  # the same layout: as written
+
+
+def test_a_parameter_beside_a_tied_weight_in_one_module_gets_a_term_of_its_own() -> None:
+    # DoryLMHead (transformers 5.24), by hand: lm_head.weight (absent with tie_word_embeddings) and lm_head.logit_scale
+    # (always there): one module, two conditions, so two terms
+    from llmcount.discover.core import Kind
+
+    discoverer = _bare()
+    weight = Kind("lm_head.weight", "DoryLMHead", False, False, False, 0)
+    scale = Kind("lm_head.logit_scale", "DoryLMHead", False, False, False, 1)
+    terms = {"head/lm_head": {"when": "not tie_word_embeddings", "layers": "1"}}
+    assert discoverer.own_path("head/lm_head", weight, "not tie_word_embeddings", "1", terms) == "head/lm_head"
+    assert discoverer.own_path("head/lm_head", scale, "", "1", terms) == "head/lm_head.logit_scale"

@@ -1238,10 +1238,7 @@ class Discoverer:
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
             layers = counts.get(kind.key, "N") if kind.in_layer else "1"
-            # GPT-2's crossattention.c_attn beside attn.c_attn (another condition); OLMo-Hybrid's linear_attn.q_proj
-            # beside self_attn.q_proj (other layers): a term of their own, named by their module chain
-            if path in terms and (terms[path]["when"] != when or terms[path]["layers"] != layers):
-                path = self.qualified(path, kind)
+            path = self.own_path(path, kind, when, layers, terms)
             term = terms.setdefault(
                 path,
                 {
@@ -1295,6 +1292,21 @@ class Discoverer:
             lines.append(f"note = {_q(self.describe(path, term['kinds']))}")
         lines += ["", "[checked]", f"transformers = {_q(probe.transformers.__version__)}"]
         return "\n".join(lines) + "\n"
+
+    def own_path(self, path: str, kind: Kind, when: str, layers: str, terms: dict[str, dict[str, Any]]) -> str:
+        """``path``, or another when a term of that path counts tensors under another condition or on other layers:
+        GPT-2's crossattention.c_attn beside attn.c_attn, OLMo-Hybrid's linear_attn.q_proj beside self_attn.q_proj (a
+        term of their own, named by their module chain); DORY's lm_head.logit_scale beside lm_head.weight, which tied
+        embeddings remove (one module: named by its parameter)."""
+
+        def clash(p: str) -> bool:
+            return p in terms and (terms[p]["when"] != when or terms[p]["layers"] != layers)
+
+        if clash(path):
+            path = self.qualified(path, kind)
+        if clash(path):
+            path = f"{path.removesuffix('.bias')}.{kind.key.rsplit('.', 1)[-1]}"
+        return path
 
     def describe(self, path: str, kinds: list[Kind]) -> str:
         parts = []
