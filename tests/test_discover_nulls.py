@@ -118,3 +118,39 @@ def test_a_parameter_beside_a_tied_weight_in_one_module_gets_a_term_of_its_own()
     terms = {"head/lm_head": {"when": "not tie_word_embeddings", "layers": "1"}}
     assert discoverer.own_path("head/lm_head", weight, "not tie_word_embeddings", "1", terms) == "head/lm_head"
     assert discoverer.own_path("head/lm_head", scale, "", "1", terms) == "head/lm_head.logit_scale"
+
+
+def test_conditions_on_one_per_layer_list_get_a_layer_count_symbol_each() -> None:
+    # NemotronHBlock (transformers 5.24), by hand: one mixer per entry of layers_block_type, a Mamba-2 mixer, an MoE,
+    # an MLP or attention; the glossary names N_attn after that key, and one condition only may take it
+    from llmcount.discover.core import Kind
+
+    pattern = ["linear_attention", "moe", "full_attention", "mlp"]
+    kinds = {}
+    conditions = {}
+    for order, (name, kind) in enumerate([("experts.up_proj", "moe"), ("in_proj.weight", "linear_attention")]):
+        key = f"model.layers.*.mixer.{name}"
+        kinds[key] = Kind(key, "Stub", False, False, True, order)
+        conditions[key] = f"layers_block_type[i] == '{kind}'"
+    key = "model.layers.*.mixer.up_proj.weight"
+    kinds[key] = Kind(key, "Stub", False, False, True, 2)
+    conditions[key] = "layers_block_type[i] == 'mlp'"
+    seen = {
+        k: [
+            (
+                {"layers_block_type": pattern, "N": 4},
+                [condition(c, "test")({"layers_block_type": pattern, "i": i}) for i in range(4)],
+            )
+        ]
+        for k, c in conditions.items()
+    }
+    discoverer = _bare(layer_conditions=conditions, seen=seen, own={}, prefix="model", log=lambda text: None)
+    counts = discoverer.layer_counts(kinds)
+    symbols = {k: v.removeprefix("N - ") for k, v in counts.items()}
+    assert len(set(symbols.values())) == 3, counts
+    for k, text in counts.items():  # each symbol's [layers] condition counts the layers of its own kind
+        symbol = symbols[k]
+        layers = sum(
+            condition(discoverer.layer_symbols[symbol], "t")({"layers_block_type": pattern, "i": i}) for i in range(4)
+        )
+        assert (4 - layers if text.startswith("N - ") else layers) == 1, (k, text, discoverer.layer_symbols)

@@ -1209,11 +1209,16 @@ class Discoverer:
             groups = {t: {self.path(kinds[k], kinds)[0].split("/")[0] for k in by_condition[t]} for t in pair}
             named = next((t for t in pair if "mlp" in groups[t]), pair[0])
             words = [w for w in _WORD.findall(named) if w in names and not names[w].is_positive]
+            if words and names[words[0]].name in self.layer_symbols:  # taken by another condition on the same key
+                words = []  # (Nemotron-H's layers_block_type: one kind per condition): the config's own word
             if words:
                 symbol = names[words[0]].name
-            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
+            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full (N_full_attention if taken)
                 quoted = re.findall(r"'([A-Za-z0-9]+)", named)
                 symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0]).lower()
+                if symbol in self.layer_symbols:
+                    whole = re.findall(r"'([A-Za-z0-9_]+)'", named)
+                    symbol = "N_" + (whole[0].lower() if whole else f"{symbol[2:]}_{len(self.layer_symbols)}")
                 if symbol not in BY_NAME:  # declared in the record's [glossary]
                     self.own[symbol] = f"number of layers where {named}"
                     self.log(f"glossary: no layer-count symbol for {named!r}; the record declares {symbol!r}")
