@@ -154,3 +154,23 @@ def test_conditions_on_one_per_layer_list_get_a_layer_count_symbol_each() -> Non
             condition(discoverer.layer_symbols[symbol], "t")({"layers_block_type": pattern, "i": i}) for i in range(4)
         )
         assert (4 - layers if text.startswith("N - ") else layers) == 1, (k, text, discoverer.layer_symbols)
+
+
+def test_a_count_of_some_layers_that_crowds_out_a_small_build_is_kept_small() -> None:
+    # Gemma3nTextConfig (transformers 5.24), by hand: the last num_kv_shared_layers (15 of 35) share the caches of
+    # earlier layers of their kind; with 3 layers all of them would share, and the config refuses it
+    discoverer = _bare(
+        defaults={"num_hidden_layers": 35, "num_kv_shared_layers": 15, "hidden_size": 2048},
+        fixed={"num_hidden_layers": 3, "num_kv_shared_layers": 15, "hidden_size": 2048},
+        layer_key="num_hidden_layers",
+        pinned={},
+    )
+
+    def build(overrides, drop=(), repair=None):
+        if discoverer.fixed["num_kv_shared_layers"] >= discoverer.fixed["num_hidden_layers"]:
+            raise probe.Refused("ValueError: The set of layer types producing a cache is different than ...")
+        return _build(8)
+
+    discoverer.build = build
+    assert discoverer.pin_counts(["num_kv_shared_layers", "hidden_size"], 35)
+    assert discoverer.pinned == {"num_kv_shared_layers": 0} and discoverer.fixed["num_kv_shared_layers"] == 0

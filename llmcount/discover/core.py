@@ -252,6 +252,7 @@ class Discoverer:
         layers = self.defaults[self.layer_key]
         self.per_layer: dict[str, list[Any]] = {}  # key -> its kinds in order of first appearance
         self.null_lists: dict[str, list[Any]] = {}  # those of them None by default: see fill_lists
+        self.pinned: dict[str, int] = {}  # counts of some layers kept small in every build: see pin_counts
         self.parts: list[str] = []
         if not isinstance(layers, int) or isinstance(layers, bool):
             return
@@ -300,6 +301,9 @@ class Discoverer:
             except probe.Refused as error:
                 refusal = str(error)
         else:
+            self.per_layer = lists
+            if self.pin_counts(counts, layers):
+                return
             if not self.parts and not lists:
                 raise RuntimeError(
                     f"{self.model_type}: transformers refuses its class defaults given explicitly with"
@@ -312,6 +316,29 @@ class Discoverer:
         if self.parts or self.per_layer:
             tied = ", ".join([*self.parts, *self.per_layer])
             self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
+
+    def pin_counts(self, counts: list[str], layers: int) -> bool:
+        """When no build of a few layers is accepted because a count of some of the layers crowds them out (Gemma 3n's
+        num_kv_shared_layers, 15 of 35: with 3 layers every one shares a cache no layer of its kind produces): the
+        first such count (an integer key naming layers, below the default layer count) that at 0 (else 1) makes the
+        build accepted is kept there in every build and random config. True when one did."""
+        for key in counts:
+            if "layer" not in key or not 0 < self.defaults[key] < layers:
+                continue
+            for value in (0, 1):
+                self.fixed[key] = value
+                try:
+                    self.build({})
+                except probe.Refused:
+                    continue
+                self.pinned[key] = value
+                self.note(
+                    f"{key}: {self.defaults[key]} by default, more than a build of {self.fixed[self.layer_key]}"
+                    f" layers can take: builds and random configs give {value}"
+                )
+                return True
+            self.fixed[key] = self.defaults[key]
+        return False
 
     def fill_nulls(self) -> bool:
         """When the class's own defaults do not build (Ministral's ``head_dim`` None, Dots1's expert counts None):
