@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 from llmcount.discover import fit
@@ -75,3 +76,58 @@ def test_a_default_that_is_the_sum_of_two_keys() -> None:
     text = fit.derived(points, [h, d, r])
     assert text == "d + h_kv"
     assert all(formula(text, "test").subs(v) == y for v, y in points)
+
+
+def _pair(rule, seed: int, step: int = 8):
+    """18 samples of a width in two keys: ``m`` a multiple of ``step``, ``x`` another size."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(18):
+        v = {r: step * rng.randint(2, 9), d: step * rng.randint(2, 9)}
+        out.append((v, rule(v)))
+    return out
+
+
+def test_a_fraction_rounded_down_then_up_to_a_multiple_of_a_key_is_fitted_and_read_back() -> None:
+    def rule(v):  # by hand, Lfm2MLP (transformers 5.24): int(2 * ff / 3) rounded up to a multiple of block_multiple_of
+        inner = int(2 * v[d] / 3)
+        return v[r] * ((inner + v[r] - 1) // v[r])
+
+    points = _pair(rule, 6)
+    assert fit.polynomial(points, [d, r]) is None
+    assert fit.rounded(points, [d, r]) is None
+    found = fit.multiple(points, [d, r])
+    assert found is not None
+    text = str(found).replace(" ", "").replace("ceiling(", "ceil(")  # as the draft writes it
+    parsed = formula(text, "test")
+    assert all(parsed.subs(v) == y for v, y in _pair(rule, 7))
+
+
+def test_a_size_times_a_float_default_rounded_as_python_rounds_a_float_is_fitted() -> None:
+    def rule(v):  # by hand, xLSTM's round_up_to_next_multiple_of(hidden_size * 2.667, 64): int(((x + m - 1) // m) * m)
+        return int(((v[d] * 2.667 + v[r] - 1) // v[r]) * v[r])
+
+    points = _pair(rule, 8, step=6)
+    found = fit.multiple(points, [d, r], fit.fractions([2.667]))  # the config's float first: not 8/3, alike here
+    assert found is not None
+    assert "2667" in str(found)
+    # d=24, m=8 (by hand: 24 * 2.667 = 64.008; (64.008 + 7) // 8 * 8 = 64, where a ceiling would give 72)
+    assert found.subs({d: 24, r: 8}) == 64 == rule({d: 24, r: 8})
+    assert all(found.subs(v) == y for v, y in _pair(rule, 9, step=6))
+
+
+def test_a_width_in_the_integer_root_of_a_key_is_fitted() -> None:
+    # by hand, DogeCDMoE (transformers 5.24): num_keys = int(math.sqrt(num_experts)); router_gate has 2 * num_keys rows
+    rng = random.Random(10)
+    points = []
+    for _ in range(18):
+        v = {r: rng.randint(2, 200), d: 4 * rng.randint(2, 9)}
+        points.append((v, 2 * math.isqrt(v[r]) * v[d]))
+    assert fit.polynomial(points, [d, r]) is None
+    found = fit.root(points, [d, r])
+    assert found is not None
+    expr, key = found
+    assert key == r
+    root = expr.free_symbols - {d}
+    assert len(root) == 1
+    assert expr.subs({root.pop(): 7, d: 5}) == 2 * 7 * 5

@@ -13,10 +13,11 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from itertools import combinations, product
 from typing import Any
 
-from sympy import Expr, Integer, Mul, Symbol, expand
+from sympy import Expr, Integer, Mul, Symbol, expand, floor, sqrt
 from sympy import factor as factorize
 
 from ..formulas.expressions import condition
@@ -250,6 +251,8 @@ class Discoverer:
         keys named in the validator's error, or those whose defaults sum to the default layer count)."""
         layers = self.defaults[self.layer_key]
         self.per_layer: dict[str, list[Any]] = {}  # key -> its kinds in order of first appearance
+        self.null_lists: dict[str, list[Any]] = {}  # those of them None by default: see fill_lists
+        self.pinned: dict[str, int] = {}  # counts of some layers kept small in every build: see pin_counts
         self.parts: list[str] = []
         if not isinstance(layers, int) or isinstance(layers, bool):
             return
@@ -262,7 +265,7 @@ class Discoverer:
             return
         except probe.Refused as error:
             refusal = str(error)
-        if self.fill_nulls():
+        if self.fill_nulls() or self.fill_lists(refusal):
             return
         counts = [
             k
@@ -298,6 +301,9 @@ class Discoverer:
             except probe.Refused as error:
                 refusal = str(error)
         else:
+            self.per_layer = lists
+            if self.pin_counts(counts, layers):
+                return
             if not self.parts and not lists:
                 raise RuntimeError(
                     f"{self.model_type}: transformers refuses its class defaults given explicitly with"
@@ -310,6 +316,29 @@ class Discoverer:
         if self.parts or self.per_layer:
             tied = ", ".join([*self.parts, *self.per_layer])
             self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
+
+    def pin_counts(self, counts: list[str], layers: int) -> bool:
+        """When no build of a few layers is accepted because a count of some of the layers crowds them out (Gemma 3n's
+        num_kv_shared_layers, 15 of 35: with 3 layers every one shares a cache no layer of its kind produces): the
+        first such count (an integer key naming layers, below the default layer count) that at 0 (else 1) makes the
+        build accepted is kept there in every build and random config. True when one did."""
+        for key in counts:
+            if "layer" not in key or not 0 < self.defaults[key] < layers:
+                continue
+            for value in (0, 1):
+                self.fixed[key] = value
+                try:
+                    self.build({})
+                except probe.Refused:
+                    continue
+                self.pinned[key] = value
+                self.note(
+                    f"{key}: {self.defaults[key]} by default, more than a build of {self.fixed[self.layer_key]}"
+                    f" layers can take: builds and random configs give {value}"
+                )
+                return True
+            self.fixed[key] = self.defaults[key]
+        return False
 
     def fill_nulls(self) -> bool:
         """When the class's own defaults do not build (Ministral's ``head_dim`` None, Dots1's expert counts None):
@@ -343,6 +372,38 @@ class Discoverer:
                 f" {'it' if len(needed) == 1 else 'them'}: builds give {value}; the draft has no default"
             )
             return True
+        return False
+
+    def fill_lists(self, refusal: str) -> bool:
+        """When the class's defaults do not build because a per-layer list of kinds is None (LFM2-MoE's
+        ``layer_types``: no default pattern): the list's kinds are the names the modeling code compares its entries
+        with (``layer_types[layer_idx] != "conv"``), and transformers' first allowed kind for the others
+        (``full_attention``); builds cycle them over the layers like any per-layer list, and the draft refuses the
+        list absent or null, as the class does. True when that made it build."""
+        source = probe.modeling_source(self.model_type)
+        allowed = probe.layer_kind_names()
+        for key, value in self.defaults.items():
+            if value is not None or not re.search(rf"\b{re.escape(key)}\[", source):
+                continue
+            compared = re.findall(rf"\b{re.escape(key)}\[[^\]]*\]\s*(?:==|!=)\s*[\"'](\w+)[\"']", source)
+            named = list(dict.fromkeys(x for x in compared if x in allowed))
+            if not named:
+                continue
+            other = next((x for x in allowed if x not in named), None)
+            for kinds in ([*named, other], named) if other else (named,):
+                self.per_layer[key] = kinds
+                try:
+                    self.build({})
+                except probe.Refused:
+                    continue
+                self.null_lists[key] = kinds
+                self.note(
+                    f"{key}: None by default, and transformers cannot build without it ({_cut(refusal, 80)}): builds"
+                    f" give its kinds {', '.join(kinds)} (the names the modeling code compares it with) cycled over the"
+                    " layers; the draft refuses it absent"
+                )
+                return True
+            del self.per_layer[key]
         return False
 
     def consistent(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -502,6 +563,7 @@ class Discoverer:
                 except probe.Refused:
                     self.note(f"switch {key} cannot be combined with {sorted(self.on)}: its tensors are not fitted")
         self.layer_values = self.find_layer_keys()
+        self.floats = self.shaping_floats()
         self.switches_on_layers(effects)
         base_build = self.build(self.on)
         base = _per_kind(base_build)
@@ -626,6 +688,24 @@ class Discoverer:
             effects.setdefault(key, (set(), set()))
         return out, literals
 
+    def shaping_floats(self) -> dict[str, float]:
+        """The float keys whose other value changes a tensor's shape (LFM2's block_ffn_dim_multiplier, xLSTM's
+        ffn_proj_factor): random configs keep them at their defaults, so the draft is fitted there only and refuses
+        another value by name."""
+        base = _per_kind(self.build(self.on))
+        out = {}
+        for key, value in sorted(self.defaults.items()):
+            if not isinstance(value, float) or key in self.on:
+                continue
+            try:
+                changed = _per_kind(self.build({**self.on, key: value * 2 if value else 0.5}))
+            except probe.Refused:
+                continue
+            if changed != base:
+                out[key] = value
+                self.note(f"{key}: a float that shapes tensors; fitted at its default {value!r} only (others refused)")
+        return out
+
     def switches_on_layers(self, effects: dict[str, tuple[set[str], set[str]]]) -> None:
         """The switches' effects once more with the layer keys that show every tensor kind: a switch's tensors on
         layers the first builds did not have (DeepSeek-V2's dense-MLP biases with mlp_bias, on the layers before
@@ -687,6 +767,8 @@ class Discoverer:
                 continue
             if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
+            if key in self.null_lists:  # None by default: its kinds, as for a list given
+                value = [self.null_lists[key][i % len(self.null_lists[key])] for i in range(LAYERS)]
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
             elif isinstance(value, list) and all(isinstance(x, int) for x in value):
@@ -728,7 +810,7 @@ class Discoverer:
         if positional:  # which layers, by their index alone: seen over several layer counts
             settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
         for setting in settings:
-            values = {k: self.defaults[k] for k in self.layer_values} | {
+            values = {k: self.defaults[k] for k in self.layer_values if k not in self.null_lists} | {
                 k: v for k, v in self.on.items() if k in self.layer_values
             }
             values.update(setting)
@@ -736,6 +818,9 @@ class Discoverer:
                 b = self.build({**self.on, **values})
             except probe.Refused:
                 continue
+            given = {**self.on, **values}  # a list None by default: the entries the build gave it
+            filled = self.consistent({**self.fixed, **given}, given)
+            values.update({k: filled.get(k) for k in self.null_lists if k not in values})
             values.pop(self.layer_key, None)
             observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
@@ -936,6 +1021,8 @@ class Discoverer:
         """Each factor as a polynomial over random configs, checked on fresh ones. A factor in many keys (Mamba's
         in_proj width, quadratic in five) needs more configs than monomials of degree 2: as many are drawn."""
         self.unfitted: dict[str, str] = {}  # tensor kind -> why it has no formula, in words
+        self.roots: dict[Symbol, Expr] = {}  # the glossary's symbol of a key's integer root -> floor(sqrt(key))
+        self.root_keys: dict[Symbol, str] = {}  # that symbol -> the key
         widest = max((len(f.deps) for kind in kinds.values() for f in kind.factors), default=0)
         needed = math.comb(widest + 2, 2) + 2  # the monomials of degree <= 2 in that many keys, and two more
         fitting = min(MAX_FIT_SAMPLES, max(FIT_SAMPLES, needed))
@@ -965,17 +1052,52 @@ class Discoverer:
                     factor.expr = fit.quotient(points, variables)
                 if factor.expr is None and len(variables) > 1:  # a share rounded: hidden_size // reduction_factor
                     factor.expr = fit.rounded(points, variables)
+                if factor.expr is None and len(variables) == 2:  # rounded up to a multiple of a key (through a float)
+                    factor.expr = fit.multiple(points, variables, self.constants())
+                if factor.expr is None:  # in the integer root of a key: 2 * floor(sqrt(num_experts))
+                    factor.expr = self.rooted(points, variables)
                 if factor.expr is None:
                     why = f"{_dimension(j)} is no polynomial of degree <= 3 in {', '.join(sorted(factor.deps))}"
                     self.note(f"{kind.key}: {why}")
                     self.unfitted[kind.key] = why + f" (e.g. {_example(points, variables)})"
                     continue
                 for values, f in checking:
-                    if factor.expr.subs(values) != f[j]:
+                    if factor.expr.subs(self.roots).subs(values) != f[j]:
                         self.note(f"{kind.key}: factor {j} = {factor.expr} fails on a fresh config")
                         self.unfitted[kind.key] = f"{_dimension(j)} = {factor.expr} fails on a fresh config"
                         factor.expr = None
                         break
+
+    def constants(self) -> list:
+        """The constant factors a width rounded up to a multiple may take: the defaults of the floats that shape
+        tensors (a factor the class multiplies a size by: xLSTM's ffn_proj_factor), then small fractions. Such a float
+        is fitted at its default only: the draft refuses other values of it (see ``shaping_floats``)."""
+        return fit.fractions(list(getattr(self, "floats", {}).values()))
+
+    def rooted(self, points: list, variables: list[Symbol]) -> Expr | None:
+        """A factor that is a polynomial in the integer root of a key (Doge's router: ``2 * floor(sqrt(num_experts))``
+        product keys), written with the glossary's symbol for that root (an entry whose key column is the key and whose
+        meaning names ``floor(sqrt(key))``); the root is then a symbol of the draft read from the key and adjusted.
+        None when no root fits or the glossary has no symbol for it."""
+        found = fit.root(points, variables)
+        if found is None:
+            return None
+        expr, symbol = found
+        key = next(k for k, s in self.symbols.items() if s == symbol)
+        name = next(
+            (
+                e.symbol
+                for e in GLOSSARY
+                if key in _WORD.findall(e.key) and f"floor(sqrt({key}))" in e.meaning.replace(" ", "")
+            ),
+            None,
+        )
+        if name is None:
+            self.note(f"{key}: a size is a polynomial in floor(sqrt({key})), which has no glossary symbol: not fitted")
+            return None
+        self.roots[name] = floor(sqrt(symbol))
+        self.root_keys[name] = key
+        return expr.subs(Symbol(f"_root_{symbol.name}", positive=True, integer=True), name)
 
     def defaults_of(self, sizes: list[str], kinds: dict[str, Kind]) -> dict[str, tuple[str | None, str | None]]:
         """Each size key: (its default when absent, its value when null) as record text; None: refused."""
@@ -1114,11 +1236,16 @@ class Discoverer:
             groups = {t: {self.path(kinds[k], kinds)[0].split("/")[0] for k in by_condition[t]} for t in pair}
             named = next((t for t in pair if "mlp" in groups[t]), pair[0])
             words = [w for w in _WORD.findall(named) if w in names and not names[w].is_positive]
+            if words and names[words[0]].name in self.layer_symbols:  # taken by another condition on the same key
+                words = []  # (Nemotron-H's layers_block_type: one kind per condition): the config's own word
             if words:
                 symbol = names[words[0]].name
-            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full
+            else:  # the config's own word: layer_types[i] == 'full_attention' -> N_full (N_full_attention if taken)
                 quoted = re.findall(r"'([A-Za-z0-9]+)", named)
                 symbol = "N_" + (quoted[0] if quoted else sorted(groups[named])[0]).lower()
+                if symbol in self.layer_symbols:
+                    whole = re.findall(r"'([A-Za-z0-9_]+)'", named)
+                    symbol = "N_" + (whole[0].lower() if whole else f"{symbol[2:]}_{len(self.layer_symbols)}")
                 if symbol not in BY_NAME:  # declared in the record's [glossary]
                     self.own[symbol] = f"number of layers where {named}"
                     self.log(f"glossary: no layer-count symbol for {named!r}; the record declares {symbol!r}")
@@ -1143,10 +1270,7 @@ class Discoverer:
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
             layers = counts.get(kind.key, "N") if kind.in_layer else "1"
-            # GPT-2's crossattention.c_attn beside attn.c_attn (another condition); OLMo-Hybrid's linear_attn.q_proj
-            # beside self_attn.q_proj (other layers): a term of their own, named by their module chain
-            if path in terms and (terms[path]["when"] != when or terms[path]["layers"] != layers):
-                path = self.qualified(path, kind)
+            path = self.own_path(path, kind, when, layers, terms)
             term = terms.setdefault(
                 path,
                 {
@@ -1201,6 +1325,21 @@ class Discoverer:
         lines += ["", "[checked]", f"transformers = {_q(probe.transformers.__version__)}"]
         return "\n".join(lines) + "\n"
 
+    def own_path(self, path: str, kind: Kind, when: str, layers: str, terms: dict[str, dict[str, Any]]) -> str:
+        """``path``, or another when a term of that path counts tensors under another condition or on other layers:
+        GPT-2's crossattention.c_attn beside attn.c_attn, OLMo-Hybrid's linear_attn.q_proj beside self_attn.q_proj (a
+        term of their own, named by their module chain); DORY's lm_head.logit_scale beside lm_head.weight, which tied
+        embeddings remove (one module: named by its parameter)."""
+
+        def clash(p: str) -> bool:
+            return p in terms and (terms[p]["when"] != when or terms[p]["layers"] != layers)
+
+        if clash(path):
+            path = self.qualified(path, kind)
+        if clash(path):
+            path = f"{path.removesuffix('.bias')}.{kind.key.rsplit('.', 1)[-1]}"
+        return path
+
     def describe(self, path: str, kinds: list[Kind]) -> str:
         parts = []
         for kind in kinds:
@@ -1229,8 +1368,23 @@ class Discoverer:
         ]
         nulls = getattr(self, "null_switches", {})
         unset = getattr(self, "null_activations", [])
-        if nulls or unset:  # set, they build tensors the draft was not fitted on: refused by name, never guessed
+        floats = getattr(self, "floats", {})
+        lists = getattr(self, "null_lists", {})
+        # set (or unset, or off their default), they build tensors the draft was not fitted on: refused by name
+        if nulls or unset or floats or lists:
             lines.append("refuse = [")
+            for key in lists:
+                why = (
+                    f"{key} is absent or null (the config class's default): transformers cannot build the model"
+                    " without it; give one entry per layer"
+                )
+                lines.append(f"  [{_q(f'{key} is None')}, {_q(why)}],")
+            for key, value in floats.items():
+                why = (
+                    f"{key} is not {value!r} (the config class's default): it shapes tensors, and this discovered"
+                    " record was fitted at the default only"
+                )
+                lines.append(f"  [{_q(_off_default(key, value))}, {_q(why)}],")
             for key, changed in nulls.items():
                 why = f"{key} is set ({self.defaults[key]!r} by default): with it transformers builds other tensors"
                 why += f" ({', '.join(changed[:3])}), which this discovered record does not describe"
@@ -1266,7 +1420,14 @@ class Discoverer:
             if null is not None:
                 fields.append(f"null = {_toml_value(null)}")
             lines.append(f"{self.symbols[key].name} = {{ {', '.join(fields)} }}")
-        used |= set(self.layer_values) | set(nulls)
+        for symbol, key in getattr(self, "root_keys", {}).items():  # read from the key, its integer root
+            default, null = defaults.get(key, (None, None))
+            fields = [f"key = {_q(key)}"]
+            if default is not None and default.isdigit():
+                fields.append(f"default = {default}")
+            fields.append(f"adjust = {_q(f'floor(sqrt({symbol.name}))')}")
+            lines.append(f"{symbol.name} = {{ {', '.join(fields)} }}")
+        used |= set(self.layer_values) | set(nulls) | set(floats)
         if used:
             lines += ["", "[keys]"]
             lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]
@@ -1280,6 +1441,13 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _off_default(key: str, value: float) -> str:
+    """The condition that a float key is not at its default: ``key != p / q`` (a condition has no float literals; the
+    quotient of the default's exact decimal is the same double)."""
+    exact = Fraction(repr(value))
+    return f"{key} != {exact.numerator}" + (f" / {exact.denominator}" if exact.denominator > 1 else "")
 
 
 def _conjunction(keys: list[str], settings: list[dict[str, bool]], member: list[bool]) -> list[str] | None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations, combinations_with_replacement
+from math import gcd, isqrt
 
 from sympy import Expr, Integer, Mul, Rational, Symbol, ceiling, floor
+from sympy import sqrt as _sympy_sqrt
 
 Sample = tuple[Mapping[Symbol, int], int]  # the values of the symbols, the observed number
 
@@ -124,6 +126,77 @@ def rounded(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: 
                 expr = found.subs(ratio, rounding(Mul(*top) / divisor))
                 if all(expr.subs(values) == y for values, y in samples):
                     return expr
+    return None
+
+
+def fractions(extra: Sequence[float] = ()) -> list[Fraction]:
+    """The constant factors :func:`multiple` tries: first the exact decimals of ``extra`` (the floats of a config that
+    shape tensors: xLSTM's ffn_proj_factor 2.667 as 2667/1000, which small samples cannot tell from 8/3), then p/q for
+    q up to 8 and p/q up to 4 (LFM2's 2/3)."""
+    out: list[Fraction] = []
+    for value in extra:
+        found = Fraction(repr(float(value)))
+        if 0 < found <= 64 and found.denominator <= 10**6 and found not in out:
+            out.append(found)
+    small = [Fraction(p, q) for q in range(1, 9) for p in range(1, 4 * q + 1) if gcd(p, q) == 1]
+    return out + [c for c in small if c not in out]
+
+
+def multiple(samples: Sequence[Sample], variables: Sequence[Symbol], constants: Sequence[Fraction] = ()) -> Expr | None:
+    """A size rounded up to a multiple of one key: ``m * ceil(floor(c * x) / m)`` (LFM2's feed-forward width,
+    ``int(2 * intermediate_size / 3)`` rounded up to ``block_multiple_of``), ``m * ceil(c * x / m)``, or ``m *
+    floor((c * x + m - 1) / m)`` (xLSTM's ``hidden_size * ffn_proj_factor`` "rounded up" to
+    ``ffn_round_up_to_multiple_of`` as ``(x + m - 1) // m * m`` of a float), with ``x`` another key and ``c``
+    a constant of ``constants`` (default :func:`fractions`); of two keys only, when neither a polynomial nor a rounded
+    quotient gives the samples. The first (``m`` and ``x`` in name order, ``c`` in the order given, floor first) that
+    gives every sample's number; None when none does."""
+    if len(variables) != 2:
+        return None
+    constants = list(constants) or fractions()
+    variables = sorted(variables, key=lambda s: s.name)
+    for m in variables:
+        if any(values[m] <= 0 or y % values[m] for values, y in samples):
+            continue
+        (x,) = [s for s in variables if s != m]
+        for c in constants:
+            for way in ("floor", "ceil", "shift"):
+
+                def rule(values, c=c, way=way, m=m, x=x):
+                    value, step = c * values[x], values[m]
+                    if way == "floor":  # int(c * x) of a positive x is floor(c * x)
+                        return step * -(-(value.numerator // value.denominator) // step)
+                    if way == "ceil":
+                        return step * -(-value // step)
+                    return step * ((value + step - 1) // step)  # (x + m - 1) // m * m of a float x
+
+                if all(rule(values) == y for values, y in samples):
+                    scaled = Rational(c.numerator, c.denominator) * x
+                    if way == "floor":
+                        return m * ceiling(floor(scaled) / m)
+                    if way == "ceil":
+                        return m * ceiling(scaled / m)
+                    return m * floor((scaled + m - 1) / m)
+    return None
+
+
+def root(samples: Sequence[Sample], variables: Sequence[Symbol], max_degree: int = 2) -> tuple[Expr, Symbol] | None:
+    """A polynomial in the integer square root of one key (and in the others): Doge's router, ``2 *
+    floor(sqrt(num_experts))`` wide (the product keys of its experts), when no polynomial gives the samples. Returns
+    the polynomial in a symbol standing for ``floor(sqrt(key))`` and that key's symbol (the record reads the root as
+    a symbol of its own, its value adjusted); None when no key's root gives every sample's number."""
+    variables = sorted(variables, key=lambda s: s.name)
+    for key in variables:
+        rooted = Symbol(f"_root_{key.name}", positive=True, integer=True)
+        others = [s for s in variables if s != key]
+        points = [({**values, rooted: isqrt(values[key])}, y) for values, y in samples]
+        if len({p[0][rooted] for p in points}) < 2:  # one root seen: the samples cannot show it
+            continue
+        found = polynomial(points, [rooted, *others], max_degree)
+        if found is None or rooted not in found.free_symbols:
+            continue
+        check = found.subs(rooted, floor(_sympy_sqrt(key)))
+        if all(check.subs(values) == y for values, y in samples):
+            return found, key
     return None
 
 

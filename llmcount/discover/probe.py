@@ -65,9 +65,26 @@ class Build:
 
 
 def class_defaults(model_type: str) -> dict[str, Any]:
+    """The config class's defaults, as its ``to_dict`` writes them; where ``to_dict`` writes another layout than the
+    config holds (DORY's layer_types as attention and mlp blocks, every layer count doubled, which the class halves
+    again when it reads them), the values it holds, when the class reads those back unchanged."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return AutoConfig.for_model(model_type).to_dict()
+        config = AutoConfig.for_model(model_type)
+        out = config.to_dict()
+        held = {}
+        for key, value in out.items():
+            mine = _attribute(config, key)
+            same_kind = isinstance(value, (int, list)) and not isinstance(value, bool) and type(mine) is type(value)
+            if same_kind and mine != value:
+                held[key] = mine
+        if not held:
+            return out
+        try:
+            again = AutoConfig.for_model(model_type, **{k: v for k, v in {**out, **held}.items() if k != "model_type"})
+        except Exception:  # the held values refused: the written layout stays
+            return out
+        return {**out, **held} if all(_attribute(again, k) == v for k, v in held.items()) else out
 
 
 def config_class(model_type: str) -> type:
@@ -94,6 +111,27 @@ def docstring_meaning(model_type: str, key: str) -> str:
             text = " ".join(found.group(1).split())
             return re.split(r"(?<=\.)\s", text, maxsplit=1)[0][:300]
     return ""
+
+
+def modeling_source(model_type: str) -> str:
+    """The source of the model's modeling module (where its layers read the config): "" when it cannot be read."""
+    import importlib
+    import inspect
+
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    name = model_type_to_module_name(model_type)
+    try:
+        return inspect.getsource(importlib.import_module(f"transformers.models.{name}.modeling_{name}"))
+    except (ImportError, OSError, TypeError):
+        return ""
+
+
+def layer_kind_names() -> tuple[str, ...]:
+    """The per-layer kinds transformers' configs allow in ``layer_types`` and ``mlp_layer_types``."""
+    from transformers import configuration_utils
+
+    return tuple(getattr(configuration_utils, "ALLOWED_LAYER_TYPES", ()))
 
 
 def _is_norm(module: torch.nn.Module) -> bool:

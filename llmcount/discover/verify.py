@@ -81,6 +81,8 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = default
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
+    for key, value in getattr(discoverer, "pinned", {}).items():  # a count of some layers the builds kept small
+        config[key] = value
     for key in discoverer.parts:  # counts of layer groups: the layer count is their sum
         config[key] = rng.randint(1 if discoverer.defaults[key] else 0, 2)
     if discoverer.parts:
