@@ -7,6 +7,7 @@ and the allowed kinds, by the sympy and the compiled (plain) path alike."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import oracle
@@ -18,7 +19,7 @@ from llmcount import counting
 from llmcount.errors import LlmcountError
 from llmcount.formulas import records
 from llmcount.formulas.config import read_config
-from llmcount.formulas.reading import LEGACY_KINDS
+from llmcount.formulas.reading import LEGACY_KINDS, _Reader, read_values
 
 KINDED = sorted(f.name for f in records.families() if f.layer_kinds and not f.shares)
 LAYERS = 6  # few layers: a cheap meta build; every kind of a list fits in them
@@ -59,15 +60,23 @@ def config_refused(config: dict) -> bool:
     return False
 
 
-def plain_refuses(config: dict) -> bool:
-    """Whether the compiled path leaves ``config`` to the sympy path (which words the refusal), never counting it."""
+def plain_count(config: dict) -> int:
+    """The compiled (plain) path's count of ``config``, as ``llmcount count`` reads it."""
     compiled = counting.compiled(config["model_type"])
     assert compiled is not None, f"no compiled snapshot of {config['model_type']}: python -m llmcount.formulas.snapshot"
-    try:
+    return compiled.read(config, "test").total
+
+
+def plain_refusal(config: dict) -> str:
+    """The compiled path's refusal of ``config``: it leaves the config to the sympy path (never counting it), and the
+    reader both paths share refuses it with this message."""
+    compiled = counting.compiled(config["model_type"])
+    with pytest.raises(counting.Fallback):
         compiled.read(config, "test")
-    except counting.Fallback:
-        return True
-    return False
+    with pytest.raises(LlmcountError) as refused:
+        read_values(_Reader(config, "test", compiled))
+    assert "\n" not in str(refused.value)
+    return str(refused.value)
 
 
 @pytest.mark.parametrize("model_type", KINDED)
@@ -79,25 +88,18 @@ def test_a_valid_list_is_counted_as_transformers_builds_it_and_a_bad_entry_is_re
         config = {**base, key: rotated(kinds, LAYERS)}
         try:
             expected = oracle.meta_total(config)
-        except oracle.TransformersRejected as rejected:  # another key the class ties to the list: both refuse
-            with pytest.raises(LlmcountError):
-                read_config(config, "test")
-            assert plain_refuses(config), (model_type, key, str(rejected))
+        except oracle.TransformersRejected:  # another key the class ties to the list: both refuse
+            plain_refusal(config)
             continue
         built += 1
-        assert read_config(config, "test").counts.total == expected, (model_type, key, oracle.VERSIONS)
-        assert counting.compiled(model_type).read(config, "test").total == expected, (model_type, key, "plain path")
+        assert plain_count(config) == expected, (model_type, key, oracle.VERSIONS)
 
         bad = list(config[key])
         bad[3] = "no_such_kind"
         config = {**base, key: bad}
-        with pytest.raises(LlmcountError) as refused:
-            read_config(config, "test")
-        message = str(refused.value)
+        message = plain_refusal(config)
         for needle in (f"'{key}'", "entry 3", "'no_such_kind'", ", ".join(sorted(kinds))):
             assert needle in message, (needle, message)
-        assert "\n" not in message
-        assert plain_refuses(config)
         if family.layer_kinds[key].length == "N":  # a list its config class validates: transformers refuses it too
             assert config_refused(config), (model_type, key, oracle.VERSIONS)
     assert built or model_type in NOT_BUILT, f"{model_type}: no rotated list of its kinds builds; which does?"
@@ -115,19 +117,32 @@ def test_a_list_of_the_wrong_length_is_refused_where_transformers_refuses_it(mod
     base = small(family)
     for key, (kinds, length, _legacy) in family.layer_kinds.items():
         shorter = {**base, key: rotated(kinds, LAYERS - 1)}
-        if length == "cycle":  # a pattern repeated over the layers: any length
-            assert read_config(shorter, "test").counts.total == oracle.meta_total(shorter), oracle.VERSIONS
-            continue
-        with pytest.raises(LlmcountError, match=f"'{key}' has {LAYERS - 1} entries"):
-            read_config(shorter, "test")
-        assert plain_refuses(shorter)
         longer = {**base, key: rotated(kinds, LAYERS + 1)}
-        if length == "N":  # the config class's validator requires one entry per layer
-            with pytest.raises(LlmcountError, match=f"'{key}' has {LAYERS + 1} entries"):
-                read_config(longer, "test")
-            assert plain_refuses(longer)
-            if model_type != "nemotron_h":  # NemotronHConfig builds one layer per entry, whatever num_hidden_layers
-                assert config_refused(longer) and config_refused(shorter), (model_type, key, oracle.VERSIONS)
+        if length == "cycle":  # a pattern repeated over the layers: any length
+            assert plain_count(shorter) == oracle.meta_total(shorter), oracle.VERSIONS
+            continue
+        assert f"'{key}' has {LAYERS - 1} entries" in plain_refusal(shorter)
+        if length == "at least N":  # no validator; the modeling class reads the first N entries: both count it
+            try:
+                expected = oracle.meta_total(longer)
+            except oracle.TransformersRejected:
+                continue  # the rotated list itself is refused (test above)
+            assert plain_count(longer) == expected, (model_type, key, oracle.VERSIONS)
+            continue
+        assert f"'{key}' has {LAYERS + 1} entries" in plain_refusal(longer)
+        if model_type != "nemotron_h":  # NemotronHConfig builds one layer per entry, whatever num_hidden_layers
+            assert config_refused(longer) and config_refused(shorter), (model_type, key, oracle.VERSIONS)
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "deepseek_v4", "recurrent_gemma"])
+def test_the_sympy_path_refuses_as_the_plain_path(model_type):
+    family = records.family(model_type)
+    (key, (kinds, _, _)), *_ = family.layer_kinds.items()
+    for entries in (["no_such_kind"] * LAYERS, rotated(kinds, LAYERS)[:1] * 0):
+        config = {**small(family), key: entries}
+        with pytest.raises(LlmcountError) as refused:
+            read_config(config, "test")
+        assert str(refused.value) == plain_refusal(config)
 
 
 @pytest.mark.parametrize("model_type", ["gemma2", "qwen3_next", "zamba2"])
@@ -155,14 +170,15 @@ def test_a_class_whose_validator_takes_no_legacy_names_is_refused_on_them():
 
 
 def test_every_per_layer_list_a_condition_reads_by_kind_is_declared():
-    """A record whose [layers] conditions compare entries of a list to names (``layer_types[i] == 'sliding_attention'``)
-    declares the list's kinds in [layer_kinds], so that an unknown entry is refused, not counted as the other kind."""
-    import re
-
+    """A record (a language model's, a remote-code one's, a tower's) whose [layers] conditions compare entries of a list
+    to names (``layer_types[i] == 'sliding_attention'``) declares the list's kinds in [layer_kinds], so that an unknown
+    entry is refused, not counted as the other kind."""
     compared = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*(?:==|!=|in)\s*[\['\"]")
     patterns = {"sliding_window_pattern", "hybrid_override_pattern", "index_topk_pattern"}  # strings of letters
     missing = []
-    for family in records.families():
+    everything = [*records.families(), *map(records.family, records.remote_names())]
+    everything += [records.tower(name) for name in records.tower_names()]
+    for family in everything:
         for _, _, text in family.layers:
             for key in set(compared.findall(text)) - patterns:
                 if key in family.read_keys() and key not in family.layer_kinds:
@@ -190,3 +206,21 @@ def test_count_refuses_an_unknown_kind_in_one_line(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     assert_refused(run("count", str(path)), "'layer_types'", "entry 0", "'zzz'", "full_attention, sliding_attention")
+
+
+def test_integer_kinds_of_a_remote_code_config_are_checked_too():
+    """MiniMax-M1's attn_type_list codes each layer's attention (0 lightning, 1 softmax): another code, or true for 1,
+    is refused by name; a longer list is read as its remote code reads it (entry i for layer i)."""
+    family = records.family("minimax_m1")
+    (key, (kinds, length, _)), *_ = family.layer_kinds.items()
+    assert key == "attn_type_list" and kinds == {0, 1} and length == "at least N"
+    config = {"model_type": "minimax_m1", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48}
+    config |= {"num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8}
+    config |= {"num_local_experts": 4, "num_experts_per_tok": 2}
+    good = read_config({**config, key: [0, 1, 0, 1, 1]}, "test").counts.total
+    assert good == read_config({**config, key: [0, 1, 0, 1]}, "test").counts.total
+    for bad, shown in (([0, 1, 2, 1], "int 2"), ([0, 1, "1", 1], "a string ('1')")):
+        with pytest.raises(LlmcountError, match=f"'{key}' entry [12] is {re.escape(shown)}, .*allowed: 0, 1"):
+            read_config({**config, key: bad}, "test")
+    with pytest.raises(LlmcountError, match=f"'{key}'"):  # true is no code: refused as the key's type
+        read_config({**config, key: [0, True, 0, 1]}, "test")

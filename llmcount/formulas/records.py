@@ -1087,7 +1087,7 @@ class LayerKinds(NamedTuple):
     transformers requires of it (one of :data:`LAYER_LENGTHS`) and whether a legacy kind name (``mamba``) is read as
     the name transformers remaps it to (``linear_attention``)."""
 
-    kinds: frozenset[str]
+    kinds: frozenset[str | int]  # names, or the integer codes a remote-code config uses (MiniMax-M1's attn_type_list)
     length: str = "N"
     legacy: bool = True
 
@@ -1108,8 +1108,8 @@ def _layer_kinds(data: Any, where: str) -> dict[str, LayerKinds]:
         if unknown:
             raise RecordError(f"{where} {key}: unknown fields {sorted(unknown)}")
         kinds, length, legacy = spec.get("kinds"), spec.get("length", "N"), spec.get("legacy", True)
-        if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k for k in kinds):
-            raise RecordError(f"{where} {key}: 'kinds' must be a list of the kinds' names")
+        if not isinstance(kinds, list) or not kinds or not all(type(k) is int or (type(k) is str and k) for k in kinds):
+            raise RecordError(f"{where} {key}: 'kinds' must be a list of the kinds' names (or integer codes)")
         if length not in LAYER_LENGTHS:
             raise RecordError(f"{where} {key}: 'length' must be one of {sorted(LAYER_LENGTHS)}")
         if not isinstance(legacy, bool):
