@@ -164,6 +164,8 @@ class Compiled:
         self.aliases = {key: tuple(names) for key, names in data["aliases"].items()}
         self.keys: dict[str, Any] = data["keys"]
         self.per_layer: str = data["per_layer"]
+        # the record's [layer_kinds]: key -> (kinds, length, legacy), as reading checks them
+        self.layer_kinds = {k: (frozenset(v[0]), v[1], v[2]) for k, v in data.get("layer_kinds", {}).items()}
         where = "a compiled snapshot"
         self.symbols = tuple(self._spec(spec, where) for spec in data["symbols"])
         self.layers = tuple((Name(name), _condition(text, where), text) for name, text in data["layers"])

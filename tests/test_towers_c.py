@@ -247,16 +247,16 @@ def test_qwen2_5_vl_7b_flops_at_448_pixels_by_hand() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),
     [
-        (["--images", "1"], "takes images of any size and its config names none: give it with --image-size HxW"),
-        (["--images", "1", "--image-size", "450"], "must be multiples of patch_size · spatial_merge_size (14 · 2)"),
-        (["--images", "1", "--image-size", "0x28"], "--image-size: each side must be 1 to 100,000 pixels, got 0x28"),
-        (["--images", "1", "--image-size", "big"], "--image-size must be HxW in pixels (448x448) or one side (448)"),
-        (["--image-size", "448"], "--image-size with flops: the size of the images of --images"),
+        (["--images", "1"], "takes images of any size and its config names none: give it with --image-size HxW", 1),
+        (["--images", "1", "--image-size", "450"], "must be multiples of patch_size · spatial_merge_size (14 · 2)", 1),
+        (["--images", "1", "--image-size", "0x28"], "--image-size: each side must be 1 to 100,000 pixels, got 0x28", 2),
+        (["--images", "1", "--image-size", "big"], "--image-size must be HxW in pixels (448x448) or one side (448)", 2),
+        (["--image-size", "448"], "--image-size with flops: the size of the images of --images", 2),
     ],
 )
-def test_image_size_refused_in_one_line(tmp_path, args: list[str], message: str) -> None:
+def test_image_size_refused_in_one_line(tmp_path, args: list[str], message: str, code: int) -> None:
     from typer.testing import CliRunner
 
     from llmcount.cli.app import app
@@ -264,7 +264,7 @@ def test_image_size_refused_in_one_line(tmp_path, args: list[str], message: str)
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "qwen2_5_vl", "vision_config": {"out_hidden_size": 8192}}))
     result = CliRunner().invoke(app, ["flops", str(path), *args])
-    assert result.exit_code == 1 and result.stdout == "", result.stderr
+    assert result.exit_code == code and result.stdout == "", result.stderr  # 2: a usage error (the option's value)
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
 
 

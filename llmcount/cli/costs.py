@@ -12,7 +12,7 @@ from ..errors import LlmcountError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
 from ..tower_parallel import shown_name
-from .app import app, fail, print_json, terminal_width
+from .app import app, click, fail, print_json, terminal_width
 from .options import (
     SPEC_HELP,
     AttentionBackendOption,
@@ -126,10 +126,14 @@ def flops(
 
     Example: llmcount flops ./Qwen2.5-VL-7B-Instruct/ --images 1 --image-size 448x448
     """
-    if image_size is not None and images is None:
-        raise fail(
+    if image_size is not None and images is None:  # usage errors (exit 2): the option without its --images, or
+        raise click.UsageError(  # a value that is no image size
             "--image-size with flops: the size of the images of --images (flops MODEL --images 1 --image-size 448x448)"
         )
+    try:
+        size = _image_size(image_size)
+    except LlmcountError as exc:
+        raise click.UsageError(str(exc)) from None
     if images is not None and (conventions or mtp is not None):
         raise fail("--images with flops: forward FLOPs only, not with --conventions or --mtp")
     if mtp is not None and not conventions:
@@ -144,7 +148,6 @@ def flops(
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         images_ = _images(images)
-        size = _image_size(image_size)
         model = load_counted(spec)
         data = counting.flops_data(model, seq_, batch_, causal) if as_json and not images_ else None  # no sympy
         if data is not None:

@@ -623,7 +623,66 @@ def read_symbols(reader: _Reader) -> tuple[dict[str, Any], dict[Any, int]]:
         namespace[spec.symbol.name] = value
         if value is not None:
             values[spec.symbol] = value
+    kinds = getattr(family, "layer_kinds", None)
+    if kinds:
+        _layer_kinds(reader, kinds, namespace)
     return namespace, values
+
+
+LEGACY_KINDS = {
+    "mamba": "linear_attention",
+    "attention": "full_attention",
+    "deepseek_sparse_attention": "indexed_attention",
+    "qwen_sparse_attention": "indexed_attention",
+}
+"""The legacy layer kinds transformers reads as their new names (configuration_utils.py ``_LEGACY_LAYER_TYPE_REMAP``,
+transformers 5.24.0), before its validators and the modeling code see them."""
+
+
+_KIND_TYPES = frozenset({str, int})  # a kind's name or integer code (not true, not 1.0)
+
+
+def _layer_kinds(reader: _Reader, lists: Mapping[str, Any], namespace: dict[str, Any]) -> None:
+    """The record's per-layer lists of kinds (``[layer_kinds]``: layer_types, mlp_layer_types ...) checked as
+    transformers checks them: a list of the kinds the modeling class builds, of the length its config class requires;
+    a legacy name is read as its new one (in ``namespace``, which the layer conditions read)."""
+    counts = [s for s in reader.family.symbols if s.symbol.name == "N" or s.symbol.name[:2] == "N_"]
+    for name, (kinds, length, legacy) in lists.items():
+        found = reader.present(name)  # absent: the record's default (the class's, which its validator accepts)
+        entries = namespace.get(name)
+        if not found or entries is None:
+            continue
+        allowed, key = ", ".join(sorted(map(str, kinds))), found[0]  # the key by the name the config gives it
+        if type(entries) is not list:
+            raise reader.fail(f"key '{key}' must be a list of layer kinds ({allowed}), got {describe(entries)}")
+        # the layer count as the config gives it (DoryConfig doubles num_hidden_layers and halves it with the list)
+        layers = next((namespace.get(s.key) for s in counts if s.symbol.name == "N"), None) if counts else None
+        if layers is None and counts:  # a tower's layers: those of its first count (N_vis), as _count_layers takes
+            layers = namespace.get(counts[0].key)
+        if not entries or (
+            type(layers) is int
+            and (len(entries) != layers if length == "N" else length != "cycle" and len(entries) < layers)
+        ):
+            need = f"{'at least ' if length == 'at least N' else ''}one entry per layer (num_hidden_layers: {layers})"
+            need = "at least one entry" if length == "cycle" or type(layers) is not int else need
+            raise reader.fail(f"key '{key}' has {len(entries)} entries; {reader.family.name} needs {need}")
+        try:
+            if kinds.issuperset(entries) and _KIND_TYPES.issuperset(map(type, entries)):
+                continue
+        except TypeError:  # an entry that is not a name
+            pass
+        read = []
+        for i, entry in enumerate(entries):
+            if type(entry) in _KIND_TYPES and entry in kinds:
+                read.append(entry)
+            elif legacy and type(entry) is str and LEGACY_KINDS.get(entry) in kinds:
+                read.append(LEGACY_KINDS[entry])
+            else:
+                raise reader.fail(
+                    f"key '{key}' entry {i} is {describe(entry)}, not a layer kind {reader.family.name} builds "
+                    f"(allowed: {allowed})"
+                )
+        namespace[name] = read
 
 
 def check_values(reader: _Reader, namespace: dict[str, Any], values: dict[Any, int]) -> dict[Any, tuple[int, ...]]:

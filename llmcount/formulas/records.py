@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from sympy import Expr, Integer, Symbol
 
@@ -353,6 +353,10 @@ class Family:
     # the keys of published configs it ignores (None: the record lists none, so a key it has not seen cannot be told)
     checked_version: str = CHECKED_AGAINST
     checked_keys: frozenset[str] | None = None
+    # [layer_kinds]: each per-layer list of layer kinds (layer_types, mlp_layer_types ...) with the kinds its modeling
+    # class builds, the length transformers requires (LAYER_LENGTHS) and whether transformers' legacy names
+    # (mamba, attention ...) are read as their new ones; reading.py refuses any other entry or length by name
+    layer_kinds: Mapping[str, LayerKinds] = field(default_factory=dict)
 
     def read_keys(self) -> frozenset[str]:
         """The top-level config keys the record reads: its symbols' keys, their aliases, [keys] and the per-layer
@@ -991,7 +995,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head", "image_tokens", "image_checks", "image"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
-    tables |= {"checked", "weights", "printed", "glossary"}
+    tables |= {"checked", "weights", "printed", "glossary", "layer_kinds"}
     unknown = set(data) - fields - tables
     if unknown:
         raise RecordError(f"{where}: unknown fields {sorted(unknown)}")
@@ -1051,6 +1055,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         per_layer=_text(data, "per_layer", where, ""),
         checked_version=version,
         checked_keys=checked,
+        layer_kinds=_layer_kinds(data.get("layer_kinds", {}), f"{where} [layer_kinds]"),
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
@@ -1063,6 +1068,9 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         family = replace(family, fp32_weights=_fp32_weights(data["weights"], f"{where} [weights]", family))
     _check_names(family, where)
     _check_per_layer(family, where)
+    unread = sorted(set(family.layer_kinds) - family.read_keys())
+    if unread:
+        raise RecordError(f"{where} [layer_kinds]: key {unread[0]!r} is not a key the record reads ([keys], [symbols])")
     if "mtp" in data:
         from .mtp import parse
 
@@ -1072,6 +1080,42 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         if key.count(".") != 1 or not all(part.isidentifier() for part in key.split(".")):
             raise RecordError(f"{where}: key {key!r}: a nested key is 'object.key', one level deep")
     return family
+
+
+class LayerKinds(NamedTuple):
+    """One per-layer list of kinds of a record's ``[layer_kinds]``: the kinds its modeling class builds, the length
+    transformers requires of it (one of :data:`LAYER_LENGTHS`) and whether a legacy kind name (``mamba``) is read as
+    the name transformers remaps it to (``linear_attention``)."""
+
+    kinds: frozenset[str | int]  # names, or the integer codes a remote-code config uses (MiniMax-M1's attn_type_list)
+    length: str = "N"
+    legacy: bool = True
+
+
+LAYER_LENGTHS = {
+    "N": "one entry per layer (the config class's validator requires num_hidden_layers entries)",
+    "at least N": "at least one entry per layer (the modeling class reads the first num_hidden_layers; no validator)",
+    "cycle": "one or more entries, repeated over the layers (layer i takes entry i % len)",
+}
+
+
+def _layer_kinds(data: Any, where: str) -> dict[str, LayerKinds]:
+    """The ``[layer_kinds]`` table: ``key = [kinds]`` or ``key = { kinds = [...], length = ..., legacy = ... }``."""
+    found = {}
+    for key, entry in _table(data, where).items():
+        spec = entry if isinstance(entry, dict) else {"kinds": entry}
+        unknown = set(spec) - {"kinds", "length", "legacy"}
+        if unknown:
+            raise RecordError(f"{where} {key}: unknown fields {sorted(unknown)}")
+        kinds, length, legacy = spec.get("kinds"), spec.get("length", "N"), spec.get("legacy", True)
+        if not isinstance(kinds, list) or not kinds or not all(type(k) is int or (type(k) is str and k) for k in kinds):
+            raise RecordError(f"{where} {key}: 'kinds' must be a list of the kinds' names (or integer codes)")
+        if length not in LAYER_LENGTHS:
+            raise RecordError(f"{where} {key}: 'length' must be one of {sorted(LAYER_LENGTHS)}")
+        if not isinstance(legacy, bool):
+            raise RecordError(f"{where} {key}: 'legacy' must be true or false")
+        found[key] = LayerKinds(frozenset(kinds), length, legacy)
+    return found
 
 
 _VERSION = re.compile(r"^\d{1,4}(\.\d{1,6}){1,3}([.+-]?[0-9A-Za-z]{1,20})?$")  # 5.24.0, 5.25.0.dev0
@@ -1187,7 +1231,7 @@ _FOLDER = "families"
 # What an alias record may not restate: the modeling class's structure, which it shares ([defaults] gives its config
 # class's own defaults of the keys the shared record reads)
 _SHARED = {"symbols", "keys", "layers", "terms", "attention", "state", "flops", "cache", "activations", "tree"}
-_SHARED |= {"checkpoint", "per_layer", "head", "weights"}
+_SHARED |= {"checkpoint", "per_layer", "head", "weights", "layer_kinds"}
 
 
 def _aliased(data: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -389,6 +389,7 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> 
         "aliases": {key: list(names) for key, names in family.aliases.items()},
         "keys": dict(family.keys),
         "per_layer": family.per_layer,
+        "layer_kinds": {key: [sorted(k.kinds), k.length, k.legacy] for key, k in family.layer_kinds.items()},
         "symbols": [_symbol(spec) for spec in family.symbols],
         "layers": [[symbol.name, text] for symbol, _, text in family.layers],
         "checks": [[rule.text, rule.message] for rule in family.checks],

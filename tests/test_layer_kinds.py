@@ -1,0 +1,226 @@
+"""Per-layer lists of layer kinds (a record's ``[layer_kinds]``: layer_types, mlp_layer_types, layers_block_type ...)
+read as transformers reads them. For every record with such a list, against transformers on the meta device: a
+valid list other than the default is counted as transformers builds it; a list with a kind no modeling class builds,
+or of a length the config class refuses, is refused by both, with one line naming the key, the entry and its index
+and the allowed kinds, by the sympy and the compiled (plain) path alike."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import oracle
+import pytest
+from refusal import assert_refused, run
+from transformers import AutoConfig
+
+from llmcount import counting
+from llmcount.errors import LlmcountError
+from llmcount.formulas import records
+from llmcount.formulas.config import read_config
+from llmcount.formulas.reading import LEGACY_KINDS, _Reader, read_values
+
+KINDED = sorted(f.name for f in records.families() if f.layer_kinds and not f.shares)
+LAYERS = 6  # few layers: a cheap meta build; every kind of a list fits in them
+SMALL = {  # keys a class ties to the layers or to a kind: set so that LAYERS layers of every kind build
+    "gemma3n_text": {"num_kv_shared_layers": 2},
+    "zaya": {"sliding_window": 64},
+    "dots3_note_text": {"use_dsa": True},
+}
+
+
+def small(family: records.Family) -> dict:
+    """The class defaults with LAYERS layers and without the per-layer lists (the config class derives them)."""
+    config = oracle.runnable_defaults(family.name)
+    config = {k: v for k, v in config.items() if not isinstance(v, list) and k != "per_layer_config"}
+    config[next(s.key for s in family.symbols if s.symbol.name == "N")] = LAYERS
+    config.update(SMALL.get(family.name, {}))
+    for key in family.layer_kinds:  # a list the record reads under another name, too
+        for name in (key, *family.aliases.get(key, ())):
+            config.pop(name, None)
+    return config
+
+
+def rotated(kinds: frozenset[str], layers: int) -> list[str]:
+    """Every kind, in turn from the second: no class's default pattern."""
+    ordered = sorted(kinds)
+    return [ordered[(i + 1) % len(ordered)] for i in range(layers)]
+
+
+def config_refused(config: dict) -> bool:
+    """Whether transformers' config class (its validators) refuses ``config``."""
+    rest = {k: v for k, v in config.items() if k != "model_type"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            AutoConfig.for_model(config["model_type"], **rest)
+        except Exception:  # whatever its validators raise
+            return True
+    return False
+
+
+def plain_count(config: dict) -> int:
+    """The compiled (plain) path's count of ``config``, as ``llmcount count`` reads it."""
+    compiled = counting.compiled(config["model_type"])
+    assert compiled is not None, f"no compiled snapshot of {config['model_type']}: python -m llmcount.formulas.snapshot"
+    return compiled.read(config, "test").total
+
+
+def plain_refusal(config: dict) -> str:
+    """The compiled path's refusal of ``config``: it leaves the config to the sympy path (never counting it), and the
+    reader both paths share refuses it with this message."""
+    compiled = counting.compiled(config["model_type"])
+    with pytest.raises(counting.Fallback):
+        compiled.read(config, "test")
+    with pytest.raises(LlmcountError) as refused:
+        read_values(_Reader(config, "test", compiled))
+    assert "\n" not in str(refused.value)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("model_type", KINDED)
+def test_a_valid_list_is_counted_as_transformers_builds_it_and_a_bad_entry_is_refused_by_both(model_type):
+    family = records.family(model_type)
+    base = small(family)
+    built = 0
+    for key, (kinds, _length, _legacy) in family.layer_kinds.items():
+        config = {**base, key: rotated(kinds, LAYERS)}
+        try:
+            expected = oracle.meta_total(config)
+        except oracle.TransformersRejected:  # another key the class ties to the list: both refuse
+            plain_refusal(config)
+            continue
+        built += 1
+        assert plain_count(config) == expected, (model_type, key, oracle.VERSIONS)
+
+        bad = list(config[key])
+        bad[3] = "no_such_kind"
+        config = {**base, key: bad}
+        message = plain_refusal(config)
+        for needle in (f"'{key}'", "entry 3", "'no_such_kind'", ", ".join(sorted(kinds))):
+            assert needle in message, (needle, message)
+        if family.layer_kinds[key].length == "N":  # a list its config class validates: transformers refuses it too
+            assert config_refused(config), (model_type, key, oracle.VERSIONS)
+    assert built or model_type in NOT_BUILT, f"{model_type}: no rotated list of its kinds builds; which does?"
+
+
+NOT_BUILT = {
+    "dory",  # DoryConfig halves a list with "mlp" entries; the rotated list with LAYERS entries is refused by both
+    "olmo_hybrid",  # OlmoHybridConfig needs a linear_attention layer and a full one in a pattern of its own
+}
+
+
+@pytest.mark.parametrize("model_type", KINDED)
+def test_a_list_of_the_wrong_length_is_refused_where_transformers_refuses_it(model_type):
+    family = records.family(model_type)
+    base = small(family)
+    for key, (kinds, length, _legacy) in family.layer_kinds.items():
+        shorter = {**base, key: rotated(kinds, LAYERS - 1)}
+        longer = {**base, key: rotated(kinds, LAYERS + 1)}
+        if length == "cycle":  # a pattern repeated over the layers: any length
+            assert plain_count(shorter) == oracle.meta_total(shorter), oracle.VERSIONS
+            continue
+        assert f"'{key}' has {LAYERS - 1} entries" in plain_refusal(shorter)
+        if length == "at least N":  # no validator; the modeling class reads the first N entries: both count it
+            try:
+                expected = oracle.meta_total(longer)
+            except oracle.TransformersRejected:
+                continue  # the rotated list itself is refused (test above)
+            assert plain_count(longer) == expected, (model_type, key, oracle.VERSIONS)
+            continue
+        assert f"'{key}' has {LAYERS + 1} entries" in plain_refusal(longer)
+        if model_type != "nemotron_h":  # NemotronHConfig builds one layer per entry, whatever num_hidden_layers
+            assert config_refused(longer) and config_refused(shorter), (model_type, key, oracle.VERSIONS)
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "deepseek_v4", "recurrent_gemma"])
+def test_the_sympy_path_refuses_as_the_plain_path(model_type):
+    family = records.family(model_type)
+    (key, (kinds, _, _)), *_ = family.layer_kinds.items()
+    for entries in (["no_such_kind"] * LAYERS, rotated(kinds, LAYERS)[:1] * 0):
+        config = {**small(family), key: entries}
+        with pytest.raises(LlmcountError) as refused:
+            read_config(config, "test")
+        assert str(refused.value) == plain_refusal(config)
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "qwen3_next", "zamba2"])
+def test_legacy_kind_names_are_read_as_transformers_remaps_them(model_type):
+    """``attention`` and ``mamba`` name full_attention and linear_attention (transformers remaps them before its
+    validators and the modeling code read the list): the same count as the new names."""
+    family = records.family(model_type)
+    (key, (kinds, _, _)), *_ = family.layer_kinds.items()
+    config = {**small(family), key: rotated(kinds, LAYERS)}
+    legacy = {new: old for old, new in LEGACY_KINDS.items() if new in kinds}
+    assert legacy, kinds
+    renamed = {**config, key: [legacy.get(kind, kind) for kind in config[key]]}
+    assert renamed[key] != config[key]
+    assert read_config(renamed, "test").counts.total == read_config(config, "test").counts.total
+    assert read_config(renamed, "test").counts.total == oracle.meta_total(renamed), oracle.VERSIONS
+
+
+def test_a_class_whose_validator_takes_no_legacy_names_is_refused_on_them():
+    """Cohere2MoeConfig validates layer_types before transformers remaps legacy names: 'attention' is refused."""
+    family = records.family("cohere2_moe")
+    config = {**small(family), "layer_types": ["attention"] * LAYERS}
+    assert config_refused(config), oracle.VERSIONS
+    with pytest.raises(LlmcountError, match="entry 0 is a string \\('attention'\\)"):
+        read_config(config, "test")
+
+
+def test_every_per_layer_list_a_condition_reads_by_kind_is_declared():
+    """A record (a language model's, a remote-code one's, a tower's) whose [layers] conditions compare entries of a list
+    to names (``layer_types[i] == 'sliding_attention'``) declares the list's kinds in [layer_kinds], so that an unknown
+    entry is refused, not counted as the other kind."""
+    compared = re.compile(r"([A-Za-z_]\w*)\[[^\]]*\]\s*(?:==|!=|in)\s*[\['\"]")
+    patterns = {"sliding_window_pattern", "hybrid_override_pattern", "index_topk_pattern"}  # strings of letters
+    missing = []
+    everything = [*records.families(), *map(records.family, records.remote_names())]
+    everything += [records.tower(name) for name in records.tower_names()]
+    for family in everything:
+        for _, _, text in family.layers:
+            for key in set(compared.findall(text)) - patterns:
+                if key in family.read_keys() and key not in family.layer_kinds:
+                    missing.append(f"{family.name}: {key}")
+    assert not missing, missing
+
+
+def test_layer_kinds_name_kinds_transformers_knows():
+    """The kinds of layer_types and mlp_layer_types are in transformers' ALLOWED_ATTN_LAYER_TYPES and
+    ALLOWED_MLP_LAYER_TYPES (configuration_utils), or in the record's own config class's list (DeepSeek-V4)."""
+    from transformers import configuration_utils as cu
+
+    own = {"deepseek_v4": {"hash_moe", "moe"}, "dory": {"mlp"}}
+    allowed = {"layer_types": set(cu.ALLOWED_ATTN_LAYER_TYPES), "mlp_layer_types": set(cu.ALLOWED_MLP_LAYER_TYPES)}
+    for family in records.families():
+        for key, (kinds, _, _) in family.layer_kinds.items():
+            if key in allowed:
+                unknown = kinds - allowed[key] - own.get(family.name, set())
+                assert not unknown, (family.name, key, unknown, oracle.VERSIONS)
+    assert set(LEGACY_KINDS.items()) == set(cu._LEGACY_LAYER_TYPE_REMAP.items()), oracle.VERSIONS
+
+
+def test_count_refuses_an_unknown_kind_in_one_line(tmp_path):
+    config = {**oracle.class_defaults("gemma2"), "layer_types": ["zzz"] * 26}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert_refused(run("count", str(path)), "'layer_types'", "entry 0", "'zzz'", "full_attention, sliding_attention")
+
+
+def test_integer_kinds_of_a_remote_code_config_are_checked_too():
+    """MiniMax-M1's attn_type_list codes each layer's attention (0 lightning, 1 softmax): another code, or true for 1,
+    is refused by name; a longer list is read as its remote code reads it (entry i for layer i)."""
+    family = records.family("minimax_m1")
+    (key, (kinds, length, _)), *_ = family.layer_kinds.items()
+    assert key == "attn_type_list" and kinds == {0, 1} and length == "at least N"
+    config = {"model_type": "minimax_m1", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48}
+    config |= {"num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8}
+    config |= {"num_local_experts": 4, "num_experts_per_tok": 2}
+    good = read_config({**config, key: [0, 1, 0, 1, 1]}, "test").counts.total
+    assert good == read_config({**config, key: [0, 1, 0, 1]}, "test").counts.total
+    for bad, shown in (([0, 1, 2, 1], "int 2"), ([0, 1, "1", 1], "a string ('1')")):
+        with pytest.raises(LlmcountError, match=f"'{key}' entry [12] is {re.escape(shown)}, .*allowed: 0, 1"):
+            read_config({**config, key: bad}, "test")
+    with pytest.raises(LlmcountError, match=f"'{key}'"):  # true is no code: refused as the key's type
+        read_config({**config, key: [0, True, 0, 1]}, "test")
