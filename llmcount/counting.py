@@ -240,6 +240,24 @@ class Compiled:
         """``config`` counted; :class:`Fallback` for anything the sympy path should read."""
         if not isinstance(config, dict) or config.get("model_type") != self.name:
             raise Fallback
+        known = None
+        if self._read_names is not None:
+            known = self._known_key(config)
+            found = self._known.get(known) if known is not None else None
+            if found is not None:
+                counted = _new(Counted)
+                counted.__dict__.update(
+                    name=name or source,
+                    source=source,
+                    architecture=self,
+                    values=dict(found[0]),
+                    plan=found[1],
+                    numbers=found[2],
+                    composite=None,
+                    parts=(),
+                    config=config,
+                )
+                return counted
         try:
             reader = _Reader(_nested_keys(config, source, self), source, self)
             namespace, values = read_symbols(reader)
@@ -291,7 +309,43 @@ class Compiled:
             parts=(),
             config=config,
         )
+        if known is not None and len(self._known) < 4096:
+            self._known[known] = (dict(ordered), plan, numbers)  # a copy: the Counted's values may be changed
         return counted
+
+    @cached_property
+    def _read_names(self) -> tuple[str, ...] | None:
+        """Every key of a config the reader reads (each symbol's and [keys] key, their aliases, the per-layer object):
+        what it reads, checks and counts is a function of their values alone. None for a record with dotted keys
+        (read from sub-objects) or a symbol read per layer, whose configs are read in full every time."""
+        if self.nested or self._decision_names is None:
+            return None
+        names = [*self.keys, *(spec.key for spec in self.symbols), self.per_layer]
+        names += [alias for name in list(names) for alias in self.aliases.get(name, ())]
+        return tuple(dict.fromkeys(name for name in names if name))
+
+    @cached_property
+    def _known(self) -> dict[tuple, tuple[dict[str, int], Plan, tuple[int, ...]]]:
+        """The values shown, plan and counts of each config read, by :meth:`_known_key`: a config whose keys the
+        reader reads hold the values (and types) of one read before is counted by one lookup, without reading and
+        checking them again. Only configs that passed every rule are kept."""
+        return {}
+
+    def _known_key(self, config: dict[str, Any]) -> tuple | None:
+        """The values of :attr:`_read_names` in ``config`` with their types (absent is its own; a list of names or
+        layer indices as a tuple), or None when one cannot be a key (an object)."""
+        given = [config.get(name, _ABSENT) for name in self._read_names]
+        key = (*given, *map(type, given))
+        try:
+            hash(key)
+        except TypeError:
+            frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _ENTRIES else v for v in given)
+            key = (*frozen, *map(type, given))
+            try:
+                hash(key)
+            except TypeError:
+                return None
+        return key
 
     @cached_property
     def _decision_names(self) -> tuple[str, ...] | None:
