@@ -4,6 +4,8 @@ a value of another type, another value, or a config that failed is read and chec
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 from llmcount import counting
@@ -15,6 +17,7 @@ def _fields(counted: counting.Counted) -> tuple:
     return (counted.name, counted.source, counted.values, counted.selection, counted.numbers, counted.components)
 
 
+@cache
 def _configs() -> list[tuple[str, dict]]:
     configs = [(f"preset {name}", preset.config()) for name, preset in sorted(presets().items())]
     for name in snapshot.bundled():
@@ -64,3 +67,31 @@ def test_a_config_that_failed_is_checked_again() -> None:
             counting.read(bad, "bad")
     layers = _llama(layer_types=["full_attention"] * 32)  # a list is remembered as a tuple of its entries
     assert counting.read(layers, "h").total == counting.read(layers, "i").total
+
+
+def test_a_config_differing_in_counted_values_only_is_counted_as_read_alone() -> None:
+    """Configs that differ from one read before in sizes no rule reads (vocab_size, and every other key the family's
+    ``_free`` lists), given or left out, are counted as a fresh read counts them."""
+    compared = 0
+    for source, config in _configs():
+        try:
+            first = counting.read(config, source)
+        except counting.Fallback:
+            continue
+        family = first.architecture
+        for key, _, _ in family._free:
+            for change in ({key: 2 * config[key] + 8} if isinstance(config.get(key), int) else {}, {key: 64}, None):
+                changed = {k: v for k, v in config.items() if k != key} if change is None else {**config, **change}
+                try:
+                    remembered = counting.read(changed, source)
+                except counting.Fallback:
+                    remembered = None
+                family._known.clear()
+                try:
+                    fresh = counting.read(changed, source)
+                except counting.Fallback:
+                    fresh = None
+                counting.read(config, source)  # remembered again for the next change
+                assert (remembered and _fields(remembered)) == (fresh and _fields(fresh)), (source, change)
+                compared += fresh is not None
+    assert compared > 200
