@@ -1,5 +1,10 @@
-"""Text and JSON of ``memory --training --conventions``: Korthikanti et al.'s activations per layer beside
-llmcount's exact figure."""
+"""Text and JSON of ``memory --training --conventions``: Korthikanti et al.'s activations per layer, Megatron-LM's
+and DeepSpeed's estimates beside llmcount's exact figures, without sympy.
+
+Both paths describe their model the same way (:class:`llmcount.formulas.megatron_memory.Described`): the sympy path
+from its Model (``megatron_memory.described``), the compiled path from the family's training snapshot
+(:func:`described`), so that the estimates are computed and written by the same code.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,12 @@ import textwrap
 from fractions import Fraction
 from typing import Any
 
-from ..formulas.activation_conventions import DIFFERENCES, SOURCE, ActivationConvention
-from ..formulas.megatron_memory import DIFFERENCES as MEGATRON_DIFFERENCES
-from ..formulas.megatron_memory import SOURCE as MEGATRON_SOURCE
-from ..formulas.megatron_memory import MegatronMemory
+from . import evaluate
+from .counting import Counted, Fallback
+from .formulas.activation_conventions import DIFFERENCES, SOURCE, ActivationConvention
+from .formulas.megatron_memory import DIFFERENCES as MEGATRON_DIFFERENCES
+from .formulas.megatron_memory import SOURCE as MEGATRON_SOURCE
+from .formulas.megatron_memory import Described, MegatronMemory, Term
 
 DEEPSPEED_NOTE = (
     "P every parameter (a tied one once), the largest layer the module with the most parameters of its own, as "
@@ -139,7 +146,7 @@ def render_megatron(made: MegatronMemory | str, result) -> str:
 
 
 def deepspeed_data(rows, params: int, largest: tuple[str, int], gpus: int) -> dict:
-    from ..formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
+    from .formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
 
     return {
         "source": DEEPSPEED_SOURCE,
@@ -153,7 +160,7 @@ def deepspeed_data(rows, params: int, largest: tuple[str, int], gpus: int) -> di
 
 
 def render_deepspeed(rows, params: int, largest: tuple[str, int], gpus: int) -> str:
-    from ..formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
+    from .formulas.deepspeed_memory import SOURCE as DEEPSPEED_SOURCE
 
     width = 80
     lines = textwrap.wrap(
@@ -168,3 +175,40 @@ def render_deepspeed(rows, params: int, largest: tuple[str, int], gpus: int) -> 
     lines += textwrap.wrap(f"source: {DEEPSPEED_SOURCE}", width, subsequent_indent="    ")
     lines += textwrap.wrap(f"note: {DEEPSPEED_NOTE}", width, subsequent_indent="    ")
     return "\n".join(lines)
+
+
+def described(model: Counted) -> Described:
+    """The :class:`Described` of a config the compiled path counted, from its family's training snapshot;
+    :class:`Fallback` when the snapshot does not hold its selection of terms or the terms' flags."""
+    from .plain_training import snapshot
+
+    data = snapshot(model.architecture.name)
+    selection = None if data is None or "states" not in data else data["selections"].get(model.selection)
+    if selection is None or any("matmul" not in t for t in selection["terms"]):
+        raise Fallback
+    values = model.values
+
+    def number(source: str) -> int:
+        try:
+            value = evaluate.whole(evaluate.from_source(source)(values))
+        except (KeyError, ZeroDivisionError):
+            raise Fallback from None
+        if value is None:
+            raise Fallback
+        return value
+
+    terms = tuple(
+        Term(
+            t["path"],
+            t["group"],
+            t["matmul"],
+            number(t["layers"]),
+            number(t["expr"]),
+            t["embedding"],
+            t["vocab_by_d"],
+        )
+        for t in selection["terms"]
+    )
+    paths = {t.path for t in terms}
+    tied = any(c.path == "head/lm_head" for c in model.architecture.choices) and "head/lm_head" not in paths
+    return Described(model.name, data["states"], dict(values), terms, tied, model.total)
