@@ -19,14 +19,15 @@ development shells, Python would compile every module of llmcount from source on
    Target: N = 2,000 files cost at most 0.5 s more than one (4,000 configs/s).
 3. Through the API, in this process: ``llmcount.load(path).counts`` for each file, and the library's readers on
    configs already parsed, once every family's record is loaded: ``read_config`` (the sympy path's Model) and
-   ``counting.read`` (the compiled path, no sympy; over the configs it takes, a composite one is not). Target:
-   50,000 configs/s.
+   ``counting.read`` (the compiled path, no sympy; over the configs it takes, a composite one is not), first with
+   every config new to it (what it remembers of configs read before cleared, its plans kept), then the same configs
+   read again, each the best of five passes (a pass takes milliseconds). Target: 50,000 configs/s.
 4. Commands that now take the compiled path, whole processes: ``verify PRESET --index FILE`` (an index of the
    preset's tensor names in the order transformers' Qwen3/Llama modules name them, its total_size the bf16 bytes of
    the formula's parameters), ``verify FOLDER`` (a one-layer Llama checkpoint: its config and a safetensors file of
-   zeros) and ``memory PRESET --training --lora 16``, each the median of --repeat runs; with ``--before PATH`` (a
-   checkout of the code before, e.g. the landed main) the same commands run from it in the same minutes, and the
-   ratio is printed.
+   zeros), ``memory PRESET --training --lora 16`` and ``memory PRESET --training --conventions``, each the median of
+   --repeat runs; with ``--before PATH`` (a checkout of the code before, e.g. the landed main) the same commands run
+   from it in the same minutes, and the ratio is printed.
 
 The config files are the bundled presets (every family they cover), each written N / len(presets) times with its
 vocab_size moved by a few rows so that no two files are the same model. Every total is checked against the first
@@ -138,15 +139,28 @@ def through_api(paths: list[str]) -> None:
             first,
         ),
         (
-            f"counting.read(parsed), the compiled path ({len(compiled):,} configs it takes)",
+            f"counting.read(parsed), the compiled path ({len(compiled):,} configs it takes), each config new",
+            lambda: [counting.read(c, "bench").total for c in compiled],
+            compiled_first,
+        ),
+        (
+            "counting.read(parsed), the same configs read again",
             lambda: [counting.read(c, "bench").total for c in compiled],
             compiled_first,
         ),
     ):
-        start, cpu = time.perf_counter(), time.process_time()
-        assert count() == expected
-        size = len(expected)
-        rates[name] = (size / (time.perf_counter() - start), size / (time.process_time() - cpu))
+        passes = 5 if name.startswith("counting.read") else 1  # a pass takes milliseconds: the best of five
+        best = (0.0, 0.0)
+        for _ in range(passes):
+            if "each config new" in name:  # the configs read before are forgotten (the families' plans are kept)
+                for config in compiled:
+                    counting.compiled(config["model_type"])._known.clear()
+            start, cpu = time.perf_counter(), time.process_time()
+            assert count() == expected
+            size = len(expected)
+            rate = (size / (time.perf_counter() - start), size / (time.process_time() - cpu))
+            best = max(best, rate, key=lambda r: r[1])
+        rates[name] = best
     print(f"3. through the API, {len(paths):,} configs, records loaded (wall time, CPU time):")
     for name, (wall, cpu) in rates.items():
         print(f"   {name}: {wall:,.0f} configs/s wall, {cpu:,.0f} configs/s CPU (target >= 50,000)")
@@ -204,6 +218,7 @@ def now_plain(preset: str, repeat: int, before: str | None) -> None:
             f"verify {preset} --index": ["verify", preset, "--index", str(index)],
             "verify FOLDER (one-layer Llama)": ["verify", str(tiny)],
             f"memory {preset} --training --lora 16": ["memory", preset, "--training", "--lora", "16"],
+            f"memory {preset} --training --conventions": ["memory", preset, "--training", "--conventions"],
         }
         print(f"4. whole process, commands the compiled path now takes (median of {repeat}; wall time, CPU time):")
         for name, words in commands.items():

@@ -27,6 +27,7 @@ from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
 from .formulas.reading import (
     _ABSENT,
+    MAX_SIZE,
     NONE,
     REQUIRED,
     _condition_names,
@@ -60,6 +61,7 @@ _SOURCE_NAME = re.compile(r"v\['([A-Za-z_][A-Za-z0-9_]*)'\]")  # a value by name
 _new = object.__new__
 _ENTRIES = {str, int}  # list entries whose tuple keeps their types apart
 _INT = {int}
+_GIVEN = {int, type(_ABSENT)}
 
 
 class Fallback(Exception):
@@ -242,6 +244,14 @@ class Compiled:
         """``config`` counted; :class:`Fallback` for anything the sympy path should read."""
         if not isinstance(config, dict) or config.get("model_type") != self.name:
             raise Fallback
+        known = None
+        if self._read_names is not None:
+            known = self._known_key(config)
+            found = self._known.get(known) if known is not None else None
+            if found is not None:
+                counted = self._known_read(config, source, name, found)
+                if counted is not None:
+                    return counted
         try:
             reader = _Reader(_nested_keys(config, source, self), source, self)
             namespace, values = read_symbols(reader)
@@ -293,7 +303,112 @@ class Compiled:
             parts=(),
             config=config,
         )
+        if known is not None and len(self._known) < 4096:
+            given = tuple(config.get(key, _ABSENT) for key, _, _ in self._free)
+            self._known[known] = _Known(dict(by_name), plan, decided.shown, given, numbers, dict(ordered))
         return counted
+
+    def _known_read(self, config: dict[str, Any], source: str, name: str | None, known: _Known) -> Counted | None:
+        """``config`` counted from what a config of the same :meth:`_known_key` gave, with the values of
+        :attr:`_free` taken from ``config`` (its counts computed again when they differ); None when one of those is
+        not an integer in the range the reader takes straight (the config is then read in full)."""
+        given = tuple(config.get(key, _ABSENT) for key, _, _ in self._free)
+        if given == known.given and _GIVEN.issuperset(map(type, given)):  # true == 1: the types too
+            values, numbers = dict(known.shown), known.numbers
+        else:
+            by_name = dict(known.values)
+            for (_, symbol, minimum), value in zip(self._free, given, strict=True):
+                if value is _ABSENT:
+                    continue  # absent here as in the config read: its default, from the values of the others
+                if type(value) is not int or not minimum <= value <= MAX_SIZE:
+                    return None
+                by_name[symbol] = value
+            numbers = _value(known.plan.counted, by_name)
+            if not _INT.issuperset(map(type, numbers)):
+                return None
+            values = {n: by_name[n] for n in known.names if n in by_name}
+        counted = _new(Counted)
+        counted.__dict__.update(
+            name=name or source,
+            source=source,
+            architecture=self,
+            values=values,
+            plan=known.plan,
+            numbers=numbers,
+            composite=None,
+            parts=(),
+            config=config,
+        )
+        return counted
+
+    @cached_property
+    def _free(self) -> tuple[tuple[str, str, int], ...]:
+        """(key, symbol, least value) of each symbol whose key's integer value the reader takes as it is and that
+        nothing else reads: no refusal, check, layer condition, choice, activation table or window
+        (:attr:`_decision_names`), no other symbol's default, null, adjustment, string or absence rule, and no
+        other symbol or [keys] entry from the same key. Its value changes the counts only, so configs that differ in
+        these alone share one :attr:`_known` entry."""
+        if self._read_names is None:
+            return ()
+        taken = set(self._decision_names)
+        for spec in self.data["symbols"]:
+            texts = [spec[field] for field in ("default", "null", "adjust", "absent")]
+            texts += list(spec["strings"].values())
+            taken.update(n for text in texts if text not in (None, "none", "required") for n in _condition_names(text))
+        keys = [spec.key for spec in self.symbols]
+        free = []
+        for spec in self.symbols:
+            plain = not (spec.distinct or spec.length or spec.largest or spec.summed or spec.same or spec.zero_is_none)
+            plain = plain and not spec.ratio and spec.adjust is None and spec.on is None
+            if not plain or self.aliases.get(spec.key) or spec.key in self.keys or keys.count(spec.key) > 1:
+                continue
+            if spec.key in taken or spec.symbol.name in taken:
+                continue
+            free.append((spec.key, spec.symbol.name, spec.minimum))
+        return tuple(free)
+
+    @cached_property
+    def _read_names(self) -> tuple[str, ...] | None:
+        """Every key of a config the reader reads (each symbol's and [keys] key, their aliases, the per-layer object):
+        what it reads, checks and counts is a function of their values alone. None for a record with dotted keys
+        (read from sub-objects) or a symbol read per layer, whose configs are read in full every time."""
+        if self.nested or self._decision_names is None:
+            return None
+        names = [*self.keys, *(spec.key for spec in self.symbols), self.per_layer]
+        names += [alias for name in list(names) for alias in self.aliases.get(name, ())]
+        return tuple(dict.fromkeys(name for name in names if name))
+
+    @cached_property
+    def _fixed_names(self) -> tuple[str, ...]:
+        """:attr:`_read_names` but the keys of :attr:`_free`."""
+        free = {key for key, _, _ in self._free}
+        return tuple(name for name in self._read_names if name not in free)
+
+    @cached_property
+    def _known(self) -> dict[tuple, _Known]:
+        """The values, plan and names shown of a config read, by :meth:`_known_key`: a config whose keys the reader
+        reads hold the values (and types) of one read before, but for the keys of :attr:`_free`, is counted from
+        them (:meth:`_known_read`) without reading and checking its keys again. Only configs that passed every rule
+        are kept.
+        """
+        return {}
+
+    def _known_key(self, config: dict[str, Any]) -> tuple | None:
+        """The values of :attr:`_fixed_names` in ``config`` with their types (absent is its own; a list of names or
+        layer indices as a tuple), or None when one cannot be a key (an object)."""
+        given = [config.get(name, _ABSENT) for name in self._fixed_names]
+        given += [key in config for key, _, _ in self._free]  # a key left out reads as its default
+        key = (*given, *map(type, given))
+        try:
+            hash(key)
+        except TypeError:
+            frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _ENTRIES else v for v in given)
+            key = (*frozen, *map(type, given))
+            try:
+                hash(key)
+            except TypeError:
+                return None
+        return key
 
     @cached_property
     def _decision_names(self) -> tuple[str, ...] | None:
@@ -496,6 +611,19 @@ class Decided(NamedTuple):
     layers: tuple[tuple[str, int], ...]
     plan: Plan
     shown: tuple[str, ...]
+
+
+class _Known(NamedTuple):
+    """What a config read in full gave, for :meth:`Compiled._known_read`: every value by name, the plan of its terms,
+    the names shown, its values of :attr:`Compiled._free` as given (absent: ``_ABSENT``), its counts and the values
+    shown."""
+
+    values: dict[str, int]
+    plan: Plan
+    names: tuple[str, ...]
+    given: tuple
+    numbers: tuple[int, ...]
+    shown: dict[str, int]
 
 
 class Plan(NamedTuple):

@@ -171,7 +171,7 @@ def run(
 ) -> None:
     """Resolve the inputs, compute model states and activations per GPU, print; with ``conventions``, Korthikanti
     et al.'s activations per layer beside llmcount's."""
-    if not conventions and _plain(spec, dtype, seq, batch, options, as_json):
+    if _plain(spec, dtype, seq, batch, options, as_json, conventions):
         return
     from ..formulas import training as tr
     from ..renderers.training import render_training, training_data
@@ -200,25 +200,46 @@ def run(
         result = with_parts_training(model, result, options["--optimizer"].value, freeze, lora)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
-    extra = _conventions(model, result, seq_, batch_, parallel, options) if conventions else None
-    megatron = _megatron(model, result, seq_, batch_, parallel, options) if conventions else None
-    if as_json:
-        data = training_data(model, result, seq_, batch_)
-        if extra is not None:
-            from ..renderers.activation_conventions import conventions_data, deepspeed_data, megatron_data
+    if conventions:
+        from ..formulas.megatron_memory import described
 
-            data["activation_conventions"] = conventions_data(*extra)
-            data["megatron_memory"] = megatron_data(*megatron)
-            data["deepspeed_memory"] = deepspeed_data(*_deepspeed(model, parallel))
-        print_json(data)
+        beside = _beside(described(model), result, seq_, batch_, parallel, options)
     else:
-        typer.echo(render_training(model, result, seq_, batch_, terminal_width()).rstrip())
-        if extra is not None:
-            from ..renderers.activation_conventions import render_conventions, render_deepspeed, render_megatron
+        beside = None
+    if as_json:
+        _print_json(training_data(model, result, seq_, batch_), beside)
+    else:
+        _print_text(render_training(model, result, seq_, batch_, terminal_width()).rstrip(), beside)
 
-            typer.echo("\n" + render_conventions(*extra))
-            typer.echo("\n" + render_megatron(*megatron))
-            typer.echo("\n" + render_deepspeed(*_deepspeed(model, parallel)))
+
+def _beside(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
+    """What ``--conventions`` prints beside the estimate, for a model described by
+    :class:`llmcount.formulas.megatron_memory.Described`: Korthikanti's rows, Megatron's and DeepSpeed's estimates."""
+    extra = _conventions(model, result, seq, batch, parallel, options)
+    megatron = _megatron(model, result, seq, batch, parallel, options)
+    return extra, megatron, _deepspeed(model, parallel)
+
+
+def _print_json(data: dict, beside) -> None:
+    if beside is not None:
+        from ..plain_conventions import conventions_data, deepspeed_data, megatron_data
+
+        extra, megatron, deepspeed = beside
+        data["activation_conventions"] = conventions_data(*extra)
+        data["megatron_memory"] = megatron_data(*megatron)
+        data["deepspeed_memory"] = deepspeed_data(*deepspeed)
+    print_json(data)
+
+
+def _print_text(text: str, beside) -> None:
+    typer.echo(text)
+    if beside is not None:
+        from ..plain_conventions import render_conventions, render_deepspeed, render_megatron
+
+        extra, megatron, deepspeed = beside
+        typer.echo("\n" + render_conventions(*extra))
+        typer.echo("\n" + render_megatron(*megatron))
+        typer.echo("\n" + render_deepspeed(*deepspeed))
 
 
 def _scheme_note(model, dtype: str) -> None:
@@ -235,7 +256,9 @@ def _scheme_note(model, dtype: str) -> None:
         )
 
 
-def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool) -> bool:
+def _plain(
+    spec: str, dtype: str, seq: str, batch: str, options: dict[str, object], as_json: bool, conventions: bool = False
+) -> bool:
     """The estimate of :func:`run` by the compiled path (:mod:`llmcount.plain_training`, no sympy), printed; False,
     having printed nothing, for what it does not take (then :func:`run` computes through sympy, which words every
     error): a model or an option set its snapshots do not hold (a composite model, and so any --freeze-vision it
@@ -282,6 +305,10 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
             options["--recompute"].value,
             lora,
         )
+        if conventions:
+            from ..plain_conventions import described
+
+            model_described = described(model)
     except (LlmcountError, Fallback):
         return False
     if options.get("--freeze-vision"):  # the compiled path reads language models only (formulas.tower_memory)
@@ -290,20 +317,21 @@ def _plain(spec: str, dtype: str, seq: str, batch: str, options: dict[str, objec
     note = unseen_note(model, config)
     if note:
         typer.echo(note, err=True)
+    beside = _beside(model_described, result, seq_, batch_, parallel, options) if conventions else None
     if as_json:
-        print_json(plain.training_data(model, result, seq_, batch_))
+        _print_json(plain.training_data(model, result, seq_, batch_), beside)
     else:
-        typer.echo(plain.render_training(model, result, seq_, batch_, terminal_width()).rstrip())
+        _print_text(plain.render_training(model, result, seq_, batch_, terminal_width()).rstrip(), beside)
     return True
 
 
 def _deepspeed(model, parallel):
     """DeepSpeed's ZeRO-2 and ZeRO-3 estimates for the model's parameters over every GPU of the options, one node."""
-    from ..formulas.deepspeed_memory import estimates, largest_layer
+    from ..formulas.deepspeed_memory import estimates, largest_of
 
-    name, largest = largest_layer(model)
+    name, largest = largest_of((t.path, t.count) for t in model.terms)
     gpus = parallel.gpus
-    return estimates(model.counts.total, largest, gpus, 1), model.counts.total, (name, largest), gpus
+    return estimates(model.total, largest, gpus, 1), model.total, (name, largest), gpus
 
 
 def _megatron(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
@@ -330,13 +358,12 @@ def _megatron(model, result, seq: int, batch: int, parallel, options: dict[str, 
 def _conventions(model, result, seq: int, batch: int, parallel, options: dict[str, object]):
     """Korthikanti's rows for the model's sizes and llmcount's exact bytes of its heaviest layer on the GPU."""
     from ..formulas.activation_conventions import korthikanti
-    from ..formulas.symbols import d, h
 
-    if h not in model.values:
+    if "h" not in model.values:
         raise fail(
             f"{model.name}: --conventions: Korthikanti's 5as/h needs the attention heads a; this family has none"
         )
-    sizes = {"s": seq, "b": batch, "h": model.values[d], "a": model.values[h], "t": parallel.tp}
+    sizes = {"s": seq, "b": batch, "h": model.values["d"], "a": model.values["h"], "t": parallel.tp}
     recompute = options["--recompute"].value
     rows = korthikanti(seq, batch, sizes["h"], sizes["a"], parallel.tp, parallel.sequence_parallel, recompute)
     a = result.activations

@@ -28,14 +28,11 @@ from ..shown import Shown
 from .config import Model
 from .derivation import evaluate_int
 from .flops import Flops, is_matmul_weight, linear_flops, state_flops
+from .megatron_memory import MEGATRON_COMMIT, MEGATRON_VOCAB_MULTIPLE
 from .symbols import V, d, h
 
-MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 TORCHTITAN_COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
 MAXTEXT_COMMIT = "e591f30cbbf217ed67ef71263ec0538239f9c3b8"
-MEGATRON_VOCAB_MULTIPLE = 128
-"""Megatron pads the vocabulary to a multiple of ``--make-vocab-size-divisible-by`` (default 128) times the
-tensor-parallel size (``vocab_size_with_padding`` in megatron/core/tokenizers/utils/build_tokenizer.py); TP = 1."""
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,13 @@ with the most parameters of its own (``recurse=False``). DeepSpeed prints GB of 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from .config import Model
-from .derivation import evaluate_int
+if TYPE_CHECKING:
+    from .config import Model
 
 DEEPSPEED_COMMIT = "38327e07f6cd39b63418f60cedd1651b0be3e7c3"
 SOURCE = (
@@ -91,9 +93,16 @@ def estimates(params: int, largest_layer: int, gpus_per_node: int = 1, nodes: in
 
 def largest_layer(model: Model) -> tuple[str, int]:
     """The module with the most parameters of its own (a weight and its bias), by its record path, and that count."""
+    from .derivation import evaluate_int
+
+    return largest_of((t.path, evaluate_int(t.expr, model.values, t.path)) for t in model.derivation.terms)
+
+
+def largest_of(terms: Iterable[tuple[str, int]]) -> tuple[str, int]:
+    """:func:`largest_layer` of each term's path and per-layer count."""
     modules: dict[str, int] = {}
-    for term in model.derivation.terms:
-        module = term.path.removesuffix(".bias").removesuffix(".weight")
-        modules[module] = modules.get(module, 0) + evaluate_int(term.expr, model.values, term.path)
+    for path, count in terms:
+        module = path.removesuffix(".bias").removesuffix(".weight")
+        modules[module] = modules.get(module, 0) + count
     name = max(modules, key=modules.__getitem__)
     return name, modules[name]

@@ -24,15 +24,20 @@ Exact: Fractions of bytes (Megatron's float arithmetic, without the rounding).""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LlmcountError
-from .config import Model
-from .conventions import MEGATRON_COMMIT, MEGATRON_VOCAB_MULTIPLE
-from .derivation import evaluate_int
-from .flops import is_matmul_weight
-from .symbols import N, V, d, d_ff, h, h_d, h_kv
+
+if TYPE_CHECKING:
+    from .config import Model
+
+MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+MEGATRON_VOCAB_MULTIPLE = 128
+"""Megatron pads the vocabulary to a multiple of ``--make-vocab-size-divisible-by`` (default 128) times the
+tensor-parallel size (``vocab_size_with_padding`` in megatron/core/tokenizers/utils/build_tokenizer.py); TP = 1."""
 
 SOURCE = (
     "Megatron-LM megatron/training/theoretical_memory_usage.py, report_theoretical_memory: "
@@ -143,17 +148,64 @@ def activation_bytes(a: MegatronArgs) -> tuple[Fraction, str]:
     return memory * Fraction(105, 100), "compute_activation_memory_without_sp"
 
 
-def _per_layer(model: Model, group: str, layers: int, matmul: bool) -> int:
+@dataclass(frozen=True)
+class Term:
+    """What Megatron's formula reads of one of the model's terms: its path and group, whether it is a weight matrix
+    (``flops.is_matmul_weight``), its layers and per-layer count evaluated, whether it is an embedding and whether
+    its expression is V·d."""
+
+    path: str
+    group: str
+    matmul: bool
+    layers: int
+    count: int
+    embedding: bool
+    vocab_by_d: bool
+
+
+@dataclass(frozen=True)
+class Described:
+    """What :func:`args_of` reads of a model, by either path: its name, whether its record has state layers, its
+    values by symbol name, its terms, whether its head is tied, its total parameters."""
+
+    name: str
+    states: bool
+    values: dict[str, Any]
+    terms: tuple[Term, ...]
+    tied: bool
+    total: int
+
+
+def described(model: Model) -> Described:
+    """The :class:`Described` of a Model of the sympy path."""
+    from .derivation import evaluate_int
+    from .flops import is_matmul_weight
+    from .symbols import V, d
+
     values = model.values
-    return sum(
-        evaluate_int(t.expr, values, t.path)
+    states = bool(model.derivation.architecture.states)
+    terms = tuple(
+        Term(
+            t.path,
+            t.group,
+            is_matmul_weight(t),
+            evaluate_int(t.layers, values, t.path),
+            evaluate_int(t.expr, values, t.path),
+            t.embedding,
+            t.expr == V * d,
+        )
         for t in model.derivation.terms
-        if t.group == group and is_matmul_weight(t) == matmul and evaluate_int(t.layers, values, t.path) == layers
     )
+    named = {getattr(s, "name", s): v for s, v in values.items()}
+    return Described(model.name, states, named, terms, model.tied, model.counts.total)
+
+
+def _per_layer(terms: Iterable[Term], group: str, layers: int, matmul: bool) -> int:
+    return sum(t.count for t in terms if t.group == group and t.matmul == matmul and t.layers == layers)
 
 
 def megatron_args(
-    model: Model,
+    model: Model | Described,
     seq: int,
     micro_batch: int,
     tp: int = 1,
@@ -163,30 +215,31 @@ def megatron_args(
     recompute: str = "none",
     distributed_optimizer: bool = False,
 ) -> tuple[MegatronArgs, tuple[tuple[str, int], ...]]:
-    """Megatron's args for ``model`` and the parameters its count leaves out; LlmcountError naming what its dense
-    formula cannot describe."""
-    values, family = model.values, model.derivation.architecture
-    why = f"{model.name}: Megatron-LM's theoretical memory (dense path, as transcribed) is not given"
-    if family.states:
+    """Megatron's args for ``model`` (a Model or its :class:`Described`) and the parameters its count leaves out;
+    LlmcountError naming what its dense formula cannot describe."""
+    m = model if isinstance(model, Described) else described(model)
+    values, terms = m.values, m.terms
+    why = f"{m.name}: Megatron-LM's theoretical memory (dense path, as transcribed) is not given"
+    if m.states:
         raise LlmcountError(f"{why}: it has state layers (Megatron says: not yet supported for hybrid models)")
-    missing = [s.name for s in (N, V, d, d_ff, h) if s not in values]
+    missing = [name for name in ("N", "V", "d", "d_ff", "h") if name not in values]
     if missing:
         raise LlmcountError(f"{why}: the config gives no {', '.join(missing)}")
-    L, hidden, ffn = values[N], values[d], values[d_ff]
-    groups = {t.group for t in model.derivation.terms}
+    L, hidden, ffn = values["N"], values["d"], values["d_ff"]
+    groups = {t.group for t in terms}
     if groups - {"embedding", "attention", "mlp", "norms", "head"}:
         extra = ", ".join(sorted(groups - {"embedding", "attention", "mlp", "norms", "head"}))
         raise LlmcountError(f"{why}: its layers have parts ({extra}) the dense formula has no term for")
-    for t in model.derivation.terms:
-        if evaluate_int(t.layers, values, t.path) not in (1, L):
+    for t in terms:
+        if t.layers not in (1, L):
             raise LlmcountError(f"{why}: {t.path} is in some of the layers only; the formula has one kind of layer")
-    heads = values[h]
-    groups_kv = values.get(h_kv, heads)
-    head_size = values.get(h_d, hidden // heads)
-    mlp = _per_layer(model, "mlp", L, True)
+    heads = values["h"]
+    groups_kv = values.get("h_kv", heads)
+    head_size = values.get("h_d", hidden // heads)
+    mlp = _per_layer(terms, "mlp", L, True)
     if mlp not in (2 * hidden * ffn, 3 * hidden * ffn):
         raise LlmcountError(f"{why}: its MLP's weights ({mlp:,} a layer) are neither 2·d·d_ff nor 3·d·d_ff (SwiGLU)")
-    norms = _per_layer(model, "norms", L, False)
+    norms = _per_layer(terms, "norms", L, False)
     if norms not in (2 * hidden, 4 * hidden):
         raise LlmcountError(f"{why}: its norms ({norms:,} parameters a layer) are not two RMSNorms or LayerNorms")
     args = MegatronArgs(
@@ -198,8 +251,8 @@ def megatron_args(
         kv_channels=head_size,
         swiglu=mlp == 3 * hidden * ffn,
         norm_size=norms // (2 * hidden),
-        untie_embeddings_and_output_weights=not model.tied,
-        padded_vocab_size=-(-values[V] // (MEGATRON_VOCAB_MULTIPLE * tp)) * MEGATRON_VOCAB_MULTIPLE * tp,
+        untie_embeddings_and_output_weights=not m.tied,
+        padded_vocab_size=-(-values["V"] // (MEGATRON_VOCAB_MULTIPLE * tp)) * MEGATRON_VOCAB_MULTIPLE * tp,
         seq_length=seq,
         micro_batch_size=micro_batch,
         tensor_model_parallel_size=tp,
@@ -209,31 +262,31 @@ def megatron_args(
         recompute_granularity=None if recompute == "none" else recompute,
         use_distributed_optimizer=distributed_optimizer,
     )
-    attention = _per_layer(model, "attention", L, True)
+    attention = _per_layer(terms, "attention", L, True)
     if attention != _attention(args):
         raise LlmcountError(
             f"{why}: its attention's weights ({attention:,} a layer) are not 2·d·h·d_h + 2·d·g·d_h "
             f"({int(_attention(args)):,}), the formula's Q, K, V and output projections"
         )
-    final = _per_layer(model, "norms", 1, False)
+    final = _per_layer(terms, "norms", 1, False)
     if final != args.norm_size * hidden:
         raise LlmcountError(f"{why}: its final norm ({final:,} parameters) is not one {args.norm_size}·d norm")
     left_out = tuple(
-        (t.path, evaluate_int(t.layers * t.expr, values, t.path))
-        for t in model.derivation.terms
-        if (t.group in ("attention", "mlp") and not is_matmul_weight(t))
-        or (t.embedding and t.path != "head/lm_head" and t.expr != V * d)
+        (t.path, t.layers * t.count)
+        for t in terms
+        if (t.group in ("attention", "mlp") and not t.matmul)
+        or (t.embedding and t.path != "head/lm_head" and not t.vocab_by_d)
     )
-    unpadded = parameters(replace(args, padded_vocab_size=values[V]))
-    if unpadded + sum(n for _, n in left_out) != model.counts.total:
+    unpadded = parameters(replace(args, padded_vocab_size=values["V"]))
+    if unpadded + sum(n for _, n in left_out) != m.total:
         raise LlmcountError(
-            f"{why}: its formula counts {int(unpadded):,} of the model's {model.counts.total:,} parameters, and "
+            f"{why}: its formula counts {int(unpadded):,} of the model's {m.total:,} parameters, and "
             f"{sum(n for _, n in left_out):,} are biases, position tables and norms it has no term for"
         )
     return args, left_out
 
 
-def megatron_memory(model: Model, seq: int, micro_batch: int, **options) -> MegatronMemory:
+def megatron_memory(model: Model | Described, seq: int, micro_batch: int, **options) -> MegatronMemory:
     """Megatron-LM's theoretical memory for ``model`` (options: tp, pp, dp, sequence_parallel, recompute,
     distributed_optimizer)."""
     args, left_out = megatron_args(model, seq, micro_batch, **options)

@@ -13,7 +13,9 @@ and ``tests/test_plain_training.py`` fails while one is stale. A record's file h
 * for each selection of terms the bundled presets and the record's defaults make (the count snapshot's key), each
   term's path, group and flags, its layers, per-layer count and total compiled, the part of its count tensor
   parallelism divides and the part it keeps (``training.tp_split``), whether tp > 1 is refused for it, the sizes
-  tp must divide, whether it is a weight matrix and its two sides (Adafactor's rows + columns); the LoRA formula of
+  tp must divide, whether it is a weight matrix and its two sides (Adafactor's rows + columns), whether it is a
+  matmul weight (``flops.is_matmul_weight``) and whether its expression is V·d (Megatron's and DeepSpeed's estimates
+  of ``--conventions`` read these); whether the record has state layers; the LoRA formula of
   the usual target lists (:data:`LORA_TARGETS`), by the terms they adapt;
 * the record's ``[activations]`` table: each entry's size compiled, and split by monomial as tensor parallelism
   splits it (token-expert pairs, sizes tp splits, the rest: ``Saved.split``), its dtype, layers, condition;
@@ -37,9 +39,10 @@ from ..errors import LlmcountError
 from . import activations as act
 from . import records
 from . import training as tr
+from .flops import is_matmul_weight
 from .records import Family
 from .snapshot import _default_config, _preset_configs, bundled, record_hash, write_folder
-from .symbols import k
+from .symbols import V, d, k
 
 RUNS = tuple(itertools.product(("bf16", "fp32"), ("sdpa", "eager"), ("none", "selective", "full")))
 """The compute dtypes, attention implementations and recomputations whose activation formulas are kept (fp16 has
@@ -109,6 +112,8 @@ def _term(term: Any) -> dict[str, Any]:
         "split_symbols": sorted(s.name for s in split.free_symbols & (set(tr.TP_SPLIT) - set(tr.TP_PADDED))),
         "matrix": matrix,
         "sides": sides,
+        "matmul": is_matmul_weight(term),
+        "vocab_by_d": term.expr == V * d,
     }
 
 
@@ -255,6 +260,7 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]], shared: 
         "format": plain_training.FORMAT,
         "hash": record_hash(family),
         "name": family.name,
+        "states": bool(family.states),
         "selections": {},
         "activations": None,
     }

@@ -87,15 +87,16 @@ class Quant:
         0.20.0 utils/match.py); MLX's per-module ``false``. Plain names are looked up in sets, patterns compiled
         once (:attr:`_matchers`)."""
         literal, patterns, names, regexes = self._matchers
-        suffixes = {module[i:] for i in range(len(module))}
-        if literal & suffixes:  # a suffix, or (a module-boundary prefix is a suffix of it only when equal) the name
-            return True
         parts = module.split(".")
-        if any(".".join(parts[:i]) in literal for i in range(1, len(parts) + 1)):
-            return True
+        if literal:
+            suffixes = {module[i:] for i in range(len(module))}
+            if literal & suffixes:  # a suffix, or (a module-boundary prefix is a suffix of it only when equal) the name
+                return True
+            if any(".".join(parts[:i]) in literal for i in range(1, len(parts) + 1)):
+                return True
         if any(p.match(module) for p in patterns):
             return True
-        if any(".".join(parts[i:]) in names for i in range(len(parts))):
+        if names and any(".".join(parts[i:]) in names for i in range(len(parts))):
             return True
         if any(r.match(module) for r in regexes):
             return True

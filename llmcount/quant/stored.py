@@ -179,6 +179,7 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     groups: list[Group] = []
     matched: set[str] = set()
     placed: set[str] = set()
+    sized: dict[tuple, list[TensorBytes]] = {}
     for term, component in zip(model.terms, model.counts.components, strict=True):
         kept = TensorBytes("", (component.count,), dtype_code, 1, True)
         if not _convertible(term, quant.scheme, isinstance(table.get(term.path), list)):
@@ -229,7 +230,11 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
                 if skipped or not _fits(quant, out_f, in_f) or not converts_class(quant.scheme.method, cls):
                     tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
                     continue
-                tensors.extend(_stored(quant, sizes, dtype_code, count, out_f, in_f, f"{model.name}: {term.path}"))
+                key = (*sizes.items(), out_f, in_f)
+                made = sized.get(key)
+                if made is None:  # the same sizes and shape store the same tensors (every expert of every layer)
+                    made = sized[key] = _stored(quant, sizes, dtype_code, 1, out_f, in_f, f"{model.name}: {term.path}")
+                tensors.extend(TensorBytes(t.suffix, t.shape, t.dtype, count, t.weight) for t in made)
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
     notes = [note] if note else []
     if towers:
