@@ -5,7 +5,8 @@ A tower or projector record (``towers/``) lists, in its ``[[flops]]``, the matmu
 over one image at the config's image size, each the FLOPs of one of its ``layers`` layers, in the convention of
 :mod:`.flops` (torch's ``FlopCounterMode``: 2 FLOPs per multiply-add; biases, norms, activations, softmax and
 pooling not counted); its ``image_tokens`` gives the tokens each image puts into the language model. An entry of a
-group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted.
+group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted;
+an entry of a group no term of the record has (a matmul without a weight: Gemma 4's pooler) always runs.
 A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name.
 
 The whole forward for B sequences, each of S text tokens and N images of t tokens: the parts run B·N times, the
@@ -106,10 +107,26 @@ def sized_values(part: Model, name: str, size: tuple[int, int] | None) -> dict:
     return values
 
 
-def part_flops(part: Model, role: str, name: str, size: tuple[int, int] | None = None) -> list[ImageTerm]:
+def with_tower_tokens(part: Model, values: dict, tokens: int | None) -> dict:
+    """``values`` with the tower's tokens per image (``tokens``, at the image size of --image-size) under the symbol
+    a projector reads them with (the key ``vision_config.image_tokens``), when it reads them and they are given."""
+    from .parts import TOWER_TOKENS
+
+    if tokens is None:
+        return values
+    for spec in part.architecture.symbols:
+        if spec.key == TOWER_TOKENS:
+            values = {**values, spec.symbol: tokens}
+    return values
+
+
+def part_flops(
+    part: Model, role: str, name: str, size: tuple[int, int] | None = None, tokens: int | None = None
+) -> list[ImageTerm]:
     """The matmuls of one part (a tower or a projector read with its record) per image, evaluated on its config (and
-    the image's size, for a tower whose config names none); refused by name when its record has no ``[[flops]]`` or
-    leaves a weight's group without an entry."""
+    the image's size, for a tower whose config names none; ``tokens``: the tower's tokens per image at that size, for
+    a projector that reads them); refused by name when its record has no ``[[flops]]`` or leaves a weight's group
+    without an entry."""
     record = part.architecture
     if not record.flops:
         raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
@@ -120,10 +137,12 @@ def part_flops(part: Model, role: str, name: str, size: tuple[int, int] | None =
         raise LlmcountError(
             f"{name}: FLOPs per image: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet"
         )
-    values = sized_values(part, name, size)
+    values = with_tower_tokens(part, sized_values(part, name, size), tokens)
+    weighted = {choice.term.path.partition("/")[0] for choice in record.choices}
     terms = []
     for op in record.flops:
-        if op.path.partition("/")[0] not in groups:
+        group = op.path.partition("/")[0]
+        if group in weighted and group not in groups:
             continue  # a group of which this config has no weight: not run
         total = expand(op.layers * op.expr)
         terms.append(ImageTerm(role, op.path, total, op.note, evaluate_int(total, values, f"{op.path} FLOPs")))
@@ -152,8 +171,10 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
     tokens: tuple[Expr, int] | None = None
     for part in parts:
         name = model.whole_name or model.name
-        terms += part_flops(part.model, part.role, name, size)
-        record, values = part.model.architecture, sized_values(part.model, name, size)
+        sized = tokens[1] if tokens is not None and size is not None else None  # the tower's, at --image-size
+        terms += part_flops(part.model, part.role, name, size, sized)
+        record = part.model.architecture
+        values = with_tower_tokens(part.model, sized_values(part.model, name, size), sized)
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
