@@ -109,7 +109,8 @@ def flops(
         typer.Option(
             "--image-size",
             help="With --images: the image's height and width in pixels (HxW, or one side of a square), for a "
-            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL and MiniMax-M3-VL take any).",
+            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL, MiniMax-M3-VL and Gemma 4 "
+            "take any).",
             metavar="HxW",
         ),
     ] = None,
