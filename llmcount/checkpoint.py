@@ -689,6 +689,10 @@ def _note(path: str, formula: int, checkpoint: int, model: Model, rows: dict[str
         return "a buffer of the model, saved with the weights: not a parameter"
     if path == "moe/router.e_score_correction_bias":
         return "a buffer in transformers' model (routing bias), not a parameter"
+    if path.startswith("parts/") and "/buffer/" in path:
+        return "a buffer of the part, saved with the weights: not a parameter"
+    if path.startswith("parts/"):
+        return f"the {path.removeprefix('parts/').replace('_', ' ')} part's tensors in the checkpoint against its count"
     parts = model.composite.parts_modules if model.composite is not None else ()
     if path.removeprefix("other/") in (*_OTHER_TOWERS, *parts):  # parts_modules: the composite's own (embed_audio)
         return "a multimodal checkpoint's vision or audio part: not in the text model's formula"
@@ -880,9 +884,11 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     rows: dict[str, set[int]] = {}
     unmapped = []
     place = _mtp_places(model)
+    part_of = _part_places(model)
     layers = named(model)["N"]
     for tensor in plain.tensors:
         path = place(tensor.name) if place is not None else None
+        path = path or (part_of(tensor.name) if part_of is not None else None)
         path = path or component_path(tensor.name, layers, paths)
         if path is None:
             unmapped.append(tensor)
@@ -901,6 +907,14 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
             path = _shared(component.path, names.shared) if component.path.count("/") > 1 else component.path
             formula[path] = formula.get(path, 0) + component.count
         mtp_note = _mtp_note(module)
+    parts_note = ""
+    if part_of is not None and any(p.startswith("parts/") for p in found):  # the checkpoint holds the parts
+        for name, part in part_of.parts.items():  # type: ignore[attr-defined]
+            formula[f"parts/{name}"] = formula.get(f"parts/{name}", 0) + part.model.counts.total
+        parts_note = (
+            "the checkpoint holds the model's parts besides the language model: each part's tensors (its modules) "
+            "are set against its count (parts/<name>), included in the formula total"
+        )
     paths = [*formula, *sorted(set(found) - set(formula))]
     checks = tuple(
         ComponentCheck(p, formula.get(p, 0), found.get(p, 0), _note(p, formula.get(p, 0), found.get(p, 0), model, rows))
@@ -923,13 +937,44 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
         model=model.name,
         source=printable(source),
         mode=mode,
-        formula_total=sum(formula.values()) if mtp_note else model.counts.total,
+        formula_total=sum(formula.values()) if mtp_note or parts_note else model.counts.total,
         checkpoint_total=sum(t.elements for t in plain.tensors),
         components=checks,
         unmapped=tuple(unmapped),
-        note="; ".join(n for n in (note, mtp_note) if n),
+        note="; ".join(n for n in (note, mtp_note, parts_note) if n),
         stored=stored_groups,
     )
+
+
+def part_name(role: str) -> str:
+    """A part's ``--part`` name from its role: ``vision tower`` -> ``vision``, ``audio projector`` ->
+    ``audio_projector``."""
+    return role.removesuffix(" tower").replace(" ", "_")
+
+
+def _part_places(model: Model) -> Any:
+    """A function giving the ``parts/<name>`` path of a tensor of one of a composite's parts (None for any other
+    tensor), by the top-level module its name starts with (after an optional ``model.``) and the composite's
+    ``modules``; with the parts by name as its ``parts`` attribute. None for a model whose composite names no modules
+    of its parts, or none of them counted."""
+    composite = getattr(model, "composite", None)
+    parts = {part_name(part.role): part for part in getattr(model, "parts", ())}
+    if composite is None or not composite.modules or not parts:
+        return None
+    owner = {module: name for name, modules in composite.modules.items() if name in parts for module in modules}
+
+    def place(tensor: str) -> str | None:
+        names = tensor.split(".")
+        top = names[1] if names[0] == "model" and len(names) > 2 else names[0]
+        name = owner.get(top)
+        if name is None:
+            return None
+        buffers = parts[name].model.architecture.checkpoint.buffers
+        saved = next((ending for ending in buffers if _ends(tensor, ending)), None)
+        return f"parts/{name}/buffer/{saved}" if saved is not None else f"parts/{name}"
+
+    place.parts = parts  # type: ignore[attr-defined]
+    return place
 
 
 def _mtp_note(module: Any, where: str = "its tensors are the mtp/ rows") -> str:

@@ -330,8 +330,8 @@ def test_count_and_formula_name_each_part(tmp_path) -> None:
             "audio_config.output_dim (1024), the width of the audio encoder's output, is not the language model's",
         ),
         (
-            {"model_type": "gemma4", "audio_config": {"subsampling_conv_channels": [64, 32]}},
-            "subsampling_conv_channels ([64, 32]) is counted only as Gemma 4's [128, 32]",
+            {"model_type": "gemma4", "audio_config": {"subsampling_conv_channels": [64]}},
+            "subsampling_conv_channels ([64]) must be a list of at least two positive integers",
         ),
         ({"model_type": "gemma4", "audio_config": [1]}, "key 'audio_config' must be a JSON object"),
         (  # Gemma4UnifiedAudioConfig's hidden_size sets audio_embed_dim to 1280 (the test below builds it)

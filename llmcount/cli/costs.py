@@ -109,8 +109,19 @@ def flops(
         typer.Option(
             "--image-size",
             help="With --images: the image's height and width in pixels (HxW, or one side of a square), for a "
-            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL and MiniMax-M3-VL take any).",
+            "tower whose config names no image size (the ViTs of Qwen2-VL, Qwen2.5-VL, MiniMax-M3-VL and Gemma 4 "
+            "take any).",
             metavar="HxW",
+        ),
+    ] = None,
+    audio_frames: Annotated[
+        str | None,
+        typer.Option(
+            "--audio-frames",
+            help="One audio per sequence of this many log-mel frames (the audio encoder's input_features; 100 a "
+            "second at Whisper's hop of 160 samples at 16 kHz): the audio encoder's and projector's FLOPs, plus the "
+            "language model over its audio tokens too.",
+            metavar="INT",
         ),
     ] = None,
     as_json: JsonOption = False,
@@ -125,6 +136,8 @@ def flops(
     Example: llmcount flops ./gemma-3-27b-it/ --images 1 --seq 4096
 
     Example: llmcount flops ./Qwen2.5-VL-7B-Instruct/ --images 1 --image-size 448x448
+
+    Example: llmcount flops ./Qwen2.5-Omni-7B/ --audio-frames 3000
     """
     if image_size is not None and images is None:  # usage errors (exit 2): the option without its --images, or
         raise click.UsageError(  # a value that is no image size
@@ -136,6 +149,8 @@ def flops(
         raise click.UsageError(str(exc)) from None
     if images is not None and (conventions or mtp is not None):
         raise fail("--images with flops: forward FLOPs only, not with --conventions or --mtp")
+    if audio_frames is not None and (conventions or mtp is not None):
+        raise fail("--audio-frames with flops: forward FLOPs only, not with --conventions or --mtp")
     if mtp is not None and not conventions:
         raise fail("--mtp with flops: Megatron-LM's MTP layers in --conventions (flops MODEL --conventions --mtp 1)")
     if conventions:
@@ -148,8 +163,10 @@ def flops(
     try:
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         images_ = _images(images)
+        frames = _audio_frames(audio_frames)
         model = load_counted(spec)
-        data = counting.flops_data(model, seq_, batch_, causal) if as_json and not images_ else None  # no sympy
+        plain = as_json and not images_ and not frames
+        data = counting.flops_data(model, seq_, batch_, causal) if plain else None  # no sympy
         if data is not None:
             return print_json(data)
         model = model.full() if isinstance(model, counting.Counted) else model
@@ -157,23 +174,45 @@ def flops(
         from ..renderers import flops_data, render_flops
 
         found = image_flops(model, size) if images_ else None
+        heard = audio_flops(model, frames) if frames else None
         text = seq_ + (images_ * found.image_tokens if found else 0)  # the language model's tokens per sequence
+        text += heard.image_tokens if heard else 0
         formula = Flops(model.derivation, causal=causal).at(model.values, text)  # the one that holds at S
         counts = formula.evaluate(model.values, text, batch_)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
+    image_total = found.per_image * images_ * batch_ if found is not None else 0
+    audio_total = heard.per_image * batch_ if heard is not None else 0
     if as_json:
         data = flops_data(model, formula, counts)
         if found is not None:
-            whole = counts.forward + found.per_image * images_ * batch_
-            data.update(text_tokens=seq_, images=found.data(images_, batch_), whole_forward_flops=whole)
+            data.update(text_tokens=seq_, images=found.data(images_, batch_))
+        if heard is not None:
+            from ..formulas.tower_flops import audio_data
+
+            data.update(text_tokens=seq_, audio=audio_data(heard, frames, batch_))
+        if found is not None or heard is not None:
+            data.update(whole_forward_flops=counts.forward + image_total + audio_total)
         print_json(data)
     else:
         typer.echo(render_flops(model, formula, counts, training, terminal_width()).rstrip())
-        if found is not None:
+        if found is not None and heard is None:
             from ..plain import fit_lines
 
             lines = image_lines(found, images_, batch_, seq_, counts.forward)
+            typer.echo(fit_lines("\n".join(lines), terminal_width()))
+        elif heard is not None:
+            from ..formulas.tower_flops import render_audio_lines, render_lines
+            from ..plain import fit_lines
+
+            lines = ["", *render_lines(found, images_, batch_)] if found is not None else []
+            lines += ["", *render_audio_lines(heard, frames, batch_)]
+            tokens = f"S = {seq_:,} text"
+            tokens += f" + {images_:,} × {found.image_tokens:,} image" if found is not None else ""
+            lines.append(f"  language model above: {tokens} + {heard.image_tokens:,} audio tokens")
+            whole = counts.forward + image_total + audio_total
+            what = "images and audio" if found is not None else "audio"
+            lines.append(f"Whole forward (language model + {what}): {whole:,} FLOPs")
             typer.echo(fit_lines("\n".join(lines), terminal_width()))
 
 
@@ -187,6 +226,27 @@ def _images(images: str | None) -> int:
     if value > MAX_IMAGES:
         raise LlmcountError(f"--images must be at most {MAX_IMAGES:,} images per sequence, got {value:,}")
     return value
+
+
+def _audio_frames(frames: str | None) -> int:
+    """``--audio-frames``: a positive integer up to MAX_AUDIO_FRAMES (0 when not given); LlmcountError naming the
+    option."""
+    if frames is None:
+        return 0
+    from ..formulas.tower_flops import MAX_AUDIO_FRAMES
+
+    value = parse_size(frames, "--audio-frames", suffixes=False)
+    if value > MAX_AUDIO_FRAMES:
+        raise LlmcountError(f"--audio-frames must be at most {MAX_AUDIO_FRAMES:,} frames, got {value:,}")
+    return value
+
+
+def audio_flops(model: Model, frames: int) -> ImageFlops:
+    """The FLOPs of a composite model's audio encoder and projector on one audio (imported when --audio-frames is
+    given)."""
+    from ..formulas.tower_flops import audio_flops as found
+
+    return found(model, frames)
 
 
 def _image_size(text: str | None) -> tuple[int, int] | None:

@@ -44,8 +44,8 @@ TOWER_TOKENS = "vision_config.image_tokens"
 
 def tower_tokens(tower: Family, model: Model) -> int | None:
     """The tokens per image the tower ``model`` (read with the record ``tower``) puts out; None when its record does
-    not say."""
-    if tower.image_tokens is None:
+    not say, or reads the size of an image its config names none of (flops --image-size gives it)."""
+    if tower.image_tokens is None or not tower.image_tokens.free_symbols <= set(model.values):
         return None
     from .derivation import evaluate_int
 

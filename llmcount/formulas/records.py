@@ -1423,6 +1423,9 @@ class Composite:
     # the top-level modules of its checkpoint that hold the parts besides the language model, where they are not
     # the usual ones (vision_tower, multi_modal_projector, ...): verify lists their tensors apart (other/<module>)
     parts_modules: tuple[str, ...] = ()
+    # the top-level modules of its checkpoint that hold each part, by the part's --part name (vision, projector,
+    # audio, audio_projector): verify maps their tensors to the part (parts/<name>) and sets them against its count
+    modules: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # the towers besides the one ``vision`` names, each read from a sub-config of its own with its own projector
     # (``[[composite.X.towers]]``: Gemma 4's audio encoder and its embedder beside the vision encoder)
     towers: tuple[Tower, ...] = ()
@@ -1459,7 +1462,7 @@ TOWER_CONFIGS = ("vision_config", "audio_config")
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
 _COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules", "tower_config"}
-_COMPOSITE_FIELDS |= {"towers", "optional"}
+_COMPOSITE_FIELDS |= {"towers", "optional", "modules"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1527,6 +1530,10 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     keys = {k: None if v == NULL else v for k, v in _table(data.get("keys", {}), f"{where}.keys").items()}
     if not all(key.count(".") <= 1 and all(part.isidentifier() for part in key.split(".")) for key in keys):
         raise RecordError(f"{where}.keys: a key is a name or 'object.key', one level deep")
+    allowed = {"vision", "projector"} | {n for t in towers for n in (t.kind, f"{t.kind}_projector")}
+    stray = set(_table(data.get("modules", {}), f"{where}.modules")) - allowed
+    if stray:
+        raise RecordError(f"{where}.modules: {sorted(stray)} name no part of the composite ({sorted(allowed)})")
     return Composite(
         keys=keys,
         checks=_rules(data.get("checks", []), f"{where}.checks"),
@@ -1551,6 +1558,10 @@ def _composite(name: str, data: Any, where: str) -> Composite:
         remote=remote,
         text_key=_text(data, "text_key", where, "text_config"),
         parts_modules=_modules(data.get("parts_modules", []), f"{where}.parts_modules"),
+        modules={
+            part: _modules(names, f"{where}.modules.{part}")
+            for part, names in _table(data.get("modules", {}), f"{where}.modules").items()
+        },
         tower_config=tower_config,
         towers=towers,
         optional=tuple(optional),

@@ -137,6 +137,7 @@ n_patch = _size("n_patch")
 C_img = _size("C_img")
 H_img = _size("H_img")
 W_img = _size("W_img")
+L_aud = _size("L_aud")
 h_vis = _size("h_vis")
 p_t = _size("p_t")
 m_vis = _size("m_vis")
@@ -511,6 +512,7 @@ GLOSSARY: tuple[Entry, ...] = (
     Entry(C_img, r"C_{\mathrm{img}}", "vision_config.num_channels", "colour channels of an input image"),
     Entry(H_img, r"H_{\mathrm{img}}", "flops --image-size", "height of an input image in pixels (a tower without one)"),
     Entry(W_img, r"W_{\mathrm{img}}", "flops --image-size", "width of an input image in pixels (a tower without one)"),
+    Entry(L_aud, r"L_{\mathrm{aud}}", "flops --audio-frames", "log-mel frames of one input audio (input_features)"),
     Entry(
         p_t,
         r"p_{t}",

@@ -5,7 +5,8 @@ A tower or projector record (``towers/``) lists, in its ``[[flops]]``, the matmu
 over one image at the config's image size, each the FLOPs of one of its ``layers`` layers, in the convention of
 :mod:`.flops` (torch's ``FlopCounterMode``: 2 FLOPs per multiply-add; biases, norms, activations, softmax and
 pooling not counted); its ``image_tokens`` gives the tokens each image puts into the language model. An entry of a
-group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted.
+group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted;
+an entry of a group no term of the record has (a matmul without a weight: Gemma 4's pooler) always runs.
 A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name.
 
 The whole forward for B sequences, each of S text tokens and N images of t tokens: the parts run B·N times, the
@@ -22,7 +23,7 @@ from sympy import Add, Expr, expand
 from ..errors import LlmcountError
 from .derivation import evaluate_int
 from .flops import is_matmul_weight
-from .symbols import H_img, W_img
+from .symbols import H_img, L_aud, W_img
 
 if TYPE_CHECKING:
     from .config import Model
@@ -85,45 +86,75 @@ def sized_values(part: Model, name: str, size: tuple[int, int] | None) -> dict:
     """The values a part's FLOPs and image tokens are evaluated with: its config's, and for a record that reads the
     image's size, ``H_img`` and ``W_img`` from ``size`` (checked by its ``image_checks``) and the sizes its ``[image]``
     computes from them; LlmcountError naming --image-size when it is missing or refused."""
-    record, values = part.architecture, dict(part.values)
+    record = part.architecture
     if not takes_image_size(record):
-        return values
+        return dict(part.values)
     if size is None:
         raise LlmcountError(
             f"{name}: FLOPs per image: the {record.title} ({record.name}) takes images of any size and its config "
             "names none: give it with --image-size HxW (pixels)"
         )
-    values[H_img], values[W_img] = size
+    return input_values(part, name, {H_img: size[0], W_img: size[1]}, f"--image-size {size[0]}x{size[1]}")
+
+
+def input_values(part: Model, name: str, given: dict, option: str) -> dict:
+    """A part's config values with the sizes of one input (``given``: an image's ``H_img`` and ``W_img``, an audio's
+    ``L_aud``), checked by its record's ``image_checks``, and the sizes its ``[image]`` table computes from them, in
+    order; LlmcountError naming ``option`` when a check fails or a size is not a whole number of at least 0."""
+    record, values = part.architecture, {**part.values, **given}
     namespace = {symbol.name: value for symbol, value in values.items()}
     for rule in record.image_checks:
         if not rule.test(namespace):
-            raise LlmcountError(f"{name}: --image-size {size[0]}x{size[1]}: {rule.message.format_map(namespace)}")
+            raise LlmcountError(f"{name}: {option}: {rule.message.format_map(namespace)}")
     for symbol, test, text in record.image_values:
         value = test(namespace)
         if type(value) is not int or value < 0:
-            raise LlmcountError(f"{name}: --image-size {size[0]}x{size[1]}: {symbol.name} = {text} is {value!r}")
+            raise LlmcountError(f"{name}: {option}: {symbol.name} = {text} is {value!r}")
         values[symbol] = namespace[symbol.name] = value
     return values
 
 
-def part_flops(part: Model, role: str, name: str, size: tuple[int, int] | None = None) -> list[ImageTerm]:
+def with_tower_tokens(part: Model, values: dict, tokens: int | None) -> dict:
+    """``values`` with the tower's tokens per image (``tokens``, at the image size of --image-size) under the symbol
+    a projector reads them with (the key ``vision_config.image_tokens``), when it reads them and they are given."""
+    from .parts import TOWER_TOKENS
+
+    if tokens is None:
+        return values
+    for spec in part.architecture.symbols:
+        if spec.key == TOWER_TOKENS:
+            values = {**values, spec.symbol: tokens}
+    return values
+
+
+def part_flops(
+    part: Model, role: str, name: str, size: tuple[int, int] | None = None, tokens: int | None = None
+) -> list[ImageTerm]:
     """The matmuls of one part (a tower or a projector read with its record) per image, evaluated on its config (and
-    the image's size, for a tower whose config names none); refused by name when its record has no ``[[flops]]`` or
-    leaves a weight's group without an entry."""
+    the image's size, for a tower whose config names none; ``tokens``: the tower's tokens per image at that size, for
+    a projector that reads them); refused by name when its record has no ``[[flops]]`` or leaves a weight's group
+    without an entry."""
     record = part.architecture
     if not record.flops:
         raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
+    values = with_tower_tokens(part, sized_values(part, name, size), tokens)
+    return _evaluated(part, role, name, values, "FLOPs per image")
+
+
+def _evaluated(part: Model, role: str, name: str, values: dict, what: str) -> list[ImageTerm]:
+    """The ``[[flops]]`` entries of a part at ``values``, each over its layers (not those of a group of which the
+    config has no weight); a weight of a group no entry covers is refused by name."""
+    record = part.architecture
     groups = {t.path.partition("/")[0] for t in part.terms}
     covered = {op.path.partition("/")[0] for op in record.flops}
     uncovered = [t.path for t in part.terms if is_matmul_weight(t) and t.path.partition("/")[0] not in covered]
     if uncovered:
-        raise LlmcountError(
-            f"{name}: FLOPs per image: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet"
-        )
-    values = sized_values(part, name, size)
+        raise LlmcountError(f"{name}: {what}: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet")
+    weighted = {choice.term.path.partition("/")[0] for choice in record.choices}
     terms = []
     for op in record.flops:
-        if op.path.partition("/")[0] not in groups:
+        group = op.path.partition("/")[0]
+        if group in weighted and group not in groups:
             continue  # a group of which this config has no weight: not run
         total = expand(op.layers * op.expr)
         terms.append(ImageTerm(role, op.path, total, op.note, evaluate_int(total, values, f"{op.path} FLOPs")))
@@ -152,8 +183,10 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
     tokens: tuple[Expr, int] | None = None
     for part in parts:
         name = model.whole_name or model.name
-        terms += part_flops(part.model, part.role, name, size)
-        record, values = part.model.architecture, sized_values(part.model, name, size)
+        sized = tokens[1] if tokens is not None and size is not None else None  # the tower's, at --image-size
+        terms += part_flops(part.model, part.role, name, size, sized)
+        record = part.model.architecture
+        values = with_tower_tokens(part.model, sized_values(part.model, name, size), sized)
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
@@ -168,6 +201,84 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         image_tokens_formula=tokens[0],
         image_tokens=tokens[1],
     )
+
+
+AUDIO_ROLES = ("audio tower", "audio projector")
+MAX_AUDIO_FRAMES = 10**7
+"""The most log-mel frames of one audio ``--audio-frames`` takes (a day of audio at 100 frames a second; bounded
+before any work)."""
+
+
+def audio_flops(model: Model, frames: int) -> ImageFlops:
+    """The FLOPs of ``model``'s audio encoder and its projector on one audio of ``frames`` log-mel frames (the
+    encoder's ``input_features`` along time: the unit its config reads, while seconds depend on the feature
+    extractor's hop) and the audio tokens entering its language model; refused by name when the model has no audio
+    encoder counted, or a part has no FLOPs formula yet."""
+    roles = set(AUDIO_ROLES)
+    if model.composite is not None and model.composite.tower_config == "audio_config":
+        roles |= {"audio tower", "projector"}
+    parts = tuple(part for part in model.parts if part.role in roles)
+    name = model.whole_name or model.name
+    if not parts:
+        raise LlmcountError(f"{name}: FLOPs per audio: the model has no audio encoder (--audio-frames needs one)")
+    terms: list[ImageTerm] = []
+    tokens: tuple[Expr, int] | None = None
+    option = f"--audio-frames {frames}"
+    for part in parts:
+        record = part.model.architecture
+        if not record.flops:
+            raise LlmcountError(f"{name}: FLOPs per audio: no formula for the {record.title} ({record.name}) yet")
+        values = input_values(part.model, name, {L_aud: frames}, option)
+        sized = tokens[1] if tokens is not None else None
+        values = with_tower_tokens(part.model, values, sized)
+        terms += _evaluated(part.model, part.role, name, values, "FLOPs per audio")
+        if record.image_tokens is not None:
+            tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, f"{record.name} audio tokens"))
+    if tokens is None:
+        names = ", ".join(part.model.architecture.name for part in parts)
+        raise LlmcountError(
+            f"{name}: FLOPs per audio: no record of the audio tokens entering the language model ({names})"
+        )
+    return ImageFlops(
+        parts=tuple((part.role, part.model.architecture.title) for part in parts),
+        terms=tuple(terms),
+        formula=expand(Add(*(t.formula for t in terms))),
+        per_image=sum(t.flops for t in terms),
+        image_tokens_formula=tokens[0],
+        image_tokens=tokens[1],
+    )
+
+
+def audio_data(found: ImageFlops, frames: int, batch: int) -> dict:
+    """The JSON form of one audio of ``frames`` frames per sequence: per audio, for B sequences, and its tokens."""
+    return {
+        "audio_frames": frames,
+        "parts": [{"role": role, "title": title} for role, title in found.parts],
+        "per_audio_flops": found.per_image,
+        "per_audio_formula": str(found.formula),
+        "audio_tokens": found.image_tokens,
+        "audio_tokens_formula": str(found.image_tokens_formula),
+        "audio_flops": found.per_image * batch,
+        "components": [
+            {"role": t.role, "path": t.path, "formula": str(t.formula), "flops": t.flops} for t in found.terms
+        ],
+    }
+
+
+def render_audio_lines(found: ImageFlops, frames: int, batch: int) -> list[str]:
+    """The plain-text lines of the audio parts: each matmul per audio, the per-audio total and its formula."""
+    from ..renderers.filters import text
+
+    lines = [f"Audio (audio encoder and projector, one audio of {frames:,} log-mel frames per sequence):"]
+    width = max(len(t.path) for t in found.terms)
+    for t in found.terms:
+        lines.append(f"  {t.role:<15} {t.path:<{width}}  {t.flops:>22,}  {text(t.formula)}")
+    lines.append(f"  per audio: {found.per_image:,} FLOPs = {text(found.formula)}")
+    lines.append(
+        f"  audio tokens entering the language model: {found.image_tokens:,} = {text(found.image_tokens_formula)}"
+    )
+    lines.append(f"  1 audio × {batch} sequence(s): {found.per_image * batch:,} FLOPs")
+    return lines
 
 
 def render_lines(found: ImageFlops, images: int, batch: int) -> list[str]:
@@ -185,4 +296,14 @@ def render_lines(found: ImageFlops, images: int, batch: int) -> list[str]:
     return lines
 
 
-__all__ = ["MAX_IMAGES", "ImageFlops", "ImageTerm", "image_flops", "render_lines"]
+__all__ = [
+    "MAX_AUDIO_FRAMES",
+    "MAX_IMAGES",
+    "ImageFlops",
+    "ImageTerm",
+    "audio_data",
+    "audio_flops",
+    "image_flops",
+    "render_audio_lines",
+    "render_lines",
+]
