@@ -13,6 +13,7 @@ so that a new transformers release that adds a parameter shows up as a failure, 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -131,6 +132,22 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
     raise UnmappedParameter(f"no llmcount path for HF parameter {name!r} ({VERSIONS})")
 
 
+# Text config types whose causal LM AutoModelForCausalLM maps neither itself nor through a composite type: the class
+# that builds it (the text model with its LM head, as the composite holds it), module and name
+TEXT_CAUSAL_LM = {
+    "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
+}
+
+
+def causal_lm(cfg, model_type: str, **kwargs):
+    """The causal LM of the config object ``cfg`` (of a config whose model_type is ``model_type``), as
+    AutoModelForCausalLM builds it, or the class :data:`TEXT_CAUSAL_LM` names."""
+    if model_type in TEXT_CAUSAL_LM:
+        module, name = TEXT_CAUSAL_LM[model_type]
+        return getattr(importlib.import_module(module), name)._from_config(cfg, **kwargs)
+    return AutoModelForCausalLM.from_config(cfg, **kwargs)
+
+
 def _hf_config(config: dict[str, Any]):
     rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
     outer = _built_through(config["model_type"])
@@ -144,6 +161,8 @@ def _built_through(model_type: Any) -> str | None:
     class to the text type itself (emu3_text_model: Emu3ForCausalLM from an Emu3Config's text_config)."""
     if model_type in transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return None
+    if model_type in TEXT_CAUSAL_LM:
+        return None
     return next((c.name for c in records.composites() if c.text == model_type), None)
 
 
@@ -155,7 +174,7 @@ def _meta_model(frozen: str):
         try:
             cfg = _hf_config(config)
             with torch.device("meta"):
-                return AutoModelForCausalLM.from_config(cfg), cfg
+                return causal_lm(cfg, config["model_type"]), cfg
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
 
@@ -495,8 +514,12 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
         warnings.simplefilter("ignore")
         try:
             torch.manual_seed(0)
-            model = AutoModelForCausalLM.from_config(
-                _hf_config(config), attn_implementation="eager", experts_implementation="batched_mm", dtype=dtype
+            model = causal_lm(
+                _hf_config(config),
+                config["model_type"],
+                attn_implementation="eager",
+                experts_implementation="batched_mm",
+                dtype=dtype,
             )
             ids = torch.randint(0, model.config.vocab_size, (batch, seq))
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
