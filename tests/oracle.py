@@ -136,6 +136,7 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
 # that builds it (the text model with its LM head, as the composite holds it), module and name
 TEXT_CAUSAL_LM = {
     "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
+    "blip_text_model": ("transformers.models.blip.modeling_blip_text", "BlipTextLMHeadModel"),
 }
 
 
@@ -572,6 +573,7 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)
     text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
+    text = text or getattr(inner, "text_decoder", None)  # BLIP's
     if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
         head = model.get_output_embeddings()  # None where the language model is a whole ...ForCausalLM with its head
         parts = [*text.parameters(), *(head.parameters() if head is not None else ())]
@@ -608,8 +610,9 @@ def tower_split(model, towers) -> dict[str, int]:
     """A composite ``model``'s parameters: the whole, its vision ``towers`` (modules) and the projector, the rest
     besides the language model and its LM head (a tied head once)."""
     inner = getattr(model, "model", model)
-    text = getattr(inner, "language_model", None) or inner.text_model
-    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
+    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None) or inner.text_decoder
+    head = model.get_output_embeddings()  # None where the text model holds its head (BLIP's text_decoder)
+    language = {id(p): p for p in [*text.parameters(), *(head.parameters() if head is not None else ())]}
     whole = sum(p.numel() for p in model.parameters())
     vision = sum(p.numel() for tower in towers for p in tower.parameters())
     projector = whole - vision - sum(p.numel() for p in language.values())

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llmcount.errors import LlmcountError
 from llmcount.formulas import records
 from llmcount.formulas.config import read_config
 
@@ -21,6 +22,7 @@ oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transf
 # language model and its head is the projector's.
 TOWERS = {
     "kosmos-2": ("vision_model",),
+    "blip": ("vision_model",),
 }
 
 
@@ -85,6 +87,13 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["latent_query_num"] = draw(st.sampled_from([1, 5, 64]))
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "blip":  # the text config's encoder_hidden_size is set to the tower's width whatever it says
+        config["vision_config"] = _vit(draw) | {
+            "patch_size": draw(st.sampled_from([2, 4, 16, [4, 4]])),
+            "image_size": draw(st.sampled_from([8, 30, 40, [30, 30]])),
+        }
+        text["encoder_hidden_size"] = draw(st.sampled_from([8, 12]))
+        config["tie_word_embeddings"] = draw(st.booleans())
     return config
 
 
@@ -94,3 +103,39 @@ def drawn(draw, model_type: str) -> dict:
 def test_drawn(model_type: str, data) -> None:
     config = data.draw(drawn(model_type))
     oracle.assert_counted_as_built(config, transformers_parts, ours)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"model_type": "blip", "vision_config": {"hidden_size": "768"}},
+            "'vision_config.hidden_size' must be an integer",
+        ),
+        (
+            {"model_type": "blip", "vision_config": {"hidden_size": True}},
+            "'vision_config.hidden_size' must be an integer",
+        ),
+        ({"model_type": "blip", "vision_config": [768]}, "'vision_config' must be a JSON object"),
+        ({"model_type": "blip", "vision_config": {"hidden_size": 0}}, "encoder_hidden_size"),
+    ],
+)
+def test_bad_tower_widths_are_refused_naming_the_key(config: dict, message: str) -> None:
+    """The width BlipConfig gives the text decoder's cross-attention from vision_config is checked as a size."""
+    with pytest.raises(LlmcountError, match=message):
+        read_config(config, "test config")
+
+
+def test_blip_cross_attention_is_as_wide_as_the_tower() -> None:
+    """BlipConfig sets text_config.encoder_hidden_size to vision_config.hidden_size, whatever text_config says: by
+    hand, widening the tower from 16 to 20 widens the cross-attention key and value (d_vis to d = 8) of the 2 text
+    layers by 2 · 2 · 4 · 8 = 128 parameters of the language model."""
+    base = {
+        "model_type": "blip",
+        "text_config": {"num_hidden_layers": 2, "hidden_size": 8, "num_attention_heads": 2, "encoder_hidden_size": 4},
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2},
+    }
+    wider = {**base, "vision_config": {**base["vision_config"], "hidden_size": 20}}
+    ours_base, ours_wider = ours(base), ours(wider)
+    assert ours_wider["language model"] - ours_base["language model"] == 128
+    assert ours_base == transformers_parts(base) and ours_wider == transformers_parts(wider), oracle.VERSIONS
