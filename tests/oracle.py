@@ -13,6 +13,7 @@ so that a new transformers release that adds a parameter shows up as a failure, 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -131,6 +132,23 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
     raise UnmappedParameter(f"no llmcount path for HF parameter {name!r} ({VERSIONS})")
 
 
+# Text config types whose causal LM AutoModelForCausalLM maps neither itself nor through a composite type: the class
+# that builds it (the text model with its LM head, as the composite holds it), module and name
+TEXT_CAUSAL_LM = {
+    "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
+    "blip_text_model": ("transformers.models.blip.modeling_blip_text", "BlipTextLMHeadModel"),
+}
+
+
+def causal_lm(cfg, model_type: str, **kwargs):
+    """The causal LM of the config object ``cfg`` (of a config whose model_type is ``model_type``), as
+    AutoModelForCausalLM builds it, or the class :data:`TEXT_CAUSAL_LM` names."""
+    if model_type in TEXT_CAUSAL_LM:
+        module, name = TEXT_CAUSAL_LM[model_type]
+        return getattr(importlib.import_module(module), name)._from_config(cfg, **kwargs)
+    return AutoModelForCausalLM.from_config(cfg, **kwargs)
+
+
 def _hf_config(config: dict[str, Any]):
     rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
     outer = _built_through(config["model_type"])
@@ -144,6 +162,8 @@ def _built_through(model_type: Any) -> str | None:
     class to the text type itself (emu3_text_model: Emu3ForCausalLM from an Emu3Config's text_config)."""
     if model_type in transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return None
+    if model_type in TEXT_CAUSAL_LM:
+        return None
     return next((c.name for c in records.composites() if c.text == model_type), None)
 
 
@@ -155,7 +175,7 @@ def _meta_model(frozen: str):
         try:
             cfg = _hf_config(config)
             with torch.device("meta"):
-                return AutoModelForCausalLM.from_config(cfg), cfg
+                return causal_lm(cfg, config["model_type"]), cfg
         except Exception as error:  # whatever transformers raises, it refused the config
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
 
@@ -495,8 +515,12 @@ def cache_bytes(config: dict[str, Any], batch: int, seq: int, dtype: torch.dtype
         warnings.simplefilter("ignore")
         try:
             torch.manual_seed(0)
-            model = AutoModelForCausalLM.from_config(
-                _hf_config(config), attn_implementation="eager", experts_implementation="batched_mm", dtype=dtype
+            model = causal_lm(
+                _hf_config(config),
+                config["model_type"],
+                attn_implementation="eager",
+                experts_implementation="batched_mm",
+                dtype=dtype,
             )
             ids = torch.randint(0, model.config.vocab_size, (batch, seq))
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -549,6 +573,7 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)
     text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
+    text = text or getattr(inner, "text_decoder", None)  # BLIP's
     if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
         head = model.get_output_embeddings()  # None where the language model is a whole ...ForCausalLM with its head
         parts = [*text.parameters(), *(head.parameters() if head is not None else ())]
@@ -585,8 +610,9 @@ def tower_split(model, towers) -> dict[str, int]:
     """A composite ``model``'s parameters: the whole, its vision ``towers`` (modules) and the projector, the rest
     besides the language model and its LM head (a tied head once)."""
     inner = getattr(model, "model", model)
-    text = getattr(inner, "language_model", None) or inner.text_model
-    language = {id(p): p for p in [*text.parameters(), *model.get_output_embeddings().parameters()]}
+    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None) or inner.text_decoder
+    head = model.get_output_embeddings()  # None where the text model holds its head (BLIP's text_decoder)
+    language = {id(p): p for p in [*text.parameters(), *(head.parameters() if head is not None else ())]}
     whole = sum(p.numel() for p in model.parameters())
     vision = sum(p.numel() for tower in towers for p in tower.parameters())
     projector = whole - vision - sum(p.numel() for p in language.values())

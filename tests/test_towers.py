@@ -14,6 +14,7 @@ import gemma3
 import pytest
 import test_towers_b
 import test_towers_c
+import test_whole_new_language_models
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,9 +23,10 @@ from llmcount.formulas.config import RuleRefusal, read_config
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-# remote: test_remote_built.py; the composites of test_towers_b.py's and test_towers_c.py's TOWERS are drawn there,
+# remote: test_remote_built.py; the composites of test_towers_b.py's, test_towers_c.py's and
+# test_whole_new_language_models.py's TOWERS are drawn there,
 # those of two towers in test_towers_multi.py
-DRAWN_ELSEWHERE = {*test_towers_b.TOWERS, *test_towers_c.TOWERS}
+DRAWN_ELSEWHERE = {*test_towers_b.TOWERS, *test_towers_c.TOWERS, *test_whole_new_language_models.TOWERS}
 WHOLE = [
     c.name for c in records.composites() if c.whole and not c.remote and c.name not in DRAWN_ELSEWHERE and not c.towers
 ]

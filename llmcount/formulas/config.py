@@ -173,6 +173,17 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
                 raise LlmcountError(f"{where}: key '{key}' must be true or false, got {describe(nested)}")
             value = value or nested
         inner[key] = value
+    for key, (path, default) in outer.text_from.items():  # set by the composite class from another sub-config
+        head, _, leaf = path.partition(".")
+        sub = config.get(head)
+        if sub is None:
+            sub = outer.vision_absent if head == outer.tower_config and outer.vision_absent else {}
+        elif not isinstance(sub, dict):
+            raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(sub)}")
+        value = sub.get(leaf, default)
+        if type(value) is not int:
+            raise LlmcountError(f"{source}: key '{path}' must be an integer, got {describe(value)}")
+        inner[key] = value
     if outer.untied:  # the class ties no weights: the LM head is its own, whatever tie_word_embeddings says
         inner["tie_word_embeddings"] = False
     if "dtype" not in inner and "torch_dtype" not in inner:  # the checkpoint's dtype is usually given at the top

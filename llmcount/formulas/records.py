@@ -1432,6 +1432,9 @@ class Composite:
     # the sub-configs whose tower and projector the class builds only when the sub-config is given (absent or null:
     # not built, not counted), as Gemma4Model builds its vision and audio towers
     optional: tuple[str, ...] = ()
+    # keys of the text config the composite class sets from another sub-config (BlipConfig sets text_config's
+    # encoder_hidden_size to vision_config.hidden_size): text key -> (dotted key, that sub-config class's default)
+    text_from: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
 
     @property
     def whole(self) -> bool:
@@ -1462,7 +1465,7 @@ TOWER_CONFIGS = ("vision_config", "audio_config")
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
 _COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules", "tower_config"}
-_COMPOSITE_FIELDS |= {"towers", "optional", "modules"}
+_COMPOSITE_FIELDS |= {"towers", "optional", "modules", "text_from"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1534,7 +1537,18 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     stray = set(_table(data.get("modules", {}), f"{where}.modules")) - allowed
     if stray:
         raise RecordError(f"{where}.modules: {sorted(stray)} name no part of the composite ({sorted(allowed)})")
+    text_from = _table(data.get("text_from", {}), f"{where}.text_from")
+    for key, value in text_from.items():
+        if not (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], str)
+            and value[0].count(".") == 1
+            and isinstance(value[1], int)
+        ):
+            raise RecordError(f'{where}.text_from.{key}: ["object.key", the sub-config class\'s default integer]')
     return Composite(
+        text_from={key: (value[0], value[1]) for key, value in text_from.items()},
         keys=keys,
         checks=_rules(data.get("checks", []), f"{where}.checks"),
         name=name,
