@@ -27,6 +27,7 @@ from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
 from .formulas.reading import (
     _ABSENT,
+    MAX_LIST,
     MAX_SIZE,
     NONE,
     REQUIRED,
@@ -395,14 +396,18 @@ class Compiled:
 
     def _known_key(self, config: dict[str, Any]) -> tuple | None:
         """The values of :attr:`_fixed_names` in ``config`` with their types (absent is its own; a list of names or
-        layer indices as a tuple), or None when one cannot be a key (an object)."""
+        layer indices as a tuple, up to the reader's bound on entries), or None when one cannot be a key (an object, a
+        longer list: the reader refuses it)."""
         given = [config.get(name, _ABSENT) for name in self._fixed_names]
         given += [key in config for key, _, _ in self._free]  # a key left out reads as its default
         key = (*given, *map(type, given))
         try:
             hash(key)
         except TypeError:
-            frozen = (tuple(v) if type(v) is list and set(map(type, v)) <= _ENTRIES else v for v in given)
+            frozen = (
+                tuple(v) if type(v) is list and len(v) <= MAX_LIST and set(map(type, v)) <= _ENTRIES else v
+                for v in given
+            )
             key = (*frozen, *map(type, given))
             try:
                 hash(key)

@@ -65,8 +65,13 @@ def test_a_config_that_failed_is_checked_again() -> None:
     for _ in range(2):
         with pytest.raises(counting.Fallback):
             counting.read(bad, "bad")
-    layers = _llama(layer_types=["full_attention"] * 32)  # a list is remembered as a tuple of its entries
-    assert counting.read(layers, "h").total == counting.read(layers, "i").total
+    qwen3 = presets()["qwen3-8b"].config()
+    layers = {**qwen3, "layer_types": ["full_attention"] * 36}  # a list is remembered as a tuple of its entries
+    assert counting.read(layers, "h").total == counting.read(layers, "i").total == counting.read(qwen3, "j").total
+    too_long = {**qwen3, "layer_types": ["full_attention"] * 100_001}  # past the reader's bound: refused, not kept
+    for _ in range(2):
+        with pytest.raises(counting.Fallback):
+            counting.read(too_long, "k")
 
 
 def test_a_config_differing_in_counted_values_only_is_counted_as_read_alone() -> None:

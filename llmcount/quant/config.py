@@ -88,11 +88,13 @@ class Quant:
         once (:attr:`_matchers`)."""
         literal, patterns, names, regexes = self._matchers
         parts = module.split(".")
-        if literal:
-            suffixes = {module[i:] for i in range(len(module))}
-            if literal & suffixes:  # a suffix, or (a module-boundary prefix is a suffix of it only when equal) the name
+        if literal:  # names without a dot (a dot makes an entry a pattern): a suffix, or the first part of the name
+            if len(literal) <= 32:
+                if any(name and module.endswith(name) for name in literal):
+                    return True
+            elif literal & {module[i:] for i in range(len(module))}:
                 return True
-            if any(".".join(parts[:i]) in literal for i in range(1, len(parts) + 1)):
+            if parts[0] in literal:
                 return True
         if any(p.match(module) for p in patterns):
             return True
