@@ -114,6 +114,11 @@ def test_drawn_gemma4_vision_flops_match_flop_counter(drawn) -> None:
             "pooling_kernel_size is 1: Gemma4VisionModel's pooler then skips its average",
         ),
         ({"model_type": "gemma4"}, ["--images", "1"], "FLOPs per image: the model has no vision tower"),
+        (
+            {"model_type": "gemma4_unified", "vision_config": {"output_proj_dims": 1024}},
+            ["--images", "1", "--image-size", "768"],
+            "output_proj_dims (1024) is not mm_embed_dim (3840)",
+        ),
     ],
 )
 def test_gemma4_image_flops_refused_in_one_line(tmp_path, config: dict, args: list[str], message: str) -> None:
@@ -259,3 +264,27 @@ def test_qwen2_5_omni_vision_flops_match_flop_counter(rows: int, cols: int, full
     found = image_flops(read_config(config, "test config"), (rows * 2, cols * 2))
     assert found.per_image == counter.get_total_flops(), oracle.VERSIONS
     assert found.image_tokens == rows * cols // 4
+
+
+@pytest.mark.parametrize(("patch", "pool", "rows", "cols"), [(2, 2, 3, 2), (4, 1, 2, 5)])
+def test_gemma4_unified_vision_embedder_flops_match_flop_counter(patch: int, pool: int, rows: int, cols: int) -> None:
+    """Gemma 4 Unified has no vision encoder: its embedder's linear over each model patch (p · k pixels square) and the
+    projection to the language model, against FlopCounterMode on get_image_features (the model patches unpadded)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    vision = {"patch_size": patch, "pooling_kernel_size": pool, "mm_embed_dim": 12, "output_proj_dims": 12}
+    vision["mm_posemb_size"] = 16
+    config = {"model_type": "gemma4_unified", "text_config": TEXT, "vision_config": vision}
+    with warnings.catch_warnings(), torch.device("cpu"):
+        warnings.simplefilter("ignore")
+        model = AutoModelForImageTextToText.from_config(AutoConfig.for_model(**config)).eval()
+    side = patch * pool
+    ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    positions = torch.stack([xs.flatten(), ys.flatten()], -1)[None]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model.model.get_image_features(torch.ones(1, rows * cols, 3 * side * side), positions)
+    found = image_flops(read_config(config, "test config"), (rows * side, cols * side))
+    assert found.per_image == counter.get_total_flops(), oracle.VERSIONS
+    assert found.image_tokens == rows * cols
