@@ -288,3 +288,40 @@ def test_gemma4_unified_vision_embedder_flops_match_flop_counter(patch: int, poo
     found = image_flops(read_config(config, "test config"), (rows * side, cols * side))
     assert found.per_image == counter.get_total_flops(), oracle.VERSIONS
     assert found.image_tokens == rows * cols
+
+
+def test_whole_gemma4_forward_with_an_image_matches_flop_counter(tmp_path) -> None:
+    """flops --images 1 --image-size: the language model over S text tokens and the image's pooled tokens, with the
+    tower, pooler and embedder once, as one forward of transformers' whole model counts them (small, on the CPU)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForImageTextToText
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    vision = {"hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 1, "num_attention_heads": 2}
+    vision |= {"num_key_value_heads": 1, "head_dim": 8, "patch_size": 4, "pooling_kernel_size": 2}
+    config = {"model_type": "gemma4", "text_config": {**TEXT, "num_hidden_layers": 2}, "vision_config": vision}
+    config |= {"image_token_id": 299, "boi_token_id": 297, "eoi_token_id": 298}
+    with warnings.catch_warnings(), torch.device("cpu"):
+        warnings.simplefilter("ignore")
+        model = AutoModelForImageTextToText.from_config(AutoConfig.for_model(**config, attn_implementation="eager"))
+    rows, cols, seq = 4, 6, 10
+    tokens = rows * cols // 4
+    ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    positions = torch.stack([xs.flatten(), ys.flatten()], -1)[None]
+    ids = torch.cat([torch.full((1, tokens), 299), torch.arange(1, seq + 1)[None]], 1)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model.eval()(
+            input_ids=ids,
+            pixel_values=torch.ones(1, rows * cols, 3 * 4 * 4),
+            image_position_ids=positions,
+            attention_mask=torch.ones_like(ids),
+        )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ["flops", str(path), "--images", "1", "--image-size", "16x24", "--seq", str(seq), "--json"]
+    data = json.loads(CliRunner().invoke(app, args).stdout)
+    assert data["seq"] == seq + tokens and data["images"]["image_tokens_per_image"] == tokens
+    assert data["whole_forward_flops"] == counter.get_total_flops(), oracle.VERSIONS
