@@ -84,7 +84,7 @@ def gemma4_image(draw) -> tuple[dict, int, int]:
     return config, side * draw(st.integers(1, 3)), side * draw(st.integers(1, 3))
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(drawn=gemma4_image())
 def test_drawn_gemma4_vision_flops_match_flop_counter(drawn) -> None:
     config, height, width = drawn
@@ -244,7 +244,7 @@ def test_audio_flops_refused_in_one_line(tmp_path, config: dict, args: list[str]
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize(("rows", "cols", "full"), [(6, 8, [1]), (4, 2, [])])
+@pytest.mark.parametrize(("rows", "cols", "full"), [(6, 8, [1])])
 def test_qwen2_5_omni_vision_flops_match_flop_counter(rows: int, cols: int, full: list[int]) -> None:
     """The thinker's vision encoder is Qwen2.5-VL's windowed ViT: its record's FLOPs at an image of rows × cols patches
     equal FlopCounterMode's on Qwen2_5OmniVisionEncoder (full attention on the layers of fullatt_block_indexes)."""
