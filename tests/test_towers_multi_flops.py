@@ -84,7 +84,7 @@ def gemma4_image(draw) -> tuple[dict, int, int]:
     return config, side * draw(st.integers(1, 3)), side * draw(st.integers(1, 3))
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(drawn=gemma4_image())
 def test_drawn_gemma4_vision_flops_match_flop_counter(drawn) -> None:
     config, height, width = drawn
@@ -114,6 +114,11 @@ def test_drawn_gemma4_vision_flops_match_flop_counter(drawn) -> None:
             "pooling_kernel_size is 1: Gemma4VisionModel's pooler then skips its average",
         ),
         ({"model_type": "gemma4"}, ["--images", "1"], "FLOPs per image: the model has no vision tower"),
+        (
+            {"model_type": "gemma4_unified", "vision_config": {"output_proj_dims": 1024}},
+            ["--images", "1", "--image-size", "768"],
+            "output_proj_dims (1024) is not mm_embed_dim (3840)",
+        ),
     ],
 )
 def test_gemma4_image_flops_refused_in_one_line(tmp_path, config: dict, args: list[str], message: str) -> None:
@@ -239,7 +244,7 @@ def test_audio_flops_refused_in_one_line(tmp_path, config: dict, args: list[str]
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize(("rows", "cols", "full"), [(6, 8, [1]), (4, 2, [])])
+@pytest.mark.parametrize(("rows", "cols", "full"), [(6, 8, [1])])
 def test_qwen2_5_omni_vision_flops_match_flop_counter(rows: int, cols: int, full: list[int]) -> None:
     """The thinker's vision encoder is Qwen2.5-VL's windowed ViT: its record's FLOPs at an image of rows × cols patches
     equal FlopCounterMode's on Qwen2_5OmniVisionEncoder (full attention on the layers of fullatt_block_indexes)."""
@@ -259,3 +264,64 @@ def test_qwen2_5_omni_vision_flops_match_flop_counter(rows: int, cols: int, full
     found = image_flops(read_config(config, "test config"), (rows * 2, cols * 2))
     assert found.per_image == counter.get_total_flops(), oracle.VERSIONS
     assert found.image_tokens == rows * cols // 4
+
+
+@pytest.mark.parametrize(("patch", "pool", "rows", "cols"), [(2, 2, 3, 2), (4, 1, 2, 5)])
+def test_gemma4_unified_vision_embedder_flops_match_flop_counter(patch: int, pool: int, rows: int, cols: int) -> None:
+    """Gemma 4 Unified has no vision encoder: its embedder's linear over each model patch (p · k pixels square) and the
+    projection to the language model, against FlopCounterMode on get_image_features (the model patches unpadded)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    vision = {"patch_size": patch, "pooling_kernel_size": pool, "mm_embed_dim": 12, "output_proj_dims": 12}
+    vision["mm_posemb_size"] = 16
+    config = {"model_type": "gemma4_unified", "text_config": TEXT, "vision_config": vision}
+    with warnings.catch_warnings(), torch.device("cpu"):
+        warnings.simplefilter("ignore")
+        model = AutoModelForImageTextToText.from_config(AutoConfig.for_model(**config)).eval()
+    side = patch * pool
+    ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    positions = torch.stack([xs.flatten(), ys.flatten()], -1)[None]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model.model.get_image_features(torch.ones(1, rows * cols, 3 * side * side), positions)
+    found = image_flops(read_config(config, "test config"), (rows * side, cols * side))
+    assert found.per_image == counter.get_total_flops(), oracle.VERSIONS
+    assert found.image_tokens == rows * cols
+
+
+def test_whole_gemma4_forward_with_an_image_matches_flop_counter(tmp_path) -> None:
+    """flops --images 1 --image-size: the language model over S text tokens and the image's pooled tokens, with the
+    tower, pooler and embedder once, as one forward of transformers' whole model counts them (small, on the CPU)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForImageTextToText
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    vision = {"hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 1, "num_attention_heads": 2}
+    vision |= {"num_key_value_heads": 1, "head_dim": 8, "patch_size": 4, "pooling_kernel_size": 2}
+    config = {"model_type": "gemma4", "text_config": {**TEXT, "num_hidden_layers": 2}, "vision_config": vision}
+    config |= {"image_token_id": 299, "boi_token_id": 297, "eoi_token_id": 298}
+    with warnings.catch_warnings(), torch.device("cpu"):
+        warnings.simplefilter("ignore")
+        model = AutoModelForImageTextToText.from_config(AutoConfig.for_model(**config, attn_implementation="eager"))
+    rows, cols, seq = 4, 6, 10
+    tokens = rows * cols // 4
+    ys, xs = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    positions = torch.stack([xs.flatten(), ys.flatten()], -1)[None]
+    ids = torch.cat([torch.full((1, tokens), 299), torch.arange(1, seq + 1)[None]], 1)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model.eval()(
+            input_ids=ids,
+            pixel_values=torch.ones(1, rows * cols, 3 * 4 * 4),
+            image_position_ids=positions,
+            attention_mask=torch.ones_like(ids),
+        )
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    args = ["flops", str(path), "--images", "1", "--image-size", "16x24", "--seq", str(seq), "--json"]
+    data = json.loads(CliRunner().invoke(app, args).stdout)
+    assert data["seq"] == seq + tokens and data["images"]["image_tokens_per_image"] == tokens
+    assert data["whole_forward_flops"] == counter.get_total_flops(), oracle.VERSIONS

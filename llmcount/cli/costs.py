@@ -137,7 +137,7 @@ def flops(
 
     Example: llmcount flops ./Qwen2.5-VL-7B-Instruct/ --images 1 --image-size 448x448
 
-    Example: llmcount flops ./Qwen2.5-Omni-7B/ --audio-frames 3000
+    Example: llmcount flops ./qwen2.5-omni-thinker.json --audio-frames 3000
     """
     if image_size is not None and images is None:  # usage errors (exit 2): the option without its --images, or
         raise click.UsageError(  # a value that is no image size
