@@ -224,3 +224,31 @@ def test_integer_kinds_of_a_remote_code_config_are_checked_too():
             read_config({**config, key: bad}, "test")
     with pytest.raises(LlmcountError, match=f"'{key}'"):  # true is no code: refused as the key's type
         read_config({**config, key: [0, True, 0, 1]}, "test")
+
+
+def _composite(tmp_path, **text: object):
+    """Gemma 3's composite config (its class defaults) with keys of text_config set; the path of its file."""
+    config = oracle.class_defaults("gemma3")
+    config["text_config"] = {**config["text_config"], **text}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_a_composite_text_config_list_is_checked_as_the_language_models(tmp_path):
+    layers = oracle.class_defaults("gemma3")["text_config"]["num_hidden_layers"]
+    bad = ["sliding_attention"] * layers
+    bad[5] = "mamba"  # linear_attention, as transformers remaps it: no layer Gemma 3 builds
+    needles = ("text_config", "'layer_types'", "entry 5", "'mamba'", "full_attention, sliding_attention")
+    assert_refused(run("count", str(_composite(tmp_path, layer_types=bad))), *needles)
+    short = ["full_attention"] * (layers - 1)
+    needles = ("text_config", f"'layer_types' has {layers - 1} entries", f"num_hidden_layers: {layers}")
+    assert_refused(run("count", str(_composite(tmp_path, layer_types=short))), *needles)
+
+
+def test_a_composite_text_config_key_the_record_has_not_seen_gets_its_line(tmp_path):
+    result = run("count", str(_composite(tmp_path, brand_new_rank=4)), "--json")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "key brand_new_rank is new to the gemma3_text record" in lines[0], result.stderr
+    assert json.loads(result.stdout)["total"] > 0
