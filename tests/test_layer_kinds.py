@@ -79,30 +79,34 @@ def plain_refusal(config: dict) -> str:
     return str(refused.value)
 
 
+OFFSET = {"N": 0, "at least N": 1, "cycle": -1}  # a valid list's length beyond LAYERS: longer where only the first
+# N entries are read, shorter where the list repeats over the layers
+
+
 @pytest.mark.parametrize("model_type", KINDED)
-def test_a_valid_list_is_counted_as_transformers_builds_it_and_a_bad_entry_is_refused_by_both(model_type):
+def test_valid_lists_are_counted_as_transformers_builds_them_and_a_bad_entry_is_refused_by_both(model_type):
+    """One meta build per record: every list of the record rotated through its kinds (of a length transformers takes);
+    then each list with an unknown entry, refused by name (and by the config class, where it validates the list)."""
     family = records.family(model_type)
     base = small(family)
-    built = 0
-    for key, (kinds, _length, _legacy) in family.layer_kinds.items():
-        config = {**base, key: rotated(kinds, LAYERS)}
-        try:
-            expected = oracle.meta_total(config)
-        except oracle.TransformersRejected:  # another key the class ties to the list: both refuse
-            plain_refusal(config)
-            continue
-        built += 1
-        assert plain_count(config) == expected, (model_type, key, oracle.VERSIONS)
-
-        bad = list(config[key])
+    config = {**base}
+    for key, (kinds, length, _) in family.layer_kinds.items():
+        config[key] = rotated(kinds, LAYERS + OFFSET[length])
+    try:
+        expected = oracle.meta_total(config)
+    except oracle.TransformersRejected as rejected:  # a key the class ties to the lists: both refuse
+        assert model_type in NOT_BUILT, f"{model_type}: {rejected}; which list of its kinds builds?"
+        plain_refusal(config)
+    else:
+        assert plain_count(config) == expected, (model_type, oracle.VERSIONS)
+    for key, (kinds, length, _) in family.layer_kinds.items():
+        bad = rotated(kinds, LAYERS)
         bad[3] = "no_such_kind"
-        config = {**base, key: bad}
-        message = plain_refusal(config)
-        for needle in (f"'{key}'", "entry 3", "'no_such_kind'", ", ".join(sorted(kinds))):
+        message = plain_refusal({**base, key: bad})
+        for needle in (f"'{key}'", "entry 3", "'no_such_kind'", ", ".join(sorted(map(str, kinds)))):
             assert needle in message, (needle, message)
-        if family.layer_kinds[key].length == "N":  # a list its config class validates: transformers refuses it too
-            assert config_refused(config), (model_type, key, oracle.VERSIONS)
-    assert built or model_type in NOT_BUILT, f"{model_type}: no rotated list of its kinds builds; which does?"
+        if length == "N":  # a list its config class validates: transformers refuses it too
+            assert config_refused({**base, key: bad}), (model_type, key, oracle.VERSIONS)
 
 
 NOT_BUILT = {
@@ -116,22 +120,16 @@ def test_a_list_of_the_wrong_length_is_refused_where_transformers_refuses_it(mod
     family = records.family(model_type)
     base = small(family)
     for key, (kinds, length, _legacy) in family.layer_kinds.items():
+        if length == "cycle":  # a pattern repeated over the layers: any length but none
+            assert f"'{key}' has 0 entries" in plain_refusal({**base, key: []})
+            continue
         shorter = {**base, key: rotated(kinds, LAYERS - 1)}
-        longer = {**base, key: rotated(kinds, LAYERS + 1)}
-        if length == "cycle":  # a pattern repeated over the layers: any length
-            assert plain_count(shorter) == oracle.meta_total(shorter), oracle.VERSIONS
-            continue
         assert f"'{key}' has {LAYERS - 1} entries" in plain_refusal(shorter)
-        if length == "at least N":  # no validator; the modeling class reads the first N entries: both count it
-            try:
-                expected = oracle.meta_total(longer)
-            except oracle.TransformersRejected:
-                continue  # the rotated list itself is refused (test above)
-            assert plain_count(longer) == expected, (model_type, key, oracle.VERSIONS)
-            continue
-        assert f"'{key}' has {LAYERS + 1} entries" in plain_refusal(longer)
-        if model_type != "nemotron_h":  # NemotronHConfig builds one layer per entry, whatever num_hidden_layers
-            assert config_refused(longer) and config_refused(shorter), (model_type, key, oracle.VERSIONS)
+        if length == "N":  # the config class's validator requires one entry per layer
+            longer = {**base, key: rotated(kinds, LAYERS + 1)}
+            assert f"'{key}' has {LAYERS + 1} entries" in plain_refusal(longer)
+            if model_type != "nemotron_h":  # NemotronHConfig builds one layer per entry, whatever num_hidden_layers
+                assert config_refused(longer) and config_refused(shorter), (model_type, key, oracle.VERSIONS)
 
 
 @pytest.mark.parametrize("model_type", ["gemma2", "deepseek_v4", "recurrent_gemma"])
@@ -224,3 +222,31 @@ def test_integer_kinds_of_a_remote_code_config_are_checked_too():
             read_config({**config, key: bad}, "test")
     with pytest.raises(LlmcountError, match=f"'{key}'"):  # true is no code: refused as the key's type
         read_config({**config, key: [0, True, 0, 1]}, "test")
+
+
+def _composite(tmp_path, **text: object):
+    """Gemma 3's composite config (its class defaults) with keys of text_config set; the path of its file."""
+    config = oracle.class_defaults("gemma3")
+    config["text_config"] = {**config["text_config"], **text}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_a_composite_text_config_list_is_checked_as_the_language_models(tmp_path):
+    layers = oracle.class_defaults("gemma3")["text_config"]["num_hidden_layers"]
+    bad = ["sliding_attention"] * layers
+    bad[5] = "mamba"  # linear_attention, as transformers remaps it: no layer Gemma 3 builds
+    needles = ("text_config", "'layer_types'", "entry 5", "'mamba'", "full_attention, sliding_attention")
+    assert_refused(run("count", str(_composite(tmp_path, layer_types=bad))), *needles)
+    short = ["full_attention"] * (layers - 1)
+    needles = ("text_config", f"'layer_types' has {layers - 1} entries", f"num_hidden_layers: {layers}")
+    assert_refused(run("count", str(_composite(tmp_path, layer_types=short))), *needles)
+
+
+def test_a_composite_text_config_key_the_record_has_not_seen_gets_its_line(tmp_path):
+    result = run("count", str(_composite(tmp_path, brand_new_rank=4)), "--json")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "key brand_new_rank is new to the gemma3_text record" in lines[0], result.stderr
+    assert json.loads(result.stdout)["total"] > 0

@@ -107,7 +107,7 @@ def test_published_config_counts_through_its_record_and_refuses_without_attn_typ
     assert json.loads(result.stdout)["total"] == 456_089_655_296
     for change, message in (
         ({"attn_type_list": None}, "attn_type_list is required"),
-        ({"attn_type_list": [0, 1]}, "attn_type_list has fewer entries than num_hidden_layers"),
+        ({"attn_type_list": [0, 1]}, "'attn_type_list' has 2 entries; minimax_m1 needs at least one entry per layer"),
         ({"num_experts_per_tok": 33}, "num_experts_per_tok (33) is larger than num_local_experts (32)"),
     ):
         path.write_text(json.dumps({**M1_80K, **change}))
