@@ -5,7 +5,7 @@ Run: python benchmarks/batch_count.py [--configs 2000] [--repeat 3] [--subs-samp
 
 1. Whole process, as a user pays it: `llmcount count <one config> --jsonl` and `llmcount count <N configs>
    --jsonl`, each the median of --repeat fresh processes. The marginal cost of the other N - 1 configs gives the
-   configs/s (the target of issue 13: at least 1,000 configs/s, i.e. 2,000 configs cost at most 2 s more than one).
+   configs/s (the target: at least 1,000 configs/s, i.e. 2,000 configs cost at most 2 s more than one).
 2. In one process, the same configs through the library (read, count, the --jsonl row), with the compiled
    evaluators and with them switched off (sympy `subs`, a sample of --subs-sample configs): the speed-up as a
    ratio measured in the same run, so that a busy machine slows both sides alike. Every total is compared too.
