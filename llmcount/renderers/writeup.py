@@ -400,7 +400,8 @@ def abridged(printed: str) -> Abridged:
 def _repeated_runs(lines: list[str]) -> tuple[list[str], bool]:
     """``lines`` with each run of a layer group's modules that repeat, line for line, the same modules of a group
     printed above (a hybrid's attention layer has the MoE block and the norms of the linear-attention layers above)
-    replaced by one ``...`` line, when the run holds at least two lines."""
+    replaced by one ``...`` line, when the run holds at least two lines and the group has a module of its own (a
+    group of modules all printed above keeps their names, their bodies elided by :func:`_inner_repeats`)."""
     header = re.compile(r"^(\s*)\((\d+(?:-\d+)?)\): (?:\d+ x )?(.*)\($")
     out, seen, elided, i = [], set(), False, 0
     while i < len(lines):
@@ -418,6 +419,11 @@ def _repeated_runs(lines: list[str]) -> tuple[list[str], bool]:
             children.append(tuple(lines[j : last + 1]))
             j = last + 1
         out.append(lines[i])
+        if all(child in seen for child in children):  # a layer of modules all printed above: each shown by name
+            out.extend(line for child in children for line in child)
+            out.append(lines[end])
+            i = end + 1
+            continue
         run: list[tuple[str, ...]] = []
         for child in [*children, None]:
             if child is not None and child in seen:
