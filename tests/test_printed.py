@@ -105,15 +105,13 @@ def second_config(model_type: str, tries: int = 30) -> tuple[dict, str] | None:
 
 # Records whose tree is not exact on the drawn config, and why.
 SECOND_CONFIG_KNOWN: dict[str, str] = {
-    "axk2": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "axk2": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "blt": "its layer counts are keys of sub-configs: the draw sets top-level keys only",
     "cohere_compass_text": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "deepseek_v4": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "dots3_note_text": "no draw is read: per_layer_config's heads differ within a kind for the drawn layers",
     "gemma3n_text": "no draw is read: the kv-shared last layers need a layer of their kind before them",
@@ -129,50 +127,40 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
     ),
     "inkling2_text": "the drawn config does not say which layers a term is in (the record counts them without indices)",
     "inkling_text": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "kimi_linear": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "laguna": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "laguna": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "lfm2_moe": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "lfm3": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "lfm3": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "llama4_text": "a kind of layer (a RoPE layer with the dense MLP) no build printed and no two combine into",
     "longcat_flash": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "mllama_text_model": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "nemotron_h": (
         "its layers come from a pattern string (hybrid_override_pattern): the draw sets counts and lists only"
     ),
-    "opt": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "opt": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "phi4_multimodal": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "prophetnet": "none of 30 draws is taken by both llmcount and transformers",
     "roformer": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
     "stablelm": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
+        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "xlm": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "xlm": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "xlstm": "none of 30 draws is taken by both llmcount and transformers",
-    "zamba2": (
-        "a size the template writes as a formula of equal value on the defaults only (regenerate with the varied build)"
-    ),
+    "zamba2": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
 }
 
 
