@@ -430,7 +430,7 @@ def test_substitute_prints_numbers_without_evaluating():
     from llmcount.formulas.symbols import N, d, h, h_d
     from llmcount.renderers.filters import substitute
 
-    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5{,}120 \cdot 64 \cdot 128"
+    assert substitute(2 * d * h * h_d, {d: 5120, h: 64, h_d: 128}) == r"2 \cdot 5120 \cdot 64 \cdot 128"
     assert substitute(N * d**2, {N: 12, d: 768}) == r"12 \cdot 768^{2}"
 
 
@@ -613,11 +613,11 @@ def test_chinese_latex_captions_its_figure_in_chinese(tmp_path):
 def test_numbers_are_digit_grouped_and_negatives_have_a_minus_sign():
     text = post("qwen3-32b")
     # Qwen3-32B: V = 151,936, d = 5,120; its embedding V·d = 777,912,320
-    assert "151{,}936 \\cdot 5{,}120" in text and "$V = 151{,}936$" in text
+    assert "151{,}936 \\cdot 5120" in text and "$V = 151{,}936$" in text
     assert "| `vocab_size` | vocabulary size | 151,936 |" in text
     # the module tree prints its shapes as print(model) does: 5120, not 5,120
     prose = re.sub(r"```(mermaid|text).*?```", "", text, flags=re.S)
-    assert not re.search(r"(?<![\d,{}.])\d{4,}(?![\d,{}])", prose)
+    assert not re.search(r"(?<![\d,{}.])\d{5,}(?![\d,{}])", prose)  # four digits: 5120, as SI allows
     assert "\u221235.49%" in text and "-35.49%" not in text  # (12·5120² − 487,598,336) / 487,598,336
     tex = post("qwen3-32b", "latex", "en")
     assert "\\ensuremath{-}35.49\\%" in tex and "\u2212" not in tex

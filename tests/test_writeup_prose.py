@@ -26,7 +26,7 @@ def test_a_gated_query_projection_is_not_told_as_a_plain_one():
     assert "query heads of size" not in post
     assert "query projection and output gate" in post
     # the activated count keeps the shared expert and the rest of the model, and says so
-    assert "the rest of the mixture-of-experts block and of the model run in full" in post
+    assert "(everything else runs in full)" in post
 
 
 def test_a_qk_norm_over_all_heads_is_not_told_as_one_shared_by_all_heads():

@@ -72,7 +72,7 @@ def test_activations_are_derived_term_by_term_with_the_values_substituted() -> N
     layer, model = batch * seq * _layer_bf16(seq), _model_bf16(batch, seq)
     text = result.text
     assert r"A_{\mathrm{layer}} &= B\,S(16\,d + 8 + 8\,h\,h_{d} + 6\,S\,h + 8\,d_{\mathrm{ff}})" in text
-    assert r"&= 4 \cdot 4{,}096(16 \cdot 4{,}096 + 8" in text  # B, S and d substituted
+    assert r"&= 4 \cdot 4096(16 \cdot 4096 + 8" in text  # B, S and d substituted
     assert f"&= {latex_int(layer)}\\ \\text{{bytes}}" in text
     assert f"&= {latex_int(model)}\\ \\text{{bytes}}" in text
     assert r"A &= N \cdot A_{\mathrm{layer}} + A_{\mathrm{model}} \\" in text

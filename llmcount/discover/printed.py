@@ -9,8 +9,14 @@ not build, from the record's example preset) and read module by module:
 
 * every number of a module's ``extra_repr`` becomes a formula: the input and output width of the record's term for
   that weight (found by its name and checked by value: ``in_features``/``out_features`` of ``Linear``, ``nx``/``nf``
-  of ``Conv1D``), else a symbol (or a product of two) of that value, else the config key of that value (``eps``,
-  ``p``), else the number as printed;
+  of ``Conv1D``), else a symbol (or a product of two, a sum of two, a symbol plus or minus one) of that value, else
+  the config key of that value (``eps``, ``p``), else the number as printed. A second build, with every size the
+  record reads multiplied by 2, 3 or 4 (drawn per key), checks each choice: the formula must give that build's
+  number at the same place too, so that of two formulas of equal value on the defaults (a position table's rows
+  and the hidden size, both 1024) the one the model computes is kept, and a constant (``stride=(1,)``) stays one;
+* the kinds of layer are those of the defaults, of the example preset, and of configs next to the defaults (each
+  per-layer list turned by one or reversed, each integer key of the record moved) that have a kind the others do
+  not (an attention layer among the dense first layers);
 * ``bias=`` of a linear layer says whether the config has the record's ``.bias`` term for it;
 * an activation module is the one the config's activation key names (``hidden_act``);
 * the decoder layers' ``ModuleList`` is one entry per kind of layer, keyed by the record's terms in such a layer
@@ -106,37 +112,52 @@ def _configs(model_type: str, given: dict[str, Any]) -> list[dict[str, Any]]:
 class _Resolver:
     """Numbers of one build -> formulas of the record's symbols, config keys or literals."""
 
-    def __init__(self, model, config: dict[str, Any]) -> None:
-        from sympy import Mul
+    def __init__(self, model, config: dict[str, Any], other=None, other_config: dict[str, Any] | None = None) -> None:
+        from sympy import Integer, Mul
 
         self.model = model
         self.config = config
+        self.other = other  # the record read on the varied config (see _varied), or None
+        self.other_config = other_config or {}
         # they tell layers apart or count them, they size nothing
         apart = set((model.architecture.printed or {}).get("by", ())) | {s.name for s in model.layer_indices}
         self.symbols = [(symbol, value) for symbol, value in model.values.items() if symbol.name not in apart]
         self.products = [
             (Mul(a, b), va * vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i:] if va * vb > 1
         ]
+        # with a varied build to check them against, sums and neighbours too (d_conv - 1, n + n_zero)
+        self.sums = []
+        if other is not None:
+            self.sums = [(s + Integer(c), v + c) for s, v in self.symbols for c in (-1, 1)]
+            self.sums += [(a + b, va + vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i + 1 :]]
 
-    def integer(self, value: int, preferred: list[Any], name: str = "", probe: Any = None) -> str:
+    def integer(
+        self, value: int, preferred: list[Any], name: str = "", probe: Any = None, seen: int | None = None
+    ) -> str:
+        """``value`` as a formula: one of ``preferred``, else a symbol, a product or a sum of two, that gives
+        ``value`` on this build and, when the varied build's number at the same place is ``seen``, gives ``seen``
+        on that one; else the config key of the value, else the number."""
         from sympy import expand
 
-        for expr in preferred:
-            if self._at(expr) == value:
-                return "{" + str(expand(expr)).replace(" ", "") + "}"
-        for symbol, v in self.symbols:
-            if v == value:
-                return "{" + symbol.name + "}"
-        for expr, v in self.products:
-            if v == value:
-                return "{" + str(expr).replace(" ", "") + "}"
-        key = self._key(value, name, probe)
+        pools = (((e, None) for e in preferred), self.symbols, self.products, self.sums if seen is not None else ())
+        for pool in pools:
+            for expr, v in pool:
+                if (self._at(expr) if v is None else v) == value and self._fits(expr, seen):
+                    return "{" + str(expand(expr)).replace(" ", "") + "}"
+        key = self._key(value, name, probe, seen)
         return key if key is not None else str(value)
 
-    def _at(self, expr) -> int | None:
+    def _fits(self, expr, seen: int | None) -> bool:
+        """Whether ``expr`` gives ``seen`` on the varied build (True when there is none to check)."""
+        if seen is None or self.other is None:
+            return True
+        fixed = {s for s in expr.free_symbols if self.model.values.get(s) == self.other.values.get(s)}
+        return not fixed and self._at(expr, self.other.values) == seen  # a size the draw left alone tells nothing
+
+    def _at(self, expr, values=None) -> int | None:
         try:
-            value = expr.subs(self.model.values)
-        except (TypeError, ValueError):
+            value = expr.subs(self.model.values if values is None else values)
+        except (TypeError, ValueError, AttributeError):
             return None
         return int(value) if getattr(value, "is_Integer", False) else None
 
@@ -148,9 +169,11 @@ class _Resolver:
             if type(v) is type(value) and v == value and re.fullmatch(r"[A-Za-z_]\w*", key)
         ]
 
-    def _key(self, value: Any, name: str = "", probe: Any = None) -> str | None:
-        """The config key of this value that changes the module when it changes (a rebuild with another value)."""
-        keys = [key for key in self.keys(value) if probe is not None and probe(key, name)]
+    def _key(self, value: Any, name: str = "", probe: Any = None, seen: Any = None) -> str | None:
+        """The config key of this value that changes the module when it changes (a rebuild with another value), and
+        that has the varied build's value ``seen`` there (when given)."""
+        keys = [key for key in self.keys(value) if seen is None or self.other_config.get(key, value) == seen]
+        keys = [key for key in keys if probe is not None and probe(key, name)]
         return "{key:" + keys[0] + "=" + json.dumps(value) + "}" if keys else None
 
     def number(self, text: str, name: str = "", probe: Any = None) -> str:
@@ -191,13 +214,15 @@ def _term_shapes(term) -> list[Any]:
 class _Reader:
     """One build read into templates."""
 
-    def __init__(self, model, config: dict[str, Any], hf) -> None:
+    def __init__(self, model, config: dict[str, Any], hf, varied: tuple[Any, Any] | None = None) -> None:
         from transformers.activations import ACT2CLS
 
         self.model = model
         self.config = config
         self.hf = hf
-        self.resolve = _Resolver(model, config)
+        self.resolve = _Resolver(model, config, *(varied[0], varied[2]) if varied is not None else ())
+        # the varied build's modules by name: its numbers, at the same places, tell formulas of equal value apart
+        self.others = {} if varied is None else dict(varied[1].named_modules())
         self.paths = {t.path for t in model.derivation.terms}
         self.acts = {cls_name: name for name, cls_name in _activation_classes(ACT2CLS).items()}
         self.reprs = {name: repr(module) for name, module in hf.named_modules()}
@@ -249,6 +274,10 @@ class _Reader:
         parts = name.split(".")
         leaf = self.renamed.get(parts[-1], parts[-1])
         found = [t for t in terms if t.path.split("/", 1)[1] in (leaf, ".".join(parts[-2:]))]
+        if not found and len(parts) > 1 and self.others:  # router.classifier: the record's router (checked by the
+            found = [
+                t for t in terms if t.path.split("/", 1)[1] == self.renamed.get(parts[-2], parts[-2])
+            ]  # varied build)
         parent = parts[-2] if len(parts) > 1 else ""
         return sorted(found, key=lambda t: t.path.split("/", 1)[0] not in _groups(parent))
 
@@ -264,13 +293,19 @@ class _Reader:
                 return f"{{stack:{i}}}"
         if isinstance(module, torch.nn.ModuleList):
             return self._module_list(module, name, terms)
+        other = self.others.get(name)
+        if type(other) is not type(module):
+            other = None
         if type(module).__repr__ is not torch.nn.Module.__repr__ and not module._modules:  # Conv1D's own repr
-            return self._numbers(repr(module), name, terms)
+            return self._numbers(repr(module), name, terms, None if other is None else repr(other))
         extra = module.extra_repr()
         pad = self.padding(module, name) if isinstance(module, torch.nn.Embedding) else None
         if pad is not None:
             extra = re.sub(r", padding_idx=-?\d+", "", extra)
-        extra = self._numbers(extra, name, terms) + (pad or "")
+        seen = None if other is None else other.extra_repr()
+        if seen is not None and pad is not None:
+            seen = re.sub(r", padding_idx=-?\d+", "", seen)
+        extra = self._numbers(extra, name, terms, seen) + (pad or "")
         children = [
             f"({key}): " + _indent(self.module(child, f"{name}.{key}" if name else key, terms, layer_list))
             for key, child in module._modules.items()
@@ -340,10 +375,15 @@ class _Reader:
                     found.append(f" {name}={read}")
         return "".join(found)
 
-    def _numbers(self, extra: str, name: str, terms: list[Any]) -> str:
-        """``extra`` (an ``extra_repr``, or a whole repr) with its numbers as formulas, config keys or literals."""
+    def _numbers(self, extra: str, name: str, terms: list[Any], varied: str | None = None) -> str:
+        """``extra`` (an ``extra_repr``, or a whole repr) with its numbers as formulas, config keys or literals;
+        ``varied``: the same module's text in the varied build, whose numbers (at the same places) each formula must
+        give there too."""
         if not extra:
             return ""
+        seen: list[Any] = [m.group(0) for m in _NUMBER.finditer(_brace(varied))] if varied is not None else []
+        if len(seen) != len(_NUMBER.findall(_brace(extra))):
+            seen = []
         numbers = [int(m) for m in re.findall(r"\d+", extra)]
         match = None
         named = self.candidates(name, terms) if numbers else []
@@ -357,23 +397,33 @@ class _Reader:
         if match is None and (named or self.preferred):  # a formula that does not split: its own symbols first
             free = sorted(named[0].expr.free_symbols, key=str) if named else self.preferred
             preferred = [*free, *(a * b for i, a in enumerate(free) for b in free[i:])]
+            if named and self.others:  # and the formula over each of its factors (a convolution's channels)
+                from sympy import Mul, expand, factor
+
+                factors = [f for f in Mul.make_args(factor(named[0].expr)) if f.free_symbols]
+                preferred += [*factors, *(expand(named[0].expr / f) for f in factors)]
+                preferred += [s + c for s in free for c in (-1, 1)]  # a convolution's padding, d_conv - 1
         times = self.times.get(match.path, 1) if match is not None else 1
         if times > 1:  # a term the layer carries twice in one module (wider) or in two (each as wide as the term)
             preferred += [e * times for e in preferred]
         sides = {"in_features": 0, "nx": 0, "out_features": 1, "nf": 1}
 
+        place = iter(range(len(_NUMBER.findall(_brace(extra)))))
+
         def number(m: re.Match) -> str:
             text = m.group(0)
+            i = next(place)
             before = extra[: m.start()]
             keyword = re.search(r"(\w+)=$", before)
             if "." in text or "e" in text:
                 return self.resolve.number(text, name, self.probe)
             value = int(text)
+            other = int(seen[i]) if seen and re.fullmatch(r"-?\d+", seen[i]) else None
             order = list(preferred)
             if keyword and keyword.group(1) in sides and match is not None and len(preferred) >= 2:
                 first = preferred[sides[keyword.group(1)]]
                 order = [first, *[e for e in preferred if e is not first]]
-            return self.resolve.integer(value, order, name, self.probe)
+            return self.resolve.integer(value, order, name, self.probe, other)
 
         out = _NUMBER.sub(number, _brace(extra))
         if match is not None and re.search(r"\bbias=(True|False)", out):
@@ -416,6 +466,7 @@ def printed(model_type: str, given: dict[str, Any] | None = None) -> dict[str, A
     from transformers.activations import ACT2FN
 
     from ..formulas.config import read_config
+    from ..renderers.tree import layer_kinds
 
     if not _ACTIVATIONS:
         for name in ACT2FN:
@@ -425,11 +476,19 @@ def printed(model_type: str, given: dict[str, Any] | None = None) -> dict[str, A
                 continue
     errors = []
     found: dict[str, Any] | None = None
-    for config in _configs(model_type, given or {}):
+    configs = _configs(model_type, given or {})
+    seen: set[tuple[str, ...]] = set()
+    for config in configs:
         try:
             model = read_config(dict(config), model_type)
+            kinds = set(layer_kinds(model) or ())
+            if found is not None and kinds <= seen:
+                continue
+            if not seen:  # the first config read: its neighbours with kinds of layer it has not
+                configs += _neighbours(model_type, config, kinds)
+            seen |= kinds
             hf = meta_model(config)
-            table = _table(model, config, hf)
+            table = _table(model, config, hf, _varied(model_type, config, model))
         except Exception as error:  # llmcount or transformers refuses this config: try the next
             errors.append(f"{type(error).__name__}: {str(error)[:200]}")
             continue
@@ -441,16 +500,139 @@ def printed(model_type: str, given: dict[str, Any] | None = None) -> dict[str, A
         found["layers"] += [layer for layer in table["layers"] if tuple(layer["terms"]) not in known]
     if found is None:
         raise Unprintable("; ".join(errors) or "no config to build")
+    # the kinds of layer the record's table has from builds not made here (a maintainer's --set): kept
+    family = records.family(model_type)
+    known = {tuple(layer["terms"]) for layer in found["layers"]}
+    before = (family.printed or {}).get("layers", ()) if family is not None else ()
+    found["layers"] += [dict(layer) for layer in before if tuple(layer["terms"]) not in known]
     return found
 
 
-def _table(model, config: dict[str, Any], hf) -> dict[str, Any]:
+def _neighbours(model_type: str, config: dict[str, Any], kinds: set[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """Configs next to ``config`` whose layers combine what its layers hold otherwise (an attention layer with the
+    dense MLP of the first layers): each per-layer list (a list of one entry per layer) turned by one and reversed,
+    each integer key of the record (a pattern's period or offset, the dense layers' count) set to 0 to 2 and one
+    above or below its value; those llmcount reads with a kind of layer not among ``kinds``, each kind once."""
+    from ..formulas.config import read_config
+    from ..renderers.tree import layer_kinds
+
+    family = records.family(model_type)
+    spec = next((s for s in family.symbols if s.symbol.name == "N"), None) if family is not None else None
+    layers = config.get(spec.key) if spec is not None else None
+    if family is None or type(layers) is not int:
+        return []
+    lists = {
+        key: value
+        for key, value in config.items()
+        if isinstance(value, list) and len(value) == layers > 1 and all(type(x) in (str, bool, int) for x in value)
+    }
+    changes = [(key, turned) for key, value in lists.items() for turned in (value[1:] + value[:1], value[::-1])]
+    for key, default in family.keys.items():
+        value = config.get(key)
+        if type(default) is int and type(value) is int:
+            changes += [(key, other) for other in sorted({0, 1, 2, value - 1, value + 1} - {value}) if other >= 0]
+    found, known = [], set(kinds)
+    for key, value in changes:
+        other = {**config, key: value}
+        try:
+            new = set(layer_kinds(read_config(dict(other), model_type)) or ()) - known
+        except Exception:  # llmcount refuses this neighbour
+            continue
+        if new:
+            found.append(other)
+            known |= new
+    return found
+
+
+def _lookup(config: dict[str, Any], key: str) -> Any:
+    head, _, leaf = key.partition(".")
+    if not leaf:
+        return config.get(key)
+    sub = config.get(head)
+    return sub.get(leaf) if isinstance(sub, dict) else None
+
+
+VARIED_DRAWS = 300
+"""Draws of multipliers that llmcount reads (cheap); of those, the builds tried (a meta build each)."""
+VARIED_BUILDS = 6
+
+
+def _varied(model_type: str, config: dict[str, Any], model) -> tuple[Any, Any, dict[str, Any]] | None:
+    """The record, the model and the config with each size the record reads multiplied by 2, 3 or 4 (drawn per key,
+    keys of equal value told apart where a draw does; the keys that change which modules the model has, such as a
+    count of shared blocks, left as they are): a number of the printed tree that two formulas give on ``config`` (a
+    position table's rows and the hidden size, both 1024) is the one that also gives the varied build's number at
+    the same place. None when no draw builds."""
+    import random
+    import zlib
+
+    family = records.family(model_type)
+    if family is None:
+        return None
+    apart = set((model.architecture.printed or {}).get("by", ())) | {s.name for s in model.layer_indices} | {"N"}
+    keys = sorted(
+        {
+            spec.key
+            for spec in family.symbols
+            if spec.symbol.name not in apart
+            and type(_lookup(config, spec.key)) is int
+            and _lookup(config, spec.key) > 0
+        }
+    )
+    if not keys:
+        return None
+    names = [name for name, _ in meta_model(config).named_modules()]
+    rng = random.Random(zlib.crc32(model_type.encode()))
+    found = _varied_draw(model_type, config, model, keys, names, rng)
+    if found is not None or len(keys) == 1:
+        return found
+    # some key changes the modules: keep the keys that each alone leave them as they are
+    alone = [key for key in keys if _varied_draw(model_type, config, model, [key], names, rng, 1) is not None]
+    return _varied_draw(model_type, config, model, alone, names, rng) if alone else None
+
+
+def _varied_draw(model_type, config, model, keys, names, rng, builds: int = VARIED_BUILDS):
+    """The first draw that llmcount reads with the same kinds of layer and transformers builds with the same modules,
+    the draws that leave fewest keys of equal value multiplied alike tried first."""
+    from ..formulas.config import read_config
+    from ..renderers.tree import layer_kinds
+
+    kinds = layer_kinds(model)
+    read: list[tuple[int, int, dict[str, Any], Any]] = []
+    for i in range(VARIED_DRAWS if len(keys) > 1 else 1):
+        times = {key: rng.choice((2, 3, 4)) if len(keys) > 1 else 2 for key in keys}
+        other = dict(config)
+        for key in keys:
+            other = _with(other, key, _lookup(config, key) * times[key])
+        try:
+            varied = read_config(dict(other), model_type)
+        except Exception:  # llmcount refuses this draw: draw again
+            continue
+        if layer_kinds(varied) != kinds:
+            continue
+        alike = sum(
+            1 for a in keys for b in keys if a < b and _lookup(config, a) == _lookup(config, b) and times[a] == times[b]
+        )
+        read.append((alike, i, other, varied))
+        if not alike:
+            break
+    for _, _, other, varied in sorted(read, key=lambda r: r[:2])[:builds]:
+        try:
+            built = meta_model(other)
+        except Exception:  # transformers refuses this draw: the next
+            continue
+        if [name for name, _ in built.named_modules()] == names:
+            return varied, built, other
+    return None
+
+
+def _table(model, config: dict[str, Any], hf, varied: tuple[Any, Any] | None = None) -> dict[str, Any]:
     import torch
 
     from ..formulas.symbols import N
     from ..renderers.tree import layer_kinds, layer_times
 
-    reader = _Reader(model, config, hf)
+    reader = _Reader(model, config, hf, varied)
     total = model.values.get(N)
     lists = [
         (name, module)

@@ -86,7 +86,10 @@ def flops(value: int) -> str:
 
 
 def latex_int(value: int) -> str:
-    """Digit grouping in LaTeX math: 32{,}762{,}123{,}264."""
+    """Digit grouping in LaTeX math: 32{,}762{,}123{,}264; a number of four digits is written without a separator
+    (7168), as the SI brochure (5.4.4) allows and the reference posts write their sizes."""
+    if abs(int(value)) < 10_000:
+        return str(int(value))
     return f"{int(value):,}".replace(",", "{,}")
 
 
@@ -165,7 +168,7 @@ def post_latex(expr: Expr) -> str:
 
 def substitute(expr: Expr, values: dict) -> str:
     """LaTeX of ``expr`` with each symbol replaced by its digit-grouped value, products as ``\\cdot``:
-    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5{,}120 \\cdot 64``. Nothing is evaluated; brackets as in
+    ``2\\,d\\,h`` with d=5120, h=64 -> ``2 \\cdot 5120 \\cdot 64``. Nothing is evaluated; brackets as in
     :func:`post_latex`."""
     names = {symbol: latex_int(value) for symbol, value in values.items()}
     return plain_brackets(sympy_latex(expr, symbol_names=names, mul_symbol="dot"))
@@ -210,7 +213,7 @@ def ordered_lines(
 def skipped_latex(groups: Sequence[tuple[Expr, Sequence[Expr]]], values: dict | None = None) -> str:
     """The routed expert weights a token skips, ``[(layers, [expr / n])]`` times :math:`n - k`, as one product in
     :func:`post_latex`'s brackets: ``(N - N_{\\mathrm{dense}})\\,3\\,d\\,d_{\\mathrm{moe}}\\,(n - k)``; with ``values``,
-    substituted (``(61 - 3) \\cdot 3 \\cdot 7{,}168 \\cdot 2{,}048 \\cdot (256 - 8)``)."""
+    substituted (``(61 - 3) \\cdot 3 \\cdot 7168 \\cdot 2048 \\cdot (256 - 8)``)."""
     from ..formulas.symbols import k, n
 
     fmt = post_latex if values is None else (lambda e: substitute(e, values))

@@ -569,9 +569,13 @@ def printed_tree(model: Model) -> str | None:
             stacks[f"{{stack:{i}}}"] = module_list([_fill(stack["text"], model)] * count)
         filled: dict[tuple[str, ...], str] = {}
         reprs = []
+        renamed = Names.of(model).renamed
         for key in keys:
             if key not in kinds:
-                return None
+                composed = _composed(key, kinds, renamed)
+                if composed is None:
+                    return None
+                kinds[key] = composed
             if key not in filled:
                 filled[key] = _unbuilt(_expand(kinds[key], stacks, model), table.get("when", {}), model)
             reprs.append(filled[key])
@@ -579,3 +583,100 @@ def printed_tree(model: Model) -> str | None:
     except (_Unfit, LlmcountError, RecordError):
         return None
     return "\n".join(lines).rstrip("\n")
+
+
+def _group(entry: str) -> str:
+    """The group of a kind's entry: ``attention`` of ``attention/q_proj``; a ``by`` entry (``@N_sliding``) its own."""
+    return entry.split("/", 1)[0]
+
+
+def _children(text: str) -> list[tuple[str, list[str]]] | None:
+    """A layer template's modules: (attribute, lines) of each line or block at the first indent; None when the text
+    is not one module of modules."""
+    lines = text.split("\n")
+    if len(lines) < 3 or not lines[0].endswith("(") or lines[-1] != ")":
+        return None
+    children: list[tuple[str, list[str]]] = []
+    for line in lines[1:-1]:
+        match = re.match(r"^  \(([\w.]+)\): ", line)
+        if match:
+            children.append((match.group(1), [line]))
+        elif children and (line.startswith("   ") or line == "  )"):
+            children[-1][1].append(line)
+        else:
+            return None
+    return children
+
+
+def _groups_in(lines: list[str], key: tuple[str, ...], renamed: Mapping[str, str]) -> set[str]:
+    """The groups of ``key`` whose modules one child prints (a module of a term's path, by the model code's name)."""
+    text = "\n".join(lines)
+    found = set()
+    for entry in key:
+        if entry.startswith("@"):
+            continue
+        parts = entry.split("/", 1)[1].split("*", 1)[0].split(".")
+        if any(f"({renamed.get(part, part)}):" in text for part in parts):
+            found.add(_group(entry))
+    return found
+
+
+def _composed(key: tuple[str, ...], kinds: Mapping[tuple[str, ...], str], renamed: Mapping[str, str]) -> str | None:
+    """The template of a kind of layer no build printed, from those of kinds that were: a printed kind whose modules
+    differ from it in whole groups (its MLP dense where the kind's is a mixture of experts), each such group's
+    modules taken from a printed kind that has exactly the terms of that group the kind has. None when no printed
+    kinds combine into it (each module of one group only, the replaced modules in the same places)."""
+
+    def by_group(entries: tuple[str, ...]) -> dict[str, frozenset[str]]:
+        out: dict[str, set[str]] = {}
+        for entry in entries:
+            out.setdefault(_group(entry), set()).add(entry)
+        return {g: frozenset(v) for g, v in out.items()}
+
+    want = by_group(key)
+    for base, text in kinds.items():
+        have = by_group(base)
+        if {e for e in base if e.startswith("@")} != {e for e in key if e.startswith("@")}:
+            continue
+        differ = {g for g in set(want) | set(have) if want.get(g) != have.get(g)}
+        children = _children(text)
+        if children is None or not differ or len(differ) > 2:
+            continue
+        marked = [(name, lines, _groups_in(lines, base, renamed)) for name, lines in children]
+        if any(len(groups) > 1 and groups & differ for _, _, groups in marked):
+            continue
+        # the modules each differing group needs, from a printed kind with exactly that group's terms
+        wanted: list[tuple[str, list[str]]] = []
+        for group in sorted(g for g in differ if g in want):
+            donor = next(
+                (
+                    other
+                    for other, other_text in kinds.items()
+                    if by_group(other).get(group) == want[group] and _children(other_text) is not None
+                ),
+                None,
+            )
+            if donor is None:
+                break
+            wanted += [
+                (name, lines)
+                for name, lines in _children(kinds[donor]) or []
+                if _groups_in(lines, donor, renamed) == {group}
+            ]
+        else:
+            kept: list[tuple[str, list[str]]] = []
+            placed = False
+            for name, lines, groups in marked:
+                if groups & differ:
+                    if not placed:  # the new modules where the replaced ones were
+                        kept += wanted
+                        placed = True
+                    continue
+                kept.append((name, lines))
+            if not placed:
+                continue
+            names = [name for name, _ in kept]
+            if len(set(names)) != len(names):
+                continue
+            return "\n".join([text.split("\n", 1)[0], *(line for _, lines in kept for line in lines), ")"])
+    return None

@@ -388,11 +388,59 @@ def abridged(printed: str) -> Abridged:
             seen.add(body)
             out.extend(lines[i : end + 1])
         i = end + 1
+    out, runs = _repeated_runs(out)
     out, inner = _inner_repeats(out)
+    inner = inner or runs
     if not dropped:
         return Abridged("\n".join(out), inner=inner)
     first, last = dropped[0].split("-")[0], dropped[-1].split("-")[-1]
     return Abridged("\n".join(out), ", ".join(dropped), first, last, inner)
+
+
+def _repeated_runs(lines: list[str]) -> tuple[list[str], bool]:
+    """``lines`` with each run of a layer group's modules that repeat, line for line, the same modules of a group
+    printed above (a hybrid's attention layer has the MoE block and the norms of the linear-attention layers above)
+    replaced by one ``...`` line, when the run holds at least two lines and the group has a module of its own (a
+    group of modules all printed above keeps their names, their bodies elided by :func:`_inner_repeats`)."""
+    header = re.compile(r"^(\s*)\((\d+(?:-\d+)?)\): (?:\d+ x )?(.*)\($")
+    out, seen, elided, i = [], set(), False, 0
+    while i < len(lines):
+        match = header.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = match.group(1)
+        end = _block_end(lines, i, indent)
+        children, j = [], i + 1
+        while j < end:  # the group's modules: a line each, or a block to its closing line
+            child = lines[j]
+            last = _block_end(lines, j, indent + "  ") if child.endswith("(") else j
+            children.append(tuple(lines[j : last + 1]))
+            j = last + 1
+        out.append(lines[i])
+        if all(child in seen for child in children):  # a layer of modules all printed above: each shown by name
+            out.extend(line for child in children for line in child)
+            out.append(lines[end])
+            i = end + 1
+            continue
+        run: list[tuple[str, ...]] = []
+        for child in [*children, None]:
+            if child is not None and child in seen:
+                run.append(child)
+                continue
+            if sum(len(c) for c in run) >= 2:
+                out.append(f"{indent}  {ELIDED}")
+                elided = True
+            else:
+                out.extend(line for c in run for line in c)
+            run = []
+            if child is not None:
+                out.extend(child)
+        seen.update(children)
+        out.append(lines[end])
+        i = end + 1
+    return out, elided
 
 
 def _inner_repeats(lines: list[str]) -> tuple[list[str], bool]:
