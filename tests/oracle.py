@@ -137,6 +137,7 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
 TEXT_CAUSAL_LM = {
     "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
     "blip_text_model": ("transformers.models.blip.modeling_blip_text", "BlipTextLMHeadModel"),
+    "kosmos_2_5_text_model": ("transformers.models.kosmos2_5.modeling_kosmos2_5", "Kosmos2_5TextForCausalLM"),
 }
 
 
