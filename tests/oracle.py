@@ -138,6 +138,7 @@ TEXT_CAUSAL_LM = {
     "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
     "blip_text_model": ("transformers.models.blip.modeling_blip_text", "BlipTextLMHeadModel"),
     "kosmos_2_5_text_model": ("transformers.models.kosmos2_5.modeling_kosmos2_5", "Kosmos2_5TextForCausalLM"),
+    "mistral4": ("transformers.models.mistral4.modeling_mistral4", "Mistral4ForCausalLM"),  # image-text-to-text only
 }
 
 
