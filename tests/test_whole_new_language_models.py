@@ -24,6 +24,7 @@ TOWERS = {
     "kosmos-2": ("vision_model",),
     "blip": ("vision_model",),
     "kosmos-2.5": ("vision_model",),
+    "pix2struct": ("encoder",),
 }
 
 
@@ -95,6 +96,15 @@ def drawn(draw, model_type: str) -> dict:
             "max_num_patches": draw(st.sampled_from([4, 16])),
         }
         config["latent_query_num"] = draw(st.sampled_from([1, 5]))
+    elif model_type == "pix2struct":  # the image encoder: heads of d_kv, flattened patches of any width
+        vision = _vit(draw)
+        vision["d_ff"] = vision.pop("intermediate_size")
+        config["vision_config"] = vision | {
+            "d_kv": draw(st.sampled_from([2, 8])),
+            "patch_embed_hidden_size": draw(st.sampled_from([3, 12])),
+            "seq_len": draw(st.sampled_from([4, 16])),
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "blip":  # the text config's encoder_hidden_size is set to the tower's width whatever it says
         config["vision_config"] = _vit(draw) | {
             "patch_size": draw(st.sampled_from([2, 4, 16])),
