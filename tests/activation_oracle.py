@@ -21,8 +21,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch
 import transformers
-from oracle import _hf_config
-from transformers import AutoModelForCausalLM
+from oracle import _hf_config, causal_lm
 
 transformers.logging.set_verbosity_error()
 
@@ -60,7 +59,7 @@ def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32
             if hasattr(target, key):
                 setattr(target, key, 0.0)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(hf_config, attn_implementation=attention, dtype=DTYPES[dtype])
+    model = causal_lm(hf_config, config["model_type"], attn_implementation=attention, dtype=DTYPES[dtype])
     model.train()
     parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
     held: list[weakref.ref] = []

@@ -137,6 +137,9 @@ def llmcount_path(name: str, is_norm: bool, prefix: str = "model") -> str:
 TEXT_CAUSAL_LM = {
     "kosmos_2_text_model": ("transformers.models.kosmos2.modeling_kosmos2", "Kosmos2TextForCausalLM"),
     "blip_text_model": ("transformers.models.blip.modeling_blip_text", "BlipTextLMHeadModel"),
+    "kosmos_2_5_text_model": ("transformers.models.kosmos2_5.modeling_kosmos2_5", "Kosmos2_5TextForCausalLM"),
+    "mistral4": ("transformers.models.mistral4.modeling_mistral4", "Mistral4ForCausalLM"),  # image-text-to-text only
+    "pix2struct_text_model": ("transformers.models.pix2struct.modeling_pix2struct", "Pix2StructTextModel"),
 }
 
 
@@ -573,7 +576,7 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
             raise TransformersRejected(f"{type(error).__name__}: {error}") from error
     inner = getattr(model, "model", model)
     text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
-    text = text or getattr(inner, "text_decoder", None)  # BLIP's
+    text = text or getattr(inner, "text_decoder", None) or getattr(inner, "decoder", None)  # BLIP's, Pix2Struct's
     if text is not None:  # a ...ForConditionalGeneration: its language (text) model and LM head
         head = model.get_output_embeddings()  # None where the language model is a whole ...ForCausalLM with its head
         parts = [*text.parameters(), *(head.parameters() if head is not None else ())]
@@ -610,7 +613,8 @@ def tower_split(model, towers) -> dict[str, int]:
     """A composite ``model``'s parameters: the whole, its vision ``towers`` (modules) and the projector, the rest
     besides the language model and its LM head (a tied head once)."""
     inner = getattr(model, "model", model)
-    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None) or inner.text_decoder
+    text = getattr(inner, "language_model", None) or getattr(inner, "text_model", None)
+    text = text or getattr(inner, "text_decoder", None) or inner.decoder  # BLIP's, Pix2Struct's
     head = model.get_output_embeddings()  # None where the text model holds its head (BLIP's text_decoder)
     language = {id(p): p for p in [*text.parameters(), *(head.parameters() if head is not None else ())]}
     whole = sum(p.numel() for p in model.parameters())

@@ -11,13 +11,14 @@ the other dtypes, the group scales and the training states by hand.
 
 from __future__ import annotations
 
+import importlib
 import json
 import warnings
 from typing import Any
 
 import pytest
 import torch
-from oracle import VERSIONS, _hf_config, runnable_defaults
+from oracle import TEXT_CAUSAL_LM, VERSIONS, _hf_config, causal_lm, runnable_defaults
 from test_flops import SMALL
 from transformers import AutoModelForCausalLM
 from typer.testing import CliRunner
@@ -127,7 +128,12 @@ def _kept_in_fp32(model_type: str) -> list[str]:
     fp16 whatever the model's dtype); [] for a class without, or a record transformers has no causal LM of."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(_hf_config(runnable_defaults(model_type)))]
+    config = _hf_config(runnable_defaults(model_type))
+    if model_type in TEXT_CAUSAL_LM:  # a class AutoModelForCausalLM does not map (Mistral4ForCausalLM)
+        module, name = TEXT_CAUSAL_LM[model_type]
+        cls = getattr(importlib.import_module(module), name)
+    else:
+        cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
     return sorted(getattr(cls, "_keep_in_fp32_modules_strict", None) or [])
 
 
@@ -163,7 +169,7 @@ def test_weights_of_the_class_defaults_keep_the_fp32_modules(model_type: str, dt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(_hf_config(config), dtype=TORCH_DTYPES[dtype])
+            model = causal_lm(_hf_config(config), model_type, dtype=TORCH_DTYPES[dtype])
     expected = sum(p.numel() * p.element_size() for p in model.parameters())
     got = inference(config, dtype_name=dtype).bytes_of("weights")
     assert got == expected, f"{model_type} {dtype}: kept in fp32 {_kept_in_fp32(model_type)} ({VERSIONS})"

@@ -23,6 +23,8 @@ oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transf
 TOWERS = {
     "kosmos-2": ("vision_model",),
     "blip": ("vision_model",),
+    "kosmos-2.5": ("vision_model",),
+    "pix2struct": ("encoder",),
 }
 
 
@@ -87,10 +89,26 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["latent_query_num"] = draw(st.sampled_from([1, 5, 64]))
         config["tie_word_embeddings"] = draw(st.booleans())
+    elif model_type == "kosmos-2.5":  # Pix2Struct's encoder: heads of head_dim, flattened patches of any width
+        config["vision_config"] = _vit(draw) | {
+            "head_dim": draw(st.sampled_from([2, 8])),
+            "patch_embed_hidden_size": draw(st.sampled_from([3, 12])),
+            "max_num_patches": draw(st.sampled_from([4, 16])),
+        }
+        config["latent_query_num"] = draw(st.sampled_from([1, 5]))
+    elif model_type == "pix2struct":  # the image encoder: heads of d_kv, flattened patches of any width
+        vision = _vit(draw)
+        vision["d_ff"] = vision.pop("intermediate_size")
+        config["vision_config"] = vision | {
+            "d_kv": draw(st.sampled_from([2, 8])),
+            "patch_embed_hidden_size": draw(st.sampled_from([3, 12])),
+            "seq_len": draw(st.sampled_from([4, 16])),
+        }
+        config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "blip":  # the text config's encoder_hidden_size is set to the tower's width whatever it says
         config["vision_config"] = _vit(draw) | {
-            "patch_size": draw(st.sampled_from([2, 4, 16, [4, 4]])),
-            "image_size": draw(st.sampled_from([8, 30, 40, [30, 30]])),
+            "patch_size": draw(st.sampled_from([2, 4, 16])),
+            "image_size": draw(st.integers(8, 40)),
         }
         text["encoder_hidden_size"] = draw(st.sampled_from([8, 12]))
         config["tie_word_embeddings"] = draw(st.booleans())
@@ -118,6 +136,8 @@ def test_drawn(model_type: str, data) -> None:
         ),
         ({"model_type": "blip", "vision_config": [768]}, "'vision_config' must be a JSON object"),
         ({"model_type": "blip", "vision_config": {"hidden_size": 0}}, "encoder_hidden_size"),
+        # BlipVisionEmbeddings divides image_size by patch_size: a pair of sizes does not build
+        ({"model_type": "blip", "vision_config": {"image_size": [384, 384]}}, "image_size"),
     ],
 )
 def test_bad_tower_widths_are_refused_naming_the_key(config: dict, message: str) -> None:
