@@ -27,26 +27,48 @@ TOWERS = {
     "janus": ("vision_model",),
     "deepseek_vl_hybrid": ("vision_model",),
 }
+# Composites of several parts besides the language model: the modules of transformers' model (attributes of
+# model.model: modules or parameters) that hold each part, by the part's role in `count`; every other parameter
+# besides the language model and its head is left unassigned, and must be none.
+SPLIT = {
+    "janus": {
+        "vision tower": ("vision_model",),
+        "projector": ("aligner",),
+        "vq tower": ("vqmodel",),
+        "vq projector": ("generation_embeddings", "generation_aligner", "generation_head"),
+    },
+}
+
+
+def _numel(held) -> int:
+    return held.numel() if hasattr(held, "numel") else sum(p.numel() for p in held.parameters())
 
 
 @lru_cache(maxsize=64)
 def _parts(frozen: str) -> dict[str, int]:
 
     config = json.loads(frozen)
-    model_class = records.composite(config["model_type"]).model
-    model = oracle.meta_model(config, model_class)
+    model_type = config["model_type"]
+    model = oracle.meta_model(config, records.composite(model_type).model)
     inner = getattr(model, "model", model)
-    return oracle.tower_split(model, [getattr(inner, name) for name in TOWERS[config["model_type"]]])
+    if model_type not in SPLIT:
+        return oracle.tower_split(model, [getattr(inner, name) for name in TOWERS[model_type]])
+    rest = oracle.tower_split(model, [])  # the projector: everything besides the language model and its head
+    named = {role: sum(_numel(getattr(inner, n)) for n in names) for role, names in SPLIT[model_type].items()}
+    return {"whole": rest["whole"], **named, "unassigned": rest["projector"] - sum(named.values())}
 
 
 def transformers_parts(config: dict) -> dict[str, int]:
-    """transformers' whole model of a composite config, its vision tower and the rest besides the language model."""
+    """transformers' whole model of a composite config, its vision tower and the rest besides the language model
+    (each part of a SPLIT composite)."""
     return _parts(json.dumps(config, sort_keys=True))
 
 
 def ours(config: dict) -> dict[str, int]:
     model = read_config(config, "test config")
     parts = {part.role: part.model.counts.total for part in model.parts}
+    if config["model_type"] in SPLIT:
+        return {"whole": model.whole_total, **parts, "unassigned": 0}
     return {"whole": model.whole_total, "vision tower": parts["vision tower"], "projector": parts.get("projector", 0)}
 
 
@@ -442,3 +464,44 @@ def test_janus_vq_configs_torch_refuses_are_refused_naming_the_key(vq_config: di
     groups over 16 channels: ValueError num_channels must be divisible by num_groups) are refused by name."""
     with pytest.raises(RuleRefusal, match=message):
         read_config({"model_type": "janus", "vq_config": vq_config}, "test config")
+
+
+@pytest.mark.parametrize(
+    ("part", "record", "symbol"),
+    [
+        ("vq", "janus_vqvae", "c_base"),
+        ("vq_projector", "janus_generation", "n_code"),
+        ("projector", "janus_aligner", "d_al"),
+    ],
+)
+def test_janus_parts_by_name(tmp_path, part: str, record: str, symbol: str) -> None:
+    """`formula janus --part NAME` names each part `count` shows (the VQ-VAE and the generation head read from
+    vq_config), by the family and by a config file; `count` shows each part apart."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "janus"}))
+    by_family = CliRunner().invoke(app, ["formula", "janus", "--part", part])
+    assert by_family.exit_code == 0 and f"({record})" in by_family.stdout and symbol in by_family.stdout
+    by_file = CliRunner().invoke(app, ["formula", str(path), "--part", part])
+    assert by_file.exit_code == 0 and symbol in by_file.stdout, by_file.stderr
+    shown = CliRunner().invoke(app, ["count", str(path)])
+    role = "vq tower" if part == "vq" else part.replace("_", " ")
+    assert shown.exit_code == 0 and f"\n{role}: " in shown.stdout and f"({record}, from " in shown.stdout
+
+
+def test_janus_images_refused_by_its_vision_tower_not_its_generation_path(tmp_path) -> None:
+    """flops --images of Janus: the VQ-VAE and the generation head do not read an input image (left out), and the
+    vision tower, which does, has no FLOPs formula yet: refused in one line naming it."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "janus"}))
+    result = CliRunner().invoke(app, ["flops", str(path), "--images", "1"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "no formula for the Janus vision tower" in result.stderr and "janus_vision_model" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
