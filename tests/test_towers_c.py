@@ -37,6 +37,12 @@ SPLIT = {
         "vq tower": ("vqmodel",),
         "vq projector": ("generation_embeddings", "generation_aligner", "generation_head"),
     },
+    "deepseek_vl_hybrid": {
+        "vision tower": ("vision_model",),
+        "projector": ("aligner",),
+        "high_res tower": ("high_res_vision_model",),
+        "high_res projector": ("high_res_vision_neck", "high_res_vision_proj", "high_res_vision_alpha"),
+    },
 }
 
 
@@ -467,41 +473,53 @@ def test_janus_vq_configs_torch_refuses_are_refused_naming_the_key(vq_config: di
 
 
 @pytest.mark.parametrize(
-    ("part", "record", "symbol"),
+    ("model_type", "part", "record", "symbol"),
     [
-        ("vq", "janus_vqvae", "c_base"),
-        ("vq_projector", "janus_generation", "n_code"),
-        ("projector", "janus_aligner", "d_al"),
+        ("janus", "vq", "janus_vqvae", "c_base"),
+        ("janus", "vq_projector", "janus_generation", "n_code"),
+        ("janus", "projector", "janus_aligner", "d_al"),
+        ("deepseek_vl_hybrid", "high_res", "deepseek_vl_hybrid_sam", "N_sam"),
+        ("deepseek_vl_hybrid", "high_res_projector", "deepseek_vl_hybrid_high_res", "d_neck"),
+        ("deepseek_vl_hybrid", "projector", "deepseek_vl_hybrid_aligner", "d_vis"),
     ],
 )
-def test_janus_parts_by_name(tmp_path, part: str, record: str, symbol: str) -> None:
-    """`formula janus --part NAME` names each part `count` shows (the VQ-VAE and the generation head read from
-    vq_config), by the family and by a config file; `count` shows each part apart."""
+def test_parts_by_name(tmp_path, model_type: str, part: str, record: str, symbol: str) -> None:
+    """`formula TYPE --part NAME` names each part `count` shows (Janus's VQ-VAE and generation head read from
+    vq_config, DeepSeek-VL hybrid's SAM tower and its neck read from high_res_vision_config), by the type and by a
+    config file; `count` shows each part apart."""
     from typer.testing import CliRunner
 
     from llmcount.cli.app import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "janus"}))
-    by_family = CliRunner().invoke(app, ["formula", "janus", "--part", part])
-    assert by_family.exit_code == 0 and f"({record})" in by_family.stdout and symbol in by_family.stdout
+    path.write_text(json.dumps({"model_type": model_type}))
+    by_type = CliRunner().invoke(app, ["formula", model_type, "--part", part])
+    assert by_type.exit_code == 0 and f"({record})" in by_type.stdout and symbol in by_type.stdout
     by_file = CliRunner().invoke(app, ["formula", str(path), "--part", part])
     assert by_file.exit_code == 0 and symbol in by_file.stdout, by_file.stderr
     shown = CliRunner().invoke(app, ["count", str(path)])
-    role = "vq tower" if part == "vq" else part.replace("_", " ")
+    role = part.removesuffix("_projector") + (" projector" if part.endswith("_projector") else " tower")
+    role = part if part == "projector" else role
     assert shown.exit_code == 0 and f"\n{role}: " in shown.stdout and f"({record}, from " in shown.stdout
 
 
-def test_janus_images_refused_by_its_vision_tower_not_its_generation_path(tmp_path) -> None:
-    """flops --images of Janus: the VQ-VAE and the generation head do not read an input image (left out), and the
-    vision tower, which does, has no FLOPs formula yet: refused in one line naming it."""
+@pytest.mark.parametrize(
+    ("model_type", "message"),
+    [
+        ("janus", "no formula for the Janus vision tower (SigLIP-style ViT) (janus_vision_model) yet"),
+        ("deepseek_vl_hybrid", "no formula for the DeepSeek-VL hybrid aligner (deepseek_vl_hybrid_aligner) yet"),
+    ],
+)
+def test_images_refused_in_one_line(tmp_path, model_type: str, message: str) -> None:
+    """flops --images: Janus's VQ-VAE and generation head do not read an input image (left out), and its vision
+    tower, which does, has no FLOPs formula yet; nor has DeepSeek-VL hybrid's aligner: refused in one line naming
+    the part."""
     from typer.testing import CliRunner
 
     from llmcount.cli.app import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "janus"}))
+    path.write_text(json.dumps({"model_type": model_type}))
     result = CliRunner().invoke(app, ["flops", str(path), "--images", "1"])
     assert result.exit_code == 1 and result.stdout == ""
-    assert "no formula for the Janus vision tower" in result.stderr and "janus_vision_model" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
