@@ -523,3 +523,22 @@ def test_images_refused_in_one_line(tmp_path, model_type: str, message: str) -> 
     result = CliRunner().invoke(app, ["flops", str(path), "--images", "1"])
     assert result.exit_code == 1 and result.stdout == ""
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"config": "text_config", "tower": "janus_vqvae"}, "not text_config"),
+        ({"config": "vq", "tower": "janus_vqvae"}, r"a sub-config \(<name>_config\)"),
+        ({"config": "vision_config", "tower": "janus_vqvae"}, "no other tower of the composite reads"),
+        ({"config": "vq_config", "name": "projector", "tower": "janus_vqvae"}, "naming no other part"),
+        ({"config": "vq_config", "name": "vq-vae", "tower": "janus_vqvae"}, "an identifier"),
+        ({"config": "vq_config", "tower": "janus_vqvae", "runs": False}, r"unknown fields \['runs'\]"),
+    ],
+)
+def test_bad_tower_entries_are_refused_naming_the_field(entry: dict, message: str) -> None:
+    """A composite's second tower reads a sub-config of its own (not text_config, not the first tower's) and is named
+    by an identifier no other part has: anything else is refused when composites.toml is read."""
+    data = {"title": "T", "model": "M", "text": "llama", "vision": "janus_vision_model", "towers": [entry]}
+    with pytest.raises(records.RecordError, match=message):
+        records._composite("t", data, "composites.toml: composite.t")
