@@ -965,7 +965,8 @@ def _part_places(model: Model) -> Any:
 
     def place(tensor: str) -> str | None:
         names = tensor.split(".")
-        top = names[1] if names[0] == "model" and len(names) > 2 else names[0]
+        # a part's own parameter sits right under model. (DeepSeek-VL hybrid's model.high_res_vision_alpha)
+        top = names[1] if names[0] == "model" and len(names) > 1 and names[1] in owner else names[0]
         name = owner.get(top)
         if name is None:
             return None

@@ -27,26 +27,54 @@ TOWERS = {
     "janus": ("vision_model",),
     "deepseek_vl_hybrid": ("vision_model",),
 }
+# Composites of several parts besides the language model: the modules of transformers' model (attributes of
+# model.model: modules or parameters) that hold each part, by the part's role in `count`; every other parameter
+# besides the language model and its head is left unassigned, and must be none.
+SPLIT = {
+    "janus": {
+        "vision tower": ("vision_model",),
+        "projector": ("aligner",),
+        "vq tower": ("vqmodel",),
+        "vq projector": ("generation_embeddings", "generation_aligner", "generation_head"),
+    },
+    "deepseek_vl_hybrid": {
+        "vision tower": ("vision_model",),
+        "projector": ("aligner",),
+        "high_res tower": ("high_res_vision_model",),
+        "high_res projector": ("high_res_vision_neck", "high_res_vision_proj", "high_res_vision_alpha"),
+    },
+}
+
+
+def _numel(held) -> int:
+    return held.numel() if hasattr(held, "numel") else sum(p.numel() for p in held.parameters())
 
 
 @lru_cache(maxsize=64)
 def _parts(frozen: str) -> dict[str, int]:
 
     config = json.loads(frozen)
-    model_class = records.composite(config["model_type"]).model
-    model = oracle.meta_model(config, model_class)
+    model_type = config["model_type"]
+    model = oracle.meta_model(config, records.composite(model_type).model)
     inner = getattr(model, "model", model)
-    return oracle.tower_split(model, [getattr(inner, name) for name in TOWERS[config["model_type"]]])
+    if model_type not in SPLIT:
+        return oracle.tower_split(model, [getattr(inner, name) for name in TOWERS[model_type]])
+    rest = oracle.tower_split(model, [])  # the projector: everything besides the language model and its head
+    named = {role: sum(_numel(getattr(inner, n)) for n in names) for role, names in SPLIT[model_type].items()}
+    return {"whole": rest["whole"], **named, "unassigned": rest["projector"] - sum(named.values())}
 
 
 def transformers_parts(config: dict) -> dict[str, int]:
-    """transformers' whole model of a composite config, its vision tower and the rest besides the language model."""
+    """transformers' whole model of a composite config, its vision tower and the rest besides the language model
+    (each part of a SPLIT composite)."""
     return _parts(json.dumps(config, sort_keys=True))
 
 
 def ours(config: dict) -> dict[str, int]:
     model = read_config(config, "test config")
     parts = {part.role: part.model.counts.total for part in model.parts}
+    if config["model_type"] in SPLIT:
+        return {"whole": model.whole_total, **parts, "unassigned": 0}
     return {"whole": model.whole_total, "vision tower": parts["vision tower"], "projector": parts.get("projector", 0)}
 
 
@@ -442,3 +470,75 @@ def test_janus_vq_configs_torch_refuses_are_refused_naming_the_key(vq_config: di
     groups over 16 channels: ValueError num_channels must be divisible by num_groups) are refused by name."""
     with pytest.raises(RuleRefusal, match=message):
         read_config({"model_type": "janus", "vq_config": vq_config}, "test config")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "part", "record", "symbol"),
+    [
+        ("janus", "vq", "janus_vqvae", "c_base"),
+        ("janus", "vq_projector", "janus_generation", "n_code"),
+        ("janus", "projector", "janus_aligner", "d_al"),
+        ("deepseek_vl_hybrid", "high_res", "deepseek_vl_hybrid_sam", "N_sam"),
+        ("deepseek_vl_hybrid", "high_res_projector", "deepseek_vl_hybrid_high_res", "d_neck"),
+        ("deepseek_vl_hybrid", "projector", "deepseek_vl_hybrid_aligner", "d_vis"),
+    ],
+)
+def test_parts_by_name(tmp_path, model_type: str, part: str, record: str, symbol: str) -> None:
+    """`formula TYPE --part NAME` names each part `count` shows (Janus's VQ-VAE and generation head read from
+    vq_config, DeepSeek-VL hybrid's SAM tower and its neck read from high_res_vision_config), by the type and by a
+    config file; `count` shows each part apart."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type}))
+    by_type = CliRunner().invoke(app, ["formula", model_type, "--part", part])
+    assert by_type.exit_code == 0 and f"({record})" in by_type.stdout and symbol in by_type.stdout
+    by_file = CliRunner().invoke(app, ["formula", str(path), "--part", part])
+    assert by_file.exit_code == 0 and symbol in by_file.stdout, by_file.stderr
+    shown = CliRunner().invoke(app, ["count", str(path)])
+    role = part.removesuffix("_projector") + (" projector" if part.endswith("_projector") else " tower")
+    role = part if part == "projector" else role
+    assert shown.exit_code == 0 and f"\n{role}: " in shown.stdout and f"({record}, from " in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("model_type", "message"),
+    [
+        ("janus", "no formula for the Janus vision tower (SigLIP-style ViT) (janus_vision_model) yet"),
+        ("deepseek_vl_hybrid", "no formula for the DeepSeek-VL hybrid aligner (deepseek_vl_hybrid_aligner) yet"),
+    ],
+)
+def test_images_refused_in_one_line(tmp_path, model_type: str, message: str) -> None:
+    """flops --images: Janus's VQ-VAE and generation head do not read an input image (left out), and its vision
+    tower, which does, has no FLOPs formula yet; nor has DeepSeek-VL hybrid's aligner: refused in one line naming
+    the part."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type}))
+    result = CliRunner().invoke(app, ["flops", str(path), "--images", "1"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"config": "text_config", "tower": "janus_vqvae"}, "not text_config"),
+        ({"config": "vq", "tower": "janus_vqvae"}, r"a sub-config \(<name>_config\)"),
+        ({"config": "vision_config", "tower": "janus_vqvae"}, "no other tower of the composite reads"),
+        ({"config": "vq_config", "name": "projector", "tower": "janus_vqvae"}, "naming no other part"),
+        ({"config": "vq_config", "name": "vq-vae", "tower": "janus_vqvae"}, "an identifier"),
+        ({"config": "vq_config", "tower": "janus_vqvae", "runs": False}, r"unknown fields \['runs'\]"),
+    ],
+)
+def test_bad_tower_entries_are_refused_naming_the_field(entry: dict, message: str) -> None:
+    """A composite's second tower reads a sub-config of its own (not text_config, not the first tower's) and is named
+    by an identifier no other part has: anything else is refused when composites.toml is read."""
+    data = {"title": "T", "model": "M", "text": "llama", "vision": "janus_vision_model", "towers": [entry]}
+    with pytest.raises(records.RecordError, match=message):
+        records._composite("t", data, "composites.toml: composite.t")

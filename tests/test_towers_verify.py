@@ -41,7 +41,7 @@ WRITTEN = {
 PARTS = {
     "gemma4": {"vision", "projector", "audio", "audio_projector"},
     "qwen2_5_omni_thinker": {"vision", "audio"},
-    "janus": {"vision", "projector"},
+    "janus": {"vision", "projector", "vq", "vq_projector"},
 }
 
 

@@ -225,8 +225,8 @@ def formula(
         str,
         typer.Option(
             "--part",
-            help="Of a multimodal model: language (default), vision (the tower), projector, audio (a second tower) or "
-            "audio_projector.",
+            help="Of a multimodal model: language (default), vision (the tower), projector, or another part `count` "
+            "shows (audio, audio_projector: a second tower and its projector; vq, vq_projector: Janus's).",
             metavar="PART",
         ),
     ] = "language",
@@ -239,11 +239,14 @@ def formula(
     """
     from ..formulas import records
     from ..formulas.derivation import Derivation
+    from ..formulas.parts import part_roles
     from ..renderers import formula_data, render_formula
     from ..sources import load
 
+    # the parts --part names: those of every composite (language, vision, projector, audio, vq, ...)
     roles = {"language": "language model", "vision": "vision tower", "projector": "projector"}
-    roles |= {"audio": "audio tower", "audio_projector": "audio projector"}
+    for each in records.composites():
+        roles |= part_roles(each)
     if part not in roles:
         raise usage_error(f"--part: {part[:40]!r} is not one of {', '.join(roles)}")
     try:

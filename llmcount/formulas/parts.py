@@ -65,10 +65,11 @@ class Slot:
     top: Mapping[str, Any]  # top-level keys the tower's module reads
     projector_role: str  # "projector" for the first tower, "<kind> projector" for the others
     first: bool  # the composite's first tower (vision, projector, tower_config)
+    kind: str = ""  # the tower's name in its role ("": the sub-config's first word, vision or audio)
 
     @property
     def role(self) -> str:
-        return f"{self.key.split('_')[0]} tower"
+        return f"{self.kind or self.key.split('_')[0]} tower"
 
 
 def slots(outer: Composite) -> tuple[Slot, ...]:
@@ -87,7 +88,7 @@ def slots(outer: Composite) -> tuple[Slot, ...]:
         )
     ]
     for t in outer.towers:
-        out.append(Slot(t.config, t.tower, t.projector, t.absent, False, {}, f"{t.kind} projector", False))
+        out.append(Slot(t.config, t.tower, t.projector, t.absent, False, {}, f"{t.kind} projector", False, t.kind))
     return tuple(out)
 
 
@@ -190,4 +191,14 @@ def part_records(outer: Composite) -> dict[str, str]:
     return out
 
 
-__all__ = ["Part", "Slot", "part_records", "read_parts", "settled", "slots", "tower_families"]
+def part_roles(outer: Composite) -> dict[str, str]:
+    """The role of each part ``--part`` names of the composite (``vq`` -> ``vq tower``, ``vq_projector`` -> ``vq
+    projector``), besides the language model."""
+    out = {"vision": "vision tower", "projector": "projector"}
+    for t in outer.towers:
+        out[t.kind] = f"{t.kind} tower"
+        out[f"{t.kind}_projector"] = f"{t.kind} projector"
+    return out
+
+
+__all__ = ["Part", "Slot", "part_records", "part_roles", "read_parts", "settled", "slots", "tower_families"]

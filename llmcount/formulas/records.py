@@ -1427,7 +1427,8 @@ class Composite:
     # audio, audio_projector): verify maps their tensors to the part (parts/<name>) and sets them against its count
     modules: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # the towers besides the one ``vision`` names, each read from a sub-config of its own with its own projector
-    # (``[[composite.X.towers]]``: Gemma 4's audio encoder and its embedder beside the vision encoder)
+    # (``[[composite.X.towers]]``: Gemma 4's audio encoder and its embedder beside the vision encoder, Janus's VQ-VAE
+    # and its generation head read from vq_config)
     towers: tuple[Tower, ...] = ()
     # the sub-configs whose tower and projector the class builds only when the sub-config is given (absent or null:
     # not built, not counted), as Gemma4Model builds its vision and audio towers
@@ -1447,16 +1448,19 @@ class Tower:
     """A composite's tower besides the first (``[[composite.X.towers]]``): the record of towers/ read from the
     sub-config ``config`` (none: only its projector is counted), and its projector read from the whole config with
     that sub-config holding the tower's values. Its parts are the ``<kind> tower`` and the ``<kind> projector``, kind
-    the sub-config's first word (``audio``)."""
+    its ``name``, or the sub-config's name without ``_config`` (``audio``)."""
 
-    config: str  # "audio_config" or "vision_config"
+    config: str  # "audio_config", "vision_config", or another sub-config holding a tower (vq_config)
     tower: str = ""
     projector: str = ""
     absent: Mapping[str, Any] | None = None  # the sub-config when it is absent or null (None: {})
+    name: str = ""  # the part's --part name (``vq``, ``high_res``); "": the sub-config's name without ``_config``
+    # why the tower and its projector do not run on an input image ("": they do, and flops --images counts them)
+    not_run: str = ""
 
     @property
     def kind(self) -> str:
-        return self.config.split("_")[0]
+        return self.name or self.config.removesuffix("_config")
 
 
 TOWER_CONFIGS = ("vision_config", "audio_config")
@@ -1590,14 +1594,23 @@ def _towers(data: Any, where: str, first: str) -> tuple[Tower, ...]:
     for i, entry in enumerate(data):
         at = f"{where}[{i}]"
         entry = _table(entry, at)
-        unknown = set(entry) - {"config", "tower", "projector", "absent"}
+        unknown = set(entry) - {"config", "tower", "projector", "absent", "name", "not_run"}
         if unknown:
             raise RecordError(f"{at}: unknown fields {sorted(unknown)}")
         config = entry.get("config")
-        if config not in TOWER_CONFIGS or config in (first, *(t.config for t in out)):
+        if (
+            not isinstance(config, str)
+            or not config.endswith("_config")
+            or not config.isidentifier()
+            or config in (first, "text_config", *(t.config for t in out))
+        ):
             raise RecordError(
-                f"{at}.config: a sub-config no other tower of the composite reads ({', '.join(TOWER_CONFIGS)})"
+                f"{at}.config: a sub-config (<name>_config) no other tower of the composite reads, not text_config"
             )
+        own = _text(entry, "name", at, "")
+        kinds = {"vision", "projector", "language", *(t.kind for t in out)}
+        if own and (not own.isidentifier() or own in kinds):
+            raise RecordError(f"{at}.name: an identifier naming no other part of the composite")
         names = {part: _text(entry, part, at, "") for part in ("tower", "projector")}
         if not any(names.values()):
             raise RecordError(f"{at}: a 'tower' or a 'projector' (records of towers/)")
@@ -1607,7 +1620,8 @@ def _towers(data: Any, where: str, first: str) -> tuple[Tower, ...]:
         absent = entry.get("absent")
         if absent is not None:
             absent = {k: None if v == NULL else v for k, v in _table(absent, f"{at}.absent").items()}
-        out.append(Tower(config, names["tower"], names["projector"], absent))
+        not_run = _text(entry, "not_run", at, "")
+        out.append(Tower(config, names["tower"], names["projector"], absent, own, not_run))
     return tuple(out)
 
 

@@ -53,12 +53,14 @@ class ImageFlops:
     per_image: int
     image_tokens_formula: Expr
     image_tokens: int
+    not_run: tuple[str, ...] = ()  # the parts left out, each with why they do not run on an input image
 
     def data(self, images: int, batch: int) -> dict:
         """The JSON form: per image, for the images of B sequences, and the image tokens."""
         return {
             "images_per_sequence": images,
             "parts": [{"role": role, "title": title} for role, title in self.parts],
+            **({"not_run": list(self.not_run)} if self.not_run else {}),
             "per_image_flops": self.per_image,
             "per_image_formula": str(self.formula),
             "image_tokens_per_image": self.image_tokens,
@@ -170,7 +172,18 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
     audio = {"audio tower", "audio projector"}
     if model.composite is not None and model.composite.tower_config == "audio_config":
         audio.add("projector")
-    parts = tuple(part for part in model.parts if part.role not in audio)
+    # a tower that does not read the input image (Janus's VQ-VAE and generation head: its towers' not_run) is left
+    # out, and said so
+    idle = {}
+    for tower in model.composite.towers if model.composite is not None else ():
+        if tower.not_run:
+            idle |= {f"{tower.kind} tower": tower.not_run, f"{tower.kind} projector": tower.not_run}
+    not_run = tuple(
+        f"the {part.role} ({part.model.architecture.title}): {idle[part.role]}"
+        for part in model.parts
+        if part.role in idle
+    )
+    parts = tuple(part for part in model.parts if part.role not in audio and part.role not in idle)
     left_out = model.composite.left_out if model.composite is not None else ""
     if left_out and not any(part.role == "vision tower" for part in parts):
         raise _refuse(model, f"llmcount does not count its vision tower yet (left out: {left_out})")
@@ -200,6 +213,7 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         per_image=sum(t.flops for t in terms),
         image_tokens_formula=tokens[0],
         image_tokens=tokens[1],
+        not_run=not_run,
     )
 
 
@@ -293,6 +307,7 @@ def render_lines(found: ImageFlops, images: int, batch: int) -> list[str]:
     tokens = f"{found.image_tokens:,} = {text(found.image_tokens_formula)}"
     lines.append(f"  image tokens per image entering the language model: {tokens}")
     lines.append(f"  {images} image(s) × {batch} sequence(s): {found.per_image * images * batch:,} FLOPs")
+    lines += [f"  not run per image: {why}" for why in found.not_run]
     return lines
 
 

@@ -279,7 +279,7 @@ def part_sections(model: Model) -> list[Section]:
         rows = _rows(derivation.terms, values)
         result.append(
             Section(
-                key=PART_KEYS.get(part.role, part.role.replace(" ", "_")),
+                key=PART_KEYS.get(part.role, part.role.removesuffix(" tower").replace(" ", "_")),
                 rows=rows,
                 groups=derivation.grouped(),
                 activated_groups=derivation.grouped(True),
