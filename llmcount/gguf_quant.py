@@ -110,9 +110,12 @@ class Planned:
 
 def _layer_sets(model: Any) -> dict[str, tuple[int, ...]]:
     """Each term's layer expression (as text) -> the layer indices it counts."""
+    from .formulas.reading import MAX_LAYERS
     from .formulas.symbols import N
 
     n = model.values[N]
+    if n > MAX_LAYERS:  # a GGUF's tensors are listed layer by layer: bounded before the walk
+        raise LlmcountError(f"num_hidden_layers is {n:,}; a GGUF's tensors are listed for up to {MAX_LAYERS:,} layers")
     sets: dict[str, tuple[int, ...]] = {"N": tuple(range(n)), "1": ()}
     for symbol, indices in model.layer_indices.items():
         sets[str(symbol)] = tuple(indices)

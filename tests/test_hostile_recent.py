@@ -252,3 +252,35 @@ def test_the_api_reads_one_model_given_as_over_whole() -> None:
 )
 def test_an_unread_option_value_is_still_checked(args: tuple[str, ...], needle: str) -> None:
     assert_refused(run(*args), needle)
+
+
+# --- quantised weights are sized layer by layer: the layer count is bounded before the walk -------------------------
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 64, "version": "gemm", "zero_point": True}
+
+
+@pytest.mark.parametrize(
+    ("keys", "options", "needle"),
+    [
+        ({"quantization_config": AWQ, "torch_dtype": "float16"}, ("count",), "for up to 1,000 layers"),
+        ({}, ("memory", "--quant", "gptq", "--bits", "4", "--dtype", "bf16"), "for up to 1,000 layers"),
+        ({}, ("memory", "--quant", "q4_k_m"), "for up to 10,000 layers"),
+    ],
+    ids=["config_awq", "quant_gptq", "quant_q4_k_m"],
+)
+def test_quantised_weights_of_too_many_layers_are_refused_before_the_walk(
+    tmp_path: Path, keys: dict, options: tuple[str, ...], needle: str
+) -> None:
+    path = tmp_path / "config.json"  # llama: one kind of layer, so the count itself walks none
+    path.write_text(json.dumps({**QWEN3, "model_type": "llama", "num_hidden_layers": 10**12, **keys}))
+    assert_refused(run(options[0], str(path), *options[1:]), "num_hidden_layers", needle)
+
+
+def test_the_weights_table_of_too_many_layers_names_each_scheme_it_cannot_size(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3, "model_type": "llama", "num_hidden_layers": 10**12}))
+    result = run("memory", str(path), "--table", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["schemes"] == [] and data["schemes_refused"]  # the dtype rows stay: their formula needs no walk
+    assert all("layers" in line for line in data["schemes_refused"])

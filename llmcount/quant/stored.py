@@ -159,10 +159,20 @@ tower's included (each quantiser's ``get_modules_to_not_convert`` adds only the 
 (optimum converts the decoder blocks only), MXFP4 (experts only) and MLX (per-module entries) are not among them."""
 
 
+MAX_LAYERS = 1_000  # layers sized one by one, each tensor by name (real models have fewer than 300)
+
+
 def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
     """Every term of ``model`` as ``quant`` stores it (see the module docstring)."""
     from ..renderers.tree import Names
     from .composite import for_language_model
+
+    layers_n = model.values.get(N, 0)
+    if layers_n > MAX_LAYERS:  # bounded before the walk over every layer's tensors
+        raise LlmcountError(
+            f"{model.name}: num_hidden_layers is {layers_n:,}; {quant.label} is sized tensor by tensor, for up to "
+            f"{MAX_LAYERS:,} layers"
+        )
 
     quant, back, towers = for_language_model(quant, model)
     names = Names.of(model)
