@@ -206,3 +206,17 @@ def test_a_tensor_outside_the_layers_shaped_by_the_layer_count_reads_it() -> Non
         {"num_hidden_layers"},
     ]
     assert all(not f.deps for f in kinds["model.norm.weight"].factors)
+
+
+def test_the_last_layers_by_a_count_of_them_have_a_condition() -> None:
+    # Gemma3nTextAttention (transformers 5.24), by hand: the last num_kv_shared_layers layers read the keys and values
+    # of an earlier layer, and build no k_proj
+    from llmcount.discover.core import _explains
+
+    discoverer = _bare(layer_values={"num_kv_shared_layers": [0, 2]}, per_layer={})
+    seen = [
+        ({"num_kv_shared_layers": 0, "N": 3}, [True, True, True]),
+        ({"num_kv_shared_layers": 2, "N": 5}, [True, True, True, False, False]),
+    ]
+    found = next((text for text in discoverer.candidates() if _explains(text, seen)), None)
+    assert found == "i < N - num_kv_shared_layers"

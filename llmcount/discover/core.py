@@ -843,6 +843,7 @@ class Discoverer:
             if isinstance(values[0], int):
                 single += [f"i < {key}", f"i >= {key}", f"(i + 1) % {key} != 0", f"(i + 1) % {key} == 0"]
                 single += [f"i % {key} == 0", f"i % {key} != 0", f"i <= {key}", f"i > {key}"]
+                single += [f"i < N - {key}", f"i >= N - {key}"]  # the last layers (Gemma 3n's KV-sharing ones)
             elif all(isinstance(x, int) for v in values for x in v):
                 single += [f"i in {key}", f"i not in {key}"]
             elif key in getattr(self, "per_layer", {}) or len(self.defaults[key]) == self.defaults[self.layer_key]:
