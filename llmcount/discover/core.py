@@ -745,7 +745,7 @@ class Discoverer:
                 break
             found.update(new)
             for key in new:
-                self.fixed[key] = self.pinned.get(key, self.defaults[key])
+                self.fixed[key] = getattr(self, "pinned", {}).get(key, self.defaults[key])
             # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
             for key, values in new.items():
                 for value in values:
@@ -767,9 +767,10 @@ class Discoverer:
                 continue
             if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
-            value = self.pinned.get(key, value)  # kept small in every build: see pin_counts
-            if key in self.null_lists:  # None by default: its kinds, as for a list given
-                value = [self.null_lists[key][i % len(self.null_lists[key])] for i in range(LAYERS)]
+            value = getattr(self, "pinned", {}).get(key, value)  # kept small in every build: see pin_counts
+            nulls = getattr(self, "null_lists", {})
+            if key in nulls:  # None by default: its kinds, as for a list given
+                value = [nulls[key][i % len(nulls[key])] for i in range(LAYERS)]
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
             elif isinstance(value, list) and all(isinstance(x, int) for x in value):
@@ -810,10 +811,11 @@ class Discoverer:
         settings += [{self.layer_key: WIDE}] if wide else []
         if positional:  # which layers, by their index alone: seen over several layer counts
             settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
+        pinned, nulls = getattr(self, "pinned", {}), getattr(self, "null_lists", {})
         for setting in settings:
-            values = {
-                k: self.pinned.get(k, self.defaults[k]) for k in self.layer_values if k not in self.null_lists
-            } | {k: v for k, v in self.on.items() if k in self.layer_values}
+            values = {k: pinned.get(k, self.defaults[k]) for k in self.layer_values if k not in nulls} | {
+                k: v for k, v in self.on.items() if k in self.layer_values
+            }
             values.update(setting)
             try:
                 b = self.build({**self.on, **values})
@@ -821,7 +823,7 @@ class Discoverer:
                 continue
             given = {**self.on, **values}  # a list None by default: the entries the build gave it
             filled = self.consistent({**self.fixed, **given}, given)
-            values.update({k: filled.get(k) for k in self.null_lists if k not in values})
+            values.update({k: filled.get(k) for k in nulls if k not in values})
             values.pop(self.layer_key, None)
             observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
