@@ -174,3 +174,49 @@ def test_a_count_of_some_layers_that_crowds_out_a_small_build_is_kept_small() ->
     discoverer.build = build
     assert discoverer.pin_counts(["num_kv_shared_layers", "hidden_size"], 35)
     assert discoverer.pinned == {"num_kv_shared_layers": 0} and discoverer.fixed["num_kv_shared_layers"] == 0
+
+
+def test_a_tensor_outside_the_layers_shaped_by_the_layer_count_reads_it() -> None:
+    # Gemma3nTextModel (transformers 5.24), by hand: embed_tokens_per_layer is (vocab_size_per_layer_input,
+    # num_hidden_layers * hidden_size_per_layer_input); the final norm is not shaped by the layer count
+    from llmcount.discover.core import Factor, Kind
+
+    def build(overrides, drop=(), repair=None):
+        n = overrides.get("num_hidden_layers", 3)
+        tensors = (
+            probe.Tensor("model.embed_tokens_per_layer.weight", None, (64, n * 8), "Embedding", False, True),
+            probe.Tensor("model.norm.weight", None, (16,), "RMSNorm", True, False),
+        )
+        return probe.Build(tensors, {}, 0, n, "StubForCausalLM", "model", "StubConfig", {})
+
+    discoverer = _bare(layer_key="num_hidden_layers", per_layer={}, layer_values={})
+    discoverer.build = build
+    kinds = {
+        "model.embed_tokens_per_layer.weight": Kind("model.embed_tokens_per_layer.weight", "E", False, True, False, 0),
+        "model.norm.weight": Kind("model.norm.weight", "N", True, False, False, 1),
+    }
+    kinds["model.embed_tokens_per_layer.weight"].factors = [Factor(), Factor(), Factor()]
+    kinds["model.norm.weight"].factors = [Factor(), Factor()]
+    sizes = ["hidden_size"]
+    discoverer.grows_with_layers(kinds, sizes)
+    assert sizes == ["hidden_size", "num_hidden_layers"]
+    assert [f.deps for f in kinds["model.embed_tokens_per_layer.weight"].factors] == [
+        set(),
+        set(),
+        {"num_hidden_layers"},
+    ]
+    assert all(not f.deps for f in kinds["model.norm.weight"].factors)
+
+
+def test_the_last_layers_by_a_count_of_them_have_a_condition() -> None:
+    # Gemma3nTextAttention (transformers 5.24), by hand: the last num_kv_shared_layers layers read the keys and values
+    # of an earlier layer, and build no k_proj
+    from llmcount.discover.core import _explains
+
+    discoverer = _bare(layer_values={"num_kv_shared_layers": [0, 2]}, per_layer={})
+    seen = [
+        ({"num_kv_shared_layers": 0, "N": 3}, [True, True, True]),
+        ({"num_kv_shared_layers": 2, "N": 5}, [True, True, True, False, False]),
+    ]
+    found = next((text for text in discoverer.candidates() if _explains(text, seen)), None)
+    assert found == "i < N - num_kv_shared_layers"

@@ -745,7 +745,7 @@ class Discoverer:
                 break
             found.update(new)
             for key in new:
-                self.fixed[key] = self.defaults[key]
+                self.fixed[key] = getattr(self, "pinned", {}).get(key, self.defaults[key])
             # each layer key in turn takes the value whose build shows the most tensor kinds (kept when it adds some)
             for key, values in new.items():
                 for value in values:
@@ -767,8 +767,10 @@ class Discoverer:
                 continue
             if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
-            if key in self.null_lists:  # None by default: its kinds, as for a list given
-                value = [self.null_lists[key][i % len(self.null_lists[key])] for i in range(LAYERS)]
+            value = getattr(self, "pinned", {}).get(key, value)  # kept small in every build: see pin_counts
+            nulls = getattr(self, "null_lists", {})
+            if key in nulls:  # None by default: its kinds, as for a list given
+                value = [nulls[key][i % len(nulls[key])] for i in range(LAYERS)]
             if isinstance(value, int):
                 trials = [v for v in range(0, LAYERS + 1) if v != value]
             elif isinstance(value, list) and all(isinstance(x, int) for x in value):
@@ -809,8 +811,9 @@ class Discoverer:
         settings += [{self.layer_key: WIDE}] if wide else []
         if positional:  # which layers, by their index alone: seen over several layer counts
             settings += [{self.layer_key: n} for n in (2, LAYERS + 2)]
+        pinned, nulls = getattr(self, "pinned", {}), getattr(self, "null_lists", {})
         for setting in settings:
-            values = {k: self.defaults[k] for k in self.layer_values if k not in self.null_lists} | {
+            values = {k: pinned.get(k, self.defaults[k]) for k in self.layer_values if k not in nulls} | {
                 k: v for k, v in self.on.items() if k in self.layer_values
             }
             values.update(setting)
@@ -820,7 +823,7 @@ class Discoverer:
                 continue
             given = {**self.on, **values}  # a list None by default: the entries the build gave it
             filled = self.consistent({**self.fixed, **given}, given)
-            values.update({k: filled.get(k) for k in self.null_lists if k not in values})
+            values.update({k: filled.get(k) for k in nulls if k not in values})
             values.pop(self.layer_key, None)
             observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
@@ -842,6 +845,7 @@ class Discoverer:
             if isinstance(values[0], int):
                 single += [f"i < {key}", f"i >= {key}", f"(i + 1) % {key} != 0", f"(i + 1) % {key} == 0"]
                 single += [f"i % {key} == 0", f"i % {key} != 0", f"i <= {key}", f"i > {key}"]
+                single += [f"i < N - {key}", f"i >= N - {key}"]  # the last layers (Gemma 3n's KV-sharing ones)
             elif all(isinstance(x, int) for v in values for x in v):
                 single += [f"i in {key}", f"i not in {key}"]
             elif key in getattr(self, "per_layer", {}) or len(self.defaults[key]) == self.defaults[self.layer_key]:
@@ -938,7 +942,31 @@ class Discoverer:
                             kinds[k].factors[j].deps.add(key)
         finally:
             self.on = on
+        self.grows_with_layers(kinds, sizes)
         return sizes, [k for k in layer_keys if k not in self.derived]
+
+    def grows_with_layers(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
+        """A tensor outside the layers whose shape follows the layer count (Gemma 3n's embed_tokens_per_layer, one
+        slice per layer): the layer key is then one more size key of it, drawn in the random configs."""
+        lists = {k: v for k, v in self.on.items() if k not in self.per_layer and k not in self.layer_values}
+        try:
+            base = _per_kind(self.build(lists))
+            wider = _per_kind(self.build({**lists, self.layer_key: WIDE}))
+        except probe.Refused:
+            return
+        changed = [
+            (k, j)
+            for k, kind in kinds.items()
+            if not kind.in_layer and k in base and k in wider and len(base[k]) == len(kind.factors)
+            for j, (x, y) in enumerate(zip(base[k], wider[k], strict=True))
+            if x != y
+        ]
+        if not changed:
+            return
+        sizes.append(self.layer_key)
+        for k, j in changed:
+            kinds[k].factors[j].deps.add(self.layer_key)
+        self.note(f"{', '.join(sorted({k for k, _ in changed}))}: shaped by {self.layer_key} (outside the layers)")
 
     def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
         """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
@@ -1104,6 +1132,9 @@ class Discoverer:
         out = {}
         by_symbol = [self.symbols[k] for k in sorted(sizes, key=self._rank)]
         for key in sizes:
+            if key == self.layer_key:  # the draft's N, with its own default
+                out[key] = (None, None)
+                continue
             others = [s for s in by_symbol if s != self.symbols[key]]
             found = []
             for drop, null in (((key,), ()), ((), (key,))):
@@ -1412,7 +1443,7 @@ class Discoverer:
         length = getattr(self, "length_of", None)
         layers = _q(f"len({length})") if length else self.defaults[self.layer_key]
         lines += ["", "[symbols]", f"N = {{ key = {_q(self.layer_key)}, default = {layers} }}"]
-        for key in _topological(read, defaults, self.symbols):
+        for key in _topological([k for k in read if k != self.layer_key], defaults, self.symbols):
             default, null = defaults[key]
             fields = [f"key = {_q(key)}"]
             if default is not None:
