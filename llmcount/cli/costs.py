@@ -218,26 +218,26 @@ def flops(
 
 def _images(images: str | None) -> int:
     """``--images``: a positive integer up to MAX_IMAGES (0 when not given); LlmcountError naming the option."""
-    if images is None:
-        return 0
     from ..formulas.tower_flops import MAX_IMAGES
 
-    value = parse_size(images, "--images", suffixes=False)
-    if value > MAX_IMAGES:
-        raise LlmcountError(f"--images must be at most {MAX_IMAGES:,} images per sequence, got {value:,}")
-    return value
+    return _bounded(images, "--images", MAX_IMAGES, "images per sequence")
 
 
 def _audio_frames(frames: str | None) -> int:
     """``--audio-frames``: a positive integer up to MAX_AUDIO_FRAMES (0 when not given); LlmcountError naming the
     option."""
-    if frames is None:
-        return 0
     from ..formulas.tower_flops import MAX_AUDIO_FRAMES
 
-    value = parse_size(frames, "--audio-frames", suffixes=False)
-    if value > MAX_AUDIO_FRAMES:
-        raise LlmcountError(f"--audio-frames must be at most {MAX_AUDIO_FRAMES:,} frames, got {value:,}")
+    return _bounded(frames, "--audio-frames", MAX_AUDIO_FRAMES, "frames")
+
+
+def _bounded(text: str | None, option: str, most: int, unit: str) -> int:
+    """A count option: a positive integer up to ``most`` (0 when not given); LlmcountError naming the option."""
+    if text is None:
+        return 0
+    value = parse_size(text, option, suffixes=False)
+    if value > most:
+        raise LlmcountError(f"{option} must be at most {most:,} {unit}, got {value:,}")
     return value
 
 

@@ -206,6 +206,11 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
     if tokens is None:
         names = ", ".join(part.model.architecture.name for part in parts)
         raise _refuse(model, f"no record of the image tokens entering the language model ({names})")
+    return _summed(parts, terms, tokens, not_run)
+
+
+def _summed(parts: tuple, terms: list[ImageTerm], tokens: tuple[Expr, int], not_run: tuple = ()) -> ImageFlops:
+    """The :class:`ImageFlops` of ``parts``: their terms summed, with the tokens the last part hands on."""
     return ImageFlops(
         parts=tuple((part.role, part.model.architecture.title) for part in parts),
         terms=tuple(terms),
@@ -253,14 +258,7 @@ def audio_flops(model: Model, frames: int) -> ImageFlops:
         raise LlmcountError(
             f"{name}: FLOPs per audio: no record of the audio tokens entering the language model ({names})"
         )
-    return ImageFlops(
-        parts=tuple((part.role, part.model.architecture.title) for part in parts),
-        terms=tuple(terms),
-        formula=expand(Add(*(t.formula for t in terms))),
-        per_image=sum(t.flops for t in terms),
-        image_tokens_formula=tokens[0],
-        image_tokens=tokens[1],
-    )
+    return _summed(parts, terms, tokens)
 
 
 def audio_data(found: ImageFlops, frames: int, batch: int) -> dict:
