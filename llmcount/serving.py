@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import LlmcountError
@@ -39,17 +40,17 @@ divides the padded rows over the tp ranks (``divide``, which asserts it divides)
 ParallelLMHead, vllm/model_executor/layers/vocab_parallel_embedding.py, vLLM commit 00db0119c376."""
 
 
-def _head_rows() -> dict[Symbol, Symbol]:
+@cache
+def head_rows() -> dict[Symbol, Symbol]:
+    """Per vocabulary size, the key under which a layout's values keep the head's rows per rank times tp (the
+    embedding's are under the size itself): no formula has these symbols. Built when first asked for, so that the
+    numeric path imports no sympy."""
     from sympy import Symbol
 
     from .formulas.training import TP_PADDED
 
     return {symbol: Symbol(f"{symbol}__head_rows_times_tp") for symbol in TP_PADDED}
 
-
-HEAD_ROWS = _head_rows()
-"""Per vocabulary size, the key under which a layout's values keep the head's rows per rank times tp (the
-embedding's are under the size itself): no formula has these symbols."""
 
 EXPERTS_NOTE = (
     "routed experts over the tp·dp ranks: with expert parallelism (vLLM's --enable-expert-parallel: EP size = TP × "
@@ -301,7 +302,7 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
     padded = dict(values)
     for symbol, (embedding, head) in vocab_splits(model, layout).items():
         padded[symbol] = embedding.rows * layout.tp  # one rank's rows, times tp: the split part is divided by tp
-        padded[HEAD_ROWS[symbol]] = head.rows * layout.tp
+        padded[head_rows()[symbol]] = head.rows * layout.tp
     return padded
 
 
@@ -352,7 +353,8 @@ def _term_parameters(term: Any, env: Mapping[Symbol, int], layout: Layout) -> in
     split, kept = tr.tp_split(term, layout.tp)
     env = dict(env)
     if term.group != "embedding":  # the head: its own rows per rank (the embedding's are env's)
-        env |= {s: env[HEAD_ROWS[s]] for s in tr.TP_PADDED if s in term.expr.free_symbols and HEAD_ROWS[s] in env}
+        rows = head_rows()
+        env |= {s: env[rows[s]] for s in tr.TP_PADDED if s in term.expr.free_symbols and rows[s] in env}
     part = evaluate_int(split, env, term.path)
     if part % layout.tp:
         raise LlmcountError(f"--tp {layout.tp} does not divide the {part:,} parameters of {term.path} it splits")

@@ -21,7 +21,8 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import torch
 import transformers
-from oracle import _hf_config, causal_lm
+from oracle import TEXT_CAUSAL_LM, _hf_config, causal_lm
+from transformers import AutoModelForCausalLM
 
 transformers.logging.set_verbosity_error()
 
@@ -59,7 +60,11 @@ def saved_bytes(config: dict[str, Any], batch: int, seq: int, dtype: str = "fp32
             if hasattr(target, key):
                 setattr(target, key, 0.0)
     torch.manual_seed(0)
-    model = causal_lm(hf_config, config["model_type"], attn_implementation=attention, dtype=DTYPES[dtype])
+    kwargs = {"attn_implementation": attention, "dtype": DTYPES[dtype]}
+    if config["model_type"] in TEXT_CAUSAL_LM:  # a class AutoModelForCausalLM maps nothing to
+        model = causal_lm(hf_config, config["model_type"], **kwargs)
+    else:  # through this module's name, which tests replace to build as from_pretrained does
+        model = AutoModelForCausalLM.from_config(hf_config, **kwargs)
     model.train()
     parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
     held: list[weakref.ref] = []

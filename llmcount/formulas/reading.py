@@ -648,9 +648,9 @@ def _layer_kinds(reader: _Reader, lists: Mapping[str, Any], namespace: dict[str,
     a legacy name is read as its new one (in ``namespace``, which the layer conditions read)."""
     counts = [s for s in reader.family.symbols if s.symbol.name == "N" or s.symbol.name[:2] == "N_"]
     for name, (kinds, length, legacy) in lists.items():
-        found = reader.present(name)  # absent: the record's default (the class's, which its validator accepts)
-        entries = namespace.get(name)
-        if not found or entries is None:
+        found = reader.present(name)  # absent or null: the record's default (the class's, which its validator
+        entries = namespace.get(name)  # accepts; a null list is derived from other keys, as the class derives it)
+        if not found or entries is None or reader.config.get(found[0]) is None:
             continue
         allowed, key = ", ".join(sorted(map(str, kinds))), found[0]  # the key by the name the config gives it
         if type(entries) is not list:

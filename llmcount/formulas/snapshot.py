@@ -442,7 +442,8 @@ def _default_config(family: Family) -> dict[str, Any]:
     """A config of the record's own defaults: its [keys] as the record defaults them, each size it requires 64:
     the selection of terms a config that leaves the switches alone makes."""
     config: dict[str, Any] = {"model_type": family.name}
-    config.update({key: value for key, value in family.keys.items() if "." not in key})
+    # an empty list stands for the key left out (a list the class derives from other keys): a config gives none
+    config.update({key: value for key, value in family.keys.items() if "." not in key and value != []})
     for spec in family.symbols:
         if spec.default is REQUIRED and "." not in spec.key:
             config.setdefault(spec.key, 64)
