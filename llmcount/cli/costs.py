@@ -218,6 +218,8 @@ def flops(
 
 def _images(images: str | None) -> int:
     """``--images``: a positive integer up to MAX_IMAGES (0 when not given); LlmcountError naming the option."""
+    if images is None:  # the bound's module imports sympy: only when the option is given
+        return 0
     from ..formulas.tower_flops import MAX_IMAGES
 
     return _bounded(images, "--images", MAX_IMAGES, "images per sequence")
@@ -226,15 +228,15 @@ def _images(images: str | None) -> int:
 def _audio_frames(frames: str | None) -> int:
     """``--audio-frames``: a positive integer up to MAX_AUDIO_FRAMES (0 when not given); LlmcountError naming the
     option."""
+    if frames is None:
+        return 0
     from ..formulas.tower_flops import MAX_AUDIO_FRAMES
 
     return _bounded(frames, "--audio-frames", MAX_AUDIO_FRAMES, "frames")
 
 
-def _bounded(text: str | None, option: str, most: int, unit: str) -> int:
-    """A count option: a positive integer up to ``most`` (0 when not given); LlmcountError naming the option."""
-    if text is None:
-        return 0
+def _bounded(text: str, option: str, most: int, unit: str) -> int:
+    """A count option: a positive integer up to ``most``; LlmcountError naming the option."""
     value = parse_size(text, option, suffixes=False)
     if value > most:
         raise LlmcountError(f"{option} must be at most {most:,} {unit}, got {value:,}")
