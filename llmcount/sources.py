@@ -3,6 +3,7 @@ holding one, or a Hugging Face Hub id (fetched with huggingface_hub, or found in
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import os
@@ -189,7 +190,11 @@ def read_stdin(stream: Any = None) -> Any:
     stream = stream if stream is not None else sys.stdin
     if stream is None or (hasattr(stream, "isatty") and stream.isatty()):
         raise LlmcountError("-: standard input is a terminal; pipe a config.json into it")
+    if getattr(stream, "_llmcount_read", False):
+        raise LlmcountError("-: standard input given twice; it holds one config (write the other to a file)")
     raw = stream.buffer.read(STDIN_LIMIT + 1) if hasattr(stream, "buffer") else stream.read(STDIN_LIMIT + 1)
+    with contextlib.suppress(AttributeError):  # marked as read, for a second '-' in the same call
+        stream._llmcount_read = True
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogateescape")
     if len(raw) > STDIN_LIMIT:

@@ -284,3 +284,15 @@ def test_the_weights_table_of_too_many_layers_names_each_scheme_it_cannot_size(t
     data = json.loads(result.stdout)
     assert data["schemes"] == [] and data["schemes_refused"]  # the dtype rows stay: their formula needs no walk
     assert all("layers" in line for line in data["schemes_refused"])
+
+
+def test_standard_input_given_twice_is_refused_by_name() -> None:
+    """`compare - -`: standard input holds one config; the second '-' is named, not called empty."""
+    from typer.testing import CliRunner
+
+    from llmcount.cli import app
+
+    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128}
+    config |= {"num_attention_heads": 4, "vocab_size": 100}
+    result = CliRunner().invoke(app, ["compare", "-", "-"], input=json.dumps(config))
+    assert_refused(result, "standard input given twice")
