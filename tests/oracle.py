@@ -646,3 +646,26 @@ def assert_counted_as_built(config: dict, built, counted) -> dict:
         pytest.fail(f"refused a config transformers builds: {error}\n{config}")
     assert got == want, f"{config} ({VERSIONS})"
     return want
+
+
+SMALL_TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "vocab_size": 300,
+}
+"""A language model of one small layer, for the tests that count a tower's FLOPs beside it."""
+
+
+def drawn_vit(draw, layers: int = 3, widths: tuple[int, ...] = (4, 8), ffs: tuple[int, ...] = (8, 20)) -> dict:
+    """A small ViT-shaped tower config (layers, width a multiple of the heads, MLP width) from a hypothesis draw."""
+    heads = draw(st.sampled_from([1, 2, 4]))
+    return {
+        "num_hidden_layers": draw(st.integers(1, layers)),
+        "hidden_size": heads * draw(st.sampled_from(list(widths))),
+        "num_attention_heads": heads,
+        "intermediate_size": draw(st.sampled_from(list(ffs))),
+    }

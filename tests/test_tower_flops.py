@@ -21,15 +21,7 @@ import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
 
-TEXT = {
-    "hidden_size": 32,
-    "intermediate_size": 48,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 16,
-    "vocab_size": 300,
-}
+TEXT = dict(oracle.SMALL_TEXT)
 
 
 def _model(config: dict, device: str):

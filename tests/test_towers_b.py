@@ -85,16 +85,6 @@ def _text(draw) -> dict:
     }
 
 
-def _vit(draw) -> dict:
-    heads = draw(st.sampled_from([1, 2, 4]))
-    return {
-        "num_hidden_layers": draw(st.integers(1, 3)),
-        "hidden_size": heads * draw(st.sampled_from([4, 8, 12])),
-        "num_attention_heads": heads,
-        "intermediate_size": draw(st.sampled_from([8, 20, 36])),
-    }
-
-
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small language model and a drawn tower."""
@@ -102,7 +92,7 @@ def drawn(draw, model_type: str) -> dict:
     d = text["hidden_size"]
     config: dict = {"model_type": model_type, "text_config": text}
     if model_type == "granite_docling":
-        vision = _vit(draw)
+        vision = oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36))
         patch = draw(st.sampled_from([2, 4, 8]))
         vision |= {
             "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
@@ -130,7 +120,7 @@ def drawn(draw, model_type: str) -> dict:
         text["ffn_dim"] = text.pop("intermediate_size")
         patch = draw(st.sampled_from([2, 4, 14]))
         config["vision_config"] = {
-            **_vit(draw),
+            **oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36)),
             "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
             "image_size": draw(st.sampled_from([16, 28, 60])),
             "qkv_bias": draw(st.booleans()),
@@ -149,7 +139,7 @@ def drawn(draw, model_type: str) -> dict:
             config["qformer_config"]["use_qformer_text_input"] = draw(st.booleans())
         config["num_query_tokens"] = draw(st.integers(1, 8))
     elif model_type in ("got_ocr2", "pp_chart2table"):
-        vision = _vit(draw)
+        vision = oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36))
         vision["mlp_dim"] = vision.pop("intermediate_size")
         layers = vision["num_hidden_layers"]
         # an empty global_attn_indexes is refused by name (its largest entry is read); a layer named twice is not drawn
@@ -171,7 +161,7 @@ def drawn(draw, model_type: str) -> dict:
         patch = draw(st.sampled_from([2, 4, 14]))
         image = draw(st.sampled_from([16, 28, 56]))
         config["vision_config"] = {
-            **_vit(draw),
+            **oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36)),
             "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
             "image_size": draw(st.sampled_from([image, [image, image]])),
             "num_channels": draw(st.sampled_from([1, 3])),
@@ -189,7 +179,7 @@ def drawn(draw, model_type: str) -> dict:
         patch = draw(st.sampled_from([2, 4, 14]))
         window = draw(st.sampled_from([1, 2, 3]))
         config["vision_config"] = {
-            **_vit(draw),
+            **oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36)),
             "patch_size": draw(st.sampled_from([patch, [patch, patch]])),
             "image_size": draw(st.sampled_from([16, 28, 56])),
             "num_channels": draw(st.sampled_from([1, 3])),
@@ -199,7 +189,7 @@ def drawn(draw, model_type: str) -> dict:
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "ovis2":
         config["vision_config"] = {
-            **_vit(draw),
+            **oracle.drawn_vit(draw, widths=(4, 8, 12), ffs=(8, 20, 36)),
             "patch_size": draw(st.sampled_from([2, 4, 14])),
             "image_size": draw(st.sampled_from([16, 28, 56])),
             "num_channels": draw(st.sampled_from([1, 3])),

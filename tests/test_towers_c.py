@@ -86,22 +86,12 @@ def test_class_defaults(model_type: str) -> None:
     assert ours(config) == transformers_parts(config), f"{model_type} ({oracle.VERSIONS})"
 
 
-def _vit(draw) -> dict:
-    heads = draw(st.sampled_from([1, 2, 4]))
-    return {
-        "num_hidden_layers": draw(st.integers(1, 3)),
-        "hidden_size": heads * draw(st.sampled_from([4, 8])),
-        "num_attention_heads": heads,
-        "intermediate_size": draw(st.sampled_from([8, 20])),
-    }
-
-
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small drawn language model (its record's own strategy) and a drawn tower."""
     text = draw(oracle.drawn_config(records.family(records.composite(model_type).text)))
     config: dict = {"model_type": model_type, "text_config": text}
-    vision = _vit(draw)
+    vision = oracle.drawn_vit(draw)
     if model_type == "lfm3_vl":
         layers = vision["num_hidden_layers"]
         vision |= {
@@ -158,7 +148,7 @@ def drawn(draw, model_type: str) -> dict:
             "image_size": draw(st.integers(8, 40)),
             "vision_use_head": draw(st.booleans()),
         }
-        high = _vit(draw)
+        high = oracle.drawn_vit(draw)
         high["mlp_dim"] = high.pop("intermediate_size")
         layers = high["num_hidden_layers"]
         high |= {  # an empty global_attn_indexes does not build (DeepseekVLHybridModel reads its first entry)
@@ -436,7 +426,7 @@ def test_minimax_m3_vl_flops_per_image_at_an_image_size(data) -> None:
     from llmcount.formulas.tower_flops import image_flops
 
     patch, merge = data.draw(st.sampled_from([2, 3])), data.draw(st.sampled_from([1, 2]))
-    vision = {**_vit(data.draw), "patch_size": patch, "spatial_merge_size": merge}
+    vision = {**oracle.drawn_vit(data.draw), "patch_size": patch, "spatial_merge_size": merge}
     vision |= {
         "temporal_patch_size": data.draw(st.sampled_from([1, 2])),
         "num_channels": data.draw(st.sampled_from([1, 3])),

@@ -17,17 +17,7 @@ from llmcount.formulas.tower_flops import audio_flops, image_flops
 
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
-TEXT = {
-    "hidden_size": 32,
-    "intermediate_size": 48,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 16,
-    "vocab_size": 300,
-    "vocab_size_per_layer_input": 300,
-    "hidden_size_per_layer_input": 8,
-}
+TEXT = {**oracle.SMALL_TEXT, "vocab_size_per_layer_input": 300, "hidden_size_per_layer_input": 8}
 
 
 def gemma4_image_oracle(config: dict, height: int, width: int) -> int:

@@ -65,16 +65,6 @@ def test_class_defaults(model_type: str) -> None:
     assert ours(full) == transformers_parts(bare), f"{model_type} ({oracle.VERSIONS})"
 
 
-def _vit(draw) -> dict:
-    heads = draw(st.sampled_from([1, 2, 4]))
-    return {
-        "num_hidden_layers": draw(st.integers(1, 2)),
-        "hidden_size": heads * draw(st.sampled_from([4, 8])),
-        "num_attention_heads": heads,
-        "intermediate_size": draw(st.sampled_from([8, 20])),
-    }
-
-
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small drawn language model (its record's own strategy) and a drawn tower."""
@@ -82,7 +72,7 @@ def drawn(draw, model_type: str) -> dict:
     text.pop("model_type", None)
     config: dict = {"model_type": model_type, "text_config": text}
     if model_type == "kosmos-2":
-        config["vision_config"] = _vit(draw) | {
+        config["vision_config"] = oracle.drawn_vit(draw, layers=2) | {
             "patch_size": draw(st.sampled_from([2, 4, 14])),
             "image_size": draw(st.integers(8, 40)),  # not always a multiple of the patch: the convolution floors
             "num_channels": draw(st.sampled_from([1, 3])),
@@ -90,14 +80,14 @@ def drawn(draw, model_type: str) -> dict:
         config["latent_query_num"] = draw(st.sampled_from([1, 5, 64]))
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "kosmos-2.5":  # Pix2Struct's encoder: heads of head_dim, flattened patches of any width
-        config["vision_config"] = _vit(draw) | {
+        config["vision_config"] = oracle.drawn_vit(draw, layers=2) | {
             "head_dim": draw(st.sampled_from([2, 8])),
             "patch_embed_hidden_size": draw(st.sampled_from([3, 12])),
             "max_num_patches": draw(st.sampled_from([4, 16])),
         }
         config["latent_query_num"] = draw(st.sampled_from([1, 5]))
     elif model_type == "pix2struct":  # the image encoder: heads of d_kv, flattened patches of any width
-        vision = _vit(draw)
+        vision = oracle.drawn_vit(draw, layers=2)
         vision["d_ff"] = vision.pop("intermediate_size")
         config["vision_config"] = vision | {
             "d_kv": draw(st.sampled_from([2, 8])),
@@ -106,7 +96,7 @@ def drawn(draw, model_type: str) -> dict:
         }
         config["tie_word_embeddings"] = draw(st.booleans())
     elif model_type == "blip":  # the text config's encoder_hidden_size is set to the tower's width whatever it says
-        config["vision_config"] = _vit(draw) | {
+        config["vision_config"] = oracle.drawn_vit(draw, layers=2) | {
             "patch_size": draw(st.sampled_from([2, 4, 16])),
             "image_size": draw(st.integers(8, 40)),
         }
