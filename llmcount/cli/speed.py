@@ -95,6 +95,8 @@ def speed(
     Example: llmcount speed qwen3-30b-a3b --gpu h100 --batch 1,8,64 --seq 4k
 
     Example: llmcount speed gpt-oss-120b --gpu h100 --quant mxfp4
+
+    Example: llmcount speed llama-3-8b --gpu h100 --engine lmdeploy --kv-dtype int8
     """
     from .. import roofline as rl
 
