@@ -118,14 +118,16 @@ def test_drawn(model_type: str, data) -> None:
     [
         (
             {"model_type": "blip", "vision_config": {"hidden_size": "768"}},
-            "'vision_config.hidden_size' must be an integer",
+            "'vision_config.hidden_size' must be a positive integer",
         ),
         (
             {"model_type": "blip", "vision_config": {"hidden_size": True}},
-            "'vision_config.hidden_size' must be an integer",
+            "'vision_config.hidden_size' must be a positive integer",
         ),
         ({"model_type": "blip", "vision_config": [768]}, "'vision_config' must be a JSON object"),
-        ({"model_type": "blip", "vision_config": {"hidden_size": 0}}, "encoder_hidden_size"),
+        # the width is named where the config gives it, not where BlipConfig copies it (text_config's)
+        ({"model_type": "blip", "vision_config": {"hidden_size": 0}}, "'vision_config.hidden_size' must be a"),
+        ({"model_type": "blip", "vision_config": {"hidden_size": -5}}, "'vision_config.hidden_size' must be a"),
         # BlipVisionEmbeddings divides image_size by patch_size: a pair of sizes does not build
         ({"model_type": "blip", "vision_config": {"image_size": [384, 384]}}, "image_size"),
     ],

@@ -181,8 +181,8 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
         elif not isinstance(sub, dict):
             raise LlmcountError(f"{source}: key '{head}' must be a JSON object, got {describe(sub)}")
         value = sub.get(leaf, default)
-        if type(value) is not int:
-            raise LlmcountError(f"{source}: key '{path}' must be an integer, got {describe(value)}")
+        if type(value) is not int or value <= 0:  # named where the user gave it, not where the class copies it
+            raise LlmcountError(f"{source}: key '{path}' must be a positive integer, got {describe(value)}")
         inner[key] = value
     if outer.untied:  # the class ties no weights: the LM head is its own, whatever tie_word_embeddings says
         inner["tie_word_embeddings"] = False
