@@ -9,7 +9,9 @@ torch nor transformers.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import difflib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -139,11 +141,57 @@ def _failed_before(path: Path, model_type: str, version: str, say) -> str:
     return reason
 
 
+def transformers_types() -> frozenset[str] | None:
+    """The model_types transformers registers, read from the source of its auto mappings without importing it
+    (importing ``CONFIG_MAPPING`` takes seconds); None when the files are not laid out as expected."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "models" / "auto"
+    names: set[str] = set()
+    for name in ("auto_mappings.py", "configuration_auto.py"):
+        try:
+            tree = ast.parse((folder / name).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in tree.body:
+            if any(isinstance(n, ast.Name) and n.id == "CONFIG_MAPPING_NAMES" for n in ast.walk(node)):
+                names.update(_type_config_pairs(node))
+    return frozenset(names) if len(names) >= 100 else None
+
+
+def _type_config_pairs(node: ast.AST):
+    """The model_types of the ``(type, "...Config")`` pairs and ``{type: "...Config"}`` entries under ``node``."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Tuple) and len(child.elts) == 2:
+            pairs = [tuple(child.elts)]
+        elif isinstance(child, ast.Dict):
+            pairs = list(zip(child.keys, child.values, strict=True))
+        else:
+            continue
+        for key, value in pairs:
+            if _text(key) and _text(value).endswith("Config"):
+                yield key.value
+
+
+def _text(node) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _unknown(model_type: str, version: str, source: str, known) -> LlmcountError:
+    close = difflib.get_close_matches(model_type, sorted(known), n=3, cutoff=0.6)
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    return LlmcountError(f"{source}: model_type {model_type!r} is unknown to transformers {version} too{hint}")
+
+
 def _discover(model_type: str, version: str, path: Path, source: str, say) -> records.Family:
+    known = transformers_types()
+    if known is not None and model_type not in known:  # refused before importing transformers
+        raise _unknown(model_type, version, source, known)
     from transformers import CONFIG_MAPPING
 
     if model_type not in CONFIG_MAPPING:
-        raise LlmcountError(f"{source}: model_type {model_type!r} is unknown to transformers {version} too")
+        raise _unknown(model_type, version, source, CONFIG_MAPPING.keys())
     from .discover.core import Discoverer
     from .discover.verify import first_failure, verify
 

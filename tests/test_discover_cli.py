@@ -5,6 +5,9 @@ with a hint; bad names, a type transformers does not know either and a broken ca
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -91,6 +94,31 @@ def test_names_transformers_does_not_know_are_refused(cache, tmp_path, model_typ
     assert not cache.exists()
 
 
+def test_the_types_read_from_transformers_source_are_its_config_mapping() -> None:
+    from transformers import CONFIG_MAPPING
+
+    assert discovered.transformers_types() == frozenset(CONFIG_MAPPING.keys())
+
+
+def test_an_unknown_type_is_refused_with_the_closest_names_before_transformers_is_imported(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "qwen4"}))
+    code = (
+        "import sys; from llmcount.cli import main; sys.argv = ['llmcount', 'count', sys.argv[1], '--discover']\n"
+        "try: main()\nexcept SystemExit as e: assert 'transformers' not in sys.modules, 'imported'; raise"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "LLMCOUNT_CACHE": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 1 and result.stdout == "", result.stderr
+    assert "unknown to transformers" in result.stderr and "closest: qwen3" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_a_broken_cached_record_is_ignored_with_one_line_and_discovered_again(cache, tmp_path) -> None:
     cache.mkdir(parents=True)
     broken = cache / f"{HIDDEN}@{transformers_version()}.toml"
@@ -112,9 +140,6 @@ def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path) -> None:
 
 
 def test_without_torch_the_flag_says_what_to_install(tmp_path) -> None:
-    import subprocess
-    import sys
-
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "some_new_arch"}))
     code = (
