@@ -686,7 +686,7 @@ def test_memory_per_gpu_passes_the_engines_settings():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--engine", "vllm", "--tp", "2", "--pp", "2"), ("--pp",)),
+        (("--engine", "lmdeploy", "--tp", "2", "--pp", "2"), ("--pp", "no pipeline parallelism")),
         (("--engine", "llama.cpp", "--tp", "2"), ("split-mode",)),
         (("--engine", "llama.cpp", "--gpu", "h100", "--ctx", "8192"), ("--ctx",)),
         (("--engine", "vllm", "--tp", "3"), ("--tp 3",)),

@@ -384,7 +384,7 @@ def test_fit_refuses_engine_names_and_dtypes_it_lacks() -> None:
     for args, named in (
         (["--engine", "vlm"], "vllm"),
         (["--engine", "vllm", "--kv-dtype", "q8_0"], "q8_0"),
-        (["--engine", "vllm", "--pp", "2"], "--pp"),
+        (["--engine", "lmdeploy", "--pp", "2"], "no pipeline parallelism"),
     ):
         result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", *args])
         assert result.exit_code == 1 and named in result.output and not result.stdout.strip().startswith("{")

@@ -63,12 +63,14 @@ def _engine_name(engine: str) -> str:
 
 
 def check_engine_pp(rule: Any, engine: str | None, layout: Layout) -> None:
-    """An engine's cache per pipeline stage is modelled for llama.cpp's layer split only; LlmcountError otherwise."""
-    if rule is not None and layout.pp > 1 and _engine_name(engine or "") != LAYER_SPLIT:
-        raise LlmcountError(
-            "--engine with --pp: an engine's cache per pipeline stage is modelled for llama.cpp's layer split only; "
-            "give tp"
-        )
+    """An engine without pipeline parallelism (its record's ``[refused] pp``) refused by name with --pp, before any
+    model is read."""
+    if rule is not None and layout.pp > 1:
+        from ..engines import engine as find_engine
+
+        refused = find_engine(engine or "").refused.get("pp")
+        if refused:
+            raise LlmcountError(f"--pp with --engine {find_engine(engine or '').name}: {refused}")
 
 
 def config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
@@ -527,15 +529,11 @@ def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
                     engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings
                 )
 
+            pp = plan.layout.pp
+
             def staged(s: int, b: int) -> int:  # the layers of this GPU's stage (llama.cpp: each layer's own device)
-                figure = engines.kv_cache(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings)
-                total = 0
-                for kind in figure.kinds:
-                    held = plan.layer_counts.get(kind.kind, 0)
-                    if not kind.layers or (kind.bytes * held) % kind.layers:
-                        raise LlmcountError(f"{figure.engine.title}: the {kind.kind} cache per device is not whole")
-                    total += kind.bytes * held // kind.layers
-                return total
+                figure = engines.kv_cache(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, pp=pp, **settings)
+                return engines.stage_bytes(figure, plan.layer_counts, plan.sequence, plan.layers)
 
             return staged
 
