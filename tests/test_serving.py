@@ -382,7 +382,6 @@ def test_fit_with_vllm_allocates_every_mistral_layer_full_by_hand() -> None:
 
 def test_fit_refuses_engine_names_and_dtypes_it_lacks() -> None:
     for args, named in (
-        (["--engine", "vlm"], "vllm"),
         (["--engine", "vllm", "--kv-dtype", "q8_0"], "q8_0"),
         (["--engine", "lmdeploy", "--pp", "2"], "no pipeline parallelism"),
     ):

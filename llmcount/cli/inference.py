@@ -28,6 +28,37 @@ def degree(option: str, value: str | int) -> int:
     return number
 
 
+def _bad_name(find: Any, value: str | None) -> str | None:
+    from ..errors import UnknownName
+
+    if value is None:
+        return None
+    try:
+        find(value)
+    except UnknownName as exc:  # a bad option value: exit 2, one line, with the closest names
+        from .app import click
+
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+    except LlmcountError:  # a known name refused for its own reason: refused by the command, exit 1
+        pass
+    return value
+
+
+def engine_name(value: str | None) -> str | None:
+    """``--engine``'s callback: an unknown engine name is a usage error (exit 2) naming the closest names; a known
+    engine that is refused (TurboMind) is refused by the command, exit 1."""
+    from ..engines import engine
+
+    return _bad_name(engine, value)
+
+
+def gpu_name(value: str | None) -> str | None:
+    """``--gpu``'s callback: an unknown GPU name is a usage error (exit 2) naming the closest names."""
+    from ..gpus import gpu
+
+    return _bad_name(gpu, value)
+
+
 LAYER_SPLIT = "llama.cpp"
 """The engine whose GPUs hold whole layers (--split-mode layer): --gpus alone and --pp split its layers."""
 

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import LlmcountError
+from ..errors import LlmcountError, UnknownName
 
 TRANSFORMERS = "transformers"
 HERE = Path(__file__).parent
@@ -176,7 +176,7 @@ def engine(name: str) -> Engine:
     if key not in NAMES:
         close = difflib.get_close_matches(key, NAMES, n=2, cutoff=0.4)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise LlmcountError(f"--engine: unknown engine {str(name)[:60]!r}{hint} (choices: {', '.join(NAMES)})")
+        raise UnknownName(f"--engine: unknown engine {str(name)[:60]!r}{hint} (choices: {', '.join(NAMES)})")
     return _load(key)
 
 
