@@ -77,7 +77,8 @@ def speed(
         typer.Option(
             "--engine",
             help="Decode reads the KV cache as this serving engine stores it (its KV dtype, whole blocks: "
-            "docs/engines.md): vllm, sglang, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
+            "docs/engines.md): vllm, sglang, tensorrt-llm, lmdeploy, llama.cpp; --kv-dtype then takes the engine's "
+            "names.",
             metavar="ENGINE",
             callback=engine_name,
         ),

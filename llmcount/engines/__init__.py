@@ -208,6 +208,8 @@ class KindBytes:
     token_bytes: int = 0  # the engine's bytes of one token (cell) in one layer
     page: int = 0  # vLLM: bytes of one block of one layer (its page, padded to the attention page for a state layer)
     blocks: int = 0  # vLLM: blocks (pages) per sequence per layer
+    window: int = 0  # a sliding (chunked) layer the engine runs with its window (chunk): W (C) as the engine takes it
+    state: int = 0  # a state layer: the bytes of one sequence's states in one layer on one rank, unpadded
 
 
 @dataclass(frozen=True)
@@ -545,7 +547,20 @@ def kv_cache(
         if tp > 1:
             rule += f"; per GPU at tp = {tp}"
         rows.append(
-            KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes, page, blocks)
+            KindBytes(
+                k.kind,
+                run,
+                layers,
+                tokens,
+                nbytes,
+                rule,
+                tf_tokens,
+                amount.bytes,
+                token_bytes,
+                page,
+                blocks,
+                window if run != "full_attention" else 0,
+            )
         )
     if eng.allocation == "pool":
         rows.append(_req_to_token_row(eng, seq, batch))
@@ -712,7 +727,9 @@ def _pool_state_row(kind, amount, page_info, batch, env, settings) -> KindBytes:
         f"{page.temporal_dtype} per rank ({page.bytes:,} bytes) in each of max_mamba_cache_size + 1 = {ratio} · B + 1 "
         f"= {slots:,} slots per layer: {ratio} slots per running request, {why}, and the padded slot 0, whatever S"
     )
-    return KindBytes(kind.kind, kind.kind, layers, 0, layers * slots * page.bytes, rule, 0, amount.bytes)
+    return KindBytes(
+        kind.kind, kind.kind, layers, 0, layers * slots * page.bytes, rule, 0, amount.bytes, state=page.bytes
+    )
 
 
 def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> None:
@@ -843,7 +860,7 @@ def _state_row(eng, kind, amount, page_info, batch, env, settings) -> KindBytes:
         f"{settings['block_size']:,} tokens, {padded:,} bytes; {count} pages per sequence: {why}"
     )
     nbytes = batch * layers * count * padded
-    return KindBytes(kind.kind, kind.kind, layers, 0, nbytes, rule, 0, amount.bytes, 0, padded, count)
+    return KindBytes(kind.kind, kind.kind, layers, 0, nbytes, rule, 0, amount.bytes, 0, padded, count, 0, page.bytes)
 
 
 def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindBytes:
@@ -865,7 +882,7 @@ def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindByte
         f"llama_memory_recurrent: B = {batch:,} rows (one per sequence) of n_embd_r = {r:,} and n_embd_s = {s:,} "
         f"elements in F32 ({cell:,} bytes a row) per layer, whatever S; the conv state keeps d_conv − 1 columns"
     )
-    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes)
+    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes, state=cell)
 
 
 def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
