@@ -290,6 +290,12 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
             f"--ep {layout.ep}: an inference engine's expert-parallel group is the tp·dp ranks (vLLM: EP size = TP × "
             f"DP = {ranks} here); give {give}"
         )
+    if routed and layout.dp > 1:
+        from .engines import engine
+
+        refused = engine(_engine_name(layout)).refused.get("dp_experts")
+        if refused:
+            raise LlmcountError(f"{_engine_title(layout)}: {refused}")
     if routed and ranks > 1:
         if layout.ep > 1 and values.get(n) is not None and values[n] % ranks:
             raise LlmcountError(f"--ep {layout.ep} does not divide the number of routed experts n = {values[n]}")

@@ -173,3 +173,35 @@ def test_tensorrt_llm_stage_by_hand():
 def test_memory_pp_refusals_in_one_line():
     assert_refused(run("memory", "llama-3-8b", "--pp", "2", "--engine", "lmdeploy"), "no pipeline parallelism")
     assert_refused(run("fit", "llama-3-8b", "--gpu", "h100", "--pp", "2", "--engine", "lmdeploy"), "lmdeploy")
+
+
+def test_vllm_data_parallel_attention_with_mla():
+    """vLLM's DP with expert parallelism (--data-parallel-size 8 --enable-expert-parallel, tp 1): each GPU runs the
+    attention of its own sequences with the whole MLA weights and keeps their latent, 61 layers · cdiv(32,768, 16)
+    blocks · 16 · (512 + 64) · 2 bytes; the routed experts are divided over the 8 ranks (EP size = TP × DP)."""
+    model = load("deepseek-v3")
+    routed = 58 * 256 * 3 * 7168 * 2048  # 58 MoE layers of 256 experts, gate/up/down of 7,168 × 2,048
+    args = ("memory", "deepseek-v3", "--seq", "32k", "--dp", "8", "--ep", "8", "--engine", "vllm", "--dtype", "bf16")
+    data = json.loads(run(*args, "--json").stdout)
+    assert data["kv_cache_bytes_per_gpu"] == 61 * 2048 * 16 * 576 * 2
+    assert data["gpu_parameters"] == model.counts.total - routed + routed // 8
+
+
+@pytest.mark.parametrize("engine", ["sglang", "tensorrt-llm", "lmdeploy"])
+def test_data_parallel_experts_refused_by_name_where_not_transcribed(engine):
+    """SGLang's --dp-size (replicas, or --enable-dp-attention inside the tp GPUs), TensorRT-LLM's enable_attention_dp
+    and LMDeploy's dp with ep lay the experts out otherwise than over the tp·dp ranks: refused, naming why."""
+    assert_refused(run("memory", "qwen3-30b-a3b", "--dp", "2", "--ep", "2", "--engine", engine), "--dp with routed")
+
+
+def test_data_parallel_dense_replicas_under_an_engine():
+    """A dense model under --dp: replicas, each GPU the whole weights and its own sequences' cache, the same as dp 1."""
+    one = json.loads(run("memory", "llama-3-8b", "--seq", "8k", "--engine", "sglang", "--tp", "2", "--json").stdout)
+    two = json.loads(
+        run("memory", "llama-3-8b", "--seq", "8k", "--engine", "sglang", "--tp", "2", "--dp", "2", "--json").stdout
+    )
+    assert (two["weights_bytes_per_gpu"], two["kv_cache_bytes_per_gpu"], two["gpus"]) == (
+        one["weights_bytes_per_gpu"],
+        one["kv_cache_bytes_per_gpu"],
+        4,
+    )
