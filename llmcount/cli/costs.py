@@ -877,6 +877,7 @@ def fit(
         gpu_share,
         layout_from,
         render_fit,
+        rule_share,
         stored_note,
         stored_weights,
         warn_context,
@@ -904,6 +905,7 @@ def fit(
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = rule_share(share, engine, model, card, layout, spec, notes)
         share = with_reserve(share, engine, model, card.title)
         result = serving.fit(
             model,

@@ -228,13 +228,49 @@ def default_share(engine: str | None, notes: list[str] | None = None):
 
     table = engines.engine(engine).memory_share
     if "default" not in table:
-        if notes is not None and "default_rule" in table:
+        if notes is not None and "default_rule" in table and "rule" not in table:
             notes.append(table["default_rule"])
         return None
     title = engines.engine(engine).title
     rounding = table.get("rounding", "floor")
     fraction = Fraction(table["default"])
     return Share(title, table["option"], fraction, table["of"], rounding, table["source"], default=True)
+
+
+def rule_share(share, engine: str | None, model: Any, card: Any, layout: Any, spec: str, notes: list[str]):
+    """``share``, or where it is None and the engine's default share is a rule of the device (SGLang's
+    mem_fraction_static: :func:`llmcount.engines.default_share_rule`), that rule applied to ``card`` and ``layout``;
+    ``notes`` gets why when the rule is not transcribed for this GPU or model."""
+    if share is not None or engine is None or card is None:
+        return share
+    from fractions import Fraction
+
+    from .. import engines
+    from ..serving import Share
+
+    eng = engines.engine(engine)
+    table = eng.memory_share
+    if "rule" not in table or "default" in table:
+        return share
+    attention = model.architecture.attention
+    latent = attention is not None and attention.kv_expanded is not None
+    found = None
+    if not model.parts and model.composite is None:  # a multimodal model's own adjustment is not transcribed
+        found = engines.default_share_rule(eng.name, card.name, card.memory_bytes, layout.tp, layout.pp, latent, spec)
+    if found is None:
+        notes.append(table["default_rule"])
+        return None
+    fraction, said = found
+    source = f"{said}; {table['source']}"
+    return Share(
+        eng.title,
+        table["option"],
+        Fraction(fraction),
+        table["of"],
+        table.get("rounding", "floor"),
+        source,
+        default=True,
+    )
 
 
 def with_reserve(share, engine: str | None, model: Any, gpu_title: str):
@@ -380,6 +416,7 @@ def memory_per_gpu(
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = rule_share(share, engine, model, card, layout, spec, notes)
         share = with_reserve(share, engine, model, card.title if card is not None else "")
         shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
         if stored is not None:

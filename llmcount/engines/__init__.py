@@ -1223,3 +1223,42 @@ def stage_bytes(
         for i in range(count):
             largest = max(largest, sum(1 for j in found[i::count] if j in layers))
     return figure.batch * largest * pages.pop() * blocks
+
+
+def default_share_rule(
+    engine_name: str, gpu_name: str, memory_bytes: int, tp: int, pp: int, latent: bool, model_path: str
+) -> tuple[Any, str] | None:
+    """The engine's default share of a GPU where it is a rule of the device (SGLang's mem_fraction_static, the record's
+    ``[memory_share.rule]``): (the fraction, how it was derived), with gpu_mem the GPU table's memory in MiB; None
+    for a GPU the rule is not transcribed for."""
+    from fractions import Fraction
+
+    table = engine(engine_name).memory_share.get("rule")
+    if not table or gpu_name not in table["devices"]:
+        return None
+    gpu_mem = memory_bytes / (1 << 20)
+    chunked, max_bs = next(
+        (c, small if tp < 4 else large) for limit, c, small, large in table["tiers"] if not limit or gpu_mem < limit
+    )
+    graph = max_bs * 2
+    if pp == 1:  # the breakable prefill graph, on by default on CUDA at pp = 1
+        if latent:
+            graph += table["mla_prefill_reserve"]
+        else:
+            top = min(chunked, 4096) if "llama-2" in model_path.lower() else chunked
+            sizes = [s for a, b, step in table["prefill_sizes"] for s in range(a, b or top + 1, step) if s <= top]
+            graph += len(sizes) * 8
+    reserved = 512
+    reserved += max(chunked, 2048) * 1.5
+    reserved += tp * pp / 8 * 1024
+    reserved += graph
+    if gpu_mem > table["floor_above"]:
+        reserved = max(reserved, table["floor"])
+    fraction = round((gpu_mem - reserved) / gpu_mem, 3)
+    said = (
+        f"round((gpu_mem − reserved_mem) / gpu_mem, 3) = {fraction:g} with gpu_mem {gpu_mem:,.0f} MiB (the GPU table's "
+        f"memory; nvidia-smi's memory.total, which SGLang reads, is a little different, so its pick can differ in the "
+        f"third decimal), chunked_prefill_size {chunked:,}, decode CUDA-graph max_bs {max_bs}, reserved_mem "
+        f"{reserved:,.0f} MiB ({table['source']})"
+    )
+    return Fraction(repr(fraction)), said
