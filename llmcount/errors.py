@@ -14,3 +14,8 @@ class LlmcountError(Exception):
 
     def __str__(self) -> str:
         return super().__str__().translate(CONTROL)
+
+
+class UnknownName(LlmcountError):
+    """A name that is none of the known ones (an engine, a GPU), with the closest names; the CLI treats it as a bad
+    option value: a usage error, exit 2."""

@@ -59,7 +59,7 @@ import difflib
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import LlmcountError
+from .errors import LlmcountError, UnknownName
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def gpu(name: str) -> GPU:
         close = closest(key)
         hint = f"; closest: {', '.join(close)}" if close else ""
         shown = name if len(name) <= 40 else name[:39] + "…"
-        raise LlmcountError(f"--gpu: unknown GPU {shown!r}{hint}; known: {', '.join(GPUS)} (or give --peak-tflops)")
+        raise UnknownName(f"--gpu: unknown GPU {shown!r}{hint}; known: {', '.join(GPUS)} (or give --peak-tflops)")
     return GPUS[key]
 
 

@@ -58,18 +58,26 @@ EXPERTS_NOTE = (
     "matrices split over the same tp·dp ranks (FusedMoE flattens tp across dp): the same bytes per GPU"
 )
 
+STAGE_SPLITS = {
+    "vllm": "vLLM's get_pp_indices splits them (the stages before the last one layer longer)",
+    "sglang": "SGLang's get_pp_indices splits them (the last stages one layer longer)",
+    "tensorrt-llm": "TensorRT-LLM's Mapping.pp_layers splits them (torch.tensor_split: the first stages one layer "
+    "longer)",
+}
+"""How each engine splits the layers over pipeline stages (llmcount/engines/<name>.toml ``[pipeline]``)."""
+
 ASSUMPTION_PARTS = {
     "tp": "vLLM's layout: column-parallel q/k/v and gate/up, row-parallel o and down, the embedding and head by "
     f"padded vocabulary rows (a multiple of {VOCAB_PADDING}, then / tp); norms, routers, MLA's down-projections and "
     "row-parallel biases whole on every rank; key-value heads fewer than tp copied (one per rank)",
     "experts": EXPERTS_NOTE,
-    "pp": "pp splits the layers as vLLM's get_pp_indices (the stages before the last one layer longer), the "
-    "embedding on the first stage, the final norm and head on the last (a tied head: a copy of the embedding there), "
-    "and the GPU counted is the heaviest stage",
+    "pp": "pp splits the layers as {split}, the embedding on the first stage, the final norm and head on the last "
+    "(a tied head: a copy of the embedding there), each stage's KV cache that of its own layers, and the GPU counted "
+    "is the heaviest stage",
     "dp": "dp replicas each hold the weights and their own B sequences",
     "rest": "GPUs = tp·pp·dp; activations, CUDA graphs, the engine's workspace and fragmentation are not counted",
 }
-SERVING_ASSUMPTIONS = "; ".join(ASSUMPTION_PARTS.values())
+SERVING_ASSUMPTIONS = "; ".join(part.format(split=STAGE_SPLITS["vllm"]) for part in ASSUMPTION_PARTS.values())
 """All of :data:`ASSUMPTION_PARTS`; a shard states those of its layout (:func:`assumptions`)."""
 
 
@@ -78,6 +86,8 @@ def assumptions(layout: Layout, routed: bool) -> str:
     parts = ["tp"] + (["experts"] if routed else []) + (["pp"] if layout.pp > 1 else [])
     parts += (["dp"] if layout.dp > 1 else []) + ["rest"]
     said = {**ASSUMPTION_PARTS}
+    if _engine_name(layout) in STAGE_SPLITS:
+        said["pp"] = said["pp"].format(split=STAGE_SPLITS[_engine_name(layout)])
     if _engine_name(layout) == "llama.cpp":
         said["tp"] = "llama.cpp's --split-mode layer: whole layers on each GPU, split as noted"
         said["pp"] = "the GPU counted is the one whose layers, output layer and KV cache are the largest"
@@ -280,6 +290,12 @@ def _layout_values(model: Model, layout: Layout) -> dict[Symbol, int]:
             f"--ep {layout.ep}: an inference engine's expert-parallel group is the tp·dp ranks (vLLM: EP size = TP × "
             f"DP = {ranks} here); give {give}"
         )
+    if routed and layout.dp > 1:
+        from .engines import engine
+
+        refused = engine(_engine_name(layout)).refused.get("dp_experts")
+        if refused:
+            raise LlmcountError(f"{_engine_title(layout)}: {refused}")
     if routed and ranks > 1:
         if layout.ep > 1 and values.get(n) is not None and values[n] % ranks:
             raise LlmcountError(f"--ep {layout.ep} does not divide the number of routed experts n = {values[n]}")
@@ -488,6 +504,8 @@ class Plan:
     held: Mapping[str, int] = field(default_factory=dict)  # term path -> parameters the GPU counted holds of it
     # of ``parameters``: those of the parts besides the language model (vision tower, projector) on the GPU counted
     parts_parameters: int = 0
+    sequence: tuple[tuple[str, ...], ...] | None = None  # with pp: the cache kinds of each layer, in order, if known
+    layers: range | None = None  # with pp: the indices of the layers of this GPU's stage
 
 
 def stored_on_plan(laid: Plan, groups: Any, label: str) -> int:
@@ -537,7 +555,7 @@ def stage_plans(
     from .dtypes import BITS, nbytes
     from .formulas import training as tr
     from .formulas.derivation import evaluate_int
-    from .formulas.layer_kinds import is_model_level, stages
+    from .formulas.layer_kinds import is_model_level
     from .formulas.memory import dtype as canonical
     from .formulas.symbols import N, V
 
@@ -558,6 +576,8 @@ def stage_plans(
         return _summed((t.path, _term_parameters(t, env, layout) * int(t.layers)) for t in model_terms if predicate(t))
 
     paths: list[dict[str, int]] = []  # per GPU counted: term path -> parameters held
+    sequence = None  # with pp: the cache kinds of each layer of the model, when the order of the layers is known
+    indices: list[range] = []
     llama_cpp = _engine_name(layout) == "llama.cpp"
 
     def on_cpu(t: Any) -> bool:  # llama.cpp's input layer; a tied head loads the token embedding again on the GPU
@@ -591,9 +611,15 @@ def stage_plans(
             from .engines.weights import layer_split
 
             indices = layer_split(model.values[N], layout.pp)
-        else:
-            indices = stages(model.values[N], layout.pp, before_last=True)
+        else:  # the engine's split (vLLM's get_pp_indices without one)
+            from .engines import pipeline_stages
+
+            indices = pipeline_stages(layout.engine, model.values[N], layout.pp)
         runs, bound = tr.stage_kinds(model, layout.pp, weigh, indices, [k.layers for k in kinds])
+        if not bound:  # the cache kinds of each layer, in order (an engine's KV cache groups per stage need them)
+            sequence = tuple(
+                tuple(name for name, times in per_kind[kind.name][1].items() if times) for run in runs for kind in run
+            )
         first = 0 if llama_cpp else model_level(lambda t: t.group == "embedding")
         last = model_level(lambda t: t.group != "embedding")
         if model.tied:  # vLLM's last rank builds the embedding too when the head is tied to it
@@ -627,7 +653,7 @@ def stage_plans(
                 f"the input layer on the CPU), not on any GPU{bound}"
             )
         else:
-            notes.append(f"pipeline: stages of {sizes} layers, as vLLM's get_pp_indices splits them{bound}")
+            notes.append(f"pipeline: stages of {sizes} layers, as {_stage_split(layout)}{bound}")
     vocab = None
     for embedding, head in vocab_splits(model, layout).values():
         vocab = embedding.padded if vocab is None else vocab
@@ -685,9 +711,15 @@ def stage_plans(
             env,
             held=held_paths,
             parts_parameters=placed.parameters if placed is not None and stage <= 1 else 0,
+            sequence=sequence,
+            layers=indices[stage - 1] if stage and indices else None,
         )
         for (stage, parameters, counts), held_paths in zip(held, paths, strict=True)
     ]
+
+
+def _stage_split(layout: Layout) -> str:
+    return STAGE_SPLITS[_engine_name(layout)]
 
 
 def _summed(rows: Any) -> dict[str, int]:

@@ -19,3 +19,13 @@ def assert_refused(result, *needles: str) -> None:
     assert len(lines) == 1, result.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+def assert_usage(result, *needles: str) -> None:
+    """A usage error (a bad option value such as an unknown engine or GPU name): exit 2, one line on stderr."""
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])

@@ -193,7 +193,6 @@ def test_mfu_fp8_peak_and_text() -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--gpu", "h800", "--tokens-per-second", "1"], ["h800", "h100-sxm", "rtx-4090", "mi300x"]),
         (["--gpu", "h100", "--tokens-per-second", "0"], ["--tokens-per-second", "zero"]),
         (["--gpu", "h100", "--tokens-per-second", "-5"], ["--tokens-per-second", "negative"]),
         (["--gpu", "h100", "--tokens-per-second", "fast"], ["--tokens-per-second"]),
@@ -208,6 +207,14 @@ def test_mfu_fp8_peak_and_text() -> None:
 )
 def test_mfu_refuses_bad_input(args: list[str], needles: list[str]) -> None:
     assert_refused(run("mfu", "llama-3-8b", *args), *needles)
+
+
+def test_mfu_unknown_gpu_is_a_usage_error() -> None:
+    """An unknown --gpu name is a bad option value: exit 2, one line, the closest and the known names."""
+    result = run("mfu", "llama-3-8b", "--gpu", "h800", "--tokens-per-second", "1")
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert all(name in line for name in ("h800", "h100-sxm", "rtx-4090", "mi300x"))
 
 
 def test_mfu_needs_a_throughput() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from refusal import assert_refused, run
+from refusal import assert_refused, assert_usage, run
 
 from llmcount import engines
 from llmcount.sources import load
@@ -541,8 +541,6 @@ def test_ctx_sets_the_sequence():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--engine", "vlm"), ("unknown engine", "vllm")),
-        (("--engine", "lama.cpp"), ("llama.cpp",)),
         (("--engine", "vllm", "--kv-dtype", "q8_0"), ("vLLM has no KV cache dtype", "fp8_e4m3")),
         (("--engine", "llama.cpp", "--kv-dtype", "fp8"), ("llama.cpp has no KV cache dtype", "q4_0")),
         (("--engine", "sglang", "--kv-dtype", "fp4_e2m1"), ("SGLang",)),
@@ -559,6 +557,28 @@ def test_ctx_sets_the_sequence():
 )
 def test_bad_engine_input_is_refused_in_one_line(args, needles):
     assert_refused(run("memory", "mistral-7b", *args), *needles)
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "needles"),
+    [
+        (("memory",), ("--engine", "vlm"), ("unknown engine", "did you mean vllm")),
+        (("memory",), ("--engine", "lama.cpp"), ("did you mean llama.cpp",)),
+        (("memory",), ("--engine", "vlm", "--tp", "2"), ("unknown engine",)),
+        (("memory",), ("--gpu", "h1000"), ("unknown GPU", "closest: h100-sxm")),
+        (("fit",), ("--gpu", "h100", "--engine", "sglng"), ("did you mean sglang",)),
+        (("fit",), ("--gpu", "a10O"), ("closest: a10",)),
+        (("speed",), ("--gpu", "h100", "--engine", "trtllm2"), ("unknown engine",)),
+        (("mfu",), ("--gpu", "rtx4000", "--tokens-per-second", "1"), ("unknown GPU",)),
+    ],
+)
+def test_unknown_engine_and_gpu_names_are_usage_errors_with_the_closest(command, args, needles):
+    """An unknown --engine or --gpu name is a bad option value: exit 2, one line, the closest names suggested."""
+    assert_usage(run(*command, "mistral-7b", *args), *needles)
+
+
+def test_a_known_engine_not_transcribed_is_refused_not_a_usage_error():
+    assert_refused(run("memory", "mistral-7b", "--engine", "turbomind"), "TurboMind")
 
 
 def test_engine_settings_without_engine_are_a_usage_error():
@@ -686,11 +706,10 @@ def test_memory_per_gpu_passes_the_engines_settings():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--engine", "vllm", "--tp", "2", "--pp", "2"), ("--pp",)),
+        (("--engine", "lmdeploy", "--tp", "2", "--pp", "2"), ("--pp", "no pipeline parallelism")),
         (("--engine", "llama.cpp", "--tp", "2"), ("split-mode",)),
         (("--engine", "llama.cpp", "--gpu", "h100", "--ctx", "8192"), ("--ctx",)),
         (("--engine", "vllm", "--tp", "3"), ("--tp 3",)),
-        (("--engine", "vlm", "--tp", "2"), ("unknown engine",)),
     ],
 )
 def test_memory_per_gpu_with_an_engine_refuses_in_one_line(args, needles):

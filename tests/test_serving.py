@@ -5,6 +5,7 @@ KV cache (itself checked against transformers' cache in test_memory.py) times th
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -382,9 +383,8 @@ def test_fit_with_vllm_allocates_every_mistral_layer_full_by_hand() -> None:
 
 def test_fit_refuses_engine_names_and_dtypes_it_lacks() -> None:
     for args, named in (
-        (["--engine", "vlm"], "vllm"),
         (["--engine", "vllm", "--kv-dtype", "q8_0"], "q8_0"),
-        (["--engine", "vllm", "--pp", "2"], "--pp"),
+        (["--engine", "lmdeploy", "--pp", "2"], "no pipeline parallelism"),
     ):
         result = CliRunner().invoke(app, ["fit", "mistral-7b", "--gpu", "l4", *args])
         assert result.exit_code == 1 and named in result.output and not result.stdout.strip().startswith("{")
@@ -505,8 +505,47 @@ def test_engine_defaults_apply_without_the_option() -> None:
             assert data["gpu_memory_share"]["default"] is True
             assert data["gpu_memory_share"]["room_bytes"] == room
             assert any("its default" in note for note in data["notes"])
-    text = run("fit", "llama-3-8b", "--gpu", "h100", "--engine", "sglang").stdout
-    assert "mem_fraction_static" in text and "not applied" in text
+    text = run("fit", "llama-3-8b", "--gpu", "mi300x", "--engine", "sglang").stdout
+    assert "mem_fraction_static" in text and "not applied" in text  # the rule is transcribed for NVIDIA GPUs
+
+
+def sglang_fraction(gpu_mem: float, chunked: int, max_bs: int, tp: int, pp: int, graph_sizes: int, mla: bool) -> float:
+    """sglang 0.5.23 arg_groups/memory_hook.py handle_gpu_memory_settings, as its lines compute it in floats:
+    reserved_mem = 512 + max(chunked, 2048) · 1.5 + tp · pp / 8 · 1024 + max_bs · 2 + (at pp = 1, the prefill graph)
+    len(prefill sizes) · 8, or 1.5 · 1024 under MLA; at least 10 · 1024 above 60 · 1024 MiB."""
+    reserved = 512 + max(chunked, 2048) * 1.5 + tp * pp / 8 * 1024 + max_bs * 2
+    if pp == 1:
+        reserved += 1.5 * 1024 if mla else graph_sizes * 8
+    if gpu_mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mem - reserved) / gpu_mem, 3)
+
+
+def test_sglang_default_share_is_its_rule_of_the_device() -> None:
+    """H100 (80 GB: 76,293.9 MiB): chunked_prefill_size 8,192, decode max_bs 256 at tp < 4, 512 at tp ≥ 4; the prefill
+    CUDA-graph sizes up to 8,192: 4-32 by 4 (8), 48-256 by 16 (14), 288-512 by 32 (8), 576-1,024 by 64 (8),
+    1,280-4,096 by 256 (12), 4,608-8,192 by 512 (8): 58. tp 1: reserved 512 + 12,288 + 128 + 512 + 464 = 13,904 MiB,
+    0.818; DeepSeek-V3 (MLA) at tp 8: 512 + 12,288 + 1,024 + 1,024 + 1,536 = 16,384, 0.785; Llama-3-8B at pp 2 (no
+    prefill graph): 512 + 12,288 + 256 + 512 = 13,568, 0.822. L4 (24 GB: 22,888.2 MiB): chunked 4,096, max_bs 48, 50
+    prefill sizes up to 4,096 (8 + 14 + 8 + 8 + 12): 512 + 6,144 + 128 + 96 + 400 = 7,280, 0.682."""
+    h100, l4 = 80 * 10**9 / 2**20, 24 * 10**9 / 2**20
+    cases = [
+        (("fit", "llama-3-8b", "--gpu", "h100"), sglang_fraction(h100, 8192, 256, 1, 1, 58, False), 0.818),
+        (("fit", "deepseek-v3", "--gpu", "h100", "--tp", "8"), sglang_fraction(h100, 8192, 512, 8, 1, 0, True), 0.785),
+        (
+            ("memory", "llama-3-8b", "--gpu", "h100", "--pp", "2"),
+            sglang_fraction(h100, 8192, 256, 1, 2, 0, False),
+            0.822,
+        ),
+        (("fit", "llama-3-8b", "--gpu", "l4"), sglang_fraction(l4, 4096, 48, 1, 1, 50, False), 0.682),
+    ]
+    for args, fraction, shown in cases:
+        assert fraction == shown
+        data = json.loads(run(*args, "--engine", "sglang", "--json").stdout)
+        share = data["gpu_memory_share"]
+        assert share["default"] is True and share["fraction"] == fraction
+        capacity = data["gpu_memory_bytes"]
+        assert share["room_bytes"] == int(capacity * Fraction(str(fraction)))
     given = json.loads(run("fit", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--gpu-memory-utilization", "0.5",
                            "--json").stdout)  # fmt: skip
     assert given["gpu_memory_share"]["default"] is False and given["gpu_memory_share"]["room_bytes"] == 40 * 10**9

@@ -10,7 +10,7 @@ import random
 from fractions import Fraction
 
 import pytest
-from refusal import assert_refused, run
+from refusal import assert_refused, assert_usage, run
 
 from llmcount import gpus, roofline
 from llmcount.cli.speed import _weights
@@ -185,8 +185,6 @@ def test_apple_has_bandwidth_but_no_peak() -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--gpu", "h800"], ["h800", "closest", "h100-sxm"]),
-        (["--gpu", "mi350x"], ["closest: mi355x"]),
         (["--gpu", "h100", "--batch", "0"], ["--batch", "zero"]),
         (["--gpu", "h100", "--batch", "1,-8"], ["--batch", "negative"]),
         (["--gpu", "h100", "--batch", "1,8,1000000"], ["--batch", "65,536"]),
@@ -335,11 +333,59 @@ def test_engine_tensorrt_llm_under_tp() -> None:
     assert data["decode"][0]["kv_cache_bytes_read"] == 2 * N * 5_024 * 4 * HD * 2 * 2
 
 
+def _read(name: str, *args: str) -> int:
+    result = run("speed", name, "--gpu", "h100", "--seq", "5000", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)["decode"][0]["kv_cache_bytes_read"]
+
+
+def test_engine_vllm_sliding_reads_the_window_blocks() -> None:
+    """Gemma-2-2B under vLLM, S = 5,000: 4 KV heads of 256, K and V in bf16, 4,096 bytes a token a layer. The 13 full
+    layers read cdiv(5,000, 16) = 313 blocks (5,008 tokens); the 13 sliding layers (W = 4,096) the blocks of the
+    W − 1 = 4,095 tokens before the new one, positions 905 to 4,999: blocks 56 to 312, 257 blocks (4,112 tokens)."""
+    assert 905 // 16 == 56 and 4999 // 16 == 312
+    assert _read("gemma-2-2b", "--engine", "vllm") == 13 * 5_008 * 4_096 + 13 * 4_112 * 4_096
+
+
+def test_engine_vllm_chunked_reads_the_chunk() -> None:
+    """Llama-4-Scout under vLLM: 12 full and 36 chunked layers (chunk 8,192), 8 KV heads of 128: 4,096 bytes a token
+    a layer. At S = 5,000 the chunk holds all the tokens: every layer reads 313 blocks; at S = 10,000 a chunked layer
+    reads the blocks of positions 8,192 to 9,999 (blocks 512 to 624: 113), a full one 625."""
+    assert _read("llama-4-scout", "--engine", "vllm") == 48 * 5_008 * 4_096
+    result = run("speed", "llama-4-scout", "--gpu", "h100", "--seq", "10000", "--json", "--engine", "vllm")
+    assert json.loads(result.stdout)["decode"][0]["kv_cache_bytes_read"] == (12 * 625 + 36 * 113) * 16 * 4_096
+
+
+def test_engine_hybrid_reads_the_states() -> None:
+    """Qwen3-Next-80B-A3B, S = 5,000: 12 full attention layers (2 KV heads of 256: 2,048 bytes a token a layer in bf16)
+    and 36 Gated DeltaNet layers, whose states a step reads once per sequence: conv (2 · 16 · 128 + 32 · 128) ·
+    (4 − 1) = 24,576 elements, delta-rule state 32 · 128 · 128 = 524,288.
+    vLLM: both in bf16 (1,097,728 bytes), attention blocks of 544 tokens (the hybrid alignment): cdiv(5,000, 544) = 10.
+    SGLang: conv in bf16, temporal in fp32 (2,146,304 bytes), pages of 1 token.
+    llama.cpp: an r row of 24,576 and an s row of 524,288 elements in F32 (2,195,456 bytes); the attention layers view
+    n_kv = pad(5,001, 256) = 5,120 cells."""
+    assert _read("qwen3-next-80b-a3b", "--engine", "vllm") == 12 * 5_440 * 2_048 + 36 * (24_576 + 524_288) * 2
+    assert _read("qwen3-next-80b-a3b", "--engine", "sglang") == 12 * 5_000 * 2_048 + 36 * (24_576 * 2 + 524_288 * 4)
+    assert _read("qwen3-next-80b-a3b", "--engine", "llama.cpp") == 12 * 5_120 * 2_048 + 36 * (24_576 + 524_288) * 4
+
+
+def test_engine_llama_cpp_reads_n_kv_cells() -> None:
+    """llama.cpp, Llama-3-8B in f16: a cell of a layer is a K and a V row of 8 · 128 elements, 4,096 bytes. S = 5,000:
+    the stream has pad(5,000, 256) = 5,120 cells and a step views n_kv = min(5,120, pad(5,001, 256)) = 5,120 of them;
+    S = 4,000: 4,096 cells, n_kv = 4,096. q8_0: 34 bytes a 32 elements, 2 · 8 · 128 / 32 · 34 = 2,176 a cell."""
+    assert _read("llama-3-8b", "--engine", "llama.cpp") == 32 * 5_120 * 4_096
+    assert _read("llama-3-8b", "--engine", "llama.cpp", "--kv-dtype", "q8_0") == 32 * 5_120 * 2_176
+    result = run("speed", "llama-3-8b", "--gpu", "h100", "--seq", "4000", "--json", "--engine", "llama.cpp")
+    assert json.loads(result.stdout)["decode"][0]["kv_cache_bytes_read"] == 32 * 4_096 * 4_096
+
+
 def test_engine_refusals() -> None:
     assert_refused(
-        run("speed", "gemma-2-2b", "--gpu", "h100", "--engine", "vllm"), "sliding attention", "not transcribed"
+        run("speed", "gpt-oss-20b", "--gpu", "h100", "--engine", "sglang"), "sliding attention", "not transcribed"
     )
-    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "llama.cpp"), "n_kv")
-    assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vlm"), "did you mean vllm")
+    assert_refused(run("speed", "gemma-2-2b", "--gpu", "h100", "--engine", "llama.cpp"), "sliding", "cells")
+    assert_usage(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vlm"), "did you mean vllm")
+    assert_usage(run("speed", "llama-3-8b", "--gpu", "h800"), "h800", "closest", "h100-sxm")
+    assert_usage(run("speed", "llama-3-8b", "--gpu", "mi350x"), "closest: mi355x")
     assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--kv-dtype", "int8"), "int8")
     assert_refused(run("speed", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--formula"), "--formula")

@@ -13,6 +13,7 @@ from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
 from ..tower_parallel import shown_name
 from .app import app, click, fail, print_json, terminal_width
+from .inference import engine_name, gpu_name
 from .options import (
     SPEC_HELP,
     AttentionBackendOption,
@@ -355,6 +356,7 @@ def memory(
         typer.Option(
             "--gpu",
             help=f"A GPU type ({KNOWN}): per GPU the weights and KV shards, what is left, fits or not.",
+            callback=gpu_name,
         ),
     ] = None,
     gpus: Annotated[
@@ -395,6 +397,7 @@ def memory(
             "names (vLLM: auto, fp8, fp8_e4m3, fp8_e5m2 ...; llama.cpp: f16, q8_0, q4_0 ...; TensorRT-LLM: auto, "
             "fp8, nvfp4; LMDeploy's quant_policy: auto, int8, int4, fp8 ...).",
             metavar="ENGINE",
+            callback=engine_name,
         ),
     ] = None,
     max_num_batched_tokens: Annotated[
@@ -755,7 +758,7 @@ def mfu(
     seq: Annotated[
         str, typer.Option("--seq", "-s", help=f"Training sequence length S: 4096, 8k; {SUFFIX_HELP}.", metavar="SIZE")
     ] = "4096",
-    gpu: Annotated[str | None, typer.Option("--gpu", help=f"A GPU type: {KNOWN}.")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help=f"A GPU type: {KNOWN}.", callback=gpu_name)] = None,
     gpus: Annotated[str, typer.Option("--gpus", help="How many GPUs produce that throughput.", metavar="K")] = "1",
     peak_tflops: Annotated[
         str | None,
@@ -804,7 +807,7 @@ def mfu(
 @app.command()
 def fit(
     spec: ModelArgument,
-    gpu: Annotated[str, typer.Option("--gpu", help=f"The GPU type: {KNOWN}.")],
+    gpu: Annotated[str, typer.Option("--gpu", help=f"The GPU type: {KNOWN}.", callback=gpu_name)],
     gpus: Annotated[
         str | None,
         typer.Option("--gpus", help="How many GPUs (default tp·pp·dp; alone: tensor parallel over all).", metavar="G"),
@@ -829,6 +832,7 @@ def fit(
             help="The KV cache as a serving engine allocates it (docs/engines.md): transformers (the default), vllm, "
             "sglang, llama.cpp, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
             metavar="ENGINE",
+            callback=engine_name,
         ),
     ] = None,
     quant: Annotated[
@@ -873,6 +877,7 @@ def fit(
         gpu_share,
         layout_from,
         render_fit,
+        rule_share,
         stored_note,
         stored_weights,
         warn_context,
@@ -900,6 +905,7 @@ def fit(
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         context = context_of(config, model.max_positions)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = rule_share(share, engine, model, card, layout, spec, notes)
         share = with_reserve(share, engine, model, card.title)
         result = serving.fit(
             model,

@@ -28,6 +28,37 @@ def degree(option: str, value: str | int) -> int:
     return number
 
 
+def _bad_name(find: Any, value: str | None) -> str | None:
+    from ..errors import UnknownName
+
+    if value is None:
+        return None
+    try:
+        find(value)
+    except UnknownName as exc:  # a bad option value: exit 2, one line, with the closest names
+        from .app import click
+
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+    except LlmcountError:  # a known name refused for its own reason: refused by the command, exit 1
+        pass
+    return value
+
+
+def engine_name(value: str | None) -> str | None:
+    """``--engine``'s callback: an unknown engine name is a usage error (exit 2) naming the closest names; a known
+    engine that is refused (TurboMind) is refused by the command, exit 1."""
+    from ..engines import engine
+
+    return _bad_name(engine, value)
+
+
+def gpu_name(value: str | None) -> str | None:
+    """``--gpu``'s callback: an unknown GPU name is a usage error (exit 2) naming the closest names."""
+    from ..gpus import gpu
+
+    return _bad_name(gpu, value)
+
+
 LAYER_SPLIT = "llama.cpp"
 """The engine whose GPUs hold whole layers (--split-mode layer): --gpus alone and --pp split its layers."""
 
@@ -63,12 +94,14 @@ def _engine_name(engine: str) -> str:
 
 
 def check_engine_pp(rule: Any, engine: str | None, layout: Layout) -> None:
-    """An engine's cache per pipeline stage is modelled for llama.cpp's layer split only; LlmcountError otherwise."""
-    if rule is not None and layout.pp > 1 and _engine_name(engine or "") != LAYER_SPLIT:
-        raise LlmcountError(
-            "--engine with --pp: an engine's cache per pipeline stage is modelled for llama.cpp's layer split only; "
-            "give tp"
-        )
+    """An engine without pipeline parallelism (its record's ``[refused] pp``) refused by name with --pp, before any
+    model is read."""
+    if rule is not None and layout.pp > 1:
+        from ..engines import engine as find_engine
+
+        refused = find_engine(engine or "").refused.get("pp")
+        if refused:
+            raise LlmcountError(f"--pp with --engine {find_engine(engine or '').name}: {refused}")
 
 
 def config_and_model(spec: str, dtype: str | None = None, notes: list[str] | None = None):
@@ -195,13 +228,49 @@ def default_share(engine: str | None, notes: list[str] | None = None):
 
     table = engines.engine(engine).memory_share
     if "default" not in table:
-        if notes is not None and "default_rule" in table:
+        if notes is not None and "default_rule" in table and "rule" not in table:
             notes.append(table["default_rule"])
         return None
     title = engines.engine(engine).title
     rounding = table.get("rounding", "floor")
     fraction = Fraction(table["default"])
     return Share(title, table["option"], fraction, table["of"], rounding, table["source"], default=True)
+
+
+def rule_share(share, engine: str | None, model: Any, card: Any, layout: Any, spec: str, notes: list[str]):
+    """``share``, or where it is None and the engine's default share is a rule of the device (SGLang's
+    mem_fraction_static: :func:`llmcount.engines.default_share_rule`), that rule applied to ``card`` and ``layout``;
+    ``notes`` gets why when the rule is not transcribed for this GPU or model."""
+    if share is not None or engine is None or card is None:
+        return share
+    from fractions import Fraction
+
+    from .. import engines
+    from ..serving import Share
+
+    eng = engines.engine(engine)
+    table = eng.memory_share
+    if "rule" not in table or "default" in table:
+        return share
+    attention = model.architecture.attention
+    latent = attention is not None and attention.kv_expanded is not None
+    found = None
+    if not model.parts and model.composite is None:  # a multimodal model's own adjustment is not transcribed
+        found = engines.default_share_rule(eng.name, card.name, card.memory_bytes, layout.tp, layout.pp, latent, spec)
+    if found is None:
+        notes.append(table["default_rule"])
+        return None
+    fraction, said = found
+    source = f"{said}; {table['source']}"
+    return Share(
+        eng.title,
+        table["option"],
+        Fraction(fraction),
+        table["of"],
+        table.get("rounding", "floor"),
+        source,
+        default=True,
+    )
 
 
 def with_reserve(share, engine: str | None, model: Any, gpu_title: str):
@@ -347,6 +416,7 @@ def memory_per_gpu(
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
+        share = rule_share(share, engine, model, card, layout, spec, notes)
         share = with_reserve(share, engine, model, card.title if card is not None else "")
         shard = serving.shard(model, layout, dtype or "bf16", plan_kv_dtype, seq_, batch_, kv=kv, stored=stored)
         if stored is not None:
@@ -527,15 +597,11 @@ def engine_rule(engine: str | None, kv_dtype: str | None, **settings: Any):
                     engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings
                 )
 
+            pp = plan.layout.pp
+
             def staged(s: int, b: int) -> int:  # the layers of this GPU's stage (llama.cpp: each layer's own device)
-                figure = engines.kv_cache(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, **settings)
-                total = 0
-                for kind in figure.kinds:
-                    held = plan.layer_counts.get(kind.kind, 0)
-                    if not kind.layers or (kind.bytes * held) % kind.layers:
-                        raise LlmcountError(f"{figure.engine.title}: the {kind.kind} cache per device is not whole")
-                    total += kind.bytes * held // kind.layers
-                return total
+                figure = engines.kv_cache(engine, model, s, b, kv_dtype, dtype=dtype, tp=tp, pp=pp, **settings)
+                return engines.stage_bytes(figure, plan.layer_counts, plan.sequence, plan.layers)
 
             return staged
 

@@ -12,6 +12,7 @@ from ..errors import LlmcountError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
 from .app import app, fail, print_json, terminal_width
+from .inference import engine_name, gpu_name
 from .options import JsonOption, ModelArgument, positive_int
 
 
@@ -24,6 +25,7 @@ def speed(
             "--gpu",
             help=f"A GPU of the table: {KNOWN} (each figure with its datasheet: llmcount/gpus.py).",
             metavar="NAME",
+            callback=gpu_name,
         ),
     ],
     batch: Annotated[
@@ -75,8 +77,10 @@ def speed(
         typer.Option(
             "--engine",
             help="Decode reads the KV cache as this serving engine stores it (its KV dtype, whole blocks: "
-            "docs/engines.md): vllm, sglang, tensorrt-llm, lmdeploy; --kv-dtype then takes the engine's names.",
+            "docs/engines.md): vllm, sglang, tensorrt-llm, lmdeploy, llama.cpp; --kv-dtype then takes the engine's "
+            "names.",
             metavar="ENGINE",
+            callback=engine_name,
         ),
     ] = None,
     peak_tflops: Annotated[

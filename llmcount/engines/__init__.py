@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import LlmcountError
+from ..errors import LlmcountError, UnknownName
 
 TRANSFORMERS = "transformers"
 HERE = Path(__file__).parent
@@ -57,6 +57,7 @@ class Engine:
     builders: tuple[str, ...] = ()  # model types whose cache shape the engine's config builder gives is transcribed
     memory_share: Mapping[str, Any] = field(default_factory=dict)  # the engine's share of a GPU: option, of, rounding
     weights: Mapping[str, Any] = field(default_factory=dict)  # vocabulary rows per tp rank (engines/weights.py)
+    pipeline: Mapping[str, Any] = field(default_factory=dict)  # how the layers split over pipeline stages
 
     @property
     def cited(self) -> str:
@@ -90,6 +91,7 @@ OWN_TABLES = {
     "attention_backends_for",
     "memory_share",
     "weights",
+    "pipeline",
 }
 
 
@@ -131,6 +133,7 @@ def _load(name: str) -> Engine:
         builders=tuple(data.get("sliding", {}).get("builders", ())),
         memory_share=data.get("memory_share", {}),
         weights=data.get("weights", {}),
+        pipeline=data.get("pipeline", {}),
     )
 
 
@@ -173,7 +176,7 @@ def engine(name: str) -> Engine:
     if key not in NAMES:
         close = difflib.get_close_matches(key, NAMES, n=2, cutoff=0.4)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise LlmcountError(f"--engine: unknown engine {str(name)[:60]!r}{hint} (choices: {', '.join(NAMES)})")
+        raise UnknownName(f"--engine: unknown engine {str(name)[:60]!r}{hint} (choices: {', '.join(NAMES)})")
     return _load(key)
 
 
@@ -203,6 +206,10 @@ class KindBytes:
     transformers_tokens: int
     transformers_bytes: int
     token_bytes: int = 0  # the engine's bytes of one token (cell) in one layer
+    page: int = 0  # vLLM: bytes of one block of one layer (its page, padded to the attention page for a state layer)
+    blocks: int = 0  # vLLM: blocks (pages) per sequence per layer
+    window: int = 0  # a sliding (chunked) layer the engine runs with its window (chunk): W (C) as the engine takes it
+    state: int = 0  # a state layer: the bytes of one sequence's states in one layer on one rank, unpadded
 
 
 @dataclass(frozen=True)
@@ -352,12 +359,14 @@ def kv_cache(
     max_num_batched_tokens: int | None = None,
     ctx: int | None = None,
     attention_backend: str | None = None,
+    pp: int = 1,
 ) -> EngineKV:
     """The KV cache of ``batch`` sequences of ``seq`` tokens as ``engine_name`` keeps it, per GPU at ``tp``, for a
     model read by :func:`llmcount.sources.load` whose weights are in ``dtype``. ``kv_dtype``: the engine's name
     of the cache dtype (default: the engine's own default). ``max_num_batched_tokens`` (vLLM) and ``ctx``
     (llama.cpp: the context, default B·S) override the engine's settings; ``attention_backend`` (SGLang) sets the
-    page size the engine resolves for that backend."""
+    page size the engine resolves for that backend. ``pp``: the pipeline stages, which set how many scheduled steps vLLM
+    keeps in flight (the figure stays the whole model's: :func:`stage_bytes` gives one stage's)."""
     from ..dtypes import BITS, canonical
     from ..formulas import memory as mem
     from ..formulas.derivation import evaluate_int
@@ -374,6 +383,9 @@ def kv_cache(
         if eng.allocation != "cells":
             raise LlmcountError(f"--ctx is llama.cpp's context size, not {eng.title}'s (use --seq and --batch)")
     backend = check_backend(eng, attention_backend)
+    pp = check_count("--pp", pp)
+    if pp > 1 and "pp" in eng.refused:
+        raise LlmcountError(f"--pp with --engine {eng.name}: {eng.refused['pp']}")
     if tp > 1 and "tp" in eng.refused:
         raise LlmcountError(f"{eng.title}: {eng.refused['tp']}")
     model_dtype = canonical(dtype)
@@ -404,6 +416,8 @@ def kv_cache(
     keys = getattr(model, "keys", {}) or {}
     model_type = model.architecture.name
     settings: dict[str, Any] = {}
+    if pp > 1:
+        settings["pp"] = pp
     if eng.allocation == "pool":
         settings["page_size"] = _page_size(eng, backend, latent)
         if backend is not None:
@@ -515,9 +529,10 @@ def kv_cache(
         tf_tokens = _tokens(k, env)
         run = "full_attention" if (why_full or not sliding) else k.kind
         rule_args = (eng, run, window, seq, batch, layers, per_layer, size, settings)
+        page = blocks = 0
         if eng.allocation == "paged":
             scaled = unified.get(per_layer * size)
-            tokens, nbytes, rule, token_bytes = _paged(*rule_args, max_num_batched_tokens, scaled)
+            tokens, nbytes, rule, token_bytes, page, blocks = _paged(*rule_args, max_num_batched_tokens, scaled)
         elif eng.allocation == "blocks":
             tokens, nbytes, rule, token_bytes = _blocks(*rule_args, latent)
         elif eng.allocation == "pool":
@@ -531,7 +546,22 @@ def kv_cache(
             rule = f"{why_full}: {rule}"
         if tp > 1:
             rule += f"; per GPU at tp = {tp}"
-        rows.append(KindBytes(k.kind, run, layers, tokens, nbytes, rule, tf_tokens, amount.bytes, token_bytes))
+        rows.append(
+            KindBytes(
+                k.kind,
+                run,
+                layers,
+                tokens,
+                nbytes,
+                rule,
+                tf_tokens,
+                amount.bytes,
+                token_bytes,
+                page,
+                blocks,
+                window if run != "full_attention" else 0,
+            )
+        )
     if eng.allocation == "pool":
         rows.append(_req_to_token_row(eng, seq, batch))
     if eng.allocation == "paged":
@@ -697,7 +727,9 @@ def _pool_state_row(kind, amount, page_info, batch, env, settings) -> KindBytes:
         f"{page.temporal_dtype} per rank ({page.bytes:,} bytes) in each of max_mamba_cache_size + 1 = {ratio} · B + 1 "
         f"= {slots:,} slots per layer: {ratio} slots per running request, {why}, and the padded slot 0, whatever S"
     )
-    return KindBytes(kind.kind, kind.kind, layers, 0, layers * slots * page.bytes, rule, 0, amount.bytes)
+    return KindBytes(
+        kind.kind, kind.kind, layers, 0, layers * slots * page.bytes, rule, 0, amount.bytes, state=page.bytes
+    )
 
 
 def _check_swa_split(eng, model_type, values, kinds, env, sliding_layers) -> None:
@@ -827,7 +859,8 @@ def _state_row(eng, kind, amount, page_info, batch, env, settings) -> KindBytes:
         f"the model's dtype, temporal in {page.temporal_dtype}): {page.bytes:,} bytes, padded to the attention page of "
         f"{settings['block_size']:,} tokens, {padded:,} bytes; {count} pages per sequence: {why}"
     )
-    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * count * padded, rule, 0, amount.bytes)
+    nbytes = batch * layers * count * padded
+    return KindBytes(kind.kind, kind.kind, layers, 0, nbytes, rule, 0, amount.bytes, 0, padded, count, 0, page.bytes)
 
 
 def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindBytes:
@@ -849,7 +882,7 @@ def _recurrent_row(eng, model, model_type, kind, amount, batch, env) -> KindByte
         f"llama_memory_recurrent: B = {batch:,} rows (one per sequence) of n_embd_r = {r:,} and n_embd_s = {s:,} "
         f"elements in F32 ({cell:,} bytes a row) per layer, whatever S; the conv state keeps d_conv − 1 columns"
     )
-    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes)
+    return KindBytes(kind.kind, kind.kind, layers, 0, batch * layers * cell, rule, 0, amount.bytes, state=cell)
 
 
 def _tokens(kind: Any, env: Mapping[Any, int]) -> int:
@@ -915,19 +948,27 @@ def _paged(eng, run, window, seq, batch, layers, per_layer, size, settings, batc
         rule = f"cdiv(S, {block}) = {blocks:,} blocks of {block} tokens ({page:,} bytes a page) per sequence"
     else:
         batched = batched or eng.settings["max_num_batched_tokens"]
-        in_flight = eng.settings["in_flight_batches"] * batched
+        steps = in_flight_batches(eng, settings.get("pp", 1))
+        in_flight = steps * batched
         settings["max_num_batched_tokens"] = batched
         if run == "sliding_attention":
             blocks = _cdiv(min(window - 1 + in_flight, seq), block) + 1
             rule = (
                 f"cdiv(min(W − 1 + {in_flight:,}, S), {block}) + 1 = {blocks:,} blocks per sequence: the window "
-                f"W = {window:,} plus the tokens of {eng.settings['in_flight_batches']} scheduled steps in flight "
+                f"W = {window:,} plus the tokens of {steps} scheduled steps in flight "
                 f"(max_num_batched_tokens {batched:,}), and one block for a window not aligned to a block"
             )
         else:
             blocks = _cdiv(min(window + in_flight, seq), block)
             rule = f"cdiv(min(C + {in_flight:,}, S), {block}) = {blocks:,} blocks per sequence (chunk C = {window:,})"
-    return blocks * block, batch * layers * blocks * page, rule, per_layer * size
+    return blocks * block, batch * layers * blocks * page, rule, per_layer * size, page, blocks
+
+
+def in_flight_batches(eng: Engine, pp: int) -> int:
+    """vLLM's max_concurrent_batches: pp + 1 under async scheduling on the V2 model runner (vllm/config/vllm.py:
+    the defaults, ``in_flight_batches`` = 2 at pp = 1), the scheduled steps whose tokens a sliding layer still
+    holds."""
+    return eng.settings["in_flight_batches"] + pp - 1
 
 
 def _one_width(eng, model, kinds, env, latent, tp) -> None:
@@ -1097,3 +1138,127 @@ def _cells(eng, run, window, seq, batch, layers, per_layer, size, settings, ctx,
 def kv_cache_bytes(engine_name: str, model: Any, seq: int, batch: int = 1, kv_dtype: str | None = None, **kw) -> int:
     """The total of :func:`kv_cache`: bytes per GPU."""
     return kv_cache(engine_name, model, seq, batch, kv_dtype, **kw).bytes
+
+
+def pipeline_stages(engine_name: str | None, layers: int, pp: int) -> list[range]:
+    """The layers of each of ``pp`` pipeline stages as ``engine_name`` splits them (its record's ``[pipeline] split``:
+    ``before_last``, vLLM's get_pp_indices, the N mod pp stages before the last one layer longer; ``last``, SGLang's,
+    the last N mod pp stages; ``first``, TensorRT-LLM's torch.tensor_split, the first N mod pp stages); vLLM's for no
+    engine or transformers. LlmcountError naming the engine when it has no pipeline parallelism."""
+    from ..formulas.layer_kinds import stages
+
+    eng = engine(engine_name or "vllm")
+    eng = engine("vllm") if eng.name == TRANSFORMERS else eng
+    if "pp" in eng.refused:
+        raise LlmcountError(f"--pp with --engine {eng.name}: {eng.refused['pp']}")
+    split = eng.pipeline.get("split", "before_last")
+    if split == "last":
+        sizes = [len(run) for run in reversed(stages(layers, pp))]
+        starts = [sum(sizes[:i]) for i in range(pp + 1)]
+        return [range(starts[i], starts[i + 1]) for i in range(pp)]
+    return stages(layers, pp, before_last=split == "before_last")
+
+
+def stage_bytes(
+    figure: EngineKV,
+    held: Mapping[str, int],
+    sequence: tuple[tuple[str, ...], ...] | None = None,
+    layers: range | None = None,
+) -> int:
+    """The engine's KV cache on the GPU of one pipeline stage: ``held[kind]`` layers of each kind of ``figure`` (the
+    whole model's, at the stage's tp and pp), the stage's ``layers`` of the model's ``sequence`` (the cache kinds of
+    each layer, None when the order of the layers cannot be told).
+
+    SGLang, TensorRT-LLM, llama.cpp: each stage's pools, block managers or devices hold their own layers, the same
+    bytes a layer as the whole model's; a table beside the layers (SGLang's ReqToTokenPool) is on every stage.
+    vLLM: the KV cache groups are those of the whole model's layers (v1/core/kv_cache_planning.py
+    get_kv_cache_configs: a group of kind with N layers is layers[i::cdiv(N, G)]), projected onto the stage's layers
+    (_project_kv_cache_groups_to_worker); a block of the stage's pool holds the largest projected group's pages
+    (_get_kv_cache_bytes_per_block) and a sequence takes its blocks in every group, the groups with none of the
+    stage's layers included (_max_memory_usage_bytes_from_groups)."""
+    eng = figure.engine
+    if eng.allocation != "paged":
+        total = 0
+        for k in figure.kinds:
+            if not k.layers:  # a table beside the layers' caches, on every stage's GPU
+                total += k.bytes
+                continue
+            count = held.get(k.kind, 0)
+            if (k.bytes * count) % k.layers:
+                raise LlmcountError(f"{eng.title}: the {k.kind} cache of a pipeline stage is not whole bytes")
+            total += k.bytes * count // k.layers
+        return total
+    buckets: dict[tuple[Any, ...], list[KindBytes]] = {}
+    for k in figure.kinds:
+        buckets.setdefault((k.engine_kind, k.token_bytes, k.tokens, k.page, k.blocks), []).append(k)
+    if len(buckets) == 1:
+        (rows,) = buckets.values()
+        return figure.batch * sum(held.get(k.kind, 0) for k in rows) * rows[0].page * rows[0].blocks
+    if sequence is None or layers is None:
+        raise LlmcountError(
+            f"{eng.title} with --pp: its KV cache groups per stage follow the order of the layers of each kind, "
+            "which this model's record cannot tell"
+        )
+    pages = {k.page for k in figure.kinds}
+    if len(pages) != 1:
+        raise LlmcountError(f"{eng.title} with --pp: KV cache groups of pages of different sizes are not transcribed")
+    indices: dict[tuple[Any, ...], list[int]] = {key: [] for key in buckets}
+    where = {k.kind: key for key, rows in buckets.items() for k in rows}
+    for i, kinds in enumerate(sequence):
+        for kind in kinds:
+            if kind in where:
+                indices[where[kind]].append(i)
+    for key, rows in buckets.items():
+        if len(indices[key]) != sum(k.layers for k in rows):
+            raise LlmcountError(
+                f"{eng.title} with --pp: the order of the layers does not give the {rows[0].kind} layers counted"
+            )
+    sizes = [len(found) for found in indices.values()]
+    fewest, most = min(sizes), max(sizes)
+    group = most if most < fewest * 1.5 else fewest
+    largest, blocks = 0, 0
+    for key, found in indices.items():
+        count = _cdiv(len(found), group)
+        blocks += count * buckets[key][0].blocks
+        for i in range(count):
+            largest = max(largest, sum(1 for j in found[i::count] if j in layers))
+    return figure.batch * largest * pages.pop() * blocks
+
+
+def default_share_rule(
+    engine_name: str, gpu_name: str, memory_bytes: int, tp: int, pp: int, latent: bool, model_path: str
+) -> tuple[Any, str] | None:
+    """The engine's default share of a GPU where it is a rule of the device (SGLang's mem_fraction_static, the record's
+    ``[memory_share.rule]``): (the fraction, how it was derived), with gpu_mem the GPU table's memory in MiB; None
+    for a GPU the rule is not transcribed for."""
+    from fractions import Fraction
+
+    table = engine(engine_name).memory_share.get("rule")
+    if not table or gpu_name not in table["devices"]:
+        return None
+    gpu_mem = memory_bytes / (1 << 20)
+    chunked, max_bs = next(
+        (c, small if tp < 4 else large) for limit, c, small, large in table["tiers"] if not limit or gpu_mem < limit
+    )
+    graph = max_bs * 2
+    if pp == 1:  # the breakable prefill graph, on by default on CUDA at pp = 1
+        if latent:
+            graph += table["mla_prefill_reserve"]
+        else:
+            top = min(chunked, 4096) if "llama-2" in model_path.lower() else chunked
+            sizes = [s for a, b, step in table["prefill_sizes"] for s in range(a, b or top + 1, step) if s <= top]
+            graph += len(sizes) * 8
+    reserved = 512
+    reserved += max(chunked, 2048) * 1.5
+    reserved += tp * pp / 8 * 1024
+    reserved += graph
+    if gpu_mem > table["floor_above"]:
+        reserved = max(reserved, table["floor"])
+    fraction = round((gpu_mem - reserved) / gpu_mem, 3)
+    said = (
+        f"round((gpu_mem − reserved_mem) / gpu_mem, 3) = {fraction:g} with gpu_mem {gpu_mem:,.0f} MiB (the GPU table's "
+        f"memory; nvidia-smi's memory.total, which SGLang reads, is a little different, so its pick can differ in the "
+        f"third decimal), chunked_prefill_size {chunked:,}, decode CUDA-graph max_bs {max_bs}, reserved_mem "
+        f"{reserved:,.0f} MiB ({table['source']})"
+    )
+    return Fraction(repr(fraction)), said
