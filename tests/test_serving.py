@@ -226,6 +226,14 @@ def test_fit_capped_by_context():
     assert data["max_batch"] == (80 * 10**9 - weights) // per_sequence == 4
 
 
+def test_fit_without_a_context_length_says_it_is_not_capped():
+    result = runner.invoke(app, ["fit", "gemma-3-27b-it", "--gpu", "h100", "--json"])  # text_config gives none
+    data = json.loads(result.stdout)
+    assert not data["capped_by_context"] and any("no max_position_embeddings" in n for n in data["notes"])
+    given = runner.invoke(app, ["fit", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--json"])
+    assert not any("no max_position_embeddings" in n for n in json.loads(given.stdout)["notes"])
+
+
 def test_fit_takes_an_engine_kv_rule():
     model = load("llama-3-8b")
     plain = serving.fit(model, 80 * 10**9, Layout(), seq=4096)

@@ -868,10 +868,10 @@ def fit(
     from .inference import (
         check_engine_pp,
         config_and_model,
-        context_of,
         default_share,
         engine_note,
         engine_rule,
+        fit_context,
         fit_data,
         fitted,
         gpu_share,
@@ -903,7 +903,7 @@ def fit(
         config, model = config_and_model(spec, dtype)
         stored = stored_weights(config, spec, model, dtype, quant, bits, group_size)
         notes += stored_note(config, spec, dtype) if stored is None and quant is None else []
-        context = context_of(config, model.max_positions)
+        context = fit_context(config, model.max_positions, notes)
         kv, plan_kv_dtype = (None, kv_dtype) if rule is None else rule(model, dtype or "bf16")
         share = rule_share(share, engine, model, card, layout, spec, notes)
         share = with_reserve(share, engine, model, card.title)

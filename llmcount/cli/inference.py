@@ -161,6 +161,18 @@ def context_of(config: Any, max_positions: int | None) -> tuple[int, str] | None
     return context_limit(config if isinstance(config, dict) else {}, max_positions)
 
 
+def fit_context(config: Any, max_positions: int | None, notes: list[str]) -> tuple[int, str] | None:
+    """:func:`context_of` for ``fit``, with a note in ``notes`` when the config gives no context length, so that the
+    longest context is memory's alone."""
+    context = context_of(config, max_positions)
+    if context is None:
+        notes.append(
+            "the config gives no max_position_embeddings (n_positions): the longest context is what memory allows,"
+            " not capped at the model's context length (transformers takes its config class's default)"
+        )
+    return context
+
+
 def warn_context(name: str, config: Any, max_positions: int | None, seq: int) -> tuple[int, str] | None:
     """:func:`context_of`, with a warning on stderr when ``seq`` is beyond it; called once the answer stands, so
     that a refusal stays one line."""
@@ -631,7 +643,7 @@ def fit_memory(
         seq_ = parse_size(seq, "--seq")
         layout, notes = layout_from(tp, pp, dp, ep, None)
         config, model = config_and_model(spec, dtype, notes)
-        context = context_of(config, model.max_positions)
+        context = fit_context(config, model.max_positions, notes)
         result = serving.fit(
             model, capacity, layout, dtype or "bf16", kv_dtype, seq_, context, gpu=f"GPU of {gpu_memory}"
         )
