@@ -1,0 +1,79 @@
+"""``llmcount.load`` without sympy: a config the compiled path counts is held as its ``Counted``, and the API's numbers
+(``.counts`` and its sums, ``.values``, ``to_dict()``, ``flops`` and ``memory`` of the loaded model) equal the sympy
+path's Model (itself tested against transformers in test_counting.py) on every preset; the sympy Model, the
+derivation and the components are read when asked for; loading a config file and counting it imports no sympy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import llmcount
+from llmcount import counting
+from llmcount.formulas.config import read_config
+from llmcount.presets import presets
+from llmcount.renderers import count_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_every_presets_numbers_are_the_sympy_paths() -> None:
+    taken = 0
+    for name, preset in presets().items():
+        loaded = llmcount.load(name)
+        model = read_config(preset.config(), f"preset {name}", name)
+        counts, theirs = loaded.counts, model.counts
+        assert (counts.total, counts.activated, counts.embedding, counts.non_embedding) == (
+            theirs.total,
+            theirs.activated,
+            theirs.embedding,
+            theirs.non_embedding,
+        ), name
+        assert list(loaded.values.items()) == list(theirs.values.items()), name  # the same names, in the same order
+        assert (loaded.name, loaded.family, loaded.source) == (model.name, model.architecture.name, model.source)
+        assert loaded.to_dict() == count_data(model), name
+        taken += isinstance(loaded._read, counting.Counted)
+    assert taken > len(presets()) / 2  # most presets are held as the compiled path's read
+
+
+def test_the_sympy_model_is_read_once_when_asked_for() -> None:
+    loaded = llmcount.load("qwen3-235b-a22b")
+    assert type(loaded._read).__name__ == "Counted"
+    model = loaded.model
+    assert loaded.model is model and isinstance(model, llmcount.Model)
+    assert loaded.counts.components == model.counts.components  # each with its sympy formula
+    assert loaded.counts == model.counts
+    assert str(loaded.derivation.activated) == str(model.derivation.activated)
+    # By hand: qwen3-235b-a22b's published 235B total and 22B activated
+    assert (loaded.counts.total, loaded.counts.activated) == (235_093_634_560, 22_190_763_520)
+    assert llmcount.load(loaded) is loaded
+
+
+@pytest.mark.parametrize("name", ["qwen3-32b", "llama-2-7b", "deepseek-v3"])
+def test_flops_and_memory_of_a_loaded_model_are_those_of_its_name(name: str) -> None:
+    loaded = llmcount.load(name)
+    assert llmcount.flops(loaded, seq="2k", batch=3) == llmcount.flops(name, seq="2k", batch=3)
+    assert llmcount.memory(loaded, seq="8k").total_bytes == llmcount.memory(name, seq="8k").total_bytes
+
+
+def test_loading_and_counting_a_config_file_imports_no_sympy(tmp_path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(presets()["qwen3-32b"].config()))
+    code = (
+        "import sys, llmcount; m = llmcount.load(sys.argv[1]);"
+        "print(m.counts.total, m.counts.activated, m.counts.embedding, m.counts.non_embedding, m.values['d'],"
+        " m.to_dict()['total'], llmcount.flops(m).forward > 0, llmcount.memory(m).total_bytes > 0, repr(m));"
+        "print([n for n in ('sympy', 'jinja2', 'torch', 'transformers', 'numpy') if n in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.splitlines()
+    # By hand (qwen3-32b: N=64, V=151936, d=5120, d_ff=25600, h=64, h_kv=8, h_d=128, untied):
+    # 2·V·d + d + N(2·d·h·h_d + 2·d·h_kv·h_d + 3·d·d_ff + 2·d + 2·h_d)
+    N, V, d, d_ff, h, h_kv, h_d = 64, 151936, 5120, 25600, 64, 8, 128
+    total = 2 * V * d + d + N * (2 * d * h * h_d + 2 * d * h_kv * h_d + 3 * d * d_ff + 2 * d + 2 * h_d)
+    assert out[0].split()[:6] == [str(total), str(total), str(2 * V * d), str(total - 2 * V * d), str(d), str(total)]
+    assert out[1] == "[]"
