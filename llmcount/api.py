@@ -323,11 +323,8 @@ def training(
     >>> llmcount.training("llama-2-7b", seq="4k").model_states_bytes == 16 * 6_738_415_616
     True
     """
-    from .formulas import training as tr
-
-    model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
-    if isinstance(zero, bool) or zero not in tr.ZERO_STAGES:
+    if isinstance(zero, bool) or zero not in (0, 1, 2, 3):
         raise LlmcountError(f"zero {zero!r}: choices: 0, 1, 2, 3")
     for name, value in (("dtype", dtype), ("optimizer", optimizer), ("attention", attention), ("recompute", recompute)):
         if not isinstance(value, str):  # a list or a number where a name is expected: refused, not a TypeError
@@ -338,12 +335,41 @@ def training(
         name: parse_size(value, name, suffixes=False)
         for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
     }
-    parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
     targets = lora_targets.split(",") if isinstance(lora_targets, str) else lora_targets  # "attention,mlp" too
     targets = tuple(str(t).strip() for t in targets if str(t).strip())
     if lora is not None and not targets:
         raise LlmcountError("lora_targets: give at least one group or module name")
-    adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), targets)
+    rank = None if lora is None else parse_size(lora, "lora", suffixes=False)
+    counted = _counted(spec)
+    if counted is not None:  # the training snapshot's estimate: no sympy
+        from . import plain_training as plain
+        from .counting import Fallback
+
+        try:
+            result = plain.estimate(
+                counted,
+                dtype,
+                seq_,
+                batch_,
+                optimizer,
+                plain.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees),
+                attention,
+                recompute,
+                None if rank is None else plain.Lora(rank, targets),
+            )
+        except (LlmcountError, Fallback):  # not taken, or refused: the sympy path words it
+            spec = counted.full()
+        else:
+            if freeze_vision:  # the compiled path reads language models only, as formulas.tower_memory says
+                raise LlmcountError(
+                    f"--freeze-vision: {counted.name} has no vision tower counted (a language model only)"
+                )
+            return result
+    from .formulas import training as tr
+
+    model = load(spec).model
+    parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
+    adapters = None if rank is None else tr.Lora(rank, targets)
     result = tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
     from .formulas.tower_memory import with_parts_training
 

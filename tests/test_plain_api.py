@@ -77,3 +77,72 @@ def test_loading_and_counting_a_config_file_imports_no_sympy(tmp_path) -> None:
     total = 2 * V * d + d + N * (2 * d * h * h_d + 2 * d * h_kv * h_d + 3 * d * d_ff + 2 * d + 2 * h_d)
     assert out[0].split()[:6] == [str(total), str(total), str(2 * V * d), str(total - 2 * V * d), str(d), str(total)]
     assert out[1] == "[]"
+
+
+TRAINING_CASES = (
+    {},
+    {"optimizer": "adafactor", "seq": "2k", "batch": 3},
+    {"zero": 3, "dp": 8, "tp": 2, "recompute": "selective", "attention": "eager"},
+    {"lora": 16, "lora_targets": "attention"},
+)
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "qwen3-235b-a22b", "deepseek-v3", "gpt2"])
+def test_training_through_the_api_is_the_sympy_paths(name: str) -> None:
+    from llmcount.formulas import training as tr
+    from llmcount.sizes import parse_size
+
+    model = read_config(presets()[name].config(), f"preset {name}", name)
+    plain = 0
+    for options in TRAINING_CASES:
+        degrees = {k: options.get(k, 1) for k in ("tp", "pp", "dp", "ep")}
+        parallel = tr.Parallel(zero=options.get("zero", 0), **degrees)
+        lora = tr.Lora(options["lora"], (options["lora_targets"],)) if "lora" in options else None
+        seq, batch = parse_size(options.get("seq", 4096), "seq"), options.get("batch", 1)
+        try:
+            theirs = tr.estimate(
+                model,
+                "bf16",
+                seq,
+                batch,
+                options.get("optimizer", "adamw"),
+                parallel,
+                lora,
+                options.get("attention", "sdpa"),
+                options.get("recompute", "none"),
+            )
+        except llmcount.LlmcountError as exc:  # refused alike, in the same words
+            with pytest.raises(llmcount.LlmcountError) as refused:
+                llmcount.training(name, **options)
+            assert str(refused.value) == str(exc)
+            continue
+        ours = llmcount.training(name, **options)
+        plain += type(ours).__module__ == "llmcount.plain_training"
+        assert [(line.name, line.bytes) for line in ours.lines] == [(line.name, line.bytes) for line in theirs.lines]
+        assert (ours.parameters, ours.model_states_bytes, ours.activations_bytes, ours.total_bytes) == (
+            theirs.parameters,
+            theirs.model_states_bytes,
+            theirs.activations_bytes,
+            theirs.total_bytes,
+        ), (name, options)
+        assert ours.notes == theirs.notes and ours.lora_parameters == theirs.lora_parameters
+    assert plain >= 2  # the training snapshot's estimate, no sympy
+
+
+def test_training_refuses_freeze_vision_on_a_language_model_as_the_sympy_path() -> None:
+    with pytest.raises(llmcount.LlmcountError, match="--freeze-vision: qwen3-8b has no vision tower counted"):
+        llmcount.training("qwen3-8b", freeze_vision=True)
+
+
+def test_training_of_a_config_file_imports_no_sympy(tmp_path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(presets()["llama-2-7b"].config()))
+    code = (
+        "import sys, llmcount; t = llmcount.training(sys.argv[1], seq='4k');"
+        "print(t.model_states_bytes);"
+        "print([n for n in ('sympy', 'torch', 'transformers', 'numpy') if n in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout.splitlines()
+    # By hand: mixed-precision AdamW holds 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter; Llama-2-7B has 6,738,415,616
+    assert out == [str(16 * 6_738_415_616), "[]"]
