@@ -9,8 +9,8 @@ test_quant*.py)."""
 from __future__ import annotations
 
 import pytest
-from oracle import class_defaults
 
+from llmcount.formulas import records, snapshot
 from llmcount.formulas.config import read_config
 from llmcount.presets import presets
 from llmcount.quant import stored
@@ -78,9 +78,11 @@ def test_a_skip_list_naming_one_layers_module_and_mlx_overrides() -> None:
     _plans({**base, "quantization": {"bits": 4, "group_size": 64, **overrides}}, None)
 
 
-@pytest.mark.parametrize(("model_type", "tied"), [("gemma3n_text", True), ("gemma3n_text", False), ("zamba", False)])
+@pytest.mark.parametrize(
+    ("model_type", "tied"), [("gemma3n_text", True), ("gemma3n_text", False), ("zamba", True), ("zamba", False)]
+)
 def test_last_parameter_and_tied_blocks(model_type: str, tied: bool) -> None:
-    defaults = {k: v for k, v in class_defaults(model_type).items() if k not in ("dtype", "torch_dtype")}
+    defaults = snapshot._default_config(records.family(model_type))  # the record's own defaults
     base = {**defaults, "torch_dtype": "bfloat16", "tie_word_embeddings": tied}
     base["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
     _plans(base, None, steps=(0, 1))
