@@ -427,15 +427,26 @@ def fit(
 ) -> Fit:
     """What fits in ``gpu_memory`` (``"80GiB"``, ``"24GB"``), as ``memory --gpu-memory``: ``.max_seq`` at B = 1 and
     ``.max_batch`` at S = ``seq`` (``None``: memory sets no limit, the cache stops growing)."""
-    from .formulas.capacity import fit as search
     from .sizes import parse_bytes
-    from .tower_parallel import whole_memory
 
-    model = load(spec).model
     capacity = parse_bytes(gpu_memory, "gpu_memory")
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     seq_ = parse_size(seq, "seq")
+    counted = _counted(spec) if groups is None and percent == 0 else None
+    if counted is not None:  # searched over the compiled snapshot's memory: no sympy
+        from . import plain_memory
+        from .counting import Fallback
+
+        try:
+            positions = plain_memory.max_positions(counted.config)
+            return plain_memory.fit(counted, capacity, dtype, kv_dtype, seq_, positions)
+        except (LlmcountError, Fallback):  # not taken, or refused: the sympy path words it
+            spec = counted.full()
+    from .formulas.capacity import fit as search
+    from .tower_parallel import whole_memory
+
+    model = load(spec).model
     return search(
         model.derivation,
         model.values,

@@ -146,3 +146,60 @@ def test_training_of_a_config_file_imports_no_sympy(tmp_path) -> None:
     ).stdout.splitlines()
     # By hand: mixed-precision AdamW holds 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter; Llama-2-7B has 6,738,415,616
     assert out == [str(16 * 6_738_415_616), "[]"]
+
+
+FIT_CASES = (("80GiB", "bf16", None, 4096), ("24GB", "int4", "fp8", 1000), ("2TiB", "fp8", None, 131_072))
+
+
+def _fit_alike(config: dict, source: str) -> int:
+    """``llmcount.fit`` of ``config`` (the compiled path's search where it takes it) is the sympy path's, or refused
+    in the same words, in each of :data:`FIT_CASES`; how many cases the compiled path took."""
+    import dataclasses
+
+    from llmcount import plain_memory
+    from llmcount.formulas.capacity import fit
+    from llmcount.sizes import parse_bytes
+
+    try:
+        counted = counting.read(config, source)
+    except counting.Fallback:
+        return 0
+    model = counted.full()
+    taken = 0
+    for capacity, dtype, kv_dtype, seq in FIT_CASES:
+        try:
+            ours = plain_memory.fit(counted, parse_bytes(capacity, "c"), dtype, kv_dtype, seq, model.max_positions)
+        except counting.Fallback:
+            continue
+        theirs = fit(
+            model.derivation, model.values, parse_bytes(capacity, "c"), dtype, kv_dtype, seq, 0,
+            max_positions=model.max_positions,
+        )  # fmt: skip
+        assert dataclasses.asdict(ours) == dataclasses.asdict(theirs), (source, capacity)
+        taken += 1
+    return taken
+
+
+FIT_PRESETS = (  # dense, sliding and chunked windows, MoE, MLA, a linear-attention hybrid, a learned position table
+    "llama-2-7b", "mistral-7b", "gemma-3-1b-it", "llama-4-scout", "qwen3-30b-a3b", "deepseek-v3",
+    "qwen3-next-80b-a3b", "gpt-oss-20b", "gpt2",
+)  # fmt: skip
+
+
+def test_fit_is_the_sympy_paths() -> None:
+    taken = sum(_fit_alike(presets()[name].config(), name) for name in FIT_PRESETS)
+    assert taken >= len(FIT_PRESETS)  # most presets in most cases
+
+
+def test_fit_through_the_api_imports_no_sympy_and_refuses_as_before() -> None:
+    code = (
+        "import sys, llmcount; f = llmcount.fit('llama-2-7b', '80GiB', seq='4k');"
+        "print(f.max_batch, f.max_seq, f.weights); print('sympy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    # By hand (Llama-2-7B: 6,738,415,616 parameters, 32 layers of 32 heads of 128 in bf16): the weights 2·P bytes, the
+    # KV cache 2·32·32·128·2 = 524,288 bytes per token; the longest S is the context length, 4,096
+    weights, per_token = 2 * 6_738_415_616, 524_288
+    assert out.stdout.split() == [str((80 * 2**30 - weights) // (per_token * 4096)), "4096", str(weights), "False"]
+    with pytest.raises(llmcount.LlmcountError, match="smaller than the weights alone"):
+        llmcount.fit("llama-2-7b", "8GB")
