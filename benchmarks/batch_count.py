@@ -30,10 +30,15 @@ from llmcount.presets import presets
 TARGET = 1_000  # configs/s
 
 
-def write_configs(folder: Path, count: int, plain: bool = False) -> list[str]:
+def write_configs(folder: Path, count: int, plain: bool = False, quantised: bool = False) -> list[str]:
     """``count`` config files of the bundled presets in ``folder``; ``plain``: only the presets the compiled path
-    counts (not a composite) whose config declares no quantisation scheme (no stored-bytes columns to compute)."""
+    counts (not a composite) whose config declares no quantisation scheme (no stored-bytes columns to compute);
+    ``quantised``: only the presets whose config declares one."""
     specs = list(presets().values())
+    if quantised:
+        from llmcount.quant.count import declares
+
+        specs = [spec for spec in specs if declares(spec.config())]
     if plain:
         from llmcount import counting
         from llmcount.quant.count import declares

@@ -16,12 +16,17 @@ development shells, Python would compile every module of llmcount from source on
    quantisation scheme (a row of a config that declares one adds the bytes the scheme stores, computed per tensor by
    :mod:`llmcount.quant` from the sympy path's model; a composite config is read by the sympy path: either imports
    sympy, about a second of CPU, once per batch).
-   Target: N = 2,000 files cost at most 0.5 s more than one (4,000 configs/s).
+   Target: N = 2,000 files cost at most 0.5 s more than one (4,000 configs/s). Then N / 4 files of the presets
+   that declare a quantisation scheme alone (their rows' stored bytes), and with ``--before`` the same batch from
+   that checkout, its CSV compared.
 3. Through the API, in this process: ``llmcount.load(path).counts`` for each file, and the library's readers on
    configs already parsed, once every family's record is loaded: ``read_config`` (the sympy path's Model) and
    ``counting.read`` (the compiled path, no sympy; over the configs it takes, a composite one is not), first with
    every config new to it (what it remembers of configs read before cleared, its plans kept), then the same configs
-   read again, each the best of five passes (a pass takes milliseconds). Target: 50,000 configs/s.
+   read again; beside them ``json.loads`` of the same files' bytes, a reference of plain CPython work. Seven passes of
+   each, the cases taken in turn in each pass (a pass takes milliseconds; a change of load falls on every case), the
+   median pass shown with the slowest and fastest, and each as a ratio to the reference's median.
+   Target: 50,000 configs/s.
 4. Commands that now take the compiled path, whole processes: ``verify PRESET --index FILE`` (an index of the
    preset's tensor names in the order transformers' Qwen3/Llama modules name them, its total_size the bf16 bytes of
    the formula's parameters), ``verify FOLDER`` (a one-layer Llama checkpoint: its config and a safetensors file of
@@ -100,22 +105,30 @@ def whole_process(preset: str, repeat: int) -> None:
     print(f"   ratio text   {theirs / text:.1f}x wall, {theirs_cpu / text_cpu:.1f}x CPU (target >= 25x)")
 
 
-def many_configs(paths: list[str], repeat: int, which: str) -> None:
+def many_configs(paths: list[str], repeat: int, which: str, before: str | None = None) -> None:
+    """Section 2 for one batch; with ``before``, the same batch timed from that checkout too, and its CSV compared."""
     llmcount = [sys.executable, "-m", "llmcount", "count"]
-    one, one_cpu, _ = timed([*llmcount, paths[0], "--csv"], repeat)
-    many, many_cpu, out = timed([*llmcount, *paths, "--csv"], repeat)
-    rows = len(out.splitlines()) - 1
-    extra, extra_cpu = many - one, many_cpu - one_cpu
     print(f"2. {len(paths):,} config files in one call, {which} (median of {repeat}; wall time, CPU time):")
-    print(f"   one {one:.3f} s, {one_cpu:.3f} s; all {many:.3f} s, {many_cpu:.3f} s; {rows:,} rows")
-    print(f"   {extra:.3f} s, {extra_cpu:.3f} s more than one (target <= 0.5 s for 2,000)")
-    print(
-        f"   {(len(paths) - 1) / extra:,.0f} configs/s wall, {(len(paths) - 1) / extra_cpu:,.0f} configs/s CPU"
-        " through the CLI (target >= 4,000)"
-    )
+    outs = []
+    for label, env in (("", ENV), ("before: ", None if before is None else {**ENV, "PYTHONPATH": before})):
+        if env is None:
+            continue
+        one, one_cpu, _ = timed([*llmcount, paths[0], "--csv"], repeat, env)
+        many, many_cpu, out = timed([*llmcount, *paths, "--csv"], repeat, env)
+        outs.append(out)
+        rows = len(out.splitlines()) - 1
+        extra, extra_cpu = many - one, many_cpu - one_cpu
+        print(f"   {label}one {one:.3f} s, {one_cpu:.3f} s; all {many:.3f} s, {many_cpu:.3f} s; {rows:,} rows")
+        print(f"   {label}{extra:.3f} s, {extra_cpu:.3f} s more than one (target <= 0.5 s for 2,000)")
+        print(
+            f"   {label}{(len(paths) - 1) / extra:,.0f} configs/s wall, {(len(paths) - 1) / extra_cpu:,.0f} configs/s"
+            " CPU through the CLI (target >= 4,000)"
+        )
+    if len(outs) == 2:
+        print(f"   the CSV of both: {'the same' if outs[0] == outs[1] else 'DIFFERS'}")
 
 
-def through_api(paths: list[str]) -> None:
+def through_api(paths: list[str], passes: int = 7) -> None:
     import llmcount
     from llmcount import counting
     from llmcount.formulas.config import read_config
@@ -130,40 +143,52 @@ def through_api(paths: list[str]) -> None:
             continue
         taken.append((config, total))
     compiled, compiled_first = [c for c, _ in taken], [t for _, t in taken]
-    rates = {}
-    for name, count, expected in (
-        ("llmcount.load(path).counts", lambda: [llmcount.load(path).counts.total for path in paths], first),
-        (
-            "read_config(parsed).counts",
-            lambda: [read_config(config, "bench").counts.total for config in configs],
-            first,
-        ),
+    texts = [Path(path).read_bytes() for path in paths]
+
+    def forget() -> None:  # the configs read before are forgotten (the families' plans are kept)
+        for config in compiled:
+            counting.compiled(config["model_type"])._known.clear()
+
+    cases = (
+        ("llmcount.load(path).counts", lambda: [llmcount.load(path).counts.total for path in paths], first, None),
+        ("read_config(parsed).counts", lambda: [read_config(c, "bench").counts.total for c in configs], first, None),
         (
             f"counting.read(parsed), the compiled path ({len(compiled):,} configs it takes), each config new",
             lambda: [counting.read(c, "bench").total for c in compiled],
             compiled_first,
+            forget,
         ),
         (
             "counting.read(parsed), the same configs read again",
             lambda: [counting.read(c, "bench").total for c in compiled],
             compiled_first,
+            None,
         ),
-    ):
-        passes = 5 if name.startswith("counting.read") else 1  # a pass takes milliseconds: the best of five
-        best = (0.0, 0.0)
-        for _ in range(passes):
-            if "each config new" in name:  # the configs read before are forgotten (the families' plans are kept)
-                for config in compiled:
-                    counting.compiled(config["model_type"])._known.clear()
+        ("json.loads of the same files' bytes (reference)", lambda: [json.loads(t) for t in texts], None, None),
+    )
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
+    for _ in range(passes):  # the cases in turn, pass after pass: a change of load falls on all alike
+        for name, count, expected, before in cases:
+            if before is not None:
+                before()
             start, cpu = time.perf_counter(), time.process_time()
-            assert count() == expected
-            size = len(expected)
-            rate = (size / (time.perf_counter() - start), size / (time.process_time() - cpu))
-            best = max(best, rate, key=lambda r: r[1])
-        rates[name] = best
-    print(f"3. through the API, {len(paths):,} configs, records loaded (wall time, CPU time):")
-    for name, (wall, cpu) in rates.items():
-        print(f"   {name}: {wall:,.0f} configs/s wall, {cpu:,.0f} configs/s CPU (target >= 50,000)")
+            got = count()
+            wall, used = time.perf_counter() - start, time.process_time() - cpu
+            assert expected is None or got == expected
+            rates[name].append((len(got) / wall, len(got) / used))
+    print(
+        f"3. through the API, {len(paths):,} configs, records loaded ({passes} passes of each case in turn; configs/s"
+        " CPU, median [slowest, fastest] pass; wall median):"
+    )
+    reference = statistics.median(cpu for _, cpu in rates[cases[-1][0]])
+    for name, measured in rates.items():
+        cpu = sorted(c for _, c in measured)
+        wall = statistics.median(w for w, _ in measured)
+        median = statistics.median(cpu)
+        print(
+            f"   {name}: {median:,.0f} [{cpu[0]:,.0f}, {cpu[-1]:,.0f}] CPU, {wall:,.0f} wall;"
+            f" {median / reference:.2f}x the reference (target >= 50,000)"
+        )
 
 
 def _index(folder: Path, preset: str) -> Path:
@@ -256,6 +281,10 @@ def main() -> None:
             many_configs(paths, max(1, args.repeat // 2), "every preset")
             plain = write_configs(Path(plain_folder), args.configs, plain=True)
             many_configs(plain, max(1, args.repeat // 2), "the compiled path's presets without quantisation")
+            with tempfile.TemporaryDirectory() as quantised_folder:
+                quantised = write_configs(Path(quantised_folder), args.configs // 4, quantised=True)
+                which = "the presets that declare a quantisation scheme"
+                many_configs(quantised, max(1, args.repeat // 2), which, args.before)
         if args.only in (None, "3"):
             through_api(paths)
 

@@ -16,7 +16,9 @@ every result shows itself as a table (``_repr_html_``, ``_repr_markdown_``).
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import LlmcountError
@@ -39,18 +41,36 @@ if TYPE_CHECKING:
 DEFAULT_SEQ = 4096
 
 
-@dataclass(frozen=True)
 class Loaded(Shown):
     """A model read from its config: ``.counts`` (exact integers), ``.derivation`` (sympy expressions)
     and ``.model``, the :class:`llmcount.formulas.config.Model` the CLI uses. In a notebook it shows
-    its counts and formula (``_repr_markdown_``, ``_repr_latex_``), or its counts as a table (``_repr_html_``)."""
+    its counts and formula (``_repr_markdown_``, ``_repr_latex_``), or its counts as a table (``_repr_html_``).
 
-    model: Model
+    A config the compiled path counts (:mod:`llmcount.counting`) is held as its
+    :class:`~llmcount.counting.Counted`: ``.counts.total`` and the other sums, ``.values``, ``.name``, ``.family``,
+    ``.source`` and ``to_dict()`` are computed without sympy; ``.model``, ``.derivation``, the components (each with
+    its formula as a sympy expression) and the notebook's formula read the config through the sympy path when first
+    asked for, once."""
 
-    @property
-    def counts(self) -> Counts:
+    def __init__(self, model: Model | Counted) -> None:
+        self._read = model
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Loaded) and (self is other or self.model == other.model)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @cached_property
+    def model(self) -> Model:
+        """The sympy path's :class:`~llmcount.formulas.config.Model` of the config (imports sympy)."""
+        read = self._read
+        return read.full() if _is_counted(read) else read
+
+    @cached_property
+    def counts(self) -> Counts | PlainCounts:
         """``.total``, ``.activated``, ``.embedding``, ``.non_embedding``, ``.components``, ``.values``."""
-        return self.model.counts
+        read = self._read
+        return PlainCounts(self) if _is_counted(read) else read.counts
 
     @property
     def derivation(self) -> Derivation:
@@ -59,24 +79,32 @@ class Loaded(Shown):
 
     @property
     def name(self) -> str:
-        return self.model.name
+        return self._read.name
 
     @property
     def family(self) -> str:
         """The config's ``model_type``: ``qwen3``, ``llama``, ``deepseek_v3`` …"""
-        return self.model.architecture.name
+        return self._read.architecture.name
 
     @property
     def source(self) -> str:
-        return self.model.source
+        return self._read.source
 
     @property
     def values(self) -> dict[str, int]:
         """The config's value of each symbol: ``{"N": 64, "V": 151936, "d": 5120, …}``."""
-        return self.model.counts.values
+        return self.counts.values
 
     def to_dict(self) -> dict[str, Any]:
         """What ``llmcount count --json`` prints: exact integers, components, formulas."""
+        read = self._read
+        if _is_counted(read):
+            from .counting import Fallback
+
+            try:
+                return read.count_data()  # the compiled snapshot's formulas: no sympy
+            except Fallback:
+                pass
         from .renderers import count_data
 
         return count_data(self.model)
@@ -95,6 +123,45 @@ class Loaded(Shown):
         return notebook.latex(self.model)
 
 
+def _is_counted(read: Any) -> bool:
+    return type(read).__name__ == "Counted"  # counting.Counted, without importing the module for the test
+
+
+class PlainCounts:
+    """The counts of a config the compiled path read (no sympy): ``.total``, ``.activated``, ``.embedding``,
+    ``.non_embedding`` and ``.values`` as the sympy path's :class:`~llmcount.formulas.derivation.Counts` gives them;
+    ``.components`` are that ``Counts``' own (each term's formula a sympy expression), read when first asked for."""
+
+    __slots__ = ("_loaded", "activated", "embedding", "non_embedding", "total", "values")
+
+    def __init__(self, loaded: Loaded) -> None:
+        counted = loaded._read
+        self._loaded = loaded
+        self.total = counted.total
+        self.activated = counted.activated
+        self.embedding = counted.embedding
+        self.non_embedding = self.total - self.embedding
+        self.values = counted.values
+
+    @property
+    def components(self) -> tuple:
+        return self._loaded.model.counts.components
+
+    def __eq__(self, other: object) -> bool:
+        fields = ("total", "activated", "embedding", "values")
+        return all(getattr(self, f) == getattr(other, f, None) for f in fields) and (
+            self.components == getattr(other, "components", None)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"PlainCounts(total={self.total}, activated={self.activated}, embedding={self.embedding}, "
+            f"values={self.values})"
+        )
+
+
 Spec = Union[str, "os.PathLike[str]", Loaded, "Model"]
 
 
@@ -106,19 +173,28 @@ def load(spec: Spec, discover: bool = False) -> Loaded:
     >>> llmcount.load("llama-2-7b").counts.total
     6738415616
     """
-    from .formulas.config import Model
-
     if isinstance(spec, Loaded):
         return spec
-    if isinstance(spec, Model):
+    if _is_model(spec):
         return Loaded(spec)
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str):
         raise LlmcountError(f"a model is a preset name, a path or a Hub id, got {type(spec).__name__}")
-    from .sources import load as load_model
+    if discover:
+        from .sources import load as load_model
 
-    return Loaded(load_model(spec, discover))
+        return Loaded(load_model(spec, discover))
+    from .sources import load_counted
+
+    return Loaded(load_counted(spec))  # the compiled path when it takes the config (no sympy), else the sympy path's
+
+
+def _is_model(spec: Any) -> bool:
+    """Whether ``spec`` is a :class:`~llmcount.formulas.config.Model` (one exists only once its module, which
+    imports sympy, is imported: it is not imported to answer)."""
+    config = sys.modules.get("llmcount.formulas.config")
+    return config is not None and isinstance(spec, config.Model)
 
 
 def flops(spec: Spec, seq: int | str = DEFAULT_SEQ, batch: int | str = 1, causal: bool = False) -> FlopCounts:
@@ -147,6 +223,8 @@ def flops(spec: Spec, seq: int | str = DEFAULT_SEQ, batch: int | str = 1, causal
 def _counted(spec: Spec) -> Counted | None:
     """``spec`` read by the compiled path (:func:`llmcount.sources.load_counted`, which says what ``load`` says about
     it) when it names a config (not a model already loaded) and the compiled path takes it; else None."""
+    if isinstance(spec, Loaded) and _is_counted(spec._read):
+        return spec._read
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str):
@@ -245,11 +323,8 @@ def training(
     >>> llmcount.training("llama-2-7b", seq="4k").model_states_bytes == 16 * 6_738_415_616
     True
     """
-    from .formulas import training as tr
-
-    model = load(spec).model
     seq_, batch_ = parse_size(seq, "seq"), parse_size(batch, "batch")
-    if isinstance(zero, bool) or zero not in tr.ZERO_STAGES:
+    if isinstance(zero, bool) or zero not in (0, 1, 2, 3):
         raise LlmcountError(f"zero {zero!r}: choices: 0, 1, 2, 3")
     for name, value in (("dtype", dtype), ("optimizer", optimizer), ("attention", attention), ("recompute", recompute)):
         if not isinstance(value, str):  # a list or a number where a name is expected: refused, not a TypeError
@@ -260,12 +335,41 @@ def training(
         name: parse_size(value, name, suffixes=False)
         for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep))
     }
-    parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
     targets = lora_targets.split(",") if isinstance(lora_targets, str) else lora_targets  # "attention,mlp" too
     targets = tuple(str(t).strip() for t in targets if str(t).strip())
     if lora is not None and not targets:
         raise LlmcountError("lora_targets: give at least one group or module name")
-    adapters = None if lora is None else tr.Lora(parse_size(lora, "lora", suffixes=False), targets)
+    rank = None if lora is None else parse_size(lora, "lora", suffixes=False)
+    counted = _counted(spec)
+    if counted is not None:  # the training snapshot's estimate: no sympy
+        from . import plain_training as plain
+        from .counting import Fallback
+
+        try:
+            result = plain.estimate(
+                counted,
+                dtype,
+                seq_,
+                batch_,
+                optimizer,
+                plain.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees),
+                attention,
+                recompute,
+                None if rank is None else plain.Lora(rank, targets),
+            )
+        except (LlmcountError, Fallback):  # not taken, or refused: the sympy path words it
+            spec = counted.full()
+        else:
+            if freeze_vision:  # the compiled path reads language models only, as formulas.tower_memory says
+                raise LlmcountError(
+                    f"--freeze-vision: {counted.name} has no vision tower counted (a language model only)"
+                )
+            return result
+    from .formulas import training as tr
+
+    model = load(spec).model
+    parallel = tr.Parallel(zero=zero, sequence_parallel=bool(sequence_parallel), **degrees)
+    adapters = None if rank is None else tr.Lora(rank, targets)
     result = tr.estimate(model, dtype, seq_, batch_, optimizer, parallel, adapters, attention, recompute)
     from .formulas.tower_memory import with_parts_training
 
@@ -323,15 +427,26 @@ def fit(
 ) -> Fit:
     """What fits in ``gpu_memory`` (``"80GiB"``, ``"24GB"``), as ``memory --gpu-memory``: ``.max_seq`` at B = 1 and
     ``.max_batch`` at S = ``seq`` (``None``: memory sets no limit, the cache stops growing)."""
-    from .formulas.capacity import fit as search
     from .sizes import parse_bytes
-    from .tower_parallel import whole_memory
 
-    model = load(spec).model
     capacity = parse_bytes(gpu_memory, "gpu_memory")
     groups = parse_size(group_size, "group_size", suffixes=False) if group_size is not None else None
     percent = 0 if overhead == 0 else parse_size(overhead, "overhead", suffixes=False)
     seq_ = parse_size(seq, "seq")
+    counted = _counted(spec) if groups is None and percent == 0 else None
+    if counted is not None:  # searched over the compiled snapshot's memory: no sympy
+        from . import plain_memory
+        from .counting import Fallback
+
+        try:
+            positions = plain_memory.max_positions(counted.config)
+            return plain_memory.fit(counted, capacity, dtype, kv_dtype, seq_, positions)
+        except (LlmcountError, Fallback):  # not taken, or refused: the sympy path words it
+            spec = counted.full()
+    from .formulas.capacity import fit as search
+    from .tower_parallel import whole_memory
+
+    model = load(spec).model
     return search(
         model.derivation,
         model.values,

@@ -310,3 +310,107 @@ def render_memory(model: Counted, memory: Memory, width: int | None = None) -> s
         out.append(f"KV cache per token: {grouped(memory.kv_per_token_bytes)} bytes ({memory.kv_dtype})")
     out.append(wrap(f"GB = 10^9 bytes, GiB = 2^30 bytes. Assumptions: {memory.assumptions}.", width, "  "))
     return "\n".join(out) + "\n"
+
+
+SEARCH_LIMIT = 2**40
+"""The search stops here, as ``formulas.capacity.LIMIT``: beyond it the answer is "no limit from memory"."""
+
+STANDARD_KINDS = ("full_attention", "sliding_attention", "chunked_attention", INDEXER)
+"""The kinds of layer whose cache keeps tokens (and, for a state, a fixed state) without a record's ``[[cache]]``
+formula: a cache that shrinks as tokens are folded is not searched (the sympy path refuses it by name)."""
+
+
+@dataclass(frozen=True)
+class Fit(Shown):
+    """``formulas.capacity.Fit`` of the compiled path: what fits in ``capacity`` bytes (``None`` for a maximum: the
+    search limit fits, memory sets no limit)."""
+
+    capacity: int
+    dtype: str
+    kv_dtype: str
+    overhead_percent: int
+    weights: int  # weights + quantisation scales, bytes
+    seq: int
+    max_seq: int | None  # at B = 1
+    max_seq_total: int | None  # total bytes at (max_seq, B = 1)
+    max_batch: int | None  # at S = seq
+    max_batch_total: int | None
+    max_positions: int | None = None  # the model's context length (max_position_embeddings), when the config has it
+    max_seq_by_memory: int | None = None  # the longest S memory allows, before the cap at max_positions
+
+    @property
+    def capped(self) -> bool:
+        """The context length, not memory, sets the longest S."""
+        return self.max_seq != self.max_seq_by_memory
+
+    @property
+    def seq_beyond_context(self) -> bool:
+        """The S of the largest B is longer than the model's context length (said, not changed)."""
+        return self.max_positions is not None and self.seq > self.max_positions
+
+
+def largest(fits: Any) -> int | None:
+    """``formulas.capacity.largest``: the largest x >= 0 with ``fits(x)`` (non-increasing from True to False), None
+    when :data:`SEARCH_LIMIT` fits; doubling, then bisection."""
+    if not fits(1):
+        return 0
+    low, high = 1, 2
+    while fits(high):
+        if high >= SEARCH_LIMIT:
+            return None
+        low, high = high, min(2 * high, SEARCH_LIMIT)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def fit(
+    model: Counted,
+    capacity: int,
+    dtype_name: str = "bf16",
+    kv_dtype: str | None = None,
+    seq: int = 4096,
+    max_positions: int | None = None,
+) -> Fit:
+    """``formulas.capacity.fit(model.derivation, model.values, capacity, dtype_name, kv_dtype, seq,
+    max_positions=max_positions)`` of the sympy path (no overhead, scales or parts), searched over :func:`inference`;
+    :class:`Fallback` for a config whose cache the search does not take as it is (a record's [[cache]] layers, S past
+    the longest S its [attention] describes) or whose memory :func:`inference` does not take, and for weights that do
+    not fit (the sympy path words the refusal)."""
+    memory = model.architecture.data.get("memory")
+    if memory is None or memory["longest"] is not None:
+        raise Fallback  # a cache that may change past the longest S described: the sympy path decides
+    plans = memory["plans"].values()
+    if any(not kind["state"] and kind["kind"] not in STANDARD_KINDS for plan in plans for kind in plan["kinds"]):
+        raise Fallback  # a [[cache]] the record states: the sympy path refuses the search by name
+
+    def total(s: int, b: int) -> Memory:
+        return inference(model, dtype_name, kv_dtype, s, b, max_positions)
+
+    first = total(1, 1)
+    weights = first.bytes_of("weights")
+    if weights > capacity:
+        raise Fallback
+    by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
+    max_seq = by_memory
+    if max_positions is not None and (by_memory is None or by_memory > max_positions):
+        max_seq = max_positions
+    max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
+    return Fit(
+        capacity=capacity,
+        dtype=first.dtype,
+        kv_dtype=first.kv_dtype or first.dtype,
+        overhead_percent=0,
+        weights=weights,
+        seq=seq,
+        max_seq=max_seq,
+        max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
+        max_batch=max_batch,
+        max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
+        max_positions=max_positions,
+        max_seq_by_memory=by_memory,
+    )

@@ -46,7 +46,7 @@ def test_load_a_preset():
     assert isinstance(m, llmcount.Loaded) and isinstance(m.model, llmcount.Model)
     assert m.counts.total == QWEN3_32B and isinstance(m.counts.total, int)
     assert (m.name, m.family, m.source) == ("qwen3-32b", "qwen3", "preset qwen3-32b")
-    assert m.counts is m.model.counts and m.derivation is m.model.derivation  # re-exported, not recomputed
+    assert m.counts == m.model.counts and m.derivation is m.model.derivation  # same numbers, formulas re-exported
 
 
 def test_derivation_total_is_a_sympy_expression_that_evaluates_to_the_count():

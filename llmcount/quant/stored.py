@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sympy import expand
 
@@ -163,54 +163,44 @@ MAX_LAYERS = 1_000  # layers sized one by one, each tensor by name (real models 
 
 
 def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
-    """Every term of ``model`` as ``quant`` stores it (see the module docstring)."""
-    from ..renderers.tree import Names
-    from .composite import for_language_model
+    """Every term of ``model`` as ``quant`` stores it (see the module docstring).
 
+    Which module each weight of each layer is, whether the scheme converts it and with which sizes, and the skip-list
+    entries that name no module do not depend on the model's sizes: they are worked out once per :func:`_structure`
+    of the model under ``quant`` (:class:`_Skeleton`), the layers whose modules are decided alike taken together, and
+    a model of the same structure (another vocabulary or width) only sizes its tensors."""
     layers_n = model.values.get(N, 0)
     if layers_n > MAX_LAYERS:  # bounded before the walk over every layer's tensors
         raise LlmcountError(
             f"{model.name}: num_hidden_layers is {layers_n:,}; {quant.label} is sized tensor by tensor, for up to "
             f"{MAX_LAYERS:,} layers"
         )
-
-    quant, back, towers = for_language_model(quant, model)
-    names = Names.of(model)
-    real = ModuleNames.of(model)
+    key = _structure(model, quant)
+    skeleton = _SKELETONS.get(key)
+    if skeleton is None:
+        skeleton = _Skeleton(model, quant)
+    quant = skeleton.quant
     values = model.values
-    table, refused = written_shapes(model.architecture.name)
+    table, refused = skeleton.table, skeleton.refused
     if refused and quant.scheme.converts != "experts":
         raise LlmcountError(
             f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record: {refused}"
         )
-    fp32_kept = _fp32_kept(model) if quant.scheme.method in KEEPS_FP32_MODULES else frozenset()
-    tied, tied_why = tied_paths(model)
-    last = _last_parameter(model) if quant.own_skips else ""
     groups: list[Group] = []
-    matched: set[str] = set()
-    placed: set[str] = set()
-    sized: dict[tuple, list[TensorBytes]] = {}
-    for term, component in zip(model.terms, model.counts.components, strict=True):
+    sized = skeleton.sized
+    for at, (term, component) in enumerate(zip(model.terms, model.counts.components, strict=True)):
         kept = TensorBytes("", (component.count,), dtype_code, 1, True)
-        if not _convertible(term, quant.scheme, isinstance(table.get(term.path), list)):
+        how = skeleton.how[at]
+        if how == "kept":
             groups.append(Group(term.path, component.count, (kept,), dtype_code))
             continue
-        if term.path in fp32_kept:  # transformers' _keep_in_fp32_modules
-            groups.append(Group(term.path, component.count, (kept,), dtype_code))
-            continue
-        if term.path in tied:
-            if not quant.own_skips:
-                raise LlmcountError(
-                    f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record's {term.path} "
-                    f"once the config lists the modules to leave alone: {tied_why}"
-                )
-            groups.append(Group(term.path, component.count, (kept,), dtype_code))
-            continue
+        if how == "tied":
+            raise LlmcountError(
+                f"{model.name}: {quant.label} is not sized for the {model.architecture.name} record's {term.path} "
+                f"once the config lists the modules to leave alone: {skeleton.tied_why}"
+            )
         per_layer = evaluate_int(term.expr, values, term.path)
         written = table.get(term.path)
-        if isinstance(written, str):  # not an nn.Linear: no scheme converts it
-            groups.append(Group(term.path, component.count, (kept,), dtype_code))
-            continue
         shapes = _written(written, term, values) if written is not None else _matrices(term, values, per_layer)
         if shapes is None:
             if _is_vector(term):
@@ -224,29 +214,34 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
         if rest < 0:
             raise LlmcountError(f"{model.name}: term {term.path}: quant/shapes.toml lists more than the term holds")
         tensors: list[TensorBytes] = []
+        entries, layers = skeleton.entries(at, term, shapes)
         if rest:  # a bias written in the same term as its weight: kept as it is
-            tensors.append(TensorBytes("", (rest * sum(1 for _ in _layers(model, term)),), dtype_code, 1, True))
-        layers = list(_layers(model, term))
-        for layer in layers:
-            for kind, module, count, out_f, in_f in shapes:
-                if term.path == last and layer == layers[-1] and (kind, module) == shapes[-1][:2]:
-                    tensors.append(TensorBytes("", (out_f * in_f,), dtype_code, 1, True))  # the last parameter's
-                    count -= 1
-                    if not count:
-                        continue
-                full, cls = real.name(term.path, module, layer) or (_module_name(names, term.path, module, layer), "")
-                placed.update(_candidates(full, kind))
-                skipped, sizes = _decide(quant, full, kind, matched)
-                if skipped or not _fits(quant, out_f, in_f) or not converts_class(quant.scheme.method, cls):
-                    tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
-                    continue
-                key = (*sizes.items(), out_f, in_f)
-                made = sized.get(key)
-                if made is None:  # the same sizes and shape store the same tensors (every expert of every layer)
-                    made = sized[key] = _stored(quant, sizes, dtype_code, 1, out_f, in_f, f"{model.name}: {term.path}")
-                tensors.extend(TensorBytes(t.suffix, t.shape, t.dtype, count, t.weight) for t in made)
+            tensors.append(TensorBytes("", (rest * layers,), dtype_code, 1, True))
+        for entry in entries:
+            _, _, count, out_f, in_f = shapes[entry.shape]
+            if entry.decision is None:  # the model's last parameter: its module left alone
+                tensors.append(TensorBytes("", (out_f * in_f,), dtype_code, 1, True))
+                continue
+            count = count * entry.layers - entry.less
+            if not count:
+                continue
+            skipped, sizes, cls = entry.decision
+            if skipped or not _fits(quant, out_f, in_f) or not converts_class(quant.scheme.method, cls):
+                tensors.append(TensorBytes("", (count * out_f * in_f,), dtype_code, 1, True))
+                continue
+            made_key = (sizes, dtype_code, out_f, in_f)
+            made = sized.get(made_key)
+            if made is None:  # the same sizes and shape store the same tensors (every expert of every layer)
+                where = f"{model.name}: {term.path}"
+                made = sized[made_key] = _stored(quant, dict(sizes), dtype_code, 1, out_f, in_f, where)
+            tensors.extend(TensorBytes(t.suffix, t.shape, t.dtype, count, t.weight) for t in made)
         groups.append(Group(term.path, component.count, _merge(tensors), _label(tensors, quant, dtype_code)))
+    if key is not None:
+        _SKELETONS[key] = skeleton  # kept once the walk passed (a refused model is refused again, worded alike)
+        if len(_SKELETONS) > MAX_SKELETONS:
+            del _SKELETONS[next(iter(_SKELETONS))]
     notes = [note] if note else []
+    towers = skeleton.towers
     if towers:
         notes.append(
             f"the parts beside the language model ({', '.join(map(repr, towers))} in the config's skip list) are "
@@ -265,17 +260,147 @@ def plan(model: Model, quant: Quant, dtype_code: str, note: str = "") -> Plan:
             "not counted: the digits of nested_offset (a float, the mean of the absmax values, typically 17 to 20 "
             "characters) in each weight's quant_state JSON"
         )
-    unplaced = sorted(set(quant.overrides) - matched)
+    unplaced = sorted(set(quant.overrides) - skeleton.matched)
     if unplaced:
         raise LlmcountError(
             f"{model.name}: quantization.{unplaced[0]}: names a module llmcount does not place among the record's "
             "weights"
         )
-    every = real.every or frozenset(placed)
-    if any(t.path == "head/lm_head" for t in model.terms):  # "lm_head" names the head whatever its module (_candidates)
-        every = every | {"lm_head"}
-    unmatched = tuple(dict.fromkeys(back.get(entry, entry) for entry in quant.unmatched(every)))
-    return Plan(quant, dtype_code, tuple(groups), tuple(notes), unmatched)
+    return Plan(quant, dtype_code, tuple(groups), tuple(notes), skeleton.unmatched(model))
+
+
+MAX_SKELETONS = 256  # structures kept (a batch of many families); the oldest is dropped first
+_SKELETONS: dict[tuple, _Skeleton] = {}
+
+
+def _structure(model: Model, quant: Quant) -> tuple | None:
+    """What decides the module names and the scheme's decisions of ``model``'s weights under ``quant``, its sizes
+    aside: the record (by identity, held by the skeleton kept), the composite, the terms (path, formula, layers),
+    the values of the layer counts, the layers of each kind, the tied and last-parameter entries of
+    ``shapes.toml`` the config's keys select, and the scheme as the config gives it. None when a part of it cannot
+    be keyed (then nothing is kept)."""
+    try:
+        layered = set()
+        terms = []
+        for t in model.terms:
+            terms.append((t.path, t.expr, t.layers))
+            if t.layers != 1:
+                layered |= t.layers.free_symbols
+        counts = (model.values.get(N), tuple(sorted((s.name, model.values.get(s)) for s in layered)))
+        indices = tuple(sorted((s.name, tuple(v)) for s, v in model.layer_indices.items()))
+        composite = getattr(model, "composite", None)
+        key = (
+            id(model.architecture),
+            id(composite),
+            tuple(terms),
+            counts,
+            indices,
+            tied_paths(model),
+            _last_parameter(model),
+            repr(quant),
+        )
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+class _Entry(NamedTuple):
+    """Layers of one term whose module for one of its matrices (``shape``: its index among the term's matrices) is
+    decided alike: ``decision`` (skipped, sizes, class), or None for the model's last parameter (one matrix kept);
+    ``layers`` of them, ``less`` matrices fewer (the last parameter's, kept apart)."""
+
+    shape: int
+    decision: tuple[bool, tuple, str] | None
+    layers: int
+    less: int
+
+
+class _Skeleton:
+    """What :func:`plan` works out of a model's structure under a scheme (:func:`_structure`), sizes aside: per term
+    how it is held (kept as it is, refused as tied, or planned: ``how``), and for a planned term, its matrices'
+    modules on each layer decided and taken together (:meth:`entries`); the modules placed and the overrides
+    matched, for the skip-list entries that name no module (:meth:`unmatched`)."""
+
+    def __init__(self, model: Model, quant: Quant) -> None:
+        from ..renderers.tree import Names
+        from .composite import for_language_model
+
+        self.architecture = model.architecture  # held: the structure's key names it by identity
+        self.quant, self.back, self.towers = for_language_model(quant, model)
+        quant = self.quant
+        self.names = Names.of(model)
+        self.real = ModuleNames.of(model)
+        self.table, self.refused = written_shapes(model.architecture.name)
+        fp32_kept = _fp32_kept(model) if quant.scheme.method in KEEPS_FP32_MODULES else frozenset()
+        tied, self.tied_why = tied_paths(model)
+        self.last = _last_parameter(model) if quant.own_skips else ""
+        self.how: list[str] = []
+        for term in model.terms:
+            listed = isinstance(self.table.get(term.path), list)
+            if not _convertible(term, quant.scheme, listed) or term.path in fp32_kept:  # _keep_in_fp32_modules too
+                self.how.append("kept")
+            elif term.path in tied:
+                self.how.append("kept" if quant.own_skips else "tied")
+            elif isinstance(self.table.get(term.path), str):  # not an nn.Linear: no scheme converts it
+                self.how.append("kept")
+            else:
+                self.how.append("planned")
+        self.has_head = any(t.path == "head/lm_head" for t in model.terms)
+        self.matched: set[str] = set()
+        self.placed: set[str] = set()
+        self.sized: dict[tuple, list[TensorBytes]] = {}  # (sizes, dtype, out, in) -> the tensors stored
+        self._entries: dict[tuple, tuple[tuple[_Entry, ...], int]] = {}
+        self._unmatched: tuple[str, ...] | None = None
+        self._model = model  # the layers of each term, walked once per term
+
+    def entries(self, at: int, term, shapes: list[Shape]) -> tuple[tuple[_Entry, ...], int]:
+        """The term's matrices on its layers, decided, in the order the layers and matrices are walked (a kind of
+        decision first met earlier comes first); and the term's layer count."""
+        last = shapes[-1][:2]
+        alone = term.path == self.last and shapes[-1][2] == 1  # the last parameter's module holds one matrix
+        key = (at, tuple((kind, module) for kind, module, *_ in shapes), alone)
+        found = self._entries.get(key)
+        if found is not None:
+            return found
+        quant, real, names = self.quant, self.real, self.names
+        layers = list(_layers(self._model, term))
+        order: dict[tuple, list[int]] = {}  # (matrix, decision) -> [layers, less], first met first
+        out: list[tuple] = []
+        for layer in layers:
+            for i, (kind, module, *_) in enumerate(shapes):
+                less = 0
+                if term.path == self.last and layer == layers[-1] and (kind, module) == last:
+                    out.append((i, None))  # the last parameter's matrix, kept
+                    if alone:
+                        continue
+                    less = 1
+                full, cls = real.name(term.path, module, layer) or (_module_name(names, term.path, module, layer), "")
+                self.placed.update(_candidates(full, kind))
+                skipped, sizes = _decide(quant, full, kind, self.matched)
+                decision = (skipped, tuple(sizes.items()), cls)
+                slot = order.get((i, decision))
+                if slot is None:
+                    slot = order[(i, decision)] = [0, 0]
+                    out.append((i, decision))
+                slot[0] += 1
+                slot[1] += less
+        entries = tuple(
+            _Entry(i, None, 1, 0) if decision is None else _Entry(i, decision, *order[(i, decision)])
+            for i, decision in out
+        )
+        found = self._entries[key] = (entries, len(layers))
+        return found
+
+    def unmatched(self, model: Model) -> tuple[str, ...]:
+        """The skip-list entries that name no module of the model, as the config writes them."""
+        if self._unmatched is None:
+            every = self.real.every or frozenset(self.placed)
+            if self.has_head:  # "lm_head" names the head whatever its module (_candidates)
+                every = every | {"lm_head"}
+            back = self.back
+            self._unmatched = tuple(dict.fromkeys(back.get(entry, entry) for entry in self.quant.unmatched(every)))
+        return self._unmatched
 
 
 @lru_cache(maxsize=1)
@@ -406,15 +531,13 @@ Shape = tuple[str, str, int, int, int]  # kind, module, count per layer, out, in
 
 def _matrices(term, values: Mapping, per_layer: int) -> list[Shape] | None:
     """The matrices of one layer's term: (kind, module name, count, out, in), or None when not known."""
-    from ..renderers.tree import linear_shape
-
     module = term.path.partition("/")[2]
     if term.path == "embedding/embed_tokens":
         return [("embedding", module, 1, per_layer // values[d], values[d])]
     split = _mlp(term, values)
     if split is not None:
         return split
-    shape = linear_shape(term)
+    shape = _linear_shape(term)
     if shape is None:
         return None
     a, b = (evaluate_int(x, values, term.path) for x in shape)
@@ -422,10 +545,52 @@ def _matrices(term, values: Mapping, per_layer: int) -> list[Shape] | None:
     return [(kind, module, 1, b, a)]
 
 
+_FORMS: dict[tuple, Any] = {}  # a term's (path, formula, text, routed) -> what _mlp_form / linear_shape make of it
+MAX_FORMS = 4096
+
+
+def _form(kind: str, term, make) -> Any:
+    """``make(term)``, kept by what it reads of the term (its formula's form does not change with the sizes)."""
+    key = (kind, term.path, term.expr, term.text, term.routed)
+    try:
+        return _FORMS[key]
+    except KeyError:
+        pass
+    except TypeError:  # a part that cannot be keyed: made every time
+        return make(term)
+    made = make(term)
+    if len(_FORMS) >= MAX_FORMS:
+        _FORMS.clear()
+    _FORMS[key] = made
+    return made
+
+
+def _linear_shape(term) -> tuple | None:
+    from ..renderers.tree import linear_shape
+
+    return _form("linear", term, linear_shape)
+
+
 def _mlp(term, values: Mapping) -> list[Shape] | None:
     """An MLP written as one term ``c·[n·]d·W`` (c = 2 or 3): its matrices per layer. Only in an MLP's group
     (``mlp/``, ``moe/``) or a module named ``mlp``: elsewhere ``2·d·W`` is one fused projection (Mamba's in_proj,
     a query and its gate), written out in shapes.toml."""
+    form = _form("mlp", term, _mlp_form)
+    if form is None:
+        return None
+    coefficient, width = form
+    experts = values[n] if term.routed else 1
+    if width.free_symbols - set(values):
+        return None
+    w = evaluate_int(width, values, term.path)
+    module = term.path.partition("/")[2]
+    kind = "expert" if term.routed else "linear"
+    ins = [("gate_proj", w, values[d]), ("up_proj", w, values[d])][3 - coefficient :]
+    return [(kind, f"{module}.{name}", experts, o, i) for name, o, i in [*ins, ("down_proj", values[d], w)]]
+
+
+def _mlp_form(term) -> tuple[int, Any] | None:
+    """The coefficient c and the width W of an MLP term ``c·[n·]d·W`` (:func:`_mlp`), or None when it is none."""
     group, _, leaf = term.path.partition("/")
     if group not in ("mlp", "moe") and not leaf.endswith("mlp"):
         return None
@@ -434,19 +599,13 @@ def _mlp(term, values: Mapping) -> list[Shape] | None:
     if coefficient not in (2, 3) or not rest.is_Mul or d not in rest.free_symbols:
         return None
     width = rest / d
-    experts = 1
     if term.routed:
         if n not in width.free_symbols:
             return None
         width = width / n
-        experts = values[n]
-    if d in width.free_symbols or width.free_symbols - set(values):
+    if d in width.free_symbols:
         return None
-    w = evaluate_int(width, values, term.path)
-    module = term.path.partition("/")[2]
-    kind = "expert" if term.routed else "linear"
-    ins = [("gate_proj", w, values[d]), ("up_proj", w, values[d])][3 - int(coefficient) :]
-    return [(kind, f"{module}.{name}", experts, o, i) for name, o, i in [*ins, ("down_proj", values[d], w)]]
+    return int(coefficient), width
 
 
 def _layers(model: Model, term) -> Iterator[int | None]:
