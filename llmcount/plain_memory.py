@@ -15,6 +15,7 @@ The numbers here are bytes as Python ints; only the formulas shown beside them a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -313,17 +314,16 @@ def render_memory(model: Counted, memory: Memory, width: int | None = None) -> s
 
 
 SEARCH_LIMIT = 2**40
-"""The search stops here, as ``formulas.capacity.LIMIT``: beyond it the answer is "no limit from memory"."""
+"""The search stops here (about 10^12 tokens or sequences): beyond it the answer is "no limit from memory"."""
 
 STANDARD_KINDS = ("full_attention", "sliding_attention", "chunked_attention", INDEXER)
 """The kinds of layer whose cache keeps tokens (and, for a state, a fixed state) without a record's ``[[cache]]``
 formula: a cache that shrinks as tokens are folded is not searched (the sympy path refuses it by name)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Fit(Shown):
-    """``formulas.capacity.Fit`` of the compiled path: what fits in ``capacity`` bytes (``None`` for a maximum: the
-    search limit fits, memory sets no limit)."""
+    """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
 
     capacity: int
     dtype: str
@@ -345,13 +345,14 @@ class Fit(Shown):
 
     @property
     def seq_beyond_context(self) -> bool:
-        """The S of the largest B is longer than the model's context length (said, not changed)."""
+        """The S of the largest B is longer than the model's context length: that B is memory's answer for a length
+        the model was not built for (the S is the user's, so it is said, not changed)."""
         return self.max_positions is not None and self.seq > self.max_positions
 
 
-def largest(fits: Any) -> int | None:
-    """``formulas.capacity.largest``: the largest x >= 0 with ``fits(x)`` (non-increasing from True to False), None
-    when :data:`SEARCH_LIMIT` fits; doubling, then bisection."""
+def largest(fits: Callable[[int], bool]) -> int | None:
+    """The largest x >= 0 with ``fits(x)`` (``fits`` non-increasing from True to False; ``fits(0)`` assumed),
+    ``None`` when :data:`SEARCH_LIMIT` fits. Doubling, then bisection: about 2·log2(x) calls."""
     if not fits(1):
         return 0
     low, high = 1, 2
@@ -359,7 +360,7 @@ def largest(fits: Any) -> int | None:
         if high >= SEARCH_LIMIT:
             return None
         low, high = high, min(2 * high, SEARCH_LIMIT)
-    while high - low > 1:
+    while high - low > 1:  # fits(low) and not fits(high)
         middle = (low + high) // 2
         if fits(middle):
             low = middle

@@ -20,7 +20,7 @@ from sympy import Symbol
 
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
-from ..shown import Shown
+from ..plain_memory import Fit, largest
 from ..sizes import gb_gib
 from . import memory
 from .derivation import Derivation, evaluate_int
@@ -28,8 +28,6 @@ from .derivation import Derivation, evaluate_int
 TABLE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 GROUP = 128
 SCALE_DTYPE = "fp16"
-LIMIT = 2**40
-"""The search stops here (about 10^12 tokens or sequences): beyond it the answer is "no limit from memory"."""
 
 
 @dataclass(frozen=True)
@@ -51,54 +49,6 @@ def weights_table(parameters: int) -> list[WeightRow]:
     note = f"int4 + one {SCALE_DTYPE} scale per {GROUP} weights (4.125 bits each; no zero points)"
     rows.append(WeightRow(f"int4-g{GROUP}", 4, nbytes(parameters, "int4") + scales, note))
     return rows
-
-
-@dataclass(frozen=True, repr=False)
-class Fit(Shown):
-    """What fits in ``capacity`` bytes. ``None`` for a maximum means the search limit fits: memory sets no limit."""
-
-    capacity: int
-    dtype: str
-    kv_dtype: str
-    overhead_percent: int
-    weights: int  # weights + quantisation scales, bytes
-    seq: int
-    max_seq: int | None  # at B = 1
-    max_seq_total: int | None  # total bytes at (max_seq, B = 1)
-    max_batch: int | None  # at S = seq
-    max_batch_total: int | None
-    max_positions: int | None = None  # the model's context length (max_position_embeddings), when the config has it
-    max_seq_by_memory: int | None = None  # the longest S memory allows, before the cap at max_positions
-
-    @property
-    def capped(self) -> bool:
-        """The context length, not memory, sets the longest S."""
-        return self.max_seq != self.max_seq_by_memory
-
-    @property
-    def seq_beyond_context(self) -> bool:
-        """The S of the largest B is longer than the model's context length: that B is memory's answer for a length
-        the model was not built for (the S is the user's, so it is said, not changed)."""
-        return self.max_positions is not None and self.seq > self.max_positions
-
-
-def largest(fits: Callable[[int], bool]) -> int | None:
-    """The largest x >= 0 with ``fits(x)`` (``fits`` non-increasing from True to False; ``fits(0)`` assumed),
-    ``None`` when :data:`LIMIT` fits. Doubling, then bisection: about 2·log2(x) calls."""
-    if not fits(1):
-        return 0
-    low, high = 1, 2
-    while fits(high):
-        if high >= LIMIT:
-            return None
-        low, high = high, min(2 * high, LIMIT)
-    while high - low > 1:  # fits(low) and not fits(high)
-        middle = (low + high) // 2
-        if fits(middle):
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def searchable(derivation: Derivation, values: dict[Symbol, int], option: str = "--gpu-memory") -> None:
