@@ -369,6 +369,38 @@ def largest(fits: Callable[[int], bool]) -> int | None:
     return low
 
 
+def searched(
+    total: Callable[[int, int], Any],
+    first: Any,
+    weights: int,
+    capacity: int,
+    seq: int,
+    max_positions: int | None,
+    overhead_percent: int = 0,
+) -> Fit:
+    """The :class:`Fit` of a memory ``total(S, B)`` (``first`` its value at S = B = 1; ``weights`` its bytes that do
+    not grow with S or B): the longest S at B = 1, capped at ``max_positions``, and the most B at ``seq``."""
+    by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
+    max_seq = by_memory
+    if max_positions is not None and (by_memory is None or by_memory > max_positions):
+        max_seq = max_positions
+    max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
+    return Fit(
+        capacity=capacity,
+        dtype=first.dtype,
+        kv_dtype=first.kv_dtype or first.dtype,
+        overhead_percent=overhead_percent,
+        weights=weights,
+        seq=seq,
+        max_seq=max_seq,
+        max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
+        max_batch=max_batch,
+        max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
+        max_positions=max_positions,
+        max_seq_by_memory=by_memory,
+    )
+
+
 def fit(
     model: Counted,
     capacity: int,
@@ -396,22 +428,4 @@ def fit(
     weights = first.bytes_of("weights")
     if weights > capacity:
         raise Fallback
-    by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
-    max_seq = by_memory
-    if max_positions is not None and (by_memory is None or by_memory > max_positions):
-        max_seq = max_positions
-    max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
-    return Fit(
-        capacity=capacity,
-        dtype=first.dtype,
-        kv_dtype=first.kv_dtype or first.dtype,
-        overhead_percent=0,
-        weights=weights,
-        seq=seq,
-        max_seq=max_seq,
-        max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
-        max_batch=max_batch,
-        max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
-        max_positions=max_positions,
-        max_seq_by_memory=by_memory,
-    )
+    return searched(total, first, weights, capacity, seq, max_positions)

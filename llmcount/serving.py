@@ -906,8 +906,9 @@ def fit(
     ``stored``: the weights as a quantisation scheme stores them ((path, parameters, bytes) groups, the scheme's
     label, the dtype shown), per GPU as :func:`stored_on_plan` splits them. ``share``: the engine's share of the GPU
     (:class:`Share`), which bounds the weights and the KV cache in place of ``capacity``."""
-    from .formulas.capacity import largest, searchable
+    from .formulas.capacity import searchable
     from .plain_memory import SEARCH_LIMIT as LIMIT
+    from .plain_memory import largest
 
     def room(held: int) -> int:
         return capacity if share is None else share.room(capacity, held)

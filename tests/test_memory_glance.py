@@ -14,7 +14,9 @@ import pytest
 from refusal import assert_refused, run
 
 from llmcount.formulas import memory
-from llmcount.formulas.capacity import LIMIT, fit, largest, weights_table
+from llmcount.formulas.capacity import fit, weights_table
+from llmcount.plain_memory import SEARCH_LIMIT as LIMIT
+from llmcount.plain_memory import largest
 from llmcount.presets import presets
 from llmcount.sources import load
 

@@ -20,7 +20,7 @@ from sympy import Symbol
 
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
-from ..plain_memory import Fit, largest
+from ..plain_memory import Fit, searched
 from ..sizes import gb_gib
 from . import memory
 from .derivation import Derivation, evaluate_int
@@ -118,22 +118,4 @@ def fit(
             f"--gpu-memory: {capacity:,} bytes ({gb_gib(capacity)}) is smaller than the weights alone, "
             f"{weights:,} bytes ({gb_gib(weights)}) in {first.dtype}, by {short:,} bytes ({gb_gib(short)})"
         )
-    by_memory = largest(lambda s: total(s, 1).total_bytes <= capacity)
-    max_seq = by_memory
-    if max_positions is not None and (by_memory is None or by_memory > max_positions):
-        max_seq = max_positions
-    max_batch = largest(lambda b: total(seq, b).total_bytes <= capacity)
-    return Fit(
-        capacity=capacity,
-        dtype=first.dtype,
-        kv_dtype=first.kv_dtype or first.dtype,
-        overhead_percent=overhead_percent,
-        weights=weights,
-        seq=seq,
-        max_seq=max_seq,
-        max_seq_total=total(max_seq, 1).total_bytes if max_seq else None,
-        max_batch=max_batch,
-        max_batch_total=total(seq, max_batch).total_bytes if max_batch else None,
-        max_positions=max_positions,
-        max_seq_by_memory=by_memory,
-    )
+    return searched(total, first, weights, capacity, seq, max_positions, overhead_percent)
