@@ -46,8 +46,11 @@ def counted(config: dict, name: str) -> int:
 
 
 def config_of(family: str, name: str) -> dict:
+    """The config llmcount reads for a figure: the one the modeling code was given, or its ``read_as`` (the same
+    sizes where the code takes them from elsewhere than config.json: Moondream's small figures)."""
     spec = SPECS[family]
-    return {**spec["configs"][name]["config"], "model_type": spec.get("model_type", family)}
+    entry = spec["configs"][name]
+    return {**entry.get("read_as", entry["config"]), "model_type": spec.get("model_type", family)}
 
 
 def test_every_figure_file_names_a_remote_record_and_its_source() -> None:
@@ -122,18 +125,17 @@ def test_a_large_model_maps_its_language_model_and_its_index_bytes(tmp_path: Pat
     spec = SPECS[family]
     shapes = spec["figures"][name]["shapes"]
     starts = tuple(start for starts in spec["parts"].values() for start in starts)
-    language = {
-        key: torch.zeros(shape, dtype=torch.bfloat16) for key, shape in shapes.items() if not key.startswith(starts)
-    }
-    save_file(language, tmp_path / "model.safetensors", metadata={"format": "pt"})
     (tmp_path / "config.json").write_text(json.dumps({**config_of(family, name), "torch_dtype": "bfloat16"}))
     model = read_config(config_of(family, name), name)
-    result = verify(str(tmp_path))
-    assert not result.unmapped, [t.name for t in result.unmapped]
-    assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
-    assert result.formula_total == sum(t.numel() for t in language.values()) == model.counts.total
-
-    (tmp_path / "model.safetensors").unlink()
+    if model.counts.total <= WRITTEN:  # a language model small enough to write (not moondream2's own 1.4B)
+        language = {key: shape for key, shape in shapes.items() if not key.startswith(starts)}
+        language = {key: torch.zeros(shape, dtype=torch.bfloat16) for key, shape in language.items()}
+        save_file(language, tmp_path / "model.safetensors", metadata={"format": "pt"})
+        result = verify(str(tmp_path))
+        assert not result.unmapped, [t.name for t in result.unmapped]
+        assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
+        assert result.formula_total == sum(t.numel() for t in language.values()) == model.counts.total
+        (tmp_path / "model.safetensors").unlink()
     total = sum(math.prod(shape) for shape in shapes.values())
     assert total == spec["figures"][name]["total"]
     weight_map = dict.fromkeys(shapes, "model-00001-of-00001.safetensors")
