@@ -6,8 +6,9 @@ The published checkpoint: a public copy of Molmo-7B-D-0924 quantised with bitsan
 github.com/reubzdubz/Molmo7B_D_NF4Quant at commit edf464b955f389104b80bd57a9ecf52ce5530552: its config.json (the
 original's, with a quantization_config added), and its model.safetensors.index.json, whose metadata states
 total_parameters 8,021,025,280 (the model's parameters before quantisation, as transformers' save_pretrained writes
-them) and whose weight_map, less the quantisation's own tensors (absmax, quant_map, quant_state), names the tensors
-``published_names`` lists: 28 layers of the language model and the vision backbone's 23 tower layers.
+them) and total_size 6,661,964,712 bytes (nf4 and float16), and whose weight_map, less the quantisation's own tensors
+(absmax, quant_map, quant_state), names the tensors ``published_names`` lists: 28 layers of the language model and
+the vision backbone's 23 tower layers.
 
 By hand, at Molmo-7B-D's sizes (d = 3584, d_ff = 37888, 28 layers, 28 heads of 128, 4 key-value heads, embedding_size
 152064): the language model 2·152064·3584 + 128·3584 + 28·(3584·(3584 + 2·512) + (3584 + 2·512) + 3584² +
@@ -102,6 +103,44 @@ def test_published_names_at_the_published_sizes_map_and_count(tmp_path: Path) ->
     result = verify(str(tmp_path), index=str(index))
     assert not result.unmapped, [t.name for t in result.unmapped]
     assert result.match and result.formula_total == TOTAL_PARAMETERS
+
+
+NF4 = {  # the published copy's quantization_config (bitsandbytes nf4, the vision backbone and the head left alone)
+    "quant_method": "bitsandbytes",
+    "load_in_4bit": True,
+    "load_in_8bit": False,
+    "bnb_4bit_quant_type": "nf4",
+    "bnb_4bit_use_double_quant": False,
+    "bnb_4bit_compute_dtype": "float16",
+    "bnb_4bit_quant_storage": "uint8",
+    "llm_int8_skip_modules": ["model.vision_backbone", "model.transformer.ff_out", "model.transformer.ln_f"],
+    "llm_int8_threshold": 6.0,
+    "llm_int8_has_fp16_weight": False,
+    "llm_int8_enable_fp32_cpu_offload": False,
+}
+NF4_TOTAL_SIZE = 6_661_964_712  # metadata.total_size of the published copy's index
+QUANTISED = ("att_proj", "attn_out", "ff_out", "ff_proj")  # per layer: weight, absmax, quant_map, quant_state
+NF4_LEAVES = ("absmax", "quant_map", "quant_state.bitsandbytes__nf4")
+
+
+def test_the_published_nf4_index_is_every_byte_of_the_record(tmp_path: Path) -> None:
+    """The published copy's index (921 names: the 585 above and, for each of the 4 quantised linears of the 28
+    layers, 3 tensors of the quantisation) against its total_size: the language model in nf4 but its head, ln_f
+    and the embeddings (skip list, and not nn.Linear) in float16, the vision backbone left alone in float16."""
+    from llmcount.checkpoint import verify
+
+    config = {**MOLMO_7B_D, "torch_dtype": "float16", "quantization_config": NF4}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    names = published_names(28)
+    names |= {f"model.transformer.blocks.{i}.{m}.weight.{x}" for i in range(28) for m in QUANTISED for x in NF4_LEAVES}
+    assert len(names) == 921
+    index = tmp_path / "model.safetensors.index.json"
+    weight_map = dict.fromkeys(sorted(names), "model-00001-of-00002.safetensors")
+    index.write_text(json.dumps({"metadata": {"total_size": NF4_TOTAL_SIZE}, "weight_map": weight_map}))
+    result = verify(str(tmp_path), index=str(index))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    assert result.match, [(c.path, c.formula, c.checkpoint) for c in result.differences]
+    assert result.formula_total == result.checkpoint_total == NF4_TOTAL_SIZE
 
 
 @pytest.mark.parametrize(
