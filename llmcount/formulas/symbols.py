@@ -151,6 +151,12 @@ d_ff_proj = _size("d_ff_proj")
 d_pin = _size("d_pin")
 d_pout = _size("d_pout")
 d_vfeat = _size("d_vfeat")
+d_reg = _size("d_reg")
+f_coord = _size("f_coord")
+d_coord = _size("d_coord")
+f_size = _size("f_size")
+d_size = _size("d_size")
+d_ff_reg = _size("d_ff_reg")
 N_gvis = _count("N_gvis")
 n_tile = _size("n_tile")
 n_ar = _size("n_ar")
@@ -584,6 +590,39 @@ GLOSSARY: tuple[Entry, ...] = (
         r"d_{\mathrm{vfeat}}",
         "vision_config.vision_output_dim",
         "width of the image features the multimodal projector takes from the vision model (Llama 4)",
+    ),
+    Entry(
+        d_reg, r"d_{\mathrm{reg}}", "region_config.dim", "width of the region head's encoders and decoders (Moondream)"
+    ),
+    Entry(
+        f_coord,
+        r"f_{\mathrm{coord}}",
+        "region_config.coord_feat_dim",
+        "Fourier features of one coordinate the region head encodes: half of them learned frequencies (Moondream)",
+    ),
+    Entry(
+        d_coord,
+        r"d_{\mathrm{coord}}",
+        "region_config.coord_out_dim",
+        "outputs of the coordinate decoder: bins of a point's coordinate (Moondream)",
+    ),
+    Entry(
+        f_size,
+        r"f_{\mathrm{size}}",
+        "region_config.size_feat_dim",
+        "Fourier features of a box's width and height the region head encodes (Moondream)",
+    ),
+    Entry(
+        d_size,
+        r"d_{\mathrm{size}}",
+        "region_config.size_out_dim",
+        "outputs of the size decoder: bins of a box's width and height (Moondream)",
+    ),
+    Entry(
+        d_ff_reg,
+        r"d_{\mathrm{ff,reg}}",
+        "region_config.inner_dim",
+        "hidden width of the region head's two decoder MLPs (Moondream)",
     ),
     Entry(
         N_gvis,

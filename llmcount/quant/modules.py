@@ -70,7 +70,8 @@ class ModuleNames:
             return cls()
         known = frozenset(t.path for t in model.terms)
         layered = frozenset(t.path for t in model.terms if t.layers != 1)
-        top = _placed([m for m in top_modules if not m.name.endswith("\0")], known - layered, known, layered, "")
+        own = {ending: path for path, ending in model.architecture.checkpoint.names.items()}  # the record's names
+        top = _placed([m for m in top_modules if not m.name.endswith("\0")], known - layered, known, layered, "", own)
         kinds = {
             key: _placed(mods, frozenset(key), known, layered, "model.layers.0.") for key, mods in kinds_text.items()
         }
@@ -132,14 +133,19 @@ def _modules(text: str) -> list[Module]:
 
 
 def _placed(
-    modules: Iterable[Module], terms: frozenset[str], known: frozenset[str], layered: frozenset[str], prefix: str
+    modules: Iterable[Module],
+    terms: frozenset[str],
+    known: frozenset[str],
+    layered: frozenset[str],
+    prefix: str,
+    names: Mapping[str, str] | None = None,
 ) -> dict[str, Placed]:
     """term path -> the modules that hold its weights: placed as ``verify`` places a tensor
     ``<prefix><module>.weight``, else by the term's leaf as the module's last part (of two terms with that leaf,
     the one whose group the module's containers name); the Linear modules among them, else the outermost."""
     from ..checkpoint import Paths, component_path
 
-    paths = Paths(known, layered)
+    paths = Paths(known, layered, dict(names or {}))
     out: dict[str, list[Module]] = {}
     leaves: dict[str, list[str]] = {}
     for path in terms:

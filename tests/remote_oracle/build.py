@@ -21,6 +21,10 @@ number (timm's stochastic-depth rates, ``torch.linspace(...)[i].item()``): no pa
 ``config_attributes`` restates a config attribute (dotted into sub-configs) in the form the old code reads
 (transformers 5 fills ``rope_scaling`` from its ``rope_parameters``; the old code reads a dict with a ``type``, and
 ``None`` as no scaling, which is what the configs here ask for); rotary tables are not parameters.
+``replace`` puts a stand-in in place of a name a module has: ``offline`` for a class whose ``from_pretrained`` would
+download files that ``__init__`` loads and no parameter comes from (Moondream's tokenizer), returning None.
+A config's own ``attributes`` are set on its config object after it is made, as ``config_attributes`` (Moondream's
+HfConfig sets its ``config`` to ``{}`` whatever it is given; the small figures set it after).
 ``class_attributes`` restates a class attribute in the form transformers now reads (4.x's list of tied weights,
 ``_tied_weights_keys = ["lm_head.weight"]``, is a mapping ``{"lm_head.weight": "model.embed_tokens.weight"}`` in 5.x:
 the same tie). Neither changes what ``__init__`` builds.
@@ -35,6 +39,10 @@ Re-run (needs torch and transformers; the figures were recorded with the version
     python tests/remote_oracle/build.py minicpmv --git /tmp/minicpmv
     git clone https://github.com/deepseek-ai/DeepSeek-VL2 /tmp/DeepSeek-VL2     # needs pip install --no-deps timm
     python tests/remote_oracle/build.py deepseek_vl_v2 --git /tmp/DeepSeek-VL2
+    git clone https://github.com/reubzdubz/Molmo7B_D_NF4Quant /tmp/molmo    # Molmo-7B-D's files; needs einops
+    python tests/remote_oracle/build.py molmo --git /tmp/molmo
+    git clone https://github.com/vikhyat/moondream /tmp/moondream             # moondream2's files (hf_moondream.py)
+    python tests/remote_oracle/build.py moondream1 --git /tmp/moondream
 """
 
 from __future__ import annotations
@@ -60,6 +68,17 @@ def _stand_in(kind: str, name: str):
         import typing
 
         return getattr(typing, name)
+    if kind == "offline":  # a class whose loaders would fetch files: building keeps what they return, unused
+
+        class Offline:
+            @staticmethod
+            def from_pretrained(*args, **kwargs):
+                return None
+
+            from_file = from_pretrained
+
+        Offline.__name__ = Offline.__qualname__ = name
+        return Offline
     if kind == "missing":
 
         def missing(*args, **kwargs):
@@ -126,6 +145,14 @@ def install_shims(shims: dict[str, dict[str, str]]) -> None:
                 setattr(module, name, _stand_in(kind, name))
 
 
+def install_replacements(replace: dict[str, dict[str, str]]) -> None:
+    """Put stand-ins in place of names a module has, before the remote code imports them (``replace``)."""
+    for module_name, names in replace.items():
+        module = importlib.import_module(module_name)
+        for name, kind in names.items():
+            setattr(module, name, _stand_in(kind, name))
+
+
 def load_package(spec: dict, git: Path, root: Path) -> str:
     """Copy the family's files at the recorded commit from the clone ``git`` into a package under ``root``."""
     package = spec["package"]
@@ -151,6 +178,7 @@ def build(spec: dict, git: Path) -> dict[str, dict]:
         made = getattr(torch, name)
         setattr(torch, name, lambda *args, _made=made, **kwargs: _made(*args, **{"device": "cpu", **kwargs}))
     install_shims(spec.get("shims", {}))
+    install_replacements(spec.get("replace", {}))
     figures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as root:
         sys.path.insert(0, root)
@@ -165,7 +193,7 @@ def build(spec: dict, git: Path) -> dict[str, dict]:
                 setattr(owner, key, value)
         for name, entry in spec["configs"].items():
             config = config_type(**entry["config"])
-            for dotted, value in spec.get("config_attributes", {}).items():
+            for dotted, value in {**spec.get("config_attributes", {}), **entry.get("attributes", {})}.items():
                 *path, leaf = dotted.split(".")
                 owner = config
                 for step in path:
