@@ -152,7 +152,20 @@ def causal_lm(cfg, model_type: str, **kwargs):
     return AutoModelForCausalLM.from_config(cfg, **kwargs)
 
 
+# Keys a composite config class leaves None by default that its model cannot build with, and that change no
+# parameter: given when the config has none. Emu3Model maps image codes to tokens through vocabulary_map (the
+# tokenizer's vocabulary), on which Emu3ImageVocabularyMapping calls .get.
+BUILD_KEYS: dict[str, dict[str, Any]] = {"emu3": {"vocabulary_map": {}}}
+
+
+def _build_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the keys of :data:`BUILD_KEYS` its model_type needs, where it gives none."""
+    needed = BUILD_KEYS.get(config.get("model_type"), {})
+    return {**config, **{key: value for key, value in needed.items() if config.get(key) is None}}
+
+
 def _hf_config(config: dict[str, Any]):
+    config = _build_keys(config)
     rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
     outer = _built_through(config["model_type"])
     if outer is not None:  # AutoModelForCausalLM maps only the composite type; it builds the text model from it
@@ -598,7 +611,7 @@ def language_model_total(config: dict[str, Any], model_class: str) -> int:
 def meta_model(config: dict[str, Any], model_class: str):
     """transformers' ``model_class`` built from ``config`` (its ``model_type``'s config class) on the meta device;
     whatever transformers raises is :class:`TransformersRejected`."""
-    rest = {k: v for k, v in config.items() if k != "model_type"}
+    rest = {k: v for k, v in _build_keys(config).items() if k != "model_type"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -192,7 +192,7 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     named = f"{name or source} (language model)"
     model = read_config(inner, where, named, family)
     parts: tuple[Any, ...] = ()
-    if outer.vision or outer.projector:
+    if outer.vision or outer.projector or outer.towers:
         from .parts import read_parts
 
         parts = read_parts(config, source, name or source, outer, model)

@@ -1527,9 +1527,10 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     optional = data.get("optional", [])
     if not isinstance(optional, list) or not set(optional) <= {tower_config, *(t.config for t in towers)}:
         raise RecordError(f"{where}.optional: a list of the sub-configs its towers are read from")
-    if not vision and "projector" not in data and "left_out" not in data:
+    if not vision and "projector" not in data and not towers and "left_out" not in data:
         raise RecordError(
-            f"{where}: without 'vision' or 'projector' (records of towers/), 'left_out' says what is not counted"
+            f"{where}: without 'vision', 'projector' or 'towers' (records of towers/), 'left_out' says what is not "
+            "counted"
         )
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
