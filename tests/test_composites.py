@@ -64,6 +64,7 @@ ADAPTERS = {
     "glm46v": {"vision_config": "out_hidden_size"},
     "glmga": {"vision_config": "out_hidden_size"},
     "glm4v_moe": {"vision_config": "out_hidden_size"},
+    "glm_ocr": {"vision_config": "out_hidden_size"},
     "cosmos3_omni": {"vision_config": "out_hidden_size"},
     "exaone4_5": {"vision_config": "out_hidden_size"},
     "paligemma": {"": "projection_dim"},  # a top-level key: the projector's output width

@@ -163,6 +163,15 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     inner = {**defaults, **text, "model_type": text_type}
     for key in outer.text_ignores:  # a key the composite's text config class does not have: its model ignores it
         inner.pop(key, None)
+    inner.update(outer.text_fixed)  # the text model behaves so, whatever the config says
+    for key, (_, compute) in outer.text_computed.items():  # computed by the text model from other keys when absent
+        if inner.get(key) is None:
+            try:
+                value = compute(inner)
+            except _EVALUATION_ERRORS:  # a key it is computed from is bad: the record names that key
+                continue
+            if type(value) is int and value > 0:
+                inner[key] = value
     for key, default in outer.top.items():
         value = config.get(key, default)
         if type(value) is not type(default):
