@@ -20,6 +20,7 @@ oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transf
 
 # The modules of transformers' model (``model.model``) that hold each part besides the language model, by its role.
 PARTS = {
+    "chameleon": {"vq tower": ("vqmodel",)},
     "emu3": {"vq tower": ("vqmodel",)},
     "glm_ocr": {"vision tower": ("visual",)},
 }
@@ -97,13 +98,33 @@ def _vq_emu3(draw) -> dict:
     }
 
 
+def _vq_chameleon(draw) -> dict:
+    """A small Chameleon VQ-VAE encoder: one to three resolutions of 32 or 64 base channels, attention at some sizes."""
+    resolutions = draw(st.integers(1, 3))
+    return {
+        "channel_multiplier": draw(st.lists(st.integers(1, 3), min_size=resolutions, max_size=resolutions)),
+        "resolution": draw(st.sampled_from([16, 24, 7])),
+        "attn_resolutions": draw(st.sampled_from([None, [], [16], [8, 24], [12, 3, 7]])),
+        "attn_type": draw(st.sampled_from(["vanilla", "none"])),
+        "base_channels": draw(st.sampled_from([32, 64])),
+        "num_res_blocks": draw(st.integers(1, 2)),
+        "latent_channels": draw(st.integers(1, 6)),
+        "embed_dim": draw(st.integers(1, 6)),
+        "num_embeddings": draw(st.integers(1, 40)),
+        "double_latent": draw(st.booleans()),
+        "in_channels": draw(st.sampled_from([1, 3])),
+    }
+
+
 @st.composite
 def drawn(draw, model_type: str) -> dict:
     """A composite config with a small drawn language model (its record's own strategy) and drawn towers."""
     text = draw(oracle.drawn_config(records.family(records.composite(model_type).text)))
     text.pop("model_type", None)
     config: dict = {"model_type": model_type, "text_config": text}
-    if model_type == "emu3":
+    if model_type == "chameleon":  # a flat config: ChameleonConfig is the text config, vq_config nested in it
+        config = {**text, "model_type": model_type, "vq_config": _vq_chameleon(draw)}
+    elif model_type == "emu3":
         config["vq_config"] = _vq_emu3(draw)
     elif model_type == "glm_ocr":  # the merger's output as wide as the language model, as GLM-OCR runs
         vision = oracle.drawn_vit(draw, layers=2)

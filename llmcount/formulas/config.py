@@ -91,9 +91,11 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     model_type = config.get("model_type")
     if model_type is None:
         raise LlmcountError(f"{source}: required key 'model_type' is missing")
-    if family is None and isinstance(model_type, str) and records.family(model_type) is None:
+    if family is None and isinstance(model_type, str):
         outer = records.composite(model_type)
-        if outer is not None:
+        # a composite whose language model is the family of its own model_type (a flat config: Chameleon's) is read
+        # as the composite, with that family for its text config
+        if outer is not None and (outer.text == model_type or records.family(model_type) is None):
             return _read_composite(config, source, name, outer)
     if family is None and isinstance(model_type, str) and records.family(model_type) is None:
         family = _auto_mapped(config, model_type, source)

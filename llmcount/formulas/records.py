@@ -1663,7 +1663,8 @@ def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]], dict
         name: _composite(name, entry, f"{where} [composite.{name}]")
         for name, entry in _table(data.get("composite", {}), where).items()
     }
-    clash = sorted(set(table) & set(names()))
+    # a composite may share its model_type with a record only when that record is its language model (a flat config)
+    clash = sorted(name for name in set(table) & set(names()) if table[name].text != name)
     if clash:
         raise RecordError(f"{where}: {', '.join(clash)} also have a record of their own")
     defaults = _table(data.get("text_defaults", {}), f"{where} [text_defaults]")
