@@ -200,3 +200,53 @@ def test_emu3_vq_tower_by_hand() -> None:
 def test_emu3_vq_configs_torch_refuses_are_refused_naming_the_key(vq_config, message: str) -> None:
     with pytest.raises(LlmcountError, match=message):
         read_config({"model_type": "emu3", "vq_config": vq_config}, "test config")
+
+
+SMALL = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1}
+SMALL |= {"intermediate_size": 16, "vocab_size": 64}
+WRITTEN = {
+    "chameleon": SMALL
+    | {"vocabulary_map": {}, "vq_config": {"channel_multiplier": [1, 2], "base_channels": 32, "num_res_blocks": 1}},
+    "emu3": {
+        "vocabulary_map": {},
+        "text_config": SMALL | {"pad_token_id": 0},
+        "vq_config": {"channel_multiplier": [1, 2], "base_channels": 32, "num_res_blocks": 1, "latent_channels": 4}
+        | {"embed_dim": 4, "codebook_size": 16, "attn_resolutions": [1], "hidden_size": 64},
+    },
+    "glm_ocr": {
+        "text_config": SMALL,
+        "vision_config": {"depth": 1, "hidden_size": 8, "num_heads": 2, "intermediate_size": 8, "out_hidden_size": 32},
+    },
+}
+WRITTEN["chameleon"]["vq_config"] |= {"latent_channels": 4, "embed_dim": 4, "num_embeddings": 16, "resolution": 16}
+WRITTEN["chameleon"]["vq_config"] |= {"attn_resolutions": [8]}
+
+
+@pytest.mark.parametrize("model_type", sorted(WRITTEN))
+def test_verify_maps_every_tensor_of_a_written_checkpoint_to_its_part(tmp_path, model_type: str) -> None:
+    """A small checkpoint transformers writes: every tensor mapped, each part's against its count, the buffers
+    saved with the weights (Emu3's BatchNorm3d statistics) named as buffers."""
+    import warnings
+
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from llmcount.checkpoint import verify
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model(model_type, **WRITTEN[model_type])
+        torch.manual_seed(0)
+        built = getattr(transformers, records.composite(model_type).model)(cfg)
+        built.save_pretrained(tmp_path)
+        want = sum(p.numel() for p in built.parameters())
+    result = verify(str(tmp_path))
+    assert not result.unmapped, [t.name for t in result.unmapped]
+    saved = [c for c in result.differences if "buffer/" in c.path]
+    assert all(c.formula == 0 and "buffer" in c.note for c in saved), saved
+    assert not [c for c in result.differences if c not in saved], result.differences
+    assert not [c.path for c in result.components if c.path.startswith("other/")]
+    model = read_config({"model_type": model_type, **WRITTEN[model_type]}, model_type)
+    assert result.formula_total == model.whole_total == want, oracle.VERSIONS
+    assert result.checkpoint_total == result.formula_total + sum(c.checkpoint for c in saved)
