@@ -243,8 +243,8 @@ class Compiled:
 
     def read(self, config: Any, source: str, name: str | None = None) -> Counted:
         """``config`` counted; :class:`Fallback` for anything the sympy path should read."""
-        if not isinstance(config, dict) or config.get("model_type") != self.name:
-            raise Fallback
+        if not isinstance(config, dict) or config.get("model_type") != self.name or self.data.get("composite"):
+            raise Fallback  # another record's config, or a composite's of this record (its towers counted too)
         known = None
         if self._read_names is not None:
             known = self._known_key(config)

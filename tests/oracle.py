@@ -140,7 +140,13 @@ TEXT_CAUSAL_LM = {
     "kosmos_2_5_text_model": ("transformers.models.kosmos2_5.modeling_kosmos2_5", "Kosmos2_5TextForCausalLM"),
     "mistral4": ("transformers.models.mistral4.modeling_mistral4", "Mistral4ForCausalLM"),  # image-text-to-text only
     "pix2struct_text_model": ("transformers.models.pix2struct.modeling_pix2struct", "Pix2StructTextModel"),
+    # image-text-to-text only, its config flat: the whole model, less the modules TEXT_WITHOUT names
+    "chameleon": ("transformers.models.chameleon.modeling_chameleon", "ChameleonForConditionalGeneration"),
 }
+
+# Modules of a TEXT_CAUSAL_LM class that are not its language model (a tokenizer of images its composite entry counts
+# as a tower), removed after the build: the model's attribute path to each.
+TEXT_WITHOUT = {"chameleon": ("model.vqmodel",)}
 
 
 def causal_lm(cfg, model_type: str, **kwargs):
@@ -148,11 +154,28 @@ def causal_lm(cfg, model_type: str, **kwargs):
     AutoModelForCausalLM builds it, or the class :data:`TEXT_CAUSAL_LM` names."""
     if model_type in TEXT_CAUSAL_LM:
         module, name = TEXT_CAUSAL_LM[model_type]
-        return getattr(importlib.import_module(module), name)._from_config(cfg, **kwargs)
+        model = getattr(importlib.import_module(module), name)._from_config(cfg, **kwargs)
+        for path in TEXT_WITHOUT.get(model_type, ()):
+            owner, _, leaf = path.rpartition(".")
+            delattr(model.get_submodule(owner), leaf)
+        return model
     return AutoModelForCausalLM.from_config(cfg, **kwargs)
 
 
+# Keys a composite config class leaves None by default that its model cannot build with, and that change no
+# parameter: given when the config has none. Emu3Model maps image codes to tokens through vocabulary_map (the
+# tokenizer's vocabulary), on which Emu3ImageVocabularyMapping calls .get; so does ChameleonModel.
+BUILD_KEYS: dict[str, dict[str, Any]] = {"emu3": {"vocabulary_map": {}}, "chameleon": {"vocabulary_map": {}}}
+
+
+def _build_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the keys of :data:`BUILD_KEYS` its model_type needs, where it gives none."""
+    needed = BUILD_KEYS.get(config.get("model_type"), {})
+    return {**config, **{key: value for key, value in needed.items() if config.get(key) is None}}
+
+
 def _hf_config(config: dict[str, Any]):
+    config = _build_keys(config)
     rest = {key: value for key, value in config.items() if key != "model_type" and key not in _IGNORED_KEYS}
     outer = _built_through(config["model_type"])
     if outer is not None:  # AutoModelForCausalLM maps only the composite type; it builds the text model from it
@@ -582,8 +605,11 @@ def _language_model_total(frozen: str, model_class: str) -> tuple[int, int]:
         parts = [*text.parameters(), *(head.parameters() if head is not None else ())]
     elif hasattr(model, "language_model"):  # the language model is a whole ...ForCausalLM (Llama 4)
         parts = list(model.language_model.parameters())
-    else:  # the class is the text model itself
-        parts = list(model.parameters())
+    else:  # the class is the text model itself (less the modules TEXT_WITHOUT names: Chameleon's VQ-VAE)
+        other = {
+            id(p) for path in TEXT_WITHOUT.get(config["model_type"], ()) for p in model.get_submodule(path).parameters()
+        }
+        parts = [p for p in model.parameters() if id(p) not in other]
     counted = sum(p.numel() for p in {id(p): p for p in parts}.values())
     return counted, sum(p.numel() for p in model.parameters())
 
@@ -598,7 +624,7 @@ def language_model_total(config: dict[str, Any], model_class: str) -> int:
 def meta_model(config: dict[str, Any], model_class: str):
     """transformers' ``model_class`` built from ``config`` (its ``model_type``'s config class) on the meta device;
     whatever transformers raises is :class:`TransformersRejected`."""
-    rest = {k: v for k, v in config.items() if k != "model_type"}
+    rest = {k: v for k, v in _build_keys(config).items() if k != "model_type"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

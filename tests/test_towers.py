@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import gemma3
 import pytest
+import test_lm_records
 import test_towers_b
 import test_towers_c
 import test_whole_new_language_models
@@ -24,9 +25,10 @@ from llmcount.formulas.config import RuleRefusal, read_config
 oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
 
 # remote: test_remote_built.py; the composites of test_towers_b.py's, test_towers_c.py's and
-# test_whole_new_language_models.py's TOWERS are drawn there,
+# test_whole_new_language_models.py's TOWERS and test_lm_records.py's PARTS are drawn there,
 # those of two towers in test_towers_multi.py
 DRAWN_ELSEWHERE = {*test_towers_b.TOWERS, *test_towers_c.TOWERS, *test_whole_new_language_models.TOWERS}
+DRAWN_ELSEWHERE |= set(test_lm_records.PARTS)
 WHOLE = [
     c.name for c in records.composites() if c.whole and not c.remote and c.name not in DRAWN_ELSEWHERE and not c.towers
 ]

@@ -251,6 +251,8 @@ def formula(
         raise usage_error(f"--part: {part[:40]!r} is not one of {', '.join(roles)}")
     try:
         family, outer = records.family(spec), records.composite(spec)
+        if outer is not None and outer.text == spec:  # a flat multimodal config whose language model has its name
+            family = None
         if family is None and outer is not None:  # a multimodal type: the formula of one of its parts
             from ..formulas.parts import part_records
 

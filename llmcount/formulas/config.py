@@ -91,9 +91,11 @@ def read_config(config: Any, source: str, name: str | None = None, family: Famil
     model_type = config.get("model_type")
     if model_type is None:
         raise LlmcountError(f"{source}: required key 'model_type' is missing")
-    if family is None and isinstance(model_type, str) and records.family(model_type) is None:
+    if family is None and isinstance(model_type, str):
         outer = records.composite(model_type)
-        if outer is not None:
+        # a composite whose language model is the family of its own model_type (a flat config: Chameleon's) is read
+        # as the composite, with that family for its text config
+        if outer is not None and (outer.text == model_type or records.family(model_type) is None):
             return _read_composite(config, source, name, outer)
     if family is None and isinstance(model_type, str) and records.family(model_type) is None:
         family = _auto_mapped(config, model_type, source)
@@ -163,6 +165,15 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     inner = {**defaults, **text, "model_type": text_type}
     for key in outer.text_ignores:  # a key the composite's text config class does not have: its model ignores it
         inner.pop(key, None)
+    inner.update(outer.text_fixed)  # the text model behaves so, whatever the config says
+    for key, (_, compute) in outer.text_computed.items():  # computed by the text model from other keys when absent
+        if inner.get(key) is None:
+            try:
+                value = compute(inner)
+            except _EVALUATION_ERRORS:  # a key it is computed from is bad: the record names that key
+                continue
+            if type(value) is int and value > 0:
+                inner[key] = value
     for key, default in outer.top.items():
         value = config.get(key, default)
         if type(value) is not type(default):
@@ -192,7 +203,7 @@ def _read_composite(config: dict[str, Any], source: str, name: str | None, outer
     named = f"{name or source} (language model)"
     model = read_config(inner, where, named, family)
     parts: tuple[Any, ...] = ()
-    if outer.vision or outer.projector:
+    if outer.vision or outer.projector or outer.towers:
         from .parts import read_parts
 
         parts = read_parts(config, source, name or source, outer, model)

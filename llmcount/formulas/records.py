@@ -1436,6 +1436,12 @@ class Composite:
     # keys of the text config the composite class sets from another sub-config (BlipConfig sets text_config's
     # encoder_hidden_size to vision_config.hidden_size): text key -> (dotted key, that sub-config class's default)
     text_from: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
+    # keys of the text config whose value the composite's text model does not read, with the value it behaves as
+    # (GLM-OCR's attention has no q/k/v biases, whatever attention_bias says)
+    text_fixed: Mapping[str, Any] = field(default_factory=dict)
+    # keys of the text config its model computes from others when the config gives none (or null): key -> (the
+    # expression over the text config's keys, compiled); GLM-OCR's heads are hidden_size // num_attention_heads wide
+    text_computed: Mapping[str, tuple[str, Condition]] = field(default_factory=dict)
 
     @property
     def whole(self) -> bool:
@@ -1469,7 +1475,7 @@ TOWER_CONFIGS = ("vision_config", "audio_config")
 _COMPOSITE_FIELDS = {"title", "model", "text", "text_types", "left_out", "top", "either", "absent", "text_at_top"}
 _COMPOSITE_FIELDS |= {"keys", "checks", "vision", "vision_types", "vision_absent", "projector", "text_defaults"}
 _COMPOSITE_FIELDS |= {"text_ignores", "untied", "vision_top", "remote", "text_key", "parts_modules", "tower_config"}
-_COMPOSITE_FIELDS |= {"towers", "optional", "modules", "text_from"}
+_COMPOSITE_FIELDS |= {"towers", "optional", "modules", "text_from", "text_fixed", "text_computed"}
 
 
 def _composite(name: str, data: Any, where: str) -> Composite:
@@ -1527,9 +1533,10 @@ def _composite(name: str, data: Any, where: str) -> Composite:
     optional = data.get("optional", [])
     if not isinstance(optional, list) or not set(optional) <= {tower_config, *(t.config for t in towers)}:
         raise RecordError(f"{where}.optional: a list of the sub-configs its towers are read from")
-    if not vision and "projector" not in data and "left_out" not in data:
+    if not vision and "projector" not in data and not towers and "left_out" not in data:
         raise RecordError(
-            f"{where}: without 'vision' or 'projector' (records of towers/), 'left_out' says what is not counted"
+            f"{where}: without 'vision', 'projector' or 'towers' (records of towers/), 'left_out' says what is not "
+            "counted"
         )
     for part in (vision, _text(data, "projector", where, "")):
         if part and part not in tower_names():
@@ -1551,7 +1558,17 @@ def _composite(name: str, data: Any, where: str) -> Composite:
             and isinstance(value[1], int)
         ):
             raise RecordError(f'{where}.text_from.{key}: ["object.key", the sub-config class\'s default integer]')
+    text_fixed = _table(data.get("text_fixed", {}), f"{where}.text_fixed")
+    if not all(type(v) in (bool, int, str) for v in text_fixed.values()):
+        raise RecordError(
+            f"{where}.text_fixed: each key takes the value the text model behaves as (a boolean, integer or string)"
+        )
+    computed = _table(data.get("text_computed", {}), f"{where}.text_computed")
+    if not all(isinstance(v, str) for v in computed.values()):
+        raise RecordError(f"{where}.text_computed: each key takes an expression over the text config's keys")
     return Composite(
+        text_fixed=text_fixed,
+        text_computed={k: (v, condition(v, f"{where}.text_computed.{k}")) for k, v in computed.items()},
         text_from={key: (value[0], value[1]) for key, value in text_from.items()},
         keys=keys,
         checks=_rules(data.get("checks", []), f"{where}.checks"),
@@ -1646,7 +1663,8 @@ def _composites() -> tuple[dict[str, Composite], dict[str, dict[str, int]], dict
         name: _composite(name, entry, f"{where} [composite.{name}]")
         for name, entry in _table(data.get("composite", {}), where).items()
     }
-    clash = sorted(set(table) & set(names()))
+    # a composite may share its model_type with a record only when that record is its language model (a flat config)
+    clash = sorted(name for name in set(table) & set(names()) if table[name].text != name)
     if clash:
         raise RecordError(f"{where}: {', '.join(clash)} also have a record of their own")
     defaults = _table(data.get("text_defaults", {}), f"{where} [text_defaults]")

@@ -375,6 +375,8 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> 
         "hash": record_hash(family),
         "shares": family.shares,
         "name": family.name,
+        # a composite of the same model_type (a flat config) counts its towers too: the sympy path reads it
+        **({"composite": True} if records.composite(family.name) is not None else {}),
         "title": family.title,
         "is_moe": family.is_moe,
         "counted": family.counted,
