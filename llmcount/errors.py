@@ -14,3 +14,9 @@ class LlmcountError(Exception):
 
     def __str__(self) -> str:
         return super().__str__().translate(CONTROL)
+
+
+class OptionError(LlmcountError):
+    """A value typed for an option that is not one the option takes (``--seq x``, ``--gpus -1``, an option given without
+    the one it needs): a usage error, which the CLI reports as click reports its own (one line, exit 2); through the API
+    an LlmcountError like any other bad input."""
