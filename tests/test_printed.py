@@ -163,9 +163,6 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
     "roformer": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "stablelm": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
     "xlm": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "xlstm": "none of 30 draws is taken by both llmcount and transformers",
     "zamba2": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),

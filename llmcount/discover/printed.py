@@ -402,6 +402,8 @@ class _Reader:
 
                 factors = [f for f in Mul.make_args(factor(named[0].expr)) if f.free_symbols]
                 preferred += [*factors, *(expand(named[0].expr / f) for f in factors)]
+                # a weight matrix whose order does not split (d*h_kv*d/h): one width a symbol, the other the rest
+                preferred += [expand(named[0].expr / s) for s in free]
                 preferred += [s + c for s in free for c in (-1, 1)]  # a convolution's padding, d_conv - 1
         times = self.times.get(match.path, 1) if match is not None else 1
         if times > 1:  # a term the layer carries twice in one module (wider) or in two (each as wide as the term)
