@@ -130,17 +130,16 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
         "the drawn config does not say which layers a term is in (the record counts them without indices)"
     ),
     "inkling2_text": "the drawn config does not say which layers a term is in (the record counts them without indices)",
-    "inkling_text": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
     "kimi_linear": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "laguna": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
+    "laguna": (
+        "each layer's query heads size its q_proj, which the record counts summed over the layers (h_tot): no "
+        "formula of the record prints one layer's"
+    ),
     "lfm2_moe": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "lfm3": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "llama4_text": "a kind of layer (a RoPE layer with the dense MLP) no build printed and no two combine into",
     "longcat_flash": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
@@ -149,19 +148,16 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
         "its [printed] table was derived at the defaults only: discover.printed builds through AutoModelForCausalLM, "
         "which maps no class to it, so the kinds of the drawn layers were not printed"
     ),
-    "mllama_text_model": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
     "nemotron_h": (
         "its layers come from a pattern string (hybrid_override_pattern): the draw sets counts and lists only"
     ),
-    "opt": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
-    "phi4_multimodal": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
+    "opt": (
+        "a module the defaults do not have: project_in and project_out exist when word_embed_proj_dim differs "
+        "from hidden_size"
     ),
     "prophetnet": "none of 30 draws is taken by both llmcount and transformers",
     "roformer": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
+        "a module the defaults do not have: embeddings_project exists when embedding_size differs from hidden_size"
     ),
     "xlm": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "xlstm": "none of 30 draws is taken by both llmcount and transformers",
