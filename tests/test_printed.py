@@ -293,3 +293,29 @@ def test_layers_with_the_same_weights_that_print_otherwise_are_told_apart(use_qk
     assert tree == printed(config)
     # one per RoPE layer (all but 3 and 7): dense and MoE layers alternate, so no two neighbours collapse into a run
     assert tree.count("(qk_norm): Llama4TextL2Norm") == (6 if use_qk_norm else 0)
+
+
+def test_two_varied_builds_catch_what_one_draw_gives_alike_by_chance() -> None:
+    """discover.printed keeps, of the formulas giving a number on the defaults, the one that gives the varied builds'
+    numbers too. StableLM's k_proj prints h_kv·d/h wide: 1024 at d = 4096, h = 32, h_kv = 8, as h·h is. A draw taking
+    h to 64, h_kv to 16 and d to 16,384 gives both 4096 again; a second draw (d to 8192) tells them apart (2048 against
+    4096). By hand, no build: the resolver over the records read on the three configs."""
+    from sympy import Symbol
+
+    from llmcount.discover.printed import _Resolver
+
+    def read(d: int, h: int, h_kv: int):
+        config = {"model_type": "stablelm", "vocab_size": 1000, "hidden_size": d, "intermediate_size": 64}
+        config |= {"num_hidden_layers": 2, "num_attention_heads": h, "num_key_value_heads": h_kv}
+        return read_config(config, "test"), config
+
+    model, config = read(4096, 32, 8)
+    first, second = read(16384, 64, 16), read(8192, 64, 16)
+    d, h, h_kv = (next(s for s in model.values if s.name == name) for name in ("d", "h", "h_kv"))
+    assert isinstance(d, Symbol)
+    both = [h * h, h_kv * d / h]  # equal on the defaults (1024) and on the first draw (4096)
+    one = _Resolver(model, config, [(first[0], None, first[1])])
+    assert one.integer(1024, both, seen=(4096,)) == "{h**2}"  # one draw cannot tell
+    two = _Resolver(model, config, [(first[0], None, first[1]), (second[0], None, second[1])])
+    assert two.integer(1024, both, seen=(4096, 2048)) == "{d*h_kv/h}"
+    assert two.integer(1024, [h * h], seen=(4096, 2048)) != "{h**2}"  # refused by the second draw
