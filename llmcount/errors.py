@@ -16,6 +16,11 @@ class LlmcountError(Exception):
         return super().__str__().translate(CONTROL)
 
 
-class UnknownName(LlmcountError):
-    """A name that is none of the known ones (an engine, a GPU), with the closest names; the CLI treats it as a bad
-    option value: a usage error, exit 2."""
+class OptionError(LlmcountError):
+    """A value typed for an option that is not one the option takes (``--seq x``, ``--gpus -1``, an option given without
+    the one it needs): a usage error, which the CLI reports as click reports its own (one line, exit 2); through the API
+    an LlmcountError like any other bad input."""
+
+
+class UnknownName(OptionError):
+    """A name that is none of the known ones (an engine, a GPU), with the closest names."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .errors import LlmcountError
+from .errors import OptionError
 
 
 def gb_gib(size: int | Fraction) -> str:
@@ -37,18 +37,18 @@ def shown(text: object) -> str:
 
 def _bounded(value: str, text: object, option: str) -> None:
     if len(value) > MAX_TEXT:
-        raise LlmcountError(f"{option}: {shown(text)} is longer than {MAX_TEXT} characters")
+        raise OptionError(f"{option}: {shown(text)} is longer than {MAX_TEXT} characters")
 
 
 def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
-    """A positive integer, ``32k`` = 32,768 and ``1M`` = 1,048,576 when ``suffixes``; LlmcountError
+    """A positive integer, ``32k`` = 32,768 and ``1M`` = 1,048,576 when ``suffixes``; OptionError (an LlmcountError)
     naming ``option`` for a negative, zero, fractional, over-long or malformed value."""
     if isinstance(text, bool):
-        raise LlmcountError(f"{option} must be a positive integer, got {shown(text)}")
+        raise OptionError(f"{option} must be a positive integer, got {shown(text)}")
     if isinstance(text, int):
         text = str(text)
     if not isinstance(text, str):
-        raise LlmcountError(f"{option} must be a positive integer, got {shown(text)}")
+        raise OptionError(f"{option} must be a positive integer, got {shown(text)}")
     value = text.strip()
     _bounded(value, text, option)
     example = "4096 or 32k (k = 1024)" if suffixes else "4096"
@@ -60,13 +60,13 @@ def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
             why = "not a whole number"
         else:
             why = "not a number"
-        raise LlmcountError(f"{option} must be a positive integer like {example}, got {shown(text)} ({why})")
+        raise OptionError(f"{option} must be a positive integer like {example}, got {shown(text)} ({why})")
     digits, suffix = match.group(1).replace("_", ""), match.group(2)
     if len(digits.lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
+        raise OptionError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     number = int(digits) * SUFFIXES[suffix]
     if number == 0:
-        raise LlmcountError(f"{option} must be a positive integer like {example}, got {shown(text)} (zero)")
+        raise OptionError(f"{option} must be a positive integer like {example}, got {shown(text)} (zero)")
     return number
 
 
@@ -90,7 +90,7 @@ _BYTES = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([A-Za-z]+)")
 def parse_bytes(text: str, option: str) -> int:
     """An amount of memory in whole bytes: ``80GiB`` = 80·2^30, ``24GB`` = 24·10^9, ``1.5 TB``; a fraction of a
     byte is dropped (a capacity is never rounded up). The unit is required (``80`` alone is refused: GB or GiB?).
-    LlmcountError naming ``option`` otherwise."""
+    OptionError naming ``option`` otherwise."""
     value = str(text).strip()
     _bounded(value, text, option)
     match = _BYTES.fullmatch(value)
@@ -99,18 +99,18 @@ def parse_bytes(text: str, option: str) -> int:
         why = "negative" if value.startswith("-") else "a number and a unit"
         if why != "negative" and re.fullmatch(r"[0-9_.]+", value):
             why = "no unit"
-        raise LlmcountError(f"{option} must be an amount of memory {example}, got {shown(text)} ({why})")
+        raise OptionError(f"{option} must be an amount of memory {example}, got {shown(text)} ({why})")
     number, unit = match.group(1).replace("_", ""), match.group(2).lower()
     if unit not in BYTE_UNITS:
         units = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
-        raise LlmcountError(f"{option}: unknown unit {match.group(2)!r}; choose one of {units}")
+        raise OptionError(f"{option}: unknown unit {match.group(2)!r}; choose one of {units}")
     if len(number.partition(".")[0].lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
+        raise OptionError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     whole, _, fraction = number.partition(".")
     scale = 10 ** len(fraction)
     amount = (int(whole) * scale + int(fraction or "0")) * BYTE_UNITS[unit] // scale
     if amount <= 0:
-        raise LlmcountError(f"{option} must be a positive amount of memory {example}, got {shown(text)}")
+        raise OptionError(f"{option} must be a positive amount of memory {example}, got {shown(text)}")
     return amount
 
 
@@ -118,16 +118,16 @@ _DECIMAL = re.compile(r"[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?")
 
 
 def parse_positive(text: str, option: str) -> Fraction:
-    """A positive decimal number typed by the user (``3500``, ``989.5``), exactly, as a Fraction; LlmcountError
+    """A positive decimal number typed by the user (``3500``, ``989.5``), exactly, as a Fraction; OptionError
     naming ``option`` for zero, a negative, an exponent or anything else."""
     value = str(text).strip()
     _bounded(value, text, option)
     if _DECIMAL.fullmatch(value) is None:
         why = "negative" if value.startswith("-") else "not a decimal number"
-        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} ({why})")
+        raise OptionError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} ({why})")
     if len(value.partition(".")[0].replace("_", "").lstrip("0")) > MAX_DIGITS:
-        raise LlmcountError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
+        raise OptionError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     number = Fraction(value.replace("_", ""))
     if number == 0:
-        raise LlmcountError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} (zero)")
+        raise OptionError(f"{option} must be a positive number like 3500 or 989.5, got {shown(text)} (zero)")
     return number

@@ -206,7 +206,8 @@ def test_mfu_fp8_peak_and_text() -> None:
     ],
 )
 def test_mfu_refuses_bad_input(args: list[str], needles: list[str]) -> None:
-    assert_refused(run("mfu", "llama-3-8b", *args), *needles)
+    code = 2 if {"0", "-5", "fast"} & set(args) else 1  # a number an option does not take: a usage error
+    assert_refused(run("mfu", "llama-3-8b", *args), *needles, code=code)
 
 
 def test_mfu_unknown_gpu_is_a_usage_error() -> None:

@@ -660,8 +660,8 @@ def test_formula_flops_json_parses_and_matches_the_count() -> None:
     assert forward.subs({symbols[k]: v for k, v in {**values, "S": 2048, "B": 1}.items()}) == expected
 
 
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
+def assert_refused(result, *needles: str, code: int = 1) -> None:
+    assert result.exit_code == code, result.output
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -673,7 +673,7 @@ def assert_refused(result, *needles: str) -> None:
     ("option", "value"), [("--seq", "0"), ("--seq", "-5"), ("--seq", "2.5"), ("--batch", "0"), ("--batch", "x")]
 )
 def test_flops_refuses_bad_sizes(option: str, value: str) -> None:
-    assert_refused(run("flops", "qwen3-32b", option, value), option, "positive integer", value)
+    assert_refused(run("flops", "qwen3-32b", option, value), option, "positive integer", value, code=2)
 
 
 def test_flops_of_unknown_model() -> None:

@@ -2,13 +2,25 @@
 read as transformers reads them. For every record with such a list, against transformers on the meta device: a
 valid list other than the default is counted as transformers builds it; a list with a kind no modeling class builds,
 or of a length the config class refuses, is refused by both, with one line naming the key, the entry and its index
-and the allowed kinds, by the sympy and the compiled (plain) path alike."""
+and the allowed kinds, by the sympy and the compiled (plain) path alike.
+
+Each record costs a meta build (about 60 s for all of them), so under CI (``CI`` set) the two per-record tests take
+a sample: a fixed third of the records (by a CRC of the name, the same third on every run) and every record whose
+TOML differs from the one listed in ``layer_kinds_checked.json`` (or is not listed). ``LLMCOUNT_FULL=1`` runs every
+record, as a run without CI does; ``LLMCOUNT_FULL=1 LLMCOUNT_REGEN=1`` after such a run passes records the files'
+current hashes in the list.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import sys
 import warnings
+import zlib
+from pathlib import Path
 
 import oracle
 import pytest
@@ -22,6 +34,24 @@ from llmcount.formulas.config import read_config
 from llmcount.formulas.reading import LEGACY_KINDS, _Reader, read_values
 
 KINDED = sorted(f.name for f in records.families() if f.layer_kinds and not f.shares)
+FAMILIES = Path(records.__file__).parent / "families"
+CHECKED = Path(__file__).parent / "layer_kinds_checked.json"  # record -> hash of its TOML at the last full run
+FULL = os.environ.get("LLMCOUNT_FULL") == "1" or not os.environ.get("CI")
+
+
+def record_hash(name: str) -> str:
+    return hashlib.sha256((FAMILIES / f"{name}.toml").read_bytes()).hexdigest()[:16]
+
+
+def sampled(names: list[str]) -> list[str]:
+    """Every name on a full run; else a fixed third of them and every one whose record changed since the list."""
+    if FULL:
+        return names
+    checked = json.loads(CHECKED.read_text()) if CHECKED.exists() else {}
+    return [n for n in names if zlib.crc32(n.encode()) % 3 == 0 or checked.get(n) != record_hash(n)]
+
+
+RUN = sampled(KINDED)
 LAYERS = 6  # few layers: a cheap meta build; every kind of a list fits in them
 SMALL = {  # keys a class ties to the layers or to a kind: set so that LAYERS layers of every kind build
     "gemma3n_text": {"num_kv_shared_layers": 2},
@@ -83,7 +113,7 @@ OFFSET = {"N": 0, "at least N": 1, "cycle": -1}  # a valid list's length beyond 
 # N entries are read, shorter where the list repeats over the layers
 
 
-@pytest.mark.parametrize("model_type", KINDED)
+@pytest.mark.parametrize("model_type", RUN)
 def test_valid_lists_are_counted_as_transformers_builds_them_and_a_bad_entry_is_refused_by_both(model_type):
     """One meta build per record: every list of the record rotated through its kinds (of a length transformers takes);
     then each list with an unknown entry, refused by name (and by the config class, where it validates the list)."""
@@ -115,7 +145,7 @@ NOT_BUILT = {
 }
 
 
-@pytest.mark.parametrize("model_type", KINDED)
+@pytest.mark.parametrize("model_type", RUN)
 def test_a_list_of_the_wrong_length_is_refused_where_transformers_refuses_it(model_type):
     family = records.family(model_type)
     base = small(family)
@@ -250,3 +280,19 @@ def test_a_composite_text_config_key_the_record_has_not_seen_gets_its_line(tmp_p
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "key brand_new_rank is new to the gemma3_text record" in lines[0], result.stderr
     assert json.loads(result.stdout)["total"] > 0
+
+
+def test_the_sample_is_a_third_and_every_changed_record(monkeypatch):
+    """Under CI the per-record tests run a fixed third and every record changed since the list; the list is
+    rewritten, on a full run, with LLMCOUNT_REGEN=1."""
+    if FULL and os.environ.get("LLMCOUNT_REGEN"):
+        CHECKED.write_text(json.dumps({n: record_hash(n) for n in KINDED}, indent=1, sort_keys=True) + "\n")
+    monkeypatch.setattr(sys.modules[__name__], "FULL", False)
+    third = [n for n in KINDED if zlib.crc32(n.encode()) % 3 == 0]
+    assert len(KINDED) // 5 < len(third) < len(KINDED) // 2
+    listed = json.loads(CHECKED.read_text())
+    unchanged = [n for n in KINDED if listed.get(n) == record_hash(n)]
+    changed = sorted(set(KINDED) - set(unchanged))
+    assert sampled(KINDED) == sorted(set(third) | set(changed))
+    monkeypatch.setattr(sys.modules[__name__], "CHECKED", CHECKED.with_name("missing.json"))
+    assert sampled(KINDED) == KINDED  # no list: nothing is known unchanged

@@ -301,8 +301,8 @@ def test_memory_training_text_and_json() -> None:
     assert data["kv_cache_bytes"] == 0 and data["kv_dtype"] is None
 
 
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
+def assert_refused(result, *needles: str, code: int = 1) -> None:
+    assert result.exit_code == code, result.output
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -320,7 +320,7 @@ def test_unknown_dtype_lists_the_choices() -> None:
     [["--seq", "0"], ["--batch", "-1"], ["--seq", "1e3"], ["--group-size", "0"], ["--overhead", "ten"]],
 )
 def test_memory_refuses_bad_numbers(args: list[str]) -> None:
-    assert_refused(run("memory", "qwen3-32b", *args), args[0], "positive integer")
+    assert_refused(run("memory", "qwen3-32b", *args), args[0], "positive integer", code=2)  # a usage error
 
 
 def test_training_refuses_a_quantised_dtype() -> None:

@@ -130,17 +130,16 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
         "the drawn config does not say which layers a term is in (the record counts them without indices)"
     ),
     "inkling2_text": "the drawn config does not say which layers a term is in (the record counts them without indices)",
-    "inkling_text": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
     "kimi_linear": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "laguna": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
+    "laguna": (
+        "each layer's query heads size its q_proj, which the record counts summed over the layers (h_tot): no "
+        "formula of the record prints one layer's"
+    ),
     "lfm2_moe": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
     ),
-    "lfm3": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "llama4_text": "a kind of layer (a RoPE layer with the dense MLP) no build printed and no two combine into",
     "longcat_flash": (
         "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
@@ -149,22 +148,16 @@ SECOND_CONFIG_KNOWN: dict[str, str] = {
         "its [printed] table was derived at the defaults only: discover.printed builds through AutoModelForCausalLM, "
         "which maps no class to it, so the kinds of the drawn layers were not printed"
     ),
-    "mllama_text_model": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
     "nemotron_h": (
         "its layers come from a pattern string (hybrid_override_pattern): the draw sets counts and lists only"
     ),
-    "opt": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
-    "phi4_multimodal": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
+    "opt": (
+        "a module the defaults do not have: project_in and project_out exist when word_embed_proj_dim differs "
+        "from hidden_size"
     ),
     "prophetnet": "none of 30 draws is taken by both llmcount and transformers",
     "roformer": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
-    ),
-    "stablelm": (
-        "a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"
+        "a module the defaults do not have: embeddings_project exists when embedding_size differs from hidden_size"
     ),
     "xlm": ("a size printed by a formula equal to the model's on the defaults only (the varied build did not tell)"),
     "xlstm": "none of 30 draws is taken by both llmcount and transformers",
@@ -300,3 +293,29 @@ def test_layers_with_the_same_weights_that_print_otherwise_are_told_apart(use_qk
     assert tree == printed(config)
     # one per RoPE layer (all but 3 and 7): dense and MoE layers alternate, so no two neighbours collapse into a run
     assert tree.count("(qk_norm): Llama4TextL2Norm") == (6 if use_qk_norm else 0)
+
+
+def test_two_varied_builds_catch_what_one_draw_gives_alike_by_chance() -> None:
+    """discover.printed keeps, of the formulas giving a number on the defaults, the one that gives the varied builds'
+    numbers too. StableLM's k_proj prints h_kv·d/h wide: 1024 at d = 4096, h = 32, h_kv = 8, as h·h is. A draw taking
+    h to 64, h_kv to 16 and d to 16,384 gives both 4096 again; a second draw (d to 8192) tells them apart (2048 against
+    4096). By hand, no build: the resolver over the records read on the three configs."""
+    from sympy import Symbol
+
+    from llmcount.discover.printed import _Resolver
+
+    def read(d: int, h: int, h_kv: int):
+        config = {"model_type": "stablelm", "vocab_size": 1000, "hidden_size": d, "intermediate_size": 64}
+        config |= {"num_hidden_layers": 2, "num_attention_heads": h, "num_key_value_heads": h_kv}
+        return read_config(config, "test"), config
+
+    model, config = read(4096, 32, 8)
+    first, second = read(16384, 64, 16), read(8192, 64, 16)
+    d, h, h_kv = (next(s for s in model.values if s.name == name) for name in ("d", "h", "h_kv"))
+    assert isinstance(d, Symbol)
+    both = [h * h, h_kv * d / h]  # equal on the defaults (1024) and on the first draw (4096)
+    one = _Resolver(model, config, [(first[0], None, first[1])])
+    assert one.integer(1024, both, seen=(4096,)) == "{h**2}"  # one draw cannot tell
+    two = _Resolver(model, config, [(first[0], None, first[1]), (second[0], None, second[1])])
+    assert two.integer(1024, both, seen=(4096, 2048)) == "{d*h_kv/h}"
+    assert two.integer(1024, [h * h], seen=(4096, 2048)) != "{h**2}"  # refused by the second draw

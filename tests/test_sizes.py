@@ -93,7 +93,7 @@ def test_seq_and_batch_take_suffixes_in_memory_and_flops():
 @pytest.mark.parametrize("value", ["-2k", "0", "1.5k", "1234567890123"])
 def test_bad_sizes_are_one_line(command, value):
     result = run(command, "gpt2", "--seq", value)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a value --seq does not take: a usage error
     assert result.stderr.count("\n") == 1 and "--seq" in result.stderr and "Traceback" not in result.stderr
 
 

@@ -203,7 +203,9 @@ def test_apple_has_bandwidth_but_no_peak() -> None:
     ],
 )
 def test_bad_input_is_one_line(args: list[str], needles: list[str]) -> None:
-    assert_refused(run("speed", "llama-3-8b", *args), *needles)
+    # a number an option does not take is a usage error (2); a name missing from a table is bad input (1)
+    code = 1 if args[-2] in ("--gpu", "--quant", "--kv-dtype") else 2
+    assert_refused(run("speed", "llama-3-8b", *args), *needles, code=code)
 
 
 # --- the GPU table ----------------------------------------------------------------------------------------------------

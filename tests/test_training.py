@@ -157,8 +157,8 @@ def run(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
-def assert_refused(result, *needles: str) -> None:
-    assert result.exit_code == 1, result.output
+def assert_refused(result, *needles: str, code: int = 1) -> None:
+    assert result.exit_code == code, result.output
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -222,7 +222,8 @@ def test_a_config_its_table_was_not_checked_for_gets_its_model_states_and_the_re
     ],
 )
 def test_parallel_degrees_that_do_not_divide_the_model(args: list[str], needles: list[str]) -> None:
-    assert_refused(run("memory", args[0], "--training", *args[1:]), *needles)
+    code = 2 if args[-1] == "0" else 1  # a degree that is no positive integer is a usage error; one not dividing, 1
+    assert_refused(run("memory", args[0], "--training", *args[1:]), *needles, code=code)
 
 
 @pytest.mark.parametrize(

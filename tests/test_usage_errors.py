@@ -1,5 +1,7 @@
 """Usage errors through the real entry point (``main``): one line ``llmcount: error: ...`` on stderr naming the
-option or argument, exit 2, nothing on stdout; a value that looks like an option says to put ``--`` before it."""
+option or argument, exit 2, nothing on stdout; a value that looks like an option says to put ``--`` before it.
+A value refused by our own parsers (``--seq x``, ``--images x``, ``--gpus -1``: a number that is malformed or out of
+the option's range, raised as OptionError) is a usage error as much as one click's types refuse (``--max-files x``)."""
 
 from __future__ import annotations
 
@@ -139,17 +141,39 @@ USAGE_CASES = [
     ("flops", "bad_image_size", ("flops", "qwen3-8b", "--images", "1", "--image-size", "big"), "--image-size"),
     ("flops", "image_size_out_of_range", ("flops", "qwen3-8b", "--images", "1", "--image-size", "0x28"), "0x28"),
     ("flops", "image_size_without_images", ("flops", "qwen3-8b", "--image-size", "448"), "--images"),
+    ("flops", "bad_size", ("flops", "qwen3-8b", "--seq", "x"), "--seq"),  # our own parsers' values, as click's
+    ("flops", "bad_images", ("flops", "qwen3-8b", "--images", "x"), "--images"),
+    ("flops", "bad_audio_frames", ("flops", "qwen3-8b", "--audio-frames", "x"), "--audio-frames"),
+    ("flops", "too_many_images", ("flops", "qwen3-8b", "--images", "100000000"), "--images"),
     ("mfu", "unknown_option", ("mfu", "llama-3-8b", "--nope"), "--nope"),
     ("mfu", "missing_argument", ("mfu",), "Missing argument"),
+    (
+        "mfu",
+        "negative_count",
+        ("mfu", "llama-3-8b", "--tokens-per-second", "1", "--gpu", "h100", "--gpus", "-1"),
+        "--gpus",
+    ),
+    (
+        "mfu",
+        "bad_decimal",
+        ("mfu", "llama-3-8b", "--tokens-per-second", "fast", "--gpu", "h100"),
+        "--tokens-per-second",
+    ),
     ("speed", "unknown_option", ("speed", "qwen3-8b", "--gpu", "h100", "--nope"), "--nope"),
     ("speed", "missing_argument", ("speed",), "Missing argument"),
     ("speed", "option_without_its_value", ("speed", "qwen3-8b", "--gpu"), "--gpu"),
+    ("speed", "out_of_range", ("speed", "qwen3-8b", "--gpu", "h100", "--mfu", "40"), "--mfu"),
     ("fit", "unknown_option", ("fit", "qwen3-8b", "--gpu", "h100", "--nope"), "--nope"),
     ("fit", "missing_argument", ("fit",), "Missing argument"),
     ("fit", "option_without_its_value", ("fit", "qwen3-8b", "--gpu"), "--gpu"),
+    ("fit", "bad_size", ("fit", "qwen3-8b", "--gpu", "h100", "--seq", "0"), "--seq"),
     ("memory", "unknown_option", ("memory", "qwen3-8b", "--nope"), "--nope"),
     ("memory", "missing_argument", ("memory",), "Missing argument"),
     ("memory", "bad_choice", ("memory", "qwen3-8b", "--training", "--optimizer", "sgdx"), "--optimizer"),
+    ("memory", "bad_size", ("memory", "qwen3-8b", "--seq", "x"), "--seq"),  # the fast path's parser too
+    ("memory", "negative_gpus", ("memory", "qwen3-8b", "--gpu", "h100", "--gpus", "-1"), "--gpus"),
+    ("memory", "gpus_without_gpu", ("memory", "qwen3-8b", "--gpus", "-1"), "--gpu NAME"),
+    ("memory", "bad_amount", ("memory", "qwen3-8b", "--gpu-memory", "80"), "--gpu-memory"),
     ("verify", "unknown_option", ("verify", "qwen3-8b", "--nope"), "--nope"),
     ("verify", "missing_argument", ("verify",), "Missing argument"),
     ("completion", "unknown_option", ("completion", "bash", "--nope"), "--nope"),
@@ -158,6 +182,7 @@ USAGE_CASES = [
     ("writeup", "unknown_option", ("writeup", "qwen3-8b", "--nope"), "--nope"),
     ("writeup", "missing_argument", ("writeup",), "Missing argument"),
     ("writeup", "bad_choice", ("writeup", "qwen3-8b", "--lang", "xx"), "'xx'"),
+    ("writeup", "bad_size", ("writeup", "qwen3-8b", "--seq", "2.5"), "--seq"),
     ("chart", "unknown_option", ("chart", "qwen3-8b", "-o", "x.svg", "--nope"), "--nope"),
     ("chart", "missing_argument", ("chart", "-o", "x.svg"), "MODEL"),
     ("chart", "missing_option", ("chart", "qwen3-8b"), "--output"),

@@ -71,6 +71,19 @@ def test_the_default_has_the_posts_sections_in_order_and_costs_are_asked_for():
     assert "Forward FLOPs per token" in long and "Memory: weights and the KV cache" in long
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "latex", "html"])
+def test_the_tool_is_named_once_in_the_source_line(fmt):
+    """The text speaks of the model: what a reader sees names llmcount once, in the source line at the end (the
+    LaTeX file's first comment and the page's generator tag are not shown)."""
+    for spec in ("qwen3-32b", "qwen3-30b-a3b", "llama-4-scout"):  # dense, MoE, multimodal
+        for lang in ("en", "zh"):
+            text = build(spec, fmt, lang).text
+            shown = re.sub(r"(?m)^%.*$", "", text) if fmt == "latex" else re.sub(r"<meta [^>]*>", "", text)
+            assert shown.count("llmcount") == 1, (spec, fmt, lang)
+            line = next(line for line in shown.splitlines() if "llmcount" in line)
+            assert ("Source:" if lang == "en" else "来源：") in line, (spec, fmt, lang, line)
+
+
 def numbered(text: str, fmt: str) -> list[bool]:
     """For each section heading of a post, whether it carries a number."""
     if fmt == "latex":

@@ -180,7 +180,7 @@ def test_cli_writeup_training_takes_memorys_dtype_and_lora() -> None:
         (["--zero", "3"], 2, "--zero needs --training"),
         (["--lora", "8"], 2, "--lora needs --training"),
         (["--training", "--lora-targets", "q_proj"], 2, "--lora-targets needs --lora"),
-        (["--training", "--lora", "0"], 1, "--lora must be a positive integer"),
+        (["--training", "--lora", "0"], 2, "--lora must be a positive integer"),
         (["--training", "--tp", "3"], 1, "--tp 3 does not divide num_attention_heads = 32"),
         (["--training", "--pp", "33"], 1, "--pp 33 is more than the number of layers N = 32"),
         (["--training", "--ep", "2"], 1, "--ep 2: llama-3-8b has no routed experts to divide"),

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from .. import _pipes
-from ..errors import CONTROL, LlmcountError
+from ..errors import CONTROL, LlmcountError, OptionError
 from .options import ACTIVATED_HELP
 
 try:  # typer >= 0.26 vendors click; main() needs the exceptions it raises
@@ -178,6 +178,7 @@ class _OneLineErrors(typer.core.TyperGroup):
         from .. import sources
 
         sources.HELD_NOTES = held = []  # notes on the input, printed only when the command succeeds
+        _COMMAND[0] = f"llmcount {args[0]}" if args and args[0] in COMMAND_MODULES else "llmcount"
         try:
             quick = _quick_count(args)
             code = quick() if quick else super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
@@ -194,6 +195,9 @@ class _OneLineErrors(typer.core.TyperGroup):
         except click.ClickException as exc:
             typer.echo(f"llmcount: error: {one_line(' '.join(exc.format_message().split()))}", err=True)
             sys.exit(exc.exit_code)
+        except OptionError as exc:  # an option's value refused by our own parser: a usage error, as click's
+            typer.echo(f"llmcount: error: {one_line(with_help(str(exc)))}", err=True)
+            sys.exit(2)
         except LlmcountError as exc:
             typer.echo(f"llmcount: error: {one_line(str(exc))}", err=True)
             sys.exit(1)
@@ -255,8 +259,22 @@ def one_line(message: str) -> str:
 
 
 def fail(message: str) -> typer.Exit:
+    """A refused input: one line on stderr, exit 1. Called while an OptionError is handled (a command's ``except
+    LlmcountError: raise fail(str(exc))`` around an option's parser), it is a usage error: exit 2, naming the help to
+    read, as click reports a value its own types refuse."""
+    if isinstance(sys.exc_info()[1], OptionError):
+        return usage_error(with_help(message))
     typer.echo(f"llmcount: error: {one_line(message)}", err=True)
     return typer.Exit(1)
+
+
+_COMMAND = ["llmcount"]
+"""The command being run (``llmcount memory``), set by the root command's main: where a usage error's line points."""
+
+
+def with_help(message: str) -> str:
+    """``message`` and where to read the command's options, as click's usage errors end."""
+    return f"{message} (see `{_COMMAND[0]} --help`)"
 
 
 def usage_error(message: str) -> typer.Exit:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import LlmcountError
+from ..errors import LlmcountError, OptionError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, parse_positive, parse_size
 from ..tower_parallel import shown_name
@@ -237,10 +237,10 @@ def _audio_frames(frames: str | None) -> int:
 
 
 def _bounded(text: str, option: str, most: int, unit: str) -> int:
-    """A count option: a positive integer up to ``most``; LlmcountError naming the option."""
+    """A count option: a positive integer up to ``most``; OptionError (a usage error) naming the option."""
     value = parse_size(text, option, suffixes=False)
     if value > most:
-        raise LlmcountError(f"{option} must be at most {most:,} {unit}, got {value:,}")
+        raise OptionError(f"{option} must be at most {most:,} {unit}, got {value:,}")
     return value
 
 

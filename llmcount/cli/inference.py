@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..errors import LlmcountError
+from ..errors import LlmcountError, OptionError
 from ..sizes import parse_size
 from ..tower_parallel import shown_name
 from .app import fail, print_json, terminal_width
@@ -21,10 +21,10 @@ MAX_DEGREE = 65_536
 
 
 def degree(option: str, value: str | int) -> int:
-    """A parallel degree or GPU count: a positive integer up to :data:`MAX_DEGREE`; LlmcountError naming the option."""
+    """A parallel degree or GPU count: a positive integer up to :data:`MAX_DEGREE`; OptionError naming the option."""
     number = parse_size(str(value), option, suffixes=False)
     if number > MAX_DEGREE:
-        raise LlmcountError(f"{option} {number:,} is more than {MAX_DEGREE:,}: not a number of GPUs")
+        raise OptionError(f"{option} {number:,} is more than {MAX_DEGREE:,}: not a number of GPUs")
     return number
 
 
@@ -35,10 +35,8 @@ def _bad_name(find: Any, value: str | None) -> str | None:
         return None
     try:
         find(value)
-    except UnknownName as exc:  # a bad option value: exit 2, one line, with the closest names
-        from .app import click
-
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+    except UnknownName:  # a bad option value: a usage error (exit 2), one line, with the closest names
+        raise
     except LlmcountError:  # a known name refused for its own reason: refused by the command, exit 1
         pass
     return value
@@ -418,7 +416,7 @@ def memory_per_gpu(
 
             card = find_gpu(gpu)
         elif gpus is not None:
-            raise LlmcountError("--gpus needs --gpu NAME (the type of the GPUs)")
+            raise OptionError("--gpus needs --gpu NAME (the type of the GPUs)")
         seq_, batch_ = parse_size(seq, "--seq"), parse_size(batch, "--batch")
         layout, notes = layout_from(tp, pp, dp, ep, gpus, engine)
         check_engine_pp(rule, engine, layout)

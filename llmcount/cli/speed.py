@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import LlmcountError
+from ..errors import LlmcountError, OptionError
 from ..gpus import KNOWN
 from ..sizes import SUFFIX_HELP, gb_gib, parse_positive, parse_size
 from .app import app, fail, print_json, terminal_width
@@ -108,10 +108,10 @@ def speed(
         batches = parse_batches(batch)
         seq_ = parse_size(seq, "--seq")
         if seq_ > rl.MAX_SEQ:
-            raise LlmcountError(f"--seq: {seq_:,} tokens is beyond any model's context (at most {rl.MAX_SEQ:,})")
+            raise OptionError(f"--seq: {seq_:,} tokens is beyond any model's context (at most {rl.MAX_SEQ:,})")
         tp_ = parse_size(tp, "--tp", suffixes=False)
         if tp_ > rl.MAX_TP:
-            raise LlmcountError(f"--tp: {tp_:,} GPUs is more than {rl.MAX_TP:,}")
+            raise OptionError(f"--tp: {tp_:,} GPUs is more than {rl.MAX_TP:,}")
         mfu_ = parse_mfu(mfu) if mfu is not None else None
         peak_ = parse_positive(peak_tflops, "--peak-tflops") if peak_tflops is not None else None
         from ..gpus import gpu as find_gpu
@@ -182,26 +182,26 @@ def _engine_cache(engine: str, model: Any, kv_dtype: str | None, dtype: str | No
 
 def parse_batches(text: str) -> list[int]:
     """``1,8,64``: positive integers, at most :data:`~llmcount.roofline.MAX_BATCHES` of them, each at most
-    :data:`~llmcount.roofline.MAX_BATCH`; LlmcountError naming --batch otherwise."""
+    :data:`~llmcount.roofline.MAX_BATCH`; OptionError naming --batch otherwise."""
     from ..roofline import MAX_BATCH, MAX_BATCHES
 
     parts = text.split(",")
     if len(parts) > MAX_BATCHES:
-        raise LlmcountError(f"--batch: {len(parts)} batch sizes; give at most {MAX_BATCHES}")
+        raise OptionError(f"--batch: {len(parts)} batch sizes; give at most {MAX_BATCHES}")
     batches = []
     for part in parts:
         value = parse_size(part, "--batch")
         if value > MAX_BATCH:
-            raise LlmcountError(f"--batch: {value:,} sequences at once is more than {MAX_BATCH:,}")
+            raise OptionError(f"--batch: {value:,} sequences at once is more than {MAX_BATCH:,}")
         batches.append(value)
     return list(dict.fromkeys(batches))
 
 
 def parse_mfu(text: str) -> Fraction:
-    """A model FLOPs utilisation in (0, 1]: ``0.4``; LlmcountError naming --mfu otherwise."""
+    """A model FLOPs utilisation in (0, 1]: ``0.4``; OptionError naming --mfu otherwise."""
     value = parse_positive(text, "--mfu")
     if value > 1:
-        raise LlmcountError(f"--mfu must be in (0, 1], got {text.strip()[:40]!r} (a fraction: 0.4, not 40)")
+        raise OptionError(f"--mfu must be in (0, 1], got {text.strip()[:40]!r} (a fraction: 0.4, not 40)")
     return value
 
 

@@ -10,10 +10,12 @@ not build, from the record's example preset) and read module by module:
 * every number of a module's ``extra_repr`` becomes a formula: the input and output width of the record's term for
   that weight (found by its name and checked by value: ``in_features``/``out_features`` of ``Linear``, ``nx``/``nf``
   of ``Conv1D``), else a symbol (or a product of two, a sum of two, a symbol plus or minus one) of that value, else
-  the config key of that value (``eps``, ``p``), else the number as printed. A second build, with every size the
-  record reads multiplied by 2, 3 or 4 (drawn per key), checks each choice: the formula must give that build's
-  number at the same place too, so that of two formulas of equal value on the defaults (a position table's rows
-  and the hidden size, both 1024) the one the model computes is kept, and a constant (``stride=(1,)``) stays one;
+  the config key of that value (``eps``, ``p``), else the number as printed. Two more builds, each with every size
+  the record reads multiplied by 2, 3 or 4 (drawn per key, the two draws unlike), check each choice: the formula
+  must give each build's number at the same place too, so that of two formulas of equal value on the defaults (a
+  position table's rows and the hidden size, both 1024) the one the model computes is kept, one draw's coincidence
+  (h·h and h_kv·d/h both 4096) is caught by the other, and a constant (``stride=(1,)``) stays one; a weight whose
+  record formula does not split into its two widths (``d*h_kv*d/h``) may print the formula over one of its symbols;
 * the kinds of layer are those of the defaults, of the example preset, and of configs next to the defaults (each
   per-layer list turned by one or reversed, each integer key of the record moved) that have a kind the others do
   not (an attention layer among the dense first layers);
@@ -112,13 +114,13 @@ def _configs(model_type: str, given: dict[str, Any]) -> list[dict[str, Any]]:
 class _Resolver:
     """Numbers of one build -> formulas of the record's symbols, config keys or literals."""
 
-    def __init__(self, model, config: dict[str, Any], other=None, other_config: dict[str, Any] | None = None) -> None:
+    def __init__(self, model, config: dict[str, Any], varied: list[tuple[Any, Any, dict[str, Any]]] = ()) -> None:
         from sympy import Integer, Mul
 
         self.model = model
         self.config = config
-        self.other = other  # the record read on the varied config (see _varied), or None
-        self.other_config = other_config or {}
+        # the records read on the varied configs (see _varied) and those configs: a formula must hold on each
+        self.varied = [(other, other_config) for other, _, other_config in varied]
         # they tell layers apart or count them, they size nothing
         apart = set((model.architecture.printed or {}).get("by", ())) | {s.name for s in model.layer_indices}
         self.symbols = [(symbol, value) for symbol, value in model.values.items() if symbol.name not in apart]
@@ -127,16 +129,17 @@ class _Resolver:
         ]
         # with a varied build to check them against, sums and neighbours too (d_conv - 1, n + n_zero)
         self.sums = []
-        if other is not None:
+        if self.varied:
             self.sums = [(s + Integer(c), v + c) for s, v in self.symbols for c in (-1, 1)]
             self.sums += [(a + b, va + vb) for i, (a, va) in enumerate(self.symbols) for b, vb in self.symbols[i + 1 :]]
 
     def integer(
-        self, value: int, preferred: list[Any], name: str = "", probe: Any = None, seen: int | None = None
+        self, value: int, preferred: list[Any], name: str = "", probe: Any = None, seen: tuple | None = None
     ) -> str:
         """``value`` as a formula: one of ``preferred``, else a symbol, a product or a sum of two, that gives
-        ``value`` on this build and, when the varied build's number at the same place is ``seen``, gives ``seen``
-        on that one; else the config key of the value, else the number."""
+        ``value`` on this build and, where a varied build's number at the same place is given (``seen``, one per
+        varied build, None where it has none), that number on that build; else the config key of the value, else
+        the number."""
         from sympy import expand
 
         pools = (((e, None) for e in preferred), self.symbols, self.products, self.sums if seen is not None else ())
@@ -147,12 +150,17 @@ class _Resolver:
         key = self._key(value, name, probe, seen)
         return key if key is not None else str(value)
 
-    def _fits(self, expr, seen: int | None) -> bool:
-        """Whether ``expr`` gives ``seen`` on the varied build (True when there is none to check)."""
-        if seen is None or self.other is None:
+    def _fits(self, expr, seen: tuple | None) -> bool:
+        """Whether ``expr`` gives each varied build's number ``seen`` on it (True when there is none to check), and
+        in one of them all its symbols moved: a size a draw left alone tells nothing."""
+        builds = [(other, s) for (other, _), s in zip(self.varied, seen or (), strict=False) if s is not None]
+        if not builds:
             return True
-        fixed = {s for s in expr.free_symbols if self.model.values.get(s) == self.other.values.get(s)}
-        return not fixed and self._at(expr, self.other.values) == seen  # a size the draw left alone tells nothing
+        if any(self._at(expr, other.values) != s for other, s in builds):
+            return False
+        return any(
+            all(self.model.values.get(s) != other.values.get(s) for s in expr.free_symbols) for other, _ in builds
+        )
 
     def _at(self, expr, values=None) -> int | None:
         try:
@@ -172,7 +180,14 @@ class _Resolver:
     def _key(self, value: Any, name: str = "", probe: Any = None, seen: Any = None) -> str | None:
         """The config key of this value that changes the module when it changes (a rebuild with another value), and
         that has the varied build's value ``seen`` there (when given)."""
-        keys = [key for key in self.keys(value) if seen is None or self.other_config.get(key, value) == seen]
+        keys = [
+            key
+            for key in self.keys(value)
+            if all(
+                s is None or other_config.get(key, value) == s
+                for (_, other_config), s in zip(self.varied, seen or (), strict=False)
+            )
+        ]
         keys = [key for key in keys if probe is not None and probe(key, name)]
         return "{key:" + keys[0] + "=" + json.dumps(value) + "}" if keys else None
 
@@ -214,15 +229,16 @@ def _term_shapes(term) -> list[Any]:
 class _Reader:
     """One build read into templates."""
 
-    def __init__(self, model, config: dict[str, Any], hf, varied: tuple[Any, Any] | None = None) -> None:
+    def __init__(self, model, config: dict[str, Any], hf, varied: list[tuple[Any, Any, dict[str, Any]]] = ()) -> None:
         from transformers.activations import ACT2CLS
 
         self.model = model
         self.config = config
         self.hf = hf
-        self.resolve = _Resolver(model, config, *(varied[0], varied[2]) if varied is not None else ())
-        # the varied build's modules by name: its numbers, at the same places, tell formulas of equal value apart
-        self.others = {} if varied is None else dict(varied[1].named_modules())
+        self.resolve = _Resolver(model, config, varied)
+        # the varied builds' modules by name: their numbers, at the same places, tell formulas of equal value apart
+        self.varied_modules = [dict(built.named_modules()) for _, built, _ in varied]
+        self.others = self.varied_modules[0] if self.varied_modules else {}
         self.paths = {t.path for t in model.derivation.terms}
         self.acts = {cls_name: name for name, cls_name in _activation_classes(ACT2CLS).items()}
         self.reprs = {name: repr(module) for name, module in hf.named_modules()}
@@ -293,18 +309,17 @@ class _Reader:
                 return f"{{stack:{i}}}"
         if isinstance(module, torch.nn.ModuleList):
             return self._module_list(module, name, terms)
-        other = self.others.get(name)
-        if type(other) is not type(module):
-            other = None
+        others = [found.get(name) for found in self.varied_modules]
+        others = [other if type(other) is type(module) else None for other in others]
         if type(module).__repr__ is not torch.nn.Module.__repr__ and not module._modules:  # Conv1D's own repr
-            return self._numbers(repr(module), name, terms, None if other is None else repr(other))
+            return self._numbers(repr(module), name, terms, [None if o is None else repr(o) for o in others])
         extra = module.extra_repr()
         pad = self.padding(module, name) if isinstance(module, torch.nn.Embedding) else None
         if pad is not None:
             extra = re.sub(r", padding_idx=-?\d+", "", extra)
-        seen = None if other is None else other.extra_repr()
-        if seen is not None and pad is not None:
-            seen = re.sub(r", padding_idx=-?\d+", "", seen)
+        seen = [None if other is None else other.extra_repr() for other in others]
+        if pad is not None:
+            seen = [s if s is None else re.sub(r", padding_idx=-?\d+", "", s) for s in seen]
         extra = self._numbers(extra, name, terms, seen) + (pad or "")
         children = [
             f"({key}): " + _indent(self.module(child, f"{name}.{key}" if name else key, terms, layer_list))
@@ -375,15 +390,15 @@ class _Reader:
                     found.append(f" {name}={read}")
         return "".join(found)
 
-    def _numbers(self, extra: str, name: str, terms: list[Any], varied: str | None = None) -> str:
+    def _numbers(self, extra: str, name: str, terms: list[Any], varied: list[str | None] = ()) -> str:
         """``extra`` (an ``extra_repr``, or a whole repr) with its numbers as formulas, config keys or literals;
-        ``varied``: the same module's text in the varied build, whose numbers (at the same places) each formula must
-        give there too."""
+        ``varied``: the same module's text in each varied build (None where it has none), whose numbers (at the
+        same places) each formula must give there too."""
         if not extra:
             return ""
-        seen: list[Any] = [m.group(0) for m in _NUMBER.finditer(_brace(varied))] if varied is not None else []
-        if len(seen) != len(_NUMBER.findall(_brace(extra))):
-            seen = []
+        count = len(_NUMBER.findall(_brace(extra)))
+        seens = [[m.group(0) for m in _NUMBER.finditer(_brace(text))] if text is not None else [] for text in varied]
+        seens = [seen if len(seen) == count else [] for seen in seens]
         numbers = [int(m) for m in re.findall(r"\d+", extra)]
         match = None
         named = self.candidates(name, terms) if numbers else []
@@ -402,6 +417,8 @@ class _Reader:
 
                 factors = [f for f in Mul.make_args(factor(named[0].expr)) if f.free_symbols]
                 preferred += [*factors, *(expand(named[0].expr / f) for f in factors)]
+                # a weight matrix whose order does not split (d*h_kv*d/h): one width a symbol, the other the rest
+                preferred += [expand(named[0].expr / s) for s in free]
                 preferred += [s + c for s in free for c in (-1, 1)]  # a convolution's padding, d_conv - 1
         times = self.times.get(match.path, 1) if match is not None else 1
         if times > 1:  # a term the layer carries twice in one module (wider) or in two (each as wide as the term)
@@ -418,7 +435,8 @@ class _Reader:
             if "." in text or "e" in text:
                 return self.resolve.number(text, name, self.probe)
             value = int(text)
-            other = int(seen[i]) if seen and re.fullmatch(r"-?\d+", seen[i]) else None
+            other = tuple(int(s[i]) if s and re.fullmatch(r"-?\d+", s[i]) else None for s in seens)
+            other = other if any(s is not None for s in other) else None
             order = list(preferred)
             if keyword and keyword.group(1) in sides and match is not None and len(preferred) >= 2:
                 first = preferred[sides[keyword.group(1)]]
@@ -557,18 +575,25 @@ VARIED_DRAWS = 300
 VARIED_BUILDS = 6
 
 
-def _varied(model_type: str, config: dict[str, Any], model) -> tuple[Any, Any, dict[str, Any]] | None:
-    """The record, the model and the config with each size the record reads multiplied by 2, 3 or 4 (drawn per key,
+VARIED = 2
+"""Varied builds a number's formula must hold on: two draws tell apart formulas one draw gives alike by chance
+(h·h and h_kv·d/h when the draw takes h to 64, h_kv to 16 and d to 16,384) or leaves alone (h_d = d/h with d and h
+drawn alike)."""
+
+
+def _varied(model_type: str, config: dict[str, Any], model) -> list[tuple[Any, Any, dict[str, Any]]]:
+    """Up to :data:`VARIED` varied builds (the first draws that build, each unlike the others), each the record, the
+    model and the config with each size the record reads multiplied by 2, 3 or 4 (drawn per key,
     keys of equal value told apart where a draw does; the keys that change which modules the model has, such as a
     count of shared blocks, left as they are): a number of the printed tree that two formulas give on ``config`` (a
     position table's rows and the hidden size, both 1024) is the one that also gives the varied build's number at
-    the same place. None when no draw builds."""
+    the same place. Empty when no draw builds."""
     import random
     import zlib
 
     family = records.family(model_type)
     if family is None:
-        return None
+        return []
     apart = set((model.architecture.printed or {}).get("by", ())) | {s.name for s in model.layer_indices} | {"N"}
     keys = sorted(
         {
@@ -580,20 +605,26 @@ def _varied(model_type: str, config: dict[str, Any], model) -> tuple[Any, Any, d
         }
     )
     if not keys:
-        return None
+        return []
     names = [name for name, _ in meta_model(config).named_modules()]
     rng = random.Random(zlib.crc32(model_type.encode()))
     found = _varied_draw(model_type, config, model, keys, names, rng)
-    if found is not None or len(keys) == 1:
-        return found
-    # some key changes the modules: keep the keys that each alone leave them as they are
-    alone = [key for key in keys if _varied_draw(model_type, config, model, [key], names, rng, 1) is not None]
-    return _varied_draw(model_type, config, model, alone, names, rng) if alone else None
+    if found is None and len(keys) > 1:
+        # some key changes the modules: keep the keys that each alone leave them as they are
+        keys = [key for key in keys if _varied_draw(model_type, config, model, [key], names, rng, 1) is not None]
+        found = _varied_draw(model_type, config, model, keys, names, rng) if keys else None
+    if found is None:
+        return []
+    builds = [found]
+    if len(keys) > 1:  # a second draw, unlike the first
+        second = _varied_draw(model_type, config, model, keys, names, rng, unlike=[found[2]])
+        builds += [second] if second is not None else []
+    return builds
 
 
-def _varied_draw(model_type, config, model, keys, names, rng, builds: int = VARIED_BUILDS):
+def _varied_draw(model_type, config, model, keys, names, rng, builds: int = VARIED_BUILDS, unlike=()):
     """The first draw that llmcount reads with the same kinds of layer and transformers builds with the same modules,
-    the draws that leave fewest keys of equal value multiplied alike tried first."""
+    the draws that leave fewest keys of equal value multiplied alike tried first; none of the configs ``unlike``."""
     from ..formulas.config import read_config
     from ..renderers.tree import layer_kinds
 
@@ -604,6 +635,8 @@ def _varied_draw(model_type, config, model, keys, names, rng, builds: int = VARI
         other = dict(config)
         for key in keys:
             other = _with(other, key, _lookup(config, key) * times[key])
+        if other in unlike:
+            continue
         try:
             varied = read_config(dict(other), model_type)
         except Exception:  # llmcount refuses this draw: draw again
@@ -626,7 +659,7 @@ def _varied_draw(model_type, config, model, keys, names, rng, builds: int = VARI
     return None
 
 
-def _table(model, config: dict[str, Any], hf, varied: tuple[Any, Any] | None = None) -> dict[str, Any]:
+def _table(model, config: dict[str, Any], hf, varied: list[tuple[Any, Any, dict[str, Any]]] = ()) -> dict[str, Any]:
     import torch
 
     from ..formulas.symbols import N

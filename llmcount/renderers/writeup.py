@@ -318,9 +318,13 @@ def post_sections(model: Model) -> tuple[list[Section], Counts]:
     ], counts
 
 
-def check_code(model: Model, preset: Any, total: int) -> str:
+CHECK_COMMENT = {"en": "shapes only, no memory", "zh": "只建形状，不分配内存"}
+"""The comment on the line that builds the model on the meta device, in the post's language."""
+
+
+def check_code(model: Model, preset: Any, total: int, lang: str = "en") -> str:
     """The few lines of Python that build ``model`` on PyTorch's meta device with transformers and print its
-    parameter count (``total``): what a reader runs to check the post."""
+    parameter count (``total``): what a reader runs to check the post, its comment in ``lang``."""
     cls = model.composite.model if model.whole_total is not None else printed_tree(model).split("(", 1)[0]
     where = preset.hub_id if preset and preset.hub_id else "path/to/the/model"  # the folder holding config.json
     return "\n".join(
@@ -329,7 +333,7 @@ def check_code(model: Model, preset: Any, total: int) -> str:
             f"from transformers import AutoConfig, {cls}",
             "",
             f'config = AutoConfig.from_pretrained("{where}")',
-            'with torch.device("meta"):  # shapes only, no memory',
+            f'with torch.device("meta"):  # {CHECK_COMMENT[lang]}',
             f"    model = {cls}(config)",
             f'print(f"{{sum(p.numel() for p in model.parameters()):,}}")  # {total:,}',
         ]
@@ -956,7 +960,7 @@ def variables(model: Model, present: Collection[str] | None = None) -> list[Vari
     return [
         Variable(
             e.latex,
-            config_key(model, e.symbol),
+            _given_key(config_key(model, e.symbol), present),
             e.meaning,
             e.symbol.name,
             model.values[e.symbol],
@@ -965,6 +969,14 @@ def variables(model: Model, present: Collection[str] | None = None) -> list[Vari
         for e in GLOSSARY
         if e.symbol in model.values and e.symbol in model.derivation.symbols
     ]
+
+
+def _given_key(key: str, present: Collection[str] | None) -> str:
+    """A symbol read from one of several keys (``layer_types, full_attention_interval``): the ones the config gives,
+    when it gives any; all of them otherwise."""
+    names = key.split(", ")
+    given = [name for name in names if present is not None and name in present]
+    return ", ".join(given) if given and len(names) > 1 else key
 
 
 def part_variables(model: Model) -> list[Variable]:
@@ -1125,7 +1137,7 @@ def context(
         "speed": speed_part(model, memory, quant) if memory is not None else None,
         "tree": (shown_tree.text if shown_tree else module_tree(model, lang)) if "tree" in show else None,
         "tree_left_out": shown_tree if shown_tree and (shown_tree.left_out or shown_tree.inner) else None,
-        "check": check_code(model, preset, counts.total) if printed else None,
+        "check": check_code(model, preset, counts.total, lang) if printed else None,
         # the printed tree's top class (print(model) of the language model's class, for a composite model)
         "tree_printed": printed.split("(", 1)[0] if printed else None,
         "tree_language_model": model.composite is not None,
