@@ -7,7 +7,9 @@ over one image at the config's image size, each the FLOPs of one of its ``layers
 pooling not counted); its ``image_tokens`` gives the tokens each image puts into the language model. An entry of a
 group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted;
 an entry of a group no term of the record has (a matmul without a weight: Gemma 4's pooler) always runs.
-A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name.
+A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name; a record's
+``no_flops`` says why its FLOPs cannot be stated from the config and the option (InstructBLIP's Q-Former also reads
+the instruction), and is the refusal.
 
 The whole forward for B sequences, each of S text tokens and N images of t tokens: the parts run B·N times, the
 language model over S + N·t tokens per sequence.
@@ -137,6 +139,8 @@ def part_flops(
     a projector that reads them); refused by name when its record has no ``[[flops]]`` or leaves a weight's group
     without an entry."""
     record = part.architecture
+    if record.no_flops:
+        raise LlmcountError(f"{name}: FLOPs per image: the {record.title} ({record.name}) {record.no_flops}")
     if not record.flops:
         raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
     values = with_tower_tokens(part, sized_values(part, name, size), tokens)
@@ -245,6 +249,8 @@ def audio_flops(model: Model, frames: int) -> ImageFlops:
     option = f"--audio-frames {frames}"
     for part in parts:
         record = part.model.architecture
+        if record.no_flops:
+            raise LlmcountError(f"{name}: FLOPs per audio: the {record.title} ({record.name}) {record.no_flops}")
         if not record.flops:
             raise LlmcountError(f"{name}: FLOPs per audio: no formula for the {record.title} ({record.name}) yet")
         values = input_values(part.model, name, {L_aud: frames}, option)

@@ -1,0 +1,166 @@
+"""Forward FLOPs per image of the towers of BLIP-2, Janus, Kosmos-2 and the other composites whose parts read the
+input image (``flops MODEL --images N``), exact against torch's FlopCounterMode on transformers' own
+``get_image_features`` and whole forward (small models), and the parts whose FLOPs are refused by name."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmcount.formulas.config import read_config
+from llmcount.formulas.tower_flops import image_flops
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+import torch  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
+
+OPT = {
+    "model_type": "opt",
+    "hidden_size": 32,
+    "ffn_dim": 48,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "vocab_size": 300,
+    "word_embed_proj_dim": 32,
+}
+"""A one-layer OPT, BLIP-2's default language model, small."""
+
+
+def _built(config: dict, device: str, auto: str = "AutoModelForImageTextToText"):
+    import transformers
+
+    built = AutoConfig.for_model(**config, attn_implementation="eager")
+    with warnings.catch_warnings(), torch.device(device):
+        warnings.simplefilter("ignore")
+        model = getattr(transformers, auto).from_config(built).eval()
+    return model.requires_grad_(False)  # FlopCounterMode's module hooks refuse an expanded Parameter otherwise
+
+
+def counted(run) -> int:
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        run()
+    return counter.get_total_flops()
+
+
+@st.composite
+def drawn_blip2(draw) -> dict:
+    patch = draw(st.sampled_from([2, 4]))
+    vision = {
+        **oracle.drawn_vit(draw, layers=2),
+        "patch_size": patch,
+        "image_size": patch * draw(st.integers(1, 4)) + draw(st.integers(0, patch - 1)),
+    }
+    heads = draw(st.sampled_from([1, 2]))
+    qformer = {
+        "hidden_size": heads * draw(st.sampled_from([4, 8])),
+        "num_attention_heads": heads,
+        "intermediate_size": draw(st.sampled_from([8, 20])),
+        "num_hidden_layers": draw(st.integers(1, 3)),
+        "cross_attention_frequency": draw(st.integers(1, 3)),
+    }
+    queries = draw(st.integers(1, 6))
+    return {
+        "model_type": "blip-2",
+        "num_query_tokens": queries,
+        "text_config": OPT,
+        "vision_config": vision,
+        "qformer_config": qformer,
+    }
+
+
+def blip2_oracle(config: dict) -> int:
+    """FlopCounterMode's count of Blip2ForConditionalGeneration.get_image_features (EVA ViT, Q-Former, language
+    projection) over one image of the config's size (on the CPU: the Q-Former's mask reads a tensor's value)."""
+    model = _built(config, "cpu")
+    size = model.config.vision_config.image_size
+    pixels = torch.ones(1, 3, size, size)
+    return counted(lambda: model.get_image_features(pixel_values=pixels))
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(config=drawn_blip2())
+def test_drawn_blip2_image_flops_match_flop_counter(config: dict) -> None:
+    found = image_flops(read_config(config, "drawn blip-2"))
+    assert found.per_image == blip2_oracle(config), f"{config} ({oracle.VERSIONS})"
+    assert found.image_tokens == config["num_query_tokens"]
+
+
+def test_blip2_defaults_by_hand() -> None:
+    """Blip2Config's defaults (BLIP-2 OPT-2.7B): EVA ViT-g of 39 layers of 1408 (MLP 6144) on 224 pixels in patches
+    of 14: 256 patches and the class token, 257 tokens; a Q-Former of 12 layers of 768 (MLP 3072) over 32 queries,
+    cross-attending to the 257 tokens on layers 0, 2, ..., 10 (six of them); a projection to the 768 of OPTConfig's
+    defaults (its text_config)."""
+    t, d, ff = 257, 1408, 6144
+    tower = 2 * 256 * 3 * 14**2 * d + 39 * (2 * t * 3 * d * d + 2 * 2 * t * t * d + 2 * t * d * d + 2 * 2 * t * d * ff)
+    q, dq, fq = 32, 768, 3072
+    self_attn = 2 * q * 3 * dq * dq + 2 * 2 * q * q * dq + 2 * q * dq * dq
+    cross = 2 * q * dq * dq + 2 * 2 * t * d * dq + 2 * 2 * q * t * dq + 2 * q * dq * dq
+    qformer = 12 * (self_attn + 2 * 2 * q * dq * fq) + 6 * cross + 2 * q * dq * 768
+    found = image_flops(read_config({"model_type": "blip-2"}, "blip-2"))
+    assert found.per_image == tower + qformer
+    assert found.image_tokens == 32
+
+
+def run(*args: str):
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+BLIP2_TINY = {
+    "model_type": "blip-2",
+    "num_query_tokens": 3,
+    "image_token_index": 299,
+    "text_config": OPT,
+    "vision_config": {
+        "hidden_size": 16,
+        "intermediate_size": 20,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "patch_size": 4,
+        "image_size": 12,
+    },
+    "qformer_config": {"hidden_size": 8, "intermediate_size": 12, "num_hidden_layers": 2, "num_attention_heads": 2},
+}
+
+
+def test_blip2_whole_forward_matches_flop_counter(tmp_path) -> None:
+    """The whole of Blip2ForConditionalGeneration over 5 text tokens and one image, whose 3 query outputs stand in the
+    image tokens' places: the tower and the Q-Former once, OPT over 5 + 3 tokens."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(BLIP2_TINY))
+    result = run("flops", str(path), "--images", "1", "--seq", "5", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["seq"] == 8 and data["images"]["image_tokens_per_image"] == 3
+    model = _built(BLIP2_TINY, "cpu")
+    ids = torch.cat([torch.full((1, 3), 299), torch.arange(1, 6)[None]], 1)
+    pixels = torch.ones(1, 3, 12, 12)
+    whole = counted(lambda: model(input_ids=ids, pixel_values=pixels, attention_mask=torch.ones_like(ids)))
+    assert data["whole_forward_flops"] == whole, oracle.VERSIONS
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"model_type": "instructblip"},
+            "FLOPs per image: the InstructBLIP Q-Former and language projection (instructblip_qformer) runs over the"
+            " n_query queries and the instruction's tokens (qformer_input_ids) together",
+        ),
+    ],
+)
+def test_image_flops_refused_in_one_line(tmp_path, config: dict, message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("flops", str(path), "--images", "1")
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
