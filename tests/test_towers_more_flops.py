@@ -200,6 +200,39 @@ def test_blip_vision_tower_flops_match_flop_counter() -> None:
     assert ours == counted(lambda: model(pixel_values=pixels)), oracle.VERSIONS
 
 
+def deepseek_vl_hybrid(high_res: dict) -> dict:
+    """A small DeepSeek-VL hybrid: a one-layer SigLIP on (32 // 8)² = 16 patches and the SAM tower ``high_res`` on a
+    64-pixel image in patches of 4, whose 16² grid the projection's two stride-2 convolutions take to 4² = 16."""
+    sam = {"num_hidden_layers": 3, "hidden_size": 8, "num_attention_heads": 2, "mlp_dim": 12, "image_size": 64}
+    return {
+        "model_type": "deepseek_vl_hybrid",
+        "image_token_id": 299,
+        "text_config": LLAMA,
+        "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 1, "hidden_size": 16}
+        | {"num_attention_heads": 2, "intermediate_size": 8, "image_size": 32, "patch_size": 8},
+        "high_res_vision_config": sam | {"patch_size": 4, "output_channels": 4} | high_res,
+    }
+
+
+@pytest.mark.parametrize(
+    "high_res",
+    [
+        {"global_attn_indexes": [1], "window_size": 5},  # windows of 5 on the 16² grid: padded to 20²
+        {"global_attn_indexes": [0, 2], "window_size": 4, "use_rel_pos": False},
+    ],
+)
+def test_deepseek_vl_hybrid_image_flops_match_flop_counter(high_res: dict) -> None:
+    """Both towers, the SAM tower's second neck and its projection (run twice) and the aligner of both, as
+    DeepseekVLHybridModel.get_image_features runs them on a low- and a high-resolution image."""
+    config = deepseek_vl_hybrid(high_res)
+    found = image_flops(read_config(config, "deepseek_vl_hybrid"))
+    model = _built(config, "cpu")
+    low, high = torch.ones(1, 3, 32, 32), torch.ones(1, 3, 64, 64)
+    run_it = lambda: model.model.get_image_features(pixel_values=low, high_res_pixel_values=high)  # noqa: E731
+    assert found.per_image == counted(run_it), f"{high_res} ({oracle.VERSIONS})"
+    assert found.image_tokens == 16
+
+
 @pytest.mark.parametrize(("config", "tokens"), [(JANUS, 4), (BLIP2_TINY, 3)])
 def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, config: dict, tokens: int) -> None:
     """The whole model over 5 text tokens and one image whose tokens stand first: the image's parts once, the
