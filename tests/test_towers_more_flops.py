@@ -170,6 +170,24 @@ def test_janus_image_flops_match_flop_counter() -> None:
     ]
 
 
+PALIGEMMA = {
+    "model_type": "paligemma",
+    "projection_dim": 32,
+    "text_config": {**LLAMA, "model_type": "gemma", "head_dim": 16},
+    "vision_config": {"num_hidden_layers": 1, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 8}
+    | {"image_size": 20, "patch_size": 8},
+}
+
+
+def test_paligemma_image_flops_match_flop_counter() -> None:
+    """PaliGemma's SigLIP on 4 patches and its one linear to projection_dim on each of them."""
+    found = image_flops(read_config(PALIGEMMA, "paligemma"))
+    model = _built(PALIGEMMA, "meta")
+    pixels = torch.ones(1, 3, 20, 20, device="meta")
+    assert found.per_image == counted(lambda: model.model.get_image_features(pixel_values=pixels)), oracle.VERSIONS
+    assert found.image_tokens == 4
+
+
 def test_kosmos2_image_flops_match_flop_counter() -> None:
     """Kosmos-2's CLIP-style ViT on 4 patches and the class token, then its image-to-text projection: the dense
     linear on the 5 tokens and the 3 latent queries attending to the 5 + 3, as get_image_features runs them."""
