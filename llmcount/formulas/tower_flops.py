@@ -211,6 +211,7 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         raise _refuse(model, f"--image-size: its parts ({titles}) take the image size their config names")
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
+    projected: list[tuple[str, int]] = []  # each projector's tokens per image
     for part in parts:
         name = model.whole_name or model.name
         sized = tokens[1] if tokens is not None and size is not None else None  # the tower's, at --image-size
@@ -220,6 +221,13 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
             tokens = (record.image_tokens, _whole(record.image_tokens, values, what, name, "FLOPs per image"))
+            if part.role.endswith("projector"):
+                projected.append((part.role, tokens[1]))
+    if len({count for _, count in projected}) > 1:  # two projectors whose outputs are joined token by token
+        given = ", ".join(f"the {role} {count:,}" for role, count in projected)
+        raise _refuse(
+            model, f"its projectors give different numbers of tokens per image ({given}): the model cannot join them"
+        )
     if tokens is None:
         names = ", ".join(part.model.architecture.name for part in parts)
         raise _refuse(model, f"no record of the image tokens entering the language model ({names})")
