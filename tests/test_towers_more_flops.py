@@ -38,7 +38,8 @@ def _built(config: dict, device: str, auto: str = "AutoModelForImageTextToText")
     built = AutoConfig.for_model(**config, attn_implementation="eager")
     with warnings.catch_warnings(), torch.device(device):
         warnings.simplefilter("ignore")
-        model = getattr(transformers, auto).from_config(built).eval()
+        found = getattr(transformers, auto)
+        model = (found.from_config(built) if auto.startswith("Auto") else found(built)).eval()
     return model.requires_grad_(False)  # FlopCounterMode's module hooks refuse an expanded Parameter otherwise
 
 
@@ -267,6 +268,38 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, config: dict
     size = model.config.vision_config.image_size
     pixels = torch.ones(1, 3, size, size)
     whole = counted(lambda: model(input_ids=ids, pixel_values=pixels, attention_mask=torch.ones_like(ids)))
+    assert data["whole_forward_flops"] == whole, oracle.VERSIONS
+
+
+QWEN2_AUDIO = {
+    "model_type": "qwen2_audio",
+    "audio_token_index": 299,
+    "text_config": {**LLAMA, "model_type": "qwen2"},
+    "audio_config": {"d_model": 8, "encoder_layers": 2, "encoder_attention_heads": 2, "encoder_ffn_dim": 12}
+    | {"num_mel_bins": 4, "max_source_positions": 10},
+}
+
+
+@pytest.mark.parametrize(("frames", "tokens"), [(13, 3), (20, 5)])
+def test_qwen2_audio_whole_forward_matches_flop_counter(tmp_path, frames: int, tokens: int) -> None:
+    """Qwen2-Audio over 5 text tokens and one audio of ``frames`` log-mel frames, padded to 2 · max_source_positions
+    = 20: the encoder and the projector on the padded input, the language model over 5 + the audio's tokens
+    (((frames - 1) // 2 + 1 - 2) // 2 + 1), as one forward of transformers' model counts it."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN2_AUDIO))
+    result = run("flops", str(path), "--audio-frames", str(frames), "--seq", "5", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["audio"]["audio_tokens"] == tokens and data["seq"] == 5 + tokens
+    model = _built(QWEN2_AUDIO, "cpu", "Qwen2AudioForConditionalGeneration")
+    features, mask = torch.ones(1, 4, 20), torch.zeros(1, 20, dtype=torch.long)
+    mask[0, :frames] = 1
+    ids = torch.cat([torch.full((1, tokens), 299), torch.arange(1, 6)[None]], 1)
+    whole = counted(
+        lambda: model(
+            input_ids=ids, input_features=features, feature_attention_mask=mask, attention_mask=torch.ones_like(ids)
+        )
+    )
     assert data["whole_forward_flops"] == whole, oracle.VERSIONS
 
 
