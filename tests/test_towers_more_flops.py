@@ -303,6 +303,28 @@ def test_qwen2_audio_whole_forward_matches_flop_counter(tmp_path, frames: int, t
     assert data["whole_forward_flops"] == whole, oracle.VERSIONS
 
 
+VOXTRAL = {
+    "model_type": "voxtral",
+    "text_config": LLAMA,
+    "audio_config": {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 16}
+    | {"num_mel_bins": 4, "max_source_positions": 10},
+}
+
+
+@pytest.mark.parametrize(("frames", "chunks"), [(20, 1), (27, 2)])
+def test_voxtral_audio_flops_match_flop_counter(frames: int, chunks: int) -> None:
+    """Voxtral's encoder on each chunk of 2 · max_source_positions = 20 frames (an audio of 27 frames is two, the
+    last padded), each chunk's 10 states of 8 regrouped into 10 · 8 / 16 = 5 tokens of intermediate_size 16 and
+    projected, as VoxtralForConditionalGeneration.get_audio_features runs them on the chunks."""
+    from llmcount.formulas.tower_flops import audio_flops
+
+    found = audio_flops(read_config(VOXTRAL, "voxtral"), frames)
+    model = _built(VOXTRAL, "cpu", "VoxtralForConditionalGeneration")
+    features = torch.ones(chunks, 4, 20)
+    assert found.per_image == counted(lambda: model.get_audio_features(input_features=features)), oracle.VERSIONS
+    assert found.image_tokens == 5 * chunks
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
