@@ -189,6 +189,32 @@ def test_paligemma_image_flops_match_flop_counter() -> None:
     assert found.image_tokens == 4
 
 
+SMALL_VIT = {"num_hidden_layers": 3, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 8}
+SMALL_VIT |= {"image_size": 20, "patch_size": 8}
+
+
+@pytest.mark.parametrize(
+    ("config", "tokens"),
+    [
+        # SigLIP's 4 patches through the aligner's two linears
+        ({"model_type": "deepseek_vl", "vision_config": {**SMALL_VIT, "model_type": "siglip_vision_model"}}, 4),
+        # CLIP's 4 patches and class token, the class token dropped, two layers' features concatenated
+        (
+            {"model_type": "vipllava", "vision_config": {**SMALL_VIT, "model_type": "clip_vision_model"}}
+            | {"vision_feature_layer": [-2, 1]},
+            4,
+        ),
+    ],
+)
+def test_projector_image_flops_match_flop_counter(config: dict, tokens: int) -> None:
+    config = {**config, "text_config": LLAMA}
+    found = image_flops(read_config(config, config["model_type"]))
+    model = _built(config, "meta")
+    pixels = torch.ones(1, 3, 20, 20, device="meta")
+    assert found.per_image == counted(lambda: model.model.get_image_features(pixel_values=pixels)), oracle.VERSIONS
+    assert found.image_tokens == tokens
+
+
 def test_kosmos2_image_flops_match_flop_counter() -> None:
     """Kosmos-2's CLIP-style ViT on 4 patches and the class token, then its image-to-text projection: the dense
     linear on the 5 tokens and the 3 latent queries attending to the 5 + 3, as get_image_features runs them."""
