@@ -215,6 +215,26 @@ def test_projector_image_flops_match_flop_counter(config: dict, tokens: int) -> 
     assert found.image_tokens == tokens
 
 
+MISTRAL3 = {
+    "model_type": "mistral3",
+    "text_config": {**LLAMA, "model_type": "mistral"},
+    "vision_config": {"model_type": "pixtral", "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 2}
+    | {"intermediate_size": 12, "image_size": 64, "patch_size": 4, "head_dim": 8},
+}
+
+
+@pytest.mark.parametrize(("height", "width", "tokens"), [(40, 28, 5 * 3), (22, 64, 2 * 8)])
+def test_mistral3_image_flops_at_an_image_size_match_flop_counter(height: int, width: int, tokens: int) -> None:
+    """Pixtral on one image of height × width pixels (flops --image-size): its (H // 4) · (W // 4) patches, then
+    Mistral 3's projector merging 2 × 2 squares (a last odd row or column dropped), as get_image_features runs them."""
+    found = image_flops(read_config(MISTRAL3, "mistral3"), (height, width))
+    model = _built(MISTRAL3, "cpu")
+    pixels, sizes = torch.ones(1, 3, height, width), torch.tensor([[height, width]])
+    run_it = lambda: model.model.get_image_features(pixel_values=pixels, image_sizes=sizes)  # noqa: E731
+    assert found.per_image == counted(run_it), oracle.VERSIONS
+    assert found.image_tokens == tokens
+
+
 def test_kosmos2_image_flops_match_flop_counter() -> None:
     """Kosmos-2's CLIP-style ViT on 4 patches and the class token, then its image-to-text projection: the dense
     linear on the 5 tokens and the 3 latent queries attending to the 5 + 3, as get_image_features runs them."""
@@ -364,6 +384,7 @@ def test_voxtral_audio_flops_match_flop_counter(frames: int, chunks: int) -> Non
             "FLOPs per image: the Pix2Struct image encoder (pix2struct_vision_model) runs on the flattened patches",
         ),
         ({"model_type": "blip"}, "not derived for BLIP text decoder (blip_text_model) yet"),
+        ({"model_type": "mistral3"}, "takes images of any size and its config names none: give it with --image-size"),
         # Idefics3Config's defaults: 7² patches, which its pixel shuffle of scale 2 cannot fold (an error, not a bug)
         (
             {"model_type": "idefics3"},
