@@ -90,20 +90,35 @@ MAX_NAMED = 5  # unseen keys named in the note; the others are counted
 
 def unseen_note(model: Model | Counted, config: Any) -> str:
     """One line naming the keys of ``config`` the model's record was not checked against (a key a newer transformers
-    added may change the count), or ``""``. A composite config's keys are those of its ``text_config``."""
-    if model.composite is not None:
-        config = config.get("text_config") if isinstance(config, dict) else None
+    added may change the count), or ``""``. A composite config's keys are those of its ``text_config``, and those of
+    each tower's sub-config (``vision_config``, ``audio_config``) against the tower's record: one line per record."""
+    if model.composite is None:
+        return _unseen_line(model.source, model.architecture, config, "")
+    outer = config if isinstance(config, dict) else {}
+    lines = [_unseen_line(model.source, model.architecture, outer.get("text_config"), "")]
+    for part in model.parts:
+        if part.config_key:  # a tower read from a sub-config (a projector reads the whole config)
+            lines.append(
+                _unseen_line(model.source, part.model.architecture, outer.get(part.config_key), part.config_key)
+            )
+    return "\n".join(line for line in lines if line)
+
+
+def _unseen_line(source: str, record: Any, config: Any, where: str) -> str:
+    """The note of the keys of ``config`` new to ``record`` (``where``: the sub-config they are in, "" for the
+    top level or text_config), or ``""``."""
     if not isinstance(config, dict):
         return ""
-    keys = model.architecture.unseen(config)
+    keys = record.unseen(config)
     if not keys:
         return ""
     named = ", ".join(_printable(key) for key in keys[:MAX_NAMED])
     more = f" and {len(keys) - MAX_NAMED:,} more" if len(keys) > MAX_NAMED else ""
     which = f"key {named} is" if len(keys) == 1 else f"keys {named}{more} are"
+    which = f"{where} {which}" if where else which
     return (
-        f"note: {model.source}: {which} new to the {model.architecture.name} record (checked against transformers"
-        f" {model.architecture.checked_version}); the count may be wrong"
+        f"note: {source}: {which} new to the {record.name} record (checked against transformers"
+        f" {record.checked_version}); the count may be wrong"
     )
 
 

@@ -493,25 +493,19 @@ def test_parts_by_name(tmp_path, model_type: str, part: str, record: str, symbol
     assert shown.exit_code == 0 and f"\n{role}: " in shown.stdout and f"({record}, from " in shown.stdout
 
 
-@pytest.mark.parametrize(
-    ("model_type", "message"),
-    [
-        ("janus", "no formula for the Janus vision tower (SigLIP-style ViT) (janus_vision_model) yet"),
-        ("deepseek_vl_hybrid", "no formula for the DeepSeek-VL hybrid aligner (deepseek_vl_hybrid_aligner) yet"),
-    ],
-)
-def test_images_refused_in_one_line(tmp_path, model_type: str, message: str) -> None:
-    """flops --images: Janus's VQ-VAE and generation head do not read an input image (left out), and its vision
-    tower, which does, has no FLOPs formula yet; nor has DeepSeek-VL hybrid's aligner: refused in one line naming
-    the part."""
+def test_images_of_hybrid_towers_whose_tokens_differ_are_refused_in_one_line(tmp_path) -> None:
+    """flops --images: DeepseekVLHybridConfig's defaults give the aligner (224 // 16)² = 196 SigLIP tokens and the SAM
+    projection (1024 // 16 // 4)² = 256, which the aligner cannot join token by token: refused in one line naming
+    both (tests/test_towers_more_flops.py counts configs whose towers agree)."""
     from typer.testing import CliRunner
 
     from llmcount.cli.app import app
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": model_type}))
+    path.write_text(json.dumps({"model_type": "deepseek_vl_hybrid"}))
     result = CliRunner().invoke(app, ["flops", str(path), "--images", "1"])
     assert result.exit_code == 1 and result.stdout == ""
+    message = "different numbers of tokens per image (the projector 196, the high_res projector 256)"
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 

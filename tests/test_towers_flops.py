@@ -93,10 +93,13 @@ def test_whole_llava_forward_with_images_matches_flop_counter(tmp_path) -> None:
     assert data["whole_forward_flops"] == whole_oracle(config, 5, 2, 4), oracle.VERSIONS
 
 
-def test_a_tower_that_gives_no_tokens_is_refused_by_name(tmp_path) -> None:
+def test_a_tower_of_any_image_size_without_one_is_refused_by_name(tmp_path) -> None:
+    """LLaVA with a Pixtral tower (Pixtral-12B's layout): Pixtral takes images of any size up to image_size, so its
+    tokens per image need --image-size; without it, refused naming the option (the count needs no size)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "llava", "vision_config": {"model_type": "pixtral"}}))
     result = run("flops", str(path), "--images", "1")
     assert result.exit_code == 1 and result.stdout == ""
-    assert "FLOPs per image: no formula for the Pixtral vision tower (pixtral) yet" in result.stderr
+    assert "the Pixtral vision tower (pixtral) takes images of any size" in result.stderr
+    assert "--image-size" in result.stderr
     assert run("count", str(path)).exit_code == 0  # the count needs no tokens

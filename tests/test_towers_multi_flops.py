@@ -210,7 +210,8 @@ def test_whole_forward_with_audio_adds_its_tokens(tmp_path) -> None:
         (
             {"model_type": "gemma4", "audio_config": {}},
             ["--audio-frames", "300"],
-            "FLOPs per audio: no formula for the Gemma 4 audio encoder (gemma4_audio) yet",
+            "FLOPs per audio: the Gemma 4 audio encoder (gemma4_audio) runs its first subsampling convolution over the"
+            " log-mel bins of each frame, a number its config does not hold",
         ),
         ({"model_type": "gemma4"}, ["--audio-frames", "300"], "FLOPs per audio: the model has no audio encoder"),
         ({"model_type": "qwen2_5_omni_thinker"}, ["--audio-frames", "0"], "--audio-frames must be a positive integer"),

@@ -35,7 +35,105 @@ def class_keys(model_type: str) -> list[str]:
     """Every key of ``model_type``'s config class in the installed transformers, sorted, less the common ones."""
     from transformers import CONFIG_MAPPING
 
-    config_class = CONFIG_MAPPING[model_type]
+    return config_class_keys(CONFIG_MAPPING[model_type])
+
+
+def tower_classes(name: str) -> list[type]:
+    """The config classes a tower record ``name`` reads its sub-config as: the class of the model_type it is named
+    after, and each composite's class for the sub-config whose tower it is (its ``sub_configs``, when that is not
+    AutoConfig); none for a projector, which reads the whole composite config."""
+    from transformers import CONFIG_MAPPING, AutoConfig
+
+    from ..formulas.parts import slots
+
+    found = [CONFIG_MAPPING[name]] if name in CONFIG_MAPPING else []
+    for outer in records.composites():
+        if outer.name not in CONFIG_MAPPING:
+            continue  # remote code: no config class in transformers
+        for slot in slots(outer):
+            if slot.tower != name:
+                continue
+            sub = getattr(CONFIG_MAPPING[outer.name], "sub_configs", {}).get(slot.key)
+            if sub is AutoConfig:  # any model_type: the one the composite class builds by default, if it builds one
+                with warnings.catch_warnings(), contextlib.suppress(Exception):
+                    warnings.simplefilter("ignore")
+                    sub = type(getattr(CONFIG_MAPPING[outer.name](), slot.key))
+            if isinstance(sub, type) and sub is not AutoConfig and sub not in found:
+                found.append(sub)
+    return found
+
+
+def tower_keys(name: str) -> list[str]:
+    """Every key of the config classes of the tower record ``name`` (:func:`tower_classes`) and the keys a composite
+    class writes into its default sub-config of that tower (LlavaConfig's vision_config carries a vocab_size), sorted,
+    less the common ones; empty when it has no class (a projector, a tower of remote code)."""
+    from transformers import CONFIG_MAPPING
+
+    from ..formulas.parts import slots
+
+    classes = tower_classes(name)
+    if not classes:
+        return []
+    keys = set().union(*(config_class_keys(c) for c in classes))
+    for outer in records.composites():
+        for slot in slots(outer) if outer.name in CONFIG_MAPPING else ():
+            if slot.tower == name:
+                with warnings.catch_warnings(), contextlib.suppress(Exception):
+                    warnings.simplefilter("ignore")
+                    keys |= set(getattr(CONFIG_MAPPING[outer.name](), slot.key).to_dict())
+    return sorted(key for key in keys if key not in records.COMMON_KEYS)
+
+
+def tower_ignored(name: str, keys: list[str]) -> list[str]:
+    """Keys of the bundled presets' sub-configs read with the tower record ``name`` that are outside ``keys`` and that
+    transformers builds the same whole composite without (Qwen2.5-VL-7B's vision_config carries in_chans)."""
+    from ..formulas.parts import slots
+    from ..presets import presets
+
+    record, found = records.tower(name), set()
+    for preset in presets().values():
+        config = preset.config()
+        outer = records.composite(config.get("model_type", ""))
+        for slot in slots(outer) if outer is not None else ():
+            sub = config.get(slot.key)
+            if (
+                not isinstance(sub, dict)
+                or (sub.get("model_type", slot.tower) if slot.any_type else slot.tower) != name
+            ):
+                continue
+            seen = set(keys) | record.read_keys() | records.COMMON_KEYS
+            extra = sorted(k for k in sub if k not in seen and not k.startswith("_"))
+            if not extra:
+                continue
+            given = {k: v for k, v in config.items() if k not in ("model_type", "quantization_config")}
+            without = {**given, slot.key: {k: v for k, v in sub.items() if k not in extra}}
+            try:
+                same = _whole_total(outer.name, given) == _whole_total(outer.name, without)
+            except Exception:  # whatever transformers raises: it refused the config
+                continue
+            if same:
+                found |= set(extra)
+            else:
+                print(
+                    f"{name}: preset {preset.name}'s {slot.key} keys {', '.join(extra)} change the count",
+                    file=sys.stderr,
+                )
+    return sorted(found)
+
+
+def _whole_total(model_type: str, given: dict) -> int:
+    """The parameters of transformers' AutoModel of a composite config, built on the meta device."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = AutoModel.from_config(AutoConfig.for_model(model_type, **given))
+    return sum(p.numel() for p in model.parameters())
+
+
+def config_class_keys(config_class: type) -> list[str]:
+    """Every key of a config class, sorted, less the common ones."""
     keys = set(getattr(config_class, "attribute_map", {}) or {})
     if dataclasses.is_dataclass(config_class):
         keys |= {field.name for field in dataclasses.fields(config_class)}
@@ -111,17 +209,17 @@ def with_table(text: str, checked: str) -> str:
     return text.rstrip("\n") + "\n\n" + checked
 
 
-def records_to_fill(needs: str, model_types: list[str]):
+def records_to_fill(needs: str, model_types: list[str], towers: bool = False):
     """For a script that writes a table into the bundled records: (the transformers module, the records' folder,
     the model_types named, else every record's); an exit code after one line on stderr when transformers is missing
-    (2) or a name has no record (1)."""
+    (2) or a name has no record (1). ``towers``: a name may be a tower record's too (in ``towers/``)."""
     try:
         import transformers
     except ImportError:
         print(f"{needs}: pip install '.[test]'", file=sys.stderr)
         return 2
     names = model_types or list(records.names())
-    unknown = [name for name in names if name not in records.names()]
+    unknown = [name for name in names if name not in records.names() and not (towers and name in records.tower_names())]
     if unknown:
         print(f"no record for {', '.join(unknown)}", file=sys.stderr)
         return 1
@@ -133,15 +231,28 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m llmcount.discover.checked_keys", description=__doc__.splitlines()[0]
     )
     parser.add_argument("model_types", nargs="*", help="records to fill (default: every bundled record)")
+    parser.add_argument(
+        "--towers", action="store_true", help="every tower record a config class reads (and the records named)"
+    )
     args = parser.parse_args(argv)
-    chosen = records_to_fill("checked_keys needs transformers", args.model_types)
+    chosen = records_to_fill("checked_keys needs transformers", args.model_types, towers=True)
     if isinstance(chosen, int):
         return chosen
     transformers, folder, names = chosen
+    if args.towers:  # the tower records, besides the families named (none named: the towers alone)
+        named = names if args.model_types else []
+        names = [*named, *(name for name in records.tower_names() if tower_keys(name) and name not in named)]
     for name in names:
-        path = folder / f"{name}.toml"
-        keys = class_keys(name)
-        ignored = ignored_keys(name, keys)
+        if name in records.names():
+            path = folder / f"{name}.toml"
+            keys = class_keys(name)
+            ignored = ignored_keys(name, keys)
+        else:  # a tower record: the keys of the classes its sub-config is read as
+            path, keys = folder.parent / "towers" / f"{name}.toml", tower_keys(name)
+            if not keys:
+                print(f"{name}: no config class in transformers reads it (a projector, or remote code)")
+                continue
+            ignored = tower_ignored(name, keys)
         write_atomic(path, with_table(path.read_text("utf-8"), table(keys, transformers.__version__, ignored)))
         records.load(path)  # the record still parses
         print(f"{name}: {len(keys)} keys")

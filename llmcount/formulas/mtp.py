@@ -197,6 +197,12 @@ def module(model: Model) -> MtpModule | None:
     return MtpModule(layers, spec.count.key, tuple(components), decoder, spec)
 
 
+DECLARING_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")
+"""Config keys by which a config class declares multi-token-prediction layers (a record's [checked] keys hold those
+of its class): a record without an [mtp] table whose class has one refuses --mtp saying so, and one that reads it (a
+model class that builds its MTP layers: MiMo's remote code) says they are counted already."""
+
+
 def require(model: Model) -> MtpModule:
     """The MTP module, or LlmcountError naming why there is none (``--mtp`` on a model without one)."""
     found = module(model)
@@ -204,9 +210,23 @@ def require(model: Model) -> MtpModule:
         return found
     spec = model.architecture.mtp
     if spec is None:
+        record = model.architecture
+        built = [key for key in DECLARING_KEYS if key in record.read_keys()]
+        if built:  # the model class builds its MTP layers: they are terms of the record already
+            raise LlmcountError(
+                f"{model.source}: --mtp: the multi-token-prediction layers of {record.title} ({record.name}),"
+                f" {built[0]} of them, are built by its model class and counted in its total already"
+            )
+        declared = [key for key in DECLARING_KEYS if key in (record.checked_keys or ())]
+        if declared:  # the config class has MTP layers, whose checkpoint layout no [mtp] table describes
+            raise LlmcountError(
+                f"{model.source}: --mtp: {record.title} ({record.name}) declares multi-token-prediction layers"
+                f" ({', '.join(declared)} of its config class), but its record has no [mtp] table: the layout of"
+                " those layers in its checkpoints is not described yet"
+            )
         raise LlmcountError(
-            f"{model.source}: --mtp: {model.architecture.title} ({model.architecture.name}) has no multi-token-"
-            "prediction layers in its checkpoints"
+            f"{model.source}: --mtp: {record.title} ({record.name}) has no multi-token-prediction layers in its"
+            " checkpoints"
         )
     raise LlmcountError(f"{model.source}: --mtp: the config declares no MTP layers ({spec.count.key} = 0)")
 

@@ -344,6 +344,9 @@ class Family:
     # sizes of one image computed from H_img, W_img and the record's symbols ([image]: symbol = integer expression),
     # in order, for its [[flops]] and image_tokens
     image_values: tuple[tuple[Symbol, Condition, str], ...] = ()
+    # a tower's or projector's reason its forward FLOPs per input cannot be stated from the config and the option
+    # (tower_flops.py refuses them with it); "": they can, by its [[flops]]
+    no_flops: str = ""
     caches: tuple[Cache, ...] = ()  # the optional [[cache]]: what layers keep besides [attention]'s keys and values
     head: Expr | None = None  # the LM head's weight as a matmul, tied or not, when it is not d · V (d_emb · V)
     per_layer: str = ""  # the key of the config's per-layer overrides ({layer index: {key: value}}), read by `on`
@@ -994,6 +997,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         return replace(parse_record(_aliased(data, where), where), shares=data["alias"])
     fields = {"model_type", "title", "kind", "example", "aliases", "symbols", "keys", "layers", "checks", "refuse"}
     fields |= {"counted", "not_counted", "per_layer", "head", "image_tokens", "image_checks", "image"}
+    fields |= {"no_flops"}
     tables = {"terms", "attention", "state", "flops", "cache", "activations", "tree", "checkpoint", "mtp"}
     tables |= {"checked", "weights", "printed", "glossary", "layer_kinds"}
     unknown = set(data) - fields - tables
@@ -1045,6 +1049,7 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
         ),
         counted=_text(data, "counted", where, ""),
         not_counted=_text(data, "not_counted", where, ""),
+        no_flops=_text(data, "no_flops", where, ""),
         flops=tuple(
             _state_flops(f, f"{where} flops[{i}]", frozenset({"layers", "causal", "beyond"}))
             for i, f in enumerate(_list(data.get("flops", []), where, "[[flops]]"))
@@ -1059,6 +1064,8 @@ def parse_record(data: Mapping[str, Any], where: str) -> Family:
     )
     if bool(family.counted) != bool(family.not_counted):
         raise RecordError(f"{where}: 'counted' and 'not_counted' go together (what is counted, what is left out)")
+    if family.no_flops and family.flops:
+        raise RecordError(f"{where}: 'no_flops' says its FLOPs cannot be stated; give no [[flops]]")
     if any(op.beyond for op in family.flops) and (family.attention is None or family.attention.longest is None):
         raise RecordError(f"{where}: [[flops]] marked 'beyond' need [attention] 'longest' (the S they are beyond)")
     if "checkpoint" in data:

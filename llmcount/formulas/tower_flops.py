@@ -6,8 +6,11 @@ over one image at the config's image size, each the FLOPs of one of its ``layers
 :mod:`.flops` (torch's ``FlopCounterMode``: 2 FLOPs per multiply-add; biases, norms, activations, softmax and
 pooling not counted); its ``image_tokens`` gives the tokens each image puts into the language model. An entry of a
 group (``head/...``) of which the config has no weight (an optional head it leaves out) is not run and not counted;
-an entry of a group no term of the record has (a matmul without a weight: Gemma 4's pooler) always runs.
-A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name.
+an entry of a group no term of the record has (a matmul without a weight: Gemma 4's pooler) always runs, and an
+entry named as a term of the record runs only when the config has that term.
+A part whose record has no ``[[flops]]``, or a weight of a group no entry covers, is refused by name; a record's
+``no_flops`` says why its FLOPs cannot be stated from the config and the option (InstructBLIP's Q-Former also reads
+the instruction), and is the refusal.
 
 The whole forward for B sequences, each of S text tokens and N images of t tokens: the parts run B·N times, the
 language model over S + N·t tokens per sequence.
@@ -70,6 +73,15 @@ class ImageFlops:
                 {"role": t.role, "path": t.path, "formula": str(t.formula), "flops": t.flops} for t in self.terms
             ],
         }
+
+
+def _whole(expr: Expr, values: dict, what: str, name: str, label: str) -> int:
+    """``expr`` at ``values`` as a whole number, or LlmcountError naming ``what`` when the config makes it none (a
+    pixel shuffle's tokens that do not divide, a size the config leaves out)."""
+    try:
+        return evaluate_int(expr, values, what)
+    except ValueError as error:
+        raise LlmcountError(f"{name}: {label}: {error}") from None
 
 
 def _refuse(model: Model, why: str) -> LlmcountError:
@@ -137,6 +149,8 @@ def part_flops(
     a projector that reads them); refused by name when its record has no ``[[flops]]`` or leaves a weight's group
     without an entry."""
     record = part.architecture
+    if record.no_flops:
+        raise LlmcountError(f"{name}: FLOPs per image: the {record.title} ({record.name}) {record.no_flops}")
     if not record.flops:
         raise LlmcountError(f"{name}: FLOPs per image: no formula for the {record.title} ({record.name}) yet")
     values = with_tower_tokens(part, sized_values(part, name, size), tokens)
@@ -153,13 +167,16 @@ def _evaluated(part: Model, role: str, name: str, values: dict, what: str) -> li
     if uncovered:
         raise LlmcountError(f"{name}: {what}: no formula for {uncovered[0]} of the {record.title} ({record.name}) yet")
     weighted = {choice.term.path.partition("/")[0] for choice in record.choices}
+    paths, present = {choice.term.path for choice in record.choices}, {t.path for t in part.terms}
     terms = []
     for op in record.flops:
         group = op.path.partition("/")[0]
         if group in weighted and group not in groups:
             continue  # a group of which this config has no weight: not run
+        if op.path in paths and op.path not in present:
+            continue  # the matmul of a term this config does not have (SAM's relative positions): not run
         total = expand(op.layers * op.expr)
-        terms.append(ImageTerm(role, op.path, total, op.note, evaluate_int(total, values, f"{op.path} FLOPs")))
+        terms.append(ImageTerm(role, op.path, total, op.note, _whole(total, values, f"{op.path} FLOPs", name, what)))
     return terms
 
 
@@ -194,6 +211,7 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         raise _refuse(model, f"--image-size: its parts ({titles}) take the image size their config names")
     terms: list[ImageTerm] = []
     tokens: tuple[Expr, int] | None = None
+    projected: list[tuple[str, int]] = []  # each projector's tokens per image
     for part in parts:
         name = model.whole_name or model.name
         sized = tokens[1] if tokens is not None and size is not None else None  # the tower's, at --image-size
@@ -202,7 +220,14 @@ def image_flops(model: Model, size: tuple[int, int] | None = None) -> ImageFlops
         values = with_tower_tokens(part.model, sized_values(part.model, name, size), sized)
         if record.image_tokens is not None:  # the last part's: what enters the language model
             what = f"{record.name} image_tokens"
-            tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, what))
+            tokens = (record.image_tokens, _whole(record.image_tokens, values, what, name, "FLOPs per image"))
+            if part.role.endswith("projector"):
+                projected.append((part.role, tokens[1]))
+    if len({count for _, count in projected}) > 1:  # two projectors whose outputs are joined token by token
+        given = ", ".join(f"the {role} {count:,}" for role, count in projected)
+        raise _refuse(
+            model, f"its projectors give different numbers of tokens per image ({given}): the model cannot join them"
+        )
     if tokens is None:
         names = ", ".join(part.model.architecture.name for part in parts)
         raise _refuse(model, f"no record of the image tokens entering the language model ({names})")
@@ -245,6 +270,8 @@ def audio_flops(model: Model, frames: int) -> ImageFlops:
     option = f"--audio-frames {frames}"
     for part in parts:
         record = part.model.architecture
+        if record.no_flops:
+            raise LlmcountError(f"{name}: FLOPs per audio: the {record.title} ({record.name}) {record.no_flops}")
         if not record.flops:
             raise LlmcountError(f"{name}: FLOPs per audio: no formula for the {record.title} ({record.name}) yet")
         values = input_values(part.model, name, {L_aud: frames}, option)
@@ -252,7 +279,8 @@ def audio_flops(model: Model, frames: int) -> ImageFlops:
         values = with_tower_tokens(part.model, values, sized)
         terms += _evaluated(part.model, part.role, name, values, "FLOPs per audio")
         if record.image_tokens is not None:
-            tokens = (record.image_tokens, evaluate_int(record.image_tokens, values, f"{record.name} audio tokens"))
+            what = f"{record.name} audio tokens"
+            tokens = (record.image_tokens, _whole(record.image_tokens, values, what, name, "FLOPs per audio"))
     if tokens is None:
         names = ", ".join(part.model.architecture.name for part in parts)
         raise LlmcountError(
