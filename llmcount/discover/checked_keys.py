@@ -32,10 +32,29 @@ _WIDTH = 120
 
 
 def class_keys(model_type: str) -> list[str]:
-    """Every key of ``model_type``'s config class in the installed transformers, sorted, less the common ones."""
+    """Every key of ``model_type``'s config class in the installed transformers and of the text configs of the
+    composites whose language model it counts (:func:`text_keys`), sorted, less the common ones."""
     from transformers import CONFIG_MAPPING
 
-    return config_class_keys(CONFIG_MAPPING[model_type])
+    keys = set(config_class_keys(CONFIG_MAPPING[model_type])) if model_type in CONFIG_MAPPING else set()
+    return sorted(keys | text_keys(model_type))
+
+
+def text_keys(model_type: str) -> set[str]:
+    """The keys of the text configs that composites count with the record ``model_type``: their text config class's
+    and those the composite class writes into its default text config (PaliGemmaConfig's num_image_tokens), less the
+    common ones."""
+    from transformers import CONFIG_MAPPING
+
+    keys: set[str] = set()
+    for outer in records.composites():
+        if outer.name not in CONFIG_MAPPING or getattr(records.family(outer.text), "name", None) != model_type:
+            continue
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")
+            text = getattr(CONFIG_MAPPING[outer.name](), "text_config", None)
+            keys |= set(config_class_keys(type(text))) | set(text.to_dict())
+    return {key for key in keys if key not in records.COMMON_KEYS}
 
 
 def tower_classes(name: str) -> list[type]:
