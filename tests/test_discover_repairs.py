@@ -208,3 +208,8 @@ def test_a_build_refused_for_a_multiple_is_built_again_with_the_key_rounded(monk
         "n_layers_per_attn_res_block": 3,
     }
     assert discoverer.round_multiples(values, refusal) is None  # each named key already a multiple
+    # a build trying another value of the key keeps it (transformers refuses that value)
+    assert (
+        discoverer.round_multiples({**values, "loop_layer_index_start": 1}, refusal, keep={"loop_layer_index_start"})
+        is None
+    )

@@ -497,7 +497,7 @@ class Discoverer:
         try:
             built = probe.build(self.model_type, values, drop, outside)
         except probe.Refused as error:
-            rounded = self.round_multiples(values, str(error))
+            rounded = self.round_multiples(values, str(error), keep=repair or set())
             named = _named_keys(str(error), values) - (repair or set()) - {self.layer_key, *self.parts}
             if rounded is not None:
                 values = rounded
@@ -518,15 +518,18 @@ class Discoverer:
                 self.resplit = True
         return self.split(built, values)
 
-    def round_multiples(self, values: dict[str, Any], refusal: str) -> dict[str, Any] | None:
+    def round_multiples(
+        self, values: dict[str, Any], refusal: str, keep: set[str] = frozenset()
+    ) -> dict[str, Any] | None:
         """``values`` with each key that the refusal names and a validator requires to be a multiple of another
         (Inkling-2-Loop's ``loop_layer_index_start`` of ``n_layers_per_attn_res_block``, see :func:`.ties.multiples`)
-        made the nearest such multiple; None when none is named or each already is one."""
+        made the nearest such multiple, except the keys to ``keep`` (a build that tries another value of a key keeps
+        it); None when none is named or each already is one."""
         if not hasattr(self, "multiples"):
             self.multiples = ties.multiples(probe.config_class(self.model_type))
         out = dict(values)
         for multiple in self.multiples:
-            if re.search(rf"\b{re.escape(multiple.key)}\b", refusal):
+            if multiple.key not in keep and re.search(rf"\b{re.escape(multiple.key)}\b", refusal):
                 rounded = multiple.round({**self.defaults, **out})
                 if rounded is not None:
                     out[multiple.key] = rounded
