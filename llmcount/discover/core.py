@@ -22,7 +22,7 @@ from sympy import factor as factorize
 
 from ..formulas.expressions import condition
 from ..formulas.symbols import BY_NAME, GLOSSARY
-from . import fit, probe, ties
+from . import fit, probe, repairs, ties
 
 LAYERS = 3  # decoder layers of every build: enough to see the first layers differ, small enough to be fast
 WIDE = LAYERS + 2  # layers of the builds that look for a period or an offset of more than the first layers
@@ -265,7 +265,7 @@ class Discoverer:
             return
         except probe.Refused as error:
             refusal = str(error)
-        if self.fill_nulls() or self.fill_lists(refusal):
+        if self.fill_nulls() or self.fill_lists(refusal) or self.repair_defaults(refusal):
             return
         counts = [
             k
@@ -406,6 +406,58 @@ class Discoverer:
             del self.per_layer[key]
         return False
 
+    def repair_defaults(self, refusal: str) -> bool:
+        """When the class's defaults do not build for want of a value the refusal itself points at (a mapping with no
+        entry for a kind of layer; a sub-config without a key the modeling code reads): the repairs of
+        :mod:`.repairs`, each kept in every build and random config once transformers accepts it (up to three in
+        turn, each for the next refusal). True when the defaults then build."""
+        self.repairs: list[repairs.Repair] = []
+        for _ in range(3):
+            found = repairs.missing_entries(
+                refusal, self.defaults, self.per_layer, probe.modeling_source(self.model_type)
+            )
+            found += repairs.missing_attribute(
+                refusal, self.defaults, probe.subconfig_classes(self.model_type), self.defaults
+            )
+            for repair in found:
+                trial = repairs.with_repair(self.fixed, repair)
+                try:
+                    base = probe.build(self.model_type, self.consistent(trial, {}))
+                except probe.Refused as error:
+                    if str(error) != refusal:  # past this refusal, stopped by another: repair that one next
+                        self.fixed, refusal = trial, str(error)
+                        self.repairs.append(repair)
+                        break
+                    continue
+                if not repair.kinds and not self._inert(repair, trial, base):
+                    continue  # a value that shapes tensors is no repair the draft could leave out
+                self.fixed = trial
+                self.repairs.append(repair)
+                for done in self.repairs:
+                    self.note(f"{done.key}: {done.why}; builds and random configs give {done.value!r}")
+                return True
+            else:
+                break
+        if self.repairs:  # repaired in part only: the builds go back to the class defaults
+            for repair in self.repairs:
+                head = repair.key.partition(".")[0]
+                self.fixed.pop(head, None)
+            self.repairs = []
+        return False
+
+    def _inert(self, repair: repairs.Repair, values: dict[str, Any], base: probe.Build) -> bool:
+        """Whether another value of a repaired key builds the same tensors (it shapes none)."""
+        if isinstance(repair.value, bool) or not isinstance(repair.value, (int, float)):
+            return False
+        other = repairs.Repair(repair.key, repair.value * 2 + 1)
+        try:
+            built = probe.build(self.model_type, self.consistent(repairs.with_repair(values, other), {}))
+        except probe.Refused:
+            return False
+        return sorted((t.key, t.layer, t.shape) for t in built.tensors) == sorted(
+            (t.key, t.layer, t.shape) for t in base.tensors
+        )
+
     def consistent(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """``values`` with the keys tied to the layer count made to agree with it: the layer count follows the
         group counts (or a per-layer list) that ``given`` sets; else the group counts share it out and the lists
@@ -441,13 +493,22 @@ class Discoverer:
         keys that must keep their values): when a validator refuses the config naming other keys (XLNet's
         ``d_head`` must equal ``d_model // n_head``), build once more with those left for the class to compute."""
         values = self.consistent({**self.fixed, **overrides}, overrides)
+        outside = getattr(self, "outside", None)
         try:
-            built = probe.build(self.model_type, values, drop)
+            built = probe.build(self.model_type, values, drop, outside)
         except probe.Refused as error:
+            rounded = self.round_multiples(values, str(error), keep=repair or set())
             named = _named_keys(str(error), values) - (repair or set()) - {self.layer_key, *self.parts}
-            if repair is None or not named:
+            if rounded is not None:
+                values = rounded
+                built = probe.build(self.model_type, values, drop, outside)
+            elif repair is None or not named:
                 raise
-            built = probe.build(self.model_type, values, (*drop, *sorted(named)))
+            else:
+                drop = (*drop, *sorted(named))
+                built = probe.build(self.model_type, values, drop, outside)
+        if outside is None and built.lists:
+            built = self.lists_outside(built, values, drop)
         if self.splits is None:
             self.splits = self.find_splits(built, values)
         elif getattr(self, "forming", False) and not self.resplit:  # every build of the run is evidence
@@ -456,6 +517,46 @@ class Discoverer:
                 self.splits.update(more)
                 self.resplit = True
         return self.split(built, values)
+
+    def round_multiples(
+        self, values: dict[str, Any], refusal: str, keep: set[str] = frozenset()
+    ) -> dict[str, Any] | None:
+        """``values`` with each key that the refusal names and a validator requires to be a multiple of another
+        (Inkling-2-Loop's ``loop_layer_index_start`` of ``n_layers_per_attn_res_block``, see :func:`.ties.multiples`)
+        made the nearest such multiple, except the keys to ``keep`` (a build that tries another value of a key keeps
+        it); None when none is named or each already is one."""
+        if not hasattr(self, "multiples"):
+            self.multiples = ties.multiples(probe.config_class(self.model_type))
+        out = dict(values)
+        for multiple in self.multiples:
+            if multiple.key not in keep and re.search(rf"\b{re.escape(multiple.key)}\b", refusal):
+                rounded = multiple.round({**self.defaults, **out})
+                if rounded is not None:
+                    out[multiple.key] = rounded
+        return out if out != values else None
+
+    def lists_outside(self, built: probe.Build, values: dict[str, Any], drop: tuple[str, ...]) -> probe.Build:
+        """The ModuleLists of single modules (Linears, norms) that lie outside the layers: those whose length stays
+        the same in a build of one more layer (Gemma 3n's ``altup_projections``, ``altup_num_inputs - 1`` of them:
+        its index is no layer index; XLM's ``layer_norm1``, one per layer, is a part of each layer). Found once, from
+        the first build that has such lists; ``built`` again with their tensors outside the layers."""
+        n = self.layer_key
+        self.outside: frozenset[str] = frozenset()
+        if not isinstance(values.get(n), int) or isinstance(values.get(n), bool):
+            return built
+        more = self.consistent({**values, n: values[n] + 1}, {n: values[n] + 1})
+        try:
+            wider = probe.build(self.model_type, more, drop)
+        except probe.Refused:
+            return built
+        self.outside = frozenset(k for k, length in built.lists.items() if wider.lists.get(k) == length)
+        if not self.outside:
+            return built
+        self.note(
+            f"{', '.join(sorted(self.outside))}: a list of modules outside the layers (as long with one more layer):"
+            " its index is no layer index"
+        )
+        return probe.build(self.model_type, values, drop, self.outside)
 
     def find_splits(self, built: probe.Build, values: dict[str, Any], skip: set[str] = frozenset()) -> dict[str, str]:
         """Tensor kinds of one name with other shapes on other layers (Kimi-Linear's ``self_attn.q_proj``, of its
@@ -480,7 +581,7 @@ class Discoverer:
         entries = values[name]
         turned = {**values, name: entries[1:] + entries[:1]}
         try:
-            table = probe.build(self.model_type, turned).table()
+            table = probe.build(self.model_type, turned, outside=getattr(self, "outside", None)).table()
         except probe.Refused:
             return False
         return _partitions(turned[name], [table.get((key, i)) for i in range(len(entries))])
@@ -1401,9 +1502,14 @@ class Discoverer:
         unset = getattr(self, "null_activations", [])
         floats = getattr(self, "floats", {})
         lists = getattr(self, "null_lists", {})
+        entries = [  # a mapping the class defaults leave without an entry a kind of layer reads: see repairs
+            line for r in getattr(self, "repairs", []) for line in repairs.refusals(r, getattr(self, "per_layer", {}))
+        ]
         # set (or unset, or off their default), they build tensors the draft was not fitted on: refused by name
-        if nulls or unset or floats or lists:
+        if nulls or unset or floats or lists or entries:
             lines.append("refuse = [")
+            for test, why in entries:
+                lines.append(f"  [{_q(test)}, {_q(why)}],")
             for key in lists:
                 why = (
                     f"{key} is absent or null (the config class's default): transformers cannot build the model"
@@ -1459,6 +1565,9 @@ class Discoverer:
             fields.append(f"adjust = {_q(f'floor(sqrt({symbol.name}))')}")
             lines.append(f"{symbol.name} = {{ {', '.join(fields)} }}")
         used |= set(self.layer_values) | set(nulls) | set(floats)
+        used |= {
+            key for r in getattr(self, "repairs", []) if r.kinds for key in (r.key, *getattr(self, "per_layer", {}))
+        }
         if used:
             lines += ["", "[keys]"]
             lines += [f"{key} = {_toml(self.defaults[key])}" for key in sorted(used)]

@@ -9,7 +9,7 @@ import logging
 import os
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -55,6 +55,7 @@ class Build:
     prefix: str  # the attribute holding the base model (model, transformer, gpt_neox)
     config_class: str  # LlamaConfig
     shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
+    lists: dict[str, int] = field(default_factory=dict)  # ModuleLists of single modules -> their length: see build
 
     def table(self) -> dict[tuple[str, int | None], list[tuple[int, ...]]]:
         """(key, layer) -> the shapes of the tensors under that key in that layer (several for expert lists)."""
@@ -91,6 +92,20 @@ def config_class(model_type: str) -> type:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return type(AutoConfig.for_model(model_type))
+
+
+def subconfig_classes(model_type: str) -> dict[str, str]:
+    """Key -> the class name of the sub-config the class defaults hold under it (DBRX's ``attn_config``:
+    ``DbrxAttentionConfig``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(model_type)
+    out = {}
+    for key in config.to_dict():
+        value = _attribute(config, key)
+        if isinstance(value, transformers.PretrainedConfig):
+            out[key] = type(value).__name__
+    return out
 
 
 def attribute_map(model_type: str) -> dict[str, str]:
@@ -157,6 +172,37 @@ def _split(name: str, kept: frozenset[str] = frozenset()) -> tuple[str, int | No
     return ".".join(parts), (int(indices[0]) if indices else None)
 
 
+def _module_lists(model: torch.nn.Module) -> frozenset[str]:
+    """The names of the ModuleLists outside any indexed container whose entries are single modules holding their own
+    parameters (Linears, Embeddings, norms: Gemma 3n's ``altup_projections``), not blocks of them: a list of such is
+    no stack of layers, and its index is no layer index."""
+    out = []
+    for name, module in model.named_modules():
+        if not name or not isinstance(module, torch.nn.ModuleList) or _INDEX.search(name + "."):
+            continue
+        entries = list(module.children())
+        single = all(next(e.children(), None) is None for e in entries)
+        if entries and single and next(module.parameters(), None) is not None:
+            out.append(name)
+    return frozenset(out)
+
+
+def _outside_layers(name: str, lists: frozenset[str]) -> str | None:
+    """``name`` with every index as ``*`` when its first index is into one of ``lists`` (see :func:`_module_lists`):
+    a tensor outside the layers, one of a list of like modules; None otherwise."""
+    parts = name.split(".")
+    first = next((i for i, part in enumerate(parts[:-1]) if part.isdigit() and i > 0), None)
+    if first is None or ".".join(parts[:first]) not in lists:
+        return None
+    return ".".join("*" if part.isdigit() and i > 0 else part for i, part in enumerate(parts))
+
+
+def _key_and_layer(name: str, kept: frozenset[str], lists: frozenset[str]) -> tuple[str, int | None]:
+    """:func:`_split`, but a tensor of one of the ``lists`` of like modules outside the layers has no layer."""
+    outside = _outside_layers(name, lists)
+    return (outside, None) if outside is not None else _split(name, kept)
+
+
 def _sequentials(model: torch.nn.Module) -> frozenset[str]:
     """The names of the ``nn.Sequential`` containers (not ModuleLists of copies) that hold parameters."""
     return frozenset(
@@ -180,9 +226,14 @@ def _attribute(config: Any, key: str) -> Any:
             return None
 
 
-def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()) -> Build:
+def build(
+    model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = (), outside: frozenset[str] | None = None
+) -> Build:
     """Build ``AutoModelForCausalLM`` for the class defaults with ``overrides`` (keys in ``drop`` left out so
-    that the class computes them) on the meta device."""
+    that the class computes them) on the meta device. ``outside``: the ModuleLists of single modules (see
+    :func:`_module_lists`, listed with their lengths in ``Build.lists``) that lie outside the layers, whose index is no
+    layer index (Gemma 3n's ``altup_projections``; not XLM's ``layer_norm1``, one per layer); None: every first
+    index is a layer's."""
     kwargs = {k: v for k, v in overrides.items() if k not in drop}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -194,17 +245,19 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
             raise Refused(f"{type(error).__name__}: {error}") from error
     modules = dict(model.named_modules())
     kept = _sequentials(model)
+    lists = _module_lists(model) & (outside or frozenset())
+
     tensors = []
     seen: dict[int, str] = {}
     shared: dict[str, str] = {}
     layers: set[int] = set()
     for name, parameter in model.named_parameters(remove_duplicate=False):
         if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
-            shared[_split(name, kept)[0]] = seen[id(parameter)]
+            shared[_key_and_layer(name, kept, lists)[0]] = seen[id(parameter)]
             continue
-        seen[id(parameter)] = _split(name, kept)[0]
+        seen[id(parameter)] = _key_and_layer(name, kept, lists)[0]
         owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
-        key, layer = _split(name, kept)
+        key, layer = _key_and_layer(name, kept, lists)
         if layer is not None:
             layers.add(layer)
         tensors.append(
@@ -230,4 +283,5 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
         model.base_model_prefix,
         type(config).__name__,
         shared,
+        {name: len(modules[name]) for name in _module_lists(model)},
     )

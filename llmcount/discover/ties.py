@@ -78,6 +78,74 @@ def ties(config_class: type) -> list[Tie]:
     return out
 
 
+@dataclass(frozen=True)
+class Multiple:
+    """``key`` must be a multiple of ``of``, which a validator requires (``if self.key % self.of != 0: raise``:
+    Inkling-2-Loop's ``loop_layer_index_start`` of ``n_layers_per_attn_res_block``)."""
+
+    key: str
+    of: str
+    where: str  # ClassName.method, for notes
+
+    def round(self, values: Mapping[str, Any]) -> int | None:
+        """The value of ``key`` made a multiple of ``of``: the nearest (at least ``of`` itself; 0 stays 0); None when
+        either is not a positive integer or it already is one."""
+        value, of = values.get(self.key), values.get(self.of)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (value, of)) or of <= 0 or value % of == 0:
+            return None
+        return of * max(1, (2 * value + of) // (2 * of))
+
+
+def multiples(config_class: type) -> list[Multiple]:
+    """The keys the class's validators require to be multiples of another key (``if self.a % self.b != 0: raise``
+    or ``if self.a % self.b: raise``), in the order of the checks."""
+    out: list[Multiple] = []
+    for klass, name, body in _validators(config_class):
+        for statement in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if not isinstance(statement, ast.If) or not any(isinstance(s, ast.Raise) for s in statement.body):
+                continue
+            test = statement.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.NotEq)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == 0
+            ):
+                test = test.left
+            if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+                key, of = _self_key(test.left), _self_key(test.right)
+                if key and of:
+                    out.append(Multiple(key, of, f"{klass.__name__}.{name}"))
+    return out
+
+
+def _self_key(node: ast.expr) -> str | None:
+    """``self.key`` -> ``key``; None for any other expression."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _validators(config_class: type) -> list[tuple[type, str, list[ast.stmt]]]:
+    """(class, method name, body) of the class's validators: ``validate_*`` methods and ``__post_init__``, of the class
+    and its model-specific bases."""
+    out = []
+    for klass in config_class.__mro__:
+        if klass.__module__.startswith("transformers.configuration_utils") or klass is object:
+            break
+        for name, function in sorted(vars(klass).items()):
+            if not (name.startswith("validate") or name == "__post_init__") or not callable(function):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            if tree.body and isinstance(tree.body[0], ast.FunctionDef):
+                out.append((klass, name, tree.body[0].body))
+    return out
+
+
 def _checks(body: list[ast.stmt], local: dict[str, ast.expr], where: str) -> list[Tie]:
     out = []
     for statement in body:

@@ -12,7 +12,7 @@ from ..errors import LlmcountError
 from ..formulas import records
 from ..formulas.config import read_config
 from ..formulas.expressions import RecordError
-from . import probe
+from . import probe, repairs, ties
 from .core import Discoverer
 
 RANDOM_CONFIGS = 5
@@ -81,6 +81,8 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = default
     for key in sorted(discoverer.switches_read):
         config[key] = rng.random() < 0.5
+    for repair in getattr(discoverer, "repairs", []):  # values the class defaults lack that transformers needs
+        config = repairs.with_repair(config, repair)
     for key, value in getattr(discoverer, "pinned", {}).items():  # a count of some layers the builds kept small
         config[key] = value
     for key in discoverer.parts:  # counts of layer groups: the layer count is their sum
@@ -102,6 +104,20 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = rng.randint(1, config[discoverer.layer_key])
         elif all(isinstance(x, int) for v in values for x in v):
             config[key] = [i for i in range(config[discoverer.layer_key]) if rng.random() < 0.5]
+    return _multiples(discoverer, config)
+
+
+def _multiples(discoverer: Discoverer, config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with each layer key drawn above that a validator requires to be a multiple of another key (see
+    :func:`.ties.multiples`) made the nearest such multiple."""
+    layer_keys = getattr(discoverer, "layer_values", {})
+    if not layer_keys:
+        return config
+    for multiple in ties.multiples(probe.config_class(discoverer.model_type)):
+        if multiple.key in layer_keys:
+            rounded = multiple.round({**discoverer.defaults, **config})
+            if rounded is not None:
+                config[multiple.key] = rounded
     return config
 
 
@@ -118,17 +134,20 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
     defaults = {**probe.class_defaults(discoverer.model_type), "model_type": discoverer.model_type}
     checks = []
     try:
-        configs = [("class defaults", defaults, probe.build(discoverer.model_type, _kwargs(defaults)))]
+        outside = getattr(discoverer, "outside", None)
+        configs = [("class defaults", defaults, probe.build(discoverer.model_type, _kwargs(defaults), outside=outside))]
     except probe.Refused as error:  # the class's own defaults do not build: the draft must refuse them too
-        configs = []
-        checks.append(_both_refuse("class defaults", defaults, family, str(error)))
+        repaired = _repaired_defaults(discoverer, defaults)
+        configs = [] if repaired is None else [("class defaults", defaults, repaired)]
+        if repaired is None:
+            checks.append(_both_refuse("class defaults", defaults, family, str(error)))
     refused = ""
     for _ in range(ATTEMPTS):
         if len(configs) + len(checks) == 1 + RANDOM_CONFIGS:
             break
         config = random_config(discoverer, rng)
         try:
-            built = probe.build(discoverer.model_type, _kwargs(config))
+            built = probe.build(discoverer.model_type, _kwargs(config), outside=getattr(discoverer, "outside", None))
         except probe.Refused as error:
             refused = refused or str(error)
             continue
@@ -152,6 +171,21 @@ def verify(discoverer: Discoverer, path: str | os.PathLike[str], seed: int = 1) 
             )
         )
     return checks
+
+
+def _repaired_defaults(discoverer: Discoverer, defaults: dict[str, Any]) -> probe.Build | None:
+    """What transformers builds for the class defaults with the repairs that shape no tensor (a sub-config key the
+    modeling code reads and the class does not default, see :mod:`.repairs`): the draft counts the defaults as they
+    are. None when there are none, or transformers still refuses."""
+    inert = [r for r in getattr(discoverer, "repairs", []) if not r.kinds]
+    if not inert:
+        return None
+    for repair in inert:
+        defaults = repairs.with_repair(defaults, repair)
+    try:
+        return probe.build(discoverer.model_type, _kwargs(defaults))
+    except probe.Refused:
+        return None
 
 
 def _both_refuse(name: str, config: dict[str, Any], family, theirs: str) -> Check:
