@@ -9,7 +9,7 @@ import logging
 import os
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -55,6 +55,9 @@ class Build:
     prefix: str  # the attribute holding the base model (model, transformer, gpt_neox)
     config_class: str  # LlamaConfig
     shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
+    # a kind whose Parameters are shared by several layers (Zamba's shared_transf: one block every hybrid layer runs)
+    # -> the layers that use a Parameter first built on another layer; the tensors are listed once, on that layer
+    uses: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def table(self) -> dict[tuple[str, int | None], list[tuple[int, ...]]]:
         """(key, layer) -> the shapes of the tensors under that key in that layer (several for expert lists)."""
@@ -195,16 +198,22 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
     modules = dict(model.named_modules())
     kept = _sequentials(model)
     tensors = []
-    seen: dict[int, str] = {}
+    seen: dict[int, tuple[str, int | None]] = {}
     shared: dict[str, str] = {}
+    uses: dict[str, set[int]] = {}
     layers: set[int] = set()
     for name, parameter in model.named_parameters(remove_duplicate=False):
-        if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
-            shared[_split(name, kept)[0]] = seen[id(parameter)]
-            continue
-        seen[id(parameter)] = _split(name, kept)[0]
-        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
         key, layer = _split(name, kept)
+        if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
+            first, at = seen[id(parameter)]
+            if first == key and layer is not None and at is not None and layer != at:  # one module, several layers
+                uses.setdefault(key, set()).add(layer)
+                layers.add(layer)
+            else:
+                shared[key] = first
+            continue
+        seen[id(parameter)] = (key, layer)
+        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
         if layer is not None:
             layers.add(layer)
         tensors.append(
@@ -230,4 +239,5 @@ def build(model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = ()
         model.base_model_prefix,
         type(config).__name__,
         shared,
+        {k: tuple(sorted(v)) for k, v in uses.items()},
     )
