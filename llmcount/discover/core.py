@@ -29,6 +29,7 @@ WIDE = LAYERS + 2  # layers of the builds that look for a period or an offset of
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
 MAX_FIT_SAMPLES = 60  # the most random configs a fit draws (a quadratic in 9 keys has 55 monomials)
+PASSES = 3  # the most passes of the steps while builds still find kinds to split by layer kind (see run)
 ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
 _LAYER_COUNT = re.compile(r"(^|_)(n|num)_(\w+_)?layers?$|^(\w+_)?layers$|^n_layers?$")
 _SIZE_NAME = re.compile(r"(_dim|_size|_rank|experts|_per_tok|heads)$")
@@ -452,7 +453,7 @@ class Discoverer:
             built = probe.build(self.model_type, values, (*drop, *sorted(named)))
         if self.splits is None:
             self.splits = self.find_splits(built, values)
-        elif getattr(self, "forming", False) and not self.resplit:  # every build of the run is evidence
+        elif getattr(self, "forming", False):  # every build of the run is evidence
             more = self.find_splits(built, values, skip=set(self.splits))
             if more:
                 self.splits.update(more)
@@ -560,15 +561,20 @@ class Discoverer:
     # ---- the main steps -----------------------------------------------------------------------------------
     def run(self) -> Discovery:
         """The draft record. A tensor kind found with other shapes on other layers only once the kinds were formed
-        (Inkling's ``k_proj``, alike on every layer at the class defaults): the steps once more, with it split."""
+        (Inkling's ``k_proj``, alike on every layer at the class defaults): the steps once more, with it split. Every
+        build of a pass is evidence (a random config with other head widths splits ``q_proj``, one with other head
+        counts ``r_proj`` too); a pass that splits more runs once more, up to ``PASSES`` in all."""
         notes = list(self.notes)
         self.resplit = False
         self.forming = True
         found = self.steps()
-        if self.resplit:
+        passes = 1
+        while self.resplit:
             self.log(f"kinds split by layer kind once formed ({', '.join(sorted(self.splits or {}))}): once more")
-            self.notes = notes
-            self.resplit = self.forming = False  # the kinds of this pass stay as they are
+            self.notes = list(notes)
+            passes += 1
+            self.resplit = False
+            self.forming = passes < PASSES  # the last pass: its kinds stay as they are
             found = self.steps()
         return found
 
