@@ -905,9 +905,13 @@ class Discoverer:
         periodic = [k for k, values in sorted(self.layer_values.items()) if isinstance(values[0], int)]
         for a in periodic:
             single += [f"i % {a} {op} {b}" for b in periodic if b != a for op in ("==", "!=")]
-        single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
+        positional = ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]
+        single += positional  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+        # a key's condition beside a position (Inkling 2's attention_input: on "hybrid" layers but the first, which
+        # has none): pairs of one key's condition and one by position
+        out += [f"{a} {op} {b}" for a in single if a not in positional for b in positional for op in ("and", "or")]
         # three integer keys that together bound the layers (ERNIE-4.5-MoE: every moe_layer_interval-th layer from
         # moe_layer_start_index to moe_layer_end_index): each key's condition, all three holding, or not
         ints = {  # each key's own conditions (not the period-and-offset pairs: the triples would grow as their cube)
