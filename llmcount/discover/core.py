@@ -29,6 +29,7 @@ WIDE = LAYERS + 2  # layers of the builds that look for a period or an offset of
 FIT_SAMPLES = 18
 CHECK_SAMPLES = 6
 MAX_FIT_SAMPLES = 60  # the most random configs a fit draws (a quadratic in 9 keys has 55 monomials)
+PASSES = 3  # the most passes of the steps while builds still find kinds to split by layer kind (see run)
 ATTEMPTS = 40  # random draws per sample before giving up on a config transformers accepts
 _LAYER_COUNT = re.compile(r"(^|_)(n|num)_(\w+_)?layers?$|^(\w+_)?layers$|^n_layers?$")
 _SIZE_NAME = re.compile(r"(_dim|_size|_rank|experts|_per_tok|heads)$")
@@ -67,6 +68,7 @@ class Kind:
     order: int
     factors: list[Factor] = field(default_factory=list)
     when: list[str] = field(default_factory=list)
+    shared: bool = False  # one module several layers run (its copies counted once): see Discoverer.gather_shared
 
     @property
     def expr(self) -> Expr | None:
@@ -294,7 +296,8 @@ class Discoverer:
         if self.parts:
             self.fixed[self.layer_key] = max(1, sum(self.fixed[k] for k in self.parts))
         lists = self.per_layer
-        for self.per_layer in (lists, {}):  # the lists cycled, else left for the class to compute from the count
+        # the lists cycled, their kinds turned by one (see _turned), else left for the class to compute from the count
+        for self.per_layer in (lists, *_turned(lists), {}):
             try:
                 self.build({})
                 break
@@ -511,7 +514,7 @@ class Discoverer:
             built = self.lists_outside(built, values, drop)
         if self.splits is None:
             self.splits = self.find_splits(built, values)
-        elif getattr(self, "forming", False) and not self.resplit:  # every build of the run is evidence
+        elif getattr(self, "forming", False):  # every build of the run is evidence
             more = self.find_splits(built, values, skip=set(self.splits))
             if more:
                 self.splits.update(more)
@@ -590,6 +593,7 @@ class Discoverer:
         """``built`` with the tensor kinds of ``self.splits`` named after their layer's kind, and the kinds a switch
         reshapes named after the switch where it differs from the fitting builds' value (Falcon's
         ``query_key_value_no_multi_query``): one name, one shape."""
+        built = self.gather_shared(built)
         reshaped = getattr(self, "reshaped", {})
         flipped = [s for s in sorted(reshaped) if bool(values.get(s, self.reference[s])) != self.reference[s]]
         if not self.splits and not flipped:
@@ -608,6 +612,26 @@ class Discoverer:
                 t = replace(t, key=".".join(parts))
             tensors.append(t)
         return replace(built, tensors=tuple(tensors))
+
+    def gather_shared(self, built: probe.Build) -> probe.Build:
+        """``built`` with the tensors of a module whose Parameters several layers share (Zamba's ``shared_transf``,
+        one block every hybrid layer runs) taken out of the layers: listed once per distinct copy (transformers' count,
+        ``model.parameters()``, holds each Parameter once) under a name of their own (``q_proj_shared``), with
+        ``uses`` giving the layers that run them (for the condition on those layers). A build with one layer of the
+        kind cannot tell a shared module from a module of that layer's own: there it keeps its name (one copy either
+        way); so do copies on several layers that share no Parameter (Zamba untied: each hybrid layer its own block)."""
+        if not built.uses:
+            return built
+        present: dict[str, set[int]] = {}
+        for t in built.tensors:
+            if t.key in built.uses and t.layer is not None:
+                present.setdefault(t.key, set()).add(t.layer)
+        gathered = set(present)
+        tensors = tuple(
+            replace(t, key=_shared_key(t.key), layer=None) if t.key in gathered else t for t in built.tensors
+        )
+        uses = {_shared_key(k): tuple(sorted(present[k] | set(built.uses.get(k, ())))) for k in gathered}
+        return replace(built, tensors=tensors, uses=uses)
 
     def switches(self) -> dict[str, tuple[set[str], set[str]]]:
         """Each boolean key that changes which tensors exist: (kinds it adds, kinds it removes) when flipped."""
@@ -638,15 +662,20 @@ class Discoverer:
     # ---- the main steps -----------------------------------------------------------------------------------
     def run(self) -> Discovery:
         """The draft record. A tensor kind found with other shapes on other layers only once the kinds were formed
-        (Inkling's ``k_proj``, alike on every layer at the class defaults): the steps once more, with it split."""
+        (Inkling's ``k_proj``, alike on every layer at the class defaults): the steps once more, with it split. Every
+        build of a pass is evidence (a random config with other head widths splits ``q_proj``, one with other head
+        counts ``r_proj`` too); a pass that splits more runs once more, up to ``PASSES`` in all."""
         notes = list(self.notes)
         self.resplit = False
         self.forming = True
         found = self.steps()
-        if self.resplit:
+        passes = 1
+        while self.resplit:
             self.log(f"kinds split by layer kind once formed ({', '.join(sorted(self.splits or {}))}): once more")
-            self.notes = notes
-            self.resplit = self.forming = False  # the kinds of this pass stay as they are
+            self.notes = list(notes)
+            passes += 1
+            self.resplit = False
+            self.forming = passes < PASSES  # the last pass: its kinds stay as they are
             found = self.steps()
         return found
 
@@ -671,6 +700,7 @@ class Discoverer:
         kinds = self.kinds(base_build)
         self.layer_conditions = self.conditions(kinds)
         alternates, literals = self.alternates(kinds, effects)
+        self.alternate_conditions(kinds, alternates)
         for key, (added, removed) in sorted(effects.items()):
             flipped = not self.defaults[key]
             for k in added:
@@ -789,6 +819,21 @@ class Discoverer:
             effects.setdefault(key, (set(), set()))
         return out, literals
 
+    def alternate_conditions(self, kinds: dict[str, Kind], alternates: list[tuple[dict[str, Any], Any]]) -> None:
+        """The layer conditions of the kinds only a setting of switches builds, found in builds of that setting (Zamba
+        untied, tie_word_embeddings false: a copy of the shared block on each hybrid layer, not on every layer)."""
+        seen = dict(getattr(self, "seen", {}))
+        on = self.on
+        try:
+            for setting, new in alternates:
+                self.on = setting
+                found = self.conditions({k: kinds[k] for k in new if k in kinds})
+                self.layer_conditions.update({k: v for k, v in found.items() if k not in self.layer_conditions})
+                seen.update({k: v for k, v in getattr(self, "seen", {}).items() if k not in seen})
+        finally:
+            self.on = on
+            self.seen = seen
+
     def shaping_floats(self) -> dict[str, float]:
         """The float keys whose other value changes a tensor's shape (LFM2's block_ffn_dim_multiplier, xLSTM's
         ffn_proj_factor): random configs keep them at their defaults, so the draft is fitted there only and refuses
@@ -879,6 +924,9 @@ class Discoverer:
             elif isinstance(value, list) and value and all(isinstance(x, str) for x in value):
                 kinds = sorted(set(value))
                 trials = [[kinds[(i + j) % len(kinds)] for i in range(LAYERS)] for j in range(len(kinds))]
+                # then every layer of one kind: where the builds' own list is the first trial and transformers refuses
+                # the others (Zamba: one hybrid layer cannot tie the block the hybrid layers share)
+                trials += [[x] * LAYERS for x in kinds]
             else:
                 continue
             for trial in trials:
@@ -929,7 +977,7 @@ class Discoverer:
             observations.append(({**values, "N": b.layers}, _membership(b)))
         out = {}
         self.seen: dict[str, list] = {}
-        in_layers = {k for k, kind in kinds.items() if kind.in_layer}
+        in_layers = {k for k, kind in kinds.items() if kind.in_layer or kind.shared}
         for kind in sorted(in_layers):
             seen = [(values, member.get(kind, [False] * values["N"])) for values, member in observations]
             if all(all(m) for _, m in seen):
@@ -958,9 +1006,13 @@ class Discoverer:
         periodic = [k for k, values in sorted(self.layer_values.items()) if isinstance(values[0], int)]
         for a in periodic:
             single += [f"i % {a} {op} {b}" for b in periodic if b != a for op in ("==", "!=")]
-        single += ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]  # by position alone, after the keys
+        positional = ["i == 0", "i != 0", "i == N - 1", "i != N - 1"]
+        single += positional  # by position alone, after the keys
         pairs = [f"{a} {op} {b}" for i, a in enumerate(single) for b in single[i + 1 :] for op in ("or", "and")]
         out = single + [p for p in pairs if len({w for w in _WORD.findall(p)}) > 1]
+        # a key's condition beside a position (Inkling 2's attention_input: on "hybrid" layers but the first, which
+        # has none): pairs of one key's condition and one by position
+        out += [f"{a} {op} {b}" for a in single if a not in positional for b in positional for op in ("and", "or")]
         # three integer keys that together bound the layers (ERNIE-4.5-MoE: every moe_layer_interval-th layer from
         # moe_layer_start_index to moe_layer_end_index): each key's condition, all three holding, or not
         ints = {  # each key's own conditions (not the period-and-offset pairs: the triples would grow as their cube)
@@ -981,7 +1033,7 @@ class Discoverer:
         out: dict[str, Kind] = {}
         for i, t in enumerate(b.tensors):
             if t.key not in out:
-                out[t.key] = Kind(t.key, t.module, t.norm, t.embedding, t.layer is not None, i)
+                out[t.key] = Kind(t.key, t.module, t.norm, t.embedding, t.layer is not None, i, shared=t.key in b.uses)
         return out
 
     def variations(self, value: Any) -> list[Any]:
@@ -1058,7 +1110,7 @@ class Discoverer:
         changed = [
             (k, j)
             for k, kind in kinds.items()
-            if not kind.in_layer and k in base and k in wider and len(base[k]) == len(kind.factors)
+            if not kind.in_layer and not kind.shared and k in base and k in wider and len(base[k]) == len(kind.factors)
             for j, (x, y) in enumerate(zip(base[k], wider[k], strict=True))
             if x != y
         ]
@@ -1299,7 +1351,7 @@ class Discoverer:
             parts = parts[1:]
         leaf = parts[-1]
         bias = ".bias" if leaf == "bias" and not kind.norm else ""
-        if not kind.in_layer:
+        if not kind.in_layer and not kind.shared:
             modules = parts[:-1]
             name = ".".join(modules) or leaf
             if kind.embedding:
@@ -1402,6 +1454,10 @@ class Discoverer:
             path, embedding = self.path(kind, kinds)
             when = " and ".join(sorted(kind.when))
             layers = counts.get(kind.key, "N") if kind.in_layer else "1"
+            runs = ""
+            if kind.shared:  # counted once (as many as its distinct copies), run by the layers that use it
+                layers, runs = "1", counts.get(kind.key, "N")
+                when = " and ".join(sorted([*kind.when, *([f"{runs} > 0"] if runs != "N" else [])]))
             path = self.own_path(path, kind, when, layers, terms)
             term = terms.setdefault(
                 path,
@@ -1411,6 +1467,7 @@ class Discoverer:
                     "when": when,
                     "embedding": embedding,
                     "kinds": [],
+                    "runs": runs,
                 },
             )
             if term["when"] != when:
@@ -1420,6 +1477,9 @@ class Discoverer:
                 self.term_layers[path] = f"{term['layers']} layers: {found}"
             elif kind.in_layer:
                 self.term_layers[path] = "every layer"
+            if kind.shared:
+                found = self.layer_conditions.get(kind.key) or "every layer"
+                self.term_layers[path] = f"once, shared by the {runs} layers that run it ({found})"
             term["exprs"].append(kind.expr)
             term["kinds"].append(kind)
             self.term_of[kind.key] = path
@@ -1441,6 +1501,8 @@ class Discoverer:
                 lines.append(f"expr = {_q(_formula(expr))}")
             if term["layers"] != "1":
                 lines.append(f"layers = {_q(term['layers'])}")
+            if term["runs"]:
+                lines.append(f"runs = {_q(term['runs'])}")
             if term["when"]:
                 lines.append(f"when = {_q(term['when'])}")
             routed = (
@@ -1484,6 +1546,8 @@ class Discoverer:
             if kind.key in self.tied:
                 other, switch = self.tied[kind.key]
                 text += f"; with {switch} it is {other} (the same Parameter), counted once"
+        if any(kind.shared for kind in kinds):
+            text += "; one module the layers that run it share (the same Parameters on each), counted once"
         return text
 
     def header(self, kinds, defaults, effects, terms) -> list[str]:
@@ -1535,6 +1599,7 @@ class Discoverer:
             lines.append("]")
         read = sorted(self.symbols, key=self._rank)
         used = {w for t in terms for w in re.findall(r"[A-Za-z_]\w*", t["when"]) if w not in ("not", "and", "or")}
+        used -= {"N", *getattr(self, "layer_symbols", {})}  # a shared module's users (N_attn > 0): no config key
         aliases = {
             key: sorted(a for a, k in self.aliases.items() if k == key)
             for key in [self.layer_key, *read, *sorted(used)]
@@ -1628,7 +1693,27 @@ def _membership(b: probe.Build) -> dict[str, list[bool]]:
     for t in b.tensors:
         if t.layer is not None:
             out.setdefault(t.key, [False] * b.layers)[t.layer] = True
+    for key, layers in b.uses.items():  # a module several layers share: on each layer that runs it
+        for i in layers:
+            out.setdefault(key, [False] * b.layers)[i] = True
     return out
+
+
+def _turned(lists: dict[str, list[Any]]) -> list[dict[str, list[Any]]]:
+    """The per-layer lists with their kinds turned by one, then more, up to each list's length: the order that cycles
+    a later kind onto more of a few layers (Zamba's ``layers_block_type``, [linear_attention, hybrid] cycled over 3
+    layers, has one hybrid layer, and the block its hybrid layers share needs two to be tied: [hybrid,
+    linear_attention, hybrid] has them)."""
+    most = max((len(v) for v in lists.values()), default=0)
+    return [{k: v[j % len(v) :] + v[: j % len(v)] for k, v in lists.items()} for j in range(1, most)]
+
+
+def _shared_key(key: str) -> str:
+    """The name of a tensor kind whose module several layers share: ``...self_attn.q_proj_shared.weight``."""
+    parts = key.split(".")
+    if len(parts) > 1:
+        parts[-2] += "_shared"
+    return ".".join(parts)
 
 
 def _uneven(b: probe.Build) -> bool:

@@ -209,7 +209,7 @@ def _product(values: Mapping[Symbol, int], monomial: tuple[Symbol, ...]) -> int:
 
 def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
     """A default computed from other symbols, as record text: a constant, ``x``, ``c * x``, ``x + y``, ``x // y``,
-    ``x // c`` or ``(x + c - 1) // c``; the first
+    ``c * x // y``, ``x // c`` or ``(x + c - 1) // c``; the first
     (in that order, symbols in the order given) that gives every sample's value."""
     observed = [y for _, y in samples]
     if len(set(observed)) == 1:
@@ -219,6 +219,14 @@ def derived(samples: Sequence[Sample], names: Sequence[Symbol]) -> str | None:
     # the sum of two (LongCat-Flash's qk_head_dim: qk_nope_head_dim + qk_rope_head_dim unless given)
     candidates += [(f"{a.name} + {b.name}", lambda v, a=a, b=b: v[a] + v[b]) for a, b in combinations(names, 2)]
     candidates += [(f"{a.name} // {b.name}", lambda v, a=a, b=b: v[a] // v[b]) for a in names for b in names if a != b]
+    # a multiple's share (Zamba's attention_head_dim: 2 * hidden_size // num_attention_heads unless given)
+    candidates += [
+        (f"{c} * {a.name} // {b.name}", lambda v, a=a, b=b, c=c: c * v[a] // v[b])
+        for c in range(2, 5)
+        for a in names
+        for b in names
+        if a != b
+    ]
     divisors = [*range(2, 17), 32, 64, 128, 256]  # a fixed fraction, rounded down or up (Mamba's ceil(d / 16))
     candidates += [(f"{s.name} // {c}", lambda v, s=s, c=c: v[s] // c) for s in names for c in divisors]
     candidates += [(f"({s.name} + {c - 1}) // {c}", lambda v, s=s, c=c: -(-v[s] // c)) for s in names for c in divisors]

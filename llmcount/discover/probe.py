@@ -56,6 +56,9 @@ class Build:
     config_class: str  # LlamaConfig
     shared: dict[str, str]  # a tied tensor's kind -> the kind whose Parameter object it is (lm_head -> embed_tokens)
     lists: dict[str, int] = field(default_factory=dict)  # ModuleLists of single modules -> their length: see build
+    # a kind whose Parameters are shared by several layers (Zamba's shared_transf: one block every hybrid layer runs)
+    # -> the layers that use a Parameter first built on another layer; the tensors are listed once, on that layer
+    uses: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def table(self) -> dict[tuple[str, int | None], list[tuple[int, ...]]]:
         """(key, layer) -> the shapes of the tensors under that key in that layer (several for expert lists)."""
@@ -248,16 +251,22 @@ def build(
     lists = _module_lists(model) & (outside or frozenset())
 
     tensors = []
-    seen: dict[int, str] = {}
+    seen: dict[int, tuple[str, int | None]] = {}
     shared: dict[str, str] = {}
+    uses: dict[str, set[int]] = {}
     layers: set[int] = set()
     for name, parameter in model.named_parameters(remove_duplicate=False):
-        if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
-            shared[_key_and_layer(name, kept, lists)[0]] = seen[id(parameter)]
-            continue
-        seen[id(parameter)] = _key_and_layer(name, kept, lists)[0]
-        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
         key, layer = _key_and_layer(name, kept, lists)
+        if id(parameter) in seen:  # a tied weight: the tensor of a parameter seen before, counted once
+            first, at = seen[id(parameter)]
+            if first == key and layer is not None and at is not None and layer != at:  # one module, several layers
+                uses.setdefault(key, set()).add(layer)
+                layers.add(layer)
+            else:
+                shared[key] = first
+            continue
+        seen[id(parameter)] = (key, layer)
+        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
         if layer is not None:
             layers.add(layer)
         tensors.append(
@@ -284,4 +293,5 @@ def build(
         type(config).__name__,
         shared,
         {name: len(modules[name]) for name in _module_lists(model)},
+        {k: tuple(sorted(v)) for k, v in uses.items()},
     )
