@@ -33,7 +33,7 @@ def test_every_build_of_a_forming_pass_splits_the_kinds_it_shows_differ(monkeypa
     # swa_head_dim wide and r_proj swa_num_attention_heads * d_rel, on "hybrid" layers the same with the full layers'
     # keys; a config with other head widths only shows q_proj differ, one with other head counts r_proj too. Both
     # builds are evidence: the kinds split are those of every build, not of the first that splits one
-    def fake(model_type, values, drop=()):
+    def fake(model_type, values, drop=(), outside=None):
         h, h_sw, h_d, h_d_sw = values["h"], values["h_sw"], values["h_d"], values["h_d_sw"]
         tensors = []
         for i, kind in enumerate(values["layer_types"]):
