@@ -322,10 +322,13 @@ def test_fit_takes_sglangs_attention_backend(backend: str) -> None:
     fit the GPU."""
     from llmcount import engines
 
+    whole = ("--gpu-memory-utilization", "1")  # the whole GPU: SGLang's default share leaves the 8B no room on an L4
     got = json.loads(
-        run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--attention-backend", backend, "--json").stdout
+        run(
+            "fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--attention-backend", backend, *whole, "--json"
+        ).stdout
     )
-    plain = json.loads(run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", "--json").stdout)
+    plain = json.loads(run("fit", "qwen3-8b", "--gpu", "l4", "--engine", "sglang", *whole, "--json").stdout)
     assert got["engine_settings"] == {"attention_backend": backend}
     model = read_config(resolve("qwen3-8b")[2], "qwen3-8b")
 
