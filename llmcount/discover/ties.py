@@ -63,18 +63,8 @@ def ties(config_class: type) -> list[Tie]:
     """The equations between sizes that the class's validators (``validate_*`` methods and ``__post_init__``, of the
     class and its model-specific bases) check with ``if a != b: raise``."""
     out: list[Tie] = []
-    for klass in config_class.__mro__:
-        if klass.__module__.startswith("transformers.configuration_utils") or klass is object:
-            break
-        for name, function in sorted(vars(klass).items()):
-            if not (name.startswith("validate") or name == "__post_init__") or not callable(function):
-                continue
-            try:
-                tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-            except (OSError, TypeError, SyntaxError):
-                continue
-            body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
-            out += _checks(body, {}, f"{klass.__name__}.{name}")
+    for klass, name, body in _validators(config_class):
+        out += _checks(body, {}, f"{klass.__name__}.{name}")
     return out
 
 
