@@ -13,22 +13,13 @@ import pytest
 pytest.importorskip("torch", reason="discover needs torch and transformers")
 pytest.importorskip("transformers", reason="discover needs torch and transformers")
 
+from discover_stubs import bare as _bare
 from sympy import floor, sqrt
 
 from llmcount.discover import probe
-from llmcount.discover.core import Discoverer, _off_default
+from llmcount.discover.core import _off_default
 from llmcount.formulas.expressions import condition
 from llmcount.formulas.symbols import BY_NAME
-
-
-def _bare(**fields) -> Discoverer:
-    discoverer = Discoverer.__new__(Discoverer)
-    discoverer.model_type = "stub"
-    discoverer.notes = []
-    discoverer.on = {}
-    for name, value in fields.items():
-        setattr(discoverer, name, value)
-    return discoverer
 
 
 def _build(width: int) -> probe.Build:

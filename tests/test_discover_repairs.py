@@ -12,20 +12,10 @@ pytest.importorskip("torch", reason="discover needs torch and transformers")
 pytest.importorskip("transformers", reason="discover needs torch and transformers")
 
 import torch
+from discover_stubs import bare as _bare
 
 from llmcount.discover import probe, repairs, ties
-from llmcount.discover.core import Discoverer
 from llmcount.formulas.expressions import condition
-
-
-def _bare(**fields) -> Discoverer:
-    discoverer = Discoverer.__new__(Discoverer)
-    discoverer.model_type = "stub"
-    discoverer.notes = []
-    for name, value in fields.items():
-        setattr(discoverer, name, value)
-    return discoverer
-
 
 # ---- a mapping with no entry for a kind of layer ---------------------------------------------------------------
 # as CohereCompassRotaryEmbedding (transformers 5.24): `rope_params = self.config.rope_parameters[layer_type]` for

@@ -11,6 +11,9 @@ import pytest
 pytest.importorskip("torch", reason="discover needs torch and transformers")
 pytest.importorskip("transformers", reason="discover needs torch and transformers")
 
+from discover_stubs import bare as _bare
+from discover_stubs import stub
+
 from llmcount.discover import probe
 from llmcount.discover.core import Discoverer, Factor, Kind, _membership, _per_kind, _turned
 from llmcount.formulas import records
@@ -20,18 +23,8 @@ Q = "model.layers.*.shared_transf.self_attn.q_proj.weight"
 LINEAR = "model.layers.*.linear.weight"
 
 
-def _bare(**fields) -> Discoverer:
-    discoverer = Discoverer.__new__(Discoverer)
-    discoverer.model_type = "stub"
-    discoverer.notes = []
-    discoverer.on = {}
-    for name, value in fields.items():
-        setattr(discoverer, name, value)
-    return discoverer
-
-
 def _stub(tensors, layers: int, uses=None) -> probe.Build:
-    return probe.Build(tuple(tensors), {}, 0, layers, "StubForCausalLM", "model", "StubConfig", {}, uses=uses or {})
+    return stub(tensors, layers, uses=uses or {})
 
 
 def test_the_probe_lists_a_module_shared_across_layers_once_with_the_layers_that_use_it() -> None:

@@ -10,22 +10,11 @@ import pytest
 pytest.importorskip("torch", reason="discover needs torch and transformers")
 pytest.importorskip("transformers", reason="discover needs torch and transformers")
 
+from discover_stubs import bare as _bare
+from discover_stubs import stub as _stub
+
 from llmcount.discover import probe
-from llmcount.discover.core import Discoverer, _explains
-
-
-def _bare(**fields) -> Discoverer:
-    discoverer = Discoverer.__new__(Discoverer)
-    discoverer.model_type = "stub"
-    discoverer.notes = []
-    discoverer.on = {}
-    for name, value in fields.items():
-        setattr(discoverer, name, value)
-    return discoverer
-
-
-def _stub(tensors, layers: int) -> probe.Build:
-    return probe.Build(tuple(tensors), {}, 0, layers, "StubForCausalLM", "model", "StubConfig", {})
+from llmcount.discover.core import _explains
 
 
 def test_every_build_of_a_forming_pass_splits_the_kinds_it_shows_differ(monkeypatch) -> None:
