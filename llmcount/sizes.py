@@ -51,7 +51,7 @@ def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
         raise OptionError(f"{option} must be a positive integer, got {shown(text)}")
     value = text.strip()
     _bounded(value, text, option)
-    example = "4096 or 32k (k = 1024)" if suffixes else "4096"
+    example = " like 4096 or 32k (k = 1024)" if suffixes else ""  # a count of GPUs or a rank has no usual size
     match = _SIZE.fullmatch(value)
     if match is None or (match.group(2) and not suffixes):
         if value.startswith("-"):
@@ -60,13 +60,13 @@ def parse_size(text: str | int, option: str, suffixes: bool = True) -> int:
             why = "not a whole number"
         else:
             why = "not a number"
-        raise OptionError(f"{option} must be a positive integer like {example}, got {shown(text)} ({why})")
+        raise OptionError(f"{option} must be a positive integer{example}, got {shown(text)} ({why})")
     digits, suffix = match.group(1).replace("_", ""), match.group(2)
     if len(digits.lstrip("0")) > MAX_DIGITS:
         raise OptionError(f"{option}: {shown(text)} has more than {MAX_DIGITS} digits")
     number = int(digits) * SUFFIXES[suffix]
     if number == 0:
-        raise OptionError(f"{option} must be a positive integer like {example}, got {shown(text)} (zero)")
+        raise OptionError(f"{option} must be a positive integer{example}, got {shown(text)} (zero)")
     return number
 
 

@@ -72,6 +72,14 @@ def test_suffixes_can_be_refused():
         parse_size("1k", "--group-size", suffixes=False)
 
 
+@pytest.mark.parametrize("option", ["--pp", "--dp", "--tp", "--lora"])
+def test_counts_without_suffixes_give_no_token_count_as_example(option):
+    """A degree of parallelism or a rank is not a length of context: its message offers no "like 4096 or 32k"."""
+    with pytest.raises(LlmcountError) as error:
+        parse_size("abc", option, suffixes=False)
+    assert str(error.value) == f"{option} must be a positive integer, got 'abc' (not a number)"
+
+
 @given(st.integers(min_value=1, max_value=10**12 - 1), st.sampled_from(["", "k", "K", "m", "M"]))
 def test_every_suffix_is_a_power_of_1024(number, suffix):
     power = {"": 0, "k": 1, "K": 1, "m": 2, "M": 2}[suffix]
