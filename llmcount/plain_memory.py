@@ -416,8 +416,8 @@ def fit(
     the longest S its [attention] describes) or whose memory :func:`inference` does not take (the sympy path words
     the refusal); LlmcountError (:func:`too_small`) for weights that do not fit."""
     memory = model.architecture.data.get("memory")
-    if memory is None or memory["longest"] is not None:
-        raise Fallback  # a cache that may change past the longest S described: the sympy path decides
+    if memory is None or memory["longest"] is not None or model.parts:
+        raise Fallback  # a cache that may change past the longest S described, a composite's parts: the sympy path
     plans = memory["plans"].values()
     if any(not kind["state"] and kind["kind"] not in STANDARD_KINDS for plan in plans for kind in plan["kinds"]):
         raise Fallback  # a [[cache]] the record states: the sympy path refuses the search by name
