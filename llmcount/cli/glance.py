@@ -104,22 +104,22 @@ def print_fit(
 
 def _plain_fit(spec: str, gpu_memory: str, dtype: str, kv_dtype: str | None, seq: str, as_json: bool) -> bool:
     """``memory MODEL --gpu-memory SIZE`` searched over the compiled snapshot without importing sympy
-    (:func:`llmcount.plain_memory.fit`); a bad size is refused here as :func:`print_fit` refuses it. False, having
-    printed nothing, when the compiled path does not take the model or its search (the sympy path then answers or
-    words the refusal)."""
+    (:func:`llmcount.plain_memory.fit`); a bad size or a spec that names no model is refused here as
+    :func:`print_fit` refuses it. False, having printed nothing, when the compiled path does not take the model or
+    its search (the sympy path then answers or words the refusal)."""
     from .. import counting
     from .. import plain_memory as pm
     from ..sources import STDIN, resolve
 
-    try:
-        capacity = parse_bytes(gpu_memory, "--gpu-memory")
-        seq_ = parse_size(seq, "--seq")
-    except LlmcountError as exc:
-        raise fail(str(exc)) from None
     if spec == STDIN:
         return False  # stdin is read once: by the sympy path
     try:
-        name, source, config = resolve(spec)
+        capacity = parse_bytes(gpu_memory, "--gpu-memory")
+        seq_ = parse_size(seq, "--seq")
+        name, source, config = resolve(spec)  # what print_fit reads first: a spec that names nothing is refused here
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    try:
         model = counting.read(config, source, name)
     except (LlmcountError, counting.Fallback):
         return False
