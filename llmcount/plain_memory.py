@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import evaluate
 from .counting import Fallback, _value
 from .dtypes import BITS, canonical
+from .errors import LlmcountError
 from .shown import Shown
 
 if TYPE_CHECKING:
@@ -412,11 +413,11 @@ def fit(
     """``formulas.capacity.fit(model.derivation, model.values, capacity, dtype_name, kv_dtype, seq,
     max_positions=max_positions)`` of the sympy path (no overhead, scales or parts), searched over :func:`inference`;
     :class:`Fallback` for a config whose cache the search does not take as it is (a record's [[cache]] layers, S past
-    the longest S its [attention] describes) or whose memory :func:`inference` does not take, and for weights that do
-    not fit (the sympy path words the refusal)."""
+    the longest S its [attention] describes) or whose memory :func:`inference` does not take (the sympy path words
+    the refusal); LlmcountError (:func:`too_small`) for weights that do not fit."""
     memory = model.architecture.data.get("memory")
-    if memory is None or memory["longest"] is not None:
-        raise Fallback  # a cache that may change past the longest S described: the sympy path decides
+    if memory is None or memory["longest"] is not None or model.parts:
+        raise Fallback  # a cache that may change past the longest S described, a composite's parts: the sympy path
     plans = memory["plans"].values()
     if any(not kind["state"] and kind["kind"] not in STANDARD_KINDS for plan in plans for kind in plan["kinds"]):
         raise Fallback  # a [[cache]] the record states: the sympy path refuses the search by name
@@ -427,5 +428,107 @@ def fit(
     first = total(1, 1)
     weights = first.bytes_of("weights")
     if weights > capacity:
-        raise Fallback
+        raise too_small(capacity, weights, first.dtype)
     return searched(total, first, weights, capacity, seq, max_positions)
+
+
+def too_small(capacity: int, weights: int, dtype_name: str) -> LlmcountError:
+    """The refusal of a capacity below the weights alone, naming both amounts and the shortfall."""
+    from .sizes import gb_gib
+
+    short = weights - capacity
+    return LlmcountError(
+        f"--gpu-memory: {capacity:,} bytes ({gb_gib(capacity)}) is smaller than the weights alone, "
+        f"{weights:,} bytes ({gb_gib(weights)}) in {dtype_name}, by {short:,} bytes ({gb_gib(short)})"
+    )
+
+
+FIT_NOTE = (
+    "the largest values whose inference memory (weights, scales, KV cache, the stated overhead) is at most "
+    "the capacity; null: no limit from memory up to 2^40; max_seq_at_batch_1 is at most the model's context "
+    "length (max_position_embeddings, when the config gives it; capped_by_context), max_seq_by_memory is not; "
+    "max_batch_at_seq is at the seq asked for, which seq_beyond_context says is longer than the context length"
+)
+FIT_METHOD = (
+    "Found by searching the exact inference memory (llmcount memory), so sliding windows and fixed states are taken "
+    "as the cache holds them; the longest S is at most the model's context length when its config gives one "
+    "(max_position_embeddings), and an S given for the largest B that is longer than it is said to be."
+)
+FIT_WIDTH = 80  # as renderers.costs_glance renders it
+
+
+def fit_data(model: Any, f: Fit) -> dict[str, Any]:
+    """The JSON form of ``memory --gpu-memory`` (of a :class:`Counted` or a ``formulas.config.Model``)."""
+    return {
+        "model": model.name,
+        "gpu_memory_bytes": f.capacity,
+        "dtype": f.dtype,
+        "kv_dtype": f.kv_dtype,
+        "overhead_percent": f.overhead_percent,
+        "weights_bytes": f.weights,
+        "max_seq_at_batch_1": f.max_seq,
+        "total_bytes_at_max_seq": f.max_seq_total,
+        "max_position_embeddings": f.max_positions,
+        "max_seq_by_memory": f.max_seq_by_memory,
+        "capped_by_context": f.capped,
+        "seq": f.seq,
+        "seq_beyond_context": f.seq_beyond_context,
+        "max_batch_at_seq": f.max_batch,
+        "total_bytes_at_max_batch": f.max_batch_total,
+        "unit": "bytes; GiB = 2^30 bytes",
+        "note": FIT_NOTE,
+    }
+
+
+def _answer(value: int | None, unit: str, total: int | None) -> str:
+    """A searched maximum in words: no limit, none, or the value and the total it takes."""
+    from .sizes import gb_gib
+
+    if value is None:
+        return f"no limit from memory (up to 2^40 {unit}: the cache stops growing)"
+    if value == 0:
+        return f"none: not even one {unit[:-1]} fits"
+    return f"{value:,} {unit} (total {gb_gib(total)})"
+
+
+def _longest(f: Fit) -> str:
+    """The line of the longest S at B = 1, said to be the context length when that, not memory, sets it."""
+    from .sizes import gb_gib
+
+    if not f.capped:
+        return "longest S at B = 1: " + _answer(f.max_seq, "tokens", f.max_seq_total)
+    alone = "no limit (the cache stops growing)" if f.max_seq_by_memory is None else f"{f.max_seq_by_memory:,} tokens"
+    return (
+        f"longest S at B = 1: {f.max_seq:,} tokens, the model's context length (max_position_embeddings; total "
+        f"{gb_gib(f.max_seq_total)}); memory alone would allow {alone}"
+    )
+
+
+def render_fit(model: Any, f: Fit) -> str:
+    """``renderers.costs_glance.render_fit`` (``costs_fit.txt.j2``) written out in Python (a test holds the two texts
+    equal): the capacity, the weights and what is left, then the longest S and the largest B."""
+    from .plain import table, wrap
+    from .sizes import gb_gib
+
+    width = FIT_WIDTH
+    out = [
+        wrap(
+            f"{model.name} ({model.architecture.title}; {model.source}): what fits in {f.capacity:,} bytes "
+            f"({gb_gib(f.capacity)})",
+            width,
+        ),
+        wrap(f"weights {f.dtype}, KV cache {f.kv_dtype}, overhead {f.overhead_percent}% of weights + KV cache", width),
+    ]
+    rows = [["", "bytes", "GB", "GiB"]]
+    for name, size in (("capacity", f.capacity), ("weights", f.weights), ("left", f.capacity - f.weights)):
+        rows.append([name, f"{size:,}", f"{size / 10**9:.2f}", f"{size / 2**30:.2f}"])
+    out += [table(rows, "lrrr"), "", wrap(_longest(f), width, "  ")]
+    beyond = ""
+    if f.seq_beyond_context:
+        beyond = (
+            f"; but S is longer than the model's context length, {f.max_positions:,} tokens "
+            "(max_position_embeddings), which the model was not built for"
+        )
+    largest_b = f"largest B at S = {f.seq:,}: " + _answer(f.max_batch, "sequences", f.max_batch_total) + beyond
+    out += [wrap(largest_b, width, "  "), wrap(FIT_METHOD, width)]
+    return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -14,10 +15,12 @@ import pytest
 from test_counting import HEAVY, PROBE
 
 from llmcount import counting, plain_memory
+from llmcount.errors import LlmcountError
+from llmcount.formulas import capacity as capacity_module
 from llmcount.formulas import memory as mem
 from llmcount.formulas import records, snapshot
 from llmcount.presets import presets
-from llmcount.renderers import memory_data, render_memory
+from llmcount.renderers import costs_glance, memory_data, render_memory
 
 CASES = (
     ("bf16", None, 4096, 1),
@@ -80,6 +83,71 @@ def test_a_window_below_two_is_refused_by_the_sympy_path() -> None:
         plain_memory.inference(counted, "bf16", None, 4096, 1)
 
 
+FIT_CASES = (
+    (80 * 2**30, "bf16", None, 4096),
+    (24 * 10**9, "int4", "fp8", 32_768),
+    (2**30, "fp32", None, 1),  # the weights of most models do not fit: the refusal is the same
+)
+
+
+def _fit_alike(config: dict, source: str) -> int:
+    """The compiled ``memory --gpu-memory`` of ``config`` (the search, its JSON, its text, its refusal) is the sympy
+    path's for each of :data:`FIT_CASES`, where the compiled path takes it. How many cases it took."""
+    try:
+        counted = counting.read(config, source)
+    except counting.Fallback:
+        return 0
+    model = counted.full()
+    positions = plain_memory.max_positions(config)
+    taken = 0
+    for capacity, dtype, kv_dtype, seq in FIT_CASES:
+        try:
+            ours = plain_memory.fit(counted, capacity, dtype, kv_dtype, seq, positions)
+        except counting.Fallback:
+            continue
+        except LlmcountError as exc:
+            with pytest.raises(LlmcountError, match=re.escape(str(exc))):
+                capacity_module.fit(model.derivation, model.values, capacity, dtype, kv_dtype, seq)
+            taken += 1
+            continue
+        theirs = capacity_module.fit(
+            model.derivation, model.values, capacity, dtype, kv_dtype, seq, 0, None, "fp16", model.max_positions
+        )
+        assert ours == theirs
+        assert plain_memory.fit_data(counted, ours) == costs_glance.fit_data(model, theirs)
+        assert plain_memory.render_fit(counted, ours) == costs_glance.render_fit(model, theirs).rstrip() + "\n"
+        taken += 1
+    return taken
+
+
+@pytest.mark.parametrize("model_type", COMPILED)
+def test_compiled_fit_on_each_records_defaults_is_the_sympy_paths(model_type: str) -> None:
+    _fit_alike(snapshot._default_config(records.family(model_type)), f"{model_type} defaults")
+
+
+@pytest.mark.parametrize("name", sorted(presets()))
+def test_compiled_fit_of_each_preset_is_the_sympy_paths(name: str) -> None:
+    _fit_alike(presets()[name].config(), f"preset {name}")
+
+
+def test_the_compiled_fit_takes_most_presets() -> None:
+    taken = sum(_fit_alike(p.config(), f"preset {p.name}") == len(FIT_CASES) for p in presets().values())
+    assert taken >= 0.8 * len(presets())
+
+
+def test_the_fits_answers_by_hand() -> None:
+    """qwen3-32b in 80 GiB, bf16: 32,762,123,264 parameters of 2 bytes, 2 · 64 layers · 8 KV heads · 128 · 2 bytes
+    = 262,144 bytes of KV cache per token; the longest S is the context length (40,960), B at 4096 the whole
+    sequences that fit in what the weights leave."""
+    counted = counting.read(presets()["qwen3-32b"].config(), "preset qwen3-32b")
+    found = plain_memory.fit(counted, 80 * 2**30, "bf16", None, 4096, 40_960)
+    weights, per_token = 32_762_123_264 * 2, 2 * 64 * 8 * 128 * 2
+    assert found.weights == weights
+    assert found.max_seq == 40_960
+    assert found.max_seq_by_memory == (80 * 2**30 - weights) // per_token
+    assert found.max_batch == (80 * 2**30 - weights) // (per_token * 4096)
+
+
 def _heavy(*args: str) -> tuple[int, list[str], str]:
     """Run the CLI's main on ``args`` in a fresh process (test_counting's probe, 90 columns wide): its exit status,
     the heavy modules it imported, stdout."""
@@ -116,6 +184,55 @@ def test_memory_imports_no_sympy_and_prints_what_the_sympy_path_prints(name, dty
         assert json.loads(out) == json.loads(json.dumps(memory_data(model, theirs)))
     else:
         assert out == render_memory(model, theirs, 90).rstrip() + "\n"
+
+
+FIT_ARGS = [
+    ("qwen3-32b", "80GiB", "bf16", None, "4096", False),
+    ("gemma-2-2b", "24GB", "bf16", "fp8", "32k", True),
+    ("deepseek-v3", "80GiB", "bf16", None, "4096", False),  # a quantised config, sized in the dtype as the sympy path
+    ("qwen3-next-80b-a3b", "200GiB", "fp8", None, "4096", False),
+]
+
+
+@pytest.mark.parametrize(("name", "capacity", "dtype", "kv_dtype", "seq", "as_json"), FIT_ARGS)
+def test_memory_gpu_memory_imports_no_sympy_and_prints_what_the_sympy_path_prints(
+    name, capacity, dtype, kv_dtype, seq, as_json
+):
+    args = ["memory", name, "--gpu-memory", capacity, "--dtype", dtype, "--seq", seq]
+    args += ["--kv-dtype", kv_dtype] if kv_dtype else []
+    code, heavy, out = _heavy(*args, *(["--json"] if as_json else []))
+    assert heavy == []
+    model = counting.read(presets()[name].config(), f"preset {name}", name).full()
+    size = {"80GiB": 80 * 2**30, "24GB": 24 * 10**9, "200GiB": 200 * 2**30}[capacity]
+    sizes = {"4096": 4096, "32k": 32768}[seq]
+    try:
+        theirs = capacity_module.fit(
+            model.derivation, model.values, size, dtype, kv_dtype, sizes, 0, None, "fp16", model.max_positions
+        )
+    except LlmcountError:
+        assert (code, out) == (1, "")
+        return
+    assert code == 0
+    if as_json:
+        assert json.loads(out) == json.loads(json.dumps(costs_glance.fit_data(model, theirs)))
+    else:
+        assert out == costs_glance.render_fit(model, theirs).rstrip() + "\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (("qwen3-32b", "--gpu-memory", "80"), 2),
+        (("qwen3-32b", "--gpu-memory", "80GiB", "--seq", "0"), 2),
+        (("qwen3-32b", "--gpu-memory", "80GiB", "--dtype", "fp7"), 1),
+        (("qwen3-32b", "--gpu-memory", "1GiB"), 1),
+        (("no-such-model", "--gpu-memory", "80GiB"), 1),
+        (("./no-such-file.json", "--gpu-memory", "80GiB"), 1),
+    ],
+)
+def test_a_bad_gpu_memory_or_model_is_refused_without_sympy(args: tuple[str, ...], status: int) -> None:
+    code, heavy, out = _heavy("memory", *args)
+    assert (code, heavy, out) == (status, [], "")
 
 
 def test_memory_help_imports_no_sympy() -> None:

@@ -67,6 +67,8 @@ def print_fit(
     as_json: bool,
 ) -> None:
     """``memory MODEL --gpu-memory SIZE``: the longest S at B = 1 and the largest B at S that fit."""
+    if overhead.strip() == "0" and group_size is None and _plain_fit(spec, gpu_memory, dtype, kv_dtype, seq, as_json):
+        return
     from ..formulas.capacity import fit
     from ..renderers.costs_glance import fit_data, render_fit
     from ..sources import load
@@ -98,6 +100,40 @@ def print_fit(
         print_json(fit_data(model, result))
     else:
         typer.echo(render_fit(model, result).rstrip())
+
+
+def _plain_fit(spec: str, gpu_memory: str, dtype: str, kv_dtype: str | None, seq: str, as_json: bool) -> bool:
+    """``memory MODEL --gpu-memory SIZE`` searched over the compiled snapshot without importing sympy
+    (:func:`llmcount.plain_memory.fit`); a bad size or a spec that names no model is refused here as
+    :func:`print_fit` refuses it. False, having printed nothing, when the compiled path does not take the model or
+    its search (the sympy path then answers or words the refusal)."""
+    from .. import counting
+    from .. import plain_memory as pm
+    from ..sources import STDIN, resolve
+
+    if spec == STDIN:
+        return False  # stdin is read once: by the sympy path
+    try:
+        capacity = parse_bytes(gpu_memory, "--gpu-memory")
+        seq_ = parse_size(seq, "--seq")
+        name, source, config = resolve(spec)  # what print_fit reads first: a spec that names nothing is refused here
+    except LlmcountError as exc:
+        raise fail(str(exc)) from None
+    try:
+        model = counting.read(config, source, name)
+    except (LlmcountError, counting.Fallback):
+        return False
+    try:
+        result = pm.fit(model, capacity, dtype, kv_dtype, seq_, pm.max_positions(config))
+    except counting.Fallback:
+        return False
+    except LlmcountError as exc:  # a dtype that is none, weights that do not fit: worded as the sympy path words them
+        raise fail(str(exc)) from None
+    if as_json:
+        print_json(pm.fit_data(model, result))
+    else:
+        typer.echo(pm.render_fit(model, result).rstrip())
+    return True
 
 
 def as_whole(model: Any) -> Any:

@@ -20,8 +20,7 @@ from sympy import Symbol
 
 from ..dtypes import BITS, nbytes
 from ..errors import LlmcountError
-from ..plain_memory import Fit, searched
-from ..sizes import gb_gib
+from ..plain_memory import Fit, searched, too_small
 from . import memory
 from .derivation import Derivation, evaluate_int
 
@@ -113,9 +112,5 @@ def fit(
     first = total(1, 1)
     weights = first.bytes_of("weights") + first.bytes_of("quantisation_scales")
     if weights > capacity:
-        short = weights - capacity
-        raise LlmcountError(
-            f"--gpu-memory: {capacity:,} bytes ({gb_gib(capacity)}) is smaller than the weights alone, "
-            f"{weights:,} bytes ({gb_gib(weights)}) in {first.dtype}, by {short:,} bytes ({gb_gib(short)})"
-        )
+        raise too_small(capacity, weights, first.dtype)
     return searched(total, first, weights, capacity, seq, max_positions, overhead_percent)

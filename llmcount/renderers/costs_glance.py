@@ -9,6 +9,7 @@ from typing import Any
 from ..formulas.capacity import Fit, WeightRow
 from ..formulas.config import Model
 from ..formulas.conventions import Convention, Ingredients, Utilisation, not_given, ratio_to_6nd
+from ..plain_memory import fit_data as fit_data  # the JSON of memory --gpu-memory, shared with the numeric path
 from . import render
 
 WIDTH = 80
@@ -160,33 +161,3 @@ def weights_table_data(
 
 def render_fit(model: Model, f: Fit) -> str:
     return render("costs_fit.txt.j2", model=model, f=f, width=WIDTH)
-
-
-def fit_data(model: Model, f: Fit) -> dict[str, Any]:
-    return {
-        "model": model.name,
-        "gpu_memory_bytes": f.capacity,
-        "dtype": f.dtype,
-        "kv_dtype": f.kv_dtype,
-        "overhead_percent": f.overhead_percent,
-        "weights_bytes": f.weights,
-        "max_seq_at_batch_1": f.max_seq,
-        "total_bytes_at_max_seq": f.max_seq_total,
-        "max_position_embeddings": f.max_positions,
-        "max_seq_by_memory": f.max_seq_by_memory,
-        "capped_by_context": f.capped,
-        "seq": f.seq,
-        "seq_beyond_context": f.seq_beyond_context,
-        "max_batch_at_seq": f.max_batch,
-        "total_bytes_at_max_batch": f.max_batch_total,
-        "unit": "bytes; GiB = 2^30 bytes",
-        "note": FIT_NOTE,
-    }
-
-
-FIT_NOTE = (
-    "the largest values whose inference memory (weights, scales, KV cache, the stated overhead) is at most "
-    "the capacity; null: no limit from memory up to 2^40; max_seq_at_batch_1 is at most the model's context "
-    "length (max_position_embeddings, when the config gives it; capped_by_context), max_seq_by_memory is not; "
-    "max_batch_at_seq is at the seq asked for, which seq_beyond_context says is longer than the context length"
-)
