@@ -884,7 +884,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
     rows: dict[str, set[int]] = {}
     unmapped = []
     place = _mtp_places(model)
-    part_of = _part_places(model)
+    part_of = part_places(model)
     layers = named(model)["N"]
     for tensor in plain.tensors:
         path = place(tensor.name) if place is not None else None
@@ -908,16 +908,24 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
             formula[path] = formula.get(path, 0) + component.count
         mtp_note = _mtp_note(module)
     parts_note = ""
-    if part_of is not None and any(p.startswith("parts/") for p in found):  # the checkpoint holds the parts
+    notes = {}
+    if part_of is not None:  # each part's tensors (its modules) against its count, whether the checkpoint has them
         for name, part in part_of.parts.items():  # type: ignore[attr-defined]
-            formula[f"parts/{name}"] = formula.get(f"parts/{name}", 0) + part.model.counts.total
+            path, count = f"parts/{name}", part.model.counts.total
+            formula[path] = formula.get(path, 0) + count
+            if found.get(path, 0) != count:
+                notes[path] = part_note(part, part_of.modules[name], count, found.get(path, 0), "the checkpoint")
         parts_note = (
-            "the checkpoint holds the model's parts besides the language model: each part's tensors (its modules) "
-            "are set against its count (parts/<name>), included in the formula total"
+            "the formula is the whole model: each part's tensors (its modules) are set against its count (parts/<name>)"
         )
     paths = [*formula, *sorted(set(found) - set(formula))]
     checks = tuple(
-        ComponentCheck(p, formula.get(p, 0), found.get(p, 0), _note(p, formula.get(p, 0), found.get(p, 0), model, rows))
+        ComponentCheck(
+            p,
+            formula.get(p, 0),
+            found.get(p, 0),
+            notes.get(p) or _note(p, formula.get(p, 0), found.get(p, 0), model, rows),
+        )
         for p in paths
     )
     storage_note = "quantisation storage, not parameters"
@@ -934,7 +942,7 @@ def compare(model: Model, tensors: list[Tensor], source: str, mode: str, quant: 
             f"{sum(stored.values()):,} elements of quantisation storage listed separately (quantization/*)"
         )
     return Verification(
-        model=model.name,
+        model=(model.whole_name or model.name) if part_of is not None else model.name,
         source=printable(source),
         mode=mode,
         formula_total=sum(formula.values()) if mtp_note or parts_note else model.counts.total,
@@ -952,16 +960,41 @@ def part_name(role: str) -> str:
     return role.removesuffix(" tower").replace(" ", "_")
 
 
-def _part_places(model: Model) -> Any:
-    """A function giving the ``parts/<name>`` path of a tensor of one of a composite's parts (None for any other
-    tensor), by the top-level module its name starts with (after an optional ``model.``) and the composite's
-    ``modules``; with the parts by name as its ``parts`` attribute. None for a model whose composite names no modules
-    of its parts, or none of them counted."""
+_TOWER_MODULES = ("vision_tower", "vision_model", "visual", "audio_tower")
+_PROJECTOR_MODULES = ("multi_modal_projector", "mm_projector")
+"""The usual top-level modules of a composite's first tower and of its projector (transformers 5's
+``model.vision_tower``, Qwen-VL's ``visual``, Qwen2-Audio's ``audio_tower``): where a composite's record names no
+``modules``, a composite without other towers or ``parts_modules`` keeps its parts' tensors in these."""
+
+
+def part_modules(model: Model) -> dict[str, tuple[str, ...]]:
+    """The top-level modules of the checkpoint that hold each part of a composite, by the part's ``--part`` name:
+    the record's ``modules``, else the usual ones (:data:`_TOWER_MODULES`, :data:`_PROJECTOR_MODULES`) for a
+    composite whose parts are one tower and its projector; empty where neither says."""
     composite = getattr(model, "composite", None)
+    parts = getattr(model, "parts", ())
+    if composite is None or not parts:
+        return {}
+    if composite.modules:
+        return dict(composite.modules)
+    if composite.towers or composite.parts_modules:
+        return {}
+    usual = {}
+    for part in parts:
+        usual[part_name(part.role)] = _PROJECTOR_MODULES if part.role == "projector" else _TOWER_MODULES
+    return usual
+
+
+def part_places(model: Model) -> Any:
+    """A function giving the ``parts/<name>`` path of a tensor of one of a composite's parts (None for any other
+    tensor), by the top-level module its name starts with (after an optional ``model.``) and :func:`part_modules`;
+    with the parts by name as its ``parts`` attribute and their modules as ``modules``. None for a model whose parts'
+    modules nothing names, or with no part counted."""
     parts = {part_name(part.role): part for part in getattr(model, "parts", ())}
-    if composite is None or not composite.modules or not parts:
+    modules = {name: found for name, found in part_modules(model).items() if name in parts}
+    if not modules:
         return None
-    owner = {module: name for name, modules in composite.modules.items() if name in parts for module in modules}
+    owner = {module: name for name, found in modules.items() for module in found}
 
     def place(tensor: str) -> str | None:
         names = tensor.split(".")
@@ -975,7 +1008,21 @@ def _part_places(model: Model) -> Any:
         return f"parts/{name}/buffer/{saved}" if saved is not None else f"parts/{name}"
 
     place.parts = parts  # type: ignore[attr-defined]
+    place.modules = modules  # type: ignore[attr-defined]
     return place
+
+
+def part_note(part: Any, modules: tuple[str, ...], formula: int, checkpoint: int, where: str) -> str:
+    """Why a part's tensors in a checkpoint differ from its count: none of them there, fewer, or more."""
+    held = ", ".join(modules)
+    if not checkpoint:
+        return (
+            f"missing: {where} holds none of the {part.role}'s tensors (modules {held}), {formula:,} parameters "
+            "(a language-model-only export, or a shard not downloaded?)"
+        )
+    if checkpoint < formula:
+        return f"{formula - checkpoint:,} of the {part.role}'s {formula:,} parameters are missing from {where}"
+    return f"{where} holds {checkpoint - formula:,} more in the {part.role}'s modules ({held}) than its count"
 
 
 def _mtp_note(module: Any, where: str = "its tensors are the mtp/ rows") -> str:
@@ -1047,10 +1094,9 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         names = [n for n in names if place(n) is None]
         checks.append(ComponentCheck("mtp", module.total, module.total, _mtp_index_note(module)))
         note += f"; {_mtp_note(module, f'the index lists its {len(listed)} tensors')}"
-    parts = stored_parts(model, names, 1, name)
-    if parts is not None:  # a composite's vision tower and projector, when the index holds their tensors
-        formula += parts.formula
-        checks.append(parts)
+    parts, names = stored_parts(model, names, 1, name)  # a composite's parts, each listed in the index or missing
+    formula += sum(c.formula for c in parts)
+    checks += parts
     bias = 32 // bits if 32 % bits == 0 else None
     biases = [n for n in listed if n.endswith("e_score_correction_bias")]
     values = named(model)
@@ -1066,9 +1112,10 @@ def verify_index(model: Model, path: Path, dtype_name: str | None, config_dtype:
         checks.append(check)
         formula_rest += check.checkpoint
         note += f", but {check.path.removesuffix(' (float32)')}, which the record says is stored in float32"
-    checks += explain(model, names, checkpoint - formula_rest, 1, bias, name)
+    missing = sum(c.formula - c.checkpoint for c in parts)  # a part the index lists no tensor of: its row says so
+    checks += explain(model, names, checkpoint - formula_rest + missing, 1, bias, name)
     return Verification(
-        model=model.name,
+        model=(model.whole_name or model.name) if parts else model.name,
         source=printable(str(path)),
         mode="index",
         formula_total=formula,

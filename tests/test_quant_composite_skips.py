@@ -223,7 +223,7 @@ def test_a_skip_list_naming_no_tower_is_said(name: str, config: dict, qc: dict) 
 def test_index_mode_counts_the_parts_the_index_names(quantised: bool, tmp_path) -> None:
     """``verify --index`` on a composite checkpoint whose index names the tower's and projector's tensors: their
     parameters (transformers' whole model less its language model, built on the meta device) are in the formula, in
-    the checkpoint dtype, and the total matches; without them in the index, the language model alone is compared."""
+    the checkpoint dtype, and the total matches; an index without them names each part missing."""
     import json
 
     from refusal import run
@@ -242,6 +242,10 @@ def test_index_mode_counts_the_parts_the_index_names(quantised: bool, tmp_path) 
     for listed, total, whole in ((names, lm_bytes + 2 * parts, True), (text_only, lm_bytes, False)):
         index = tmp_path / "model.safetensors.index.json"
         index.write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": dict.fromkeys(listed, "a")}))
-        result = run("verify", str(tmp_path), "--index", str(index))
-        assert result.exit_code == 0 and "match: the checkpoint holds exactly" in result.stdout, result.stdout
-        assert ("vision tower" in result.stdout) == whole
+        result = run("verify", str(tmp_path), "--index", str(index), "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        formula = lm_bytes + 2 * parts if quantised else language + parts  # bytes, or parameters
+        assert data["match"] == whole and data["formula_total"] == formula, result.stdout
+        missing = {d["component"]: d["checkpoint"] for d in data["differences"]}
+        assert missing == ({} if whole else {"parts/vision": 0, "parts/projector": 0}), data["differences"]

@@ -379,12 +379,13 @@ WRITTEN = {
 @pytest.mark.parametrize("model_type", sorted(WRITTEN))
 def test_verify_maps_a_written_checkpoint(tmp_path, model_type: str) -> None:
     """A checkpoint transformers writes (save_pretrained of a small model): the language model's tensors map to the
-    record, the tower's and the rest's (parts_modules) are listed apart and sum to the parts' counts."""
+    record; the parts' tensors are set against their counts (parts/<name>) where verify knows their modules, else
+    listed apart (parts_modules); either way they sum to the parts' counts."""
     import torch
     import transformers
     from transformers import AutoConfig
 
-    from llmcount.checkpoint import verify
+    from llmcount.checkpoint import part_places, verify
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -395,7 +396,7 @@ def test_verify_maps_a_written_checkpoint(tmp_path, model_type: str) -> None:
     result = verify(str(tmp_path))
     assert not result.unmapped, [t.name for t in result.unmapped]
     model = read_config({"model_type": model_type, **WRITTEN[model_type]}, model_type)
-    if records.composite(model_type).modules:  # each part's tensors set against its count (test_towers_verify.py)
+    if part_places(model) is not None:  # each part's tensors set against its count (test_verify_parts.py)
         assert not result.differences, result.differences
         apart = sum(c.checkpoint for c in result.components if c.path.startswith("parts/"))
         assert result.formula_total == model.whole_total

@@ -78,8 +78,9 @@ def test_verify_maps_every_tensor_of_a_written_checkpoint_to_its_part(tmp_path, 
     assert result.checkpoint_total == result.formula_total + buffers
 
 
-def test_a_language_model_exported_alone_is_verified_as_before(tmp_path) -> None:
-    """A checkpoint without the parts' tensors: the language model against its formula, no parts/ rows."""
+def test_a_language_model_exported_alone_names_each_part_missing(tmp_path) -> None:
+    """A checkpoint without the parts' tensors: the language model against its formula, and a parts/ row for each
+    part, its count (transformers' module's) against none."""
     import transformers
     from safetensors.torch import save_file
     from transformers import AutoConfig
@@ -100,5 +101,8 @@ def test_a_language_model_exported_alone_is_verified_as_before(tmp_path) -> None
     save_file(tensors, str(tmp_path / "model.safetensors"))
     result = verify(str(tmp_path))
     model = read_config({"model_type": "qwen2_5_omni_thinker", **config}, "omni")
-    assert not [c for c in result.components if c.path.startswith("parts/")]
-    assert result.formula_total == result.checkpoint_total == model.counts.total
+    held = {"vision": built.model.visual, "audio": built.model.audio_tower}
+    want = {f"parts/{name}": (sum(p.numel() for p in module.parameters()), 0) for name, module in held.items()}
+    assert {c.path: (c.formula, c.checkpoint) for c in result.differences} == want, oracle.VERSIONS
+    assert result.checkpoint_total == model.counts.total and not result.match
+    assert result.formula_total == sum(p.numel() for p in built.parameters()), oracle.VERSIONS

@@ -10,9 +10,9 @@ DeepSeek's released checkpoints; the layers past N (multi-token prediction) take
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..checkpoint import ComponentCheck, Verification, findings, named, read_index, total_size
+from ..checkpoint import ComponentCheck, Verification, findings, named, part_note, part_places, read_index, total_size
 from .config import Quant
 
 if TYPE_CHECKING:
@@ -76,13 +76,18 @@ TOWER_MODULES = ("vision_model", "vision_tower", "visual", "multi_modal_projecto
 (transformers 5's ``model.vision_tower``, transformers 4's and Qwen-VL's ``vision_tower`` and ``visual``)."""
 
 
-def stored_parts(model: Model, names: list[str], unit: int, dtype: str) -> ComponentCheck | None:
-    """A composite's parts (vision tower, projector, as :mod:`llmcount.formulas.parts` counts them) when the index's
-    names hold their tensors: their parameters at ``unit`` per value in ``dtype``, one row with the note naming them.
-    None for a model without parts or an index without their tensors (a language model exported alone)."""
+def stored_parts(model: Model, names: list[str], unit: int, dtype: str) -> tuple[list[ComponentCheck], list[str]]:
+    """A composite's parts (vision tower, projector, audio tower, as :mod:`llmcount.formulas.parts` counts them)
+    against the index's names: a row per part, its parameters at ``unit`` per value in ``dtype`` in the formula, and
+    in the checkpoint when the index names some of its tensors (none: the row says it is missing); and the names
+    left to the language model. Where nothing names each part's modules, one row for the parts together when the
+    index holds tensors of the usual modules (:data:`TOWER_MODULES`); none for a model without parts."""
+    place = part_places(model)
+    if place is not None:
+        return _placed_parts(place, names, unit, dtype)
     parts = getattr(model, "parts", ())
     if not parts:
-        return None
+        return [], names
     composite = getattr(model, "composite", None)
     own = tuple(composite.parts_modules) if composite is not None else ()
     found = []
@@ -92,13 +97,37 @@ def stored_parts(model: Model, names: list[str], unit: int, dtype: str) -> Compo
         if top in TOWER_MODULES or top in own:
             found.append(name)
     if not found:
-        return None
+        return [], names
     params = sum(part.model.counts.total for part in parts)
     named = " and ".join(
         f"the {part.role} ({part.model.architecture.title}, {part.model.counts.total:,} parameters)" for part in parts
     )
     note = f"{named}, in {dtype}: the index names {len(found):,} of their tensors (e.g. {found[0]})"
-    return ComponentCheck("parts", params * unit, params * unit, note)
+    return [ComponentCheck("parts", params * unit, params * unit, note)], names
+
+
+def _placed_parts(place: Any, names: list[str], unit: int, dtype: str) -> tuple[list[ComponentCheck], list[str]]:
+    """:func:`stored_parts` where ``place`` (:func:`llmcount.checkpoint.part_places`) maps names to parts."""
+    listed: dict[str, list[str]] = {}
+    rest = []
+    for name in names:
+        path = place(name)
+        if path is None:
+            rest.append(name)
+        else:
+            listed.setdefault("/".join(path.split("/")[:2]), []).append(name)
+    rows = []
+    for name, part in place.parts.items():
+        path, count = f"parts/{name}", part.model.counts.total
+        found = listed.get(path, [])
+        if found:
+            note = f"the {part.role} ({part.model.architecture.title}, {count:,} parameters) in {dtype}: the index "
+            note += f"names {len(found):,} of its tensors (e.g. {found[0]})"
+            rows.append(ComponentCheck(path, count * unit, count * unit, note))
+        else:
+            note = part_note(part, place.modules[name], count, 0, "the index")
+            rows.append(ComponentCheck(path, count * unit, 0, note))
+    return rows, rest
 
 
 def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> Verification:
@@ -112,12 +141,12 @@ def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> V
     predicted = stored.bytes
     names = list(index["weight_map"])
     width = CODE_BITS[stored.dtype] // 8
-    parts = stored_parts(model, names, width, stored.dtype)
-    if parts is not None:  # the parts are stored in the dtype of what the scheme leaves alone
-        predicted += parts.formula
-    checks = ([parts] if parts is not None else []) + explain(model, names, size - predicted, width, 4, stored.dtype)
+    parts, names = stored_parts(model, names, width, stored.dtype)  # in the dtype of what the scheme leaves alone
+    predicted += sum(c.formula for c in parts)
+    missing = sum(c.formula - c.checkpoint for c in parts)  # parts the index lists no tensor of, each a row
+    checks = parts + explain(model, names, size - predicted + missing, width, 4, stored.dtype)
     caveat = next((n for n in stored.notes if "names none of the parts" in n), None)
-    if caveat is not None and parts is not None and size != predicted:
+    if caveat is not None and parts and size != predicted:
         checks = [
             c if c.path != "unexplained" else ComponentCheck(c.path, c.formula, c.checkpoint, f"{c.note}; {caveat}")
             for c in checks
@@ -125,7 +154,7 @@ def verify_index(model: Model, path: Path, quant: Quant, dtype: str | None) -> V
     weights = lines(stored)[0]
     described = "; ".join(f"{line.name.replace('_', ' ')} {line.bytes:,} bytes" for line in weights)
     return Verification(
-        model=model.name,
+        model=(model.whole_name or model.name) if parts else model.name,
         source=str(path),
         mode="index",
         formula_total=predicted,
