@@ -125,6 +125,46 @@ class Discoverer:
         self.derived: set[str] = set()  # sizes the class derives from another, left out of the builds: see partner
         self.tie_sizes()
         self.tie_layers()
+        self.nested_sizes()
+
+    # ---- sizes inside sub-configs ------------------------------------------------------------------------
+    def nested_sizes(self) -> None:
+        """The integer keys of the sub-configs (DBRX's ``attn_config.kv_n_heads``, ``ffn_config.moe_num_experts``) as
+        dotted keys among the defaults, given in every build like the others, so that discovery varies them as it
+        varies top-level keys. A sub-config whose keys, all changed at once, change no tensor (one the causal LM does
+        not build) is left out, and so is one that, given explicitly at its defaults, transformers refuses or builds
+        otherwise (Moshi's ``depth_decoder_config``, whose audio_vocab_size the config fills in from another
+        sub-config); so is each key of the others that, changed alone, changes no tensor and is accepted (DBRX's
+        ``ffn_config.hidden_size``, which the config overwrites with ``d_model``)."""
+        found = {k: v for k, v in probe.subconfig_sizes(self.model_type).items() if not k.endswith("_token_id")}
+        if not found:
+            return
+        base = _shapes(self.build({}))
+        kept: dict[str, int] = {}
+        for head in dict.fromkeys(k.partition(".")[0] for k in found):
+            keys = {k: v for k, v in found.items() if k.startswith(head + ".")}
+            if not self._as_default(keys, base) or not self._reshapes(keys, base):
+                continue
+            kept.update({k: v for k, v in keys.items() if len(keys) == 1 or self._reshapes({k: v}, base)})
+        if kept:
+            self.defaults = {**self.defaults, **kept}
+            self.fixed.update(kept)
+            self.note(f"{', '.join(kept)}: sizes inside sub-configs, varied as dotted keys")
+
+    def _as_default(self, values: dict[str, int], base: list) -> bool:
+        """Whether ``values`` (a sub-config's keys at their defaults) given explicitly build what ``base`` is."""
+        try:
+            return _shapes(self.build(values)) == base
+        except probe.Refused:
+            return False
+
+    def _reshapes(self, values: dict[str, int], base: list) -> bool:
+        """Whether ``values`` changed (each doubled, 0 to 1) build other tensors than ``base``, or are refused."""
+        try:
+            built = self.build({k: 2 * v if v else 1 for k, v in values.items()})
+        except probe.Refused:
+            return True
+        return _shapes(built) != base
 
     # ---- sizes the config's validators tie by an equation ------------------------------------------------
     def tie_sizes(self) -> None:
@@ -457,9 +497,7 @@ class Discoverer:
             built = probe.build(self.model_type, self.consistent(repairs.with_repair(values, other), {}))
         except probe.Refused:
             return False
-        return sorted((t.key, t.layer, t.shape) for t in built.tensors) == sorted(
-            (t.key, t.layer, t.shape) for t in base.tensors
-        )
+        return _shapes(built) == _shapes(base)
 
     def consistent(self, values: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
         """``values`` with the keys tied to the layer count made to agree with it: the layer count follows the
@@ -721,15 +759,15 @@ class Discoverer:
         self.settings = [setting for setting, _ in alternates]
         sizes, self.layer_keys = self.size_keys(kinds)
         self.symbols: dict[str, Symbol] = {}
-        self.own: dict[str, str] = {}  # config key -> meaning, for the symbols the glossary has not
+        self.own: dict[str, str] = {}  # symbol name -> meaning, for the symbols the glossary has not
         for key in sizes:
             symbol = names.get(key) or next(
                 (names[a] for a, k in self.aliases.items() if k == key and a in names), None
             )
             if symbol is None:  # named after its key, declared in the record's [glossary]
-                symbol = Symbol(key, positive=True, integer=True)
+                symbol = Symbol(self.own_name(key), positive=True, integer=True)
                 meaning = probe.docstring_meaning(self.model_type, key) or f"the config's {key}"
-                self.own[key] = meaning
+                self.own[symbol.name] = meaning
                 self.log(f"glossary: no symbol for config key {key!r}; the record declares its own: {meaning}")
             self.symbols[key] = symbol
         self.fit(kinds, sizes)
@@ -753,6 +791,16 @@ class Discoverer:
         switches = {k: self.defaults[k] for k in effects}
         self.switches_read = sorted(effects)
         return Discovery(self.model_type, text, self.notes, dict(self.symbols), dict(self.fixed), switches)
+
+    def own_name(self, key: str) -> str:
+        """The name of a symbol of the record's own for ``key``: the key itself; for a dotted key its last part
+        (``kv_n_heads``), or the whole key with ``_`` for the dot where that part names a top-level key, a glossary
+        symbol or a symbol taken already (``encoder_config_hidden_size``)."""
+        head, dot, leaf = key.rpartition(".")
+        if not dot:
+            return key
+        taken = {*self.defaults, *self.aliases, *BY_NAME, *(s.name for s in self.symbols.values())}
+        return f"{head}_{leaf}" if leaf in taken else leaf
 
     def alternates(
         self, kinds: dict[str, Kind], effects: dict[str, tuple[set[str], set[str]]]
@@ -1714,6 +1762,11 @@ def _shared_key(key: str) -> str:
     if len(parts) > 1:
         parts[-2] += "_shared"
     return ".".join(parts)
+
+
+def _shapes(b: probe.Build) -> list[tuple[str, int | None, tuple[int, ...]]]:
+    """Every tensor of a build by name, layer and shape, in order."""
+    return sorted((t.key, t.layer, t.shape) for t in b.tensors)
 
 
 def _uneven(b: probe.Build) -> bool:

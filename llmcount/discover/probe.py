@@ -111,6 +111,22 @@ def subconfig_classes(model_type: str) -> dict[str, str]:
     return out
 
 
+def subconfig_sizes(model_type: str) -> dict[str, int]:
+    """The integer keys of the sub-configs the class defaults hold, as dotted keys with their defaults (DBRX's
+    ``ffn_config.moe_num_experts``: 4): the keys each sub-config class declares, not those every config has
+    (``chunk_size_feed_forward``, token ids). One level deep, as a record reads nested keys."""
+    common = set(transformers.PretrainedConfig().to_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(model_type)
+    out = {}
+    for head in subconfig_classes(model_type):
+        for leaf, value in _attribute(config, head).to_dict().items():
+            if leaf not in common and isinstance(value, int) and not isinstance(value, bool):
+                out[f"{head}.{leaf}"] = value
+    return out
+
+
 def attribute_map(model_type: str) -> dict[str, str]:
     """The config class's other names for its keys: alias -> key."""
     with warnings.catch_warnings():
@@ -119,9 +135,14 @@ def attribute_map(model_type: str) -> dict[str, str]:
 
 
 def docstring_meaning(model_type: str, key: str) -> str:
-    """The first sentence the config class's docstring (or a base class's) gives ``key``: a glossary entry's draft;
-    "" when none describes it."""
-    config_class = type(AutoConfig.for_model(model_type))
+    """The first sentence the config class's docstring (or a base class's) gives ``key`` (a dotted key: its
+    sub-config class's docstring): a glossary entry's draft; "" when none describes it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(model_type)
+    head, _, leaf = key.rpartition(".")
+    config_class = type(_attribute(config, head) if head else config)
+    key = leaf
     for klass in config_class.__mro__:
         doc = klass.__dict__.get("__doc__") or ""
         found = re.search(rf"^\s*{re.escape(key)} \([^\n]*\):\s*\n((?:[ \t]+\S[^\n]*\n?)+)", doc, re.M)
@@ -216,9 +237,12 @@ def _sequentials(model: torch.nn.Module) -> frozenset[str]:
 
 
 def _attribute(config: Any, key: str) -> Any:
-    """The config's (global) value of ``key``. A heterogeneous config (Gemma 4, Dots3: per-layer overrides of some
-    keys) refuses a plain read of a per-layer key; its global value, the one the config was given, is read the way
-    transformers' own code reads it."""
+    """The config's (global) value of ``key``, a dotted key read inside its sub-config. A heterogeneous config (Gemma 4,
+    Dots3: per-layer overrides of some keys) refuses a plain read of a per-layer key; its global value, the one the
+    config was given, is read the way transformers' own code reads it."""
+    head, _, leaf = key.partition(".")
+    if leaf:
+        return _attribute(_attribute(config, head), leaf)
     try:
         return getattr(config, key, None)
     except Exception:  # AmbiguousGlobalPerLayerAttributeError, or a property that cannot be computed
@@ -229,6 +253,19 @@ def _attribute(config: Any, key: str) -> Any:
             return None
 
 
+def nested(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with each dotted key (``ffn_config.moe_num_experts``) put inside its sub-config's mapping, beside
+    the keys that mapping holds already; a sub-config given as None or not at all then holds only those keys (the
+    sub-config class defaults the others)."""
+    out = {k: v for k, v in values.items() if "." not in k}
+    for key, value in values.items():
+        head, dot, leaf = key.partition(".")
+        if dot:
+            sub = out.get(head)
+            out[head] = {**(sub if isinstance(sub, dict) else {}), leaf: value}
+    return out
+
+
 def build(
     model_type: str, overrides: dict[str, Any], drop: tuple[str, ...] = (), outside: frozenset[str] | None = None
 ) -> Build:
@@ -237,7 +274,7 @@ def build(
     :func:`_module_lists`, listed with their lengths in ``Build.lists``) that lie outside the layers, whose index is no
     layer index (Gemma 3n's ``altup_projections``; not XLM's ``layer_norm1``, one per layer); None: every first
     index is a layer's."""
-    kwargs = {k: v for k, v in overrides.items() if k not in drop}
+    kwargs = nested({k: v for k, v in overrides.items() if k not in drop})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -60,7 +60,8 @@ def first_failure(checks: list[Check]) -> str:
 
 
 def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
-    """Small random sizes for the record's keys, a few layers, switches drawn, some keys left to their defaults."""
+    """Small random sizes for the record's keys, a few layers, switches drawn, some keys left to their defaults; a
+    dotted key inside its sub-config's mapping, as a config.json holds it."""
     sizes = list(discoverer.symbols)
     config: dict[str, Any] = {"model_type": discoverer.model_type, discoverer.layer_key: rng.randint(1, LAYERS_MAX)}
     config.update(dict.fromkeys(discoverer.tokens, 0))
@@ -104,7 +105,7 @@ def random_config(discoverer: Discoverer, rng: random.Random) -> dict[str, Any]:
             config[key] = rng.randint(1, config[discoverer.layer_key])
         elif all(isinstance(x, int) for v in values for x in v):
             config[key] = [i for i in range(config[discoverer.layer_key]) if rng.random() < 0.5]
-    return _multiples(discoverer, config)
+    return probe.nested(_multiples(discoverer, config))
 
 
 def _multiples(discoverer: Discoverer, config: dict[str, Any]) -> dict[str, Any]:
@@ -235,7 +236,7 @@ def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str,
         if t.key not in tensors.setdefault(path, []):
             tensors[path].append(t.key)
     values = ", ".join(
-        f"{k}={config[k]}" for k in [discoverer.layer_key, *discoverer.symbols] if k in config and config[k] is not None
+        f"{k}={_value(config, k)}" for k in [discoverer.layer_key, *discoverer.symbols] if _value(config, k) is not None
     )
     for component in counts.components:
         if component.count != theirs.get(component.path, 0):
@@ -247,6 +248,13 @@ def _where(discoverer: Discoverer, counts, built: probe.Build, config: dict[str,
     if theirs.get(""):
         return f"tensors the draft has no term for: {', '.join(tensors[''][:3])} ({theirs['']:,} with {values})"
     return f"with {values}"
+
+
+def _value(config: dict[str, Any], key: str) -> Any:
+    """The config's value of ``key`` (a dotted key inside its sub-config's mapping); None when it has none."""
+    head, dot, leaf = key.partition(".")
+    sub = config.get(head) if dot else config
+    return sub.get(leaf if dot else key) if isinstance(sub, dict) else None
 
 
 def _why(discoverer: Discoverer, path: str, built: probe.Build) -> str:
