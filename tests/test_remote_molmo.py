@@ -80,6 +80,24 @@ def test_molmo_7b_d_whole_and_by_part(tmp_path: Path) -> None:
     for figure in (LANGUAGE, TOWER, CONNECTOR, TOTAL_PARAMETERS):
         assert f"{figure:,}" in text, figure
     assert "as MolmoForCausalLM builds it" in text
+    # no config.json of Molmo gives a vision_config: the tower's sizes are the modeling class's own
+    assert "vision tower (molmo_vision, from the class's default vision_config)" in text
+    assert [p["config"] for p in json.loads(result.stdout)["parts"][1:]] == [
+        "the class's default vision_config",
+        "the whole config",
+    ]
+
+
+def test_a_tower_read_from_its_sub_config_says_so(tmp_path: Path) -> None:
+    """A Gemma 3 config with a vision_config names it; one without names the class's default."""
+    for given, said in (
+        ({"vision_config": {"model_type": "siglip_vision_model"}}, "from vision_config"),
+        ({}, "from the class's default vision_config"),
+    ):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps({"model_type": "gemma3", **given}))
+        text = " ".join(run("count", str(path)).stdout.split())
+        assert f"vision tower (siglip_vision_model, {said})" in text, text[:400]
 
 
 def test_published_tensor_names_are_the_ones_the_modeling_file_builds() -> None:

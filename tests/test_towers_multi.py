@@ -306,9 +306,9 @@ def test_count_and_formula_name_each_part(tmp_path) -> None:
     assert data["total"] == sum(p["total"] for p in data["parts"])
     assert [p["config"] for p in data["parts"][1:]] == [
         "vision_config",
-        "(whole config)",
+        "the whole config",
         "audio_config",
-        "(whole config)",
+        "the whole config",
     ]
     audio = run("formula", "gemma4", "--part", "audio")
     assert audio.exit_code == 0 and "d_aud" in audio.stdout and "Gemma 4 (multimodal), audio tower" in audio.stdout

@@ -26,6 +26,14 @@ class Part:
     role: str  # "vision tower", "projector"
     config_key: str  # where the config gives it: "vision_config", or "" (the whole config)
     model: Model
+    absent: bool = False  # the config has no such sub-config: the part has the composite class's own sizes
+
+    @property
+    def read_from(self) -> str:
+        """Where the part's sizes come from, as ``count``, its JSON and the write-ups say it."""
+        if self.absent:
+            return f"the class's default {self.config_key}"
+        return self.config_key or "the whole config"
 
 
 def settled(family: Family, model: Model, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,7 +120,8 @@ def _slot_parts(
         return _projector(config, source, name, language, slot, None) if slot.projector else ()
     key, role = slot.key, slot.role
     vision = config.get(key)
-    if vision is None:  # absent or null: the composite config class's own tower config
+    absent = vision is None
+    if absent:  # absent or null: the composite config class's own tower config
         vision = dict(slot.absent or {})
     elif not isinstance(vision, dict):
         raise LlmcountError(f"{source}: key '{key}' must be a JSON object, got {describe(vision)}")
@@ -131,7 +140,7 @@ def _slot_parts(
         )
     tower_model = read_config({**vision, "model_type": vision_type}, f"{source}, {key}", f"{name} ({role})", tower)
     return (
-        Part(role, key, tower_model),
+        Part(role, key, tower_model, absent),
         *_projector(config, source, name, language, slot, (tower, tower_model, vision)),
     )
 

@@ -218,10 +218,7 @@ def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
     if model.parts:
         data["parts"] = [
             _part_data(model, "language model", model.architecture.name, "text_config"),
-            *(
-                _part_data(p.model, p.role, p.model.architecture.name, p.config_key or "(whole config)")
-                for p in model.parts
-            ),
+            *(_part_data(p.model, p.role, p.model.architecture.name, p.read_from) for p in model.parts),
         ]
     if module is not None:
         data["mtp"] = mtp_module.summary(module, counted=mtp)

@@ -1104,6 +1104,7 @@ def context(
                 "record": part.model.architecture.name,
                 "title": part.model.architecture.title,
                 "config_key": part.config_key,
+                "absent": part.absent,  # the class's default sub-config: the config has none
             }
             for part in (model.parts if whole else ())
         },
