@@ -166,10 +166,8 @@ def flops(
         images_ = _images(images)
         frames = _audio_frames(audio_frames)
         model = load_counted(spec)
-        plain = as_json and not images_ and not frames
-        data = counting.flops_data(model, seq_, batch_, causal) if plain else None  # no sympy
-        if data is not None:
-            return print_json(data)
+        if not images_ and not frames and _plain_flops(model, seq_, batch_, causal, training, as_json):
+            return None
         model = model.full() if isinstance(model, counting.Counted) else model
         from ..formulas.flops import Flops
         from ..renderers import flops_data, render_flops
@@ -215,6 +213,24 @@ def flops(
             what = "images and audio" if found is not None else "audio"
             lines.append(f"Whole forward (language model + {what}): {whole:,} FLOPs")
             typer.echo(fit_lines("\n".join(lines), terminal_width()))
+
+
+def _plain_flops(model: object, seq: int, batch: int, causal: bool, training: bool, as_json: bool) -> bool:
+    """``flops`` of a model the compiled path counted, printed without importing sympy; False, having printed
+    nothing, when the snapshot does not take it."""
+    if as_json:
+        from ..counting import flops_data
+
+        data = flops_data(model, seq, batch, causal)
+        if data is not None:
+            print_json(data)
+        return data is not None
+    from ..plain_flops import flops_text
+
+    text = flops_text(model, seq, batch, causal, training, terminal_width())
+    if text is not None:
+        typer.echo(text.rstrip())
+    return text is not None
 
 
 def _images(images: str | None) -> int:

@@ -20,8 +20,9 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
   and the record's own defaults make, each counted by both paths and checked equal as it is made; a config that
   selects other terms is counted without sympy in a batch, and shown through the sympy path;
 * for each of those selections, its forward FLOPs formula, eager and causal (each term's forward FLOPs as text and
-  compiled, the layers of its kind, the rule of thumb, the conventions), which ``flops --json`` and
-  ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps parameters in fp32;
+  compiled, the layers of its kind, the rule of thumb, the conventions, the texts ``flops`` prints), which
+  ``flops`` and ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps
+  parameters in fp32;
 * the record's ``[checkpoint]`` names and each term's layers (1 for a term once per model), which ``verify``
   reads (:mod:`llmcount.plain_verify`);
 * the memory plans of the configs the presets and the defaults give (``memory``'s cache, per kind of layer, compiled,
@@ -336,9 +337,10 @@ def _memory(family: Family, models: list[Any]) -> dict[str, Any] | None:
 def _flops(model: Any) -> dict[str, Any] | None:
     """The forward FLOPs formula of a model's selection of terms (``Flops``, eager and causal): each term's path, its
     forward FLOPs as text and compiled, and the layers of its kind (a term on none is left out); the rule of thumb,
-    the conventions, the whole formula as text; the longest S the record's [attention] describes (beyond it the
-    sympy path reads the formula that runs there) and the symbols of the window (a config without one: no layer
-    slides). None where the formula is refused or not compiled: the sympy path evaluates it, and words any error."""
+    the conventions, the whole formula as text (and, with each term's, as ``flops`` prints it); the longest S the
+    record's [attention] describes (beyond it the sympy path reads the formula that runs there) and the symbols of
+    the window (a config without one: no layer slides). None where the formula is refused or not compiled: the sympy
+    path evaluates it, and words any error."""
     from .flops import Flops
 
     out: dict[str, Any] = {}
@@ -353,6 +355,7 @@ def _flops(model: Any) -> dict[str, Any] | None:
                 "forward": str(formula.forward),
                 "per_token": str(formula.per_token),
                 "convention": formula.convention,
+                **_flops_text(formula),
             }
         out["rule_of_thumb"] = evaluate.source(formula.rule_of_thumb)
     except (LlmcountError, evaluate.NotCompiled):
@@ -363,6 +366,14 @@ def _flops(model: Any) -> dict[str, Any] | None:
     window = spec.window if spec is not None else None
     out["window"] = None if window is None else [_names([window]), _names([spec.sliding])]
     return out
+
+
+def _flops_text(formula: Any) -> dict[str, Any]:
+    """What ``flops`` prints of a FLOPs formula: each term's forward FLOPs and the per-token sum in reader's order,
+    as the terminal writes them."""
+    from ..renderers.filters import ordered_text, text
+
+    return {"texts": [text(t.forward) for t in formula.terms], "grouped": ordered_text(formula.grouped())}
 
 
 def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:
