@@ -797,10 +797,9 @@ def mfu(
     Example: llmcount mfu llama-3-8b --seq 4096 --tokens-per-second 28000 --gpu h100-sxm --gpus 8
     """
     from ..dtypes import canonical
-    from ..formulas.conventions import utilisation
     from ..gpus import peak as gpu_peak
-    from ..renderers.costs_glance import mfu_data, render_mfu
-    from ..sources import load
+    from ..plain_glance import mfu_data
+    from ..sources import load_counted
 
     try:
         rate = parse_positive(tokens_per_second, "--tokens-per-second")
@@ -810,14 +809,33 @@ def mfu(
         if dtype_ not in ("bf16", "fp8"):
             raise LlmcountError(f"--dtype: the peaks are of bf16 or fp8, got {dtype!r}")
         peak, name = gpu_peak(gpu, peak_tflops, dtype_)
-        model = load(spec)
-        result = utilisation(model, seq_, rate, count, peak, name, dtype_, convention)
+        model, result, plain = _utilisation(load_counted(spec), seq_, rate, count, peak, name, dtype_, convention)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
         print_json(mfu_data(model, result))
-    else:
+    elif plain:
+        from ..plain_glance import render_mfu
+
         typer.echo(render_mfu(model, result).rstrip())
+    else:
+        from ..renderers.costs_glance import render_mfu
+
+        typer.echo(render_mfu(model, result).rstrip())
+
+
+def _utilisation(model: object, seq: int, *args: object) -> tuple[object, object, bool]:
+    """The model and its MFU (``args``: those of ``conventions.utilisation`` after S), and whether the compiled path
+    gave it (no sympy); else the sympy path's, whose model words any refusal."""
+    from .. import counting
+    from ..formulas.conventions import utilisation
+    from ..plain_glance import utilisation as plain_utilisation
+
+    try:
+        return model, plain_utilisation(model, seq, *args), True
+    except counting.Fallback:
+        model = model.full() if isinstance(model, counting.Counted) else model
+        return model, utilisation(model, seq, *args), False
 
 
 @app.command()

@@ -360,12 +360,62 @@ def _flops(model: Any) -> dict[str, Any] | None:
         out["rule_of_thumb"] = evaluate.source(formula.rule_of_thumb)
     except (LlmcountError, evaluate.NotCompiled):
         return None
+    out["conventions"] = _conventions(model)
     spec = model.architecture.attention
     longest = spec.longest if spec is not None else None
     out["longest"] = None if longest is None else [evaluate.source(longest), _names([longest])]
     window = spec.window if spec is not None else None
     out["window"] = None if window is None else [_names([window]), _names([spec.sliding])]
     return out
+
+
+def _conventions(model: Any) -> dict[str, Any] | None:
+    """What ``conventions.ingredients`` reads of a model's selection of terms besides its counts, compiled: each
+    linear weight's forward FLOPs (its group, whether it is a router), the norms Megatron counts as weights, the
+    attention layers and widths, the state layers (with Megatron's formula) and the record's own operations. None
+    where the record's FLOPs are refused or an expression is not compiled: the sympy path reads them, and words any
+    error."""
+    from .conventions import _uneven
+    from .flops import is_matmul_weight, linear_flops, state_flops
+
+    derivation = model.derivation
+    family = derivation.architecture
+    spec = family.attention
+    try:
+        state_flops(derivation)
+        weights = [
+            [
+                t.group,
+                t.path.startswith("moe/router"),
+                evaluate.source(linear_flops(t).layers * linear_flops(t).per_token),
+            ]
+            for t in derivation.terms
+            if is_matmul_weight(t)
+        ]
+        attention = None
+        if spec is not None:
+            widths = {"layers": spec.layers, "qk": spec.qk, "v": spec.v}
+            widths |= {"qk_sum": spec.total("qk"), "v_sum": spec.total("v")}
+            attention = {key: evaluate.source(expr) for key, expr in widths.items()} | {"uneven": _uneven(family)}
+        states = [
+            [
+                state.name,
+                evaluate.source(state.layers),
+                None if state.megatron is None else evaluate.source(state.megatron.expr),
+                None if state.megatron is None else [state.megatron.function, state.megatron.note],
+                sorted(state.groups),
+            ]
+            for state in family.states
+        ]
+        return {
+            "weights": weights,
+            "megatron_norms": [evaluate.source(t.layers * t.expr) for t in derivation.terms if t.megatron_weight],
+            "attention": attention,
+            "states": states,
+            "own_ops": [[op.path, evaluate.source(op.layers)] for op in family.flops],
+        }
+    except (LlmcountError, evaluate.NotCompiled):
+        return None
 
 
 def _flops_text(formula: Any) -> dict[str, Any]:
