@@ -21,9 +21,6 @@ from .formulas.conventions import (
     Convention,
     Ingredients,
     Utilisation,
-    check_rates,
-    known,
-    named,
     not_given,
     ratio_to_6nd,
 )
@@ -278,20 +275,3 @@ def mfu_data(model: Any, u: Utilisation) -> dict[str, Any]:
         "mfu_fraction": f"{u.mfu.numerator}/{u.mfu.denominator}",
         "definition": "MFU = tokens/s of all GPUs × training FLOPs per token / (GPUs × dense peak FLOP/s per GPU)",
     }
-
-
-def utilisation(
-    model: Any,
-    seq: int,
-    tokens_per_second: Fraction,
-    gpus: int,
-    peak_tflops: Fraction,
-    gpu: str = "",
-    dtype: str = "bf16",
-    name: str = "palm",
-) -> Utilisation:
-    """``conventions.utilisation`` of a model counted by the compiled path, from its snapshot's ingredients."""
-    check_rates(tokens_per_second, peak_tflops)
-    known(name)
-    made = named(ingredients(model, seq), name)
-    return Utilisation(made, seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)

@@ -7,13 +7,12 @@ the MFU, on every preset and every record's defaults; the commands import no sym
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from fractions import Fraction
 
 import pytest
-from test_counting import HEAVY, PROBE
+from test_plain_training import _run
 
 from llmcount import counting, plain_glance
 from llmcount.errors import LlmcountError
@@ -63,10 +62,10 @@ def _glance_alike(config: dict, source: str, seqs=(4096,), paper: dict | None = 
                 theirs = conventions.utilisation(model, seq, *args, name)
             except LlmcountError as exc:  # a convention not given for this model: the same refusal on both paths
                 with pytest.raises(LlmcountError) as caught:
-                    plain_glance.utilisation(counted, seq, *args, name)
+                    conventions.utilisation(counted, seq, *args, name, read=plain_glance.ingredients)
                 assert str(caught.value) == str(exc)
                 continue
-            made = plain_glance.utilisation(counted, seq, *args, name)
+            made = conventions.utilisation(counted, seq, *args, name, read=plain_glance.ingredients)
             assert made == theirs
             assert plain_glance.render_mfu(counted, made) == render_mfu(model, theirs)
         taken += 1
@@ -94,16 +93,6 @@ def test_the_plain_path_takes_most_presets() -> None:
             continue
         taken += 1
     assert taken >= 0.8 * len(presets()), taken
-
-
-def _run(*args: str) -> tuple[int, list[str], str, str]:
-    env = {**os.environ, "COLUMNS": "100"}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE % (HEAVY,), json.dumps(args)], capture_output=True, text=True, timeout=120, env=env
-    )
-    lines = done.stderr.strip().splitlines()
-    report = json.loads(lines[-1])
-    return report["code"], report["heavy"], done.stdout, "\n".join(lines[:-1])
 
 
 def _sympy_conventions(name: str, seq: int) -> tuple:

@@ -829,10 +829,10 @@ def _utilisation(model: object, seq: int, *args: object) -> tuple[object, object
     gave it (no sympy); else the sympy path's, whose model words any refusal."""
     from .. import counting
     from ..formulas.conventions import utilisation
-    from ..plain_glance import utilisation as plain_utilisation
+    from ..plain_glance import ingredients
 
     try:
-        return model, plain_utilisation(model, seq, *args), True
+        return model, utilisation(model, seq, *args, read=ingredients), True
     except counting.Fallback:
         model = model.full() if isinstance(model, counting.Counted) else model
         return model, utilisation(model, seq, *args), False

@@ -20,9 +20,10 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LlmcountError
 from ..shown import Shown
@@ -559,10 +560,14 @@ def utilisation(
     gpu: str = "",
     dtype: str = "bf16",
     name: str = "palm",
+    read: Callable[[Any, int], Ingredients] | None = None,
 ) -> Utilisation:
-    """MFU of ``model`` trained at S = ``seq`` at ``tokens_per_second`` over ``gpus`` GPUs of ``peak_tflops`` each."""
+    """MFU of ``model`` trained at S = ``seq`` at ``tokens_per_second`` over ``gpus`` GPUs of ``peak_tflops`` each;
+    ``read``: how the model's ingredients are read (:func:`ingredients` of a Model by default)."""
     check_rates(tokens_per_second, peak_tflops)
-    return Utilisation(convention(model, seq, name), seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)
+    known(name)
+    made = named((read or ingredients)(model, seq), name)
+    return Utilisation(made, seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)
 
 
 def check_rates(tokens_per_second: Fraction, peak_tflops: Fraction) -> None:
