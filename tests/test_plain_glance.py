@@ -12,6 +12,7 @@ import sys
 from fractions import Fraction
 
 import pytest
+from test_counting import HEAVY
 from test_plain_training import _run
 
 from llmcount import counting, plain_glance
@@ -147,3 +148,19 @@ def test_bad_inputs_keep_their_one_line_errors(args: tuple[str, ...], code: int,
     done = subprocess.run([sys.executable, "-m", "llmcount", *args], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (code, "")
     assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr
+
+
+def test_the_apis_conventions_and_mfu_import_no_sympy() -> None:
+    script = (
+        "import json, sys, llmcount; rows = llmcount.conventions('llama-3-8b', seq='2k'); "
+        "u = llmcount.mfu('llama-3-8b', 28000, gpu='h100-sxm', gpus=8, convention='megatron'); "
+        "print(json.dumps([[[c.name, str(c.training_flops_per_token)] for c in rows], str(u.mfu), "
+        f"sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    rows, mfu, heavy = json.loads(done.stdout)
+    assert heavy == []
+    model = counting.read(presets()["llama-3-8b"].config(), "preset llama-3-8b", "llama-3-8b").full()
+    assert rows == [[c.name, str(c.training_flops_per_token)] for c in conventions.conventions(model, 2048)]
+    peak, gpu = gpu_peak("h100-sxm", None, "bf16")
+    assert mfu == str(conventions.utilisation(model, 4096, Fraction(28000), 8, peak, gpu, "bf16", "megatron").mfu)
