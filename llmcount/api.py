@@ -380,9 +380,19 @@ def conventions(spec: Spec, seq: int | str = DEFAULT_SEQ) -> list[Convention]:
     """Training FLOPs per token at S = ``seq`` as each named convention counts them (Kaplan, Chinchilla, PaLM,
     Megatron with and without recompute, torchtitan, MaxText, llmcount eager and causal), as ``flops --conventions``:
     ``.name``, ``.training_flops_per_token``, ``.formula``, ``.source``."""
+    from .counting import Fallback
     from .formulas.conventions import conventions as every
+    from .formulas.conventions import rows
+    from .plain_glance import ingredients
 
-    return ShownList(every(load(spec).model, parse_size(seq, "seq")), kind="conventions")
+    seq_ = parse_size(seq, "seq")
+    counted = _counted(spec)
+    if counted is not None:
+        try:
+            return ShownList(rows(ingredients(counted, seq_)), kind="conventions")  # from the snapshot: no sympy
+        except Fallback:
+            spec = counted.full()
+    return ShownList(every(load(spec).model, seq_), kind="conventions")
 
 
 def mfu(
@@ -411,7 +421,17 @@ def mfu(
         raise LlmcountError(f"dtype: the peaks are of bf16 or fp8, got {dtype!r}")
     per_gpu, name = peak(gpu, peak_tflops, dtype_)
     count = parse_size(gpus, "gpus", suffixes=False)
-    return utilisation(load(spec).model, parse_size(seq, "seq"), rate, count, per_gpu, name, dtype_, convention)
+    args = (parse_size(seq, "seq"), rate, count, per_gpu, name, dtype_, convention)
+    counted = _counted(spec)
+    if counted is not None:
+        from .counting import Fallback
+        from .plain_glance import ingredients
+
+        try:
+            return utilisation(counted, *args, read=ingredients)  # from the snapshot: no sympy
+        except Fallback:
+            spec = counted.full()
+    return utilisation(load(spec).model, *args)
 
 
 def fit(

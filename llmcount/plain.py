@@ -43,6 +43,19 @@ def grouped(value: int | Fraction) -> str:
     return f"{int(value):,}"
 
 
+_FLOP_UNITS = ((10**21, "Z"), (10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K"))
+
+
+def flops(value: int) -> str:
+    """A human form of a FLOP count: 32940000000000 -> '32.94T' (K, M, G, T, P, E, Z); exact below a thousand
+    (a fraction there with two decimals)."""
+    value = value if isinstance(value, Fraction) else int(value)
+    for size, unit in _FLOP_UNITS:
+        if abs(value) >= size:
+            return f"{float(value / size):.2f}{unit}"
+    return grouped(value)
+
+
 def percent(part: int, whole: int) -> str:
     """A share with two decimals, or two significant digits when it is smaller (0.0014%, not 0.00%)."""
     if not whole:

@@ -1,7 +1,8 @@
 """The numeric path's output is the sympy path's: ``count``'s text written in Python (plain.render_count) is what the
 template renders for the same model; ``count MODEL... [--json|--csv|--jsonl]`` run without click's parsing prints
 what the parsed command prints; the compiled FLOPs formulas (``flops --json``, ``llmcount.flops``) give what the sympy
-formulas give, on every record's defaults and every preset, and import no sympy."""
+formulas give, on every record's defaults and every preset, and ``flops``'s text written in Python
+(plain_flops.render_flops) is what the template renders; they import no sympy."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import sys
 
 import pytest
 
-from llmcount import counting, plain
+from llmcount import counting, plain, plain_flops
 from llmcount.formulas import records, snapshot
 from llmcount.formulas.flops import Flops
 from llmcount.presets import presets
-from llmcount.renderers import flops_data, render_count
+from llmcount.renderers import flops_data, render_count, render_flops
 
 
 @pytest.mark.parametrize("name", sorted(presets()))
@@ -101,6 +102,38 @@ def test_numbers_without_a_formula_shown_import_no_sympy(args: tuple[str, ...]) 
     assert json.loads(out)["forward_flops"] > 0
 
 
+@pytest.mark.parametrize(
+    ("args", "seq", "batch", "causal", "training"),
+    [
+        (("qwen3-32b",), 4096, 1, False, False),
+        (("deepseek-v3", "--seq", "8k", "--batch", "2", "--causal", "--training"), 8192, 2, True, True),
+        (("gemma-2-2b", "--training"), 4096, 1, False, True),
+    ],
+)
+def test_flops_text_imports_no_sympy_and_prints_the_templates(args, seq, batch, causal, training) -> None:
+    env = {**os.environ, "COLUMNS": "90"}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE % (HEAVY,), json.dumps(["flops", *args])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert (report["code"], report["heavy"]) == (0, [])
+    model = counting.read(presets()[args[0]].config(), f"preset {args[0]}", args[0]).full()
+    formula = Flops(model.derivation, causal=causal).at(model.values, seq)
+    theirs = formula.evaluate(model.values, seq, batch)
+    assert done.stdout == render_flops(model, formula, theirs, training, 90).rstrip() + "\n"
+
+
+def test_flops_bad_inputs_keep_their_one_line_errors() -> None:
+    for args, code in ((("no-such-model",), 1), (("qwen3-32b", "--seq", "0"), 2), (("qwen3-32b", "--seq", "x"), 2)):
+        done = subprocess.run([sys.executable, "-m", "llmcount", "flops", *args], capture_output=True, text=True)
+        assert (done.returncode, done.stdout) == (code, ""), args
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args
+
+
 def test_the_apis_flops_import_no_sympy() -> None:
     script = (
         "import sys, llmcount; f = llmcount.flops('qwen3-32b', seq='4k', batch=2, causal=True); "
@@ -138,6 +171,9 @@ def _flops_alike(config: dict, source: str) -> None:
             (c.path, str(c.formula), c.flops) for c in theirs.components
         ]
         assert counted.flops_data(ours, causal) == flops_data(model, formula, theirs)
+        for width, training in ((None, seq == 4096), (80, True), (40, False)):
+            text = plain_flops.render_flops(counted, ours, causal, training, width)
+            assert text == render_flops(model, formula, theirs, training, width)
 
 
 COMPILED = tuple(name for name in snapshot.bundled() if counting.compiled(name) is not None)

@@ -166,10 +166,8 @@ def flops(
         images_ = _images(images)
         frames = _audio_frames(audio_frames)
         model = load_counted(spec)
-        plain = as_json and not images_ and not frames
-        data = counting.flops_data(model, seq_, batch_, causal) if plain else None  # no sympy
-        if data is not None:
-            return print_json(data)
+        if not images_ and not frames and _plain_flops(model, seq_, batch_, causal, training, as_json):
+            return None
         model = model.full() if isinstance(model, counting.Counted) else model
         from ..formulas.flops import Flops
         from ..renderers import flops_data, render_flops
@@ -215,6 +213,24 @@ def flops(
             what = "images and audio" if found is not None else "audio"
             lines.append(f"Whole forward (language model + {what}): {whole:,} FLOPs")
             typer.echo(fit_lines("\n".join(lines), terminal_width()))
+
+
+def _plain_flops(model: object, seq: int, batch: int, causal: bool, training: bool, as_json: bool) -> bool:
+    """``flops`` of a model the compiled path counted, printed without importing sympy; False, having printed
+    nothing, when the snapshot does not take it."""
+    if as_json:
+        from ..counting import flops_data
+
+        data = flops_data(model, seq, batch, causal)
+        if data is not None:
+            print_json(data)
+        return data is not None
+    from ..plain_flops import flops_text
+
+    text = flops_text(model, seq, batch, causal, training, terminal_width())
+    if text is not None:
+        typer.echo(text.rstrip())
+    return text is not None
 
 
 def _images(images: str | None) -> int:
@@ -781,10 +797,9 @@ def mfu(
     Example: llmcount mfu llama-3-8b --seq 4096 --tokens-per-second 28000 --gpu h100-sxm --gpus 8
     """
     from ..dtypes import canonical
-    from ..formulas.conventions import utilisation
     from ..gpus import peak as gpu_peak
-    from ..renderers.costs_glance import mfu_data, render_mfu
-    from ..sources import load
+    from ..plain_glance import mfu_data
+    from ..sources import load_counted
 
     try:
         rate = parse_positive(tokens_per_second, "--tokens-per-second")
@@ -794,14 +809,33 @@ def mfu(
         if dtype_ not in ("bf16", "fp8"):
             raise LlmcountError(f"--dtype: the peaks are of bf16 or fp8, got {dtype!r}")
         peak, name = gpu_peak(gpu, peak_tflops, dtype_)
-        model = load(spec)
-        result = utilisation(model, seq_, rate, count, peak, name, dtype_, convention)
+        model, result, plain = _utilisation(load_counted(spec), seq_, rate, count, peak, name, dtype_, convention)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     if as_json:
         print_json(mfu_data(model, result))
-    else:
+    elif plain:
+        from ..plain_glance import render_mfu
+
         typer.echo(render_mfu(model, result).rstrip())
+    else:
+        from ..renderers.costs_glance import render_mfu
+
+        typer.echo(render_mfu(model, result).rstrip())
+
+
+def _utilisation(model: object, seq: int, *args: object) -> tuple[object, object, bool]:
+    """The model and its MFU (``args``: those of ``conventions.utilisation`` after S), and whether the compiled path
+    gave it (no sympy); else the sympy path's, whose model words any refusal."""
+    from .. import counting
+    from ..formulas.conventions import utilisation
+    from ..plain_glance import ingredients
+
+    try:
+        return model, utilisation(model, seq, *args, read=ingredients), True
+    except counting.Fallback:
+        model = model.full() if isinstance(model, counting.Counted) else model
+        return model, utilisation(model, seq, *args), False
 
 
 @app.command()

@@ -13,26 +13,48 @@ from .app import fail, print_json
 
 
 def print_conventions(spec: str, seq: str, as_json: bool, mtp: str | None = None) -> None:
-    """``flops MODEL --conventions``: every named convention's training FLOPs per token at S."""
-    from ..formulas.conventions import conventions, ingredients
+    """``flops MODEL --conventions``: every named convention's training FLOPs per token at S; without sympy where
+    the compiled path counts the model and its snapshot holds the ingredients (:mod:`llmcount.plain_glance`)."""
     from ..presets import find
-    from ..renderers.costs_glance import conventions_data, render_conventions
-    from ..sources import load
+    from ..sources import load_counted
 
     try:
         seq_ = parse_size(seq, "--seq")
         mtp_layers = 0 if mtp is None else parse_size(mtp, "--mtp", suffixes=False)
-        model = load(spec)
-        rows = conventions(model, seq_, mtp_layers)
-        x = ingredients(model, seq_)
+        model, x, rows, plain = _conventions(load_counted(spec), seq_, mtp_layers)
     except LlmcountError as exc:
         raise fail(str(exc)) from None
     preset = find(spec)
     paper = preset.six_nd if preset is not None and model.source == f"preset {preset.name}" else None
     if as_json:
+        from ..plain_glance import conventions_data
+
         print_json(conventions_data(model, x, rows, paper))
-    else:
+    elif plain:
+        from ..plain_glance import render_conventions
+
         typer.echo(render_conventions(model, x, rows, paper).rstrip())
+    else:
+        from ..renderers.costs_glance import render_conventions
+
+        typer.echo(render_conventions(model, x, rows, paper).rstrip())
+
+
+def _conventions(model: Any, seq: int, mtp_layers: int) -> tuple[Any, Any, list, bool]:
+    """The model, its ingredients at S and every convention's row, and whether the compiled path gave them (no
+    sympy); else the sympy path's, whose model words any refusal."""
+    from .. import counting
+    from ..formulas import conventions as made
+    from ..plain_glance import ingredients
+
+    if not mtp_layers:  # Megatron's MTP layers are read from the record's MTP module by the sympy path
+        try:
+            x = ingredients(model, seq)
+            return model, x, made.rows(x), True
+        except counting.Fallback:
+            pass
+    model = model.full() if isinstance(model, counting.Counted) else model
+    return model, made.ingredients(model, seq), made.conventions(model, seq, mtp_layers), False
 
 
 def print_weights_table(spec: str, as_json: bool) -> None:

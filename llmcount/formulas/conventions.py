@@ -20,16 +20,17 @@ The ingredients, from the family record (the same terms as ``count`` and ``flops
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LlmcountError
 from ..shown import Shown
-from .config import Model
-from .derivation import evaluate_int
-from .flops import Flops, is_matmul_weight, linear_flops, state_flops
 from .megatron_memory import MEGATRON_COMMIT, MEGATRON_VOCAB_MULTIPLE
-from .symbols import V, d, h
+
+if TYPE_CHECKING:  # the conventions themselves need no sympy: only reading a Model's ingredients does
+    from .config import Model
 
 TORCHTITAN_COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
 MAXTEXT_COMMIT = "e591f30cbbf217ed67ef71263ec0538239f9c3b8"
@@ -73,6 +74,10 @@ class Ingredients:
 
 
 def ingredients(model: Model, seq: int) -> Ingredients:
+    from .derivation import evaluate_int
+    from .flops import Flops, is_matmul_weight, linear_flops, state_flops
+    from .symbols import V, d, h
+
     derivation, values = model.derivation, model.values
     counts = model.counts
     family = derivation.architecture
@@ -483,17 +488,33 @@ def conventions(model: Model, seq: int, mtp_layers: int = 0) -> list[Convention]
     """Every convention's training FLOPs per token for ``model`` at S = ``seq`` (those :func:`not_given` names left
     out); ``mtp_layers``: Megatron's rows with that many multi-token-prediction layers."""
     x = ingredients(model, seq)
+    made = rows(x)
+    return _with_mtp(model, x, made, mtp_layers) if mtp_layers else made
+
+
+def rows(x: Ingredients) -> list[Convention]:
+    """Every convention's row for the ingredients ``x``, those :func:`not_given` names left out."""
     skipped = not_given(x)
-    rows = [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
-    return _with_mtp(model, x, rows, mtp_layers) if mtp_layers else rows
+    return [_with_states(x, make(x)) for name, make in CONVENTIONS.items() if name not in skipped]
 
 
 def convention(model: Model, seq: int, name: str) -> Convention:
     """One convention by name; LlmcountError listing the names, or saying why it is not given for the model."""
+    known(name)
+    return named(ingredients(model, seq), name)
+
+
+def known(name: str) -> str:
+    """A convention's name as the table keys it; LlmcountError listing the names when it is none of them."""
     key = name.strip().lower()
     if key not in CONVENTIONS:
         raise LlmcountError(f"--convention: unknown convention {name!r}; choices: {', '.join(CONVENTIONS)}")
-    x = ingredients(model, seq)
+    return key
+
+
+def named(x: Ingredients, name: str) -> Convention:
+    """The row of the convention ``name`` for the ingredients ``x``; LlmcountError saying why it is not given."""
+    key = known(name)
     if key in not_given(x):
         raise LlmcountError(f"the {key} convention is {not_given(x)[key]}; choose another with --convention")
     return _with_states(x, CONVENTIONS[key](x))
@@ -539,10 +560,19 @@ def utilisation(
     gpu: str = "",
     dtype: str = "bf16",
     name: str = "palm",
+    read: Callable[[Any, int], Ingredients] | None = None,
 ) -> Utilisation:
-    """MFU of ``model`` trained at S = ``seq`` at ``tokens_per_second`` over ``gpus`` GPUs of ``peak_tflops`` each."""
+    """MFU of ``model`` trained at S = ``seq`` at ``tokens_per_second`` over ``gpus`` GPUs of ``peak_tflops`` each;
+    ``read``: how the model's ingredients are read (:func:`ingredients` of a Model by default)."""
+    check_rates(tokens_per_second, peak_tflops)
+    known(name)
+    made = named((read or ingredients)(model, seq), name)
+    return Utilisation(made, seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)
+
+
+def check_rates(tokens_per_second: Fraction, peak_tflops: Fraction) -> None:
+    """LlmcountError naming the option whose rate is not positive."""
     if tokens_per_second <= 0:
         raise LlmcountError(f"--tokens-per-second must be positive, got {tokens_per_second}")
     if peak_tflops <= 0:
         raise LlmcountError(f"--peak-tflops must be positive, got {peak_tflops}")
-    return Utilisation(convention(model, seq, name), seq, tokens_per_second, gpus, peak_tflops, gpu, dtype)

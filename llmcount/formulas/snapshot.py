@@ -20,8 +20,9 @@ and ``tests/test_counting.py`` fails while one is stale. A snapshot holds:
   and the record's own defaults make, each counted by both paths and checked equal as it is made; a config that
   selects other terms is counted without sympy in a batch, and shown through the sympy path;
 * for each of those selections, its forward FLOPs formula, eager and causal (each term's forward FLOPs as text and
-  compiled, the layers of its kind, the rule of thumb, the conventions), which ``flops --json`` and
-  ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps parameters in fp32;
+  compiled, the layers of its kind, the rule of thumb, the conventions, the texts ``flops`` prints), which
+  ``flops`` and ``llmcount.flops`` evaluate without sympy, and each one's weights formula when the record keeps
+  parameters in fp32;
 * the record's ``[checkpoint]`` names and each term's layers (1 for a term once per model), which ``verify``
   reads (:mod:`llmcount.plain_verify`);
 * the memory plans of the configs the presets and the defaults give (``memory``'s cache, per kind of layer, compiled,
@@ -336,9 +337,10 @@ def _memory(family: Family, models: list[Any]) -> dict[str, Any] | None:
 def _flops(model: Any) -> dict[str, Any] | None:
     """The forward FLOPs formula of a model's selection of terms (``Flops``, eager and causal): each term's path, its
     forward FLOPs as text and compiled, and the layers of its kind (a term on none is left out); the rule of thumb,
-    the conventions, the whole formula as text; the longest S the record's [attention] describes (beyond it the
-    sympy path reads the formula that runs there) and the symbols of the window (a config without one: no layer
-    slides). None where the formula is refused or not compiled: the sympy path evaluates it, and words any error."""
+    the conventions, the whole formula as text (and, with each term's, as ``flops`` prints it); the longest S the
+    record's [attention] describes (beyond it the sympy path reads the formula that runs there) and the symbols of
+    the window (a config without one: no layer slides). None where the formula is refused or not compiled: the sympy
+    path evaluates it, and words any error."""
     from .flops import Flops
 
     out: dict[str, Any] = {}
@@ -353,16 +355,75 @@ def _flops(model: Any) -> dict[str, Any] | None:
                 "forward": str(formula.forward),
                 "per_token": str(formula.per_token),
                 "convention": formula.convention,
+                **_flops_text(formula),
             }
         out["rule_of_thumb"] = evaluate.source(formula.rule_of_thumb)
     except (LlmcountError, evaluate.NotCompiled):
         return None
+    out["conventions"] = _conventions(model)
     spec = model.architecture.attention
     longest = spec.longest if spec is not None else None
     out["longest"] = None if longest is None else [evaluate.source(longest), _names([longest])]
     window = spec.window if spec is not None else None
     out["window"] = None if window is None else [_names([window]), _names([spec.sliding])]
     return out
+
+
+def _conventions(model: Any) -> dict[str, Any] | None:
+    """What ``conventions.ingredients`` reads of a model's selection of terms besides its counts, compiled: each
+    linear weight's forward FLOPs (its group, whether it is a router), the norms Megatron counts as weights, the
+    attention layers and widths, the state layers (with Megatron's formula) and the record's own operations. None
+    where the record's FLOPs are refused or an expression is not compiled: the sympy path reads them, and words any
+    error."""
+    from .conventions import _uneven
+    from .flops import is_matmul_weight, linear_flops, state_flops
+
+    derivation = model.derivation
+    family = derivation.architecture
+    spec = family.attention
+    try:
+        state_flops(derivation)
+        weights = [
+            [
+                t.group,
+                t.path.startswith("moe/router"),
+                evaluate.source(linear_flops(t).layers * linear_flops(t).per_token),
+            ]
+            for t in derivation.terms
+            if is_matmul_weight(t)
+        ]
+        attention = None
+        if spec is not None:
+            widths = {"layers": spec.layers, "qk": spec.qk, "v": spec.v}
+            widths |= {"qk_sum": spec.total("qk"), "v_sum": spec.total("v")}
+            attention = {key: evaluate.source(expr) for key, expr in widths.items()} | {"uneven": _uneven(family)}
+        states = [
+            [
+                state.name,
+                evaluate.source(state.layers),
+                None if state.megatron is None else evaluate.source(state.megatron.expr),
+                None if state.megatron is None else [state.megatron.function, state.megatron.note],
+                sorted(state.groups),
+            ]
+            for state in family.states
+        ]
+        return {
+            "weights": weights,
+            "megatron_norms": [evaluate.source(t.layers * t.expr) for t in derivation.terms if t.megatron_weight],
+            "attention": attention,
+            "states": states,
+            "own_ops": [[op.path, evaluate.source(op.layers)] for op in family.flops],
+        }
+    except (LlmcountError, evaluate.NotCompiled):
+        return None
+
+
+def _flops_text(formula: Any) -> dict[str, Any]:
+    """What ``flops`` prints of a FLOPs formula: each term's forward FLOPs and the per-token sum in reader's order,
+    as the terminal writes them."""
+    from ..renderers.filters import ordered_text, text
+
+    return {"texts": [text(t.forward) for t in formula.terms], "grouped": ordered_text(formula.grouped())}
 
 
 def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from sympy.printing.str import StrPrinter
 from ..files import printable
 from ..formulas.symbols import LATEX_NAMES
 from ..formulas.training import LATEX_NAMES as STATE_NAMES
-from ..plain import count, grouped, percent, table  # the number forms and tables that need no sympy
+from ..plain import count, flops, grouped, percent, table  # the number forms and tables that need no sympy
 from ..sizes import gb_gib
 
 _NAMES = {**LATEX_NAMES, **STATE_NAMES}
@@ -70,19 +70,6 @@ def ordered_latex(groups: Sequence[tuple[Expr, Sequence[Expr]]]) -> str:
 def ordered_text(groups: Sequence[tuple[Expr, Sequence[Expr]]]) -> str:
     """The plain-text form of :func:`ordered_latex`."""
     return _ordered(groups, text, "(", ")")
-
-
-_FLOP_UNITS = ((10**21, "Z"), (10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K"))
-
-
-def flops(value: int) -> str:
-    """A human form of a FLOP count: 32940000000000 -> '32.94T' (K, M, G, T, P, E, Z); exact below a thousand
-    (a fraction there with two decimals)."""
-    value = value if isinstance(value, Fraction) else int(value)
-    for size, unit in _FLOP_UNITS:
-        if abs(value) >= size:
-            return f"{float(value / size):.2f}{unit}"
-    return grouped(value)
 
 
 def latex_int(value: int) -> str:
