@@ -1,0 +1,162 @@
+"""Forward FLOPs per image (``flops MODEL --images N --image-size HxW``) of the Qwen-style ViTs that take images of
+any size (Qwen3.5, GLM-4.1V, GLM-OCR, ...), exact against torch's FlopCounterMode on transformers' own
+``get_image_features`` (eager attention, on the CPU, tiny widths) with the patches of one image and its grid, on drawn
+towers and image sizes; the image tokens against the features the model hands the language model; published
+defaults by hand."""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmcount.formulas import records
+from llmcount.formulas.config import read_config
+from llmcount.formulas.tower_flops import image_flops
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
+
+TEXT = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}
+TEXT |= {"head_dim": 8, "intermediate_size": 8, "vocab_size": 64}
+GLM_TEXT = {**TEXT, "hidden_size": 128, "num_attention_heads": 1, "head_dim": 128}  # GLM-4.1V counts heads of 128
+"""One-layer language models: the towers' FLOPs do not depend on them, but the composite class builds one."""
+
+COMPOSITES = {
+    "qwen3_5": {"text_config": {**TEXT, "layer_types": ["full_attention"]}},
+    "glm4v": {"text_config": GLM_TEXT},
+    "glm_ocr": {"text_config": GLM_TEXT},
+}
+"""Each composite's small language model (its width is the tower's out_hidden_size)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _built(frozen: str):
+    config = json.loads(frozen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+        model_class = getattr(transformers, records.composite(config["model_type"]).model)
+        model = model_class._from_config(cfg, attn_implementation="eager")
+    return model.eval().requires_grad_(False)
+
+
+def built(config: dict):
+    """transformers' composite model of ``config``, eager, on the CPU (built once per config)."""
+    return _built(json.dumps(config, sort_keys=True))
+
+
+def features_oracle(config: dict, rows: int, cols: int) -> tuple[int, int]:
+    """FlopCounterMode's count of the model's ``get_image_features`` over one image of rows × cols patches (one
+    temporal patch: the processor's ``pixel_values`` rows of C · p_t · p² values and its ``image_grid_thw``), and the
+    image features it hands the language model."""
+    model = built(config)
+    vision = model.config.vision_config
+    width = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    pixels, grid = torch.zeros(rows * cols, width), torch.tensor([[1, rows, cols]])
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model.model.get_image_features(pixel_values=pixels, image_grid_thw=grid)
+    return counter.get_total_flops(), sum(len(features) for features in out.pooler_output)
+
+
+@st.composite
+def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]]:
+    """A small composite of a Qwen-style tower (width, depth, heads, patch, temporal patch, merge, channels drawn)
+    and two images of whole merged squares (rows × cols patches)."""
+    heads = draw(st.sampled_from([1, 2]))
+    patch, merge = draw(st.sampled_from([2, 3])), draw(st.sampled_from([1, 2]))
+    config = {"model_type": model_type, **COMPOSITES[model_type]}
+    vision = {
+        "depth": draw(st.integers(1, 2)),
+        "hidden_size": heads * draw(st.sampled_from([4, 8])),
+        "num_heads": heads,
+        "intermediate_size": draw(st.sampled_from([8, 20])),
+        "patch_size": patch,
+        "temporal_patch_size": draw(st.sampled_from([1, 2])),
+        "spatial_merge_size": merge,
+        "in_channels": draw(st.sampled_from([1, 3])),
+        "out_hidden_size": config["text_config"]["hidden_size"],
+    }
+    if model_type == "glm4v":  # the learned position table's side, resampled to each image's grid
+        vision["image_size"] = patch * draw(st.integers(1, 4))
+    if model_type == "qwen3_5":
+        vision["num_position_embeddings"] = draw(st.sampled_from([4, 16]))
+    config["vision_config"] = vision
+    grids = [(merge * draw(st.integers(1, 4)), merge * draw(st.integers(1, 4))) for _ in range(2)]
+    return config, grids
+
+
+@pytest.mark.parametrize("model_type", sorted(COMPOSITES))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_qwen_style_flops_per_image_match_flop_counter(model_type: str, data) -> None:
+    config, grids = data.draw(drawn_qwen_style(model_type))
+    patch = config["vision_config"]["patch_size"]
+    model = read_config(config, f"drawn {model_type}")
+    for rows, cols in grids:
+        found = image_flops(model, (rows * patch, cols * patch))
+        flops, tokens = features_oracle(config, rows, cols)
+        assert (found.per_image, found.image_tokens) == (flops, tokens), f"{config} {rows}x{cols} ({oracle.VERSIONS})"
+
+
+def test_glm4v_defaults_at_448_pixels_by_hand() -> None:
+    """Glm4vConfig's defaults (GLM-4.1V-9B's ViT: 24 layers of 1536, a gated MLP of out_hidden_size 4096, patches of
+    14, merges of 2) at 448 × 448: 32 × 32 = 1024 patches, 16 × 16 = 256 image tokens. Per layer qkv 2·1024·3·1536²,
+    proj 2·1024·1536², scores and values 4·1024²·1536, the MLP 3 · 2·1024·1536·4096; the patch convolution
+    2·1024·3·2·14²·1536, the downsampling convolution 2·1024·1536·4096 and the merger's linear 2·256·4096² and gated
+    MLP of 13696, 3 · 2·256·4096·13696."""
+    n, d, d_out, d_ff = 1024, 1536, 4096, 13696
+    layer = 2 * n * 3 * d * d + 2 * n * d * d + 4 * n * n * d + 3 * 2 * n * d * d_out
+    edges = 2 * n * 3 * 2 * 14**2 * d + 2 * n * d * d_out + 2 * 256 * d_out**2 + 3 * 2 * 256 * d_out * d_ff
+    found = image_flops(read_config({"model_type": "glm4v"}, "glm4v"), (448, 448))
+    assert found.per_image == 24 * layer + edges
+    assert found.image_tokens == 256
+
+
+TOKEN_IDS = {"image_token_id": 60, "video_token_id": 61, "vision_start_token_id": 62, "vision_end_token_id": 63}
+TOKEN_IDS |= {"image_start_token_id": 62, "image_end_token_id": 63}
+TOKEN_IDS |= {"video_start_token_id": 58, "video_end_token_id": 59}
+"""Special tokens inside the small vocabulary (the classes' defaults lie beyond it)."""
+
+
+def run(*args: str):
+    from typer.testing import CliRunner
+
+    from llmcount.cli.app import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("model_type", sorted(COMPOSITES))
+def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: str) -> None:
+    """The whole model over an image of 8 × 12 pixels (4 × 6 patches of 2, 2 × 3 image tokens) between its start and
+    end tokens and 3 text tokens: the tower once, the language model over the 11 tokens (M-RoPE's positions cost no
+    matmul), as one forward of transformers' model counts it and as ``flops --images 1 --image-size 8x12 --seq 5``
+    prints it."""
+    text = COMPOSITES[model_type]["text_config"]
+    if model_type != "qwen3_5":  # M-RoPE's sections over GLM's 128-wide heads (their defaults fit 64)
+        text = {**text, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [16, 24, 24]}}
+    vision = {"depth": 1, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20, "patch_size": 2}
+    vision |= {"temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": text["hidden_size"]}
+    config = {"model_type": model_type, "text_config": text, "vision_config": vision, **TOKEN_IDS}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("flops", str(path), "--images", "1", "--image-size", "8x12", "--seq", "5", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["seq"] == 11 and data["images"]["image_tokens_per_image"] == 6
+    model = built(config)
+    ids = torch.tensor([[1, 62, *[60] * 6, 63, 2, 3]])
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "mm_token_type_ids": (ids == 60).long()}
+    inputs |= {"pixel_values": torch.zeros(24, 3 * 2 * 2**2), "image_grid_thw": torch.tensor([[1, 4, 6]])}
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(**inputs)
+    assert data["whole_forward_flops"] == counter.get_total_flops(), oracle.VERSIONS
