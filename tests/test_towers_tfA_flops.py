@@ -34,7 +34,10 @@ COMPOSITES = {
     "qwen3_5": {"text_config": {**TEXT, "layer_types": ["full_attention"]}},
     "glm4v": {"text_config": GLM_TEXT},
     "glm_ocr": {"text_config": GLM_TEXT},
+    "exaone4_5": {"text_config": {**TEXT, "model_type": "exaone4", "layer_types": ["full_attention"]}},
 }
+VISION = {"exaone4_5": {"num_key_value_heads": 1, "window_size": 4, "fullatt_block_indexes": [1]}}
+"""Keys a small tower needs besides the drawn ones (EXAONE 4.5's default key/value heads exceed its heads)."""
 """Each composite's small language model (its width is the tower's out_hidden_size)."""
 
 
@@ -87,6 +90,10 @@ def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]
     }
     if model_type == "glm4v":  # the learned position table's side, resampled to each image's grid
         vision["image_size"] = patch * draw(st.integers(1, 4))
+    if model_type == "exaone4_5":  # Qwen2.5-VL's windows, grouped key/value heads
+        vision["window_size"] = patch * merge * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 1]))
+        vision["fullatt_block_indexes"] = draw(st.lists(st.integers(-1, 2), max_size=2))
+        vision["num_key_value_heads"] = draw(st.sampled_from([h for h in (1, 2) if heads % h == 0]))
     if model_type == "qwen3_5":
         vision["num_position_embeddings"] = draw(st.sampled_from([4, 16]))
     config["vision_config"] = vision
@@ -144,8 +151,9 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: 
     text = COMPOSITES[model_type]["text_config"]
     if model_type != "qwen3_5":  # M-RoPE's sections over GLM's 128-wide heads (their defaults fit 64)
         text = {**text, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [16, 24, 24]}}
-    vision = {"depth": 1, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20, "patch_size": 2}
+    vision = {"depth": 2, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20, "patch_size": 2}
     vision |= {"temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": text["hidden_size"]}
+    vision |= VISION.get(model_type, {})
     config = {"model_type": model_type, "text_config": text, "vision_config": vision, **TOKEN_IDS}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
