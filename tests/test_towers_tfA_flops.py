@@ -28,6 +28,7 @@ from transformers import AutoConfig  # noqa: E402
 TEXT = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}
 TEXT |= {"head_dim": 8, "intermediate_size": 8, "vocab_size": 64}
 GLM_TEXT = {**TEXT, "hidden_size": 128, "num_attention_heads": 1, "head_dim": 128}  # GLM-4.1V counts heads of 128
+GLM_TEXT["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [16, 24, 24]}  # 128 // 2
 """One-layer language models: the towers' FLOPs do not depend on them, but the composite class builds one."""
 
 HY_TEXT = {"model_type": "hy_v4", "num_hidden_layers": 1, "hidden_size": 16, "intermediate_size": 24}
@@ -37,16 +38,27 @@ HY_TEXT |= {"num_experts_per_tok": 2, "index_n_heads": 3, "index_head_dim": 8, "
 HY_TEXT |= {"vocab_size": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 HY_TEXT["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [1, 1, 0]}  # 4 // 2
 
+PADDLE_ROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 1, 1]}  # 8 // 2
+
 COMPOSITES = {
     "qwen3_5": {"text_config": {**TEXT, "layer_types": ["full_attention"]}},
     "glm4v": {"text_config": GLM_TEXT},
     "glm_ocr": {"text_config": GLM_TEXT},
     "exaone4_5": {"text_config": {**TEXT, "model_type": "exaone4", "layer_types": ["full_attention"]}},
     "hy_v4_vl": {"text_config": HY_TEXT},
+    "paddleocr_vl": {"text_config": {**TEXT, "model_type": "ernie4_5", "rope_parameters": PADDLE_ROPE}},
 }
+"""Each composite's small language model (its width is the tower's out_hidden_size)."""
+
 VISION = {"exaone4_5": {"num_key_value_heads": 1, "window_size": 4, "fullatt_block_indexes": [1]}}
 """Keys a small tower needs besides the drawn ones (EXAONE 4.5's default key/value heads exceed its heads)."""
-"""Each composite's small language model (its width is the tower's out_hidden_size)."""
+
+SIGLIP_KEYS = {"depth": "num_hidden_layers", "num_heads": "num_attention_heads", "in_channels": "num_channels"}
+FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS}
+"""Towers of 2-D patches (no temporal_patch_size), their config's names for depth, heads and channels."""
+
+PATCHES = {"paddleocr_vl": lambda vision: (vision.num_channels, vision.patch_size, vision.patch_size)}
+"""The shape of one patch in ``pixel_values`` where it is not a row of C · p_t · p² values."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -65,17 +77,24 @@ def built(config: dict):
     return _built(json.dumps(config, sort_keys=True))
 
 
+def pixels(model, patches: int) -> torch.Tensor:
+    """``pixel_values`` of ``patches`` patches as the model's processor gives them: rows of C · p_t · p² values (one
+    temporal patch), or patches of C × p × p."""
+    vision = model.config.vision_config
+    if model.config.model_type in PATCHES:
+        return torch.zeros(patches, *PATCHES[model.config.model_type](vision))
+    channels = getattr(vision, "in_channels", None) or vision.num_channels
+    return torch.zeros(patches, channels * getattr(vision, "temporal_patch_size", 1) * vision.patch_size**2)
+
+
 def features_oracle(config: dict, rows: int, cols: int) -> tuple[int, int]:
     """FlopCounterMode's count of the model's ``get_image_features`` over one image of rows × cols patches (one
     temporal patch: the processor's ``pixel_values`` rows of C · p_t · p² values and its ``image_grid_thw``), and the
     image features it hands the language model."""
     model = built(config)
-    vision = model.config.vision_config
-    channels = getattr(vision, "in_channels", None) or vision.num_channels
-    width = channels * getattr(vision, "temporal_patch_size", 1) * vision.patch_size**2
-    pixels, grid = torch.zeros(rows * cols, width), torch.tensor([[1, rows, cols]])
+    values, grid = pixels(model, rows * cols), torch.tensor([[1, rows, cols]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        out = model.model.get_image_features(pixel_values=pixels, image_grid_thw=grid)
+        out = model.model.get_image_features(pixel_values=values, image_grid_thw=grid)
     return counter.get_total_flops(), sum(len(features) for features in out.pooler_output)
 
 
@@ -103,10 +122,13 @@ def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]
         vision["window_size"] = patch * merge * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 1]))
         vision["fullatt_block_indexes"] = draw(st.lists(st.integers(-1, 2), max_size=2))
         vision["num_key_value_heads"] = draw(st.sampled_from([h for h in (1, 2) if heads % h == 0]))
-    if model_type == "hy_v4_vl":  # 2-D patches; the position table's side
-        vision = {k: v for k, v in vision.items() if k not in ("depth", "num_heads", "temporal_patch_size")}
-        vision |= {"num_hidden_layers": draw(st.integers(1, 2)), "num_attention_heads": heads}
-        vision |= {"num_channels": vision.pop("in_channels"), "max_image_size": patch * draw(st.integers(1, 4))}
+    if model_type in FLAT:  # 2-D patches
+        del vision["temporal_patch_size"]
+        vision = {FLAT[model_type].get(key, key): value for key, value in vision.items()}
+    if model_type == "hy_v4_vl":  # the position table's side
+        vision["max_image_size"] = patch * draw(st.integers(1, 4))
+    if model_type == "paddleocr_vl":
+        vision["image_size"] = patch * draw(st.integers(1, 4))
     if model_type == "qwen3_5":
         vision["num_position_embeddings"] = draw(st.sampled_from([4, 16]))
     config["vision_config"] = vision
@@ -162,10 +184,11 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: 
     matmul), as one forward of transformers' model counts it and as ``flops --images 1 --image-size 8x12 --seq 5``
     prints it."""
     text = COMPOSITES[model_type]["text_config"]
-    if model_type != "qwen3_5":  # M-RoPE's sections over GLM's 128-wide heads (their defaults fit 64)
-        text = {**text, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [16, 24, 24]}}
     vision = {"depth": 2, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20, "patch_size": 2}
     vision |= {"temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": text["hidden_size"]}
+    if model_type in FLAT:
+        del vision["temporal_patch_size"]
+        vision = {FLAT[model_type].get(key, key): value for key, value in vision.items()}
     vision |= VISION.get(model_type, {})
     config = {"model_type": model_type, "text_config": text, "vision_config": vision, **TOKEN_IDS}
     path = tmp_path / "config.json"
@@ -177,7 +200,7 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: 
     model = built(config)
     ids = torch.tensor([[1, 62, *[60] * 6, 63, 2, 3]])
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "mm_token_type_ids": (ids == 60).long()}
-    inputs |= {"pixel_values": torch.zeros(24, 3 * 2 * 2**2), "image_grid_thw": torch.tensor([[1, 4, 6]])}
+    inputs |= {"pixel_values": pixels(model, 24), "image_grid_thw": torch.tensor([[1, 4, 6]])}
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(**inputs)
     assert data["whole_forward_flops"] == counter.get_total_flops(), oracle.VERSIONS
