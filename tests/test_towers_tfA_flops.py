@@ -47,17 +47,37 @@ COMPOSITES = {
     "exaone4_5": {"text_config": {**TEXT, "model_type": "exaone4", "layer_types": ["full_attention"]}},
     "hy_v4_vl": {"text_config": HY_TEXT},
     "paddleocr_vl": {"text_config": {**TEXT, "model_type": "ernie4_5", "rope_parameters": PADDLE_ROPE}},
+    "kimi_k25": {"text_config": {**TEXT, "model_type": "llama"}},
 }
 """Each composite's small language model (its width is the tower's out_hidden_size)."""
 
-VISION = {"exaone4_5": {"num_key_value_heads": 1, "window_size": 4, "fullatt_block_indexes": [1]}}
+VISION = {
+    "exaone4_5": {"num_key_value_heads": 1, "window_size": 4, "fullatt_block_indexes": [1]},
+    "kimi_k25": {"merge_kernel_size": [2, 2], "pos_emb_height": 4, "pos_emb_width": 4},
+}
+WHOLE = {"kimi_k25": {"projection_hidden_size": 16}}
 """Keys a small tower needs besides the drawn ones (EXAONE 4.5's default key/value heads exceed its heads)."""
 
 SIGLIP_KEYS = {"depth": "num_hidden_layers", "num_heads": "num_attention_heads", "in_channels": "num_channels"}
-FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS}
+KIMI_KEYS = {**SIGLIP_KEYS, "spatial_merge_size": "merge_kernel_size"}
+FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS, "kimi_k25": KIMI_KEYS}
 """Towers of 2-D patches (no temporal_patch_size), their config's names for depth, heads and channels."""
+DROP = {"kimi_k25": ("num_channels", "out_hidden_size")}
+"""Keys a tower's config does not have (MoonViT: three channels, a projector to the language model's width)."""
 
-PATCHES = {"paddleocr_vl": lambda vision: (vision.num_channels, vision.patch_size, vision.patch_size)}
+
+def tower_keys(model_type: str, vision: dict) -> dict:
+    """``vision`` (Qwen's key names) in the names of ``model_type``'s tower config."""
+    if model_type in FLAT:
+        names = FLAT[model_type]
+        vision = {names.get(key, key): value for key, value in vision.items() if key != "temporal_patch_size"}
+    return {key: value for key, value in vision.items() if key not in DROP.get(model_type, ())}
+
+
+PATCHES = {
+    "paddleocr_vl": lambda vision: (vision.num_channels, vision.patch_size, vision.patch_size),
+    "kimi_k25": lambda vision: (3, vision.patch_size, vision.patch_size),
+}
 """The shape of one patch in ``pixel_values`` where it is not a row of C · p_t · p² values."""
 
 
@@ -122,13 +142,16 @@ def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]
         vision["window_size"] = patch * merge * draw(st.integers(1, 3)) + draw(st.sampled_from([0, 1]))
         vision["fullatt_block_indexes"] = draw(st.lists(st.integers(-1, 2), max_size=2))
         vision["num_key_value_heads"] = draw(st.sampled_from([h for h in (1, 2) if heads % h == 0]))
-    if model_type in FLAT:  # 2-D patches
-        del vision["temporal_patch_size"]
-        vision = {FLAT[model_type].get(key, key): value for key, value in vision.items()}
+    vision = tower_keys(model_type, vision)
     if model_type == "hy_v4_vl":  # the position table's side
         vision["max_image_size"] = patch * draw(st.integers(1, 4))
     if model_type == "paddleocr_vl":
         vision["image_size"] = patch * draw(st.integers(1, 4))
+    if model_type == "kimi_k25":  # three colour channels; the position grid's sides; the projector's norm width
+        vision["merge_kernel_size"] = [merge, merge]
+        side = draw(st.integers(4, 6))  # a square grid: the resampling reads pos_emb_height as its side
+        vision |= {"pos_emb_height": side, "pos_emb_width": side}
+        config["projection_hidden_size"] = vision["hidden_size"]
     if model_type == "qwen3_5":
         vision["num_position_embeddings"] = draw(st.sampled_from([4, 16]))
     config["vision_config"] = vision
@@ -186,11 +209,9 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: 
     text = COMPOSITES[model_type]["text_config"]
     vision = {"depth": 2, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20, "patch_size": 2}
     vision |= {"temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": text["hidden_size"]}
-    if model_type in FLAT:
-        del vision["temporal_patch_size"]
-        vision = {FLAT[model_type].get(key, key): value for key, value in vision.items()}
-    vision |= VISION.get(model_type, {})
+    vision = tower_keys(model_type, vision) | VISION.get(model_type, {})
     config = {"model_type": model_type, "text_config": text, "vision_config": vision, **TOKEN_IDS}
+    config |= WHOLE.get(model_type, {})
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     result = run("flops", str(path), "--images", "1", "--image-size", "8x12", "--seq", "5", "--json")
