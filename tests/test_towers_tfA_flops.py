@@ -48,6 +48,7 @@ COMPOSITES = {
     "hy_v4_vl": {"text_config": HY_TEXT},
     "paddleocr_vl": {"text_config": {**TEXT, "model_type": "ernie4_5", "rope_parameters": PADDLE_ROPE}},
     "kimi_k25": {"text_config": {**TEXT, "model_type": "llama"}},
+    "video_llama_3": {"text_config": {**TEXT, "model_type": "qwen2"}},
 }
 """Each composite's small language model (its width is the tower's out_hidden_size)."""
 
@@ -55,15 +56,19 @@ VISION = {
     "exaone4_5": {"num_key_value_heads": 1, "window_size": 4, "fullatt_block_indexes": [1]},
     "kimi_k25": {"merge_kernel_size": [2, 2], "pos_emb_height": 4, "pos_emb_width": 4},
 }
-WHOLE = {"kimi_k25": {"projection_hidden_size": 16}}
 """Keys a small tower needs besides the drawn ones (EXAONE 4.5's default key/value heads exceed its heads)."""
+WHOLE = {"kimi_k25": {"projection_hidden_size": 16}}
+"""Top-level keys of the whole forward's config (the projector's norm over the tower's width)."""
 
 SIGLIP_KEYS = {"depth": "num_hidden_layers", "num_heads": "num_attention_heads", "in_channels": "num_channels"}
 KIMI_KEYS = {**SIGLIP_KEYS, "spatial_merge_size": "merge_kernel_size"}
-FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS, "kimi_k25": KIMI_KEYS}
+FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS, "kimi_k25": KIMI_KEYS, "video_llama_3": SIGLIP_KEYS}
 """Towers of 2-D patches (no temporal_patch_size), their config's names for depth, heads and channels."""
-DROP = {"kimi_k25": ("num_channels", "out_hidden_size")}
-"""Keys a tower's config does not have (MoonViT: three channels, a projector to the language model's width)."""
+DROP = {"kimi_k25": ("num_channels", "out_hidden_size"), "video_llama_3": ("spatial_merge_size", "out_hidden_size")}
+"""Keys a tower's config does not have (MoonViT: three channels; a projector to the language model's width)."""
+
+INPUTS = {"video_llama_3": {"image_merge_sizes": torch.tensor([1])}}
+"""Image inputs besides the pixels and the grid, as the processor gives them (VideoLLaMA3's merges none for images)."""
 
 
 def tower_keys(model_type: str, vision: dict) -> dict:
@@ -114,7 +119,9 @@ def features_oracle(config: dict, rows: int, cols: int) -> tuple[int, int]:
     model = built(config)
     values, grid = pixels(model, rows * cols), torch.tensor([[1, rows, cols]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        out = model.model.get_image_features(pixel_values=values, image_grid_thw=grid)
+        out = model.model.get_image_features(
+            pixel_values=values, image_grid_thw=grid, **INPUTS.get(config["model_type"], {})
+        )
     return counter.get_total_flops(), sum(len(features) for features in out.pooler_output)
 
 
@@ -200,7 +207,7 @@ def run(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
-@pytest.mark.parametrize("model_type", sorted(set(COMPOSITES) - {"hy_v4_vl"}))
+@pytest.mark.parametrize("model_type", sorted(set(COMPOSITES) - {"hy_v4_vl", "video_llama_3"}))
 def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: str) -> None:
     """The whole model over an image of 8 × 12 pixels (4 × 6 patches of 2, 2 × 3 image tokens) between its start and
     end tokens and 3 text tokens: the tower once, the language model over the 11 tokens (M-RoPE's positions cost no
