@@ -38,6 +38,7 @@ HY_TEXT |= {"num_experts_per_tok": 2, "index_n_heads": 3, "index_head_dim": 8, "
 HY_TEXT |= {"vocab_size": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 HY_TEXT["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [1, 1, 0]}  # 4 // 2
 
+LFM3_TEXT = {**TEXT, "model_type": "lfm3", "num_hidden_layers": 3, "pad_token_id": 0}  # conv, conv, attention
 PADDLE_ROPE = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 1, 1]}  # 8 // 2
 
 COMPOSITES = {
@@ -49,6 +50,7 @@ COMPOSITES = {
     "paddleocr_vl": {"text_config": {**TEXT, "model_type": "ernie4_5", "rope_parameters": PADDLE_ROPE}},
     "kimi_k25": {"text_config": {**TEXT, "model_type": "llama"}},
     "video_llama_3": {"text_config": {**TEXT, "model_type": "qwen2"}},
+    "lfm3_vl": {"text_config": LFM3_TEXT, "projector_hidden_size": 12},
 }
 """Each composite's small language model (its width is the tower's out_hidden_size)."""
 
@@ -64,7 +66,11 @@ SIGLIP_KEYS = {"depth": "num_hidden_layers", "num_heads": "num_attention_heads",
 KIMI_KEYS = {**SIGLIP_KEYS, "spatial_merge_size": "merge_kernel_size"}
 FLAT = {"hy_v4_vl": SIGLIP_KEYS, "paddleocr_vl": SIGLIP_KEYS, "kimi_k25": KIMI_KEYS, "video_llama_3": SIGLIP_KEYS}
 """Towers of 2-D patches (no temporal_patch_size), their config's names for depth, heads and channels."""
-DROP = {"kimi_k25": ("num_channels", "out_hidden_size"), "video_llama_3": ("spatial_merge_size", "out_hidden_size")}
+DROP = {
+    "kimi_k25": ("num_channels", "out_hidden_size"),
+    "video_llama_3": ("spatial_merge_size", "out_hidden_size"),
+    "lfm3_vl": ("out_hidden_size",),
+}
 """Keys a tower's config does not have (MoonViT: three channels; a projector to the language model's width)."""
 
 INPUTS = {"video_llama_3": {"image_merge_sizes": torch.tensor([1])}}
@@ -150,6 +156,15 @@ def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]
         vision["fullatt_block_indexes"] = draw(st.lists(st.integers(-1, 2), max_size=2))
         vision["num_key_value_heads"] = draw(st.sampled_from([h for h in (1, 2) if heads % h == 0]))
     vision = tower_keys(model_type, vision)
+    if model_type == "lfm3_vl":  # convolution and grouped-query attention layers
+        vision = {
+            "num_hidden_layers" if key == "depth" else "num_attention_heads" if key == "num_heads" else key: value
+            for key, value in vision.items()
+        }
+        vision["num_key_value_heads"] = draw(st.sampled_from([h for h in (1, 2) if heads % h == 0]))
+        vision["conv_kernel_size"] = draw(st.sampled_from([1, 3, 5]))
+        kinds = st.sampled_from(["conv", "attention"])
+        vision["layer_types"] = [draw(kinds) for _ in range(vision["num_hidden_layers"])]
     if model_type == "hy_v4_vl":  # the position table's side
         vision["max_image_size"] = patch * draw(st.integers(1, 4))
     if model_type == "paddleocr_vl":
@@ -207,7 +222,7 @@ def run(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
-@pytest.mark.parametrize("model_type", sorted(set(COMPOSITES) - {"hy_v4_vl", "video_llama_3"}))
+@pytest.mark.parametrize("model_type", sorted(set(COMPOSITES) - {"hy_v4_vl", "video_llama_3", "lfm3_vl"}))
 def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: str) -> None:
     """The whole model over an image of 8 × 12 pixels (4 × 6 patches of 2, 2 × 3 image tokens) between its start and
     end tokens and 3 text tokens: the tower once, the language model over the 11 tokens (M-RoPE's positions cost no
