@@ -247,3 +247,32 @@ def test_whole_forward_with_an_image_matches_flop_counter(tmp_path, model_type: 
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(**inputs)
     assert data["whole_forward_flops"] == counter.get_total_flops(), oracle.VERSIONS
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "message"),
+    [
+        (
+            {"model_type": "lfm2_vl"},
+            ["--images", "1"],
+            "the SigLIP2 NaFlex vision tower (siglip2_vision_model) runs on the patches its processor cuts",
+        ),
+        ({"model_type": "glm4v"}, ["--images", "1"], "takes images of any size and its config names none"),
+        (
+            {"model_type": "glm4v"},
+            ["--images", "1", "--image-size", "450"],
+            "must be multiples of patch_size · spatial_merge_size (14 · 2)",
+        ),
+        (
+            {"model_type": "lfm3_vl", "vision_config": {"conv_kernel_size": 4}},
+            ["--images", "1", "--image-size", "448"],
+            "conv_kernel_size (4) is even",
+        ),
+    ],
+)
+def test_image_flops_refused_in_one_line(tmp_path, config: dict, args: list[str], message: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = run("flops", str(path), *args)
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
