@@ -182,7 +182,7 @@ def drawn_qwen_style(draw, model_type: str) -> tuple[dict, list[tuple[int, int]]
 
 
 @pytest.mark.parametrize("model_type", sorted(COMPOSITES))
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_qwen_style_flops_per_image_match_flop_counter(model_type: str, data) -> None:
     config, grids = data.draw(drawn_qwen_style(model_type))
