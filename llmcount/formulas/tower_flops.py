@@ -102,7 +102,7 @@ def sized_values(part: Model, name: str, size: tuple[int, int] | None) -> dict:
     computes from them; LlmcountError naming --image-size when it is missing or refused."""
     record = part.architecture
     if not takes_image_size(record):
-        return dict(part.values)
+        return input_values(part, name, {}, "FLOPs per image")  # its image_checks: widths a forward needs to meet
     if size is None:
         raise LlmcountError(
             f"{name}: FLOPs per image: the {record.title} ({record.name}) takes images of any size and its config "

@@ -1,0 +1,148 @@
+"""Forward FLOPs per image (``flops MODEL --images N``) of Llama 4's vision model and projector and the other towers
+of this file, exact against torch's FlopCounterMode on transformers' whole model's forward: the same input_ids run
+with ``pixel_values`` (and the image inputs the model takes) and without, the difference being the image's parts;
+the image tokens are those the model's placeholder check takes. Small configs on the CPU (a real forward)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmcount.errors import LlmcountError
+from llmcount.formulas import records
+from llmcount.formulas.config import read_config
+from llmcount.formulas.tower_flops import image_flops
+
+oracle = pytest.importorskip("oracle", reason="the oracle needs torch and transformers (pip install '.[test]')")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
+
+IMAGE_TOKEN = 7
+"""The image token id the small configs give their model (inside the small vocabularies)."""
+
+
+def built(config: dict):
+    """The composite's transformers model of ``config`` (eager attention, CPU, no gradients)."""
+    made = AutoConfig.for_model(**config, attn_implementation="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = getattr(transformers, records.composite(config["model_type"]).model)._from_config(made)
+    return model.eval().requires_grad_(False)
+
+
+def counted(model, **inputs) -> int:
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(**inputs)
+    return counter.get_total_flops()
+
+
+def image_part(model, tokens: int, text: int = 3, **images) -> int:
+    """FlopCounterMode's FLOPs of the image parts: the whole forward of ``text`` text tokens and ``tokens`` image
+    tokens with the image inputs ``images``, less the same forward without them (the language model's share)."""
+    ids = torch.tensor([[1] * text + [IMAGE_TOKEN] * tokens])
+    text_only = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    return counted(model, **text_only, **images) - counted(model, **text_only)
+
+
+# Llama 4 ----------------------------------------------------------------------------------------------------------
+
+LLAMA4_TEXT = {
+    "hidden_size": 32,
+    "intermediate_size": 40,
+    "intermediate_size_mlp": 48,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "vocab_size": 300,
+    "num_local_experts": 2,
+}
+
+
+@st.composite
+def drawn_llama4(draw) -> dict:
+    heads = draw(st.integers(1, 2))
+    width = heads * draw(st.sampled_from([4, 8]))
+    patch = draw(st.sampled_from([2, 4]))
+    adapter = draw(st.sampled_from([8, 24]))
+    vision = {
+        "hidden_size": width,
+        "intermediate_size": 4 * width,  # the shuffled patches' width, the adapter's input
+        "num_hidden_layers": draw(st.integers(1, 2)),
+        "num_attention_heads": heads,
+        "patch_size": patch,
+        "image_size": patch * 2 * draw(st.integers(1, 3)),  # patches per side, a multiple of the shuffle's 2
+        "projector_input_dim": adapter,
+        "projector_output_dim": adapter,
+        "vision_output_dim": adapter,
+        "pixel_shuffle_ratio": 0.5,
+    }
+    return {
+        "model_type": "llama4",
+        "text_config": LLAMA4_TEXT,
+        "vision_config": vision,
+        "image_token_index": IMAGE_TOKEN,
+    }
+
+
+def llama4_oracle(config: dict, tokens: int) -> int:
+    """FlopCounterMode's FLOPs of Llama4ForConditionalGeneration's image path on one tile of the config's size: the
+    vision model (get_image_features) and the projector over its flattened tokens, as its forward runs them (the
+    forward itself ends on an attribute its output lacks in transformers 5.24.0); ``tokens`` image tokens are what
+    its placeholder check takes for them."""
+    model, size = built(config), config["vision_config"]["image_size"]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        features = model.get_image_features(pixel_values=torch.ones(1, 3, size, size)).last_hidden_state
+        projected = model.multi_modal_projector(features.view(-1, features.size(-1)))
+    ids = torch.tensor([[1, *[IMAGE_TOKEN] * tokens]])
+    model.get_placeholder_mask(ids, model.get_input_embeddings()(ids), projected)  # raises unless they match
+    return counter.get_total_flops()
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(config=drawn_llama4())
+def test_drawn_llama4_matches_flop_counter(config: dict) -> None:
+    found = image_flops(read_config(config, "drawn llama4"))
+    vision = config["vision_config"]
+    assert found.image_tokens == (vision["image_size"] // vision["patch_size"]) ** 2 // 4
+    assert found.per_image == llama4_oracle(config, found.image_tokens), f"{config} ({oracle.VERSIONS})"
+
+
+SCOUT_VISION = {
+    "hidden_size": 1408,
+    "image_size": 336,
+    "intermediate_size": 5632,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 34,
+    "patch_size": 14,
+    "pixel_shuffle_ratio": 0.5,
+    "projector_input_dim": 4096,
+    "projector_output_dim": 4096,
+    "vision_output_dim": 4096,
+}
+"""The vision_config of meta-llama/Llama-4-Scout-17B-16E-Instruct's config.json."""
+
+
+def test_llama4_scout_tile_by_hand() -> None:
+    """Llama 4 Scout's vision model on one 336-pixel tile: 24² = 576 patches of 14, 577 tokens with the class token,
+    34 layers of 1408 (MLP 5632); the pixel shuffle of ratio 1/2 folds the 576 patches into 144 tokens of 4 · 1408 =
+    5632, the adapter's fc1 to 4096 and fc2, then the projector to the language model's 5120."""
+    t, d, ff, n = 577, 1408, 5632, 144
+    layer = 4 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * ff
+    by_hand = 2 * 576 * 3 * 14 * 14 * d + 34 * layer + 2 * n * ff * 4096 + 2 * n * 4096 * 4096 + 2 * n * 4096 * 5120
+    config = {"model_type": "llama4", "vision_config": SCOUT_VISION, "text_config": {"hidden_size": 5120}}
+    found = image_flops(read_config(config, "llama-4-scout"))
+    assert (found.per_image, found.image_tokens) == (by_hand, 144)
+
+
+def test_llama4_defaults_refused_by_width() -> None:
+    """Llama4VisionConfig's defaults (hidden_size 768, intermediate_size 5632) make shuffled patches 3072 wide, which
+    the adapter's fc1 (5632 in) cannot take: the forward fails, and the FLOPs are refused naming the keys."""
+    with pytest.raises(LlmcountError, match="intermediate_size"):
+        image_flops(read_config({"model_type": "llama4"}, "llama4"))
