@@ -146,3 +146,77 @@ def test_llama4_defaults_refused_by_width() -> None:
     the adapter's fc1 (5632 in) cannot take: the forward fails, and the FLOPs are refused naming the keys."""
     with pytest.raises(LlmcountError, match="intermediate_size"):
         image_flops(read_config({"model_type": "llama4"}, "llama4"))
+
+
+# Aya Vision and Command A Vision: SigLIP and a pixel-shuffle SwiGLU projector ---------------------------------------
+
+
+@st.composite
+def drawn_aya(draw, model_type: str) -> dict:
+    patch, scale = draw(st.sampled_from([2, 4])), draw(st.sampled_from([1, 2]))
+    vision = {
+        **oracle.drawn_vit(draw, layers=2),
+        "model_type": "siglip_vision_model",
+        "patch_size": patch,
+        "image_size": patch * scale * draw(st.integers(1, 3)),  # patches per side, a multiple of the shuffle's
+        "vision_use_head": draw(st.booleans()),
+    }
+    text = {**oracle.SMALL_TEXT, "model_type": "cohere2", "hidden_size": draw(st.sampled_from([16, 32]))}
+    return {
+        "model_type": model_type,
+        "vision_config": vision,
+        "text_config": text,
+        "downsample_factor": scale,
+        "alignment_intermediate_size": 2 * draw(st.integers(2, 12)),
+        "image_token_index" if model_type == "aya_vision" else "image_token_id": IMAGE_TOKEN,
+    }
+
+
+@pytest.mark.parametrize("model_type", ["aya_vision", "cohere2_vision"])
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(data=st.data())
+def test_drawn_aya_and_cohere2_vision_match_flop_counter(model_type: str, data) -> None:
+    config = data.draw(drawn_aya(model_type))
+    found = image_flops(read_config(config, f"drawn {model_type}"))
+    vision = config["vision_config"]
+    side = vision["image_size"] // vision["patch_size"] // config["downsample_factor"]
+    assert found.image_tokens == side**2
+    size = vision["image_size"]
+    oracle_flops = image_part(built(config), found.image_tokens, pixel_values=torch.ones(1, 3, size, size))
+    assert found.per_image == oracle_flops, f"{config} ({oracle.VERSIONS})"
+
+
+AYA_VISION_8B = {
+    "model_type": "aya_vision",
+    "vision_config": {
+        "model_type": "siglip_vision_model",
+        "hidden_size": 1152,
+        "image_size": 364,
+        "intermediate_size": 4304,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 27,
+        "patch_size": 14,
+        "vision_use_head": False,
+    },
+    "text_config": {"model_type": "cohere2", "hidden_size": 4096},
+    "alignment_intermediate_size": 28672,
+    "downsample_factor": 2,
+}
+"""The image parts of CohereLabs/aya-vision-8b's config.json."""
+
+
+def test_aya_vision_8b_tile_by_hand() -> None:
+    """Aya Vision 8B on one 364-pixel tile: 26² = 676 SigLIP patches of 14, 27 layers of 1152 (MLP 4304), no head;
+    the pixel shuffle folds them into 169 tokens (Cohere's published 169 per tile) of 4 · 1152, linear_1 to 28672 and
+    linear_2 from its half, 14336, to 4096."""
+    t, d, ff = 676, 1152, 4304
+    tower = 2 * t * 3 * 14 * 14 * d + 27 * (4 * 2 * t * d * d + 2 * 2 * t * t * d + 2 * 2 * t * d * ff)
+    projector = 2 * 169 * 4 * d * 28672 + 2 * 169 * 14336 * 4096
+    found = image_flops(read_config(AYA_VISION_8B, "aya-vision-8b"))
+    assert (found.per_image, found.image_tokens) == (tower + projector, 169)
+
+
+def test_aya_default_strategy_refused() -> None:
+    """ "default" drops SigLIP's first patch, and 675 patches make no square: the forward fails, FLOPs are refused."""
+    with pytest.raises(LlmcountError, match="vision_feature_select_strategy"):
+        image_flops(read_config({**AYA_VISION_8B, "vision_feature_select_strategy": "default"}, "aya"))
