@@ -220,3 +220,51 @@ def test_aya_default_strategy_refused() -> None:
     """ "default" drops SigLIP's first patch, and 675 patches make no square: the forward fails, FLOPs are refused."""
     with pytest.raises(LlmcountError, match="vision_feature_select_strategy"):
         image_flops(read_config({**AYA_VISION_8B, "vision_feature_select_strategy": "default"}, "aya"))
+
+
+# Idefics2: its SigLIP-shaped vision model and the perceiver connector ----------------------------------------------
+
+
+@st.composite
+def drawn_idefics2(draw) -> dict:
+    patch = draw(st.sampled_from([2, 4]))
+    vision = {**oracle.drawn_vit(draw, layers=2), "patch_size": patch, "image_size": patch * draw(st.integers(1, 3))}
+    heads, kv = draw(st.sampled_from([(2, 1), (2, 2), (4, 2)]))
+    perceiver = {
+        "resampler_n_latents": draw(st.integers(1, 5)),
+        "resampler_depth": draw(st.integers(1, 2)),
+        "resampler_n_heads": heads,
+        "resampler_head_dim": draw(st.sampled_from([4, 8])),
+        "num_key_value_heads": kv,
+    }
+    text = {**oracle.SMALL_TEXT, "model_type": "mistral", "intermediate_size": draw(st.integers(8, 40))}
+    return {
+        "model_type": "idefics2",
+        "vision_config": vision,
+        "perceiver_config": perceiver,
+        "text_config": text,
+        "image_token_id": IMAGE_TOKEN,
+    }
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(config=drawn_idefics2())
+def test_drawn_idefics2_matches_flop_counter(config: dict) -> None:
+    found = image_flops(read_config(config, "drawn idefics2"))
+    assert found.image_tokens == config["perceiver_config"]["resampler_n_latents"]
+    size = config["vision_config"]["image_size"]
+    pixels = torch.ones(1, 1, 3, size, size)  # one sample of one image
+    assert found.per_image == image_part(built(config), found.image_tokens, pixel_values=pixels), oracle.VERSIONS
+
+
+def test_idefics2_defaults_by_hand() -> None:
+    """Idefics2Config's defaults: the vision model of 12 layers of 768 (MLP 3072) on 224 pixels in patches of 32, 49
+    patches; the connector's gated MLP to the 14336 of MistralConfig's defaults and 4096, then 3 resampler layers of
+    64 latents, 16 query and 4 key/value heads of 96, over the 49 patches and the latents."""
+    t, d_vis, d, n = 49, 768, 4096, 64
+    tower = 2 * t * 3 * 32 * 32 * d_vis + 12 * (4 * 2 * t * d_vis**2 + 2 * 2 * t * t * d_vis + 2 * 2 * t * d_vis * 3072)
+    mlp = 2 * 2 * t * d_vis * 14336 + 2 * t * 14336 * d
+    layer = 2 * n * d * 1536 + 2 * 2 * (t + n) * d * 384 + 2 * 2 * n * (t + n) * 1536 + 2 * n * 1536 * d
+    layer += 2 * n * 3 * d * 4 * d
+    found = image_flops(read_config({"model_type": "idefics2"}, "idefics2"))
+    assert (found.per_image, found.image_tokens) == (tower + mlp + 3 * layer, 64)
