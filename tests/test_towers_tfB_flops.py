@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from llmcount.errors import LlmcountError
@@ -22,6 +22,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from transformers import AutoConfig  # noqa: E402
+
+GENERATE = [Phase.explicit, Phase.generate]
+"""No shrinking: a failing example of a real forward is shown as drawn (shrinking would rebuild models for minutes)."""
 
 IMAGE_TOKEN = 7
 """The image token id the small configs give their model (inside the small vocabularies)."""
@@ -105,7 +108,7 @@ def llama4_oracle(config: dict, tokens: int) -> int:
     return counter.get_total_flops()
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, phases=GENERATE)
 @given(config=drawn_llama4())
 def test_drawn_llama4_matches_flop_counter(config: dict) -> None:
     found = image_flops(read_config(config, "drawn llama4"))
@@ -173,7 +176,7 @@ def drawn_aya(draw, model_type: str) -> dict:
 
 
 @pytest.mark.parametrize("model_type", ["aya_vision", "cohere2_vision"])
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, phases=GENERATE)
 @given(data=st.data())
 def test_drawn_aya_and_cohere2_vision_match_flop_counter(model_type: str, data) -> None:
     config = data.draw(drawn_aya(model_type))
@@ -247,7 +250,7 @@ def drawn_idefics2(draw) -> dict:
     }
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, phases=GENERATE)
 @given(config=drawn_idefics2())
 def test_drawn_idefics2_matches_flop_counter(config: dict) -> None:
     found = image_flops(read_config(config, "drawn idefics2"))
@@ -268,3 +271,69 @@ def test_idefics2_defaults_by_hand() -> None:
     layer += 2 * n * 3 * d * 4 * d
     found = image_flops(read_config({"model_type": "idefics2"}, "idefics2"))
     assert (found.per_image, found.image_tokens) == (tower + mlp + 3 * layer, 64)
+
+
+# Llama 3.2 Vision (Mllama): the tiled vision model; its projector feeds cross-attention layers, refused -------------
+
+
+def vision_tower(config: dict, name: str):
+    """The vision tower part of ``config`` as llmcount reads it."""
+    return next(part for part in read_config(config, name).parts if part.role == "vision tower")
+
+
+@st.composite
+def drawn_mllama(draw) -> dict:
+    patch = draw(st.sampled_from([2, 4]))
+    layers = draw(st.integers(1, 2))
+    vision = {
+        **oracle.drawn_vit(draw, layers=layers),
+        "num_hidden_layers": layers,
+        "num_global_layers": draw(st.integers(1, 2)),
+        "patch_size": patch,
+        "image_size": patch * draw(st.integers(1, 4)),
+        "intermediate_layers_indices": [0],
+    }
+    tiles = draw(st.integers(1, 3))  # and the layouts of at most that many tiles
+    ratios = [[rows, columns] for rows in range(1, tiles + 1) for columns in range(1, tiles // rows + 1)]
+    vision |= {"max_num_tiles": tiles, "supported_aspect_ratios": ratios}
+    vision |= {"attention_heads": vision.pop("num_attention_heads"), "vision_output_dim": 2 * vision["hidden_size"]}
+    return {"model_type": "mllama", "vision_config": vision, "text_config": {**oracle.SMALL_TEXT, "pad_token_id": 0}}
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, phases=GENERATE)
+@given(config=drawn_mllama())
+def test_drawn_mllama_vision_matches_flop_counter(config: dict) -> None:
+    """MllamaVisionModel on one image padded to max_num_tiles tiles (aspect ratio 1 × 1: one tile filled)."""
+    from llmcount.formulas.tower_flops import part_flops
+
+    part = vision_tower(config, "drawn mllama")
+    found = sum(t.flops for t in part_flops(part.model, part.role, "drawn mllama"))
+    vision = config["vision_config"]
+    tiles, size = vision["max_num_tiles"], vision["image_size"]
+    model = built(config).model.vision_model
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        states = model(
+            pixel_values=torch.ones(1, 1, tiles, 3, size, size),
+            aspect_ratio_ids=torch.ones(1, 1, dtype=torch.long),
+            aspect_ratio_mask=torch.tensor([[[1] + [0] * (tiles - 1)]]),
+        ).last_hidden_state
+    assert found == counter.get_total_flops(), f"{config} ({oracle.VERSIONS})"
+    tokens = part.model.architecture.image_tokens.subs({s: v for s, v in part.model.values.items()})
+    assert tokens == states.shape[2] * states.shape[3]  # the vision states of the image: tiles × (patches + 1)
+
+
+def test_mllama_vision_defaults_by_hand_and_projector_refused() -> None:
+    """MllamaVisionConfig's defaults (Llama 3.2 11B Vision's tower): 4 tiles of 448 pixels in patches of 14, 1024
+    patches and the class token, padded to 1032 tokens a tile, 4128 an image; 32 local and 8 global layers of 1280
+    (MLP 5120) over all 4128, whose attention mask is the outer product of the tokens' mask (2 · 4128² FLOPs, a
+    matmul). The projector feeds the cross-attention layers, which llmcount's text-only FLOPs of the
+    language model leave out: FLOPs with images are refused naming them."""
+    t = 4 * 1032
+    layer = 4 * 2 * t * 1280**2 + 2 * 2 * t * t * 1280 + 2 * 2 * t * 1280 * 5120
+    by_hand = 2 * 4 * 1024 * 3 * 14 * 14 * 1280 + 2 * t * t + 40 * layer
+    from llmcount.formulas.tower_flops import part_flops
+
+    part = vision_tower({"model_type": "mllama"}, "mllama")
+    assert sum(t.flops for t in part_flops(part.model, part.role, "mllama")) == by_hand
+    with pytest.raises(LlmcountError, match="cross-attention layers"):
+        image_flops(read_config({"model_type": "mllama"}, "mllama"))
