@@ -337,3 +337,52 @@ def test_mllama_vision_defaults_by_hand_and_projector_refused() -> None:
     assert sum(t.flops for t in part_flops(part.model, part.role, "mllama")) == by_hand
     with pytest.raises(LlmcountError, match="cross-attention layers"):
         image_flops(read_config({"model_type": "mllama"}, "mllama"))
+
+
+# GOT-OCR 2.0: SAM's ViT with windowed and global layers, its neck, and two strided convolutions -----------------------
+
+
+@st.composite
+def drawn_got_ocr2(draw) -> dict:
+    patch, layers = draw(st.sampled_from([2, 4])), draw(st.integers(1, 3))
+    vision = {
+        **oracle.drawn_vit(draw, layers=layers),
+        "num_hidden_layers": layers,
+        "patch_size": patch,
+        "image_size": patch * draw(st.integers(2, 7)),
+        "window_size": draw(st.integers(1, 4)),
+        "global_attn_indexes": draw(st.lists(st.integers(0, layers - 1), max_size=2, unique=True)),
+        "use_rel_pos": draw(st.booleans()),
+        "output_channels": draw(st.sampled_from([4, 8])),
+    }
+    vision["mlp_dim"] = vision.pop("intermediate_size")
+    return {
+        "model_type": "got_ocr2",
+        "vision_config": vision,
+        "text_config": {**oracle.SMALL_TEXT, "model_type": "qwen2"},
+        "image_token_index": IMAGE_TOKEN,
+    }
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, phases=GENERATE)
+@given(config=drawn_got_ocr2())
+def test_drawn_got_ocr2_matches_flop_counter(config: dict) -> None:
+    found = image_flops(read_config(config, "drawn got_ocr2"))
+    vision = config["vision_config"]
+    side = vision["image_size"] // vision["patch_size"]
+    assert found.image_tokens == ((side + 1) // 2 + 1) // 2 * (((side + 1) // 2 + 1) // 2)
+    size = vision["image_size"]
+    oracle_flops = image_part(built(config), found.image_tokens, pixel_values=torch.ones(1, 3, size, size))
+    assert found.per_image == oracle_flops, f"{config} ({oracle.VERSIONS})"
+
+
+def test_got_ocr2_defaults_give_its_published_256_tokens() -> None:
+    """GotOcr2Config's defaults (GOT-OCR 2.0): a 1024-pixel page in patches of 16, a 64 × 64 grid, two convolutions
+    of stride 2 to 16 × 16: the 256 image tokens the GOT paper gives per page."""
+    assert image_flops(read_config({"model_type": "got_ocr2"}, "got_ocr2")).image_tokens == 256
+
+
+def test_got_ocr2_unwindowed_refused_by_name() -> None:
+    """window_size 0 makes every SAM layer global, which the record's FLOPs do not describe: refused naming it."""
+    with pytest.raises(LlmcountError, match="window_size 0"):
+        image_flops(read_config({"model_type": "got_ocr2", "vision_config": {"window_size": 0}}, "got_ocr2"))

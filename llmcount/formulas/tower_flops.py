@@ -116,7 +116,8 @@ def input_values(part: Model, name: str, given: dict, option: str) -> dict:
     ``L_aud``), checked by its record's ``image_checks``, and the sizes its ``[image]`` table computes from them, in
     order; LlmcountError naming ``option`` when a check fails or a size is not a whole number of at least 0."""
     record, values = part.architecture, {**part.values, **given}
-    namespace = {symbol.name: value for symbol, value in values.items()}
+    namespace = {spec.symbol.name: None for spec in record.symbols}  # a symbol the config leaves unset (window_size 0)
+    namespace |= {symbol.name: value for symbol, value in values.items()}
     for rule in record.image_checks:
         if not rule.test(namespace):
             raise LlmcountError(f"{name}: {option}: {rule.message.format_map(namespace)}")
