@@ -386,3 +386,25 @@ def test_got_ocr2_unwindowed_refused_by_name() -> None:
     """window_size 0 makes every SAM layer global, which the record's FLOPs do not describe: refused naming it."""
     with pytest.raises(LlmcountError, match="window_size 0"):
         image_flops(read_config({"model_type": "got_ocr2", "vision_config": {"window_size": 0}}, "got_ocr2"))
+
+
+# LightOnOCR: Pixtral at the image's own size (--image-size) and its patch-merger projection --------------------------
+
+LIGHTON_OCR = {
+    "model_type": "lighton_ocr",
+    "text_config": {**oracle.SMALL_TEXT, "model_type": "qwen3"},
+    "vision_config": {"model_type": "pixtral", "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 2}
+    | {"intermediate_size": 12, "image_size": 64, "patch_size": 4, "head_dim": 8},
+    "image_token_id": IMAGE_TOKEN,
+}
+
+
+@pytest.mark.parametrize(("height", "width", "tokens"), [(40, 28, 5 * 3), (22, 64, 2 * 8)])
+def test_lighton_ocr_at_an_image_size_matches_flop_counter(height: int, width: int, tokens: int) -> None:
+    """Pixtral on one image of height × width pixels, (H // 4) · (W // 4) patches, then the projection merging 2 × 2
+    squares (a last odd row or column dropped): the whole forward, less the same text without the image."""
+    found = image_flops(read_config(LIGHTON_OCR, "lighton_ocr"), (height, width))
+    assert found.image_tokens == tokens
+    pixels, sizes = torch.ones(1, 3, height, width), torch.tensor([[height, width]])
+    oracle_flops = image_part(built(LIGHTON_OCR), tokens, pixel_values=pixels, image_sizes=sizes)
+    assert found.per_image == oracle_flops, oracle.VERSIONS
