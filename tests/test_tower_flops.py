@@ -225,10 +225,11 @@ def test_whole_forward_with_images_matches_flop_counter(tmp_path, seq: int, imag
         ("llama-3-8b", ["--images", "1"], "FLOPs per image: the model has no vision tower"),
         ({"model_type": "gemma3n"}, ["--images", "1"], "FLOPs per image: llmcount does not count its vision tower"),
         (
-            {"model_type": "idefics2"},
+            {"model_type": "ovis2"},
             ["--images", "1"],
-            "FLOPs per image: no formula for the Idefics2 vision model (idefics2_vision) yet",
+            "FLOPs per image: no formula for the Ovis2 vision tower (AIMv2-style ViT and visual head) (ovis2_vision)",
         ),
+        ({"model_type": "mllama"}, ["--images", "1"], "(mllama_projector) feeds the language model's cross-attention"),
     ],
 )
 def test_bad_images_are_refused_in_one_line(tmp_path, config: dict | str, args: list[str], message: str) -> None:

@@ -52,12 +52,16 @@ TOWER_TOKENS = "vision_config.image_tokens"
 
 def tower_tokens(tower: Family, model: Model) -> int | None:
     """The tokens per image the tower ``model`` (read with the record ``tower``) puts out; None when its record does
-    not say, or reads the size of an image its config names none of (flops --image-size gives it)."""
+    not say, reads the size of an image its config names none of (flops --image-size gives it), or gives no whole
+    number (a pixel shuffle of a grid it does not divide: the parameters are counted, the FLOPs refused by name)."""
     if tower.image_tokens is None or not tower.image_tokens.free_symbols <= set(model.values):
         return None
     from .derivation import evaluate_int
 
-    return evaluate_int(tower.image_tokens, model.values, f"{tower.name} image_tokens")
+    try:
+        return evaluate_int(tower.image_tokens, model.values, f"{tower.name} image_tokens")
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

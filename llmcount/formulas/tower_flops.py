@@ -102,7 +102,7 @@ def sized_values(part: Model, name: str, size: tuple[int, int] | None) -> dict:
     computes from them; LlmcountError naming --image-size when it is missing or refused."""
     record = part.architecture
     if not takes_image_size(record):
-        return dict(part.values)
+        return input_values(part, name, {}, "FLOPs per image")  # its image_checks: widths a forward needs to meet
     if size is None:
         raise LlmcountError(
             f"{name}: FLOPs per image: the {record.title} ({record.name}) takes images of any size and its config "
@@ -116,7 +116,8 @@ def input_values(part: Model, name: str, given: dict, option: str) -> dict:
     ``L_aud``), checked by its record's ``image_checks``, and the sizes its ``[image]`` table computes from them, in
     order; LlmcountError naming ``option`` when a check fails or a size is not a whole number of at least 0."""
     record, values = part.architecture, {**part.values, **given}
-    namespace = {symbol.name: value for symbol, value in values.items()}
+    namespace = {spec.symbol.name: None for spec in record.symbols}  # a symbol the config leaves unset (window_size 0)
+    namespace |= {symbol.name: value for symbol, value in values.items()}
     for rule in record.image_checks:
         if not rule.test(namespace):
             raise LlmcountError(f"{name}: {option}: {rule.message.format_map(namespace)}")
