@@ -125,6 +125,7 @@ class Discoverer:
         self.derived: set[str] = set()  # sizes the class derives from another, left out of the builds: see partner
         self.tie_sizes()
         self.tie_layers()
+        self.free_multiples()
 
     # ---- sizes the config's validators tie by an equation ------------------------------------------------
     def tie_sizes(self) -> None:
@@ -319,6 +320,27 @@ class Discoverer:
         if self.parts or self.per_layer:
             tied = ", ".join([*self.parts, *self.per_layer])
             self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
+
+    def free_multiples(self) -> None:
+        """The keys a validator requires a layer key to be a multiple of (Inkling-2-Loop's
+        ``n_layers_per_attn_res_block``, 6 by default, of which ``loop_layer_index_start`` and ``_end`` must be
+        multiples) that shape no tensor: 1 in every build and random config (``self.bases``), so that the layer keys
+        take any value a build of a few layers can show (a loop from layer 1). A base that shapes a tensor is left."""
+        self.bases: dict[str, int] = {}
+        for multiple in ties.multiples(probe.config_class(self.model_type)):
+            base = self.fixed.get(multiple.of)
+            if multiple.of in self.bases or "layer" not in multiple.key or not _count(base) or base <= 1:
+                continue
+            try:
+                same = _same_tensors(self.build({}), self.build({multiple.of: 1}))
+            except probe.Refused:
+                continue
+            if same:
+                self.fixed[multiple.of] = self.bases[multiple.of] = self.pinned[multiple.of] = 1
+                self.note(
+                    f"{multiple.of}: {multiple.key} must be a multiple of it ({multiple.where}), and it shapes no"
+                    " tensor: builds and random configs give 1"
+                )
 
     def pin_counts(self, counts: list[str], layers: int) -> bool:
         """When no build of a few layers is accepted because a count of some of the layers crowds them out (Gemma 3n's
@@ -911,6 +933,8 @@ class Discoverer:
         for key, value in sorted(self.defaults.items()):
             if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
                 continue
+            if key in getattr(self, "bases", {}):  # 1 everywhere: see free_multiples
+                continue
             if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
             value = getattr(self, "pinned", {}).get(key, value)  # kept small in every build: see pin_counts
@@ -1053,6 +1077,7 @@ class Discoverer:
             and key not in self.tokens
             and key not in self.layer_values
             and key not in self.dependent
+            and key not in getattr(self, "bases", {})
             and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
         ]
         # keys the glossary knows that the class does not list, read by the model code (Qwen3-MoE's head_dim)
@@ -1096,6 +1121,7 @@ class Discoverer:
         finally:
             self.on = on
         self.grows_with_layers(kinds, sizes)
+        self.layer_keys_shaping(kinds, sizes)
         return sizes, [k for k in layer_keys if k not in self.derived]
 
     def grows_with_layers(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
@@ -1120,6 +1146,37 @@ class Discoverer:
         for k, j in changed:
             kinds[k].factors[j].deps.add(self.layer_key)
         self.note(f"{', '.join(sorted({k for k, _ in changed}))}: shaped by {self.layer_key} (outside the layers)")
+
+    def layer_keys_shaping(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
+        """A layer key that also shapes a tensor outside the layers (Inkling-2-Loop's message_input, a row of queries
+        per looped layer: loop_layer_index_end - loop_layer_index_start rows): one more size key of it, drawn within
+        the layers of a build in the random configs (see ``draw``)."""
+        try:
+            base = _per_kind(self.build(self.on))
+        except probe.Refused:
+            return
+        for key, values in self.layer_values.items():
+            now = self.on.get(key, self.fixed.get(key))
+            for value in values if _count(now) else ():
+                if value == now or not _count(value):
+                    continue
+                try:
+                    other = _per_kind(self.build({**self.on, key: value}))
+                except probe.Refused:
+                    continue
+                changed = [
+                    (k, j)
+                    for k, kind in kinds.items()
+                    if not kind.in_layer and not kind.shared and len(base.get(k, ())) == len(other.get(k, ())) > 0
+                    for j, (x, y) in enumerate(zip(base[k], other[k], strict=True))
+                    if x != y and j < len(kind.factors)
+                ]
+                if changed:
+                    sizes.append(key)
+                    for k, j in changed:
+                        kinds[k].factors[j].deps.add(key)
+                    self.note(f"{', '.join(sorted({k for k, _ in changed}))}: shaped by {key} (outside the layers)")
+                    break
 
     def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
         """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
@@ -1182,7 +1239,12 @@ class Discoverer:
             if key in values or key in self.dependent:
                 continue
             default = self.defaults.get(key)
-            values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
+            if key in getattr(self, "layer_values", {}):  # a layer key that shapes a tensor: within the layers built
+                values[key] = self.rng.randint(1, LAYERS)
+            elif default is None or default >= 64:
+                values[key] = unit * self.rng.randint(2, 9)
+            else:
+                values[key] = self.rng.randint(2, 9)
         return values
 
     def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
@@ -1646,6 +1708,16 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is an integer (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _same_tensors(a: probe.Build, b: probe.Build) -> bool:
+    """Whether two builds hold the same tensors, of the same shapes, on the same layers."""
+    return sorted((t.key, t.layer, t.shape) for t in a.tensors) == sorted((t.key, t.layer, t.shape) for t in b.tensors)
 
 
 def _off_default(key: str, value: float) -> str:
