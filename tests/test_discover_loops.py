@@ -114,3 +114,20 @@ def test_a_layer_key_that_shapes_a_tensor_outside_the_layers_is_a_size_of_it(mon
     discoverer.rng = __import__("random").Random(3)
     draws = [discoverer.draw(sizes) for _ in range(40)]
     assert {d[START] for d in draws} == {d[END] for d in draws} == set(range(1, LAYERS + 1))
+
+
+def test_a_layer_key_every_trial_of_which_is_refused_is_tried_beside_another_layer_key(monkeypatch) -> None:
+    discoverer = _discoverer(monkeypatch)
+    discoverer.free_multiples()
+    base = discoverer.build({})
+    found = discoverer._layer_keys(base, skip=set())
+    # every end a build of 3 layers can take lies below the default start (6): transformers refuses each
+    assert END not in found
+    more = discoverer._layer_keys(base, skip=set(found), beside=found)
+    assert END in more and discoverer.beside[END] == {START: 1}  # a loop from layer 1 ending at layer 2: it acts
+    # the conditions' builds of its values keep that start beside them
+    discoverer.layer_values = {**found, **more}
+    settings = []
+    monkeypatch.setattr(discoverer, "build", lambda overrides, *a, **k: settings.append(overrides) or base)
+    discoverer.conditions({})
+    assert {START: 1, END: 2} in [{k: s[k] for k in (START, END)} for s in settings]

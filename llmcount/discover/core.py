@@ -899,7 +899,7 @@ class Discoverer:
         most = len(_per_kind(base))
         self.wide: set[str] = set()  # layer keys seen to act only with more layers (a period of 3 or more)
         for rounds in range(2):
-            new = self._layer_keys(self.build(self.on), skip=set(found))
+            new = self._layer_keys(self.build(self.on), skip=set(found), beside=found if rounds else None)
             if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
                 try:  # a per-layer list chosen for LAYERS layers cannot take more (Kimi's layer_types): none then
                     reference = self.build({**self.on, self.layer_key: WIDE})
@@ -926,10 +926,16 @@ class Discoverer:
                         self.on = {**self.on, key: chosen}
         return found
 
-    def _layer_keys(self, base: probe.Build, skip: set[str], layers: int | None = None) -> dict[str, list[Any]]:
+    def _layer_keys(
+        self, base: probe.Build, skip: set[str], layers: int | None = None, beside: dict[str, list[Any]] | None = None
+    ) -> dict[str, list[Any]]:
         """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
-        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers."""
+        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers. A key
+        whose every trial transformers refuses is tried once more beside each other value of a layer-count key of
+        ``beside`` (Inkling-2-Loop's loop_layer_index_end, below the default start of the loop only with another
+        start): that value is then kept beside it in every build of its values (``self.beside``)."""
         found: dict[str, list[Any]] = {}
+        self.beside: dict[str, dict[str, Any]] = getattr(self, "beside", {})
         for key, value in sorted(self.defaults.items()):
             if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
                 continue
@@ -953,23 +959,48 @@ class Discoverer:
                 trials += [[x] * LAYERS for x in kinds]
             else:
                 continue
-            for trial in trials:
+            width = {self.layer_key: layers} if layers else {}
+            acts = self._acts(key, trials, base, width, value)
+            others = [
+                {other: v}
+                for other, values in (beside or {}).items()
+                if "layer" in other and other != key and _count(values[0])
+                for v in values[1:]
+            ]
+            for extra in others if acts is None else ():
                 try:
-                    b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
+                    near = self.build({**self.on, **extra, **width})
                 except probe.Refused:
                     continue
-                # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
-                # not a key of which layers carry what: its trials must make the layers differ
-                seen, before = _membership(b), _membership(base)
-                changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
-                if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
-                    uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
-                else:
-                    uneven = _uneven(b) or _uneven(base)
-                if changed and uneven:
-                    found[key] = [value, *(t for t in trials if t != value)]
+                acts = self._acts(key, trials, near, {**width, **extra}, value)
+                if acts is not None:
+                    self.beside[key] = extra
                     break
+            if acts:
+                found[key] = [value, *(t for t in trials if t != value)]
         return found
+
+    def _acts(self, key: str, trials: list[Any], base: probe.Build, extra: dict[str, Any], value: Any) -> bool | None:
+        """Whether a trial value of ``key`` (with ``extra``) changes which layers carry which tensors against
+        ``base``; None when transformers refuses every trial."""
+        accepted = False
+        for trial in trials:
+            try:
+                b = self.build({**self.on, **extra, key: trial})
+            except probe.Refused:
+                continue
+            accepted = True
+            # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
+            # not a key of which layers carry what: its trials must make the layers differ
+            seen, before = _membership(b), _membership(base)
+            changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
+            if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
+                uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
+            else:
+                uneven = _uneven(b) or _uneven(base)
+            if changed and uneven:
+                return True
+        return False if accepted else None
 
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
@@ -978,7 +1009,8 @@ class Discoverer:
         if not self.layer_values and not positional:
             return {}
         observations = []  # (the layer keys' values and N, {kind: membership over the layers})
-        settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        beside = getattr(self, "beside", {})
+        settings = [{}] + [{key: v, **beside.get(key, {})} for key, values in self.layer_values.items() for v in values]
         wide = getattr(self, "wide", set())
         settings += [{key: v, self.layer_key: WIDE} for key in sorted(wide) for v in self.layer_values[key]]
         settings += [{self.layer_key: WIDE}] if wide else []
@@ -1151,17 +1183,20 @@ class Discoverer:
         """A layer key that also shapes a tensor outside the layers (Inkling-2-Loop's message_input, a row of queries
         per looped layer: loop_layer_index_end - loop_layer_index_start rows): one more size key of it, drawn within
         the layers of a build in the random configs (see ``draw``)."""
-        try:
-            base = _per_kind(self.build(self.on))
-        except probe.Refused:
-            return
         for key, values in self.layer_values.items():
+            if "layer" not in key:  # an index or a count of layers
+                continue
+            extra = getattr(self, "beside", {}).get(key, {})  # a value the key's trials need beside them
             now = self.on.get(key, self.fixed.get(key))
+            try:
+                base = _per_kind(self.build({**self.on, **extra}))
+            except probe.Refused:
+                continue
             for value in values if _count(now) else ():
                 if value == now or not _count(value):
                     continue
                 try:
-                    other = _per_kind(self.build({**self.on, key: value}))
+                    other = _per_kind(self.build({**self.on, **extra, key: value}))
                 except probe.Refused:
                     continue
                 changed = [
