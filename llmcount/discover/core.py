@@ -931,9 +931,9 @@ class Discoverer:
     ) -> dict[str, list[Any]]:
         """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
         only small counts of layers (a period, an offset: keys that name layers), tried on that many layers. A key
-        whose every trial transformers refuses is tried once more beside each other value of a layer-count key of
-        ``beside`` (Inkling-2-Loop's loop_layer_index_end, below the default start of the loop only with another
-        start): that value is then kept beside it in every build of its values (``self.beside``)."""
+        naming layers whose every trial transformers refuses is tried once more beside each other value of a
+        layer-count key of ``beside`` (Inkling-2-Loop's loop_layer_index_end, below the default start of the loop
+        only with another start): that value is then kept beside it in every build of its values (``self.beside``)."""
         found: dict[str, list[Any]] = {}
         self.beside: dict[str, dict[str, Any]] = getattr(self, "beside", {})
         for key, value in sorted(self.defaults.items()):
@@ -967,7 +967,7 @@ class Discoverer:
                 if "layer" in other and other != key and _count(values[0])
                 for v in values[1:]
             ]
-            for extra in others if acts is None else ():
+            for extra in others if acts is None and "layer" in key else ():
                 try:
                     near = self.build({**self.on, **extra, **width})
                 except probe.Refused:
