@@ -125,6 +125,7 @@ class Discoverer:
         self.derived: set[str] = set()  # sizes the class derives from another, left out of the builds: see partner
         self.tie_sizes()
         self.tie_layers()
+        self.free_multiples()
         self.nested_sizes()
 
     # ---- sizes inside sub-configs ------------------------------------------------------------------------
@@ -359,6 +360,27 @@ class Discoverer:
         if self.parts or self.per_layer:
             tied = ", ".join([*self.parts, *self.per_layer])
             self.note(f"{tied} tied to {self.layer_key} by the config's validators: builds keep them in agreement")
+
+    def free_multiples(self) -> None:
+        """The keys a validator requires a layer key to be a multiple of (Inkling-2-Loop's
+        ``n_layers_per_attn_res_block``, 6 by default, of which ``loop_layer_index_start`` and ``_end`` must be
+        multiples) that shape no tensor: 1 in every build and random config (``self.bases``), so that the layer keys
+        take any value a build of a few layers can show (a loop from layer 1). A base that shapes a tensor is left."""
+        self.bases: dict[str, int] = {}
+        for multiple in ties.multiples(probe.config_class(self.model_type)):
+            base = self.fixed.get(multiple.of)
+            if multiple.of in self.bases or "layer" not in multiple.key or not _count(base) or base <= 1:
+                continue
+            try:
+                same = _same_tensors(self.build({}), self.build({multiple.of: 1}))
+            except probe.Refused:
+                continue
+            if same:
+                self.fixed[multiple.of] = self.bases[multiple.of] = self.pinned[multiple.of] = 1
+                self.note(
+                    f"{multiple.of}: {multiple.key} must be a multiple of it ({multiple.where}), and it shapes no"
+                    " tensor: builds and random configs give 1"
+                )
 
     def pin_counts(self, counts: list[str], layers: int) -> bool:
         """When no build of a few layers is accepted because a count of some of the layers crowds them out (Gemma 3n's
@@ -925,7 +947,7 @@ class Discoverer:
         most = len(_per_kind(base))
         self.wide: set[str] = set()  # layer keys seen to act only with more layers (a period of 3 or more)
         for rounds in range(2):
-            new = self._layer_keys(self.build(self.on), skip=set(found))
+            new = self._layer_keys(self.build(self.on), skip=set(found), beside=found if rounds else None)
             if rounds:  # small counts that change nothing on LAYERS layers (Jamba's expert_layer_period 2 or 3)
                 try:  # a per-layer list chosen for LAYERS layers cannot take more (Kimi's layer_types): none then
                     reference = self.build({**self.on, self.layer_key: WIDE})
@@ -952,12 +974,20 @@ class Discoverer:
                         self.on = {**self.on, key: chosen}
         return found
 
-    def _layer_keys(self, base: probe.Build, skip: set[str], layers: int | None = None) -> dict[str, list[Any]]:
+    def _layer_keys(
+        self, base: probe.Build, skip: set[str], layers: int | None = None, beside: dict[str, list[Any]] | None = None
+    ) -> dict[str, list[Any]]:
         """The keys (not in ``skip``) that change which layers carry which tensors against ``base``; with ``layers``,
-        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers."""
+        only small counts of layers (a period, an offset: keys that name layers), tried on that many layers. A key
+        naming layers whose every trial transformers refuses is tried once more beside each other value of a
+        layer-count key of ``beside`` (Inkling-2-Loop's loop_layer_index_end, below the default start of the loop
+        only with another start): that value is then kept beside it in every build of its values (``self.beside``)."""
         found: dict[str, list[Any]] = {}
+        self.beside: dict[str, dict[str, Any]] = getattr(self, "beside", {})
         for key, value in sorted(self.defaults.items()):
             if key == self.layer_key or key in self.tokens or isinstance(value, bool) or key in skip:
+                continue
+            if key in getattr(self, "bases", {}):  # 1 everywhere: see free_multiples
                 continue
             if layers is not None and not (isinstance(value, int) and 0 < value <= 16 and "layer" in key):
                 continue
@@ -977,23 +1007,48 @@ class Discoverer:
                 trials += [[x] * LAYERS for x in kinds]
             else:
                 continue
-            for trial in trials:
+            width = {self.layer_key: layers} if layers else {}
+            acts = self._acts(key, trials, base, width, value)
+            others = [
+                {other: v}
+                for other, values in (beside or {}).items()
+                if "layer" in other and other != key and _count(values[0])
+                for v in values[1:]
+            ]
+            for extra in others if acts is None and "layer" in key else ():
                 try:
-                    b = self.build({**self.on, key: trial, **({self.layer_key: layers} if layers else {})})
+                    near = self.build({**self.on, **extra, **width})
                 except probe.Refused:
                     continue
-                # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
-                # not a key of which layers carry what: its trials must make the layers differ
-                seen, before = _membership(b), _membership(base)
-                changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
-                if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
-                    uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
-                else:
-                    uneven = _uneven(b) or _uneven(base)
-                if changed and uneven:
-                    found[key] = [value, *(t for t in trials if t != value)]
+                acts = self._acts(key, trials, near, {**width, **extra}, value)
+                if acts is not None:
+                    self.beside[key] = extra
                     break
+            if acts:
+                found[key] = [value, *(t for t in trials if t != value)]
         return found
+
+    def _acts(self, key: str, trials: list[Any], base: probe.Build, extra: dict[str, Any], value: Any) -> bool | None:
+        """Whether a trial value of ``key`` (with ``extra``) changes which layers carry which tensors against
+        ``base``; None when transformers refuses every trial."""
+        accepted = False
+        for trial in trials:
+            try:
+                b = self.build({**self.on, **extra, key: trial})
+            except probe.Refused:
+                continue
+            accepted = True
+            # a count whose only other effect is on every layer alike (num_experts 0: no MoE anywhere) is a size,
+            # not a key of which layers carry what: its trials must make the layers differ
+            seen, before = _membership(b), _membership(base)
+            changed = {k for k in set(seen) | set(before) if seen.get(k) != before.get(k)}
+            if isinstance(value, int):  # judged on the kinds it changes (hybrids' attention kinds always differ)
+                uneven = any(any(seen[k]) and not all(seen[k]) for k in changed if k in seen)
+            else:
+                uneven = _uneven(b) or _uneven(base)
+            if changed and uneven:
+                return True
+        return False if accepted else None
 
     def conditions(self, kinds: dict[str, Kind]) -> dict[str, str]:
         """Each in-layer tensor kind that is not on every layer: the condition on the layer index ``i`` that says
@@ -1002,7 +1057,8 @@ class Discoverer:
         if not self.layer_values and not positional:
             return {}
         observations = []  # (the layer keys' values and N, {kind: membership over the layers})
-        settings = [{}] + [{key: v} for key, values in self.layer_values.items() for v in values]
+        beside = getattr(self, "beside", {})
+        settings = [{}] + [{key: v, **beside.get(key, {})} for key, values in self.layer_values.items() for v in values]
         wide = getattr(self, "wide", set())
         settings += [{key: v, self.layer_key: WIDE} for key in sorted(wide) for v in self.layer_values[key]]
         settings += [{self.layer_key: WIDE}] if wide else []
@@ -1101,6 +1157,7 @@ class Discoverer:
             and key not in self.tokens
             and key not in self.layer_values
             and key not in self.dependent
+            and key not in getattr(self, "bases", {})
             and (value is None or (isinstance(value, int) and not isinstance(value, bool)))
         ]
         # keys the glossary knows that the class does not list, read by the model code (Qwen3-MoE's head_dim)
@@ -1144,6 +1201,7 @@ class Discoverer:
         finally:
             self.on = on
         self.grows_with_layers(kinds, sizes)
+        self.layer_keys_shaping(kinds, sizes)
         return sizes, [k for k in layer_keys if k not in self.derived]
 
     def grows_with_layers(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
@@ -1168,6 +1226,40 @@ class Discoverer:
         for k, j in changed:
             kinds[k].factors[j].deps.add(self.layer_key)
         self.note(f"{', '.join(sorted({k for k, _ in changed}))}: shaped by {self.layer_key} (outside the layers)")
+
+    def layer_keys_shaping(self, kinds: dict[str, Kind], sizes: list[str]) -> None:
+        """A layer key that also shapes a tensor outside the layers (Inkling-2-Loop's message_input, a row of queries
+        per looped layer: loop_layer_index_end - loop_layer_index_start rows): one more size key of it, drawn within
+        the layers of a build in the random configs (see ``draw``)."""
+        for key, values in self.layer_values.items():
+            if "layer" not in key:  # an index or a count of layers
+                continue
+            extra = getattr(self, "beside", {}).get(key, {})  # a value the key's trials need beside them
+            now = self.on.get(key, self.fixed.get(key))
+            try:
+                base = _per_kind(self.build({**self.on, **extra}))
+            except probe.Refused:
+                continue
+            for value in values if _count(now) else ():
+                if value == now or not _count(value):
+                    continue
+                try:
+                    other = _per_kind(self.build({**self.on, **extra, key: value}))
+                except probe.Refused:
+                    continue
+                changed = [
+                    (k, j)
+                    for k, kind in kinds.items()
+                    if not kind.in_layer and not kind.shared and len(base.get(k, ())) == len(other.get(k, ())) > 0
+                    for j, (x, y) in enumerate(zip(base[k], other[k], strict=True))
+                    if x != y and j < len(kind.factors)
+                ]
+                if changed:
+                    sizes.append(key)
+                    for k, j in changed:
+                        kinds[k].factors[j].deps.add(key)
+                    self.note(f"{', '.join(sorted({k for k, _ in changed}))}: shaped by {key} (outside the layers)")
+                    break
 
     def effect(self, key: str, value: Any, base: dict[str, tuple[int, ...]]):
         """The first other value of ``key`` that changes the build: (that value, the (kind, factor) pairs it
@@ -1230,7 +1322,12 @@ class Discoverer:
             if key in values or key in self.dependent:
                 continue
             default = self.defaults.get(key)
-            values[key] = unit * self.rng.randint(2, 9) if default is None or default >= 64 else self.rng.randint(2, 9)
+            if key in getattr(self, "layer_values", {}):  # a layer key that shapes a tensor: within the layers built
+                values[key] = self.rng.randint(1, LAYERS)
+            elif default is None or default >= 64:
+                values[key] = unit * self.rng.randint(2, 9)
+            else:
+                values[key] = self.rng.randint(2, 9)
         return values
 
     def sample(self, sizes: list[str], drop: tuple[str, ...] = (), null: tuple[str, ...] = ()):
@@ -1694,6 +1791,16 @@ class Discoverer:
                 "which tensors in ways not found here; write those layer-count conditions by hand"
             )
         return lines
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is an integer (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _same_tensors(a: probe.Build, b: probe.Build) -> bool:
+    """Whether two builds hold the same tensors, of the same shapes, on the same layers."""
+    return sorted((t.key, t.layer, t.shape) for t in a.tensors) == sorted((t.key, t.layer, t.shape) for t in b.tensors)
 
 
 def _off_default(key: str, value: float) -> str:
