@@ -140,6 +140,14 @@ class MtpModule:
     def embedding(self) -> int:
         return sum(c.count for c in self.components if c.embedding)
 
+    @property
+    def note(self) -> str:
+        return self.spec.note
+
+    @property
+    def source(self) -> str:
+        return self.spec.source
+
 
 def _count(model: Model, spec: Mtp) -> int:
     from .config import _Reader
@@ -231,21 +239,11 @@ def require(model: Model) -> MtpModule:
     raise LlmcountError(f"{model.source}: --mtp: the config declares no MTP layers ({spec.count.key} = 0)")
 
 
-NOT_BUILT = "transformers does not build it (its model class ignores these tensors on load)"
-
-
 def summary(found: MtpModule, counted: bool) -> dict[str, Any]:
-    """The JSON form of the module, as ``count --json`` gives it."""
-    return {
-        "layers": found.layers,
-        "key": found.key,
-        "total": found.total,
-        "activated": found.activated,
-        "counted": counted,
-        "components": [{"path": c.path, "formula": c.formula, "count": c.count} for c in found.components],
-        "note": f"the checkpoint's multi-token-prediction module: {found.spec.note}; {NOT_BUILT}",
-        "source": found.spec.source,
-    }
+    """The JSON form of the module, as ``count --json`` gives it (the compiled path's too)."""
+    from ..counting import mtp_summary
+
+    return mtp_summary(found, counted)
 
 
 def with_memory(
