@@ -872,15 +872,10 @@ class MtpComponent(NamedTuple):
     embedding: bool
 
 
-class MtpModule(NamedTuple):
-    """The MTP module of one config, counted by the compiled path (the fields ``count`` shows of
-    :class:`llmcount.formulas.mtp.MtpModule`)."""
+class MtpTotals:
+    """The sums of an MTP module's ``components`` (either path's module)."""
 
-    layers: int
-    key: str
-    components: tuple[MtpComponent, ...]
-    note: str
-    source: str
+    components: tuple[Any, ...]
 
     @property
     def total(self) -> int:
@@ -893,6 +888,18 @@ class MtpModule(NamedTuple):
     @property
     def embedding(self) -> int:
         return sum(c.count for c in self.components if c.embedding)
+
+
+@dataclass(frozen=True)
+class MtpModule(MtpTotals):
+    """The MTP module of one config, counted by the compiled path (the fields ``count`` shows of
+    :class:`llmcount.formulas.mtp.MtpModule`)."""
+
+    layers: int
+    key: str
+    components: tuple[MtpComponent, ...]
+    note: str
+    source: str
 
 
 def mtp_summary(found: Any, counted: bool) -> dict[str, Any]:

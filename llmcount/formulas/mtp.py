@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sympy import Expr, Symbol
 
+from ..counting import MtpTotals
 from ..errors import LlmcountError
 from .blocks import Term
 from .symbols import N, N_mtp
@@ -119,7 +120,7 @@ class MtpComponent:
 
 
 @dataclass(frozen=True)
-class MtpModule:
+class MtpModule(MtpTotals):
     """The MTP module of one config: N_mtp decoder layers and the module's own weights, counted exactly."""
 
     layers: int  # N_mtp
@@ -127,18 +128,6 @@ class MtpModule:
     components: tuple[MtpComponent, ...]
     decoder: Model  # one MTP decoder layer, read with the record's ``decoder`` keys
     spec: Mtp = field(repr=False)
-
-    @property
-    def total(self) -> int:
-        return sum(c.count for c in self.components)
-
-    @property
-    def activated(self) -> int:
-        return sum(c.activated for c in self.components)
-
-    @property
-    def embedding(self) -> int:
-        return sum(c.count for c in self.components if c.embedding)
 
     @property
     def note(self) -> str:
