@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llmcount import counting, plain
 from llmcount.errors import LlmcountError
+from llmcount.formulas import mtp as mtp_module
 from llmcount.formulas import records, snapshot
 from llmcount.formulas.config import read_config
 from llmcount.renderers import count_data, render_count
@@ -75,3 +78,39 @@ def test_deepseek_v3s_module_is_one_moe_layer_and_its_own_weights() -> None:
     assert module.total == attention + mlp + 2 * d + own == 13_463_426_048
     data = counted.count_data(mtp=True)
     assert data["total"] == data["total_without_mtp"] + module.total == 671_026_404_352 + module.total
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    record=st.sampled_from(["deepseek_v3", "glm4_moe", "longcat_flash"]),
+    d=st.integers(1, 64).map(lambda x: 16 * x),
+    vocab=st.integers(1, 5000),
+    layers=st.integers(1, 6),
+    mtp_layers=st.integers(0, 4),
+    experts=st.integers(1, 16),
+    width=st.integers(1, 512),
+)
+def test_drawn_configs_mtp_module_is_the_sympy_paths(record, d, vocab, layers, mtp_layers, experts, width) -> None:
+    """Random sizes on each record's defaults: the MTP module is the sympy path's, and so is ``count --json``,
+    ``--mtp`` and not, where the snapshot holds the selection's formula."""
+    family = records.family(record)
+    config = snapshot._default_config(family)
+    config.update(hidden_size=d, vocab_size=vocab, num_hidden_layers=layers, moe_intermediate_size=width)
+    config.update({family.mtp.count.key: mtp_layers, "n_routed_experts": experts, "num_experts_per_tok": 1})
+    try:
+        model = read_config(config, "drawn")
+    except LlmcountError:
+        return  # a config the record refuses: nothing to compare
+    counted = counting.read(config, "drawn")
+    found = mtp_module.module(model)
+    ours = counted.mtp_module()
+    assert (ours is None) == (found is None), config
+    if found is not None:
+        assert counting.mtp_summary(ours, True) == mtp_module.summary(found, True), config
+    for mtp in (False, True):
+        expected = _sympy(lambda m=mtp: json.dumps(count_data(model, m)))
+        shown = _compiled(lambda m=mtp: json.dumps(counted.count_data(m)))
+        if shown is None:  # handed over: a selection whose whole formula the snapshot does not hold, or a refusal
+            assert counted.shown is None or expected.startswith("refused: "), (config, mtp)
+            continue
+        assert shown == expected, (config, mtp)
