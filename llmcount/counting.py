@@ -830,19 +830,7 @@ class Counted:
             "formula": {"total": shown["total"], "activated": shown["activated"]},
             "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
         }
-        if module is not None:
-            data["mtp"] = mtp_summary(module, mtp)
-        if mtp and module is not None:
-            data["components"] += [
-                {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
-                for c in module.components
-            ]
-            data["total_without_mtp"] = self.total
-            data["activated_without_mtp"] = self.activated
-            data["total"] = self.total + module.total
-            data["activated"] = self.activated + module.activated
-            data["embedding"] = self.embedding + module.embedding
-            data["non_embedding"] = data["total"] - data["embedding"]
+        with_mtp(data, self, module, mtp)
         return data
 
     def mtp_module(self, required: bool = False) -> MtpModule | None:
@@ -914,6 +902,25 @@ def mtp_summary(found: Any, counted: bool) -> dict[str, Any]:
         "note": f"the checkpoint's multi-token-prediction module: {found.note}; {MTP_NOT_BUILT}",
         "source": found.source,
     }
+
+
+def with_mtp(data: dict[str, Any], counts: Any, module: Any, counted: bool) -> None:
+    """``count --json``'s ``data`` with the checkpoint's MTP module (either path's) under ``mtp``; ``counted``
+    (``--mtp``): its components after the model's and the totals with it (``total_without_mtp``: ``counts``')."""
+    if module is None:
+        return
+    data["mtp"] = mtp_summary(module, counted)
+    if not counted:
+        return
+    data["components"] += [
+        {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated} for c in module.components
+    ]
+    data["total_without_mtp"] = counts.total
+    data["activated_without_mtp"] = counts.activated
+    data["total"] = counts.total + module.total
+    data["activated"] = counts.activated + module.activated
+    data["embedding"] = counts.embedding + module.embedding
+    data["non_embedding"] = data["total"] - data["embedding"]
 
 
 def _mtp_module(model: Counted, spec: dict[str, Any]) -> MtpModule | None:

@@ -106,7 +106,7 @@ def test_drawn_configs_mtp_module_is_the_sympy_paths(record, d, vocab, layers, m
     ours = counted.mtp_module()
     assert (ours is None) == (found is None), config
     if found is not None:
-        assert counting.mtp_summary(ours, True) == mtp_module.summary(found, True), config
+        assert counting.mtp_summary(ours, True) == counting.mtp_summary(found, True), config
     for mtp in (False, True):
         expected = _sympy(lambda m=mtp: json.dumps(count_data(model, m)))
         shown = _compiled(lambda m=mtp: json.dumps(counted.count_data(m)))

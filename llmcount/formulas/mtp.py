@@ -228,13 +228,6 @@ def require(model: Model) -> MtpModule:
     raise LlmcountError(f"{model.source}: --mtp: the config declares no MTP layers ({spec.count.key} = 0)")
 
 
-def summary(found: MtpModule, counted: bool) -> dict[str, Any]:
-    """The JSON form of the module, as ``count --json`` gives it (the compiled path's too)."""
-    from ..counting import mtp_summary
-
-    return mtp_summary(found, counted)
-
-
 def with_memory(
     found: MtpModule, result: Any, seq: int, batch: int, overhead_percent: int = 0, max_positions: int | None = None
 ) -> Any:
