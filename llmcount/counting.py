@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cache, cached_property, lru_cache
 from importlib import resources
 from operator import itemgetter
@@ -27,6 +28,7 @@ from .errors import LlmcountError
 from .formulas.expressions import Unknown, condition
 from .formulas.reading import (
     _ABSENT,
+    MAX_LAYERS,
     MAX_LIST,
     MAX_SIZE,
     NONE,
@@ -511,6 +513,7 @@ class Compiled:
         all N layers (``states``: ``N_dense=0``, ``N_full=N``)."""
         terms: list[tuple[str, str, str, bool]] = []
         layers: list[Any] = []
+        mtp: list[Any] = []
         sources: list[str] = []
         used: set[str] = set()
         by_count = dict(state.split("=") for state in states)
@@ -524,6 +527,7 @@ class Compiled:
                 raise Fallback  # two terms of one path: the record's error, worded by the sympy path
             terms.append((choice.path, variant["text"], variant["str"], choice.embedding))
             layers.append(variant.get("layers"))
+            mtp.append(variant.get("mtp"))
             sources += [variant["total"], variant["activated"]]
             used |= set(variant["used"])
         try:
@@ -536,7 +540,9 @@ class Compiled:
         in_terms = frozenset(used)
         left_out = self.choice_symbols - in_terms - self.cost_symbols
         embedding = tuple(i for i, term in enumerate(terms) if term[3])
-        return Plan(counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection, tuple(layers))
+        return Plan(
+            counted, tuple(terms), in_terms, left_out, bool(left_out), embedding, selection, tuple(layers), tuple(mtp)
+        )
 
     def _saved_symbols(self, namespace: dict[str, Any], by_name: dict[str, int]) -> frozenset[str]:
         """The symbols the activation tables read for this config (``Family.saved_symbols``), once per values of
@@ -646,6 +652,7 @@ class Plan(NamedTuple):
     embedding: tuple[int, ...]
     selection: str
     layers: tuple[Any, ...] = ()
+    mtp: tuple[Any, ...] = ()  # each term's formula in the MTP module ([sympy's, count's]), None where it has none
 
 
 class Component(NamedTuple):
@@ -805,13 +812,15 @@ class Counted:
             data["scope"] = {"counted": self.architecture.counted, "not_counted": self.architecture.not_counted}
         return data
 
-    def count_data(self) -> dict[str, Any]:
-        """What ``renderers.count_data`` gives (``count --json``); :class:`Fallback` when the snapshot does not hold
-        this selection's formula, or the record has an MTP module (the sympy path shows it)."""
+    def count_data(self, mtp: bool = False) -> dict[str, Any]:
+        """What ``renderers.count_data`` gives (``count --json``, ``--mtp``: the checkpoint's MTP module counted in);
+        :class:`Fallback` when the snapshot does not hold this selection's formula, or ``mtp`` finds no module (the
+        sympy path words why)."""
         shown = self.shown
-        if shown is None or self.architecture.data["mtp"]:
+        if shown is None:
             raise Fallback
-        return {
+        module = self.mtp_module(mtp)
+        data = {
             **self.summary(),
             "components": [
                 {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
@@ -821,6 +830,136 @@ class Counted:
             "formula": {"total": shown["total"], "activated": shown["activated"]},
             "definitions": {"activated": ACTIVATED_DEFINITION, "embedding": EMBEDDING_DEFINITION},
         }
+        with_mtp(data, self, module, mtp)
+        return data
+
+    def mtp_module(self, required: bool = False) -> MtpModule | None:
+        """The checkpoint's MTP module of this config (:func:`llmcount.formulas.mtp.module` of the sympy path, from
+        the snapshot): N_mtp decoder layers, read as the record's layer with the ``[mtp]`` table's decoder keys, and
+        the module's own weights; None when the record has none or the config declares 0 layers. :class:`Fallback`
+        for what the sympy path words: a refusal, an own weight under a condition, ``required`` without a module."""
+        spec = self.architecture.data["mtp"]
+        found = _mtp_module(self, spec) if spec else None
+        if found is None and required:
+            raise Fallback  # --mtp of a model without a module: the sympy path says why
+        return found
+
+
+MTP_NOT_BUILT = "transformers does not build it (its model class ignores these tensors on load)"
+
+
+class MtpComponent(NamedTuple):
+    """One term of the MTP module counted: its path (``mtp/...``), its formula as sympy writes it (``formula``) and as
+    ``count`` prints it (``text``), its counts and whether it is an embedding."""
+
+    path: str
+    formula: str
+    text: str
+    count: int
+    activated: int
+    embedding: bool
+
+
+class MtpTotals:
+    """The sums of an MTP module's ``components`` (either path's module)."""
+
+    components: tuple[Any, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(c.count for c in self.components)
+
+    @property
+    def activated(self) -> int:
+        return sum(c.activated for c in self.components)
+
+    @property
+    def embedding(self) -> int:
+        return sum(c.count for c in self.components if c.embedding)
+
+
+@dataclass(frozen=True)
+class MtpModule(MtpTotals):
+    """The MTP module of one config, counted by the compiled path (the fields ``count`` shows of
+    :class:`llmcount.formulas.mtp.MtpModule`)."""
+
+    layers: int
+    key: str
+    components: tuple[MtpComponent, ...]
+    note: str
+    source: str
+
+
+def mtp_summary(found: Any, counted: bool) -> dict[str, Any]:
+    """The JSON form of an MTP module (either path's), as ``count --json`` gives it."""
+    return {
+        "layers": found.layers,
+        "key": found.key,
+        "total": found.total,
+        "activated": found.activated,
+        "counted": counted,
+        "components": [{"path": c.path, "formula": c.formula, "count": c.count} for c in found.components],
+        "note": f"the checkpoint's multi-token-prediction module: {found.note}; {MTP_NOT_BUILT}",
+        "source": found.source,
+    }
+
+
+def with_mtp(data: dict[str, Any], counts: Any, module: Any, counted: bool) -> None:
+    """``count --json``'s ``data`` with the checkpoint's MTP module (either path's) under ``mtp``; ``counted``
+    (``--mtp``): its components after the model's and the totals with it (``total_without_mtp``: ``counts``')."""
+    if module is None:
+        return
+    data["mtp"] = mtp_summary(module, counted)
+    if not counted:
+        return
+    data["components"] += [
+        {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated} for c in module.components
+    ]
+    data["total_without_mtp"] = counts.total
+    data["activated_without_mtp"] = counts.activated
+    data["total"] = counts.total + module.total
+    data["activated"] = counts.activated + module.activated
+    data["embedding"] = counts.embedding + module.embedding
+    data["non_embedding"] = data["total"] - data["embedding"]
+
+
+def _mtp_module(model: Counted, spec: dict[str, Any]) -> MtpModule | None:
+    family = model.architecture
+    count = family._spec(spec["count"], "a compiled snapshot")
+    try:
+        layers = _Reader(model.config, model.source, family).symbol(count, {})
+    except LlmcountError:
+        raise Fallback from None
+    if layers is not None and layers > MAX_LAYERS:
+        raise Fallback  # refused by the sympy path, which words it
+    if not layers:
+        return None
+    # lists of one entry per layer describe the model's N layers, not the MTP layer: left out (as formulas.mtp does)
+    n = model.values.get("N", 0)
+    kept = {k: v for k, v in model.config.items() if not (isinstance(v, list) and len(v) == n > 1)}
+    decoder = family.read(kept | spec["decoder"], f"{model.source} (MTP layer)", model.name)
+    share = {prefix: Fraction(p, q) for prefix, (p, q) in spec["share"].items()}
+    components = []
+    numbers = decoder.numbers
+    for i, ((path, _, _, embedding), shown) in enumerate(zip(decoder.plan.terms, decoder.plan.mtp, strict=True)):
+        if shown is None:
+            continue  # the embedding, the final norm and the head: the model's, not the layer's
+        found = [prefix for prefix in share if path.startswith(prefix)]
+        part = share[max(found, key=len)] if found else 1
+        total, activated = layers * numbers[2 * i] * part, layers * numbers[2 * i + 1] * part
+        if evaluate.whole(total) is None or evaluate.whole(activated) is None:
+            raise Fallback  # not a whole count: the sympy path words it
+        components.append(MtpComponent(f"mtp/{path}", *shown, int(total), int(activated), embedding))
+    values = {**model.values, "N_mtp": layers}
+    for term in spec["terms"]:
+        if term["when"] is not None:
+            raise Fallback  # an own weight under a condition: read by the sympy path
+        total = evaluate.whole(_value(evaluate.from_source(term["total"]), values))
+        activated = evaluate.whole(_value(evaluate.from_source(term["activated"]), values))
+        if total is None or activated is None:
+            raise Fallback
+        components.append(MtpComponent(term["path"], term["str"], term["text"], total, activated, term["embedding"]))
+    return MtpModule(layers, count.key, tuple(components), spec["note"], spec["source"])
 
 
 _FOLDER = "compiled"

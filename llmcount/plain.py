@@ -199,15 +199,17 @@ def _piece(pieces: list[str], j: int, height: int) -> str:
     return pieces[k] if k >= 0 else ""
 
 
-def render_count(model: Counted, width: int | None = None) -> str:
+def render_count(model: Counted, width: int | None = None, mtp: bool = False) -> str:
     """``renderers.render_count`` of a model counted by the compiled path, written out in Python: the branch of
-    ``count.txt.j2`` a language model without an MTP module takes (a test holds the two texts equal), without
-    importing jinja2 and compiling the template on every run."""
+    ``count.txt.j2`` a language model takes (a test holds the two texts equal), without importing jinja2 and compiling
+    the template on every run. The checkpoint's MTP module is a line under the table, or (``mtp``) rows of the table
+    and part of its totals."""
     from .counting import ACTIVATED_DEFINITION, Fallback
 
     shown = model.shown
-    if shown is None or model.architecture.data["mtp"]:
+    if shown is None:
         raise Fallback  # a selection of terms whose formula the snapshot does not hold: the sympy path shows it
+    module = model.mtp_module(mtp)
     family = model.architecture
     lines = [wrap(f"{model.name} ({family.title}, model_type {family.name}; {model.source})", width, "  ")]
     if family.not_counted:
@@ -215,13 +217,47 @@ def render_count(model: Counted, width: int | None = None) -> str:
     total = model.total
     rows = [["component", "formula", "parameters", "", "share"]]
     rows += [[c.path, c.text, grouped(c.count), count(c.count), percent(c.count, total)] for c in model.components]
-    rows += [["", "", "", "", ""], ["total", "", grouped(total), count(total), ""]]
-    shares = [("activated", model.activated)] if family.is_moe else []
-    shares += [("embedding", model.embedding), ("non-embedding", model.non_embedding)]
-    rows += [[label, "", grouped(value), count(value), percent(value, total)] for label, value in shares]
-    lines += [fit_table(rows, "llrrr", width, 1), "", wrap(f"P = {shown['P']}", width, "    ")]
+    if mtp:
+        rows += _mtp_rows(model, module)
+    else:
+        rows += [["", "", "", "", ""], ["total", "", grouped(total), count(total), ""]]
+        shares = [("activated", model.activated)] if family.is_moe else []
+        shares += [("embedding", model.embedding), ("non-embedding", model.non_embedding)]
+        rows += [[label, "", grouped(value), count(value), percent(value, total)] for label, value in shares]
+    lines.append(fit_table(rows, "llrrr", width, 1))
+    if module is not None:
+        lines.append(wrap(_mtp_line(module, total, mtp), width, "  "))
+    lines += ["", wrap(f"P = {shown['P']}", width, "    ")]
     if family.is_moe:
         lines += [wrap(f"P_act = {shown['P_act']}", width, "    "), wrap(f"  ({ACTIVATED_DEFINITION})", width, "   ")]
     values = ", ".join(f"{name}={value}" for name, value in model.values.items())
     lines.append(wrap(f"values: {values}", width, "        "))
     return "\n".join(lines) + "\n\n"  # the template ends with a blank line
+
+
+def _mtp_rows(model: Counted, module) -> list[list[str]]:
+    """The rows of ``count --mtp`` after the model's components: the MTP module's, then the totals with it."""
+    total = model.total + module.total
+    rows = [[c.path, c.text, grouped(c.count), count(c.count), percent(c.count, total)] for c in module.components]
+    rows.append(["", "", "", "", ""])
+    rows.append(["model (transformers)", "", grouped(model.total), count(model.total), percent(model.total, total)])
+    rows.append(["mtp module", "", grouped(module.total), count(module.total), percent(module.total, total)])
+    rows.append(["total with mtp", "", grouped(total), count(total), ""])
+    shares = [("activated with mtp", model.activated + module.activated)] if model.architecture.is_moe else []
+    embedding = model.embedding + module.embedding
+    shares += [("embedding", embedding), ("non-embedding", total - embedding)]
+    rows += [[label, "", grouped(value), count(value), percent(value, total)] for label, value in shares]
+    return rows
+
+
+def _mtp_line(module, total: int, counted: bool) -> str:
+    """The line under ``count``'s table that names the checkpoint's MTP module."""
+    if counted:
+        return (
+            f"with the checkpoint's MTP module ({module.key} = {module.layers}, {count(module.total)}), which "
+            f"transformers does not build; the mtp/ rows are its formula, N_mtp = {module.layers}"
+        )
+    return (
+        f"+ {count(module.total)} MTP module in the checkpoint ({module.key} = {module.layers}; "
+        f"{count(total + module.total)} with it), which transformers does not build; --mtp counts it"
+    )

@@ -60,6 +60,10 @@ def config_file(tmp_path_factory):
         ("count", "qwen3-32b", "llama-3-8b", "--csv"),
         ("count", "CONFIG"),
         ("count", "FOLDER", "--jsonl"),
+        ("count", "glm-4.5-air"),  # a record with an MTP module: its line under the table
+        ("count", "glm-4.5-air", "--mtp", "--json"),
+        ("count", "glm-4.5-air", "--mtp"),
+        ("count", "qwen3-next-80b-a3b", "--json"),
     ],
 )
 def test_count_imports_no_sympy_and_nothing_heavy(args, config_file) -> None:

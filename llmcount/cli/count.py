@@ -133,8 +133,8 @@ def count(
 
             scheme_for(resolved[2], resolved[1], None, None, None)
         model = None
-        if not (discover or rediscover or mtp or gguf or wants_stored):
-            model = _count_compiled(specs[0], as_json, resolved)
+        if not (discover or rediscover or gguf or wants_stored):
+            model = _count_compiled(specs[0], as_json, resolved, mtp)
             if isinstance(model, str):
                 typer.echo(model)
                 return
@@ -190,9 +190,10 @@ def _quick_count(args: list[str]):
     return run
 
 
-def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):
-    """``count``'s output for one model by the compiled path (no sympy), a str; or, when the compiled path does not
-    take it, the Model the sympy path read (the config is read once, its note said once)."""
+def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any], mtp: bool = False):
+    """``count``'s output for one model by the compiled path (no sympy), a str (``mtp``: the checkpoint's MTP module
+    counted in); or, when the compiled path does not take it, the Model the sympy path read (the config is read once,
+    its note said once)."""
     from ..counting import Counted, Fallback
     from ..sources import load_counted
 
@@ -201,10 +202,10 @@ def _count_compiled(spec: str, as_json: bool, resolved: tuple[str, str, Any]):
         return model
     try:
         if as_json:
-            return json.dumps(model.count_data(), indent=2)
+            return json.dumps(model.count_data(mtp), indent=2)
         from ..plain import render_count
 
-        return render_count(model, terminal_width()).rstrip()
+        return render_count(model, terminal_width(), mtp).rstrip()
     except Fallback:
         return model.full()
 

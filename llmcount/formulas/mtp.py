@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sympy import Expr, Symbol
 
+from ..counting import MtpTotals
 from ..errors import LlmcountError
 from .blocks import Term
 from .symbols import N, N_mtp
@@ -119,7 +120,7 @@ class MtpComponent:
 
 
 @dataclass(frozen=True)
-class MtpModule:
+class MtpModule(MtpTotals):
     """The MTP module of one config: N_mtp decoder layers and the module's own weights, counted exactly."""
 
     layers: int  # N_mtp
@@ -129,16 +130,12 @@ class MtpModule:
     spec: Mtp = field(repr=False)
 
     @property
-    def total(self) -> int:
-        return sum(c.count for c in self.components)
+    def note(self) -> str:
+        return self.spec.note
 
     @property
-    def activated(self) -> int:
-        return sum(c.activated for c in self.components)
-
-    @property
-    def embedding(self) -> int:
-        return sum(c.count for c in self.components if c.embedding)
+    def source(self) -> str:
+        return self.spec.source
 
 
 def _count(model: Model, spec: Mtp) -> int:
@@ -229,23 +226,6 @@ def require(model: Model) -> MtpModule:
             " checkpoints"
         )
     raise LlmcountError(f"{model.source}: --mtp: the config declares no MTP layers ({spec.count.key} = 0)")
-
-
-NOT_BUILT = "transformers does not build it (its model class ignores these tensors on load)"
-
-
-def summary(found: MtpModule, counted: bool) -> dict[str, Any]:
-    """The JSON form of the module, as ``count --json`` gives it."""
-    return {
-        "layers": found.layers,
-        "key": found.key,
-        "total": found.total,
-        "activated": found.activated,
-        "counted": counted,
-        "components": [{"path": c.path, "formula": c.formula, "count": c.count} for c in found.components],
-        "note": f"the checkpoint's multi-token-prediction module: {found.spec.note}; {NOT_BUILT}",
-        "source": found.spec.source,
-    }
 
 
 def with_memory(

@@ -131,8 +131,51 @@ def _variants(family: Family, choice: records.Choice) -> dict[str, dict[str, Any
             "text": text(chosen.total),
             "str": str(chosen.total),
             "layers": 1 if layers == 1 else str(layers),
+            **({"mtp": _mtp_formula(family.mtp, chosen)} if family.mtp is not None else {}),
         }
     return out
+
+
+def _mtp_formula(spec: Any, term: Any) -> list[str] | None:
+    """The formula of a decoder term in the MTP module (``mtp.module``'s: N_mtp · share · the term per layer), as
+    ``count --json`` and ``count``'s table show it; None for a term outside the layers or one the module lacks."""
+    from ..renderers.filters import text
+    from .symbols import N_mtp
+
+    part = spec.share_of(term.path)
+    if term.layers == 1 or part is None:
+        return None
+    per_layer = term.layers.subs(N, 1) if spec.share else 1
+    shown = str(N_mtp * part * per_layer * term.expr)
+    return [shown, text(shown)]
+
+
+def _mtp(family: Family) -> dict[str, Any]:
+    """The record's ``[mtp]`` table as ``counting.mtp_module`` reads it: the key of N_mtp (a symbol spec), the keys
+    that make the decoder layer the MTP layer, each decoder path prefix's share, and the module's own weights (their
+    condition's text, formulas as ``count`` shows them and compiled)."""
+    from ..renderers.filters import text
+
+    spec = family.mtp
+    return {
+        "count": _symbol(spec.count),
+        "decoder": dict(spec.decoder),
+        "share": {prefix: [int(part.p), int(part.q)] for prefix, part in spec.share.items()},
+        "terms": [
+            {
+                "path": c.term.path,
+                "when": c.when_text or None,
+                "str": str(c.term.total),
+                "text": text(str(c.term.total)),
+                "total": evaluate.source(c.term.total),
+                "activated": evaluate.source(c.term.activated),
+                "embedding": c.term.embedding,
+            }
+            for c in spec.terms
+        ],
+        "note": spec.note,
+        "source": spec.source,
+    }
 
 
 def _counts(family: Family, choice: records.Choice) -> list[str]:
@@ -442,7 +485,7 @@ def snapshot(family: Family, configs: list[tuple[str, dict[str, Any]]] = ()) -> 
         "is_moe": family.is_moe,
         "counted": family.counted,
         "not_counted": family.not_counted,
-        "mtp": family.mtp is not None,
+        "mtp": _mtp(family) if family.mtp is not None else False,  # false: no module (a table is never empty)
         "checked_version": family.checked_version,
         "seen": (
             sorted(family.checked_keys | family.read_keys() | records.COMMON_KEYS)

@@ -201,6 +201,7 @@ def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
     values and formula (the components, values and formula at the top level are the language model's). A
     checkpoint's MTP module is under ``mtp``; with ``mtp`` its components follow the model's and the totals include
     it (``total_without_mtp``)."""
+    from ..counting import with_mtp
     from ..formulas import mtp as mtp_module
 
     counts = model.counts
@@ -220,19 +221,7 @@ def count_data(model: Model, mtp: bool = False) -> dict[str, Any]:
             _part_data(model, "language model", model.architecture.name, "text_config"),
             *(_part_data(p.model, p.role, p.model.architecture.name, p.read_from) for p in model.parts),
         ]
-    if module is not None:
-        data["mtp"] = mtp_module.summary(module, counted=mtp)
-    if mtp and module is not None:
-        data["components"] += [
-            {"path": c.path, "formula": c.formula, "count": c.count, "activated": c.activated}
-            for c in module.components
-        ]
-        data["total_without_mtp"] = counts.total
-        data["activated_without_mtp"] = counts.activated
-        data["total"] = counts.total + module.total
-        data["activated"] = counts.activated + module.activated
-        data["embedding"] = counts.embedding + module.embedding
-        data["non_embedding"] = data["total"] - data["embedding"]
+    with_mtp(data, counts, module, mtp)
     return data
 
 
