@@ -24,7 +24,7 @@ from ..errors import LlmcountError
 from .blocks import ONE, Term
 from .expressions import Condition, RecordError, Unknown, condition, condition_names, formula
 from .reading import NONE, REQUIRED
-from .symbols import BY_NAME, B, H_img, N, S, W_img
+from .symbols import BY_NAME, B, H_img, L_aud, N, S, W_img
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -1222,7 +1222,7 @@ def _check_names(family: Family, where: str) -> None:
             names = ", ".join(sorted(s.name for s in missing))
             raise RecordError(f"{where}: term {choice.term.path} uses {names}, which the record does not read")
     known |= {symbol for symbol, _, _ in family.image_values}
-    missing = family.cost_symbols - known - {S, B, H_img, W_img}  # the image's size: flops --image-size
+    missing = family.cost_symbols - known - {S, B, H_img, W_img, L_aud}  # an input's size: --image-size, --audio-frames
     if missing:
         names = ", ".join(sorted(s.name for s in missing))
         raise RecordError(f"{where}: [attention] or [[state]] uses {names}, which the record does not read")
